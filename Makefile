@@ -1,0 +1,36 @@
+# toolmesh — build, test, lint, bench, fuzz. Needs only Go; tools it uses are
+# fetched by `go run` at pinned versions.
+
+GO        ?= go
+PKGS      := ./...
+FUZZTIME  ?= 30s
+BENCHTIME ?= 2s
+
+.PHONY: all build test lint vet fmt-check bench fuzz fuzz-smoke
+
+all: build test
+
+build:
+	$(GO) build -o bin/toolmesh ./cmd/toolmesh
+
+# The README's test command, and exactly what .ci/run calls.
+test: fmt-check vet
+	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: fmt-check vet
+
+# Benchmarks report each toolmesh figure beside raw NATS measured in the same run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./tests/...
+
+# Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./envelope | grep ^Fuzz); do \
+		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./envelope || exit 1; \
+	done

@@ -1,0 +1,143 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// CliOutputFormat says how a bound program's stdout becomes the result.
+type CliOutputFormat string
+
+// The output formats of a CLI binding.
+const (
+	// OutputJSON parses the whole of stdout as the result (the default).
+	OutputJSON CliOutputFormat = "json"
+	// OutputNDJSON streams each stdout line as a delta; the result is the array.
+	OutputNDJSON CliOutputFormat = "ndjson"
+	// OutputLines streams each line as a delta; the result is {"lines":[…],"stderr":"…"}.
+	OutputLines CliOutputFormat = "lines"
+)
+
+// CliBindingConfig binds a tool to a command-line program
+// (SP-cli-binding-v2). Only Cmd is required; every other field is omitted
+// when empty so a bare {"cmd":"cat"} round-trips byte-identically. Unknown
+// fields are tolerated so later versions do not break this parser.
+type CliBindingConfig struct {
+	// Cmd is the executable name (looked up on PATH) or an absolute path.
+	Cmd string `json:"cmd"`
+	// Args are fixed arguments placed before the rendered template.
+	Args []string `json:"args,omitempty"`
+	// ArgsTemplate is the per-call argv tail, split on white space into
+	// tokens with {tool_id}, {params_json}, {dry_run} and {page_all} substituted.
+	ArgsTemplate string `json:"args_template,omitempty"`
+	// Env is added to the program's environment; values are verbatim except
+	// the literal "$ATD_BEARER", replaced by the caller's bearer token.
+	Env map[string]string `json:"env,omitempty"`
+	// OutputFormat is json (default), ndjson or lines.
+	OutputFormat CliOutputFormat `json:"output_format,omitempty"`
+	// PageAllFlag is passed for call_all; absent means paging is refused.
+	PageAllFlag string `json:"page_all_flag,omitempty"`
+	// DryRunFlag is passed for dry runs; absent means dry runs are refused.
+	DryRunFlag string `json:"dry_run_flag,omitempty"`
+	// ExitCodeMap maps non-zero exit codes to error codes; unmapped codes
+	// are tool_failed and exit 0 never consults it.
+	ExitCodeMap map[int]string `json:"-"`
+}
+
+// Format returns the output format, json when unset.
+func (c CliBindingConfig) Format() CliOutputFormat {
+	if c.OutputFormat == "" {
+		return OutputJSON
+	}
+	return c.OutputFormat
+}
+
+// Validate checks the binding: cmd present, output_format known, codes non-empty.
+func (c CliBindingConfig) Validate() error {
+	if c.Cmd == "" {
+		return errors.New("field cmd is required")
+	}
+	switch c.OutputFormat {
+	case "", OutputJSON, OutputNDJSON, OutputLines:
+	default:
+		return fmt.Errorf("field output_format: unknown %q (want json, ndjson or lines)", c.OutputFormat)
+	}
+	for k, v := range c.ExitCodeMap {
+		if k == 0 {
+			return errors.New("field exit_code_map: exit code 0 always succeeds and cannot be mapped")
+		}
+		if v == "" {
+			return fmt.Errorf("field exit_code_map: code for exit %d is empty", k)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the binding in declaration order with empty fields
+// omitted and exit_code_map's keys in numeric order.
+func (c CliBindingConfig) MarshalJSON() ([]byte, error) {
+	type plain CliBindingConfig
+	b, err := json.Marshal(plain(c))
+	if err != nil {
+		return nil, err
+	}
+	if len(c.ExitCodeMap) == 0 {
+		return b, nil
+	}
+	keys := make([]int, 0, len(c.ExitCodeMap))
+	for k := range c.ExitCodeMap {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var m bytes.Buffer
+	m.WriteString(`,"exit_code_map":{`)
+	for i, k := range keys {
+		if i > 0 {
+			m.WriteByte(',')
+		}
+		m.WriteString(strconv.Quote(strconv.Itoa(k)))
+		m.WriteByte(':')
+		v, _ := json.Marshal(c.ExitCodeMap[k])
+		m.Write(v)
+	}
+	m.WriteByte('}')
+	return append(append(b[:len(b)-1], m.Bytes()...), '}'), nil
+}
+
+// UnmarshalJSON reads a binding: cmd is required, exit_code_map keys must be
+// integers, unknown fields are ignored.
+func (c *CliBindingConfig) UnmarshalJSON(b []byte) error {
+	type plain CliBindingConfig
+	var p struct {
+		plain
+		Cmd         *string           `json:"cmd"`
+		ExitCodeMap map[string]string `json:"exit_code_map"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("cli binding: %w", err)
+	}
+	if p.Cmd == nil {
+		return errors.New("cli binding: field cmd is required")
+	}
+	out := CliBindingConfig(p.plain)
+	out.Cmd = *p.Cmd
+	if p.ExitCodeMap != nil {
+		out.ExitCodeMap = make(map[int]string, len(p.ExitCodeMap))
+		for k, v := range p.ExitCodeMap {
+			n, err := strconv.Atoi(k)
+			if err != nil || strconv.Itoa(n) != k {
+				return fmt.Errorf("cli binding: field exit_code_map: key %q is not an integer", k)
+			}
+			out.ExitCodeMap[n] = v
+		}
+	}
+	if err := out.Validate(); err != nil {
+		return fmt.Errorf("cli binding: %w", err)
+	}
+	*c = out
+	return nil
+}

@@ -1,0 +1,205 @@
+package envelope
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// Each malformed input is rejected with an error that names the field.
+func TestDecodeRejects(t *testing.T) {
+	cases := []struct {
+		name, in, wantField string
+		into               func() any
+	}{
+		{"event missing type", `{"data":1}`, "type", func() any { return new(ToolEvent) }},
+		{"event unknown type", `{"type":"bogus"}`, "type", func() any { return new(ToolEvent) }},
+		{"event type not string", `{"type":7}`, "type", func() any { return new(ToolEvent) }},
+		{"progress pct high", `{"type":"progress","pct":101}`, "pct", func() any { return new(ToolEvent) }},
+		{"progress pct low", `{"type":"progress","pct":-0.5}`, "pct", func() any { return new(ToolEvent) }},
+		{"progress pct string", `{"type":"progress","pct":"x"}`, "pct", func() any { return new(ToolEvent) }},
+		{"error without code", `{"type":"error","message":"x"}`, "code", func() any { return new(ToolEvent) }},
+		{"error empty code", `{"type":"error","code":""}`, "code", func() any { return new(ToolEvent) }},
+		{"error bad details", `{"type":"error","code":"x","details":{"status":"x"}}`, "status", func() any { return new(ToolEvent) }},
+		{"start without tool", `{"type":"start"}`, "tool_id", func() any { return new(ToolEvent) }},
+		{"delta without data", `{"type":"delta"}`, "data", func() any { return new(ToolEvent) }},
+		{"event not object", `[1]`, "event", func() any { return new(ToolEvent) }},
+		{"call missing args", `{"dry_run":true}`, "args", func() any { return new(Call) }},
+		{"call args not object", `{"args":[1]}`, "args", func() any { return new(Call) }},
+		{"call page both", `{"args":{},"page":{"all":true,"cursor":"x"}}`, "page", func() any { return new(Call) }},
+		{"call page empty", `{"args":{},"page":{}}`, "page", func() any { return new(Call) }},
+		{"call bad format", `{"args":{},"response_format":{"type":"yaml"}}`, "type", func() any { return new(Call) }},
+		{"format schema missing", `{"type":"json_schema"}`, "json_schema", func() any { return new(ResponseFormat) }},
+		{"format bad name", `{"type":"json_schema","json_schema":{"name":"a b","schema":{}}}`, "name", func() any { return new(ResponseFormat) }},
+		{"format schema not object", `{"type":"json_schema","json_schema":{"name":"a","schema":3}}`, "schema", func() any { return new(ResponseFormat) }},
+		{"response missing id", `{"success":true}`, "id", func() any { return new(Response) }},
+		{"response missing success", `{"id":"1"}`, "success", func() any { return new(Response) }},
+		{"response error without code", `{"id":"1","success":false}`, "code", func() any { return new(Response) }},
+		{"response id not string", `{"id":1,"success":true}`, "id", func() any { return new(Response) }},
+		{"response duplicate", `{"id":"1","success":true,"a":1,"a":2}`, "duplicate", func() any { return new(Response) }},
+		{"problem negative retry", `{"retry_after":-1}`, "retry_after", func() any { return new(Problem) }},
+		{"problem retry string", `{"retry_after":"soon"}`, "retry_after", func() any { return new(Problem) }},
+		{"cli missing cmd", `{"args":["x"]}`, "cmd", func() any { return new(CliBindingConfig) }},
+		{"cli bad exit key", `{"cmd":"x","exit_code_map":{"two":"x"}}`, "exit_code_map", func() any { return new(CliBindingConfig) }},
+		{"cli exit key zero", `{"cmd":"x","exit_code_map":{"0":"x"}}`, "exit_code_map", func() any { return new(CliBindingConfig) }},
+		{"cli bad format", `{"cmd":"x","output_format":"xml"}`, "output_format", func() any { return new(CliBindingConfig) }},
+		{"spec bad name", `{"name":"a b"}`, "name", func() any { return new(ToolSpec) }},
+		{"spec long segment", `{"name":"` + strings.Repeat("a", 65) + `"}`, "name", func() any { return new(ToolSpec) }},
+		{"spec empty segment", `{"name":"a..b"}`, "name", func() any { return new(ToolSpec) }},
+		{"spec too long", `{"name":"` + strings.Repeat("abcdefgh.", 15) + `a"}`, "name", func() any { return new(ToolSpec) }},
+		{"spec input not object schema", `{"name":"a","input_schema":{"type":"string"}}`, "input_schema", func() any { return new(ToolSpec) }},
+		{"spec input invalid schema", `{"name":"a","input_schema":{"type":"object","minProperties":"x"}}`, "input_schema", func() any { return new(ToolSpec) }},
+		{"spec remote ref", `{"name":"a","input_schema":{"type":"object","$ref":"https://example.com/s.json"}}`, "input_schema", func() any { return new(ToolSpec) }},
+		{"spec file ref", `{"name":"a","input_schema":{"type":"object","$ref":"file:///etc/passwd"}}`, "input_schema", func() any { return new(ToolSpec) }},
+		{"spec bad binding", `{"name":"a","binding":{"cli":{}}}`, "cmd", func() any { return new(ToolSpec) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := json.Unmarshal([]byte(c.in), c.into())
+			if err == nil {
+				t.Fatalf("decoded %s without error", c.in)
+			}
+			if !strings.Contains(err.Error(), c.wantField) {
+				t.Errorf("error %q does not name %q", err, c.wantField)
+			}
+		})
+	}
+}
+
+func TestToolNames(t *testing.T) {
+	for _, ok := range []string{"echo", "fs.read", "gmail.users.messages.list", "A-b_9", strings.Repeat("a", 64)} {
+		if err := ValidateToolName(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", ".a", "a.", "a b", "a*", "a>", "ä", "a/b"} {
+		if ValidateToolName(bad) == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	required := []Code{CodeInvalidInput, CodeToolNotFound, CodeTimeout, CodeCancelled, CodeWorkerLost, CodeOverloaded,
+		CodeHandlerError, CodeMissingTerminal, CodeStreamGap, CodeOutputInvalid, CodeDryRunUnsupported,
+		CodePaginationUnsupported, CodeToolFailed, CodePayloadTooLarge, CodeUnauthorized, CodeConnectionLost, CodeInvalidConfig}
+	exits := map[int]Code{}
+	for _, c := range required {
+		info, ok := Lookup(c)
+		if !ok {
+			t.Fatalf("%s missing from registry", c)
+		}
+		if info.Title == "" || info.Status == 0 || info.ExitCode == 0 || info.Fix.Description == "" {
+			t.Errorf("%s: incomplete entry %+v", c, info)
+		}
+		if other, dup := exits[info.ExitCode]; dup {
+			t.Errorf("%s and %s share exit code %d", c, other, info.ExitCode)
+		}
+		exits[info.ExitCode] = c
+		p := NewProblem(c, "x")
+		if (p.RetryAfter != nil) != info.Transient {
+			t.Errorf("%s: retry_after set=%v, transient=%v", c, p.RetryAfter != nil, info.Transient)
+		}
+		b, _ := json.Marshal(p)
+		if !strings.Contains(string(b), `"retry_after":`) {
+			t.Errorf("%s: retry_after not serialised: %s", c, b)
+		}
+	}
+	if len(Codes()) < len(required) {
+		t.Errorf("Codes() lists %d", len(Codes()))
+	}
+	if got := (Registry{BaseURI: "https://example.org/e/"}).New(CodeTimeout, "x").Type; got != "https://example.org/e/timeout/v1" {
+		t.Errorf("type = %s", got)
+	}
+	if NewProblem(CodeTimeout, "").Instance == NewProblem(CodeTimeout, "").Instance {
+		t.Error("instance must be unique per occurrence")
+	}
+	if p := NewProblem("made_up", "x"); p.Code != CodeInternal || !strings.Contains(p.Detail, "made_up") {
+		t.Errorf("unregistered code gave %+v", p)
+	}
+}
+
+func TestApplicabilityDefaultsToUnspecified(t *testing.T) {
+	var f SuggestedFix
+	if err := json.Unmarshal([]byte(`{"description":"x","applicability":"apply_blindly"}`), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Applicability != Unspecified {
+		t.Errorf("unknown marker became %q", f.Applicability)
+	}
+	var a CodeAction
+	_ = json.Unmarshal([]byte(`{"title":"x"}`), &a)
+	if b, _ := json.Marshal(a); !strings.Contains(string(b), `"applicability":"unspecified"`) {
+		t.Errorf("missing marker rendered %s", b)
+	}
+}
+
+func TestSelectFormat(t *testing.T) {
+	cases := []struct {
+		flag string
+		tty  bool
+		want OutputFormat
+	}{{"json", true, FormatJSON}, {"pretty", false, FormatPretty}, {"", true, FormatPretty}, {"", false, FormatJSON}}
+	for _, c := range cases {
+		if got, err := SelectFormat(c.flag, c.tty); err != nil || got != c.want {
+			t.Errorf("SelectFormat(%q,%v) = %v, %v", c.flag, c.tty, got, err)
+		}
+	}
+	if _, err := SelectFormat("yaml", true); err == nil {
+		t.Error("unknown format accepted")
+	}
+}
+
+func TestFlatteningRefusesReservedMembers(t *testing.T) {
+	for _, data := range []string{`{"id":"x"}`, `{"a":1,"success":false}`} {
+		if _, err := Success("1", json.RawMessage(data)); err == nil {
+			t.Errorf("Success accepted %s", data)
+		}
+		if _, err := ErrorResponseWithData("1", "c", "m", json.RawMessage(data)); err == nil {
+			t.Errorf("ErrorResponseWithData accepted %s", data)
+		}
+	}
+	if _, err := ErrorResponseWithData("1", "c", "m", json.RawMessage(`{"code":"other"}`)); err == nil {
+		t.Error("extra may not overwrite code")
+	}
+}
+
+func TestHonestReporting(t *testing.T) {
+	if _, err := Partial().Apply(json.RawMessage(`{}`)); err == nil {
+		t.Error("a partial result with no named gap was accepted")
+	}
+	if _, err := WithSkipped(json.RawMessage(`{}`), StepFormat, "not_found"); err == nil {
+		t.Error("unapproved skip reason accepted")
+	}
+	if _, err := WithSkipped(json.RawMessage(`{}`), StepValidate, "formatter_not_installed"); err == nil {
+		t.Error("a format reason was accepted for validate")
+	}
+	out, err := WithSkipped(json.RawMessage(`{}`), StepValidate, "checker_not_installed")
+	if err != nil || string(out) != `{"validate_skipped_reason":"checker_not_installed"}` {
+		t.Errorf("got %s, %v", out, err)
+	}
+}
+
+func TestSchemaDrafts(t *testing.T) {
+	d7 := must(CompileSchema(json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"integer"}},"definitions":{"x":{"type":"string"}}}`)))
+	if v := d7.Validate(json.RawMessage(`{"a":"no"}`)); len(v) != 1 || v[0].Pointer != "/a" {
+		t.Errorf("draft-07: %+v", v)
+	}
+	local := must(CompileSchema(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/$defs/pos"}},"$defs":{"pos":{"type":"integer","minimum":1}}}`)))
+	if v := local.Validate(json.RawMessage(`{"a":0}`)); len(v) != 1 || v[0].Pointer != "/a" {
+		t.Errorf("local $ref: %+v", v)
+	}
+	if v := local.Validate(json.RawMessage(`{"a":`)); len(v) != 1 {
+		t.Errorf("invalid JSON: %+v", v)
+	}
+}
+
+func TestAsProblem(t *testing.T) {
+	p := NewProblem(CodeOverloaded, "busy")
+	if AsProblem(p, CodeInternal) != p {
+		t.Error("a Problem must pass through")
+	}
+	if AsProblem(json.Unmarshal([]byte("x"), new(int)), CodeHandlerError).Code != CodeHandlerError {
+		t.Error("fallback code not used")
+	}
+}

@@ -1,0 +1,248 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// EventType tags a ToolEvent on the wire.
+type EventType string
+
+// The five event types of a tool call's stream.
+const (
+	EventStart    EventType = "start"
+	EventProgress EventType = "progress"
+	EventDelta    EventType = "delta"
+	EventResult   EventType = "result"
+	EventError    EventType = "error"
+)
+
+// ToolEvent is one event of a call's stream: start, progress, delta,
+// result or error. Exactly one terminal event (result or error) ends every
+// call. Only the fields of the event's Type are written; optional ones are
+// omitted when empty.
+type ToolEvent struct {
+	Type EventType
+
+	// start
+	ToolID   string
+	CallID   string
+	Metadata map[string]any
+
+	// progress: Pct is 0..100 when set.
+	Pct *float64
+	// progress message, or the error's human-readable message.
+	Message string
+
+	// delta and result payload, any JSON value.
+	Data json.RawMessage
+
+	// error
+	Code    Code
+	Details *Problem
+}
+
+// IsTerminal reports whether e ends its stream (a result or an error).
+func (e ToolEvent) IsTerminal() bool { return e.Type == EventResult || e.Type == EventError }
+
+// StartEvent opens a stream for tool and call, with optional metadata.
+func StartEvent(toolID, callID string, metadata map[string]any) ToolEvent {
+	return ToolEvent{Type: EventStart, ToolID: toolID, CallID: callID, Metadata: metadata}
+}
+
+// ProgressEvent reports coarse progress; pct is clamped to 0..100.
+func ProgressEvent(pct float64, message string) ToolEvent {
+	pct = min(max(pct, 0), 100)
+	return ToolEvent{Type: EventProgress, Pct: &pct, Message: message}
+}
+
+// DeltaEvent carries partial output.
+func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDelta, Data: data} }
+
+// ResultEvent carries the terminal result.
+func ResultEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventResult, Data: data} }
+
+// ErrorEvent carries a terminal Problem: the event's code and message are the
+// Problem's code and detail, its details the whole Problem.
+func ErrorEvent(p *Problem) ToolEvent {
+	return ToolEvent{Type: EventError, Code: p.Code, Message: p.Error(), Details: p}
+}
+
+// Problem returns the Problem of an error event: its details when present,
+// otherwise one built from the code and message. Non-error events give nil.
+func (e ToolEvent) Problem() *Problem {
+	if e.Type != EventError {
+		return nil
+	}
+	if e.Details != nil {
+		return e.Details
+	}
+	p := NewProblem(e.Code, e.Message)
+	if _, ok := Lookup(e.Code); !ok {
+		p = NewProblem(CodeToolFailed, e.Message)
+		p.Code = e.Code
+	}
+	return p
+}
+
+// MarshalJSON writes the event's tagged form, only the fields of its type.
+func (e ToolEvent) MarshalJSON() ([]byte, error) {
+	return e.AppendJSON(make([]byte, 0, 64+len(e.Data)))
+}
+
+// AppendJSON appends the event's JSON to b; the worker's hot path uses it to
+// encode without an intermediate buffer.
+func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"type":`...)
+	b = strconv.AppendQuote(b, string(e.Type))
+	var err error
+	switch e.Type {
+	case EventStart:
+		b = appendString(b, "tool_id", e.ToolID)
+		if e.CallID != "" {
+			b = appendString(b, "call_id", e.CallID)
+		}
+		if len(e.Metadata) > 0 {
+			if b, err = appendValue(b, "metadata", e.Metadata); err != nil {
+				return nil, err
+			}
+		}
+	case EventProgress:
+		if e.Pct != nil {
+			if *e.Pct < 0 || *e.Pct > 100 {
+				return nil, fmt.Errorf("progress: pct %v outside 0..100", *e.Pct)
+			}
+			b = append(b, `,"pct":`...)
+			b = strconv.AppendFloat(b, *e.Pct, 'f', -1, 64)
+		}
+		if e.Message != "" {
+			b = appendString(b, "message", e.Message)
+		}
+	case EventDelta, EventResult:
+		b = append(b, `,"data":`...)
+		if len(e.Data) == 0 {
+			b = append(b, "null"...)
+		} else {
+			if !json.Valid(e.Data) {
+				return nil, fmt.Errorf("%s: data is not valid JSON", e.Type)
+			}
+			b = append(b, e.Data...)
+		}
+	case EventError:
+		if e.Code == "" {
+			return nil, errors.New("error event: code is required")
+		}
+		b = appendString(b, "code", string(e.Code))
+		b = appendString(b, "message", e.Message)
+		if e.Details != nil {
+			if b, err = appendValue(b, "details", e.Details); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, fmt.Errorf("event: unknown type %q", e.Type)
+	}
+	return append(b, '}'), nil
+}
+
+func appendString(b []byte, name, v string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	enc, _ := json.Marshal(v) // HTML-safe escaping, unlike strconv.Quote's Go syntax
+	return append(b, enc...)
+}
+
+func appendValue(b []byte, name string, v any) ([]byte, error) {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: %w", name, err)
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return append(b, enc...), nil
+}
+
+type wireEvent struct {
+	Type     *string         `json:"type"`
+	ToolID   *string         `json:"tool_id"`
+	CallID   *string         `json:"call_id"`
+	Metadata json.RawMessage `json:"metadata"`
+	Pct      json.RawMessage `json:"pct"`
+	Message  *string         `json:"message"`
+	Data     json.RawMessage `json:"data"`
+	Code     *string         `json:"code"`
+	Details  json.RawMessage `json:"details"`
+}
+
+// UnmarshalJSON reads one event, rejecting a missing or unknown type, a
+// progress pct outside 0..100, an error without code, and fields of the
+// wrong JSON type, each with an error naming the field.
+func (e *ToolEvent) UnmarshalJSON(data []byte) error {
+	var w wireEvent
+	if err := json.Unmarshal(data, &w); err != nil {
+		return fmt.Errorf("event: %w", err)
+	}
+	if w.Type == nil {
+		return errors.New("event: field type is required")
+	}
+	ev := ToolEvent{Type: EventType(*w.Type)}
+	isNull := func(r json.RawMessage) bool { return len(r) == 0 || bytes.Equal(r, []byte("null")) }
+	switch ev.Type {
+	case EventStart:
+		if w.ToolID == nil || *w.ToolID == "" {
+			return errors.New("event start: field tool_id is required")
+		}
+		ev.ToolID = *w.ToolID
+		if w.CallID != nil {
+			ev.CallID = *w.CallID
+		}
+		if !isNull(w.Metadata) {
+			if err := json.Unmarshal(w.Metadata, &ev.Metadata); err != nil {
+				return fieldError("event start", "metadata", errors.New("want a JSON object"))
+			}
+		}
+	case EventProgress:
+		if !isNull(w.Pct) {
+			var pct float64
+			if err := json.Unmarshal(w.Pct, &pct); err != nil {
+				return fieldError("event progress", "pct", errors.New("want a number"))
+			}
+			if pct < 0 || pct > 100 {
+				return fmt.Errorf("event progress: field pct: %v is outside 0..100", pct)
+			}
+			ev.Pct = &pct
+		}
+		if w.Message != nil {
+			ev.Message = *w.Message
+		}
+	case EventDelta, EventResult:
+		if len(w.Data) == 0 {
+			return fmt.Errorf("event %s: field data is required", ev.Type)
+		}
+		ev.Data = append(json.RawMessage(nil), w.Data...)
+	case EventError:
+		if w.Code == nil || *w.Code == "" {
+			return errors.New("event error: field code is required")
+		}
+		ev.Code = Code(*w.Code)
+		if w.Message != nil {
+			ev.Message = *w.Message
+		}
+		if !isNull(w.Details) {
+			var p Problem
+			if err := json.Unmarshal(w.Details, &p); err != nil {
+				return fieldError("event error", "details", err)
+			}
+			ev.Details = &p
+		}
+	default:
+		return fmt.Errorf("event: field type: unknown event type %q", *w.Type)
+	}
+	*e = ev
+	return nil
+}

@@ -1,0 +1,245 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/name, rewriting it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, append(bytes.TrimSpace(got), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run go test -update to create it): %v", err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(want)) {
+		t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// fixedProblem is a Problem with a fixed instance, so goldens stay stable.
+func fixedProblem(code Code, detail string) *Problem {
+	p := NewProblem(code, detail)
+	p.Instance = "urn:uuid:00000000-0000-4000-8000-000000000000"
+	return p
+}
+
+func TestGoldenEvents(t *testing.T) {
+	cases := []struct {
+		name string
+		ev   ToolEvent
+	}{
+		{"event_start.json", StartEvent("fs.read", "01JD5Q7ZK3M8X2V4T6N9P0R1S2", map[string]any{"worker_id": "w1"})},
+		{"event_start_minimal.json", StartEvent("echo", "", nil)},
+		{"event_progress.json", ProgressEvent(40, "indexing")},
+		{"event_progress_empty.json", ToolEvent{Type: EventProgress}},
+		{"event_delta.json", DeltaEvent(json.RawMessage(`{"token":"hel"}`))},
+		{"event_result.json", ResultEvent(json.RawMessage(`{"lines":3}`))},
+		{"event_result_null.json", ResultEvent(nil)},
+		{"event_error.json", ErrorEvent(fixedProblem(CodeWorkerLost, "worker w1 went silent"))},
+		{"event_error_bare.json", ToolEvent{Type: EventError, Code: "auth_required", Message: "token expired"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(c.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name, b)
+			var back ToolEvent
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("decode own output: %v", err)
+			}
+			again, _ := json.Marshal(back)
+			if !bytes.Equal(again, b) {
+				t.Errorf("round trip changed the bytes:\n %s\n %s", b, again)
+			}
+			if back.IsTerminal() != (c.ev.Type == EventResult || c.ev.Type == EventError) {
+				t.Errorf("IsTerminal wrong for %s", c.ev.Type)
+			}
+		})
+	}
+}
+
+func TestGoldenResponses(t *testing.T) {
+	pong, err := Success("1", json.RawMessage(`{"command":"pong"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withData, err := ErrorResponseWithData("3", "path_not_found", "no such path", json.RawMessage(`{"path":"/nope"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gap := Completion{PendingFiles: []string{"b.go"}, SkippedFiles: []SkippedFile{{File: "c.bin", Reason: "binary"}}}
+	partialData, err := gap.Apply(json.RawMessage(`{"matches":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, _ := EmptyScope().Apply(json.RawMessage(`{"matches":[]}`))
+	skipped, err := WithSkipped(json.RawMessage(`{"removed":true}`), StepFormat, "formatter_not_installed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		r    Response
+	}{
+		{"response_pong.json", pong},
+		{"response_error.json", ErrorResponse("2", "no_lsp_server", "no language server for .zig")},
+		{"response_error_with_data.json", withData},
+		{"response_problem.json", ProblemResponse("4", fixedProblem(CodeTimeout, "budget of 5s spent"))},
+		{"response_partial.json", Response{ID: "5", Success: true, Data: partialData}},
+		{"response_empty_scope.json", Response{ID: "6", Success: true, Data: empty}},
+		{"response_skipped.json", Response{ID: "7", Success: true, Data: skipped}},
+		{"response_non_object.json", must(Success("8", json.RawMessage(`[1,2,3]`)))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(c.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name, b)
+			var back Response
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("decode own output: %v", err)
+			}
+			again, _ := json.Marshal(back)
+			if !bytes.Equal(again, b) {
+				t.Errorf("round trip changed the bytes:\n %s\n %s", b, again)
+			}
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// The seed's own example must come out byte for byte.
+func TestSeedPong(t *testing.T) {
+	r := must(Success("1", json.RawMessage(`{"command":"pong"}`)))
+	b, _ := json.Marshal(r)
+	if string(b) != `{"id":"1","success":true,"command":"pong"}` {
+		t.Fatalf("got %s", b)
+	}
+}
+
+func TestGoldenProblems(t *testing.T) {
+	// The seed's worked example, rebuilt under the seed's own base URI.
+	seed := Registry{BaseURI: "https://zircote.com/rust-template/errors"}.New(CodeInvalidInput, "invalid input: divisor cannot be zero")
+	seed.Instance = "urn:rust_template:invalid-input"
+	seed.WithFix("Correct the input so it satisfies the documented constraints, then retry.", MaybeIncorrect)
+	seed.CodeActions = []CodeAction{{Title: "Replace the offending input with a valid value", Kind: "quickfix", Applicability: MaybeIncorrect}}
+	b, err := json.Marshal(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "problem_seed_invalid_input.json", b)
+	if got := seed.Pretty(); got != "Error: invalid input: divisor cannot be zero\n  fix: Correct the input so it satisfies the documented constraints, then retry.\n" {
+		t.Errorf("pretty: %q", got)
+	}
+
+	over := fixedProblem(CodeOverloaded, "all 4 slots busy").WithExtension("slots", 4)
+	golden(t, "problem_overloaded.json", must(json.Marshal(over)))
+
+	sch := must(CompileSchema(json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","minimum":1},"s":{"type":"string"}},"required":["n","s"],"additionalProperties":false}`)))
+	v := sch.Validate(json.RawMessage(`{"n":0,"x":1}`))
+	vp := ValidationProblem(CodeInvalidInput, "args", v)
+	vp.Instance = "urn:uuid:00000000-0000-4000-8000-000000000000"
+	golden(t, "problem_violations.json", must(json.Marshal(vp)))
+}
+
+func TestGoldenCallAndFormats(t *testing.T) {
+	cases := []struct {
+		name string
+		v    any
+	}{
+		{"call_minimal.json", Call{Args: json.RawMessage(`{"message":"hi"}`)}},
+		{"call_full.json", Call{Args: json.RawMessage(`{"q":"x"}`), DryRun: true, Page: &Page{All: true},
+			ResponseFormat: &ResponseFormat{Type: FormatJSONSchema, JSONSchema: &JSONSchemaFormat{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`), Strict: true}}}},
+		{"call_cursor.json", Call{Args: json.RawMessage(`{}`), Page: &Page{Cursor: "abc"}}},
+		{"format_free.json", ResponseFormat{Type: FormatFree}},
+		{"format_json_object.json", ResponseFormat{Type: FormatJSONObject}},
+		{"toolspec.json", ToolSpec{Name: "files.search", Title: "Search files", Description: "Search files for a pattern", Version: "1.2.0",
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string"}},"required":["pattern"]}`),
+			OutputSchema: json.RawMessage(`{"type":"array"}`),
+			Annotations:  &Annotations{ReadOnly: ptr(true)}, Streaming: true, Tags: []string{"fs"}, Timeout: Duration(30e9),
+			Binding: &Binding{CLI: &CliBindingConfig{Cmd: "rg", Args: []string{"--json"}, ArgsTemplate: "{params_json} {dry_run} {page_all}",
+				Env: map[string]string{"API_TOKEN": "$ATD_BEARER"}, OutputFormat: OutputNDJSON, DryRunFlag: "--dry-run", PageAllFlag: "--all",
+				ExitCodeMap: map[int]string{2: "invalid_args", 3: "auth_required", 10: "rate_limited"}}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(c.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name, b)
+			back := newOf(c.v)
+			if err := json.Unmarshal(b, back); err != nil {
+				t.Fatalf("decode own output: %v", err)
+			}
+			again, _ := json.Marshal(back)
+			if !bytes.Equal(again, b) {
+				t.Errorf("round trip changed the bytes:\n %s\n %s", b, again)
+			}
+		})
+	}
+}
+
+func newOf(v any) any {
+	switch v.(type) {
+	case Call:
+		return new(Call)
+	case ResponseFormat:
+		return new(ResponseFormat)
+	case ToolSpec:
+		return new(ToolSpec)
+	}
+	panic("no decoder for test value")
+}
+
+// The seed's rule: {"cmd":"cat"} round-trips byte-identically.
+func TestCliBindingRoundTrip(t *testing.T) {
+	for _, in := range []string{
+		`{"cmd":"cat"}`,
+		`{"cmd":"rg","args":["--json"],"args_template":"{params_json}","env":{"A":"1","B":"$ATD_BEARER"},"output_format":"lines","page_all_flag":"--all","dry_run_flag":"-n","exit_code_map":{"2":"invalid_args","10":"x"}}`,
+	} {
+		var c CliBindingConfig
+		if err := json.Unmarshal([]byte(in), &c); err != nil {
+			t.Fatal(err)
+		}
+		out, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != in {
+			t.Errorf("round trip:\n got %s\nwant %s", out, in)
+		}
+	}
+	var c CliBindingConfig
+	if err := json.Unmarshal([]byte(`{"cmd":"cat","future_field":{"x":1}}`), &c); err != nil || c.Cmd != "cat" {
+		t.Errorf("unknown fields must be tolerated: %v", err)
+	}
+	if c.Format() != OutputJSON {
+		t.Errorf("default output format = %q, want json", c.Format())
+	}
+}

@@ -1,0 +1,140 @@
+package envelope
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Completion is the tri-state honest-reporting convention's second state,
+// made concrete: work was done, and either all of it (Complete) or a subset
+// with the gaps named. Merge it into a success result with Apply so an
+// agent can tell "found nothing" from "could not look" from "looked at part".
+type Completion struct {
+	Complete bool `json:"complete"`
+	// PendingFiles were in scope but not yet processed.
+	PendingFiles []string `json:"pending_files,omitempty"`
+	// UncheckedFiles were in scope and deliberately not checked.
+	UncheckedFiles []string `json:"unchecked_files,omitempty"`
+	// ScopeWarnings explain in words how the scope was narrowed.
+	ScopeWarnings []string `json:"scope_warnings,omitempty"`
+	// SkippedFiles could not be processed, each with its reason.
+	SkippedFiles []SkippedFile `json:"skipped_files,omitempty"`
+	// MissingPages names pages of a paged gather that failed (the mesh's own gap).
+	MissingPages []string `json:"missing_pages,omitempty"`
+	// NoFilesMatchedScope says the scope resolved to zero candidates,
+	// distinct from "candidates found, no matches".
+	NoFilesMatchedScope bool `json:"no_files_matched_scope,omitempty"`
+}
+
+// SkippedFile is one file skipped inside the requested scope, and why.
+type SkippedFile struct {
+	File   string `json:"file"`
+	Reason string `json:"reason"`
+}
+
+// CompleteResult says the whole requested scope was covered.
+func CompleteResult() Completion { return Completion{Complete: true} }
+
+// EmptyScope says the scope matched nothing: the work was done, but no
+// candidate existed, which an agent must not read as "all clear".
+func EmptyScope() Completion { return Completion{Complete: true, NoFilesMatchedScope: true} }
+
+// Partial says only part of the scope was covered; name the gaps with the
+// fields of the returned value. A Partial with no named gap is refused by Apply.
+func Partial() Completion { return Completion{Complete: false} }
+
+func (c Completion) hasGap() bool {
+	return len(c.PendingFiles)+len(c.UncheckedFiles)+len(c.ScopeWarnings)+len(c.SkippedFiles)+len(c.MissingPages) > 0
+}
+
+// Apply merges the completion fields into the JSON object data (overwriting
+// members of the same names) and returns the new object. A partial result
+// must name at least one gap.
+func (c Completion) Apply(data json.RawMessage) (json.RawMessage, error) {
+	if !c.Complete && !c.hasGap() {
+		return nil, fmt.Errorf("complete:false must name its gap (pending_files, unchecked_files, scope_warnings, skipped_files or missing_pages)")
+	}
+	fields, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return mergeObjects(data, fields)
+}
+
+// SkipStep is a non-essential side step whose skipping is reported as
+// <step>_skipped_reason.
+type SkipStep string
+
+// The steps with approved skip reasons.
+const (
+	StepFormat   SkipStep = "format"
+	StepValidate SkipStep = "validate"
+)
+
+var approvedSkipReasons = map[SkipStep][]string{
+	StepFormat:   {"unsupported_language", "no_formatter_configured", "formatter_not_installed", "formatter_excluded_path", "timeout", "error"},
+	StepValidate: {"unsupported_language", "no_checker_configured", "checker_not_installed", "timeout", "error"},
+}
+
+// SkippedReason returns the member name and value reporting that step was
+// skipped for reason, refusing reasons outside the approved list so one
+// cause never hides behind two names.
+func SkippedReason(step SkipStep, reason string) (name string, err error) {
+	allowed, ok := approvedSkipReasons[step]
+	if !ok {
+		return "", fmt.Errorf("skip step %q has no approved reasons", step)
+	}
+	if !slices.Contains(allowed, reason) {
+		return "", fmt.Errorf("%s_skipped_reason: %q is not an approved value (%v)", step, reason, allowed)
+	}
+	return string(step) + "_skipped_reason", nil
+}
+
+// WithSkipped merges <step>_skipped_reason:reason into data.
+func WithSkipped(data json.RawMessage, step SkipStep, reason string) (json.RawMessage, error) {
+	name, err := SkippedReason(step, reason)
+	if err != nil {
+		return nil, err
+	}
+	fields, _ := json.Marshal(map[string]string{name: reason})
+	return mergeObjects(data, fields)
+}
+
+// mergeObjects returns base with add's members set (replacing same names),
+// keeping base's order and appending new members in add's order.
+func mergeObjects(base, add json.RawMessage) (json.RawMessage, error) {
+	if len(base) == 0 {
+		base = json.RawMessage("{}")
+	}
+	bm, err := objectMembers(base)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	am, err := objectMembers(add)
+	if err != nil {
+		return nil, err
+	}
+	index := map[string]int{}
+	for i, m := range bm {
+		index[m.name] = i
+	}
+	for _, m := range am {
+		if i, ok := index[m.name]; ok {
+			bm[i].value = m.value
+			continue
+		}
+		bm = append(bm, m)
+	}
+	out := []byte{'{'}
+	for i, m := range bm {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		name, _ := json.Marshal(m.name)
+		out = append(out, name...)
+		out = append(out, ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}'), nil
+}

@@ -1,0 +1,383 @@
+package envelope
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// DefaultBaseURI is the base of every problem type URI unless a Registry
+// names another: types read {base}/{slug}/{version}.
+const DefaultBaseURI = "https://toolmesh.dev/problems"
+
+// Applicability says how safely an agent may apply a suggested fix or code
+// action without asking a human. Unspecified is the safe floor: a missing or
+// unknown marker is never treated as auto-applicable.
+type Applicability string
+
+// The applicability markers, modelled on rustc's diagnostics.
+const (
+	Unspecified       Applicability = "unspecified"
+	MachineApplicable Applicability = "machine_applicable"
+	MaybeIncorrect    Applicability = "maybe_incorrect"
+	HasPlaceholders   Applicability = "has_placeholders"
+)
+
+func (a Applicability) normalised() Applicability {
+	switch a {
+	case MachineApplicable, MaybeIncorrect, HasPlaceholders:
+		return a
+	}
+	return Unspecified
+}
+
+// MarshalJSON writes the marker, unknown values as unspecified.
+func (a Applicability) MarshalJSON() ([]byte, error) {
+	return json.Marshal(string(a.normalised()))
+}
+
+// UnmarshalJSON reads a marker; anything unknown becomes unspecified, the safe default.
+func (a *Applicability) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("applicability: want a string: %w", err)
+	}
+	*a = Applicability(s).normalised()
+	return nil
+}
+
+// SuggestedFix is a recovery action an agent or a human can take.
+type SuggestedFix struct {
+	Description   string        `json:"description"`
+	Applicability Applicability `json:"applicability"`
+}
+
+// CodeAction is a structured edit modelled on LSP's CodeAction: what to
+// change, and how safe it is to change it unattended.
+type CodeAction struct {
+	Title         string        `json:"title"`
+	Kind          string        `json:"kind,omitempty"`
+	Applicability Applicability `json:"applicability"`
+	// Edit optionally describes the change, e.g. {"pointer":"/path","value":…}.
+	Edit map[string]any `json:"edit,omitempty"`
+}
+
+// Problem is an RFC 9457 problem detail with toolmesh's agent extensions:
+// code (the registry code), retry_after (always present, null unless
+// transient), suggested_fix, code_actions and exit_code. Extensions holds
+// any further members, flattened to the top level on the wire.
+//
+// *Problem is an error, so handlers can return one and have it reach the
+// caller unchanged.
+type Problem struct {
+	Type         string
+	Title        string
+	Status       int
+	Detail       string
+	Instance     string
+	Code         Code
+	RetryAfter   *float64
+	SuggestedFix *SuggestedFix
+	CodeActions  []CodeAction
+	ExitCode     int
+	Extensions   map[string]any
+}
+
+// Registry builds Problems from the one code registry under a base URI.
+// The zero value uses DefaultBaseURI.
+type Registry struct {
+	// BaseURI replaces DefaultBaseURI in every type URI: point it at your
+	// own documentation host and every type follows.
+	BaseURI string
+}
+
+// TypeURI returns the versioned type URI of code under the registry's base.
+func (r Registry) TypeURI(code Code) string {
+	base := r.BaseURI
+	if base == "" {
+		base = DefaultBaseURI
+	}
+	info, ok := Lookup(code)
+	if !ok {
+		return "about:blank"
+	}
+	return strings.TrimRight(base, "/") + "/" + info.Slug + "/" + info.Version
+}
+
+// New builds a Problem for a registered code with a fresh instance URN, the
+// registry's title, status, exit code, default fix and (for transient codes)
+// default retry_after. An unregistered code yields an internal_error Problem
+// whose detail names it, so nothing is ever emitted outside the registry.
+func (r Registry) New(code Code, detail string) *Problem {
+	info, ok := Lookup(code)
+	if !ok {
+		detail = fmt.Sprintf("unregistered problem code %q: %s", code, detail)
+		code = CodeInternal
+		info, _ = Lookup(code)
+	}
+	p := &Problem{
+		Type:     r.TypeURI(code),
+		Title:    info.Title,
+		Status:   info.Status,
+		Detail:   detail,
+		Instance: NewInstance(),
+		Code:     code,
+		ExitCode: info.ExitCode,
+	}
+	f := info.Fix
+	p.SuggestedFix = &f
+	if info.Transient {
+		ra := info.RetryAfter
+		p.RetryAfter = &ra
+	}
+	return p
+}
+
+// NewProblem is Registry{}.New: a Problem under the default base URI.
+func NewProblem(code Code, detail string) *Problem { return Registry{}.New(code, detail) }
+
+// Problemf is NewProblem with a formatted detail.
+func Problemf(code Code, format string, args ...any) *Problem {
+	return NewProblem(code, fmt.Sprintf(format, args...))
+}
+
+// NewInstance returns a fresh urn:uuid (version 4) identifying one occurrence.
+func NewInstance() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return "urn:uuid:" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Error returns the detail, so the human line and the machine detail are the same text.
+func (p *Problem) Error() string {
+	if p.Detail != "" {
+		return p.Detail
+	}
+	return p.Title
+}
+
+// Transient reports whether retrying may succeed (retry_after is set).
+func (p *Problem) Transient() bool { return p.RetryAfter != nil }
+
+// WithRetryAfter sets retry_after in seconds and returns p.
+func (p *Problem) WithRetryAfter(seconds float64) *Problem {
+	p.RetryAfter = &seconds
+	return p
+}
+
+// WithFix replaces the suggested fix and returns p.
+func (p *Problem) WithFix(description string, a Applicability) *Problem {
+	p.SuggestedFix = &SuggestedFix{Description: description, Applicability: a.normalised()}
+	return p
+}
+
+// WithExtension sets one extension member and returns p. Names of standard
+// members are refused silently by MarshalJSON never overwriting them.
+func (p *Problem) WithExtension(name string, value any) *Problem {
+	if p.Extensions == nil {
+		p.Extensions = map[string]any{}
+	}
+	p.Extensions[name] = value
+	return p
+}
+
+// AsProblem returns err as a Problem: the Problem itself when err wraps one,
+// a cancelled or timeout Problem for context errors, and otherwise fallback
+// with err's text as detail. A nil err gives nil.
+func AsProblem(err error, fallback Code) *Problem {
+	if err == nil {
+		return nil
+	}
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return NewProblem(CodeCancelled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return NewProblem(CodeTimeout, err.Error())
+	}
+	return NewProblem(fallback, err.Error())
+}
+
+// Pretty renders the human form: one "Error: <detail>" line, then the
+// suggested fix on a second line when there is one.
+func (p *Problem) Pretty() string {
+	var b strings.Builder
+	b.WriteString("Error: ")
+	b.WriteString(p.Error())
+	if p.SuggestedFix != nil && p.SuggestedFix.Description != "" {
+		b.WriteString("\n  fix: ")
+		b.WriteString(p.SuggestedFix.Description)
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+var standardMembers = map[string]bool{
+	"type": true, "title": true, "status": true, "detail": true, "instance": true, "code": true,
+	"retry_after": true, "suggested_fix": true, "code_actions": true, "exit_code": true,
+}
+
+// MarshalJSON writes the compact application/problem+json form: standard
+// members first in a fixed order, retry_after always (null when not
+// transient), then extensions sorted by name.
+func (p *Problem) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	member := func(name string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + name + `":`)
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("problem %s: %w", name, err)
+		}
+		b.Write(enc)
+		return nil
+	}
+	typ := p.Type
+	if typ == "" {
+		typ = "about:blank"
+	}
+	actions := p.CodeActions
+	if actions == nil {
+		actions = []CodeAction{}
+	}
+	for _, m := range []struct {
+		name string
+		v    any
+	}{
+		{"type", typ}, {"title", p.Title}, {"status", p.Status}, {"detail", p.Detail},
+		{"instance", p.Instance}, {"code", p.Code}, {"retry_after", p.RetryAfter},
+		{"suggested_fix", p.SuggestedFix}, {"code_actions", actions}, {"exit_code", p.ExitCode},
+	} {
+		if err := member(m.name, m.v); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(p.Extensions))
+	for k := range p.Extensions {
+		if !standardMembers[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if err := member(jsonString(k), p.Extensions[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// jsonString escapes a member name for splicing between quotes.
+func jsonString(s string) string {
+	enc, _ := json.Marshal(s)
+	return string(enc[1 : len(enc)-1])
+}
+
+// UnmarshalJSON reads a problem document. Standard members must have their
+// RFC 9457 types; retry_after must be null or a non-negative number; other
+// members land in Extensions.
+func (p *Problem) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("problem: want a JSON object: %w", err)
+	}
+	if raw == nil {
+		return errors.New("problem: want a JSON object, got null")
+	}
+	var q Problem
+	fields := []struct {
+		name string
+		dst  any
+	}{
+		{"type", &q.Type}, {"title", &q.Title}, {"status", &q.Status}, {"detail", &q.Detail},
+		{"instance", &q.Instance}, {"code", &q.Code}, {"retry_after", &q.RetryAfter},
+		{"suggested_fix", &q.SuggestedFix}, {"code_actions", &q.CodeActions}, {"exit_code", &q.ExitCode},
+	}
+	for _, f := range fields {
+		v, ok := raw[f.name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			return fieldError("problem", f.name, err)
+		}
+		delete(raw, f.name)
+	}
+	if q.RetryAfter != nil && *q.RetryAfter < 0 {
+		return fmt.Errorf("problem: field retry_after: must be null or >= 0, got %v", *q.RetryAfter)
+	}
+	for k, v := range raw {
+		var val any
+		if err := json.Unmarshal(v, &val); err != nil {
+			return fieldError("problem", k, err)
+		}
+		if q.Extensions == nil {
+			q.Extensions = map[string]any{}
+		}
+		q.Extensions[k] = val
+	}
+	*p = q
+	return nil
+}
+
+// fieldError names the object and field a decoding error belongs to.
+func fieldError(object, field string, err error) error {
+	return fmt.Errorf("%s: field %s: %w", object, field, err)
+}
+
+// OutputFormat selects how the command renders a Problem on stderr.
+type OutputFormat string
+
+// The two renderings of one Problem.
+const (
+	FormatPretty OutputFormat = "pretty"
+	FormatJSON   OutputFormat = "json"
+)
+
+// SelectFormat implements the dual renderer's rule: an explicit flag value
+// wins; otherwise pretty when stderr is a terminal and JSON when it is not.
+// An unknown flag value is an error.
+func SelectFormat(flag string, stderrIsTTY bool) (OutputFormat, error) {
+	switch OutputFormat(flag) {
+	case FormatJSON, FormatPretty:
+		return OutputFormat(flag), nil
+	case "":
+		if stderrIsTTY {
+			return FormatPretty, nil
+		}
+		return FormatJSON, nil
+	}
+	return "", fmt.Errorf("--format: want json or pretty, got %q", flag)
+}
+
+// Render returns the Problem in format f: the pretty lines, or one compact
+// application/problem+json line.
+func (p *Problem) Render(f OutputFormat) []byte {
+	if f == FormatPretty {
+		return []byte(p.Pretty())
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Only an extension that cannot be encoded gets here: drop them rather than lose the problem.
+		q := *p
+		q.Extensions = nil
+		b, _ = json.Marshal(&q)
+	}
+	return append(b, '\n')
+}

@@ -1,0 +1,266 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Response is what a unary call returns and what `toolmesh call` prints:
+// {"id":…,"success":…} with Data's members flattened to the top level.
+//
+// Data is a JSON object whose bytes are kept verbatim (member order
+// included). A result that is not an object is carried as {"result": …},
+// since only an object can be flattened.
+type Response struct {
+	ID      string
+	Success bool
+	Data    json.RawMessage
+}
+
+// ErrReservedMember is returned when flattened data would overwrite id or success.
+var ErrReservedMember = errors.New(`data may not contain the members "id" or "success"`)
+
+// Success builds a success response with data merged at the top level.
+func Success(id string, data json.RawMessage) (Response, error) {
+	obj, err := asObject(data)
+	if err != nil {
+		return Response{}, err
+	}
+	return Response{ID: id, Success: true, Data: obj}, nil
+}
+
+// ErrorResponse builds an error response with code and message members.
+func ErrorResponse(id string, code Code, message string) Response {
+	r, _ := ErrorResponseWithData(id, code, message, nil)
+	return r
+}
+
+// ErrorResponseWithData builds an error response with code, message and the
+// extra members of extra (a JSON object) merged alongside them.
+func ErrorResponseWithData(id string, code Code, message string, extra json.RawMessage) (Response, error) {
+	head, _ := json.Marshal(struct {
+		Code    Code   `json:"code"`
+		Message string `json:"message"`
+	}{code, message})
+	if len(extra) == 0 {
+		return Response{ID: id, Data: head}, nil
+	}
+	members, err := objectMembers(extra)
+	if err != nil {
+		return Response{}, fmt.Errorf("extra: %w", err)
+	}
+	b := bytes.TrimSuffix(head, []byte("}"))
+	for _, m := range members {
+		switch m.name {
+		case "id", "success":
+			return Response{}, ErrReservedMember
+		case "code", "message":
+			return Response{}, fmt.Errorf("extra: member %q would overwrite the error's own", m.name)
+		}
+		b = append(b, ',')
+		b = strconv.AppendQuote(b, m.name)
+		b = append(b, ':')
+		b = append(b, m.value...)
+	}
+	return Response{ID: id, Data: append(b, '}')}, nil
+}
+
+// ProblemResponse is the error response for a Problem: code and message
+// from it, and the whole Problem under "problem" so no detail is lost.
+func ProblemResponse(id string, p *Problem) Response {
+	extra, err := json.Marshal(map[string]*Problem{"problem": p})
+	if err != nil {
+		return ErrorResponse(id, p.Code, p.Error())
+	}
+	r, err := ErrorResponseWithData(id, p.Code, p.Error(), extra)
+	if err != nil {
+		return ErrorResponse(id, p.Code, p.Error())
+	}
+	return r
+}
+
+// ResponseFromEvent turns a call's terminal event into its Response.
+func ResponseFromEvent(id string, ev ToolEvent) (Response, error) {
+	switch ev.Type {
+	case EventResult:
+		return Success(id, ev.Data)
+	case EventError:
+		return ProblemResponse(id, ev.Problem()), nil
+	}
+	return Response{}, fmt.Errorf("event %q is not terminal", ev.Type)
+}
+
+// asObject returns data as a JSON object: itself when it is one (after
+// checking for reserved members), else wrapped as {"result": data}.
+func asObject(data json.RawMessage) (json.RawMessage, error) {
+	if len(data) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	if !isJSONObject(data) {
+		if !json.Valid(data) {
+			return nil, errors.New("data is not valid JSON")
+		}
+		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
+	}
+	members, err := objectMembers(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		if m.name == "id" || m.name == "success" {
+			return nil, ErrReservedMember
+		}
+	}
+	return data, nil
+}
+
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// objectMembers splits a JSON object into its members in document order,
+// rejecting duplicates so flattening can never hide a member.
+func objectMembers(data []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("want a JSON object: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("want a JSON object")
+	}
+	var out []member
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := tok.(string)
+		if seen[name] {
+			return nil, fmt.Errorf("duplicate member %q", name)
+		}
+		seen[name] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("member %q: %w", name, err)
+		}
+		out = append(out, member{name, v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the object")
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("trailing data after the object")
+	}
+	return out, nil
+}
+
+// Get returns the flattened member name of Data.
+func (r Response) Get(name string) (json.RawMessage, bool) {
+	members, err := objectMembers(r.Data)
+	if err != nil {
+		return nil, false
+	}
+	for _, m := range members {
+		if m.name == name {
+			return m.value, true
+		}
+	}
+	return nil, false
+}
+
+// Code returns the error code of a failed response ("" on success).
+func (r Response) Code() Code {
+	var c Code
+	if v, ok := r.Get("code"); ok && !r.Success {
+		_ = json.Unmarshal(v, &c)
+	}
+	return c
+}
+
+// MarshalJSON writes {"id":…,"success":…,<data members>}.
+func (r Response) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 32+len(r.ID)+len(r.Data))
+	b = append(b, `{"id":`...)
+	id, _ := json.Marshal(r.ID)
+	b = append(b, id...)
+	b = append(b, `,"success":`...)
+	b = strconv.AppendBool(b, r.Success)
+	if len(r.Data) > 0 {
+		members, err := objectMembers(r.Data)
+		if err != nil {
+			return nil, fmt.Errorf("response data: %w", err)
+		}
+		for _, m := range members {
+			if m.name == "id" || m.name == "success" {
+				return nil, ErrReservedMember
+			}
+			b = append(b, ',')
+			name, _ := json.Marshal(m.name)
+			b = append(b, name...)
+			b = append(b, ':')
+			b = append(b, m.value...)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads a flattened response: id (string) and success (bool)
+// are required; every other member, in order, becomes Data.
+func (r *Response) UnmarshalJSON(data []byte) error {
+	members, err := objectMembers(data)
+	if err != nil {
+		return fmt.Errorf("response: %w", err)
+	}
+	var out Response
+	var haveID, haveSuccess bool
+	rest := []byte{'{'}
+	for _, m := range members {
+		switch m.name {
+		case "id":
+			if err := json.Unmarshal(m.value, &out.ID); err != nil {
+				return fieldError("response", "id", errors.New("want a string"))
+			}
+			haveID = true
+		case "success":
+			if err := json.Unmarshal(m.value, &out.Success); err != nil {
+				return fieldError("response", "success", errors.New("want a boolean"))
+			}
+			haveSuccess = true
+		default:
+			if len(rest) > 1 {
+				rest = append(rest, ',')
+			}
+			name, _ := json.Marshal(m.name)
+			rest = append(rest, name...)
+			rest = append(rest, ':')
+			rest = append(rest, m.value...)
+		}
+	}
+	if !haveID {
+		return errors.New("response: field id is required")
+	}
+	if !haveSuccess {
+		return errors.New("response: field success is required")
+	}
+	if len(rest) > 1 {
+		out.Data = append(rest, '}')
+	}
+	if !out.Success {
+		if v, ok := out.Get("code"); !ok || !isJSONString(v) {
+			return errors.New("response: field code is required (a string) when success is false")
+		}
+	}
+	*r = out
+	return nil
+}
+
+func isJSONString(b []byte) bool { return len(b) > 0 && b[0] == '"' }

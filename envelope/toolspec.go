@@ -1,0 +1,186 @@
+package envelope
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MaxToolNameLen is the longest tool name the wire protocol allows.
+const MaxToolNameLen = 128
+
+// ValidateToolName checks a tool name: dot-separated segments of 1-64
+// characters from [A-Za-z0-9_-], at most 128 characters in all. Names are
+// case-sensitive and become NATS subject tokens, hence the strict alphabet.
+func ValidateToolName(name string) error {
+	if name == "" {
+		return errors.New("tool name is empty")
+	}
+	if len(name) > MaxToolNameLen {
+		return fmt.Errorf("tool name %.20q… is %d characters, more than %d", name, len(name), MaxToolNameLen)
+	}
+	for _, seg := range strings.Split(name, ".") {
+		if seg == "" || len(seg) > 64 {
+			return fmt.Errorf("tool name %q: each dot-separated segment must be 1-64 characters", name)
+		}
+		for i := 0; i < len(seg); i++ {
+			if !isNameByte(seg[i]) {
+				return fmt.Errorf("tool name %q: character %q is not allowed (use A-Z a-z 0-9 _ - and dots)", name, seg[i])
+			}
+		}
+	}
+	return nil
+}
+
+// Annotations are MCP's tool hints, with MCP's defaults when unset:
+// not read-only, destructive, not idempotent, open-world. Pointers keep
+// "unset" distinct from "false" so the defaults survive a round trip.
+type Annotations struct {
+	ReadOnly    *bool `json:"read_only,omitempty"`
+	Destructive *bool `json:"destructive,omitempty"`
+	Idempotent  *bool `json:"idempotent,omitempty"`
+	OpenWorld   *bool `json:"open_world,omitempty"`
+}
+
+func boolOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// IsReadOnly reports the read_only hint (default false).
+func (a *Annotations) IsReadOnly() bool { return a != nil && boolOr(a.ReadOnly, false) }
+
+// IsDestructive reports the destructive hint (default true; meaningless when read-only).
+func (a *Annotations) IsDestructive() bool {
+	if a == nil {
+		return true
+	}
+	return boolOr(a.Destructive, true)
+}
+
+// IsIdempotent reports the idempotent hint (default false). Callers retry
+// transient failures of idempotent tools on their own.
+func (a *Annotations) IsIdempotent() bool { return a != nil && boolOr(a.Idempotent, false) }
+
+// IsOpenWorld reports the open_world hint (default true).
+func (a *Annotations) IsOpenWorld() bool {
+	if a == nil {
+		return true
+	}
+	return boolOr(a.OpenWorld, true)
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string ("1m30s") or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		if v < 0 {
+			return errors.New("duration must not be negative")
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return errors.New(`want a duration such as "30s" or a number of seconds`)
+	}
+	if secs < 0 {
+		return errors.New("duration must not be negative")
+	}
+	*d = Duration(secs * float64(time.Second))
+	return nil
+}
+
+// ToolSpec describes one tool: what callers see in the catalogue and what a
+// worker checks calls against.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Version     string `json:"version,omitempty"`
+	// InputSchema is an object schema for the call's args; when absent any
+	// object is accepted.
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// OutputSchema, when present, is enforced on every result.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	// Streaming says the tool emits deltas worth watching.
+	Streaming bool     `json:"streaming,omitempty"`
+	Tags      []string `json:"tags,omitempty"`
+	// Timeout bounds one run of the tool (the call's own budget bounds it further).
+	Timeout Duration `json:"timeout,omitempty"`
+	// Binding says how a worker runs the tool when it is not a Go handler.
+	Binding *Binding `json:"binding,omitempty"`
+}
+
+// Binding is a tool's implementation outside Go: today a command line.
+type Binding struct {
+	CLI *CliBindingConfig `json:"cli,omitempty"`
+}
+
+// Validate checks the name and both schemas (the input schema must be an
+// object schema), returning an error that names the tool and the field.
+func (s ToolSpec) Validate() error {
+	_, _, err := s.Compile()
+	return err
+}
+
+// Compile validates the spec and compiles its schemas (nil when absent).
+func (s ToolSpec) Compile() (input, output *Schema, err error) {
+	if err := ValidateToolName(s.Name); err != nil {
+		return nil, nil, fmt.Errorf("tool %q: field name: %w", s.Name, err)
+	}
+	if len(s.InputSchema) > 0 {
+		var head struct {
+			Type any `json:"type"`
+		}
+		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !isJSONObject(s.InputSchema) {
+			return nil, nil, fmt.Errorf("tool %q: field input_schema: want a JSON Schema object", s.Name)
+		}
+		if head.Type != "object" {
+			return nil, nil, fmt.Errorf(`tool %q: field input_schema: must be an object schema ("type":"object"), got type %v`, s.Name, head.Type)
+		}
+		if input, err = CompileSchema(s.InputSchema); err != nil {
+			return nil, nil, fmt.Errorf("tool %q: field input_schema: %w", s.Name, err)
+		}
+	}
+	if len(s.OutputSchema) > 0 {
+		if output, err = CompileSchema(s.OutputSchema); err != nil {
+			return nil, nil, fmt.Errorf("tool %q: field output_schema: %w", s.Name, err)
+		}
+	}
+	if s.Binding != nil && s.Binding.CLI != nil {
+		if err := s.Binding.CLI.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("tool %q: field binding.cli: %w", s.Name, err)
+		}
+	}
+	return input, output, nil
+}
+
+// UnmarshalJSON reads a spec and validates it.
+func (s *ToolSpec) UnmarshalJSON(b []byte) error {
+	type plain ToolSpec
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("tool spec: %w", err)
+	}
+	if err := ToolSpec(p).Validate(); err != nil {
+		return err
+	}
+	*s = ToolSpec(p)
+	return nil
+}
