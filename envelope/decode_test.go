@@ -10,7 +10,7 @@ import (
 func TestDecodeRejects(t *testing.T) {
 	cases := []struct {
 		name, in, wantField string
-		into               func() any
+		into                func() any
 	}{
 		{"event missing type", `{"data":1}`, "type", func() any { return new(ToolEvent) }},
 		{"event unknown type", `{"type":"bogus"}`, "type", func() any { return new(ToolEvent) }},
