@@ -1,0 +1,488 @@
+// Package caller invokes tools on a toolmesh. One Caller holds ONE wildcard
+// inbox subscription and routes every event to its call by the call id in
+// the subject's last token, so thousands of calls share one connection with
+// no subscription per call.
+//
+//	c, _ := caller.New(nc, caller.Config{})
+//	defer c.Close()
+//	resp, err := c.Call(ctx, "echo", map[string]any{"message": "hi"})
+package caller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// Config configures a Caller. The zero value is usable.
+type Config struct {
+	// ID identifies this caller (default: a new ULID); it is a subject token.
+	ID string
+	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix).
+	Prefix string
+	// InboxPrefix roots the caller's inbox (default "_INBOX").
+	InboxPrefix string
+	// Heartbeat is the interval workers are asked to beat at; 3 silent
+	// intervals end a call with worker_lost (default 1s).
+	Heartbeat time.Duration
+	// Window is a stream's event credit (default 64).
+	Window int
+	// Retries is how many times a retry-safe failure is retried (default 2).
+	Retries int
+	// ProblemBaseURI is the base of problem type URIs.
+	ProblemBaseURI string
+	Logger         *slog.Logger
+	// TracerProvider makes client spans (default otel.GetTracerProvider()).
+	TracerProvider trace.TracerProvider
+	// Propagator writes trace context into call headers (default mesh.DefaultPropagator()).
+	Propagator propagation.TextMapPropagator
+}
+
+// Caller invokes tools over one NATS connection.
+type Caller struct {
+	nc       *nats.Conn
+	cfg      Config
+	subjects mesh.Subjects
+	problems envelope.Registry
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	log      *slog.Logger
+	inbox    string // <inbox-prefix>.<caller-id>.
+	sub      *nats.Subscription
+	statusCh chan nats.Status
+	done     chan struct{}
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	pending map[string]*pending
+	closed  bool
+}
+
+// New creates a caller on nc and subscribes its inbox.
+func New(nc *nats.Conn, cfg Config) (*Caller, error) {
+	if cfg.ID == "" {
+		cfg.ID = ulid.Make().String()
+	}
+	if cfg.InboxPrefix == "" {
+		cfg.InboxPrefix = "_INBOX"
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = mesh.DefaultHeartbeat
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 64
+	}
+	cfg.Window = max(cfg.Window, 2)
+	if cfg.Retries == 0 {
+		cfg.Retries = 2
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	if cfg.Propagator == nil {
+		cfg.Propagator = mesh.DefaultPropagator()
+	}
+	c := &Caller{
+		nc:       nc,
+		cfg:      cfg,
+		subjects: mesh.Subjects{Prefix: cfg.Prefix},
+		problems: envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:   cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/caller"),
+		prop:     cfg.Propagator,
+		log:      cfg.Logger.With("caller_id", cfg.ID),
+		inbox:    cfg.InboxPrefix + "." + cfg.ID + ".",
+		pending:  map[string]*pending{},
+		done:     make(chan struct{}),
+	}
+	sub, err := nc.Subscribe(c.inbox+"*", c.onMsg)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe inbox: %w", err)
+	}
+	// The callback never blocks (events queue per call, bounded by the
+	// credit window), so unlimited pending limits cannot grow without bound
+	// and a slow reader can never cause a slow-consumer disconnect.
+	_ = sub.SetPendingLimits(-1, -1)
+	c.sub = sub
+	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	c.wg.Add(2)
+	go c.watchConnection()
+	go c.watchdog()
+	return c, nil
+}
+
+// ID returns the caller's id.
+func (c *Caller) ID() string { return c.cfg.ID }
+
+// Close fails the calls in flight with cancelled, unsubscribes and stops
+// the caller's goroutines. The connection stays open.
+func (c *Caller) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	calls := c.snapshot()
+	c.mu.Unlock()
+	for _, p := range calls {
+		p.abandon(c.problems.New(envelope.CodeCancelled, "the caller was closed"))
+	}
+	close(c.done)
+	c.nc.RemoveStatusListener(c.statusCh)
+	err := c.sub.Unsubscribe()
+	c.wg.Wait()
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (c *Caller) snapshot() []*pending {
+	out := make([]*pending, 0, len(c.pending))
+	for _, p := range c.pending {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (c *Caller) remove(id string) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// onMsg routes one inbox message to its call.
+func (c *Caller) onMsg(m *nats.Msg) {
+	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	c.mu.Lock()
+	p := c.pending[id]
+	c.mu.Unlock()
+	if p == nil {
+		// A call this caller no longer tracks (cancelled, timed out, or
+		// abandoned before its worker was known) is still running somewhere:
+		// its heartbeat names the worker, so tell that worker to stop.
+		if mesh.Header(m.Header, mesh.HeaderHeartbeat) != "" {
+			if wid := mesh.Header(m.Header, mesh.HeaderWorkerID); wid != "" {
+				c.sendControl(wid, mesh.Control{Op: mesh.OpCancel, CallID: id})
+			}
+		}
+		return
+	}
+	if status := mesh.Header(m.Header, "Status"); status != "" && len(m.Data) == 0 {
+		if status == "503" {
+			p.fail(c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", p.tool)), false)
+		}
+		return
+	}
+	if mesh.Header(m.Header, mesh.HeaderHeartbeat) != "" {
+		p.heard(mesh.Header(m.Header, mesh.HeaderWorkerID))
+		return
+	}
+	seq, _ := mesh.HeaderInt(m.Header, mesh.HeaderSeq)
+	var ev envelope.ToolEvent
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		p.fail(c.problems.New(envelope.CodeInternal, "malformed event from the worker: "+err.Error()), true)
+		return
+	}
+	p.deliver(seq, ev)
+}
+
+func (c *Caller) sendControl(workerID string, ctl mesh.Control) {
+	if err := c.nc.Publish(c.subjects.Control(workerID), ctl.Encode()); err != nil {
+		c.log.Debug("control message not sent", "op", ctl.Op, "err", err)
+	}
+}
+
+// watchConnection fails every call in flight as soon as the connection
+// drops: events published while we are away are lost, so waiting for the
+// timeout would only delay the inevitable.
+func (c *Caller) watchConnection() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.done:
+			return
+		case st, ok := <-c.statusCh:
+			if !ok {
+				return
+			}
+			if st == nats.CONNECTED {
+				continue
+			}
+			c.mu.Lock()
+			calls := c.snapshot()
+			c.mu.Unlock()
+			for _, p := range calls {
+				p.fail(c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf("the NATS connection was lost (%s) while the call was in flight", st)), false)
+			}
+			if st == nats.CLOSED {
+				return
+			}
+		}
+	}
+}
+
+// watchdog ends calls whose worker fell silent and proves this caller alive
+// to every worker it has calls on.
+func (c *Caller) watchdog() {
+	defer c.wg.Done()
+	tick := time.NewTicker(max(c.cfg.Heartbeat/2, 5*time.Millisecond))
+	defer tick.Stop()
+	silence := mesh.MissedBeats * c.cfg.Heartbeat
+	for {
+		select {
+		case <-c.done:
+			return
+		case now := <-tick.C:
+			c.mu.Lock()
+			calls := c.snapshot()
+			c.mu.Unlock()
+			workers := map[string]bool{}
+			for _, p := range calls {
+				wid, last, over := p.liveness()
+				if over {
+					continue
+				}
+				if now.Sub(last) > silence {
+					msg := fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals)", now.Sub(last).Round(time.Millisecond), mesh.MissedBeats)
+					if wid != "" {
+						msg = fmt.Sprintf("worker %s: %s", wid, msg)
+					}
+					p.fail(c.problems.New(envelope.CodeWorkerLost, msg), true)
+					continue
+				}
+				if wid != "" {
+					workers[wid] = true
+				}
+			}
+			alive := mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID}
+			for wid := range workers {
+				c.sendControl(wid, alive)
+			}
+		}
+	}
+}
+
+// mode of a call.
+const (
+	unary  = false
+	stream = true
+)
+
+// start validates, encodes and publishes one call, registering it first.
+func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions, isStream bool) (*pending, *envelope.Problem) {
+	if err := envelope.ValidateToolName(tool); err != nil {
+		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error())
+	}
+	rawArgs, err := encodeArgs(args)
+	if err != nil {
+		return nil, c.problems.New(envelope.CodeInvalidInput, "args: "+err.Error())
+	}
+	body, err := json.Marshal(envelope.Call{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format})
+	if err != nil {
+		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error())
+	}
+	if limit := c.nc.MaxPayload() - 1024; int64(len(body)) > limit {
+		return nil, c.problems.New(envelope.CodePayloadTooLarge,
+			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(body), limit))
+	}
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline && time.Until(deadline) <= 0 {
+		return nil, c.problems.New(envelope.CodeTimeout, "the call's budget was spent before it was sent")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, envelope.AsProblem(err, envelope.CodeCancelled)
+	}
+
+	id := ulid.Make().String()
+	window := c.cfg.Window
+	if o.window > 0 {
+		window = max(o.window, 2)
+	}
+	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("rpc.system", "toolmesh"),
+			attribute.String("toolmesh.tool", tool),
+			attribute.String("toolmesh.call_id", id),
+			attribute.Bool("toolmesh.stream", isStream),
+		))
+	h := nats.Header{}
+	h.Set(mesh.HeaderCallID, id)
+	h.Set(mesh.HeaderCallerID, c.cfg.ID)
+	h.Set(mesh.HeaderInterval, strconv.FormatInt(c.cfg.Heartbeat.Milliseconds(), 10))
+	if isStream {
+		h.Set(mesh.HeaderMode, mesh.ModeStream)
+		h.Set(mesh.HeaderWindow, strconv.Itoa(window))
+	} else {
+		h.Set(mesh.HeaderMode, mesh.ModeUnary)
+	}
+	if hasDeadline {
+		h.Set(mesh.HeaderTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+	}
+	if o.idempotencyKey != "" {
+		h.Set(mesh.HeaderIdempotencyKey, o.idempotencyKey)
+	}
+	if o.bearer != "" {
+		h.Set(mesh.HeaderAuthorization, "Bearer "+o.bearer)
+	}
+	c.prop.Inject(trace.ContextWithSpan(ctx, span), mesh.HeaderCarrier(h))
+
+	p := &pending{c: c, id: id, tool: tool, stream: isStream, window: window, nextSeq: 1,
+		lastHeard: time.Now(), notify: make(chan struct{}, 1), span: span}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		span.End()
+		return nil, c.problems.New(envelope.CodeCancelled, "the caller is closed")
+	}
+	c.pending[id] = p
+	c.mu.Unlock()
+	if err := c.nc.PublishMsg(&nats.Msg{Subject: c.subjects.Call(tool), Reply: c.inbox + id, Header: h, Data: body}); err != nil {
+		c.remove(id)
+		var prob *envelope.Problem
+		if errors.Is(err, nats.ErrMaxPayload) {
+			prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error())
+		} else {
+			prob = c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
+		}
+		p.endSpan(prob)
+		return nil, prob
+	}
+	return p, nil
+}
+
+func encodeArgs(args any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	switch a := args.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	case string:
+		raw = json.RawMessage(a)
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		raw = b
+	}
+	if !json.Valid(raw) {
+		return nil, errors.New("not valid JSON")
+	}
+	if t := strings.TrimLeft(string(raw), " \t\r\n"); !strings.HasPrefix(t, "{") {
+		return nil, errors.New("want a JSON object")
+	}
+	return raw, nil
+}
+
+func (c *Caller) options(opts []Option) callOptions {
+	o := callOptions{retries: c.cfg.Retries}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// retrySafe reports whether a failed attempt may be repeated.
+func retrySafe(p *envelope.Problem, o callOptions) bool {
+	if !p.Transient() {
+		return false
+	}
+	if p.Code == envelope.CodeOverloaded {
+		return true // the handler never ran
+	}
+	return o.idempotent || o.idempotencyKey != ""
+}
+
+// Call invokes tool with args (any JSON-marshalable object, or raw JSON)
+// and waits for its terminal event. It returns the flattened Response, and
+// a non-nil *envelope.Problem error when the call failed (the Response then
+// carries the same failure). Retry-safe failures are retried, honouring
+// retry_after: overloaded always, other transient failures only for
+// idempotent calls (Idempotent, WithIdempotencyKey).
+func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option) (envelope.Response, error) {
+	o := c.options(opts)
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	for attempt := 0; ; attempt++ {
+		id, ev := c.callOnce(ctx, tool, args, o)
+		resp, err := envelope.ResponseFromEvent(id, ev)
+		if err != nil {
+			p := c.problems.New(envelope.CodeInternal, err.Error())
+			return envelope.ProblemResponse(id, p), p
+		}
+		p := ev.Problem()
+		if p == nil {
+			return resp, nil
+		}
+		if attempt >= o.retries || !retrySafe(p, o) || !c.waitRetry(ctx, p) {
+			return resp, p
+		}
+	}
+}
+
+func (c *Caller) callOnce(ctx context.Context, tool string, args any, o callOptions) (string, envelope.ToolEvent) {
+	p, prob := c.start(ctx, tool, args, o, unary)
+	if prob != nil {
+		return "", envelope.ErrorEvent(prob)
+	}
+	for {
+		ev, err := p.next(ctx)
+		if err != nil { // only after the terminal, which we return below
+			return p.id, envelope.ErrorEvent(c.problems.New(envelope.CodeInternal, err.Error()))
+		}
+		if ev.IsTerminal() {
+			return p.id, ev
+		}
+	}
+}
+
+// waitRetry sleeps retry_after (bounded by ctx); false when ctx ends first.
+func (c *Caller) waitRetry(ctx context.Context, p *envelope.Problem) bool {
+	d := time.Duration(*p.RetryAfter * float64(time.Second))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (p *pending) endSpan(prob *envelope.Problem) {
+	if prob != nil {
+		p.span.SetAttributes(attribute.String("toolmesh.outcome", string(prob.Code)))
+		p.span.SetStatus(codes.Error, prob.Error())
+	} else {
+		p.span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
+	}
+	p.span.End()
+}

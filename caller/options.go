@@ -1,0 +1,56 @@
+package caller
+
+import (
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// Option adjusts one call.
+type Option func(*callOptions)
+
+type callOptions struct {
+	bearer         string
+	idempotencyKey string
+	idempotent     bool
+	dryRun         bool
+	page           *envelope.Page
+	format         *envelope.ResponseFormat
+	timeout        time.Duration
+	retries        int
+	window         int
+}
+
+// WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound
+// tools receive it where their binding says $ATD_BEARER.
+func WithBearer(token string) Option { return func(o *callOptions) { o.bearer = token } }
+
+// WithIdempotencyKey names this logical operation so it may be retried
+// safely; transient failures are then retried.
+func WithIdempotencyKey(key string) Option { return func(o *callOptions) { o.idempotencyKey = key } }
+
+// Idempotent declares the tool idempotent for this call, allowing retries
+// of transient failures (worker_lost, connection_lost, stream_gap, timeout).
+func Idempotent() Option { return func(o *callOptions) { o.idempotent = true } }
+
+// DryRun asks the tool to report what it would do without doing it.
+func DryRun() Option { return func(o *callOptions) { o.dryRun = true } }
+
+// WithPage selects paging: envelope.Page{All: true} or a cursor.
+func WithPage(p envelope.Page) Option { return func(o *callOptions) { o.page = &p } }
+
+// WithResponseFormat constrains the result's shape; the worker answers
+// output_invalid when the result does not conform.
+func WithResponseFormat(rf envelope.ResponseFormat) Option {
+	return func(o *callOptions) { o.format = &rf }
+}
+
+// WithTimeout bounds the call (on top of the context's own deadline).
+func WithTimeout(d time.Duration) Option { return func(o *callOptions) { o.timeout = d } }
+
+// WithRetries sets how many times a retry-safe failure is retried
+// (default Config.Retries). overloaded is always retry-safe: the handler never ran.
+func WithRetries(n int) Option { return func(o *callOptions) { o.retries = n } }
+
+// WithWindow sets the stream's event credit (default Config.Window).
+func WithWindow(n int) Option { return func(o *callOptions) { o.window = n } }

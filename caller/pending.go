@@ -1,0 +1,164 @@
+package caller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// pending is one call in flight. The inbox callback appends to its queue
+// and never blocks; the queue is bounded by the credit window in stream
+// mode and by one event in unary mode.
+type pending struct {
+	c      *Caller
+	id     string
+	tool   string
+	stream bool
+	window int
+	span   trace.Span
+	notify chan struct{}
+
+	mu             sync.Mutex
+	queue          []envelope.ToolEvent
+	nextSeq        int64
+	lastHeard      time.Time
+	workerID       string
+	terminalQueued bool // a terminal event is queued: nothing more is accepted
+	over           bool // the terminal was handed to the reader
+	consumed       int  // events read since the last credit grant
+}
+
+func (p *pending) signal() {
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pending) liveness() (workerID string, last time.Time, over bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.workerID, p.lastHeard, p.terminalQueued
+}
+
+// heard records a heartbeat.
+func (p *pending) heard(workerID string) {
+	p.mu.Lock()
+	p.lastHeard = time.Now()
+	if p.workerID == "" {
+		p.workerID = workerID
+	}
+	p.mu.Unlock()
+}
+
+// deliver queues one event, checking its sequence number: a hole ends the
+// call with stream_gap rather than handing over a silently holed stream.
+func (p *pending) deliver(seq int64, ev envelope.ToolEvent) {
+	p.mu.Lock()
+	if p.terminalQueued {
+		p.mu.Unlock()
+		return
+	}
+	if seq != p.nextSeq {
+		want := p.nextSeq
+		p.mu.Unlock()
+		p.fail(p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d of call %s, got %d: events were lost in transit", want, p.id, seq)), true)
+		return
+	}
+	p.nextSeq++
+	p.lastHeard = time.Now()
+	if ev.Type == envelope.EventStart && p.workerID == "" {
+		if wid, ok := ev.Metadata["worker_id"].(string); ok {
+			p.workerID = wid
+		}
+	}
+	p.queue = append(p.queue, ev)
+	if ev.IsTerminal() {
+		p.terminalQueued = true
+	}
+	p.mu.Unlock()
+	p.signal()
+}
+
+// fail queues a terminal error decided on this side, unless the call
+// already has its terminal; with cancelWorker it also tells the worker to stop.
+func (p *pending) fail(prob *envelope.Problem, cancelWorker bool) {
+	p.mu.Lock()
+	if p.terminalQueued {
+		p.mu.Unlock()
+		return
+	}
+	p.terminalQueued = true
+	p.queue = append(p.queue, envelope.ErrorEvent(prob))
+	wid := p.workerID
+	p.mu.Unlock()
+	p.signal()
+	if cancelWorker && wid != "" {
+		p.c.sendControl(wid, mesh.Control{Op: mesh.OpCancel, CallID: p.id})
+	}
+}
+
+// abandon fails the call, stops routing its events and ends its span. Any
+// heartbeat that still arrives for it makes the caller send a cancel.
+func (p *pending) abandon(prob *envelope.Problem) {
+	p.fail(prob, true)
+	p.c.remove(p.id)
+}
+
+// next returns the call's next event; after the terminal it returns io.EOF.
+// When ctx ends first the call is cancelled (or timed out): the worker is
+// told, and the reader gets the cancelled/timeout error event.
+func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
+	for {
+		p.mu.Lock()
+		if len(p.queue) > 0 {
+			ev := p.queue[0]
+			p.queue[0] = envelope.ToolEvent{}
+			p.queue = p.queue[1:]
+			grant, wid := 0, ""
+			if p.stream && !ev.IsTerminal() {
+				p.consumed++
+				if p.consumed >= p.window/2 && p.workerID != "" {
+					grant, wid, p.consumed = p.consumed, p.workerID, 0
+				}
+			}
+			if ev.IsTerminal() {
+				p.over = true
+			}
+			p.mu.Unlock()
+			if grant > 0 {
+				p.c.sendControl(wid, mesh.Control{Op: mesh.OpCredit, CallID: p.id, N: grant})
+			}
+			if ev.IsTerminal() {
+				p.c.remove(p.id)
+				p.endSpan(ev.Problem())
+			}
+			return ev, nil
+		}
+		if p.over {
+			p.mu.Unlock()
+			return envelope.ToolEvent{}, io.EOF
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.notify:
+		case <-ctx.Done():
+			p.abandon(p.contextProblem(ctx))
+		}
+	}
+}
+
+func (p *pending) contextProblem(ctx context.Context) *envelope.Problem {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return p.c.problems.New(envelope.CodeTimeout, fmt.Sprintf("call %s to %s ran out of budget", p.id, p.tool))
+	}
+	return p.c.problems.New(envelope.CodeCancelled, fmt.Sprintf("call %s to %s was cancelled by the caller", p.id, p.tool))
+}

@@ -1,0 +1,167 @@
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// EmbeddedConfig configures an in-process nats-server.
+type EmbeddedConfig struct {
+	// Listen is host:port for clients; "" picks a random free port on
+	// 127.0.0.1. Ignored when InProcessOnly.
+	Listen string
+	// InProcessOnly opens no port: connect with Embedded.Connect.
+	InProcessOnly bool
+	// Name is the server name (defaults to a generated one).
+	Name string
+	// JetStream enables JetStream, storing under StoreDir (a temporary dir if empty).
+	JetStream bool
+	StoreDir  string
+	// Cluster joins or forms a cluster with routes to the given peers.
+	Cluster *ClusterConfig
+	// MaxPayload overrides the server's max message size in bytes (default 1 MiB).
+	MaxPayload int32
+	// Logs turns the server's own logging on (to stderr); off by default.
+	Logs bool
+	// ReadyTimeout bounds the wait for the server to accept connections (default 10s).
+	ReadyTimeout time.Duration
+}
+
+// ClusterConfig is the cluster part of an EmbeddedConfig.
+type ClusterConfig struct {
+	Name string
+	// Listen is host:port for routes; "" picks a random port on 127.0.0.1.
+	Listen string
+	// Routes are nats-route://host:port URLs of peers.
+	Routes []string
+}
+
+// Embedded is a running in-process nats-server.
+type Embedded struct {
+	Server *server.Server
+	cfg    EmbeddedConfig
+}
+
+// StartEmbedded starts a nats-server in this process and waits until it
+// accepts connections.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	opts := &server.Options{
+		ServerName: cfg.Name,
+		NoSigs:     true,
+		NoLog:      !cfg.Logs,
+		MaxPayload: cfg.MaxPayload,
+		JetStream:  cfg.JetStream,
+		StoreDir:   cfg.StoreDir,
+	}
+	if cfg.InProcessOnly {
+		opts.DontListen = true
+	} else {
+		host, port, err := splitListen(cfg.Listen, "127.0.0.1", server.RANDOM_PORT)
+		if err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+		opts.Host, opts.Port = host, port
+	}
+	if c := cfg.Cluster; c != nil {
+		host, port, err := splitListen(c.Listen, "127.0.0.1", server.RANDOM_PORT)
+		if err != nil {
+			return nil, fmt.Errorf("cluster listen: %w", err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port}
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("route %q: %w", r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logs {
+		s.ConfigureLogger()
+	}
+	go s.Start()
+	wait := cfg.ReadyTimeout
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = time.Until(d)
+	}
+	if !s.ReadyForConnections(wait) {
+		s.Shutdown()
+		return nil, errors.New("embedded nats-server did not become ready")
+	}
+	return &Embedded{Server: s, cfg: cfg}, nil
+}
+
+func splitListen(listen, defHost string, defPort int) (string, int, error) {
+	if listen == "" {
+		return defHost, defPort, nil
+	}
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	if host == "" {
+		host = defHost
+	}
+	return host, port, nil
+}
+
+// ClientURL is the nats:// URL clients connect to ("" when in-process only).
+func (e *Embedded) ClientURL() string {
+	if e.cfg.InProcessOnly {
+		return ""
+	}
+	return e.Server.ClientURL()
+}
+
+// RouteURL is the nats-route:// URL peers use to join this server's cluster.
+func (e *Embedded) RouteURL() string {
+	a := e.Server.ClusterAddr()
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("nats-route://%s", a.String())
+}
+
+// Connect opens a client connection to this server: in-process when the
+// server has no port, over loopback otherwise.
+func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	if e.cfg.InProcessOnly {
+		return nats.Connect("", append([]nats.Option{nats.InProcessServer(e.Server)}, opts...)...)
+	}
+	return nats.Connect(e.ClientURL(), opts...)
+}
+
+// Shutdown stops the server, waiting for it (bounded by ctx).
+func (e *Embedded) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		e.Server.Shutdown()
+		e.Server.WaitForShutdown()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,122 @@
+package mesh
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// DefaultPrefix is the subject prefix of a mesh unless configured otherwise;
+// several meshes can share one NATS account under different prefixes.
+const DefaultPrefix = "toolmesh"
+
+// ServiceName is the ADR-32 service name every worker registers under, so
+// stock NATS tooling (`nats micro ls`) sees the fleet.
+const ServiceName = "toolmesh"
+
+// DefaultHeartbeat is the heartbeat and liveness interval when none is set.
+const DefaultHeartbeat = time.Second
+
+// MissedBeats is how many silent intervals end a call: a caller that hears
+// nothing for 3 intervals reports worker_lost, a worker that does not hear
+// its caller for 3 intervals cancels the handler.
+const MissedBeats = 3
+
+// Header names of wire protocol v1. Reads are case-insensitive (see Header).
+const (
+	HeaderCallID         = "Toolmesh-Call-Id"
+	HeaderTimeout        = "Toolmesh-Timeout" // remaining budget in ms
+	HeaderMode           = "Toolmesh-Mode"    // unary | stream
+	HeaderWindow         = "Toolmesh-Window"  // initial event credit (stream mode)
+	HeaderIdempotencyKey = "Toolmesh-Idempotency-Key"
+	HeaderAuthorization  = "Authorization"
+	HeaderSeq            = "Toolmesh-Seq"       // event sequence, 1, 2, 3 … per call
+	HeaderHeartbeat      = "Toolmesh-Heartbeat" // marks a heartbeat frame
+	HeaderWorkerID       = "Toolmesh-Worker-Id" // on heartbeats: where to send control
+	HeaderCallerID       = "Toolmesh-Caller-Id" // caller promises liveness messages
+	HeaderInterval       = "Toolmesh-Interval"  // heartbeat interval in ms the caller expects
+)
+
+// Call modes.
+const (
+	ModeUnary  = "unary"
+	ModeStream = "stream"
+)
+
+// Subjects builds the subjects of one mesh.
+type Subjects struct {
+	// Prefix defaults to DefaultPrefix.
+	Prefix string
+}
+
+func (s Subjects) prefix() string {
+	if s.Prefix == "" {
+		return DefaultPrefix
+	}
+	return s.Prefix
+}
+
+// Call is the subject a tool's workers queue-subscribe to.
+func (s Subjects) Call(tool string) string { return s.prefix() + ".call." + tool }
+
+// Control is a worker's control subject: cancel, credit, caller liveness.
+func (s Subjects) Control(workerID string) string { return s.prefix() + ".ctl." + workerID }
+
+// Catalog is where every worker answers with its full ToolSpecs.
+func (s Subjects) Catalog() string { return s.prefix() + ".catalog" }
+
+// Describe is where one worker hosting tool answers with its ToolSpec.
+func (s Subjects) Describe(tool string) string { return s.prefix() + ".describe." + tool }
+
+// QueueGroup is the queue group of call subscriptions (queue groups are
+// scoped by subject, so this is one group per tool).
+func (s Subjects) QueueGroup() string { return s.prefix() }
+
+// Header returns the first value of key in h, matching the name
+// case-insensitively as the protocol requires.
+func Header(h nats.Header, key string) string {
+	if v, ok := h[key]; ok && len(v) > 0 {
+		return v[0]
+	}
+	for k, v := range h {
+		if len(v) > 0 && strings.EqualFold(k, key) {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// HeaderInt reads an integer header; ok is false when absent or malformed.
+func HeaderInt(h nats.Header, key string) (int64, bool) {
+	v := Header(h, key)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
+// Control operations sent by a caller to a worker.
+const (
+	OpCancel = "cancel"
+	OpCredit = "credit"
+	OpAlive  = "alive"
+)
+
+// Control is one caller → worker control message.
+type Control struct {
+	Op       string `json:"op"`
+	CallID   string `json:"call_id,omitempty"`
+	CallerID string `json:"caller_id,omitempty"`
+	// N is the number of events granted by a credit.
+	N int `json:"n,omitempty"`
+}
+
+// Encode returns the control message's JSON.
+func (c Control) Encode() []byte {
+	b, _ := json.Marshal(c)
+	return b
+}

@@ -1,0 +1,154 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// quiet is a logger for tests: warnings and above only.
+func quiet() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startServer starts an embedded nats-server on a random loopback port.
+func startServer(t testing.TB, cfg mesh.EmbeddedConfig) *mesh.Embedded {
+	t.Helper()
+	e, err := mesh.StartEmbedded(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	return e
+}
+
+func connect(t testing.TB, e *mesh.Embedded, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := e.Connect(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func newWorker(t testing.TB, nc *nats.Conn, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
+	w, err := worker.New(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+func newCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Caller {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
+	c, err := caller.New(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func register(t testing.TB, w *worker.Worker, spec envelope.ToolSpec, h worker.HandlerFunc) {
+	t.Helper()
+	if err := w.Register(spec, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// echo returns its args.
+func echo(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
+	return req.Args, nil
+}
+
+// count streams n deltas {"i":k} with progress, then returns {"count":n}.
+func count(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+	var a struct {
+		N int `json:"n"`
+	}
+	if err := req.Bind(&a); err != nil {
+		return nil, envelope.NewProblem(envelope.CodeInvalidInput, err.Error())
+	}
+	for i := 1; i <= a.N; i++ {
+		if err := emit.Delta(map[string]int{"i": i}); err != nil {
+			return nil, err
+		}
+		if i%100 == 0 {
+			if err := emit.Progress(float64(i)*100/float64(a.N), "counting"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return map[string]int{"count": a.N}, nil
+}
+
+var countSpec = envelope.ToolSpec{Name: "count", Streaming: true,
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","minimum":0}},"required":["n"]}`)}
+
+// problemOf extracts the Problem from a call error, failing the test if there is none.
+func problemOf(t testing.TB, err error) *envelope.Problem {
+	t.Helper()
+	var p *envelope.Problem
+	if !errors.As(err, &p) {
+		t.Fatalf("want a *envelope.Problem, got %T %v", err, err)
+	}
+	return p
+}
+
+// wantCode asserts that err is a Problem with code.
+func wantCode(t testing.TB, err error, code envelope.Code) *envelope.Problem {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want %s, got success", code)
+	}
+	p := problemOf(t, err)
+	if p.Code != code {
+		t.Fatalf("want %s, got %s: %s", code, p.Code, p.Detail)
+	}
+	return p
+}
+
+// waitFor polls cond until it holds, failing after a generous bound. It
+// waits for an observable state, never for a guessed duration.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	giveUp := time.After(20 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-giveUp:
+			t.Fatalf("gave up waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprint(err))
+	}
+	return b
+}

@@ -1,0 +1,365 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// errCallEnded is returned by an emit after the call's terminal event.
+var errCallEnded = errors.New("the call has already ended")
+
+// call is one admitted call's state.
+type call struct {
+	w        *Worker
+	tool     *tool
+	reply    string
+	id       string
+	callerID string
+	stream   bool
+	interval time.Duration
+	started  time.Time
+	deadline time.Time
+	header   nats.Header
+	body     []byte
+	window   int
+	cancelFn context.CancelCauseFunc
+	credit   chan struct{}
+
+	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
+	seq     int64
+	sent    int64 // non-terminal events published
+	granted int64 // non-terminal events the caller has allowed
+	ended   bool
+	beat    *time.Timer
+}
+
+// reject answers a call that is refused before it runs.
+func (c *call) reject(p *envelope.Problem) {
+	c.mu.Lock()
+	c.ended = true
+	c.publishLocked(envelope.ErrorEvent(p))
+	c.mu.Unlock()
+	c.tool.record(time.Since(c.started), p)
+}
+
+func (c *call) run() {
+	w := c.w
+	defer w.inflight.Done()
+	defer w.admitted.Add(-1)
+
+	ctx := w.prop.Extract(w.stopCtx, mesh.HeaderCarrier(c.header))
+	ctx, span := w.tracer.Start(ctx, "toolmesh.serve "+c.tool.spec.Name,
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attribute.String("rpc.system", "toolmesh"),
+			attribute.String("toolmesh.tool", c.tool.spec.Name),
+			attribute.String("toolmesh.call_id", c.id),
+			attribute.String("toolmesh.worker_id", w.cfg.ID),
+			attribute.Bool("toolmesh.stream", c.stream),
+		))
+	ctx, cancel := context.WithCancelCause(ctx)
+	c.cancelFn = cancel
+	if !c.deadline.IsZero() {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithDeadline(ctx, c.deadline)
+		defer cancelT()
+	}
+	c.credit = make(chan struct{}, 1)
+
+	w.callsMu.Lock()
+	w.calls[c.id] = c
+	w.callsMu.Unlock()
+	if mesh.Header(c.header, mesh.HeaderMode) != "" {
+		c.mu.Lock()
+		c.beat = time.AfterFunc(c.interval, c.heartbeat)
+		c.mu.Unlock()
+	}
+
+	data, p := c.execute(ctx)
+	c.finish(data, p)
+
+	c.mu.Lock()
+	if c.beat != nil {
+		c.beat.Stop()
+	}
+	c.mu.Unlock()
+	w.callsMu.Lock()
+	delete(w.calls, c.id)
+	w.callsMu.Unlock()
+	cancel(nil)
+
+	c.tool.record(time.Since(c.started), p)
+	if p != nil {
+		span.SetAttributes(attribute.String("toolmesh.outcome", string(p.Code)))
+		span.SetStatus(codes.Error, p.Error())
+	} else {
+		span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
+	}
+	span.End()
+}
+
+// cancel ends the handler's context with cause; harmless once the call ended.
+func (c *call) cancel(cause error) {
+	if c.cancelFn != nil {
+		c.cancelFn(cause)
+	}
+}
+
+func (c *call) grant(n int) {
+	c.mu.Lock()
+	c.granted += int64(n)
+	c.mu.Unlock()
+	select {
+	case c.credit <- struct{}{}:
+	default:
+	}
+}
+
+// execute runs everything between admission and the terminal event.
+func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
+	w, t := c.w, c.tool
+	var body envelope.Call
+	if err := json.Unmarshal(c.body, &body); err != nil {
+		return nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error())
+	}
+	if t.input != nil {
+		if v := t.input.Validate(body.Args); len(v) > 0 {
+			return nil, withBase(envelope.ValidationProblem(envelope.CodeInvalidInput, "args", v), w.problems)
+		}
+	}
+	var format *envelope.Schema
+	if rf := body.ResponseFormat; rf != nil && rf.Type == envelope.FormatJSONSchema {
+		s, err := w.responseFormatSchema(rf.JSONSchema.Schema)
+		if err != nil {
+			return nil, w.problems.New(envelope.CodeInvalidInput, "response_format.json_schema.schema: "+err.Error())
+		}
+		format = s
+	}
+
+	select {
+	case w.slots <- struct{}{}:
+		defer func() { <-w.slots }()
+	case <-ctx.Done():
+		return nil, c.contextProblem(ctx)
+	}
+	if ctx.Err() != nil {
+		return nil, c.contextProblem(ctx)
+	}
+
+	if c.stream {
+		meta := map[string]any{"worker_id": w.cfg.ID}
+		if err := c.emit(ctx, envelope.StartEvent(t.spec.Name, c.id, meta)); err != nil {
+			return nil, c.contextProblem(ctx)
+		}
+	}
+	req := &Request{
+		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
+		ResponseFormat: body.ResponseFormat, Bearer: bearer(c.header),
+		IdempotencyKey: mesh.Header(c.header, mesh.HeaderIdempotencyKey),
+		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec,
+	}
+	res, err := c.invoke(ctx, req)
+	if ctx.Err() != nil {
+		return nil, c.contextProblem(ctx)
+	}
+	if err != nil {
+		return nil, envelope.AsProblem(err, envelope.CodeToolFailed)
+	}
+	if res == nil {
+		return nil, w.problems.New(envelope.CodeMissingTerminal,
+			fmt.Sprintf("tool %s returned neither a result nor an error", t.spec.Name))
+	}
+	data, ok := res.(json.RawMessage)
+	if !ok {
+		if data, err = json.Marshal(res); err != nil {
+			return nil, w.problems.New(envelope.CodeOutputInvalid, "result cannot be encoded as JSON: "+err.Error())
+		}
+	} else if !json.Valid(data) {
+		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
+	}
+	if t.output != nil {
+		if v := t.output.Validate(data); len(v) > 0 {
+			return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
+		}
+	}
+	if rf := body.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case envelope.FormatJSONObject:
+			if !strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
+				return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
+			}
+		case envelope.FormatJSONSchema:
+			if v := format.Validate(data); len(v) > 0 {
+				return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
+			}
+		}
+	}
+	return data, nil
+}
+
+// withBase rewrites a Problem's type under the worker's base URI.
+func withBase(p *envelope.Problem, r envelope.Registry) *envelope.Problem {
+	p.Type = r.TypeURI(p.Code)
+	return p
+}
+
+func bearer(h nats.Header) string {
+	v := mesh.Header(h, mesh.HeaderAuthorization)
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}
+
+// invoke runs the handler, turning a panic into handler_error.
+func (c *call) invoke(ctx context.Context, req *Request) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.w.log.Error("handler panicked", "tool", req.Tool, "call_id", req.CallID, "panic", r, "stack", string(debug.Stack()))
+			res, err = nil, c.w.problems.New(envelope.CodeHandlerError, fmt.Sprintf("tool %s panicked: %v", req.Tool, r))
+		}
+	}()
+	return c.tool.handler.Handle(ctx, req, emitter{c: c, ctx: ctx})
+}
+
+// contextProblem names why ctx ended.
+func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errCallerCancelled):
+		return c.w.problems.New(envelope.CodeCancelled, "the call was cancelled by its caller")
+	case errors.Is(cause, errCallerLost):
+		return c.w.problems.New(envelope.CodeCancelled, "the caller stopped proving it is alive; the call was cancelled")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return c.w.problems.New(envelope.CodeTimeout, fmt.Sprintf("the call's budget ran out after %s", time.Since(c.started).Round(time.Millisecond)))
+	}
+	return c.w.problems.New(envelope.CodeWorkerLost, fmt.Sprintf("worker %s stopped before the call finished: %v", c.w.cfg.ID, cause))
+}
+
+// finish sends the one terminal event.
+func (c *call) finish(data json.RawMessage, p *envelope.Problem) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
+	c.ended = true
+	if p != nil {
+		c.publishLocked(envelope.ErrorEvent(p))
+		return
+	}
+	c.publishLocked(envelope.ResultEvent(data))
+}
+
+// emit sends a non-terminal event, waiting for credit in stream mode.
+func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
+	for {
+		c.mu.Lock()
+		if c.ended {
+			c.mu.Unlock()
+			return errCallEnded
+		}
+		if !c.stream {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.sent < c.granted {
+			c.sent++
+			err := c.publishLocked(ev)
+			c.mu.Unlock()
+			return err
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.credit:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// publishLocked numbers and publishes one event; c.mu must be held. An
+// event too large for NATS is never cut: a terminal one is replaced by a
+// payload_too_large error, a non-terminal one is refused to the handler.
+func (c *call) publishLocked(ev envelope.ToolEvent) error {
+	data, err := ev.AppendJSON(make([]byte, 0, 128+len(ev.Data)))
+	if err != nil {
+		if !ev.IsTerminal() {
+			return err
+		}
+		ev = envelope.ErrorEvent(c.w.problems.New(envelope.CodeOutputInvalid, "terminal event cannot be encoded: "+err.Error()))
+		data, _ = ev.AppendJSON(nil)
+	}
+	if limit := int(c.w.nc.MaxPayload()) - 512; len(data) > limit {
+		p := c.w.problems.New(envelope.CodePayloadTooLarge,
+			fmt.Sprintf("%s event is %d bytes, more than the connection allows (%d)", ev.Type, len(data), limit))
+		if !ev.IsTerminal() {
+			return p
+		}
+		data, _ = envelope.ErrorEvent(p).AppendJSON(nil)
+	}
+	c.seq++
+	msg := &nats.Msg{Subject: c.reply, Data: data, Header: nats.Header{mesh.HeaderSeq: []string{itoa(c.seq)}}}
+	if err := c.w.nc.PublishMsg(msg); err != nil {
+		c.w.log.Warn("publish event", "call_id", c.id, "type", ev.Type, "err", err)
+		return err
+	}
+	return nil
+}
+
+// heartbeat proves the worker alive to the caller and checks the caller's lease.
+func (c *call) heartbeat() {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	msg := &nats.Msg{Subject: c.reply, Header: nats.Header{
+		mesh.HeaderHeartbeat: []string{"1"},
+		mesh.HeaderWorkerID:  []string{c.w.cfg.ID},
+		mesh.HeaderCallID:    []string{c.id},
+	}}
+	_ = c.w.nc.PublishMsg(msg)
+	c.beat.Reset(c.interval)
+	c.mu.Unlock()
+	if c.callerID != "" {
+		if seen := c.w.callerSeen(c.callerID, c.started); time.Since(seen) > mesh.MissedBeats*c.interval {
+			c.cancel(errCallerLost)
+		}
+	}
+}
+
+// emitter is the Emitter handed to a handler.
+type emitter struct {
+	c   *call
+	ctx context.Context
+}
+
+func (e emitter) Progress(pct float64, message string) error {
+	return e.c.emit(e.ctx, envelope.ProgressEvent(pct, message))
+}
+
+func (e emitter) Delta(data any) error {
+	raw, ok := data.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(data); err != nil {
+			return fmt.Errorf("delta: %w", err)
+		}
+	}
+	return e.c.emit(e.ctx, envelope.DeltaEvent(raw))
+}

@@ -1,0 +1,81 @@
+// Package worker hosts tools on a toolmesh: each registered tool gets one
+// queue subscription, calls run concurrently up to a limit, and every call
+// ends in exactly one terminal event. Go handlers and command-line programs
+// (package worker/cli) sit behind the same Handler interface.
+//
+// A minimal worker:
+//
+//	w, _ := worker.New(nc, worker.Config{})
+//	w.Register(envelope.ToolSpec{Name: "echo"}, worker.HandlerFunc(
+//		func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+//			return json.RawMessage(req.Args), nil
+//		}))
+//	defer w.Drain(context.Background())
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// Handler runs one tool call. It returns the result (any JSON-marshalable
+// value; json.RawMessage passes through verbatim) or an error, which becomes
+// the terminal error event: an *envelope.Problem reaches the caller as it
+// is, any other error becomes tool_failed. Progress and deltas go through
+// emit while the handler runs. ctx ends when the caller cancels, the budget
+// is spent, the caller is lost or the worker stops.
+type Handler interface {
+	Handle(ctx context.Context, req *Request, emit Emitter) (any, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request, emit Emitter) (any, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *Request, emit Emitter) (any, error) {
+	return f(ctx, req, emit)
+}
+
+// Middleware wraps a Handler, net/http style.
+type Middleware func(Handler) Handler
+
+// Request is one call as the handler sees it.
+type Request struct {
+	Tool   string
+	CallID string
+	// Args is the validated argument object.
+	Args           json.RawMessage
+	DryRun         bool
+	Page           *envelope.Page
+	ResponseFormat *envelope.ResponseFormat
+	// Bearer is the caller's bearer token ("" when none). Never log it.
+	Bearer string
+	// IdempotencyKey is the caller's key for safe retries ("" when none).
+	// The worker passes it on; a handler with side effects uses it to dedupe.
+	IdempotencyKey string
+	// Deadline is when the call's budget runs out (zero when unbounded).
+	Deadline time.Time
+	// Streaming is true when the caller asked for the event stream; in
+	// unary mode progress and deltas are not delivered.
+	Streaming bool
+	// Spec is the tool's spec.
+	Spec *envelope.ToolSpec
+}
+
+// Bind decodes the arguments into v.
+func (r *Request) Bind(v any) error { return json.Unmarshal(r.Args, v) }
+
+// Emitter sends non-terminal events of a call. In stream mode a call may
+// run ahead of its reader by at most the caller's window; beyond it an
+// emit blocks until the caller grants credit or the call ends, so a slow
+// reader slows its own producer. In unary mode emits are accepted and
+// dropped. An emit after the call has ended returns an error.
+type Emitter interface {
+	// Progress reports coarse progress, pct in 0..100.
+	Progress(pct float64, message string) error
+	// Delta sends partial output (any JSON-marshalable value).
+	Delta(data any) error
+}

@@ -1,0 +1,483 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// Config configures a Worker. The zero value is usable.
+type Config struct {
+	// ID identifies this worker instance (default: a new ULID).
+	ID string
+	// Name is the ADR-32 service name (default mesh.ServiceName).
+	Name string
+	// Version is the worker's semantic version, reported to discovery (default 0.1.0).
+	Version     string
+	Description string
+	Metadata    map[string]string
+	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix).
+	Prefix string
+	// MaxConcurrent bounds handlers running at once (default 1024).
+	MaxConcurrent int
+	// MaxQueued bounds admitted calls waiting for a slot (default 4×MaxConcurrent).
+	// Calls beyond MaxConcurrent+MaxQueued are answered overloaded at once.
+	MaxQueued int
+	// OverloadRetryAfter is the retry_after of overloaded answers (default 1s).
+	OverloadRetryAfter time.Duration
+	// Heartbeat is the interval used when a caller names none (default 1s).
+	Heartbeat time.Duration
+	// MinHeartbeat floors caller-requested intervals (default 10ms).
+	MinHeartbeat time.Duration
+	// MaxArgsBytes bounds a call body (default: the connection's max payload).
+	MaxArgsBytes int
+	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
+	ProblemBaseURI string
+	// Logger receives the worker's logs (default slog.Default()).
+	Logger *slog.Logger
+	// TracerProvider makes server spans (default otel.GetTracerProvider()).
+	TracerProvider trace.TracerProvider
+	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
+	Propagator propagation.TextMapPropagator
+}
+
+// Worker hosts tools on one NATS connection.
+type Worker struct {
+	nc       *nats.Conn
+	cfg      Config
+	subjects mesh.Subjects
+	problems envelope.Registry
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	log      *slog.Logger
+	started  time.Time
+	slots    chan struct{}
+	admitted atomic.Int64
+	inflight sync.WaitGroup
+	stopCtx  context.Context
+	stop     context.CancelCauseFunc
+
+	mu       sync.Mutex
+	tools    map[string]*tool
+	ctlSubs  []*nats.Subscription
+	draining bool
+
+	callsMu sync.Mutex
+	calls   map[string]*call
+	callers map[string]time.Time // caller id → last liveness message
+
+	formatsMu sync.Mutex
+	formats   map[string]*envelope.Schema
+}
+
+type tool struct {
+	spec    envelope.ToolSpec
+	handler Handler
+	input   *envelope.Schema
+	output  *envelope.Schema
+	sub     *nats.Subscription
+
+	statsMu   sync.Mutex
+	requests  int
+	errors    int
+	lastError string
+	busy      time.Duration
+}
+
+// ErrDraining is returned by Register once Drain or Stop has begun.
+var ErrDraining = errors.New("worker is draining")
+
+// errCallerLost is the cancel cause when the caller stops proving it is alive.
+var errCallerLost = errors.New("caller stopped sending liveness messages")
+
+// errCallerCancelled is the cancel cause of a cancel control message.
+var errCallerCancelled = errors.New("cancelled by the caller")
+
+// New creates a worker on nc and starts serving its control and discovery
+// subjects. Register tools to start taking calls.
+func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+	if cfg.ID == "" {
+		cfg.ID = ulid.Make().String()
+	}
+	if cfg.Name == "" {
+		cfg.Name = mesh.ServiceName
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0"
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 1024
+	}
+	if cfg.MaxQueued < 0 {
+		cfg.MaxQueued = 0
+	} else if cfg.MaxQueued == 0 {
+		cfg.MaxQueued = 4 * cfg.MaxConcurrent
+	}
+	if cfg.OverloadRetryAfter <= 0 {
+		cfg.OverloadRetryAfter = time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = mesh.DefaultHeartbeat
+	}
+	if cfg.MinHeartbeat <= 0 {
+		cfg.MinHeartbeat = 10 * time.Millisecond
+	}
+	if cfg.MaxArgsBytes <= 0 {
+		cfg.MaxArgsBytes = int(nc.MaxPayload())
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	if cfg.Propagator == nil {
+		cfg.Propagator = mesh.DefaultPropagator()
+	}
+	w := &Worker{
+		nc:       nc,
+		cfg:      cfg,
+		subjects: mesh.Subjects{Prefix: cfg.Prefix},
+		problems: envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:   cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
+		prop:     cfg.Propagator,
+		log:      cfg.Logger.With("worker_id", cfg.ID),
+		started:  time.Now().UTC(),
+		slots:    make(chan struct{}, cfg.MaxConcurrent),
+		tools:    map[string]*tool{},
+		calls:    map[string]*call{},
+		callers:  map[string]time.Time{},
+		formats:  map[string]*envelope.Schema{},
+	}
+	w.stopCtx, w.stop = context.WithCancelCause(context.Background())
+	if err := w.subscribeControl(); err != nil {
+		w.unsubscribeAll()
+		return nil, err
+	}
+	return w, nil
+}
+
+// ID returns the worker's instance id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Register validates spec (name, schemas), compiles its schemas once, and
+// starts taking calls for it on one queue subscription. When it returns,
+// the server has the subscription: calls through the same server reach it.
+func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
+	if h == nil {
+		return errors.New("register: nil handler")
+	}
+	in, out, err := spec.Compile()
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.draining {
+		return ErrDraining
+	}
+	if _, dup := w.tools[spec.Name]; dup {
+		return fmt.Errorf("register: tool %q is already registered", spec.Name)
+	}
+	t := &tool{spec: spec, handler: h, input: in, output: out}
+	sub, err := w.nc.QueueSubscribe(w.subjects.Call(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
+	if err != nil {
+		return fmt.Errorf("register %q: %w", spec.Name, err)
+	}
+	// The callback only admits and hands off; never let NATS drop calls for it.
+	_ = sub.SetPendingLimits(-1, -1)
+	t.sub = sub
+	dsub, err := w.nc.QueueSubscribe(w.subjects.Describe(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) {
+		b, _ := json.Marshal(t.spec)
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("register %q: %w", spec.Name, err)
+	}
+	w.ctlSubs = append(w.ctlSubs, dsub)
+	w.tools[spec.Name] = t
+	// Round-trip to the server so the tool is callable when Register returns.
+	if err := w.nc.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("register %q: subscription not confirmed by the server: %w", spec.Name, err)
+	}
+	return nil
+}
+
+// Specs returns the registered tools' specs, sorted by name.
+func (w *Worker) Specs() []envelope.ToolSpec {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]envelope.ToolSpec, 0, len(w.tools))
+	for _, t := range w.tools {
+		out = append(out, t.spec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Drain stops taking calls (every message already delivered to this worker
+// is still served), waits for the calls in flight to finish, then closes
+// the worker's subscriptions. If ctx ends first, the remaining handlers are
+// cancelled and ctx's error is returned. The connection stays open.
+func (w *Worker) Drain(ctx context.Context) error {
+	w.mu.Lock()
+	if w.draining {
+		w.mu.Unlock()
+		return nil
+	}
+	w.draining = true
+	var closed []<-chan nats.SubStatus
+	for _, t := range w.tools {
+		closed = append(closed, t.sub.StatusChanged(nats.SubscriptionClosed))
+		if err := t.sub.Drain(); err != nil {
+			w.log.Warn("drain subscription", "tool", t.spec.Name, "err", err)
+		}
+	}
+	w.mu.Unlock()
+	var err error
+	for _, ch := range closed {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	done := make(chan struct{})
+	go func() { w.inflight.Wait(); close(done) }()
+	if err == nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		w.stop(fmt.Errorf("worker drain: %w", err))
+		<-done
+	}
+	w.unsubscribeAll()
+	return err
+}
+
+// Stop cancels every call in flight (their callers get cancelled errors)
+// and closes the worker's subscriptions at once.
+func (w *Worker) Stop() {
+	w.mu.Lock()
+	w.draining = true
+	w.mu.Unlock()
+	w.stop(errors.New("worker stopped"))
+	w.unsubscribeAll()
+	w.inflight.Wait()
+}
+
+func (w *Worker) unsubscribeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.tools {
+		if t.sub.IsValid() {
+			_ = t.sub.Unsubscribe()
+		}
+	}
+	for _, s := range w.ctlSubs {
+		if s.IsValid() {
+			_ = s.Unsubscribe()
+		}
+	}
+	w.ctlSubs = nil
+}
+
+func (w *Worker) subscribeControl() error {
+	ctl, err := w.nc.Subscribe(w.subjects.Control(w.cfg.ID), w.onControl)
+	if err != nil {
+		return err
+	}
+	_ = ctl.SetPendingLimits(-1, -1)
+	w.ctlSubs = append(w.ctlSubs, ctl)
+	cat, err := w.nc.Subscribe(w.subjects.Catalog(), func(m *nats.Msg) {
+		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: w.Specs()})
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		return err
+	}
+	w.ctlSubs = append(w.ctlSubs, cat)
+	return w.subscribeDiscovery()
+}
+
+// CatalogEntry is one worker's answer on the catalog subject.
+type CatalogEntry struct {
+	WorkerID string              `json:"worker_id"`
+	Tools    []envelope.ToolSpec `json:"tools"`
+}
+
+func (w *Worker) onControl(m *nats.Msg) {
+	var c mesh.Control
+	if err := json.Unmarshal(m.Data, &c); err != nil {
+		w.log.Warn("malformed control message", "err", err)
+		return
+	}
+	switch c.Op {
+	case mesh.OpAlive:
+		w.callsMu.Lock()
+		w.callers[c.CallerID] = time.Now()
+		w.callsMu.Unlock()
+	case mesh.OpCancel:
+		// Idempotent and race-tolerant: an unknown call id is ignored.
+		if cl := w.lookup(c.CallID); cl != nil {
+			cl.cancel(errCallerCancelled)
+		}
+	case mesh.OpCredit:
+		if cl := w.lookup(c.CallID); cl != nil && c.N > 0 {
+			cl.grant(c.N)
+		}
+	}
+}
+
+func (w *Worker) lookup(callID string) *call {
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	return w.calls[callID]
+}
+
+// callerSeen returns when the caller was last heard, or since if later.
+func (w *Worker) callerSeen(callerID string, since time.Time) time.Time {
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	if t, ok := w.callers[callerID]; ok && t.After(since) {
+		return t
+	}
+	return since
+}
+
+// responseFormatSchema compiles a json_schema response format once per
+// distinct schema (a small bounded cache).
+func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, error) {
+	key := string(raw)
+	w.formatsMu.Lock()
+	s, ok := w.formats[key]
+	w.formatsMu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := envelope.CompileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	w.formatsMu.Lock()
+	if len(w.formats) >= 256 {
+		clear(w.formats)
+	}
+	w.formats[key] = s
+	w.formatsMu.Unlock()
+	return s, nil
+}
+
+// onCall admits a call: cheap checks that need no handler run here, on the
+// subscription's goroutine; everything else runs on the call's own goroutine.
+func (w *Worker) onCall(t *tool, m *nats.Msg) {
+	received := time.Now()
+	if m.Reply == "" {
+		w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
+		return
+	}
+	h := m.Header
+	c := &call{
+		w:        w,
+		tool:     t,
+		reply:    m.Reply,
+		id:       mesh.Header(h, mesh.HeaderCallID),
+		callerID: mesh.Header(h, mesh.HeaderCallerID),
+		stream:   mesh.Header(h, mesh.HeaderMode) == mesh.ModeStream,
+		interval: w.cfg.Heartbeat,
+		started:  received,
+		header:   h,
+	}
+	if c.id == "" {
+		c.id = ulid.Make().String()
+	}
+	if ms, ok := mesh.HeaderInt(h, mesh.HeaderInterval); ok {
+		c.interval = max(time.Duration(ms)*time.Millisecond, w.cfg.MinHeartbeat)
+	}
+	c.window = 64
+	if n, ok := mesh.HeaderInt(h, mesh.HeaderWindow); ok {
+		c.window = max(int(n), 2)
+	}
+	c.granted = int64(c.window)
+	if len(m.Data) > w.cfg.MaxArgsBytes {
+		c.reject(w.problems.New(envelope.CodePayloadTooLarge,
+			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)))
+		return
+	}
+	if ms, ok := mesh.HeaderInt(h, mesh.HeaderTimeout); ok {
+		if ms <= 0 {
+			c.reject(w.problems.New(envelope.CodeTimeout, "the call's budget was spent before it started; the handler did not run"))
+			return
+		}
+		c.deadline = received.Add(time.Duration(ms) * time.Millisecond)
+	}
+	if w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued) {
+		w.admitted.Add(-1)
+		c.reject(w.problems.New(envelope.CodeOverloaded,
+			fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)).
+			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds()))
+		return
+	}
+	c.body = m.Data
+	w.inflight.Add(1)
+	go c.run()
+}
+
+// Stats is a snapshot of one tool's counters.
+type Stats struct {
+	Requests       int
+	Errors         int
+	LastError      string
+	ProcessingTime time.Duration
+}
+
+// ToolStats returns the counters of tool, measured from admission to the
+// terminal event of each call (accurate for concurrent handlers).
+func (w *Worker) ToolStats(name string) (Stats, bool) {
+	w.mu.Lock()
+	t, ok := w.tools[name]
+	w.mu.Unlock()
+	if !ok {
+		return Stats{}, false
+	}
+	t.statsMu.Lock()
+	defer t.statsMu.Unlock()
+	return Stats{t.requests, t.errors, t.lastError, t.busy}, true
+}
+
+func (t *tool) record(d time.Duration, p *envelope.Problem) {
+	t.statsMu.Lock()
+	t.requests++
+	t.busy += d
+	if p != nil {
+		t.errors++
+		t.lastError = string(p.Code) + ": " + p.Error()
+	}
+	t.statsMu.Unlock()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
