@@ -198,7 +198,10 @@ func (c *Caller) onMsg(m *nats.Msg) {
 		p.heard(mesh.Header(m.Header, mesh.HeaderWorkerID))
 		return
 	}
-	seq, _ := mesh.HeaderInt(m.Header, mesh.HeaderSeq)
+	seq, hasSeq := mesh.HeaderInt(m.Header, mesh.HeaderSeq)
+	if !hasSeq && !p.stream {
+		seq = 1 // a unary reply is one unnumbered message
+	}
 	var ev envelope.ToolEvent
 	if err := json.Unmarshal(m.Data, &ev); err != nil {
 		p.fail(c.problems.New(envelope.CodeInternal, "malformed event from the worker: "+err.Error()), true)
@@ -298,7 +301,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, "args: "+err.Error())
 	}
-	body, err := json.Marshal(envelope.Call{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format})
+	body, err := envelope.Call{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format}.AppendJSON(make([]byte, 0, len(rawArgs)+16))
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error())
 	}
@@ -319,15 +322,16 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if o.window > 0 {
 		window = max(o.window, 2)
 	}
-	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool,
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
+	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(
 			attribute.String("rpc.system", "toolmesh"),
 			attribute.String("toolmesh.tool", tool),
 			attribute.String("toolmesh.call_id", id),
 			attribute.Bool("toolmesh.stream", isStream),
-		))
-	h := nats.Header{}
+		)
+	}
+	h := make(nats.Header, 8)
 	h.Set(mesh.HeaderCallID, id)
 	h.Set(mesh.HeaderCallerID, c.cfg.ID)
 	h.Set(mesh.HeaderInterval, strconv.FormatInt(c.cfg.Heartbeat.Milliseconds(), 10))
@@ -388,15 +392,23 @@ func encodeArgs(args any) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		raw = b
+		if !isObject(b) {
+			return nil, errors.New("want a JSON object")
+		}
+		return b, nil
 	}
 	if !json.Valid(raw) {
 		return nil, errors.New("not valid JSON")
 	}
-	if t := strings.TrimLeft(string(raw), " \t\r\n"); !strings.HasPrefix(t, "{") {
+	if !isObject(raw) {
 		return nil, errors.New("want a JSON object")
 	}
 	return raw, nil
+}
+
+func isObject(b []byte) bool {
+	t := strings.TrimLeft(string(b), " \t\r\n")
+	return strings.HasPrefix(t, "{")
 }
 
 func (c *Caller) options(opts []Option) callOptions {
@@ -478,6 +490,10 @@ func (c *Caller) waitRetry(ctx context.Context, p *envelope.Problem) bool {
 }
 
 func (p *pending) endSpan(prob *envelope.Problem) {
+	if !p.span.IsRecording() {
+		p.span.End()
+		return
+	}
 	if prob != nil {
 		p.span.SetAttributes(attribute.String("toolmesh.outcome", string(prob.Code)))
 		p.span.SetStatus(codes.Error, prob.Error())

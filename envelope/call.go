@@ -29,29 +29,90 @@ type Page struct {
 // UnmarshalJSON reads a call body: args must be a JSON object; page must be
 // {"all":true} or {"cursor":"…"}; response_format must be valid.
 func (c *Call) UnmarshalJSON(data []byte) error {
-	var w struct {
-		Args           json.RawMessage `json:"args"`
-		DryRun         *bool           `json:"dry_run"`
-		Page           *Page           `json:"page"`
-		ResponseFormat *ResponseFormat `json:"response_format"`
-	}
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := validJSON(data); err != nil {
 		return fmt.Errorf("call: %w", err)
 	}
-	if len(w.Args) == 0 {
+	var out Call
+	var haveArgs bool
+	err := scanMembers(data, func(name string, v []byte) error {
+		switch name {
+		case "args":
+			if !isJSONObject(v) {
+				return errors.New("call: field args: want a JSON object")
+			}
+			out.Args = append(json.RawMessage(nil), v...)
+			haveArgs = true
+		case "dry_run":
+			switch string(v) {
+			case "true":
+				out.DryRun = true
+			case "false", "null":
+			default:
+				return errors.New("call: field dry_run: want a boolean")
+			}
+		case "page":
+			if isNull(v) {
+				return nil
+			}
+			var p Page
+			if err := json.Unmarshal(v, &p); err != nil {
+				return fieldError("call", "page", err)
+			}
+			if p.All == (p.Cursor != "") {
+				return errors.New(`call: field page: want {"all":true} or {"cursor":"…"}`)
+			}
+			out.Page = &p
+		case "response_format":
+			if isNull(v) {
+				return nil
+			}
+			var rf ResponseFormat
+			if err := json.Unmarshal(v, &rf); err != nil {
+				return fieldError("call", "response_format", err)
+			}
+			out.ResponseFormat = &rf
+		}
+		return nil
+	})
+	if errors.Is(err, errNotObject) {
+		return errors.New("call: want a JSON object")
+	}
+	if err != nil {
+		return err
+	}
+	if !haveArgs {
 		return errors.New("call: field args is required")
 	}
-	if !isJSONObject(w.Args) {
-		return errors.New("call: field args: want a JSON object")
-	}
-	if w.Page != nil && w.Page.All == (w.Page.Cursor != "") {
-		return errors.New(`call: field page: want {"all":true} or {"cursor":"…"}`)
-	}
-	*c = Call{Args: append(json.RawMessage(nil), w.Args...), Page: w.Page, ResponseFormat: w.ResponseFormat}
-	if w.DryRun != nil {
-		c.DryRun = *w.DryRun
-	}
+	*c = out
 	return nil
+}
+
+// MarshalJSON writes the call body, optional fields omitted.
+func (c Call) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil) }
+
+// AppendJSON appends the call body's JSON to b (the caller's hot path).
+func (c Call) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"args":`...)
+	if len(c.Args) == 0 {
+		b = append(b, "{}"...)
+	} else {
+		b = append(b, c.Args...)
+	}
+	if c.DryRun {
+		b = append(b, `,"dry_run":true`...)
+	}
+	var err error
+	if c.Page != nil {
+		if b, err = appendValue(b, "page", c.Page); err != nil {
+			return nil, err
+		}
+	}
+	if c.ResponseFormat != nil {
+		if b, err = appendValue(b, "response_format", c.ResponseFormat); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // isJSONObject reports whether b (valid JSON) is an object.

@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +42,10 @@ type ToolEvent struct {
 	// error
 	Code    Code
 	Details *Problem
+
+	// validData records that Data came out of UnmarshalJSON, which
+	// validated it, so building a Response need not scan it again.
+	validData bool
 }
 
 // IsTerminal reports whether e ends its stream (a result or an error).
@@ -167,81 +170,115 @@ func appendValue(b []byte, name string, v any) ([]byte, error) {
 	return append(b, enc...), nil
 }
 
-type wireEvent struct {
-	Type     *string         `json:"type"`
-	ToolID   *string         `json:"tool_id"`
-	CallID   *string         `json:"call_id"`
-	Metadata json.RawMessage `json:"metadata"`
-	Pct      json.RawMessage `json:"pct"`
-	Message  *string         `json:"message"`
-	Data     json.RawMessage `json:"data"`
-	Code     *string         `json:"code"`
-	Details  json.RawMessage `json:"details"`
-}
-
 // UnmarshalJSON reads one event, rejecting a missing or unknown type, a
 // progress pct outside 0..100, an error without code, and fields of the
 // wrong JSON type, each with an error naming the field.
 func (e *ToolEvent) UnmarshalJSON(data []byte) error {
-	var w wireEvent
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := validJSON(data); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
-	if w.Type == nil {
+	var typ, toolID, callID, message, code, metadata, pct, payload, details []byte
+	err := scanMembers(data, func(name string, v []byte) error {
+		switch name {
+		case "type":
+			typ = v
+		case "tool_id":
+			toolID = v
+		case "call_id":
+			callID = v
+		case "metadata":
+			metadata = v
+		case "pct":
+			pct = v
+		case "message":
+			message = v
+		case "data":
+			payload = v
+		case "code":
+			code = v
+		case "details":
+			details = v
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("event: %w", err)
+	}
+	str := func(field string, raw []byte) (string, error) {
+		if raw == nil || isNull(raw) {
+			return "", nil
+		}
+		s, err := unquote(raw)
+		if err != nil {
+			return "", fieldError("event", field, err)
+		}
+		return s, nil
+	}
+	if typ == nil || isNull(typ) {
 		return errors.New("event: field type is required")
 	}
-	ev := ToolEvent{Type: EventType(*w.Type)}
-	isNull := func(r json.RawMessage) bool { return len(r) == 0 || bytes.Equal(r, []byte("null")) }
+	t, err := str("type", typ)
+	if err != nil {
+		return err
+	}
+	ev := ToolEvent{Type: EventType(t)}
 	switch ev.Type {
 	case EventStart:
-		if w.ToolID == nil || *w.ToolID == "" {
+		if ev.ToolID, err = str("tool_id", toolID); err != nil {
+			return err
+		}
+		if ev.ToolID == "" {
 			return errors.New("event start: field tool_id is required")
 		}
-		ev.ToolID = *w.ToolID
-		if w.CallID != nil {
-			ev.CallID = *w.CallID
+		if ev.CallID, err = str("call_id", callID); err != nil {
+			return err
 		}
-		if !isNull(w.Metadata) {
-			if err := json.Unmarshal(w.Metadata, &ev.Metadata); err != nil {
+		if metadata != nil && !isNull(metadata) {
+			if err := json.Unmarshal(metadata, &ev.Metadata); err != nil {
 				return fieldError("event start", "metadata", errors.New("want a JSON object"))
 			}
 		}
 	case EventProgress:
-		if !isNull(w.Pct) {
-			var pct float64
-			if err := json.Unmarshal(w.Pct, &pct); err != nil {
+		if pct != nil && !isNull(pct) {
+			p, err := strconv.ParseFloat(string(pct), 64)
+			if err != nil || pct[0] == '"' {
 				return fieldError("event progress", "pct", errors.New("want a number"))
 			}
-			if pct < 0 || pct > 100 {
-				return fmt.Errorf("event progress: field pct: %v is outside 0..100", pct)
+			if p < 0 || p > 100 {
+				return fmt.Errorf("event progress: field pct: %v is outside 0..100", p)
 			}
-			ev.Pct = &pct
+			ev.Pct = &p
 		}
-		if w.Message != nil {
-			ev.Message = *w.Message
+		if ev.Message, err = str("message", message); err != nil {
+			return err
 		}
 	case EventDelta, EventResult:
-		if len(w.Data) == 0 {
+		if payload == nil {
 			return fmt.Errorf("event %s: field data is required", ev.Type)
 		}
-		ev.Data = append(json.RawMessage(nil), w.Data...)
+		ev.Data = append(json.RawMessage(nil), payload...)
+		ev.validData = true
 	case EventError:
-		if w.Code == nil || *w.Code == "" {
+		c, err := str("code", code)
+		if err != nil {
+			return err
+		}
+		if c == "" {
 			return errors.New("event error: field code is required")
 		}
-		ev.Code = Code(*w.Code)
-		if w.Message != nil {
-			ev.Message = *w.Message
+		ev.Code = Code(c)
+		if ev.Message, err = str("message", message); err != nil {
+			return err
 		}
-		if !isNull(w.Details) {
+		if details != nil && !isNull(details) {
 			var p Problem
-			if err := json.Unmarshal(w.Details, &p); err != nil {
+			if err := json.Unmarshal(details, &p); err != nil {
 				return fieldError("event error", "details", err)
 			}
 			ev.Details = &p
 		}
 	default:
-		return fmt.Errorf("event: field type: unknown event type %q", *w.Type)
+		return fmt.Errorf("event: field type: unknown event type %q", t)
 	}
 	*e = ev
 	return nil

@@ -86,11 +86,35 @@ func ProblemResponse(id string, p *Problem) Response {
 func ResponseFromEvent(id string, ev ToolEvent) (Response, error) {
 	switch ev.Type {
 	case EventResult:
+		if ev.validData {
+			obj, err := asObjectValid(ev.Data)
+			if err != nil {
+				return Response{}, err
+			}
+			return Response{ID: id, Success: true, Data: obj}, nil
+		}
 		return Success(id, ev.Data)
 	case EventError:
 		return ProblemResponse(id, ev.Problem()), nil
 	}
 	return Response{}, fmt.Errorf("event %q is not terminal", ev.Type)
+}
+
+// asObjectValid is asObject for data already known to be valid JSON.
+func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
+	if !isJSONObject(data) {
+		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
+	}
+	err := scanMembers(data, func(name string, _ []byte) error {
+		if name == "id" || name == "success" {
+			return ErrReservedMember
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // asObject returns data as a JSON object: itself when it is one (after
@@ -125,42 +149,36 @@ type member struct {
 // objectMembers splits a JSON object into its members in document order,
 // rejecting duplicates so flattening can never hide a member.
 func objectMembers(data []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
+	if err := validJSON(data); err != nil {
 		return nil, fmt.Errorf("want a JSON object: %w", err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("want a JSON object")
-	}
 	var out []member
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
+	var seen map[string]bool // only for larger objects; a scan is cheaper below that
+	err := scanMembers(data, func(name string, v []byte) error {
+		dup := false
+		if seen != nil {
+			dup = seen[name]
+		} else {
+			for _, m := range out {
+				dup = dup || m.name == name
+			}
+			if len(out) == 16 {
+				seen = make(map[string]bool, 32)
+				for _, m := range out {
+					seen[m.name] = true
+				}
+			}
 		}
-		name, _ := tok.(string)
-		if seen[name] {
-			return nil, fmt.Errorf("duplicate member %q", name)
+		if dup {
+			return fmt.Errorf("duplicate member %q", name)
 		}
-		seen[name] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("member %q: %w", name, err)
+		if seen != nil {
+			seen[name] = true
 		}
 		out = append(out, member{name, v})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the object")
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("trailing data after the object")
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // Get returns the flattened member name of Data.

@@ -33,7 +33,7 @@ const (
 	HeaderWindow         = "Toolmesh-Window"  // initial event credit (stream mode)
 	HeaderIdempotencyKey = "Toolmesh-Idempotency-Key"
 	HeaderAuthorization  = "Authorization"
-	HeaderSeq            = "Toolmesh-Seq"       // event sequence, 1, 2, 3 … per call
+	HeaderSeq            = "Toolmesh-Seq"       // event sequence, 1, 2, 3 … per call (stream mode; a unary reply is one unnumbered message)
 	HeaderHeartbeat      = "Toolmesh-Heartbeat" // marks a heartbeat frame
 	HeaderWorkerID       = "Toolmesh-Worker-Id" // on heartbeats: where to send control
 	HeaderCallerID       = "Toolmesh-Caller-Id" // caller promises liveness messages

@@ -62,15 +62,16 @@ func (c *call) run() {
 	defer w.admitted.Add(-1)
 
 	ctx := w.prop.Extract(w.stopCtx, mesh.HeaderCarrier(c.header))
-	ctx, span := w.tracer.Start(ctx, "toolmesh.serve "+c.tool.spec.Name,
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(
+	ctx, span := w.tracer.Start(ctx, "toolmesh.serve "+c.tool.spec.Name, trace.WithSpanKind(trace.SpanKindServer))
+	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off
+		span.SetAttributes(
 			attribute.String("rpc.system", "toolmesh"),
 			attribute.String("toolmesh.tool", c.tool.spec.Name),
 			attribute.String("toolmesh.call_id", c.id),
 			attribute.String("toolmesh.worker_id", w.cfg.ID),
 			attribute.Bool("toolmesh.stream", c.stream),
-		))
+		)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	c.cancelFn = cancel
 	if !c.deadline.IsZero() {
@@ -103,6 +104,10 @@ func (c *call) run() {
 	cancel(nil)
 
 	c.tool.record(time.Since(c.started), p)
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	if p != nil {
 		span.SetAttributes(attribute.String("toolmesh.outcome", string(p.Code)))
 		span.SetStatus(codes.Error, p.Error())
@@ -313,7 +318,12 @@ func (c *call) publishLocked(ev envelope.ToolEvent) error {
 		data, _ = envelope.ErrorEvent(p).AppendJSON(nil)
 	}
 	c.seq++
-	msg := &nats.Msg{Subject: c.reply, Data: data, Header: nats.Header{mesh.HeaderSeq: []string{itoa(c.seq)}}}
+	msg := &nats.Msg{Subject: c.reply, Data: data}
+	if c.stream {
+		// A unary call gets exactly one message, so it needs no sequence
+		// number: the reply stays as cheap as a plain NATS response.
+		msg.Header = nats.Header{mesh.HeaderSeq: []string{itoa(c.seq)}}
+	}
 	if err := c.w.nc.PublishMsg(msg); err != nil {
 		c.w.log.Warn("publish event", "call_id", c.id, "type", ev.Type, "err", err)
 		return err

@@ -68,6 +68,7 @@ type Worker struct {
 	log      *slog.Logger
 	started  time.Time
 	slots    chan struct{}
+	idle     chan *call // hands calls to runner goroutines waiting for work
 	admitted atomic.Int64
 	inflight sync.WaitGroup
 	stopCtx  context.Context
@@ -160,6 +161,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		log:      cfg.Logger.With("worker_id", cfg.ID),
 		started:  time.Now().UTC(),
 		slots:    make(chan struct{}, cfg.MaxConcurrent),
+		idle:     make(chan *call),
 		tools:    map[string]*tool{},
 		calls:    map[string]*call{},
 		callers:  map[string]time.Time{},
@@ -444,8 +446,33 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	}
 	c.body = m.Data
 	w.inflight.Add(1)
-	go c.run()
+	select {
+	case w.idle <- c: // an idle runner takes it, reusing its already grown stack
+	default:
+		go w.runner(c)
+	}
 }
+
+// runner runs calls: first c, then whatever idle work arrives, exiting
+// after a quiet spell so an idle worker holds no goroutines.
+func (w *Worker) runner(c *call) {
+	quiet := time.NewTimer(runnerIdle)
+	defer quiet.Stop()
+	for {
+		c.run()
+		quiet.Reset(runnerIdle)
+		select {
+		case c = <-w.idle:
+		case <-quiet.C:
+			return
+		case <-w.stopCtx.Done():
+			return
+		}
+	}
+}
+
+// runnerIdle is how long a runner goroutine waits for more work.
+const runnerIdle = 10 * time.Second
 
 // Stats is a snapshot of one tool's counters.
 type Stats struct {

@@ -1,0 +1,214 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// benchMesh is one embedded server with a raw NATS echo responder and a
+// toolmesh worker hosting echo and count, plus a caller: both sides are
+// measured on the same server in the same run.
+type benchMesh struct {
+	raw *nats.Conn
+	c   *caller.Caller
+}
+
+func newBenchMesh(b *testing.B) *benchMesh {
+	srv := startServer(b, mesh.EmbeddedConfig{})
+	rawSrv := connect(b, srv)
+	if _, err := rawSrv.QueueSubscribe("raw.echo", "q", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := rawSrv.Subscribe("raw.stream", func(m *nats.Msg) {
+		for i := range 1000 {
+			_ = rawSrv.Publish(m.Reply, fmt.Appendf(nil, `{"i":%d}`, i))
+		}
+		_ = rawSrv.Publish(m.Reply, []byte(`{"done":true}`))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	_ = rawSrv.Flush()
+	w := newWorker(b, connect(b, srv), worker.Config{})
+	register(b, w, envelope.ToolSpec{Name: "echo"}, echo)
+	register(b, w, countSpec, count)
+	return &benchMesh{raw: connect(b, srv), c: newCaller(b, connect(b, srv), caller.Config{})}
+}
+
+var benchArgs = json.RawMessage(`{"message":"hello"}`)
+
+// results remembers the final ns/op of each sub-benchmark so the parent can
+// print toolmesh/raw ratios measured in the same run.
+type results struct {
+	mu sync.Mutex
+	ns map[string]float64
+	p  map[string]time.Duration
+}
+
+func (r *results) record(name string, b *testing.B, p50 time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ns[name] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	r.p[name] = p50
+}
+
+func newResults() *results {
+	return &results{ns: map[string]float64{}, p: map[string]time.Duration{}}
+}
+
+func (r *results) ratio(b *testing.B, what string) {
+	if r.ns["raw"] == 0 || r.ns["toolmesh"] == 0 {
+		return
+	}
+	msg := fmt.Sprintf("%s: toolmesh/raw time per op = %.2f", what, r.ns["toolmesh"]/r.ns["raw"])
+	if r.p["raw"] > 0 {
+		msg += fmt.Sprintf(", p50 %s vs %s = %.2f", r.p["toolmesh"], r.p["raw"], float64(r.p["toolmesh"])/float64(r.p["raw"]))
+	}
+	b.Log(msg)
+}
+
+func p50(samples []time.Duration) time.Duration {
+	if len(samples) == 0 {
+		return 0
+	}
+	slices.Sort(samples)
+	return samples[len(samples)/2]
+}
+
+// BenchmarkUnary1 is one call in flight at a time: latency.
+func BenchmarkUnary1(b *testing.B) {
+	m := newBenchMesh(b)
+	r := newResults()
+	ctx := context.Background()
+	b.Run("raw", func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := m.raw.Request("raw.echo", benchArgs, 10*time.Second); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		r.record("raw", b, p50(lat))
+		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
+	})
+	b.Run("toolmesh", func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := m.c.Call(ctx, "echo", benchArgs); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		r.record("toolmesh", b, p50(lat))
+		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
+	})
+	r.ratio(b, "unary, 1 in flight")
+}
+
+// BenchmarkUnary256 keeps 256 calls in flight: throughput.
+func BenchmarkUnary256(b *testing.B) {
+	m := newBenchMesh(b)
+	r := newResults()
+	ctx := context.Background()
+	inFlight := func(b *testing.B, call func() error) {
+		var wg sync.WaitGroup
+		work := make(chan struct{}, 1024)
+		for range 256 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range work {
+					if err := call(); err != nil {
+						b.Error(err)
+					}
+				}
+			}()
+		}
+		b.ResetTimer()
+		for range b.N {
+			work <- struct{}{}
+		}
+		close(work)
+		wg.Wait()
+	}
+	b.Run("raw", func(b *testing.B) {
+		inFlight(b, func() error { _, err := m.raw.Request("raw.echo", benchArgs, 30*time.Second); return err })
+		r.record("raw", b, 0)
+	})
+	b.Run("toolmesh", func(b *testing.B) {
+		inFlight(b, func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err })
+		r.record("toolmesh", b, 0)
+	})
+	r.ratio(b, "unary, 256 in flight")
+}
+
+// BenchmarkStream1000 is one call streaming 1,000 deltas then a result.
+func BenchmarkStream1000(b *testing.B) {
+	m := newBenchMesh(b)
+	r := newResults()
+	ctx := context.Background()
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			inbox := nats.NewInbox()
+			sub, _ := m.raw.SubscribeSync(inbox)
+			_ = m.raw.PublishRequest("raw.stream", inbox, nil)
+			for i := 0; i <= 1000; i++ {
+				if _, err := sub.NextMsg(10 * time.Second); err != nil {
+					b.Fatal(err)
+				}
+			}
+			_ = sub.Unsubscribe()
+		}
+		r.record("raw", b, 0)
+	})
+	b.Run("toolmesh", func(b *testing.B) {
+		for b.Loop() {
+			s, err := m.c.Stream(ctx, "count", map[string]int{"n": 1000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Response(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		r.record("toolmesh", b, 0)
+	})
+	r.ratio(b, "stream of 1,000 deltas")
+}
+
+// BenchmarkNoResponders calls a subject nobody serves.
+func BenchmarkNoResponders(b *testing.B) {
+	m := newBenchMesh(b)
+	r := newResults()
+	ctx := context.Background()
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.raw.Request("raw.nobody", benchArgs, 10*time.Second); err != nats.ErrNoResponders {
+				b.Fatal(err)
+			}
+		}
+		r.record("raw", b, 0)
+	})
+	b.Run("toolmesh", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.c.Call(ctx, "nobody", benchArgs); err == nil {
+				b.Fatal("want tool_not_found")
+			}
+		}
+		r.record("toolmesh", b, 0)
+	})
+	r.ratio(b, "no responders")
+}
