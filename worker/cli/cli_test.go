@@ -1,0 +1,397 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+var argvecho string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "argvecho")
+	if err != nil {
+		panic(err)
+	}
+	argvecho = filepath.Join(dir, "argvecho")
+	if out, err := exec.Command("go", "build", "-o", argvecho, "./testdata/argvecho").CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("build argvecho: %v\n%s", err, out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// recorder is an Emitter that keeps what it is given.
+type recorder struct {
+	mu     sync.Mutex
+	deltas []json.RawMessage
+	onEmit func(json.RawMessage)
+}
+
+func (r *recorder) Progress(float64, string) error { return nil }
+func (r *recorder) Delta(v any) error {
+	b, _ := json.Marshal(v)
+	r.mu.Lock()
+	r.deltas = append(r.deltas, b)
+	r.mu.Unlock()
+	if r.onEmit != nil {
+		r.onEmit(b)
+	}
+	return nil
+}
+
+func handler(t *testing.T, b envelope.CliBindingConfig, lim Limits) *Handler {
+	t.Helper()
+	h, err := NewHandler(Tool{Spec: envelope.ToolSpec{Name: "t", Binding: &envelope.Binding{CLI: &b}}, Limits: lim}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func call(t *testing.T, h *Handler, args string, mod ...func(*worker.Request)) (any, error, *recorder) {
+	t.Helper()
+	req := &worker.Request{Tool: "t", Args: json.RawMessage(args), Bearer: "tok-123"}
+	for _, m := range mod {
+		m(req)
+	}
+	rec := &recorder{}
+	res, err := h.Handle(context.Background(), req, rec)
+	return res, err, rec
+}
+
+func resultJSON(t *testing.T, res any) string {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func wantProblem(t *testing.T, err error, code envelope.Code) *envelope.Problem {
+	t.Helper()
+	var p *envelope.Problem
+	if !errors.As(err, &p) {
+		t.Fatalf("want %s problem, got %v", code, err)
+	}
+	if p.Code != code {
+		t.Fatalf("want %s, got %s: %s", code, p.Code, p.Detail)
+	}
+	return p
+}
+
+func TestArgvTemplate(t *testing.T) {
+	b := &envelope.CliBindingConfig{Cmd: "prog", Args: []string{"api", "v1"}, ArgsTemplate: "--id={tool_id} {params_json} {dry_run} {page_all} {unknown} x{dry_run}y",
+		DryRunFlag: "--dry-run", PageAllFlag: "--all"}
+	cases := []struct {
+		dry, all bool
+		want     []string
+	}{
+		{false, false, []string{"prog", "api", "v1", "--id=t.x", `{"a":"b c"}`, "{unknown}", "xy"}},
+		{true, true, []string{"prog", "api", "v1", "--id=t.x", `{"a":"b c"}`, "--dry-run", "--all", "{unknown}", "x--dry-runy"}},
+	}
+	for _, c := range cases {
+		got := Argv(b, "t.x", []byte(`{"a":"b c"}`), c.dry, c.all)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) || len(got) != len(c.want) {
+			t.Errorf("dry=%v all=%v:\n got %q\nwant %q", c.dry, c.all, got, c.want)
+		}
+	}
+	// A substituted value containing a placeholder is not substituted again.
+	got := Argv(&envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: "{params_json}"}, "t", []byte(`{"x":"{tool_id}"}`), false, false)
+	if got[1] != `{"x":"{tool_id}"}` {
+		t.Errorf("re-substituted: %q", got)
+	}
+	if got := Argv(&envelope.CliBindingConfig{Cmd: "cat"}, "t", []byte(`{}`), false, false); len(got) != 1 {
+		t.Errorf(`{"cmd":"cat"} alone: %q`, got)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	base := []string{"PATH=/bin", "HOME=/h", "SECRET=s", "LANG=C"}
+	env := Env(base, []string{"PATH", "HOME", "LANG", "TZ"}, map[string]string{"TOKEN": "$ATD_BEARER", "LIT": "$HOME", "HOME": "/override"}, "b3")
+	got := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	want := map[string]string{"PATH": "/bin", "HOME": "/override", "LANG": "C", "TOKEN": "b3", "LIT": "$HOME"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("env %v want %v", got, want)
+	}
+}
+
+// Every string of the corpus arrives as one argv slot, byte-identical.
+func TestParamsJSONInjectionCorpus(t *testing.T) {
+	h := handler(t, envelope.CliBindingConfig{Cmd: argvecho, ArgsTemplate: "{params_json}"}, Limits{})
+	corpus := []string{
+		`; rm -rf / #`, `$(touch /tmp/pwned)`, "`id`", `"quoted" 'single'`, "line1\nline2\r\n", `--help`, `-rf`,
+		`a b	c`, `\\server\share`, `${PATH}`, `| cat /etc/passwd`, `&& echo hi`, `>/dev/null 2>&1`, `*`, `~`,
+		"unicode: é ✓ 日本 😀 \u202e", "\x01\x1f control", strings.Repeat("long ", 20000), `{"nested":"json"}`, ``,
+	}
+	for i, s := range corpus {
+		args, _ := json.Marshal(map[string]string{"v": s})
+		res, err, _ := call(t, h, string(args))
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		var got struct{ Argv []string }
+		if err := json.Unmarshal(res.(json.RawMessage), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Argv) != 1 || got.Argv[0] != string(args) {
+			t.Fatalf("case %d: argv %q, want exactly [%q]", i, got.Argv, args)
+		}
+	}
+}
+
+func TestBearerReachesEnvOnly(t *testing.T) {
+	h := handler(t, envelope.CliBindingConfig{Cmd: argvecho, Env: map[string]string{"API_TOKEN": "$ATD_BEARER", "PLAIN": "$ATD_BEARER_NOT"}}, Limits{})
+	res, err, _ := call(t, h, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Argv []string
+		Env  map[string]string
+	}
+	_ = json.Unmarshal(res.(json.RawMessage), &got)
+	if got.Env["API_TOKEN"] != "tok-123" || got.Env["PLAIN"] != "$ATD_BEARER_NOT" {
+		t.Errorf("env %v", got.Env)
+	}
+	if _, leaked := got.Env["TOOLMESH_TEST_SECRET"]; leaked {
+		t.Error("non-inherited variable leaked")
+	}
+}
+
+// A program that prints its token cannot leak it into a Problem or the stderr it reports.
+func TestBearerRedactedFromReports(t *testing.T) {
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2; echo "not json $T"`}, Env: map[string]string{"T": "$ATD_BEARER"}}, Limits{})
+	_, err, _ := call(t, h, `{}`)
+	p := wantProblem(t, err, envelope.CodeToolFailed)
+	b, _ := json.Marshal(p)
+	if strings.Contains(string(b), "tok-123") || !strings.Contains(string(b), "[REDACTED]") {
+		t.Fatalf("problem %s", b)
+	}
+	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2`}, Env: map[string]string{"T": "$ATD_BEARER"}, OutputFormat: envelope.OutputLines}, Limits{})
+	res, err, _ := call(t, lines, `{}`)
+	if err != nil || strings.Contains(resultJSON(t, res), "tok-123") {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+}
+
+// The seed's MUSTs: dry run and paging are refused, and the program is never started.
+func TestRefusalsNeverStartTheProgram(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "started")
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "touch " + marker}}, Limits{})
+	_, err, _ := call(t, h, `{}`, func(r *worker.Request) { r.DryRun = true })
+	wantProblem(t, err, envelope.CodeDryRunUnsupported)
+	_, err, _ = call(t, h, `{}`, func(r *worker.Request) { r.Page = &envelope.Page{All: true} })
+	wantProblem(t, err, envelope.CodePaginationUnsupported)
+	_, err, _ = call(t, h, `{}`, func(r *worker.Request) { r.Page = &envelope.Page{Cursor: "c2"} })
+	wantProblem(t, err, envelope.CodePaginationUnsupported)
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatal("the program was started")
+	}
+	// With the flags bound, both are passed.
+	h = handler(t, envelope.CliBindingConfig{Cmd: argvecho, ArgsTemplate: "{dry_run} {page_all}", DryRunFlag: "-n", PageAllFlag: "--all"}, Limits{})
+	res, err, _ := call(t, h, `{}`, func(r *worker.Request) { r.DryRun = true; r.Page = &envelope.Page{All: true} })
+	if err != nil || !strings.Contains(resultJSON(t, res), `"argv":["-n","--all"]`) {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	// The program exits with the digits of its params; exit 0 never consults the map.
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", ArgsTemplate: "{params_json}", ExitCodeMap: map[int]string{3: "auth_required"},
+		Args: []string{"-c", `code=$(printf %s "$1" | tr -dc 0-9); echo "failing with $code" >&2; [ "$code" = 0 ] && echo '{"ok":true}'; exit "$code"`, "sh"}}, Limits{})
+	res, err, _ := call(t, h, `{"c":0}`)
+	if err != nil || resultJSON(t, res) != `{"ok":true}` {
+		t.Fatalf("exit 0: %v %v", err, res)
+	}
+	_, err, _ = call(t, h, `{"c":3}`)
+	p := wantProblem(t, err, "auth_required")
+	if p.Extensions["exit_code"] != 3 || !strings.Contains(p.Extensions["stderr_tail"].(string), "failing with 3") {
+		t.Errorf("problem %+v", p)
+	}
+	_, err, _ = call(t, h, `{"c":7}`)
+	p = wantProblem(t, err, envelope.CodeToolFailed)
+	if p.Extensions["exit_code"] != 7 {
+		t.Errorf("problem %+v", p)
+	}
+}
+
+func TestCatAlone(t *testing.T) {
+	// {"cmd":"cat"} alone: no args, stdin closed, empty output is not valid JSON.
+	var b envelope.CliBindingConfig
+	if err := json.Unmarshal([]byte(`{"cmd":"cat"}`), &b); err != nil {
+		t.Fatal(err)
+	}
+	h := handler(t, b, Limits{})
+	_, err, _ := call(t, h, `{}`)
+	p := wantProblem(t, err, envelope.CodeToolFailed)
+	if !strings.Contains(p.Detail, "printed nothing") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	h = handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{"not json"}}, Limits{})
+	_, err, _ = call(t, h, `{}`)
+	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "not json") {
+		t.Errorf("detail should quote stdout: %q", p.Detail)
+	}
+}
+
+func TestOutputFormats(t *testing.T) {
+	nd := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\n\n{"b":2}\n`}, OutputFormat: envelope.OutputNDJSON}, Limits{})
+	res, err, rec := call(t, nd, `{}`)
+	if err != nil || resultJSON(t, res) != `[{"a":1},{"b":2}]` || len(rec.deltas) != 2 {
+		t.Fatalf("ndjson: %v %s %d deltas", err, resultJSON(t, res), len(rec.deltas))
+	}
+	bad := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\nnope\n`}, OutputFormat: envelope.OutputNDJSON}, Limits{})
+	_, err, _ = call(t, bad, `{}`)
+	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "line 2") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `printf 'one\ntwo\nthree'; echo warn >&2`}, OutputFormat: envelope.OutputLines}, Limits{})
+	res, err, rec = call(t, lines, `{}`)
+	if err != nil || resultJSON(t, res) != `{"lines":["one","two","three"],"stderr":"warn\n"}` || len(rec.deltas) != 3 || string(rec.deltas[0]) != `{"line":"one"}` {
+		t.Fatalf("lines: %v %s %d", err, resultJSON(t, res), len(rec.deltas))
+	}
+}
+
+// A program printing without end is stopped at the cap and the call says so.
+func TestOutputCap(t *testing.T) {
+	lim := Limits{MaxOutputBytes: 64 << 10, KillGrace: 100 * time.Millisecond}
+	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "yes aaaaaaaaaaaaaaa"}, OutputFormat: envelope.OutputLines}, lim)
+	res, err, _ := call(t, lines, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.(map[string]any)
+	if m["complete"] != false || len(m["scope_warnings"].([]string)) != 1 || len(m["lines"].([]string)) == 0 {
+		t.Fatalf("capped lines result: complete=%v warnings=%v", m["complete"], m["scope_warnings"])
+	}
+	// 1 GB of output in json format: the program is stopped, the call fails honestly.
+	js := handler(t, envelope.CliBindingConfig{Cmd: "head", Args: []string{"-c", "1000000000", "/dev/zero"}}, lim)
+	_, err, _ = call(t, js, `{}`)
+	wantProblem(t, err, envelope.CodePayloadTooLarge)
+}
+
+// pidAlive reports whether pid is a live (non-zombie) process.
+func pidAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// runUntilPid starts h, waits until the program wrote its grandchild's pid
+// into pidfile, cancels, and returns that pid.
+func runAndCancel(t *testing.T, h *Handler, pidfile string) (int, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.Handle(ctx, &worker.Request{Tool: "t", Args: json.RawMessage(`{}`)}, &recorder{})
+		errc <- err
+	}()
+	var pid int
+	waitFor(t, "the grandchild's pid", func() bool {
+		b, err := os.ReadFile(pidfile)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	cancel()
+	return pid, <-errc
+}
+
+func TestCancelKillsProcessGroup(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "sleep 1000 & echo $! > " + pidfile + "; wait"}}, Limits{KillGrace: 5 * time.Second})
+	pid, err := runAndCancel(t, h, pidfile)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("handler returned %v", err)
+	}
+	if pidAlive(pid) {
+		t.Fatalf("grandchild %d survived the cancel", pid)
+	}
+}
+
+func TestIgnoredSigtermGetsSigkill(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `trap "" TERM; sleep 1000 & echo $! > ` + pidfile + `; wait; wait`}},
+		Limits{KillGrace: 100 * time.Millisecond})
+	pid, err := runAndCancel(t, h, pidfile)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("handler returned %v", err)
+	}
+	if pidAlive(pid) {
+		t.Fatalf("process %d ignoring SIGTERM survived", pid)
+	}
+}
+
+// A grandchild left behind by a program that exits normally is swept too,
+// and does not stall the call by holding stdout open.
+func TestGrandchildSweptOnNormalExit(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "sleep 1000 & echo $! > " + pidfile + `; echo '{"ok":1}'`}}, Limits{})
+	res, err, _ := call(t, h, `{}`)
+	if err != nil || resultJSON(t, res) != `{"ok":1}` {
+		t.Fatalf("%v %v", err, res)
+	}
+	b, _ := os.ReadFile(pidfile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid == 0 || pidAlive(pid) {
+		t.Fatalf("grandchild %d still running", pid)
+	}
+}
+
+func TestToolTimeout(t *testing.T) {
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sleep", Args: []string{"1000"}}, Limits{Timeout: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond})
+	_, err, _ := call(t, h, `{}`)
+	wantProblem(t, err, envelope.CodeTimeout)
+}
+
+func TestMissingProgram(t *testing.T) {
+	h := handler(t, envelope.CliBindingConfig{Cmd: "/nonexistent/program"}, Limits{})
+	_, err, _ := call(t, h, `{}`)
+	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "cannot start") {
+		t.Errorf("detail %q", p.Detail)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	giveUp := time.After(20 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-giveUp:
+			t.Fatalf("gave up waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}

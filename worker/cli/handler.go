@@ -1,0 +1,442 @@
+// Package cli hosts command-line programs as mesh tools. A tools file (see
+// LoadFile) declares each tool's spec and its binding (the seed's
+// CliBindingConfig); Handler runs the bound program once per call, with the
+// same Handler interface as Go tools.
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// stderrTail is how much of a program's stderr a Problem or result carries.
+const stderrTail = 4 << 10
+
+// Handler runs one CLI-bound tool. It is safe for concurrent use.
+type Handler struct {
+	spec    envelope.ToolSpec
+	binding *envelope.CliBindingConfig
+	limits  Limits
+	inherit []string
+	slots   chan struct{}
+	log     *slog.Logger
+}
+
+// NewHandler makes the Handler of a tool whose spec has a CLI binding.
+// inherit names the variables the program inherits from this process's
+// environment (nil: DefaultInheritedEnv).
+func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
+	if t.Spec.Binding == nil || t.Spec.Binding.CLI == nil {
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: field binding.cli is required", t.Spec.Name)
+	}
+	if err := t.Spec.Validate(); err != nil {
+		return nil, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
+	}
+	if inherit == nil {
+		inherit = DefaultInheritedEnv
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
+	return &Handler{spec: t.Spec, binding: t.Spec.Binding.CLI, limits: lim, inherit: inherit,
+		slots: make(chan struct{}, lim.MaxConcurrent), log: log}, nil
+}
+
+// Register loads every tool of f into w.
+func Register(w *worker.Worker, f *File, log *slog.Logger) error {
+	for _, t := range f.Tools {
+		h, err := NewHandler(t, f.Env, log)
+		if err != nil {
+			return err
+		}
+		if err := w.Register(t.Spec, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errOutputCap marks stdout passing the tool's MaxOutputBytes.
+var errOutputCap = errors.New("output cap reached")
+
+// cappedReader returns errOutputCap once more than max bytes were read.
+type cappedReader struct {
+	r    io.Reader
+	n    int64
+	max  int64
+	over bool
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.over {
+		return 0, errOutputCap
+	}
+	if rest := c.max - c.n; int64(len(p)) > rest+1 {
+		p = p[:rest+1]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.n > c.max {
+		c.over = true
+		n -= int(c.n - c.max)
+		return n, errOutputCap
+	}
+	return n, err
+}
+
+// tailBuffer keeps the last max bytes written to it; String hides redact.
+type tailBuffer struct {
+	buf    []byte
+	max    int
+	lost   bool
+	redact string
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+		t.lost = true
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	s := strings.ToValidUTF8(string(t.buf), "\uFFFD")
+	if t.redact != "" {
+		s = strings.ReplaceAll(s, t.redact, redacted)
+	}
+	return s
+}
+
+// Handle runs the program for one call.
+func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+	b := h.binding
+	if req.DryRun && b.DryRunFlag == "" {
+		return nil, envelope.Problemf(envelope.CodeDryRunUnsupported,
+			"tool %s has no dry_run_flag, so a dry run is refused rather than run for real", h.spec.Name)
+	}
+	pageAll := false
+	if req.Page != nil {
+		if req.Page.Cursor != "" {
+			return nil, envelope.Problemf(envelope.CodePaginationUnsupported, "tool %s is a command-line tool: it pages only with page.all, not by cursor", h.spec.Name)
+		}
+		if b.PageAllFlag == "" {
+			return nil, envelope.Problemf(envelope.CodePaginationUnsupported,
+				"tool %s has no page_all_flag, so page.all is refused rather than silently returning one page", h.spec.Name)
+		}
+		pageAll = true
+	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if h.limits.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.limits.Timeout)
+		defer cancel()
+	}
+	argv := Argv(b, h.spec.Name, req.Args, req.DryRun, pageAll)
+	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), req.Bearer, emit)
+	return res, redactProblem(err, req.Bearer)
+}
+
+// redacted replaces the bearer wherever program output is copied into
+// what the mesh itself reports.
+const redacted = "[REDACTED]"
+
+// redactProblem strips the bearer from a Problem's detail and its string
+// extensions (stderr tails, output excerpts): a program that prints its
+// token must not leak it into errors.
+func redactProblem(err error, bearer string) error {
+	var p *envelope.Problem
+	if bearer == "" || !errors.As(err, &p) {
+		return err
+	}
+	p.Detail = strings.ReplaceAll(p.Detail, bearer, redacted)
+	for k, v := range p.Extensions {
+		if s, ok := v.(string); ok {
+			p.Extensions[k] = strings.ReplaceAll(s, bearer, redacted)
+		}
+	}
+	return err
+}
+
+// run starts argv in its own process group and turns its output and exit
+// into the call's result or Problem. Whatever happens, no process of the
+// group outlives the call.
+func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer string, emit worker.Emitter) (any, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdoutR.Close()
+		stdoutW.Close()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{stdoutR, stdoutW, stderrR, stderrW} {
+			f.Close()
+		}
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+	}
+	stdoutW.Close()
+	stderrW.Close()
+	pgid := cmd.Process.Pid
+
+	// Stop the whole group on cancel, timeout, caller loss or output cap:
+	// SIGTERM, then SIGKILL after the grace period.
+	stop := make(chan struct{})
+	exited := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		case <-exited:
+			return
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		grace := time.NewTimer(h.limits.KillGrace)
+		defer grace.Stop()
+		select {
+		case <-exited:
+		case <-grace.C:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}()
+
+	stderr := &tailBuffer{max: stderrTail, redact: bearer}
+	stderrDone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(stderr, stderrR)
+		close(stderrDone)
+	}()
+
+	// When the program exits, sweep its group at once: a grandchild must
+	// not outlive the call, nor keep stdout open and stall the read below.
+	var waitErr error
+	waited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		close(waited)
+	}()
+
+	out := &cappedReader{r: stdoutR, max: h.limits.MaxOutputBytes}
+	parsed, readErr := h.readOutput(out, emit)
+	capped := errors.Is(readErr, errOutputCap)
+	if readErr != nil {
+		close(stop) // nobody reads any more: stop the program
+	}
+	// Drain what is left so a program blocked on a full pipe can exit.
+	_, _ = io.Copy(io.Discard, stdoutR)
+	<-waited
+	<-stopped
+	stdoutR.Close()
+	<-stderrDone
+	stderrR.Close()
+
+	if err := ctx.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, envelope.Problemf(envelope.CodeTimeout, "tool %s ran out of time and was stopped", h.spec.Name).
+				WithExtension("stderr_tail", stderr.String())
+		}
+		return nil, err
+	}
+	if capped {
+		return h.cappedResult(parsed, stderr)
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	if code := exitCode(waitErr); code != 0 {
+		return nil, h.exitProblem(code, waitErr, stderr)
+	}
+	return h.finalResult(parsed, stderr)
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ee.ExitCode() >= 0 {
+			return ee.ExitCode()
+		}
+		return -1 // killed by a signal
+	}
+	return -1
+}
+
+// exitProblem maps a non-zero exit through exit_code_map (default tool_failed).
+func (h *Handler) exitProblem(code int, waitErr error, stderr *tailBuffer) *envelope.Problem {
+	var p *envelope.Problem
+	if mapped, ok := h.binding.ExitCodeMap[code]; ok {
+		p = envelope.Problemf(envelope.CodeToolFailed, "tool %s exited with code %d (%s)", h.spec.Name, code, mapped)
+		// The error event carries the tool's own code; the Problem keeps
+		// the registry type so agents can still rely on its URI.
+		p.Code = envelope.Code(mapped)
+	} else if code < 0 {
+		p = envelope.Problemf(envelope.CodeToolFailed, "tool %s was killed: %v", h.spec.Name, waitErr)
+	} else {
+		p = envelope.Problemf(envelope.CodeToolFailed, "tool %s exited with code %d", h.spec.Name, code)
+	}
+	p.WithExtension("exit_code", code)
+	p.WithExtension("stderr_tail", stderr.String())
+	if stderr.lost {
+		p.WithExtension("stderr_truncated", true)
+	}
+	return p
+}
+
+// output is what readOutput gathered.
+type output struct {
+	raw   []byte            // json: all of stdout
+	items []json.RawMessage // ndjson
+	lines []string          // lines
+}
+
+// readOutput reads stdout per the binding's format, streaming deltas as
+// lines arrive (ndjson and lines) rather than after the program exits.
+func (h *Handler) readOutput(r io.Reader, emit worker.Emitter) (output, error) {
+	var o output
+	switch h.binding.Format() {
+	case envelope.OutputJSON:
+		raw, err := io.ReadAll(r)
+		o.raw = raw
+		return o, err
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) > 0 || (err == nil) {
+			if perr := h.takeLine(&o, line, emit); perr != nil {
+				return o, perr
+			}
+		}
+		if err == io.EOF {
+			return o, nil
+		}
+		if err != nil {
+			return o, err
+		}
+	}
+}
+
+func (h *Handler) takeLine(o *output, line []byte, emit worker.Emitter) error {
+	if h.binding.Format() == envelope.OutputNDJSON {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
+		if !json.Valid(line) {
+			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: output line %d is not JSON (ndjson): %s",
+				h.spec.Name, len(o.items)+1, excerpt(line))
+		}
+		item := json.RawMessage(append([]byte(nil), line...))
+		o.items = append(o.items, item)
+		return emitDelta(emit, item)
+	}
+	s := strings.ToValidUTF8(string(line), "\uFFFD")
+	o.lines = append(o.lines, s)
+	return emitDelta(emit, map[string]string{"line": s})
+}
+
+// emitDelta sends a delta; a failure to emit because the call ended is
+// left to the context check that follows the run.
+func emitDelta(emit worker.Emitter, v any) error {
+	if err := emit.Delta(v); err != nil {
+		var p *envelope.Problem
+		if errors.As(err, &p) {
+			return p
+		}
+	}
+	return nil
+}
+
+func excerpt(b []byte) string {
+	const max = 200
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func (h *Handler) finalResult(o output, stderr *tailBuffer) (any, error) {
+	switch h.binding.Format() {
+	case envelope.OutputNDJSON:
+		if o.items == nil {
+			o.items = []json.RawMessage{}
+		}
+		return o.items, nil
+	case envelope.OutputLines:
+		return h.linesResult(o, stderr, nil), nil
+	}
+	if len(bytes.TrimSpace(o.raw)) == 0 {
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s exited 0 but printed nothing; its output format is json", h.spec.Name).
+			WithExtension("stderr_tail", stderr.String())
+	}
+	if !json.Valid(o.raw) {
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s printed output that is not valid JSON: %s", h.spec.Name, excerpt(o.raw)).
+			WithExtension("stderr_tail", stderr.String())
+	}
+	return json.RawMessage(o.raw), nil
+}
+
+func (h *Handler) linesResult(o output, stderr *tailBuffer, warnings []string) map[string]any {
+	if o.lines == nil {
+		o.lines = []string{}
+	}
+	res := map[string]any{"lines": o.lines, "stderr": stderr.String()}
+	if stderr.lost {
+		res["stderr_truncated"] = true
+	}
+	if warnings != nil {
+		res["complete"] = false
+		res["scope_warnings"] = warnings
+	}
+	return res
+}
+
+// cappedResult ends a call whose program passed the output cap: lines can
+// say honestly that they are partial; a single JSON document or an array
+// cannot, so those end in payload_too_large (deltas already sent stand).
+func (h *Handler) cappedResult(o output, stderr *tailBuffer) (any, error) {
+	reason := fmt.Sprintf("output passed max_output_bytes (%d); the program was stopped and the rest of its output dropped", h.limits.MaxOutputBytes)
+	if h.binding.Format() == envelope.OutputLines {
+		return h.linesResult(o, stderr, []string{reason}), nil
+	}
+	p := envelope.Problemf(envelope.CodePayloadTooLarge, "tool %s: %s", h.spec.Name, reason)
+	if h.binding.Format() == envelope.OutputNDJSON {
+		p.WithExtension("items_delivered", len(o.items))
+	}
+	return nil, p
+}

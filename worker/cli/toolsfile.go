@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// Limits bound one CLI-bound tool's runs.
+type Limits struct {
+	// Timeout bounds one run (the call's own budget bounds it further);
+	// it is the spec's timeout. Zero means only the call's budget applies.
+	Timeout time.Duration
+	// MaxOutputBytes caps stdout; past it the program is stopped and the
+	// call ends honestly (default 4 MiB).
+	MaxOutputBytes int64
+	// MaxConcurrent bounds runs of this tool at once; further calls wait
+	// for a slot within their budget (default 8).
+	MaxConcurrent int
+	// KillGrace is how long a program has between SIGTERM and SIGKILL (default 2s).
+	KillGrace time.Duration
+}
+
+func (l Limits) withDefaults(d Limits) Limits {
+	if l.Timeout == 0 {
+		l.Timeout = d.Timeout
+	}
+	if l.MaxOutputBytes == 0 {
+		l.MaxOutputBytes = d.MaxOutputBytes
+	}
+	if l.MaxOutputBytes == 0 {
+		l.MaxOutputBytes = 4 << 20
+	}
+	if l.MaxConcurrent == 0 {
+		l.MaxConcurrent = d.MaxConcurrent
+	}
+	if l.MaxConcurrent == 0 {
+		l.MaxConcurrent = 8
+	}
+	if l.KillGrace == 0 {
+		l.KillGrace = d.KillGrace
+	}
+	if l.KillGrace == 0 {
+		l.KillGrace = 2 * time.Second
+	}
+	return l
+}
+
+// Tool is one entry of a tools file: the spec callers see and the limits
+// the worker enforces.
+type Tool struct {
+	Spec   envelope.ToolSpec
+	Limits Limits
+}
+
+// File is a loaded tools file.
+type File struct {
+	Tools []Tool
+	// Env lists the variables inherited from the worker's environment by
+	// every program (default PATH, HOME, LANG, TZ).
+	Env []string
+}
+
+// DefaultInheritedEnv is what a bound program inherits from the worker
+// unless the tools file says otherwise: enough to find programs and speak
+// the locale, nothing secret.
+var DefaultInheritedEnv = []string{"PATH", "HOME", "LANG", "TZ"}
+
+// fileJSON is the tools file's shape; unknown fields are errors (typos in
+// a config should not pass silently) except inside binding.cli, which the
+// seed requires to tolerate future fields.
+type fileJSON struct {
+	Defaults *limitsJSON       `json:"defaults"`
+	Env      []string          `json:"inherit_env"`
+	Tools    []json.RawMessage `json:"tools"`
+}
+
+type limitsJSON struct {
+	Timeout        envelope.Duration `json:"timeout"`
+	MaxOutputBytes int64             `json:"max_output_bytes"`
+	MaxConcurrent  int               `json:"max_concurrent"`
+	KillGrace      envelope.Duration `json:"kill_grace"`
+}
+
+type toolJSON struct {
+	Name           string                `json:"name"`
+	Title          string                `json:"title"`
+	Description    string                `json:"description"`
+	Version        string                `json:"version"`
+	InputSchema    json.RawMessage       `json:"input_schema"`
+	OutputSchema   json.RawMessage       `json:"output_schema"`
+	Annotations    *envelope.Annotations `json:"annotations"`
+	Streaming      bool                  `json:"streaming"`
+	Tags           []string              `json:"tags"`
+	Timeout        envelope.Duration     `json:"timeout"`
+	MaxOutputBytes int64                 `json:"max_output_bytes"`
+	MaxConcurrent  int                   `json:"max_concurrent"`
+	KillGrace      envelope.Duration     `json:"kill_grace"`
+	Binding        *struct {
+		CLI json.RawMessage `json:"cli"`
+	} `json:"binding"`
+}
+
+// LoadFile reads and validates a tools file. Any error is an
+// invalid_config Problem naming the file, the tool and the field; nothing
+// half-loads.
+func LoadFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tools file: %v", err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		var p *envelope.Problem
+		if errors.As(err, &p) {
+			p.Detail = path + ": " + p.Detail
+			return nil, p
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// Parse validates a tools file's contents (YAML, or JSON, which is YAML).
+func Parse(data []byte) (*File, error) {
+	bad := func(format string, args ...any) error {
+		return envelope.Problemf(envelope.CodeInvalidConfig, format, args...)
+	}
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, bad("not valid YAML: %v", err)
+	}
+	raw, err := json.Marshal(jsonable(doc))
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	var fj fileJSON
+	if err := strictDecode(raw, &fj); err != nil {
+		return nil, bad("%v", err)
+	}
+	if len(fj.Tools) == 0 {
+		return nil, bad("field tools: no tools are defined")
+	}
+	var defaults Limits
+	if d := fj.Defaults; d != nil {
+		defaults = Limits{Timeout: time.Duration(d.Timeout), MaxOutputBytes: d.MaxOutputBytes, MaxConcurrent: d.MaxConcurrent, KillGrace: time.Duration(d.KillGrace)}
+		if d.MaxOutputBytes < 0 || d.MaxConcurrent < 0 {
+			return nil, bad("field defaults: limits must not be negative")
+		}
+	}
+	out := &File{Env: fj.Env}
+	if out.Env == nil {
+		out.Env = DefaultInheritedEnv
+	}
+	seen := map[string]int{}
+	for i, rawTool := range fj.Tools {
+		var tj toolJSON
+		label := fmt.Sprintf("tools[%d]", i)
+		var head struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(rawTool, &head) == nil && head.Name != "" {
+			label = fmt.Sprintf("tools[%d] (%s)", i, head.Name)
+		}
+		if err := strictDecode(rawTool, &tj); err != nil {
+			return nil, bad("%s: %v", label, err)
+		}
+		if tj.Binding == nil || len(tj.Binding.CLI) == 0 {
+			return nil, bad("%s: field binding.cli is required", label)
+		}
+		var cliCfg envelope.CliBindingConfig
+		if err := json.Unmarshal(tj.Binding.CLI, &cliCfg); err != nil {
+			msg := strings.TrimPrefix(err.Error(), "cli binding: ")
+			if rest, ok := strings.CutPrefix(msg, "field "); ok {
+				return nil, bad("%s: field binding.cli.%s", label, rest)
+			}
+			return nil, bad("%s: field binding.cli: %s", label, msg)
+		}
+		spec := envelope.ToolSpec{Name: tj.Name, Title: tj.Title, Description: tj.Description, Version: tj.Version,
+			InputSchema: tj.InputSchema, OutputSchema: tj.OutputSchema, Annotations: tj.Annotations,
+			Streaming: tj.Streaming, Tags: tj.Tags, Timeout: tj.Timeout, Binding: &envelope.Binding{CLI: &cliCfg}}
+		if err := spec.Validate(); err != nil {
+			return nil, bad("%s: %v", label, err)
+		}
+		if j, dup := seen[spec.Name]; dup {
+			return nil, bad("%s: field name: %q is already defined by tools[%d]", label, spec.Name, j)
+		}
+		seen[spec.Name] = i
+		if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 {
+			return nil, bad("%s: limits must not be negative", label)
+		}
+		lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent, KillGrace: time.Duration(tj.KillGrace)}
+		out.Tools = append(out.Tools, Tool{Spec: spec, Limits: lim.withDefaults(defaults)})
+	}
+	return out, nil
+}
+
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// jsonable converts a YAML document into values encoding/json accepts:
+// mappings with non-string keys (exit_code_map's integers) get string keys.
+func jsonable(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = jsonable(x)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[fmt.Sprint(k)] = jsonable(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = jsonable(x)
+		}
+		return out
+	case time.Time:
+		return t.Format(time.RFC3339Nano)
+	}
+	return v
+}

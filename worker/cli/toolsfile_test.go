@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+const goodFile = `
+defaults: {timeout: 30s, max_output_bytes: 1048576}
+inherit_env: [PATH, HOME]
+tools:
+  - name: files.search
+    description: Search files for a pattern
+    input_schema: {type: object, properties: {pattern: {type: string}}, required: [pattern], additionalProperties: false}
+    annotations: {read_only: true}
+    max_concurrent: 2
+    binding:
+      cli:
+        cmd: rg
+        args: ["--json"]
+        args_template: "{params_json} {dry_run} {page_all}"
+        env: {API_TOKEN: "$ATD_BEARER"}
+        output_format: ndjson
+        dry_run_flag: --dry-run
+        page_all_flag: --all
+        exit_code_map: {2: invalid_args, 3: auth_required}
+        some_future_field: tolerated
+  - name: cat
+    timeout: 5s
+    binding: {cli: {cmd: cat}}
+`
+
+func TestParseGoodFile(t *testing.T) {
+	f, err := Parse([]byte(goodFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Tools) != 2 || strings.Join(f.Env, ",") != "PATH,HOME" {
+		t.Fatalf("file %+v", f)
+	}
+	s := f.Tools[0]
+	b := s.Spec.Binding.CLI
+	if b.Cmd != "rg" || b.ExitCodeMap[2] != "invalid_args" || b.ExitCodeMap[3] != "auth_required" || b.Format() != envelope.OutputNDJSON ||
+		b.Env["API_TOKEN"] != "$ATD_BEARER" || !s.Spec.Annotations.IsReadOnly() {
+		t.Fatalf("tool 0 %+v %+v", s.Spec, b)
+	}
+	if s.Limits.Timeout != 30*time.Second || s.Limits.MaxOutputBytes != 1<<20 || s.Limits.MaxConcurrent != 2 {
+		t.Errorf("limits %+v", s.Limits)
+	}
+	if f.Tools[1].Limits.Timeout != 5*time.Second || f.Tools[1].Spec.Binding.CLI.Format() != envelope.OutputJSON {
+		t.Errorf("tool 1 %+v", f.Tools[1])
+	}
+}
+
+// Every invalid file fails with invalid_config naming the tool and the field.
+func TestParseErrors(t *testing.T) {
+	cases := []struct{ name, file, want string }{
+		{"not yaml", "tools: [", "not valid YAML"},
+		{"no tools", "tools: []", "field tools"},
+		{"unknown top field", "tool: []", `unknown field "tool"`},
+		{"missing cmd", "tools: [{name: a, binding: {cli: {args: [x]}}}]", "tools[0] (a): field binding.cli.cmd is required"},
+		{"no binding", "tools: [{name: a}]", "tools[0] (a): field binding.cli"},
+		{"bad format", "tools: [{name: a, binding: {cli: {cmd: x, output_format: xml}}}]", "tools[0] (a): field binding.cli.output_format"},
+		{"bad exit key", "tools: [{name: a, binding: {cli: {cmd: x, exit_code_map: {two: y}}}}]", "tools[0] (a): field binding.cli.exit_code_map"},
+		{"typo", "tools: [{name: a, descripton: x, binding: {cli: {cmd: x}}}]", `tools[0] (a): json: unknown field "descripton"`},
+		{"bad name", "tools: [{name: 'a b', binding: {cli: {cmd: x}}}]", "tools[0] (a b)"},
+		{"duplicate", "tools: [{name: a, binding: {cli: {cmd: x}}}, {name: a, binding: {cli: {cmd: y}}}]", "tools[1] (a): field name"},
+		{"schema not object", "tools: [{name: a, input_schema: {type: string}, binding: {cli: {cmd: x}}}]", "field input_schema"},
+		{"bad timeout", "tools: [{name: a, timeout: soon, binding: {cli: {cmd: x}}}]", "tools[0] (a)"},
+		{"negative cap", "tools: [{name: a, max_output_bytes: -1, binding: {cli: {cmd: x}}}]", "tools[0] (a): limits"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.file))
+			var p *envelope.Problem
+			if !errors.As(err, &p) || p.Code != envelope.CodeInvalidConfig {
+				t.Fatalf("want invalid_config, got %v", err)
+			}
+			if !strings.Contains(p.Detail, c.want) {
+				t.Errorf("detail %q does not contain %q", p.Detail, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadFileNamesThePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tools.yaml")
+	_ = os.WriteFile(path, []byte("tools: []"), 0o644)
+	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %v does not name the file", err)
+	}
+	if _, err := LoadFile(path + ".missing"); err == nil {
+		t.Error("a missing file loaded")
+	}
+}
