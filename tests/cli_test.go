@@ -106,11 +106,13 @@ tools:
 		st, _ := f.w.ToolStats("hang")
 		return st.Requests == 1
 	})
-	if syscall.Kill(pid, 0) == nil {
-		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(stat), ") Z") {
-			t.Fatalf("grandchild %d still running after cancel", pid)
+	waitFor(t, "the grandchild to die", func() bool {
+		if syscall.Kill(pid, 0) != nil {
+			return true
 		}
-	}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err != nil || strings.Contains(string(stat), ") Z")
+	})
 }
 
 func TestCLIBearerAndPaging(t *testing.T) {
