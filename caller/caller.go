@@ -203,7 +203,9 @@ func (c *Caller) onMsg(m *nats.Msg) {
 		seq = 1 // a unary reply is one unnumbered message
 	}
 	var ev envelope.ToolEvent
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
+	// Called directly: json.Unmarshal would scan the whole message once
+	// more before handing it to the same decoder.
+	if err := ev.UnmarshalJSON(m.Data); err != nil {
 		p.fail(c.problems.New(envelope.CodeInternal, "malformed event from the worker: "+err.Error()), true)
 		return
 	}

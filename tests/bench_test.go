@@ -75,7 +75,8 @@ func (r *results) ratio(b *testing.B, what string) {
 	if r.p["raw"] > 0 {
 		msg += fmt.Sprintf(", p50 %s vs %s = %.2f", r.p["toolmesh"], r.p["raw"], float64(r.p["toolmesh"])/float64(r.p["raw"]))
 	}
-	b.Log(msg)
+	// Printed directly: a parent benchmark's b.Log output is not shown.
+	fmt.Println(msg)
 }
 
 func p50(samples []time.Duration) time.Duration {

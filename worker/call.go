@@ -39,12 +39,14 @@ type call struct {
 	cancelFn context.CancelCauseFunc
 	credit   chan struct{}
 
-	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
-	seq     int64
-	sent    int64 // non-terminal events published
-	granted int64 // non-terminal events the caller has allowed
-	ended   bool
-	beat    *time.Timer
+	mu        sync.Mutex // orders seq numbers with publishes, guards the rest
+	seq       int64
+	sent      int64 // non-terminal events published
+	granted   int64 // non-terminal events the caller has allowed
+	ended     bool
+	beat      *time.Timer
+	out       nats.Msg    // reused for every event of this call
+	seqHeader nats.Header // reused Toolmesh-Seq header
 }
 
 // reject answers a call that is refused before it runs.
@@ -138,7 +140,7 @@ func (c *call) grant(n int) {
 func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
 	w, t := c.w, c.tool
 	var body envelope.Call
-	if err := json.Unmarshal(c.body, &body); err != nil {
+	if err := body.UnmarshalJSON(c.body); err != nil { // direct: json.Unmarshal would validate twice
 		return nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error())
 	}
 	if t.input != nil {
@@ -318,11 +320,18 @@ func (c *call) publishLocked(ev envelope.ToolEvent) error {
 		data, _ = envelope.ErrorEvent(p).AppendJSON(nil)
 	}
 	c.seq++
-	msg := &nats.Msg{Subject: c.reply, Data: data}
+	// A unary call gets exactly one message, so it needs no sequence number:
+	// the reply stays as cheap as a plain NATS response. A stream reuses one
+	// message and header map: PublishMsg encodes them before it returns,
+	// and c.mu is held.
+	msg := &c.out
+	msg.Subject, msg.Data, msg.Header = c.reply, data, nil
 	if c.stream {
-		// A unary call gets exactly one message, so it needs no sequence
-		// number: the reply stays as cheap as a plain NATS response.
-		msg.Header = nats.Header{mesh.HeaderSeq: []string{itoa(c.seq)}}
+		if c.seqHeader == nil {
+			c.seqHeader = nats.Header{mesh.HeaderSeq: make([]string, 1)}
+		}
+		c.seqHeader[mesh.HeaderSeq][0] = itoa(c.seq)
+		msg.Header = c.seqHeader
 	}
 	if err := c.w.nc.PublishMsg(msg); err != nil {
 		c.w.log.Warn("publish event", "call_id", c.id, "type", ev.Type, "err", err)
