@@ -15,8 +15,8 @@ import (
 
 // EmbeddedConfig configures an in-process nats-server.
 type EmbeddedConfig struct {
-	// Listen is host:port for clients; "" picks a random free port on
-	// 127.0.0.1. Ignored when InProcessOnly.
+	// Listen is host:port for clients; "" or port 0 picks a free port
+	// (on 127.0.0.1 when no host is given). Ignored when InProcessOnly.
 	Listen string
 	// InProcessOnly opens no port: connect with Embedded.Connect.
 	InProcessOnly bool
@@ -120,6 +120,9 @@ func splitListen(listen, defHost string, defPort int) (string, int, error) {
 	}
 	if host == "" {
 		host = defHost
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // ":0" means any free port, as with net.Listen
 	}
 	return host, port, nil
 }

@@ -52,7 +52,8 @@ type Subjects struct {
 	Prefix string
 }
 
-func (s Subjects) prefix() string {
+// Root returns the prefix in use (DefaultPrefix when unset).
+func (s Subjects) Root() string {
 	if s.Prefix == "" {
 		return DefaultPrefix
 	}
@@ -60,20 +61,20 @@ func (s Subjects) prefix() string {
 }
 
 // Call is the subject a tool's workers queue-subscribe to.
-func (s Subjects) Call(tool string) string { return s.prefix() + ".call." + tool }
+func (s Subjects) Call(tool string) string { return s.Root() + ".call." + tool }
 
 // Control is a worker's control subject: cancel, credit, caller liveness.
-func (s Subjects) Control(workerID string) string { return s.prefix() + ".ctl." + workerID }
+func (s Subjects) Control(workerID string) string { return s.Root() + ".ctl." + workerID }
 
 // Catalog is where every worker answers with its full ToolSpecs.
-func (s Subjects) Catalog() string { return s.prefix() + ".catalog" }
+func (s Subjects) Catalog() string { return s.Root() + ".catalog" }
 
 // Describe is where one worker hosting tool answers with its ToolSpec.
-func (s Subjects) Describe(tool string) string { return s.prefix() + ".describe." + tool }
+func (s Subjects) Describe(tool string) string { return s.Root() + ".describe." + tool }
 
 // QueueGroup is the queue group of call subscriptions (queue groups are
 // scoped by subject, so this is one group per tool).
-func (s Subjects) QueueGroup() string { return s.prefix() }
+func (s Subjects) QueueGroup() string { return s.Root() }
 
 // Header returns the first value of key in h, matching the name
 // case-insensitively as the protocol requires.

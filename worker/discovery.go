@@ -40,10 +40,13 @@ func (w *Worker) subscribeDiscovery() error {
 }
 
 func (w *Worker) identity() micro.ServiceIdentity {
-	md := w.cfg.Metadata
-	if md == nil {
-		md = map[string]string{}
+	md := map[string]string{}
+	for k, v := range w.cfg.Metadata {
+		md[k] = v
 	}
+	// Meshes under different prefixes may share an account and so answer
+	// the same $SRV subjects; the prefix tells their workers apart.
+	md["toolmesh.prefix"] = w.subjects.Root()
 	return micro.ServiceIdentity{Name: w.cfg.Name, ID: w.cfg.ID, Version: w.cfg.Version, Metadata: md}
 }
 

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+func newCallCmd(g *globals) *cobra.Command {
+	var (
+		argsFlag, bearer    string
+		stream, dryRun, all bool
+		timeout             time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "call TOOL",
+		Short: "Call a tool and print its Response (or, with --stream, its events as NDJSON)",
+		Long: `Call a tool. Arguments come from --args (JSON, or @file), else from stdin when it is
+not a terminal, else {}. Stdout gets the Response JSON: {"id":…,"success":…, …}.
+With --stream, stdout gets every event as one JSON line, ending with the result or error.
+Failures are also reported on stderr as a Problem, and the exit code is the Problem's.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return envelope.Problemf(envelope.CodeInvalidInput, "call takes exactly one tool name, got %d arguments", len(args)).
+					WithFix("Run `toolmesh call TOOL --args '{…}'`; list tools with `toolmesh tools list`.", envelope.HasPlaceholders)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			tool := args[0]
+			raw, err := readArgs(argsFlag, g.stdin)
+			if err != nil {
+				return err
+			}
+			if bearer == "" {
+				bearer = os.Getenv("TOOLMESH_BEARER")
+			}
+			shutdown := setupTracing(ctx, "toolmesh-call", g.log)
+			defer shutdown()
+			nc, err := g.dial(ctx, "call")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			c, err := caller.New(nc, caller.Config{Prefix: g.prefix, Logger: g.log})
+			if err != nil {
+				return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+			}
+			defer c.Close()
+			var opts []caller.Option
+			if bearer != "" {
+				opts = append(opts, caller.WithBearer(bearer))
+			}
+			if dryRun {
+				opts = append(opts, caller.DryRun())
+			}
+			if timeout > 0 {
+				opts = append(opts, caller.WithTimeout(timeout))
+			}
+			switch {
+			case all:
+				resp, err := c.CallAll(ctx, tool, raw, opts...)
+				return printResponse(g.stdout, resp, err)
+			case stream:
+				return streamEvents(ctx, g, c, tool, raw, opts)
+			case isTerminal(g.stderr):
+				return callWithProgress(ctx, g, c, tool, raw, opts)
+			}
+			resp, err := c.Call(ctx, tool, raw, opts...)
+			return printResponse(g.stdout, resp, err)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&argsFlag, "args", "", "arguments as a JSON object, or @file to read them from a file")
+	f.BoolVar(&stream, "stream", false, "print every event as NDJSON instead of the final Response")
+	f.BoolVar(&dryRun, "dry-run", false, "ask the tool to report what it would do without doing it")
+	f.BoolVar(&all, "all", false, "gather every page (page.all, or walking next_cursor)")
+	f.DurationVar(&timeout, "timeout", 0, "budget for the call, e.g. 30s (default: none; a silent worker still ends the call)")
+	f.StringVar(&bearer, "bearer", "", "bearer token for the tool (default $TOOLMESH_BEARER)")
+	return cmd
+}
+
+// readArgs takes --args JSON or @file, else stdin when it is not a terminal, else {}.
+func readArgs(flag string, stdin io.Reader) (json.RawMessage, error) {
+	var raw []byte
+	var from string
+	switch {
+	case strings.HasPrefix(flag, "@"):
+		from = flag[1:]
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return nil, envelope.Problemf(envelope.CodeInvalidInput, "--args %s: %v", flag, err)
+		}
+		raw = b
+	case flag != "":
+		from, raw = "--args", []byte(flag)
+	default:
+		if f, ok := stdin.(*os.File); !ok || isTerminal(f) || stdin == nil {
+			return json.RawMessage(`{}`), nil
+		}
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, envelope.Problemf(envelope.CodeInvalidInput, "reading args from stdin: %v", err)
+		}
+		if len(strings.TrimSpace(string(b))) == 0 {
+			return json.RawMessage(`{}`), nil
+		}
+		from, raw = "stdin", b
+	}
+	var probe any
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, envelope.Problemf(envelope.CodeInvalidInput, "args from %s are not valid JSON: %v", from, err).
+			WithFix(`Pass a JSON object, e.g. --args '{"message":"hi"}'.`, envelope.HasPlaceholders)
+	}
+	if _, ok := probe.(map[string]any); !ok {
+		return nil, envelope.Problemf(envelope.CodeInvalidInput, "args from %s must be a JSON object", from).
+			WithFix(`Wrap the value in an object, e.g. --args '{"message":"hi"}'.`, envelope.HasPlaceholders)
+	}
+	return raw, nil
+}
+
+// printResponse writes the Response JSON to stdout and passes on the call's Problem.
+func printResponse(stdout io.Writer, resp envelope.Response, callErr error) error {
+	if resp.ID != "" || resp.Success {
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return envelope.NewProblem(envelope.CodeInternal, err.Error())
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	}
+	if callErr != nil {
+		return envelope.AsProblem(callErr, envelope.CodeInternal)
+	}
+	return nil
+}
+
+// streamEvents prints each event as one NDJSON line.
+func streamEvents(ctx context.Context, g *globals, c *caller.Caller, tool string, args json.RawMessage, opts []caller.Option) error {
+	s, err := c.Stream(ctx, tool, args, opts...)
+	if err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	defer s.Close()
+	for ev, err := range s.Events() {
+		if err != nil {
+			return envelope.AsProblem(err, envelope.CodeInternal)
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return envelope.NewProblem(envelope.CodeInternal, err.Error())
+		}
+		fmt.Fprintf(g.stdout, "%s\n", b)
+		if ev.Type == envelope.EventError {
+			return ev.Problem()
+		}
+	}
+	return nil
+}
+
+// callWithProgress streams the call so a terminal user sees progress and
+// deltas on stderr while stdout still gets just the final Response.
+func callWithProgress(ctx context.Context, g *globals, c *caller.Caller, tool string, args json.RawMessage, opts []caller.Option) error {
+	s, err := c.Stream(ctx, tool, args, opts...)
+	if err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	defer s.Close()
+	bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(g.stderr), progressbar.OptionSetDescription(tool),
+		progressbar.OptionSpinnerType(14), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(50*time.Millisecond))
+	bounded := false
+	for ev, err := range s.Events() {
+		if err != nil {
+			return envelope.AsProblem(err, envelope.CodeInternal)
+		}
+		switch ev.Type {
+		case envelope.EventProgress:
+			if !bounded {
+				bar.ChangeMax(100)
+				bounded = true
+			}
+			if ev.Message != "" {
+				bar.Describe(tool + ": " + ev.Message)
+			}
+			if ev.Pct != nil {
+				_ = bar.Set(int(*ev.Pct))
+			}
+		case envelope.EventDelta:
+			_ = bar.Clear()
+			fmt.Fprintf(g.stderr, "%s\n", deltaText(ev.Data))
+			_ = bar.RenderBlank()
+		case envelope.EventResult, envelope.EventError:
+			_ = bar.Finish()
+			resp, rerr := envelope.ResponseFromEvent(s.CallID(), ev)
+			if rerr != nil {
+				return envelope.NewProblem(envelope.CodeInternal, rerr.Error())
+			}
+			var p error
+			if prob := ev.Problem(); prob != nil {
+				p = prob
+			}
+			return printResponse(g.stdout, resp, p)
+		default:
+			_ = bar.Add(1)
+		}
+	}
+	return nil
+}
+
+// deltaText shows a delta as a human reads it: a line's text, else compact JSON.
+func deltaText(data json.RawMessage) string {
+	var line struct {
+		Line *string `json:"line"`
+	}
+	if json.Unmarshal(data, &line) == nil && line.Line != nil {
+		return *line.Line
+	}
+	return string(data)
+}

@@ -1,0 +1,156 @@
+// Command toolmesh is the one binary of the toolmesh project: `dev` runs a
+// complete single-node mesh, `worker` joins a mesh with tools from a YAML
+// file, `call` invokes a tool, and `tools` lists and describes what the
+// mesh offers. Every failure leaves through one path: a Problem rendered
+// pretty on a terminal or as application/problem+json otherwise, with the
+// Problem's exit code.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	connect  mesh.ConnectOptions
+	nkey     string
+	prefix   string
+	format   string
+	logLevel string
+
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	log            *slog.Logger
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	p := asCommandProblem(err)
+	format, ferr := envelope.SelectFormat(formatFromArgs(g.format, args), isTerminal(stderr))
+	if ferr != nil {
+		format = envelope.FormatJSON
+	}
+	_, _ = stderr.Write(p.Render(format))
+	return p.ExitCode
+}
+
+// asCommandProblem turns any error into the Problem the command reports.
+// Every command returns Problems itself, so anything else came from flag
+// or argument parsing: a usage error.
+func asCommandProblem(err error) *envelope.Problem {
+	var p *envelope.Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	return envelope.NewProblem(envelope.CodeInvalidInput, err.Error()).
+		WithFix("See `toolmesh --help` or `toolmesh <command> --help` for the usage.", envelope.MaybeIncorrect)
+}
+
+// formatFromArgs finds --format even when flag parsing failed before it.
+func formatFromArgs(parsed string, args []string) string {
+	if parsed != "" {
+		return parsed
+	}
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--format="); ok {
+			return v
+		}
+		if a == "--format" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "toolmesh",
+		Short:         "A distributed tool mesh for AI agents, on NATS",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := envelope.SelectFormat(g.format, false); err != nil {
+				return envelope.NewProblem(envelope.CodeInvalidInput, err.Error())
+			}
+			level := slog.LevelWarn
+			if err := level.UnmarshalText([]byte(g.logLevel)); g.logLevel != "" && err != nil {
+				return envelope.Problemf(envelope.CodeInvalidInput, "--log-level: want debug, info, warn or error, got %q", g.logLevel)
+			}
+			if g.logLevel == "" && (cmd.Name() == "dev" || cmd.Name() == "worker") {
+				level = slog.LevelInfo
+			}
+			g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return envelope.NewProblem(envelope.CodeInvalidInput, err.Error()).
+			WithFix(fmt.Sprintf("See `%s --help` for the flags.", cmd.CommandPath()), envelope.MaybeIncorrect)
+	})
+	f := root.PersistentFlags()
+	f.StringVar(&g.connect.URL, "server", "", "NATS server URL(s), comma-separated (default $NATS_URL, then "+mesh.DefaultURL+")")
+	f.StringVar(&g.connect.Creds, "creds", "", "NATS credentials file")
+	f.StringVar(&g.nkey, "nkey", "", "NATS nkey seed file")
+	f.StringVar(&g.connect.User, "user", "", "NATS user")
+	f.StringVar(&g.connect.Password, "password", "", "NATS password")
+	f.StringVar(&g.connect.Token, "token", "", "NATS token")
+	f.StringVar(&g.connect.TLSCA, "tls-ca", "", "CA certificate file for TLS")
+	f.StringVar(&g.connect.TLSCert, "tls-cert", "", "client certificate file for TLS")
+	f.StringVar(&g.connect.TLSKey, "tls-key", "", "client key file for TLS")
+	f.StringVar(&g.prefix, "prefix", mesh.DefaultPrefix, "subject prefix of the mesh")
+	f.StringVar(&g.format, "format", "", "error format: json or pretty (default: pretty on a terminal, json otherwise)")
+	f.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default info for dev and worker, warn otherwise)")
+	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g))
+	return root
+}
+
+// dial connects to the mesh's NATS server; failure is connection_lost with
+// the way to start a local mesh.
+func (g *globals) dial(ctx context.Context, name string) (*nats.Conn, error) {
+	opts := g.connect
+	opts.NKeySeed = g.nkey
+	opts.Name = "toolmesh " + name
+	nc, err := mesh.Connect(ctx, opts)
+	if err != nil {
+		return nil, envelope.Problemf(envelope.CodeConnectionLost, "cannot reach NATS at %s: %v", opts.URLOrDefault(), err).
+			WithFix("Start a local mesh with `toolmesh dev` (or `go run ./cmd/toolmesh dev`), or point --server / $NATS_URL at a running one.", envelope.MaybeIncorrect)
+	}
+	return nc, nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/cli"
+)
+
+func newDevCmd(g *globals) *cobra.Command {
+	var listen, config string
+	var drain time.Duration
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			var file *cli.File
+			if config != "" {
+				f, err := cli.LoadFile(config)
+				if err != nil {
+					return err
+				}
+				file = f
+			}
+			shutdown := setupTracing(ctx, "toolmesh-dev", g.log)
+			defer shutdown()
+			srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{Listen: listen})
+			if err != nil {
+				return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
+					WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
+			}
+			defer func() { _ = srv.Shutdown(context.Background()) }()
+			nc, err := srv.Connect()
+			if err != nil {
+				return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+			}
+			defer nc.Close()
+			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev"})
+			if err != nil {
+				return envelope.NewProblem(envelope.CodeInternal, err.Error())
+			}
+			if err := registerDemo(w); err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			if file != nil {
+				if err := cli.Register(w, file, g.log); err != nil {
+					return envelope.AsProblem(err, envelope.CodeInvalidConfig)
+				}
+			}
+			url := srv.ClientURL()
+			fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
+			fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
+			fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n")
+			if url != mesh.DefaultURL {
+				fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
+			}
+			fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
+			<-ctx.Done()
+			return drainWorker(w, drain, g)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
+	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) of command-line tools to host as well")
+	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	return cmd
+}
+
+func newWorkerCmd(g *globals) *cobra.Command {
+	var config string
+	var drain time.Duration
+	cmd := &cobra.Command{
+		Use:   "worker --config tools.yaml",
+		Short: "Join a mesh and host the command-line tools of a tools file",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if config == "" {
+				return envelope.NewProblem(envelope.CodeInvalidConfig, "--config is required: the tools file to host").
+					WithFix("Pass --config tools.yaml (see the README for the format).", envelope.HasPlaceholders)
+			}
+			file, err := cli.LoadFile(config)
+			if err != nil {
+				return err
+			}
+			shutdown := setupTracing(ctx, "toolmesh-worker", g.log)
+			defer shutdown()
+			nc, err := g.dial(ctx, "worker")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log})
+			if err != nil {
+				return envelope.NewProblem(envelope.CodeInternal, err.Error())
+			}
+			if err := cli.Register(w, file, g.log); err != nil {
+				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
+			}
+			g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
+			<-ctx.Done()
+			return drainWorker(w, drain, g)
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
+	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	return cmd
+}
+
+// drainWorker stops taking calls and lets the ones in flight finish.
+func drainWorker(w *worker.Worker, timeout time.Duration, g *globals) error {
+	g.log.Info("draining: no new calls, finishing the ones in flight")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := w.Drain(ctx); err != nil {
+		return envelope.Problemf(envelope.CodeTimeout, "calls still in flight after %s were cancelled", timeout)
+	}
+	g.log.Info("stopped")
+	return nil
+}
+
+func toolNames(w *worker.Worker) string {
+	var names []string
+	for _, s := range w.Specs() {
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// noArgs refuses positional arguments with a usage Problem.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return envelope.Problemf(envelope.CodeInvalidInput, "%s takes no arguments, got %q", cmd.CommandPath(), args).
+			WithFix(fmt.Sprintf("See `%s --help`.", cmd.CommandPath()), envelope.MaybeIncorrect)
+	}
+	return nil
+}

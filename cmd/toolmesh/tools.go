@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+func newToolsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "tools", Short: "List and describe the mesh's tools"}
+	var asJSON bool
+	var wait time.Duration
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List every tool the mesh's workers host",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, done, err := g.newCaller(cmd, "tools")
+			if err != nil {
+				return err
+			}
+			defer done()
+			cat, err := c.Catalog(cmd.Context(), wait)
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			if asJSON {
+				b, _ := json.Marshal(cat)
+				fmt.Fprintf(g.stdout, "%s\n", b)
+				return nil
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTITLE\tINSTANCES\tSTREAMING\tANNOTATIONS")
+			for _, t := range cat.Tools {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", t.Spec.Name, t.Spec.Title, t.Instances, t.Spec.Streaming, annotationText(t.Spec.Annotations))
+			}
+			_ = tw.Flush()
+			if cat.Workers == 0 {
+				fmt.Fprintf(g.stderr, "no worker answered within %s\n", wait)
+			}
+			for _, w := range cat.ScopeWarnings {
+				fmt.Fprintf(g.stderr, "incomplete: %s\n", w)
+			}
+			return nil
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print the catalogue as JSON")
+	list.Flags().DurationVar(&wait, "wait", 300*time.Millisecond, "how long to wait for workers to answer")
+	describe := &cobra.Command{
+		Use:   "describe TOOL",
+		Short: "Show a tool's full spec, schemas included",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return envelope.Problemf(envelope.CodeInvalidInput, "describe takes exactly one tool name, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := g.newCaller(cmd, "tools")
+			if err != nil {
+				return err
+			}
+			defer done()
+			spec, err := c.Describe(cmd.Context(), args[0])
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			if asJSON {
+				b, _ := json.Marshal(spec)
+				fmt.Fprintf(g.stdout, "%s\n", b)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "name:        %s\n", spec.Name)
+			for _, kv := range [][2]string{{"title", spec.Title}, {"version", spec.Version}, {"description", spec.Description}} {
+				if kv[1] != "" {
+					fmt.Fprintf(g.stdout, "%-12s %s\n", kv[0]+":", kv[1])
+				}
+			}
+			fmt.Fprintf(g.stdout, "streaming:   %v\nannotations: %s\n", spec.Streaming, annotationText(spec.Annotations))
+			for _, s := range []struct {
+				name string
+				raw  json.RawMessage
+			}{{"input_schema", spec.InputSchema}, {"output_schema", spec.OutputSchema}} {
+				if len(s.raw) > 0 {
+					b, _ := json.MarshalIndent(s.raw, "  ", "  ")
+					fmt.Fprintf(g.stdout, "%s:\n  %s\n", s.name, b)
+				}
+			}
+			return nil
+		},
+	}
+	describe.Flags().BoolVar(&asJSON, "json", false, "print the spec as JSON")
+	cmd.AddCommand(list, describe)
+	return cmd
+}
+
+func annotationText(a *envelope.Annotations) string {
+	var parts []string
+	if a.IsReadOnly() {
+		parts = append(parts, "read-only")
+	} else if a.IsDestructive() {
+		parts = append(parts, "destructive")
+	}
+	if a.IsIdempotent() {
+		parts = append(parts, "idempotent")
+	}
+	if !a.IsOpenWorld() {
+		parts = append(parts, "closed-world")
+	}
+	return strings.Join(parts, ",")
+}
+
+// newCaller dials and makes a caller; done closes both.
+func (g *globals) newCaller(cmd *cobra.Command, name string) (*caller.Caller, func(), error) {
+	nc, err := g.dial(cmd.Context(), name)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := caller.New(nc, caller.Config{Prefix: g.prefix, Logger: g.log})
+	if err != nil {
+		nc.Close()
+		return nil, nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	return c, func() { _ = c.Close(); nc.Close() }, nil
+}

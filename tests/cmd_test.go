@@ -1,0 +1,293 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// toolmeshBin builds the command once per test run.
+func toolmeshBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolmesh-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "toolmesh")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/toolmesh").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// proc is a long-running toolmesh process (dev or worker).
+type proc struct {
+	cmd    *exec.Cmd
+	lines  chan string // stdout and stderr lines
+	stderr bytes.Buffer
+}
+
+func startProc(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(toolmeshBin(t), args...), lines: make(chan string, 256)}
+	stdout, _ := p.cmd.StdoutPipe()
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, r := range []io.Reader{stdout, stderr} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := bufio.NewScanner(r)
+			for sc.Scan() {
+				select {
+				case p.lines <- sc.Text():
+				default:
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	})
+	return p
+}
+
+// waitLine returns the first output line matching re.
+func (p *proc) waitLine(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	giveUp := time.After(60 * time.Second)
+	for {
+		select {
+		case l := <-p.lines:
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		case <-giveUp:
+			t.Fatalf("no output line matched %s", re)
+		}
+	}
+}
+
+// stop sends sig and returns the exit code.
+func (p *proc) stop(t *testing.T, sig os.Signal) int {
+	t.Helper()
+	_ = p.cmd.Process.Signal(sig)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("process did not exit after the signal")
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// startDev runs `toolmesh dev` on a free port and returns its URL.
+func startDev(t *testing.T, extra ...string) (*proc, string) {
+	t.Helper()
+	p := startProc(t, append([]string{"dev", "--listen", "127.0.0.1:0"}, extra...)...)
+	m := p.waitLine(t, regexp.MustCompile(`listening on (nats://\S+)`))
+	return p, m[1]
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func runCmd(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolmeshBin(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin = strings.NewReader(stdin)
+	_ = cmd.Run()
+	return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+}
+
+var ulidRe = `[0-9A-HJKMNP-TV-Z]{26}`
+
+func TestCommandDevCallAndStream(t *testing.T) {
+	dev, url := startDev(t)
+	r := runCmd(t, "", "call", "echo", "--server", url, "--args", `{"message":"hi"}`)
+	if r.code != 0 || !regexp.MustCompile(`^\{"id":"`+ulidRe+`","success":true,"message":"hi"\}\n$`).MatchString(r.stdout) {
+		t.Fatalf("call echo: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// Args from stdin, and from a file.
+	r = runCmd(t, `{"message":"from stdin"}`, "call", "echo", "--server", url)
+	if r.code != 0 || !strings.Contains(r.stdout, `"message":"from stdin"`) {
+		t.Fatalf("stdin args: %+v", r)
+	}
+	argsFile := filepath.Join(t.TempDir(), "args.json")
+	_ = os.WriteFile(argsFile, []byte(`{"message":"from file"}`), 0o644)
+	r = runCmd(t, "", "call", "echo", "--server", url, "--args", "@"+argsFile)
+	if r.code != 0 || !strings.Contains(r.stdout, `"message":"from file"`) {
+		t.Fatalf("file args: %+v", r)
+	}
+
+	r = runCmd(t, "", "call", "count", "--stream", "--server", url, "--args", `{"n":4,"interval_ms":1}`)
+	if r.code != 0 {
+		t.Fatalf("stream: %+v", r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var types []string
+	next := 1
+	for _, l := range lines {
+		var ev envelope.ToolEvent
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		types = append(types, string(ev.Type))
+		if ev.Type == envelope.EventDelta {
+			if string(ev.Data) != fmt.Sprintf(`{"i":%d}`, next) {
+				t.Fatalf("delta %s where %d was due", ev.Data, next)
+			}
+			next++
+		}
+	}
+	if types[0] != "start" || types[len(types)-1] != "result" || next != 5 || lines[len(lines)-1] != `{"type":"result","data":{"count":4}}` {
+		t.Fatalf("events %v", types)
+	}
+	if code := dev.stop(t, os.Interrupt); code != 0 {
+		t.Fatalf("dev exited %d after Ctrl-C", code)
+	}
+}
+
+// Each failure has its own code, problem+json on a non-terminal stderr,
+// and the one-line pretty form when asked.
+func TestCommandErrors(t *testing.T) {
+	_, url := startDev(t)
+	cases := []struct {
+		name string
+		args []string
+		code envelope.Code
+	}{
+		{"missing tool", []string{"call", "nope", "--server", url}, envelope.CodeToolNotFound},
+		{"invalid args", []string{"call", "echo", "--server", url, "--args", `{"message":5}`}, envelope.CodeInvalidInput},
+		{"malformed args", []string{"call", "echo", "--server", url, "--args", `{nope`}, envelope.CodeInvalidInput},
+		{"timeout", []string{"call", "sleep", "--server", url, "--args", `{"seconds":60}`, "--timeout", "100ms"}, envelope.CodeTimeout},
+		{"unreachable server", []string{"call", "echo", "--server", "nats://127.0.0.1:1"}, envelope.CodeConnectionLost},
+		{"bad flag", []string{"call", "echo", "--bogus"}, envelope.CodeInvalidInput},
+		{"unknown command", []string{"frobnicate"}, envelope.CodeInvalidInput},
+		{"unreadable config", []string{"dev", "--listen", "127.0.0.1:0", "--config", "/nonexistent/tools.yaml"}, envelope.CodeInvalidConfig},
+		{"worker without config", []string{"worker", "--server", url}, envelope.CodeInvalidConfig},
+		{"describe missing", []string{"tools", "describe", "nope", "--server", url}, envelope.CodeToolNotFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			info, _ := envelope.Lookup(c.code)
+			r := runCmd(t, "", c.args...)
+			if r.code != info.ExitCode {
+				t.Fatalf("exit %d, want %d (%s); stderr %s", r.code, info.ExitCode, c.code, r.stderr)
+			}
+			var p envelope.Problem
+			if err := json.Unmarshal([]byte(strings.TrimSpace(r.stderr)), &p); err != nil {
+				t.Fatalf("stderr is not one problem+json document: %q", r.stderr)
+			}
+			if p.Code != c.code || p.ExitCode != info.ExitCode || !strings.HasPrefix(p.Instance, "urn:uuid:") {
+				t.Fatalf("problem %+v", p)
+			}
+			pretty := runCmd(t, "", append(c.args, "--format", "pretty")...)
+			first, _, _ := strings.Cut(pretty.stderr, "\n")
+			if pretty.code != info.ExitCode || !strings.HasPrefix(first, "Error: ") || json.Valid([]byte(strings.TrimSpace(pretty.stderr))) {
+				t.Fatalf("pretty: exit %d stderr %q", pretty.code, pretty.stderr)
+			}
+		})
+	}
+}
+
+func TestCommandToolsListAndDescribe(t *testing.T) {
+	_, url := startDev(t)
+	r := runCmd(t, "", "tools", "list", "--json", "--server", url)
+	var cat struct {
+		Tools []struct {
+			Spec      envelope.ToolSpec
+			Instances int
+		}
+		Complete bool
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &cat); err != nil || r.code != 0 {
+		t.Fatalf("tools list --json: %v %+v", err, r)
+	}
+	var names []string
+	for _, tl := range cat.Tools {
+		names = append(names, tl.Spec.Name)
+		if tl.Instances != 1 {
+			t.Errorf("%s has %d instances", tl.Spec.Name, tl.Instances)
+		}
+	}
+	if strings.Join(names, ",") != "count,echo,sleep" || !cat.Complete {
+		t.Fatalf("catalogue %s", r.stdout)
+	}
+	r = runCmd(t, "", "tools", "list", "--server", url)
+	if !strings.HasPrefix(r.stdout, "NAME") || !strings.Contains(r.stdout, "count") {
+		t.Fatalf("table %q", r.stdout)
+	}
+	r = runCmd(t, "", "tools", "describe", "echo", "--json", "--server", url)
+	var spec envelope.ToolSpec
+	if err := json.Unmarshal([]byte(r.stdout), &spec); err != nil || spec.Name != "echo" || len(spec.InputSchema) == 0 {
+		t.Fatalf("describe: %v %q", err, r.stdout)
+	}
+}
+
+// `toolmesh worker --config` joins a running mesh; SIGTERM drains it.
+func TestCommandWorkerJoinsMesh(t *testing.T) {
+	_, url := startDev(t)
+	cfg := filepath.Join(t.TempDir(), "tools.yaml")
+	_ = os.WriteFile(cfg, []byte(`
+tools:
+  - name: shout
+    description: Upper-cases its args
+    binding:
+      cli:
+        cmd: sh
+        args: ["-c", "printf '%s' \"$1\" | tr a-z A-Z", "sh"]
+        args_template: "{params_json}"
+`), 0o644)
+	w := startProc(t, "worker", "--config", cfg, "--server", url)
+	w.waitLine(t, regexp.MustCompile(`worker ready`))
+	r := runCmd(t, "", "call", "shout", "--server", url, "--args", `{"w":"hey"}`)
+	if r.code != 0 || !strings.Contains(r.stdout, `"W":"HEY"`) {
+		t.Fatalf("call shout: %+v", r)
+	}
+	if code := w.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("worker exited %d after SIGTERM", code)
+	}
+	r = runCmd(t, "", "call", "shout", "--server", url)
+	if r.code != 3 {
+		t.Fatalf("after the worker left, want tool_not_found (3), got %d", r.code)
+	}
+}
