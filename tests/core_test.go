@@ -500,3 +500,51 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("ping %v %s", err, reply.Data)
 	}
 }
+
+// overloaded is retried after retry_after (the handler never ran, so it is
+// always safe); other transient failures are retried only when the call is
+// idempotent.
+func TestRetryPolicy(t *testing.T) {
+	f := newMesh(t, worker.Config{MaxConcurrent: 1, MaxQueued: -1, OverloadRetryAfter: 20 * time.Millisecond}, caller.Config{})
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	register(t, f.w, envelope.ToolSpec{Name: "slot"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		select {
+		case started <- struct{}{}:
+			<-release
+		default:
+		}
+		return "done", nil
+	})
+	go func() { _, _ = f.c.Call(context.Background(), "slot", nil) }()
+	<-started
+	second := make(chan error, 1)
+	go func() {
+		_, err := f.c.Call(context.Background(), "slot", nil, caller.WithRetries(50))
+		second <- err
+	}()
+	waitFor(t, "the second call to be answered overloaded", func() bool {
+		st, _ := f.w.ToolStats("slot")
+		return st.Errors >= 1
+	})
+	close(release)
+	if err := <-second; err != nil {
+		t.Fatalf("the overloaded call was not retried to success: %v", err)
+	}
+
+	// worker_lost is transient but not retried for a non-idempotent call.
+	g := newMesh(t, worker.Config{}, caller.Config{Heartbeat: 50 * time.Millisecond})
+	var runs atomic.Int32
+	register(t, g.w, envelope.ToolSpec{Name: "vanish"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		if runs.Add(1) == 1 {
+			g.wnc.Close() // the worker dies mid-call
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	_, err := g.c.Call(context.Background(), "vanish", nil)
+	wantCode(t, err, envelope.CodeWorkerLost)
+	if runs.Load() != 1 {
+		t.Fatalf("a non-idempotent call ran %d times", runs.Load())
+	}
+}

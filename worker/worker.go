@@ -78,6 +78,7 @@ type Worker struct {
 	tools    map[string]*tool
 	ctlSubs  []*nats.Subscription
 	draining bool
+	closed   chan nats.Status // CLOSED notifications; removed when the worker stops
 
 	callsMu sync.Mutex
 	calls   map[string]*call
@@ -172,6 +173,15 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		w.unsubscribeAll()
 		return nil, err
 	}
+	// A connection closed for good can deliver no result: cancel the
+	// handlers rather than let them run for nobody.
+	closed := nc.StatusChanged(nats.CLOSED)
+	w.closed = closed
+	go func() {
+		if _, ok := <-closed; ok {
+			w.stop(errors.New("the NATS connection was closed"))
+		}
+	}()
 	return w, nil
 }
 
@@ -295,6 +305,10 @@ func (w *Worker) Stop() {
 func (w *Worker) unsubscribeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed != nil {
+		w.nc.RemoveStatusListener(w.closed)
+		w.closed = nil
+	}
 	for _, t := range w.tools {
 		if t.sub.IsValid() {
 			_ = t.sub.Unsubscribe()

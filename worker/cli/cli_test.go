@@ -367,6 +367,31 @@ func TestGrandchildSweptOnNormalExit(t *testing.T) {
 	waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
 }
 
+// Runs beyond max_concurrent wait for a slot; one whose budget ends while
+// waiting never starts its program.
+func TestMaxConcurrentRuns(t *testing.T) {
+	dir := t.TempDir()
+	gate, started := filepath.Join(dir, "gate"), filepath.Join(dir, "started")
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo x >> ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.01; done; echo '{}'`}},
+		Limits{MaxConcurrent: 1})
+	first := make(chan error, 1)
+	go func() { _, err, _ := call(t, h, `{}`); first <- err }()
+	waitFor(t, "the first run to start", func() bool { _, err := os.Stat(started); return err == nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := h.Handle(ctx, &worker.Request{Tool: "t", Args: json.RawMessage(`{}`)}, &recorder{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second run: %v", err)
+	}
+	_ = os.WriteFile(gate, nil, 0o644)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(started); strings.Count(string(b), "x") != 1 {
+		t.Fatalf("the program started %d times, want 1", strings.Count(string(b), "x"))
+	}
+}
+
 func TestToolTimeout(t *testing.T) {
 	h := handler(t, envelope.CliBindingConfig{Cmd: "sleep", Args: []string{"1000"}}, Limits{Timeout: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond})
 	_, err, _ := call(t, h, `{}`)

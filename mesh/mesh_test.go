@@ -1,0 +1,93 @@
+package mesh
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/propagation"
+)
+
+func TestHeaderIsCaseInsensitive(t *testing.T) {
+	h := nats.Header{"toolmesh-timeout": {"250"}, "TOOLMESH-MODE": {"stream"}}
+	if Header(h, HeaderMode) != "stream" {
+		t.Error("upper-case name not found")
+	}
+	if n, ok := HeaderInt(h, HeaderTimeout); !ok || n != 250 {
+		t.Errorf("HeaderInt = %d, %v", n, ok)
+	}
+	if _, ok := HeaderInt(nats.Header{HeaderTimeout: {"soon"}}, HeaderTimeout); ok {
+		t.Error("malformed integer accepted")
+	}
+	if Header(h, HeaderCallID) != "" {
+		t.Error("absent header found")
+	}
+}
+
+// A traceparent written by another client as "Traceparent" is still read.
+func TestCarrierReadsAnyCase(t *testing.T) {
+	h := nats.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), HeaderCarrier(h))
+	out := nats.Header{}
+	propagation.TraceContext{}.Inject(ctx, HeaderCarrier(out))
+	if out.Get("traceparent") != h["Traceparent"][0] {
+		t.Fatalf("round trip gave %v", out)
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	s := Subjects{}
+	if s.Call("fs.read") != "toolmesh.call.fs.read" || s.Control("w1") != "toolmesh.ctl.w1" ||
+		s.Catalog() != "toolmesh.catalog" || s.Describe("x") != "toolmesh.describe.x" {
+		t.Error("default subjects")
+	}
+	if (Subjects{Prefix: "team-a"}).Call("x") != "team-a.call.x" {
+		t.Error("prefix not applied")
+	}
+}
+
+func TestEmbeddedInProcessWithJetStream(t *testing.T) {
+	e, err := StartEmbedded(context.Background(), EmbeddedConfig{InProcessOnly: true, JetStream: true, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Shutdown(context.Background()) }()
+	if e.ClientURL() != "" {
+		t.Error("an in-process server has no URL")
+	}
+	nc, err := e.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, _ := nc.SubscribeSync("ping")
+	_ = nc.Publish("ping", []byte("x"))
+	if m, err := sub.NextMsg(5e9); err != nil || string(m.Data) != "x" {
+		t.Fatalf("in-process round trip: %v", err)
+	}
+	if !e.Server.JetStreamEnabled() {
+		t.Error("JetStream not enabled")
+	}
+}
+
+func TestEmbeddedListen(t *testing.T) {
+	e, err := StartEmbedded(context.Background(), EmbeddedConfig{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Shutdown(context.Background()) }()
+	if e.ClientURL() == "" || e.ClientURL() == DefaultURL {
+		t.Errorf("port 0 should pick a free port, got %q", e.ClientURL())
+	}
+	nc, err := Connect(context.Background(), ConnectOptions{URL: e.ClientURL(), Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	if _, err := StartEmbedded(context.Background(), EmbeddedConfig{Listen: "nonsense"}); err == nil {
+		t.Error("a malformed listen address was accepted")
+	}
+	if _, err := (ConnectOptions{TLSCert: "c.pem"}).NATSOptions(); err == nil {
+		t.Error("a TLS cert without its key was accepted")
+	}
+}
