@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
 var (
@@ -29,18 +30,7 @@ var (
 // toolmeshBin builds the command once per test run.
 func toolmeshBin(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "toolmesh-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "toolmesh")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/toolmesh").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
+	buildOnce.Do(func() { binPath, buildErr = testutil.BuildBinary("../cmd/toolmesh", "toolmesh") })
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}

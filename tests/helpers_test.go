@@ -8,12 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -129,21 +129,8 @@ func wantCode(t testing.TB, err error, code envelope.Code) *envelope.Problem {
 	return p
 }
 
-// waitFor polls cond until it holds, failing after a generous bound. It
-// waits for an observable state, never for a guessed duration.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	giveUp := time.After(20 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-giveUp:
-			t.Fatalf("gave up waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
+// waitFor waits for observable state (see testutil.WaitFor).
+func waitFor(t testing.TB, what string, cond func() bool) { testutil.WaitFor(t, what, cond) }
 
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,22 +15,20 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 var argvecho string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "argvecho")
+	bin, err := testutil.BuildBinary("./testdata/argvecho", "argvecho")
 	if err != nil {
 		panic(err)
 	}
-	argvecho = filepath.Join(dir, "argvecho")
-	if out, err := exec.Command("go", "build", "-o", argvecho, "./testdata/argvecho").CombinedOutput(); err != nil {
-		panic(fmt.Sprintf("build argvecho: %v\n%s", err, out))
-	}
+	argvecho = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	os.RemoveAll(filepath.Dir(bin))
 	os.Exit(code)
 }
 
@@ -406,16 +403,4 @@ func TestMissingProgram(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	giveUp := time.After(20 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-giveUp:
-			t.Fatalf("gave up waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
+func waitFor(t *testing.T, what string, cond func() bool) { testutil.WaitFor(t, what, cond) }
