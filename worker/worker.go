@@ -80,9 +80,10 @@ type Worker struct {
 	draining bool
 	closed   chan nats.Status // CLOSED notifications; removed when the worker stops
 
-	callsMu sync.Mutex
-	calls   map[string]*call
-	callers map[string]time.Time // caller id → last liveness message
+	callsMu      sync.Mutex
+	calls        map[string]*call
+	callers      map[string]time.Time // caller id → last liveness message
+	callersSwept int                  // size of callers after the last prune
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
@@ -354,8 +355,12 @@ func (w *Worker) onControl(m *nats.Msg) {
 	}
 	switch c.Op {
 	case mesh.OpAlive:
+		now := time.Now()
 		w.callsMu.Lock()
-		w.callers[c.CallerID] = time.Now()
+		w.callers[c.CallerID] = now
+		if len(w.callers) > w.callersSwept*2+64 {
+			w.pruneCallersLocked(now)
+		}
 		w.callsMu.Unlock()
 	case mesh.OpCancel:
 		// Idempotent and race-tolerant: an unknown call id is ignored.
@@ -367,6 +372,19 @@ func (w *Worker) onControl(m *nats.Msg) {
 			cl.grant(c.N)
 		}
 	}
+}
+
+// pruneCallersLocked forgets callers not heard from for a minute (far past
+// any lease), so a long-running worker does not keep every caller it ever
+// served. It runs when the map has doubled since the last sweep, which
+// keeps the cost amortised. callsMu must be held.
+func (w *Worker) pruneCallersLocked(now time.Time) {
+	for id, seen := range w.callers {
+		if now.Sub(seen) > time.Minute {
+			delete(w.callers, id)
+		}
+	}
+	w.callersSwept = len(w.callers)
 }
 
 func (w *Worker) lookup(callID string) *call {

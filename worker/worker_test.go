@@ -2,8 +2,12 @@ package worker
 
 import (
 	"context"
+	"fmt"
+	"time"
+
 	"encoding/json"
 	"errors"
+	"github.com/nats-io/nats.go"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -75,5 +79,22 @@ func TestDrainThenRegisterRefused(t *testing.T) {
 	}
 	if err := w.Register(envelope.ToolSpec{Name: "b"}, noop); !errors.Is(err, ErrDraining) {
 		t.Errorf("register after drain: %v", err)
+	}
+}
+
+// The caller-liveness map forgets callers long gone.
+func TestCallersArePruned(t *testing.T) {
+	w := newTestWorker(t)
+	old := time.Now().Add(-2 * time.Minute)
+	w.callsMu.Lock()
+	for i := range 1000 {
+		w.callers[fmt.Sprint("gone-", i)] = old
+	}
+	w.callsMu.Unlock()
+	w.onControl(&nats.Msg{Data: mesh.Control{Op: mesh.OpAlive, CallerID: "fresh"}.Encode()})
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	if len(w.callers) != 1 {
+		t.Fatalf("%d callers remembered, want only the fresh one", len(w.callers))
 	}
 }
