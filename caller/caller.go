@@ -65,6 +65,10 @@ type Caller struct {
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
 	inbox    string // <inbox-prefix>.<caller-id>.
+	// intervalMS is the heartbeat interval header value, formatted once.
+	intervalMS string
+	// spanOpts are the start options of every call's span, built once.
+	spanOpts []trace.SpanStartOption
 	sub      *nats.Subscription
 	statusCh chan nats.Status
 	done     chan struct{}
@@ -103,16 +107,18 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
 	c := &Caller{
-		nc:       nc,
-		cfg:      cfg,
-		subjects: mesh.Subjects{Prefix: cfg.Prefix},
-		problems: envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:   cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/caller"),
-		prop:     cfg.Propagator,
-		log:      cfg.Logger.With("caller_id", cfg.ID),
-		inbox:    cfg.InboxPrefix + "." + cfg.ID + ".",
-		pending:  map[string]*pending{},
-		done:     make(chan struct{}),
+		nc:         nc,
+		cfg:        cfg,
+		subjects:   mesh.Subjects{Prefix: cfg.Prefix},
+		problems:   envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:     cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/caller"),
+		prop:       cfg.Propagator,
+		log:        cfg.Logger.With("caller_id", cfg.ID),
+		inbox:      cfg.InboxPrefix + "." + cfg.ID + ".",
+		intervalMS: strconv.FormatInt(cfg.Heartbeat.Milliseconds(), 10),
+		spanOpts:   []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
+		pending:    map[string]*pending{},
+		done:       make(chan struct{}),
 	}
 	sub, err := nc.Subscribe(c.inbox+"*", c.onMsg)
 	if err != nil {
@@ -202,10 +208,10 @@ func (c *Caller) onMsg(m *nats.Msg) {
 	if !hasSeq && !p.stream {
 		seq = 1 // a unary reply is one unnumbered message
 	}
-	var ev envelope.ToolEvent
-	// Called directly: json.Unmarshal would scan the whole message once
-	// more before handing it to the same decoder.
-	if err := ev.UnmarshalJSON(m.Data); err != nil {
+	// ParseEvent, not json.Unmarshal: one validation pass instead of two,
+	// and the event's data aliases the message nats.go allocated for us.
+	ev, err := envelope.ParseEvent(m.Data)
+	if err != nil {
 		p.fail(c.problems.New(envelope.CodeInternal, "malformed event from the worker: "+err.Error()), true)
 		return
 	}
@@ -324,7 +330,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if o.window > 0 {
 		window = max(o.window, 2)
 	}
-	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, trace.WithSpanKind(trace.SpanKindClient))
+	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
 	if span.IsRecording() {
 		span.SetAttributes(
 			attribute.String("rpc.system", "toolmesh"),
@@ -333,26 +339,39 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 			attribute.Bool("toolmesh.stream", isStream),
 		)
 	}
-	h := make(nats.Header, 8)
-	h.Set(mesh.HeaderCallID, id)
-	h.Set(mesh.HeaderCallerID, c.cfg.ID)
-	h.Set(mesh.HeaderInterval, strconv.FormatInt(c.cfg.Heartbeat.Milliseconds(), 10))
+	// One backing array for every header value instead of one allocation
+	// per Set; each value gets a capacity-1 slice so an append by anyone
+	// downstream copies rather than overwrites its neighbour.
+	vals := make([]string, 0, 8)
+	h := make(nats.Header, 10)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		n := len(vals)
+		h[k] = vals[n-1 : n : n]
+	}
+	set(mesh.HeaderCallID, id)
+	set(mesh.HeaderCallerID, c.cfg.ID)
+	set(mesh.HeaderInterval, c.intervalMS)
 	if isStream {
-		h.Set(mesh.HeaderMode, mesh.ModeStream)
-		h.Set(mesh.HeaderWindow, strconv.Itoa(window))
+		set(mesh.HeaderMode, mesh.ModeStream)
+		set(mesh.HeaderWindow, strconv.Itoa(window))
 	} else {
-		h.Set(mesh.HeaderMode, mesh.ModeUnary)
+		set(mesh.HeaderMode, mesh.ModeUnary)
 	}
 	if hasDeadline {
-		h.Set(mesh.HeaderTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+		set(mesh.HeaderTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
 	}
 	if o.idempotencyKey != "" {
-		h.Set(mesh.HeaderIdempotencyKey, o.idempotencyKey)
+		set(mesh.HeaderIdempotencyKey, o.idempotencyKey)
 	}
 	if o.bearer != "" {
-		h.Set(mesh.HeaderAuthorization, "Bearer "+o.bearer)
+		set(mesh.HeaderAuthorization, "Bearer "+o.bearer)
 	}
-	c.prop.Inject(trace.ContextWithSpan(ctx, span), mesh.HeaderCarrier(h))
+	injectCtx := ctx
+	if span.SpanContext().IsValid() {
+		injectCtx = trace.ContextWithSpan(ctx, span)
+	}
+	c.prop.Inject(injectCtx, mesh.HeaderCarrier(h))
 
 	p := &pending{c: c, id: id, tool: tool, stream: isStream, window: window, nextSeq: 1,
 		lastHeard: time.Now(), notify: make(chan struct{}, 1), span: span}

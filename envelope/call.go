@@ -29,18 +29,35 @@ type Page struct {
 // UnmarshalJSON reads a call body: args must be a JSON object; page must be
 // {"all":true} or {"cursor":"…"}; response_format must be valid.
 func (c *Call) UnmarshalJSON(data []byte) error {
+	out, err := parseCall(data, true)
+	if err != nil {
+		return err
+	}
+	*c = out
+	return nil
+}
+
+// ParseCall decodes a call body like UnmarshalJSON, but Args aliases data
+// instead of copying it: for callers that own the buffer, such as a NATS
+// message handler (nats.go gives every message its own payload).
+func ParseCall(data []byte) (Call, error) { return parseCall(data, false) }
+
+func parseCall(data []byte, copyArgs bool) (Call, error) {
 	if err := validJSON(data); err != nil {
-		return fmt.Errorf("call: %w", err)
+		return Call{}, fmt.Errorf("call: %w", err)
 	}
 	var out Call
 	var haveArgs bool
-	err := scanMembers(data, func(name string, v []byte) error {
-		switch name {
+	err := scanRawMembers(data, func(name, v []byte) error {
+		switch string(name) {
 		case "args":
 			if !isJSONObject(v) {
 				return errors.New("call: field args: want a JSON object")
 			}
-			out.Args = append(json.RawMessage(nil), v...)
+			out.Args = json.RawMessage(v)
+			if copyArgs {
+				out.Args = append(json.RawMessage(nil), v...)
+			}
 			haveArgs = true
 		case "dry_run":
 			switch string(v) {
@@ -75,16 +92,15 @@ func (c *Call) UnmarshalJSON(data []byte) error {
 		return nil
 	})
 	if errors.Is(err, errNotObject) {
-		return errors.New("call: want a JSON object")
+		return Call{}, errors.New("call: want a JSON object")
 	}
 	if err != nil {
-		return err
+		return Call{}, err
 	}
 	if !haveArgs {
-		return errors.New("call: field args is required")
+		return Call{}, errors.New("call: field args is required")
 	}
-	*c = out
-	return nil
+	return out, nil
 }
 
 // MarshalJSON writes the call body, optional fields omitted.

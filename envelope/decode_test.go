@@ -203,3 +203,48 @@ func TestAsProblem(t *testing.T) {
 		t.Error("fallback code not used")
 	}
 }
+
+// Escaped member names and tags mean the same strings as plain ones: the
+// allocation-free fast paths must not reject or miss them.
+func TestEscapedNamesDecode(t *testing.T) {
+	ev, err := ParseEvent([]byte(`{"type":"r\u0065sult","d\u0061ta":{"n":1}}`))
+	if err != nil {
+		t.Fatalf("escaped event: %v", err)
+	}
+	if ev.Type != EventResult || string(ev.Data) != `{"n":1}` {
+		t.Errorf("escaped event decoded as %+v", ev)
+	}
+	c, err := ParseCall([]byte(`{"\u0061rgs":{"x":1},"dry_run":true}`))
+	if err != nil {
+		t.Fatalf("escaped call: %v", err)
+	}
+	if string(c.Args) != `{"x":1}` || !c.DryRun {
+		t.Errorf("escaped call decoded as %+v", c)
+	}
+	if _, err := Success("1", json.RawMessage(`{"\u0069d":"x"}`)); err == nil {
+		t.Error("an escaped id still overwrites the envelope's id")
+	}
+}
+
+// ParseEvent and ParseCall alias the input; UnmarshalJSON copies it, so the
+// caller may reuse its buffer.
+func TestUnmarshalCopiesParseAliases(t *testing.T) {
+	buf := []byte(`{"type":"result","data":{"n":1}}`)
+	var copied ToolEvent
+	if err := copied.UnmarshalJSON(buf); err != nil {
+		t.Fatal(err)
+	}
+	aliased, err := ParseEvent(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(buf[bytesIndex(buf, `{"n":1}`):], `{"n":2}`)
+	if string(copied.Data) != `{"n":1}` {
+		t.Errorf("UnmarshalJSON result changed with the input buffer: %s", copied.Data)
+	}
+	if string(aliased.Data) != `{"n":2}` {
+		t.Errorf("ParseEvent copied the data: %s", aliased.Data)
+	}
+}
+
+func bytesIndex(b []byte, s string) int { return strings.Index(string(b), s) }

@@ -174,12 +174,44 @@ func appendValue(b []byte, name string, v any) ([]byte, error) {
 // progress pct outside 0..100, an error without code, and fields of the
 // wrong JSON type, each with an error naming the field.
 func (e *ToolEvent) UnmarshalJSON(data []byte) error {
+	ev, err := parseEvent(data, true)
+	if err != nil {
+		return err
+	}
+	*e = ev
+	return nil
+}
+
+// ParseEvent decodes one event like UnmarshalJSON, but the event's Data
+// aliases data instead of copying it: for callers that own the buffer, such
+// as a NATS message handler (nats.go gives every message its own payload).
+func ParseEvent(data []byte) (ToolEvent, error) { return parseEvent(data, false) }
+
+// eventType maps the wire tag to its constant without allocating.
+func eventType(raw []byte) (EventType, bool) {
+	switch string(raw) {
+	case `"start"`:
+		return EventStart, true
+	case `"progress"`:
+		return EventProgress, true
+	case `"delta"`:
+		return EventDelta, true
+	case `"result"`:
+		return EventResult, true
+	case `"error"`:
+		return EventError, true
+	}
+	return "", false
+}
+
+func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
+	var none ToolEvent
 	if err := validJSON(data); err != nil {
-		return fmt.Errorf("event: %w", err)
+		return none, fmt.Errorf("event: %w", err)
 	}
 	var typ, toolID, callID, message, code, metadata, pct, payload, details []byte
-	err := scanMembers(data, func(name string, v []byte) error {
-		switch name {
+	err := scanRawMembers(data, func(name, v []byte) error {
+		switch string(name) {
 		case "type":
 			typ = v
 		case "tool_id":
@@ -202,7 +234,7 @@ func (e *ToolEvent) UnmarshalJSON(data []byte) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("event: %w", err)
+		return none, fmt.Errorf("event: %w", err)
 	}
 	str := func(field string, raw []byte) (string, error) {
 		if raw == nil || isNull(raw) {
@@ -215,71 +247,79 @@ func (e *ToolEvent) UnmarshalJSON(data []byte) error {
 		return s, nil
 	}
 	if typ == nil || isNull(typ) {
-		return errors.New("event: field type is required")
+		return none, errors.New("event: field type is required")
 	}
-	t, err := str("type", typ)
-	if err != nil {
-		return err
+	et, known := eventType(typ)
+	if !known {
+		// The fast path only knows the plain spelling; an escaped tag
+		// such as "st\u0061rt" is still the same string.
+		t, err := str("type", typ)
+		if err != nil {
+			return none, err
+		}
+		if et, known = eventType(strconv.AppendQuote(nil, t)); !known {
+			return none, fmt.Errorf("event: field type: unknown event type %q", t)
+		}
 	}
-	ev := ToolEvent{Type: EventType(t)}
+	ev := ToolEvent{Type: et}
 	switch ev.Type {
 	case EventStart:
 		if ev.ToolID, err = str("tool_id", toolID); err != nil {
-			return err
+			return none, err
 		}
 		if ev.ToolID == "" {
-			return errors.New("event start: field tool_id is required")
+			return none, errors.New("event start: field tool_id is required")
 		}
 		if ev.CallID, err = str("call_id", callID); err != nil {
-			return err
+			return none, err
 		}
 		if metadata != nil && !isNull(metadata) {
 			if err := json.Unmarshal(metadata, &ev.Metadata); err != nil {
-				return fieldError("event start", "metadata", errors.New("want a JSON object"))
+				return none, fieldError("event start", "metadata", errors.New("want a JSON object"))
 			}
 		}
 	case EventProgress:
 		if pct != nil && !isNull(pct) {
 			p, err := strconv.ParseFloat(string(pct), 64)
 			if err != nil || pct[0] == '"' {
-				return fieldError("event progress", "pct", errors.New("want a number"))
+				return none, fieldError("event progress", "pct", errors.New("want a number"))
 			}
 			if p < 0 || p > 100 {
-				return fmt.Errorf("event progress: field pct: %v is outside 0..100", p)
+				return none, fmt.Errorf("event progress: field pct: %v is outside 0..100", p)
 			}
 			ev.Pct = &p
 		}
 		if ev.Message, err = str("message", message); err != nil {
-			return err
+			return none, err
 		}
 	case EventDelta, EventResult:
 		if payload == nil {
-			return fmt.Errorf("event %s: field data is required", ev.Type)
+			return none, fmt.Errorf("event %s: field data is required", ev.Type)
 		}
-		ev.Data = append(json.RawMessage(nil), payload...)
+		ev.Data = json.RawMessage(payload)
+		if copyData {
+			ev.Data = append(json.RawMessage(nil), payload...)
+		}
 		ev.validData = true
 	case EventError:
 		c, err := str("code", code)
 		if err != nil {
-			return err
+			return none, err
 		}
 		if c == "" {
-			return errors.New("event error: field code is required")
+			return none, errors.New("event error: field code is required")
 		}
 		ev.Code = Code(c)
 		if ev.Message, err = str("message", message); err != nil {
-			return err
+			return none, err
 		}
 		if details != nil && !isNull(details) {
 			var p Problem
 			if err := json.Unmarshal(details, &p); err != nil {
-				return fieldError("event error", "details", err)
+				return none, fieldError("event error", "details", err)
 			}
 			ev.Details = &p
 		}
-	default:
-		return fmt.Errorf("event: field type: unknown event type %q", t)
 	}
-	*e = ev
-	return nil
+	return ev, nil
 }

@@ -105,8 +105,8 @@ func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
 	if !isJSONObject(data) {
 		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
 	}
-	err := scanMembers(data, func(name string, _ []byte) error {
-		if name == "id" || name == "success" {
+	err := scanRawMembers(data, func(name, _ []byte) error {
+		if string(name) == "id" || string(name) == "success" {
 			return ErrReservedMember
 		}
 		return nil

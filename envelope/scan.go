@@ -22,6 +22,13 @@ var errNotObject = errors.New("want a JSON object")
 // document order, with the member's decoded name and raw value. data must
 // already be valid JSON.
 func scanMembers(data []byte, fn func(name string, value []byte) error) error {
+	return scanRawMembers(data, func(name, value []byte) error { return fn(string(name), value) })
+}
+
+// scanRawMembers is scanMembers with the name as bytes, valid only during
+// the call: a `switch string(name)` on it costs no allocation, which
+// matters on the per-message paths.
+func scanRawMembers(data []byte, fn func(name, value []byte) error) error {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return errNotObject
@@ -32,7 +39,7 @@ func scanMembers(data []byte, fn func(name string, value []byte) error) error {
 	}
 	for i < len(data) {
 		end := stringEnd(data, i)
-		name, err := unquote(data[i:end])
+		name, err := unquoteBytes(data[i:end])
 		if err != nil {
 			return err
 		}
@@ -106,18 +113,25 @@ func valueEnd(b []byte, i int) int {
 // unquote decodes a raw JSON string; the common case (no escapes, valid
 // UTF-8) is a plain copy, anything else goes through encoding/json.
 func unquote(raw []byte) (string, error) {
+	b, err := unquoteBytes(raw)
+	return string(b), err
+}
+
+// unquoteBytes is unquote without the string: when raw has no escapes the
+// result is a sub-slice of it.
+func unquoteBytes(raw []byte) ([]byte, error) {
 	if len(raw) < 2 || raw[0] != '"' {
-		return "", errors.New("want a string")
+		return nil, errors.New("want a string")
 	}
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), nil
+		return inner, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", err
+		return nil, err
 	}
-	return s, nil
+	return []byte(s), nil
 }
 
 func isNull(raw []byte) bool { return len(raw) == 4 && string(raw) == "null" }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -21,15 +20,20 @@ func ValidateToolName(name string) error {
 	if len(name) > MaxToolNameLen {
 		return fmt.Errorf("tool name %.20q… is %d characters, more than %d", name, len(name), MaxToolNameLen)
 	}
-	for _, seg := range strings.Split(name, ".") {
-		if seg == "" || len(seg) > 64 {
-			return fmt.Errorf("tool name %q: each dot-separated segment must be 1-64 characters", name)
-		}
-		for i := 0; i < len(seg); i++ {
-			if !isNameByte(seg[i]) {
-				return fmt.Errorf("tool name %q: character %q is not allowed (use A-Z a-z 0-9 _ - and dots)", name, seg[i])
+	// One pass, no allocation: this runs on every call.
+	seg := 0
+	for i := 0; i <= len(name); i++ {
+		if i == len(name) || name[i] == '.' {
+			if seg == 0 || seg > 64 {
+				return fmt.Errorf("tool name %q: each dot-separated segment must be 1-64 characters", name)
 			}
+			seg = 0
+			continue
 		}
+		if !isNameByte(name[i]) {
+			return fmt.Errorf("tool name %q: character %q is not allowed (use A-Z a-z 0-9 _ - and dots)", name, name[i])
+		}
+		seg++
 	}
 	return nil
 }

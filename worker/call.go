@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
@@ -64,7 +63,7 @@ func (c *call) run() {
 	defer w.admitted.Add(-1)
 
 	ctx := w.prop.Extract(w.stopCtx, mesh.HeaderCarrier(c.header))
-	ctx, span := w.tracer.Start(ctx, "toolmesh.serve "+c.tool.spec.Name, trace.WithSpanKind(trace.SpanKindServer))
+	ctx, span := w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)
 	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off
 		span.SetAttributes(
 			attribute.String("rpc.system", "toolmesh"),
@@ -139,8 +138,9 @@ func (c *call) grant(n int) {
 // execute runs everything between admission and the terminal event.
 func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
 	w, t := c.w, c.tool
-	var body envelope.Call
-	if err := body.UnmarshalJSON(c.body); err != nil { // direct: json.Unmarshal would validate twice
+	// ParseCall: one validation pass, args alias the message's own payload.
+	body, err := envelope.ParseCall(c.body)
+	if err != nil {
 		return nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error())
 	}
 	if t.input != nil {

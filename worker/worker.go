@@ -95,6 +95,9 @@ type tool struct {
 	input   *envelope.Schema
 	output  *envelope.Schema
 	sub     *nats.Subscription
+	// spanName and spanOpts start each call's server span, built once.
+	spanName string
+	spanOpts []trace.SpanStartOption
 
 	statsMu   sync.Mutex
 	requests  int
@@ -208,7 +211,9 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
 	if _, dup := w.tools[spec.Name]; dup {
 		return fmt.Errorf("register: tool %q is already registered", spec.Name)
 	}
-	t := &tool{spec: spec, handler: h, input: in, output: out}
+	t := &tool{spec: spec, handler: h, input: in, output: out,
+		spanName: "toolmesh.serve " + spec.Name,
+		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	sub, err := w.nc.QueueSubscribe(w.subjects.Call(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
 	if err != nil {
 		return fmt.Errorf("register %q: %w", spec.Name, err)
