@@ -16,7 +16,8 @@ import (
 
 // pending is one call in flight. The inbox callback appends to its queue
 // and never blocks; the queue is bounded by the credit window in stream
-// mode and by one event in unary mode.
+// mode (a worker that overruns it ends the call) and by one event in
+// unary mode.
 type pending struct {
 	c      *Caller
 	id     string
@@ -71,6 +72,14 @@ func (p *pending) deliver(seq int64, ev envelope.ToolEvent) {
 		want := p.nextSeq
 		p.mu.Unlock()
 		p.fail(p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d of call %s, got %d: events were lost in transit", want, p.id, seq)), true)
+		return
+	}
+	if p.stream && !ev.IsTerminal() && len(p.queue) >= p.window {
+		// The reader has not yet consumed the whole window, so a correct
+		// worker cannot have sent this: ending the call keeps the caller's
+		// memory bounded whatever a worker does.
+		p.mu.Unlock()
+		p.fail(p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("worker sent event %d of call %s beyond the %d-event credit window", seq, p.id, p.window)), true)
 		return
 	}
 	p.nextSeq++

@@ -1,0 +1,217 @@
+package caller_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// These tests put the caller against a hand-written worker speaking raw
+// NATS, so they can break the protocol in ways the real worker never does.
+
+const fakeWorkerID = "FAKEWORKER"
+
+func startServer(t *testing.T) *mesh.Embedded {
+	t.Helper()
+	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	return e
+}
+
+func connect(t *testing.T, e *mesh.Embedded) *nats.Conn {
+	t.Helper()
+	nc, err := e.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func newCaller(t *testing.T, nc *nats.Conn, cfg caller.Config) *caller.Caller {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := caller.New(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// fakeWorker serves tool "fake" with reply, and records the control
+// messages sent to it.
+type fakeWorker struct {
+	nc       *nats.Conn
+	controls chan mesh.Control
+}
+
+func newFakeWorker(t *testing.T, nc *nats.Conn, reply func(fw *fakeWorker, m *nats.Msg)) *fakeWorker {
+	t.Helper()
+	fw := &fakeWorker{nc: nc, controls: make(chan mesh.Control, 64)}
+	subjects := mesh.Subjects{}
+	if _, err := nc.Subscribe(subjects.Call("fake"), func(m *nats.Msg) { reply(fw, m) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Subscribe(subjects.Control(fakeWorkerID), func(m *nats.Msg) {
+		var c mesh.Control
+		if json.Unmarshal(m.Data, &c) == nil {
+			fw.controls <- c
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return fw
+}
+
+// send publishes one numbered event to the call's inbox.
+func (fw *fakeWorker) send(m *nats.Msg, seq int, event string) {
+	out := nats.NewMsg(m.Reply)
+	out.Header.Set(mesh.HeaderSeq, strconv.Itoa(seq))
+	out.Data = []byte(event)
+	_ = fw.nc.PublishMsg(out)
+}
+
+const fakeStart = `{"type":"start","tool_id":"fake","call_id":"x","metadata":{"worker_id":"` + fakeWorkerID + `"}}`
+
+func problemCode(t *testing.T, err error) envelope.Code {
+	t.Helper()
+	var p *envelope.Problem
+	if !errors.As(err, &p) {
+		t.Fatalf("want a Problem, got %v", err)
+	}
+	return p.Code
+}
+
+// waitForCancel waits until the fake worker is told to cancel.
+func waitForCancel(t *testing.T, fw *fakeWorker) {
+	t.Helper()
+	for {
+		select {
+		case c := <-fw.controls:
+			if c.Op == mesh.OpCancel {
+				return
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the worker was never told to cancel")
+		}
+	}
+}
+
+// A hole in the sequence ends the call with stream_gap, and the worker is
+// told to stop rather than left streaming into the void.
+func TestSequenceHoleIsStreamGap(t *testing.T) {
+	e := startServer(t)
+	fw := newFakeWorker(t, connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+		fw.send(m, 1, fakeStart)
+		fw.send(m, 3, `{"type":"delta","data":{"i":2}}`)
+	})
+	c := newCaller(t, connect(t, e), caller.Config{})
+	s, err := c.Stream(context.Background(), "fake", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Response()
+	if code := problemCode(t, err); code != envelope.CodeStreamGap {
+		t.Fatalf("code = %s, want stream_gap", code)
+	}
+	waitForCancel(t, fw)
+}
+
+// An event that is not JSON is reported, not dropped and not waited on.
+func TestMalformedEventIsReported(t *testing.T) {
+	e := startServer(t)
+	newFakeWorker(t, connect(t, e), func(fw *fakeWorker, m *nats.Msg) { _ = m.Respond([]byte(`{"type":`)) })
+	c := newCaller(t, connect(t, e), caller.Config{})
+	_, err := c.Call(context.Background(), "fake", map[string]any{})
+	if code := problemCode(t, err); code != envelope.CodeInternal {
+		t.Fatalf("code = %s, want internal_error", code)
+	}
+}
+
+// A worker that ignores the credit window cannot grow the caller's memory:
+// the events within the window are delivered, then the call ends.
+func TestCreditOverrunEndsTheCall(t *testing.T) {
+	e := startServer(t)
+	fw := newFakeWorker(t, connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+		fw.send(m, 1, fakeStart)
+		for i := 2; i <= 50; i++ {
+			fw.send(m, i, `{"type":"delta","data":{}}`)
+		}
+	})
+	c := newCaller(t, connect(t, e), caller.Config{})
+	s, err := c.Stream(context.Background(), "fake", map[string]any{}, caller.WithWindow(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Nothing is read until the caller has given up on the worker, so
+	// no credit was ever granted.
+	waitForCancel(t, fw)
+	var types []envelope.EventType
+	for ev, err := range s.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+		if p := ev.Problem(); p != nil && p.Code != envelope.CodeInternal {
+			t.Fatalf("code = %s, want internal_error", p.Code)
+		}
+	}
+	want := []envelope.EventType{envelope.EventStart, envelope.EventDelta, envelope.EventDelta, envelope.EventDelta, envelope.EventError}
+	if len(types) != len(want) {
+		t.Fatalf("events = %v, want %v", types, want)
+	}
+	for i := range want {
+		if types[i] != want[i] {
+			t.Fatalf("events = %v, want %v", types, want)
+		}
+	}
+}
+
+// A dropped connection fails the calls in flight at once with
+// connection_lost: the deadline and the heartbeat watch are both far away,
+// so any other outcome would be a wait the caller did not need.
+func TestConnectionLossFailsCallsInFlight(t *testing.T) {
+	e := startServer(t)
+	received := make(chan struct{}, 1)
+	newFakeWorker(t, connect(t, e), func(*fakeWorker, *nats.Msg) { received <- struct{}{} })
+	nc, err := e.Connect(nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c := newCaller(t, nc, caller.Config{Heartbeat: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, "fake", map[string]any{})
+		errs <- err
+	}()
+	<-received
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := problemCode(t, <-errs); code != envelope.CodeConnectionLost {
+		t.Fatalf("code = %s, want connection_lost", code)
+	}
+}
