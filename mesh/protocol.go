@@ -83,7 +83,9 @@ func Header(h nats.Header, key string) string {
 		return v[0]
 	}
 	for k, v := range h {
-		if len(v) > 0 && strings.EqualFold(k, key) {
+		// The length test first: most keys differ in length, and a miss
+		// (an optional header not sent) visits every key.
+		if len(k) == len(key) && len(v) > 0 && strings.EqualFold(k, key) {
 			return v[0]
 		}
 	}

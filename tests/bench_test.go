@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
@@ -29,6 +30,13 @@ func newBenchMesh(b *testing.B) *benchMesh {
 	srv := startServer(b, mesh.EmbeddedConfig{})
 	rawSrv := connect(b, srv)
 	if _, err := rawSrv.QueueSubscribe("raw.echo", "q", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		b.Fatal(err)
+	}
+	// raw.handoff answers like a toolmesh worker must: from another
+	// goroutine, not inline in the subscription callback.
+	if _, err := rawSrv.QueueSubscribe("raw.handoff", "q", func(m *nats.Msg) {
+		go func() { _ = m.Respond(m.Data) }()
+	}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := rawSrv.Subscribe("raw.stream", func(m *nats.Msg) {
@@ -117,6 +125,26 @@ func BenchmarkUnary1(b *testing.B) {
 		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
 	})
 	r.ratio(b, "unary, 1 in flight")
+	// Paired: each iteration makes one raw request and one toolmesh call
+	// back to back, so both see the same machine; on a noisy VM this is
+	// the steadier latency comparison.
+	b.Run("paired", func(b *testing.B) {
+		var rawLat, meshLat []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := m.raw.Request("raw.echo", benchArgs, 10*time.Second); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if _, err := m.c.Call(ctx, "echo", benchArgs); err != nil {
+				b.Fatal(err)
+			}
+			rawLat, meshLat = append(rawLat, t1.Sub(t0)), append(meshLat, time.Since(t1))
+		}
+		rp, mp := p50(rawLat), p50(meshLat)
+		b.ReportMetric(float64(mp)/float64(rp), "p50-ratio")
+		fmt.Printf("unary, 1 in flight, paired: p50 %s vs %s = %.2f\n", mp, rp, float64(mp)/float64(rp))
+	})
 }
 
 // BenchmarkUnary256 keeps 256 calls in flight: throughput.
@@ -149,11 +177,31 @@ func BenchmarkUnary256(b *testing.B) {
 		inFlight(b, func() error { _, err := m.raw.Request("raw.echo", benchArgs, 30*time.Second); return err })
 		r.record("raw", b, 0)
 	})
+	// The protocol floor: a raw request carrying the call headers a
+	// toolmesh call carries, answered from another goroutine. It is what
+	// any implementation of wire protocol v1 pays before doing any work of
+	// its own, and shows how much of the gap to raw is the protocol.
+	b.Run("raw-with-call-headers", func(b *testing.B) {
+		inFlight(b, func() error {
+			msg := nats.NewMsg("raw.handoff")
+			msg.Header[mesh.HeaderCallID] = []string{ulid.Make().String()}
+			msg.Header[mesh.HeaderCallerID] = []string{"01KAXXXXXXXXXXXXXXXXXXXXXX"}
+			msg.Header[mesh.HeaderInterval] = []string{"1000"}
+			msg.Header[mesh.HeaderMode] = []string{mesh.ModeUnary}
+			_, err := m.raw.RequestMsg(msg, 30*time.Second)
+			return err
+		})
+		r.record("floor", b, 0)
+	})
 	b.Run("toolmesh", func(b *testing.B) {
 		inFlight(b, func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err })
 		r.record("toolmesh", b, 0)
 	})
 	r.ratio(b, "unary, 256 in flight")
+	if r.ns["floor"] > 0 && r.ns["toolmesh"] > 0 {
+		fmt.Printf("unary, 256 in flight: protocol floor/raw = %.2f, toolmesh/floor = %.2f\n",
+			r.ns["floor"]/r.ns["raw"], r.ns["toolmesh"]/r.ns["floor"])
+	}
 }
 
 // BenchmarkStream1000 is one call streaming 1,000 deltas then a result.
