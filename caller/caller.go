@@ -42,7 +42,8 @@ type Config struct {
 	// Heartbeat is the interval workers are asked to beat at; 3 silent
 	// intervals end a call with worker_lost (default 1s).
 	Heartbeat time.Duration
-	// Window is a stream's event credit (default 64).
+	// Window is a stream's event credit (default mesh.DefaultWindow): at
+	// most this many events of one stream wait unread in the caller.
 	Window int
 	// Retries is how many times a retry-safe failure is retried (default 2).
 	Retries int
@@ -91,7 +92,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		cfg.Heartbeat = mesh.DefaultHeartbeat
 	}
 	if cfg.Window <= 0 {
-		cfg.Window = 64
+		cfg.Window = mesh.DefaultWindow
 	}
 	cfg.Window = max(cfg.Window, 2)
 	if cfg.Retries == 0 {
@@ -343,7 +344,9 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	// per Set; each value gets a capacity-1 slice so an append by anyone
 	// downstream copies rather than overwrites its neighbour.
 	vals := make([]string, 0, 8)
-	h := make(nats.Header, 10)
+	// Eight fits one map group; more than eight headers (every option
+	// plus trace state) only costs a grow.
+	h := make(nats.Header, 8)
 	set := func(k, v string) {
 		vals = append(vals, v)
 		n := len(vals)

@@ -457,7 +457,7 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	if ms, ok := mesh.HeaderInt(h, mesh.HeaderInterval); ok {
 		c.interval = max(time.Duration(ms)*time.Millisecond, w.cfg.MinHeartbeat)
 	}
-	c.window = 64
+	c.window = mesh.DefaultWindow
 	if n, ok := mesh.HeaderInt(h, mesh.HeaderWindow); ok {
 		c.window = max(int(n), 2)
 	}

@@ -1,7 +1,7 @@
 // Command toolmesh is the one binary of the toolmesh project: `dev` runs a
 // complete single-node mesh, `worker` joins a mesh with tools from a YAML
-// file, `call` invokes a tool, and `tools` lists and describes what the
-// mesh offers. Every failure leaves through one path: a Problem rendered
+// file, `call` invokes a tool, `tools` lists and describes what the mesh
+// offers, and `bench` measures the mesh beside raw NATS. Every failure leaves through one path: a Problem rendered
 // pretty on a terminal or as application/problem+json otherwise, with the
 // Problem's exit code.
 package main
@@ -137,7 +137,7 @@ func newRoot(g *globals) *cobra.Command {
 	f.StringVar(&g.prefix, "prefix", mesh.DefaultPrefix, "subject prefix of the mesh")
 	f.StringVar(&g.format, "format", "", "error format: json or pretty (default: pretty on a terminal, json otherwise)")
 	f.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default info for dev and worker, warn otherwise)")
-	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g))
+	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g), newBenchCmd(g))
 	return root
 }
 
