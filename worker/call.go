@@ -62,7 +62,7 @@ func (c *call) run() {
 	defer w.inflight.Done()
 	defer w.admitted.Add(-1)
 
-	ctx := w.prop.Extract(w.stopCtx, mesh.HeaderCarrier(c.header))
+	ctx := w.prop.Extract(context.Background(), mesh.HeaderCarrier(c.header))
 	ctx, span := w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)
 	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off
 		span.SetAttributes(
@@ -82,26 +82,41 @@ func (c *call) run() {
 	}
 	c.credit = make(chan struct{}, 1)
 
+	// Control messages and stop find the call by its id, so two calls
+	// may not share one: a caller reusing an id in flight is refused.
 	w.callsMu.Lock()
-	w.calls[c.id] = c
+	_, dup := w.calls[c.id]
+	if !dup {
+		w.calls[c.id] = c
+	}
 	w.callsMu.Unlock()
-	if mesh.Header(c.header, mesh.HeaderMode) != "" {
+	var data json.RawMessage
+	var p *envelope.Problem
+	if dup {
+		p = w.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("call id %s is already in flight on this worker; every call needs its own id", c.id))
+		c.finish(nil, p)
+	} else {
+		if w.stopCtx.Err() != nil { // stopped before this call was registered
+			cancel(context.Cause(w.stopCtx))
+		}
+		if mesh.Header(c.header, mesh.HeaderMode) != "" {
+			c.mu.Lock()
+			c.beat = time.AfterFunc(c.interval, c.heartbeat)
+			c.mu.Unlock()
+		}
+
+		data, p = c.execute(ctx)
+		c.finish(data, p)
+
 		c.mu.Lock()
-		c.beat = time.AfterFunc(c.interval, c.heartbeat)
+		if c.beat != nil {
+			c.beat.Stop()
+		}
 		c.mu.Unlock()
+		w.callsMu.Lock()
+		delete(w.calls, c.id)
+		w.callsMu.Unlock()
 	}
-
-	data, p := c.execute(ctx)
-	c.finish(data, p)
-
-	c.mu.Lock()
-	if c.beat != nil {
-		c.beat.Stop()
-	}
-	c.mu.Unlock()
-	w.callsMu.Lock()
-	delete(w.calls, c.id)
-	w.callsMu.Unlock()
 	cancel(nil)
 
 	c.tool.record(time.Since(c.started), p)

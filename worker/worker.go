@@ -71,8 +71,9 @@ type Worker struct {
 	idle     chan *call // hands calls to runner goroutines waiting for work
 	admitted atomic.Int64
 	inflight sync.WaitGroup
-	stopCtx  context.Context
-	stop     context.CancelCauseFunc
+	// stopCtx ends when the worker stops; see stop.
+	stopCtx    context.Context
+	stopCancel context.CancelCauseFunc
 
 	mu       sync.Mutex
 	tools    map[string]*tool
@@ -172,7 +173,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		callers:  map[string]time.Time{},
 		formats:  map[string]*envelope.Schema{},
 	}
-	w.stopCtx, w.stop = context.WithCancelCause(context.Background())
+	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	if err := w.subscribeControl(); err != nil {
 		w.unsubscribeAll()
 		return nil, err
@@ -487,6 +488,19 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	case w.idle <- c: // an idle runner takes it, reusing its already grown stack
 	default:
 		go w.runner(c)
+	}
+}
+
+// stop cancels every call in flight with cause. Call contexts are not
+// children of stopCtx, which would put every call through one parent's
+// lock twice; instead a call registering after this sweep sees stopCtx
+// already done (see call.run).
+func (w *Worker) stop(cause error) {
+	w.stopCancel(cause)
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	for _, c := range w.calls {
+		c.cancel(cause)
 	}
 }
 

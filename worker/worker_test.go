@@ -2,13 +2,14 @@ package worker
 
 import (
 	"context"
-	"fmt"
-	"time"
-
 	"encoding/json"
 	"errors"
-	"github.com/nats-io/nats.go"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
@@ -96,5 +97,77 @@ func TestCallersArePruned(t *testing.T) {
 	defer w.callsMu.Unlock()
 	if len(w.callers) != 1 {
 		t.Fatalf("%d callers remembered, want only the fresh one", len(w.callers))
+	}
+}
+
+// A second call with an id already in flight is refused, and Stop still
+// reaches the first: both are found by that id.
+func TestDuplicateCallIDRefused(t *testing.T) {
+	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{InProcessOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	wnc, err := e.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wnc.Close)
+	raw, err := e.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(raw.Close)
+	w, err := New(wnc, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := make(chan struct{}, 2)
+	cancelled := make(chan error, 2)
+	if err := w.Register(envelope.ToolSpec{Name: "block"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
+		running <- struct{}{}
+		<-ctx.Done()
+		cancelled <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})); err != nil {
+		t.Fatal(err)
+	}
+	call := func(reply string) {
+		m := nats.NewMsg(mesh.Subjects{}.Call("block"))
+		m.Reply = reply
+		m.Header.Set(mesh.HeaderCallID, "01SAMEIDSAMEIDSAMEIDSAMEID")
+		m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
+		m.Data = []byte(`{"args":{}}`)
+		if err := raw.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, _ := raw.SubscribeSync("reply.second")
+	call("reply.first")
+	<-running
+	call("reply.second")
+	for {
+		m, err := second.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatal("no answer to the duplicate:", err)
+		}
+		if mesh.Header(m.Header, mesh.HeaderHeartbeat) != "" {
+			continue
+		}
+		var ev envelope.ToolEvent
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Code != envelope.CodeInvalidInput {
+			t.Fatalf("duplicate answered %+v, want invalid_input", ev)
+		}
+		break
+	}
+	w.Stop() // returns only once the first handler has ended
+	if cause := <-cancelled; cause == nil || !strings.Contains(cause.Error(), "stopped") {
+		t.Errorf("first call cancelled with %v, want the worker's stop", cause)
+	}
+	if len(running) != 0 {
+		t.Error("the duplicate's handler ran")
 	}
 }
