@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
@@ -350,5 +352,48 @@ func TestCommandBench(t *testing.T) {
 		if want := info.ExitCode; r.code != want {
 			t.Errorf("%v: exit %d, want %d (%s)\n%s", tc.args, r.code, want, tc.code, r.stderr)
 		}
+	}
+}
+
+// On a terminal, call shows deltas and progress on stderr as they arrive
+// while stdout still gets only the Response.
+func TestCommandCallOnTerminal(t *testing.T) {
+	_, url := startDev(t)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal on this machine: %v", err)
+	}
+	defer ptmx.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolmeshBin(t), "call", "count", "--server", url, "--args", `{"n":3,"interval_ms":20}`)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tty.Close() // the child holds its own copy; EOF on ptmx once it exits
+	var screen bytes.Buffer
+	_, _ = io.Copy(&screen, ptmx) // ends with EIO when the child closes the terminal
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("call on a terminal: %v; terminal showed %q", err, screen.String())
+	}
+	if !regexp.MustCompile(`^\{"id":"` + ulidRe + `","success":true,"count":3\}\n$`).MatchString(stdout.String()) {
+		t.Errorf("stdout = %q, want only the Response", stdout.String())
+	}
+	shown := screen.String()
+	last := -1
+	for i := 1; i <= 3; i++ {
+		at := strings.Index(shown, fmt.Sprintf(`{"i":%d}`, i))
+		if at < 0 || at < last {
+			t.Fatalf("delta %d missing or out of order on the terminal: %q", i, shown)
+		}
+		last = at
+	}
+	if !strings.Contains(shown, "count") || !strings.Contains(shown, "\r") {
+		t.Errorf("no progress display on the terminal: %q", shown)
+	}
+	if strings.Contains(shown, `"success"`) {
+		t.Errorf("the Response leaked onto the terminal: %q", shown)
 	}
 }
