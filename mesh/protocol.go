@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -106,6 +107,14 @@ func HeaderInt(h nats.Header, key string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	return n, err == nil
+}
+
+// Millis converts a millisecond header value to a Duration, saturating
+// instead of overflowing: a budget of "9999999999999" ms is a very long
+// budget, not a negative one that expires at once.
+func Millis(ms int64) time.Duration {
+	const maxMS = int64(math.MaxInt64 / int64(time.Millisecond))
+	return time.Duration(min(ms, maxMS)) * time.Millisecond
 }
 
 // Control operations sent by a caller to a worker.

@@ -456,7 +456,7 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		c.id = ulid.Make().String()
 	}
 	if ms, ok := mesh.HeaderInt(h, mesh.HeaderInterval); ok {
-		c.interval = max(time.Duration(ms)*time.Millisecond, w.cfg.MinHeartbeat)
+		c.interval = max(mesh.Millis(ms), w.cfg.MinHeartbeat)
 	}
 	c.window = mesh.DefaultWindow
 	if n, ok := mesh.HeaderInt(h, mesh.HeaderWindow); ok {
@@ -473,7 +473,7 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 			c.reject(w.problems.New(envelope.CodeTimeout, "the call's budget was spent before it started; the handler did not run"))
 			return
 		}
-		c.deadline = received.Add(time.Duration(ms) * time.Millisecond)
+		c.deadline = received.Add(mesh.Millis(ms))
 	}
 	if w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued) {
 		w.admitted.Add(-1)

@@ -171,3 +171,51 @@ func TestDuplicateCallIDRefused(t *testing.T) {
 		t.Error("the duplicate's handler ran")
 	}
 }
+
+// A budget too large for a Duration is a long budget, not an expired one.
+func TestHugeBudgetIsNotExpired(t *testing.T) {
+	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{InProcessOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	wnc, err := e.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wnc.Close)
+	w, err := New(wnc, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var deadline time.Time
+	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+		deadline = req.Deadline
+		return "ok", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := e.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(raw.Close)
+	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+	m.Header.Set(mesh.HeaderTimeout, "9999999999999")
+	m.Data = []byte(`{"args":{}}`)
+	reply, err := raw.RequestMsg(m, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev envelope.ToolEvent
+	if err := json.Unmarshal(reply.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != envelope.EventResult {
+		t.Fatalf("got %+v, want the result", ev)
+	}
+	if !deadline.After(time.Now().Add(100 * 365 * 24 * time.Hour)) {
+		t.Errorf("deadline %v, want centuries away", deadline)
+	}
+}
