@@ -31,6 +31,8 @@ bench:
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:
-	@for t in $$($(GO) test -list '^Fuzz' ./envelope | grep ^Fuzz); do \
-		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./envelope || exit 1; \
+	@for pkg in ./envelope ./worker; do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
+			echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
 	done

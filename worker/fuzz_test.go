@@ -1,0 +1,92 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// FuzzCallMessage sends a worker call messages with arbitrary headers and
+// bodies: whatever arrives, the worker answers with a well-formed event
+// (a result or a Problem) and never panics or stays silent.
+func FuzzCallMessage(f *testing.F) {
+	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{InProcessOnly: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	wnc, err := e.Connect()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(wnc.Close)
+	raw, err := e.Connect()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(raw.Close)
+	w, err := New(wnc, Config{MaxArgsBytes: 4096})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(w.Stop)
+	spec := envelope.ToolSpec{Name: "echo",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)}
+	if err := w.Register(spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+		return req.Args, nil
+	})); err != nil {
+		f.Fatal(err)
+	}
+
+	f.Add("unary", "", "", "", []byte(`{"args":{"message":"hi"}}`))
+	f.Add("stream", "4", "1000", "1000", []byte(`{"args":{},"dry_run":true,"page":{"all":true}}`))
+	f.Add("", "", "0", "", []byte(`{"args":{}}`))
+	f.Add("unary", "-1", "-1", "-1", []byte(`{"args":[]}`))
+	f.Add("stream", "99999999999999999999", "9999999999999", "x", []byte(`{"args":{"message":5}}`))
+	f.Add("UNARY", "2", "", "0", []byte(`{"args":{},"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string"}}}}`))
+	f.Add("unary", "", "", "", []byte(`not json`))
+	f.Add("unary", "", "", "", []byte{})
+	f.Fuzz(func(t *testing.T, mode, window, timeout, interval string, body []byte) {
+		m := nats.NewMsg(mesh.Subjects{}.Call("echo"))
+		for k, v := range map[string]string{mesh.HeaderMode: mode, mesh.HeaderWindow: window,
+			mesh.HeaderTimeout: timeout, mesh.HeaderInterval: interval} {
+			if v != "" && validHeaderValue(v) {
+				m.Header.Set(k, v)
+			}
+		}
+		m.Data = body
+		reply, err := raw.RequestMsg(m, 20*time.Second)
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		ev, err := envelope.ParseEvent(reply.Data)
+		if err != nil {
+			t.Fatalf("malformed answer %q: %v", reply.Data, err)
+		}
+		switch ev.Type {
+		case envelope.EventStart, envelope.EventResult:
+		case envelope.EventError:
+			if p := ev.Problem(); p == nil || p.Code == "" || p.Code == envelope.CodeInternal {
+				t.Fatalf("unexplained error %+v", ev)
+			}
+		default:
+			t.Fatalf("first answer is %s", ev.Type)
+		}
+	})
+}
+
+// validHeaderValue reports whether NATS can carry v as a header value.
+func validHeaderValue(v string) bool {
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
