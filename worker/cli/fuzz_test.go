@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// FuzzParse feeds the tools-file loader arbitrary YAML: it either loads a
+// file whose every tool passed validation, or fails with an invalid_config
+// Problem. It never panics.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(goodFile))
+	f.Add([]byte("tools: []"))
+	f.Add([]byte("tools:\n  - name: x\n    binding: {cli: {cmd: cat}}\n"))
+	f.Add([]byte("tools:\n  - name: x\n    binding: {cli: {cmd: cat, exit_code_map: {a: b}}}\n"))
+	f.Add([]byte("tools: [{name: x, timeout: -1s, binding: {cli: {cmd: cat}}}]"))
+	f.Add([]byte("&a [*a]"))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse(data)
+		if err != nil {
+			var p *envelope.Problem
+			if !errors.As(err, &p) || p.Code != envelope.CodeInvalidConfig {
+				t.Fatalf("error is not an invalid_config Problem: %v", err)
+			}
+			return
+		}
+		for _, tool := range file.Tools {
+			if err := envelope.ValidateToolName(tool.Spec.Name); err != nil {
+				t.Fatalf("loaded a tool with an invalid name %q", tool.Spec.Name)
+			}
+			if tool.Spec.Binding == nil || tool.Spec.Binding.CLI == nil || tool.Spec.Binding.CLI.Cmd == "" {
+				t.Fatalf("loaded tool %q without a cmd", tool.Spec.Name)
+			}
+		}
+	})
+}
+
+// FuzzArgv checks the argv rules for any template and any params: cmd and
+// the fixed args come first and unchanged, no slot is empty, and a
+// template token that is exactly {params_json} yields exactly the params,
+// byte for byte, as one slot.
+func FuzzArgv(f *testing.F) {
+	f.Add("{params_json}", `{"q":"a b; $(rm -rf /) \"x\"\n"}`, "--dry-run", true)
+	f.Add("--id={tool_id} {params_json} {dry_run} {page_all} {unknown}", `{}`, "", false)
+	f.Add("{{params_json}} {params_json}{params_json}", `{"a":"{dry_run}"}`, "-n", true)
+	f.Fuzz(func(t *testing.T, template, params, flag string, on bool) {
+		b := &envelope.CliBindingConfig{Cmd: "prog", Args: []string{"--fixed"}, ArgsTemplate: template,
+			DryRunFlag: flag, PageAllFlag: flag}
+		argv := Argv(b, "tool.x", []byte(params), on, on)
+		if len(argv) < 2 || argv[0] != "prog" || argv[1] != "--fixed" {
+			t.Fatalf("argv %q does not start with the cmd and fixed args", argv)
+		}
+		rendered := argv[2:]
+		if slices.Contains(rendered, "") {
+			t.Fatalf("argv %q has an empty slot", argv)
+		}
+		// Each whole-token {params_json} contributes one slot equal to params.
+		want := 0
+		for _, tok := range strings.Fields(template) {
+			if tok == "{params_json}" && params != "" {
+				want++
+			}
+		}
+		got := 0
+		for _, a := range rendered {
+			if a == params {
+				got++
+			}
+		}
+		if got < want {
+			t.Fatalf("template %q, params %q: %d slots equal the params, want at least %d: %q", template, params, got, want, argv)
+		}
+	})
+}
