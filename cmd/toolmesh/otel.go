@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -16,18 +17,29 @@ import (
 )
 
 // setupTracing wires the OpenTelemetry SDK when the standard
-// OTEL_EXPORTER_OTLP_* variables ask for it, exporting over OTLP/HTTP (the
-// exporter reads its endpoint, headers and protocol details from the same
-// variables); otherwise it does nothing and tracing stays a no-op. Only the
+// OTEL_EXPORTER_OTLP_* variables ask for it, exporting over OTLP/HTTP or,
+// when the protocol variable says grpc, OTLP/gRPC (the exporters read their
+// endpoint, headers, TLS and timeout from the same variables); otherwise it does nothing and tracing stays a no-op. Only the
 // command does this: the libraries use the otel API alone.
 func setupTracing(ctx context.Context, service string, log *slog.Logger) (shutdown func()) {
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 		return func() {}
 	}
-	if p := os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"); p == "grpc" {
-		log.Warn("OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported; exporting with http/protobuf")
+	protocol := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if protocol == "" {
+		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
-	exp, err := otlptracehttp.New(ctx)
+	var exp sdktrace.SpanExporter
+	var err error
+	switch protocol {
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	case "", "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	default:
+		log.Warn("unsupported OTLP protocol; exporting with http/protobuf", "protocol", protocol)
+		exp, err = otlptracehttp.New(ctx)
+	}
 	if err != nil {
 		log.Warn("tracing disabled: cannot create the OTLP exporter", "err", err)
 		return func() {}
