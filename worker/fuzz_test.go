@@ -16,26 +16,7 @@ import (
 // bodies: whatever arrives, the worker answers with a well-formed event
 // (a result or a Problem) and never panics or stays silent.
 func FuzzCallMessage(f *testing.F) {
-	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{InProcessOnly: true})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-	wnc, err := e.Connect()
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(wnc.Close)
-	raw, err := e.Connect()
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(raw.Close)
-	w, err := New(wnc, Config{MaxArgsBytes: 4096})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(w.Stop)
+	w, raw := newTestWorker(f, Config{MaxArgsBytes: 4096})
 	spec := envelope.ToolSpec{Name: "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)}
 	if err := w.Register(spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {

@@ -15,29 +15,34 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-func newTestWorker(t *testing.T) *Worker {
+// newTestWorker starts an in-process server with a worker on it, and
+// returns a second connection on which the test speaks raw NATS.
+func newTestWorker(t testing.TB, cfg Config) (*Worker, *nats.Conn) {
 	t.Helper()
 	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{InProcessOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-	nc, err := e.Connect()
+	var conns [2]*nats.Conn
+	for i := range conns {
+		if conns[i], err = e.Connect(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conns[i].Close)
+	}
+	w, err := New(conns[0], cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	w, err := New(nc, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
+	t.Cleanup(w.Stop)
+	return w, conns[1]
 }
 
 var noop = HandlerFunc(func(context.Context, *Request, Emitter) (any, error) { return "ok", nil })
 
 func TestRegisterValidates(t *testing.T) {
-	w := newTestWorker(t)
+	w, _ := newTestWorker(t, Config{})
 	cases := []struct {
 		name string
 		spec envelope.ToolSpec
@@ -68,7 +73,7 @@ func TestRegisterValidates(t *testing.T) {
 }
 
 func TestDrainThenRegisterRefused(t *testing.T) {
-	w := newTestWorker(t)
+	w, _ := newTestWorker(t, Config{})
 	if err := w.Register(envelope.ToolSpec{Name: "a"}, noop); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +90,7 @@ func TestDrainThenRegisterRefused(t *testing.T) {
 
 // The caller-liveness map forgets callers long gone.
 func TestCallersArePruned(t *testing.T) {
-	w := newTestWorker(t)
+	w, _ := newTestWorker(t, Config{})
 	old := time.Now().Add(-2 * time.Minute)
 	w.callsMu.Lock()
 	for i := range 1000 {
@@ -103,25 +108,7 @@ func TestCallersArePruned(t *testing.T) {
 // A second call with an id already in flight is refused, and Stop still
 // reaches the first: both are found by that id.
 func TestDuplicateCallIDRefused(t *testing.T) {
-	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{InProcessOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-	wnc, err := e.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(wnc.Close)
-	raw, err := e.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(raw.Close)
-	w, err := New(wnc, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, raw := newTestWorker(t, Config{})
 	running := make(chan struct{}, 2)
 	cancelled := make(chan error, 2)
 	if err := w.Register(envelope.ToolSpec{Name: "block"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
@@ -174,21 +161,7 @@ func TestDuplicateCallIDRefused(t *testing.T) {
 
 // A budget too large for a Duration is a long budget, not an expired one.
 func TestHugeBudgetIsNotExpired(t *testing.T) {
-	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{InProcessOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-	wnc, err := e.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(wnc.Close)
-	w, err := New(wnc, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	w, raw := newTestWorker(t, Config{})
 	var deadline time.Time
 	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
 		deadline = req.Deadline
@@ -196,11 +169,6 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := e.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(raw.Close)
 	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
 	m.Header.Set(mesh.HeaderTimeout, "9999999999999")
 	m.Data = []byte(`{"args":{}}`)
