@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 )
@@ -52,6 +53,8 @@ func TestConnectAuthenticates(t *testing.T) {
 	otherFile := filepath.Join(dir, "other.nk")
 	_ = os.WriteFile(otherFile, otherSeed, 0o600)
 	pki := newTestPKI(t, dir)
+	operator, goodCreds := newTestOperator(t, dir, "good")
+	_, badCreds := newTestOperator(t, dir, "bad") // a user of another operator
 
 	cases := []struct {
 		name      string
@@ -64,6 +67,8 @@ func TestConnectAuthenticates(t *testing.T) {
 			ConnectOptions{User: "ann", Password: "pw"}, ConnectOptions{User: "ann", Password: "nope"}},
 		{"nkey", func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: pub}} },
 			ConnectOptions{NKeySeed: seedFile}, ConnectOptions{NKeySeed: otherFile}},
+		{"JWT credentials", operator,
+			ConnectOptions{Creds: goodCreds}, ConnectOptions{Creds: badCreds}},
 		{"mutual TLS", func(o *server.Options) {
 			cfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: pki.serverCert, KeyFile: pki.serverKey, CaFile: pki.ca, Verify: true})
 			if err != nil {
@@ -136,4 +141,50 @@ func writePEM(t *testing.T, path, kind string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// newTestOperator makes an operator with one account and one user, writes
+// the user's credentials file, and returns a server configuration that
+// trusts the operator and knows the account.
+func newTestOperator(t *testing.T, dir, name string) (configure func(*server.Options), credsFile string) {
+	t.Helper()
+	okp, _ := nkeys.CreateOperator()
+	opub, _ := okp.PublicKey()
+	oc := jwt.NewOperatorClaims(opub)
+	ojwt, err := oc.Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	akp, _ := nkeys.CreateAccount()
+	apub, _ := akp.PublicKey()
+	ajwt, err := jwt.NewAccountClaims(apub).Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ukp, _ := nkeys.CreateUser()
+	upub, _ := ukp.PublicKey()
+	ujwt, err := jwt.NewUserClaims(upub).Encode(akp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useed, _ := ukp.Seed()
+	creds, err := jwt.FormatUserConfig(ujwt, useed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsFile = filepath.Join(dir, name+".creds")
+	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(o *server.Options) {
+		claims, err := jwt.DecodeOperatorClaims(ojwt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resolver := &server.MemAccResolver{}
+		if err := resolver.Store(apub, ajwt); err != nil {
+			t.Fatal(err)
+		}
+		o.TrustedOperators, o.AccountResolver = []*jwt.OperatorClaims{claims}, resolver
+	}, credsFile
 }
