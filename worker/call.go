@@ -52,9 +52,8 @@ type call struct {
 func (c *call) reject(p *envelope.Problem) {
 	c.mu.Lock()
 	c.ended = true
-	c.publishLocked(envelope.ErrorEvent(p))
+	_ = c.terminateLocked(envelope.ErrorEvent(p))
 	c.mu.Unlock()
-	c.tool.record(time.Since(c.started), p)
 }
 
 func (c *call) run() {
@@ -94,7 +93,7 @@ func (c *call) run() {
 	var p *envelope.Problem
 	if dup {
 		p = w.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("call id %s is already in flight on this worker; every call needs its own id", c.id))
-		c.finish(nil, p)
+		p = c.finish(nil, p)
 	} else {
 		if w.stopCtx.Err() != nil { // stopped before this call was registered
 			cancel(context.Cause(w.stopCtx))
@@ -106,7 +105,7 @@ func (c *call) run() {
 		}
 
 		data, p = c.execute(ctx)
-		c.finish(data, p)
+		p = c.finish(data, p)
 
 		c.mu.Lock()
 		if c.beat != nil {
@@ -119,7 +118,6 @@ func (c *call) run() {
 	}
 	cancel(nil)
 
-	c.tool.record(time.Since(c.started), p)
 	if !span.IsRecording() {
 		span.End()
 		return
@@ -272,19 +270,19 @@ func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
 	return c.w.problems.New(envelope.CodeWorkerLost, fmt.Sprintf("worker %s stopped before the call finished: %v", c.w.cfg.ID, cause))
 }
 
-// finish sends the one terminal event.
-func (c *call) finish(data json.RawMessage, p *envelope.Problem) {
+// finish sends the one terminal event and returns the Problem it carried
+// (nil for a result): a result too large to send goes out as an error.
+func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Problem {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended {
-		return
+		return p
 	}
 	c.ended = true
 	if p != nil {
-		c.publishLocked(envelope.ErrorEvent(p))
-		return
+		return c.terminateLocked(envelope.ErrorEvent(p))
 	}
-	c.publishLocked(envelope.ResultEvent(data))
+	return c.terminateLocked(envelope.ResultEvent(data))
 }
 
 // emit sends a non-terminal event, waiting for credit in stream mode.
@@ -318,10 +316,33 @@ func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
 // event too large for NATS is never cut: a terminal one is replaced by a
 // payload_too_large error, a non-terminal one is refused to the handler.
 func (c *call) publishLocked(ev envelope.ToolEvent) error {
+	ev, data, err := c.encodeLocked(ev)
+	if err != nil {
+		return err
+	}
+	return c.sendLocked(ev, data)
+}
+
+// terminateLocked sends the call's one terminal event; c.mu must be held.
+// The tool's stats are recorded first, so a caller holding the terminal
+// never reads stats that miss its call.
+// It returns the Problem actually sent, nil for a result.
+func (c *call) terminateLocked(ev envelope.ToolEvent) *envelope.Problem {
+	ev, data, _ := c.encodeLocked(ev) // a terminal event always encodes, if only as an error
+	p := ev.Problem()
+	c.tool.record(time.Since(c.started), p)
+	_ = c.sendLocked(ev, data)
+	return p
+}
+
+// encodeLocked returns ev's wire form. A terminal event that cannot go out
+// as it is (unencodable, or too large) is replaced by the error event that
+// says so, and that event is returned with its bytes.
+func (c *call) encodeLocked(ev envelope.ToolEvent) (envelope.ToolEvent, []byte, error) {
 	data, err := ev.AppendJSON(make([]byte, 0, 128+len(ev.Data)))
 	if err != nil {
 		if !ev.IsTerminal() {
-			return err
+			return ev, nil, err
 		}
 		ev = envelope.ErrorEvent(c.w.problems.New(envelope.CodeOutputInvalid, "terminal event cannot be encoded: "+err.Error()))
 		data, _ = ev.AppendJSON(nil)
@@ -330,10 +351,16 @@ func (c *call) publishLocked(ev envelope.ToolEvent) error {
 		p := c.w.problems.New(envelope.CodePayloadTooLarge,
 			fmt.Sprintf("%s event is %d bytes, more than the connection allows (%d)", ev.Type, len(data), limit))
 		if !ev.IsTerminal() {
-			return p
+			return ev, nil, p
 		}
-		data, _ = envelope.ErrorEvent(p).AppendJSON(nil)
+		ev = envelope.ErrorEvent(p)
+		data, _ = ev.AppendJSON(nil)
 	}
+	return ev, data, nil
+}
+
+// sendLocked numbers and publishes one encoded event.
+func (c *call) sendLocked(ev envelope.ToolEvent, data []byte) error {
 	c.seq++
 	// A unary call gets exactly one message, so it needs no sequence number:
 	// the reply stays as cheap as a plain NATS response. A stream reuses one
