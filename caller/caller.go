@@ -39,9 +39,16 @@ type Config struct {
 	Prefix string
 	// InboxPrefix roots the caller's inbox (default "_INBOX").
 	InboxPrefix string
-	// Heartbeat is the interval workers are asked to beat at; 3 silent
-	// intervals end a call with worker_lost (default 1s).
+	// Heartbeat is the interval workers are asked to beat at; once a worker
+	// has spoken on a call, 3 silent intervals end it with worker_lost
+	// (default 1s).
 	Heartbeat time.Duration
+	// PickupTimeout is how long a call may wait for a worker's first word
+	// before it ends with worker_lost (default 10 heartbeat intervals, never
+	// less than 3). It is longer than the heartbeat rule because a busy
+	// worker cannot speak for calls still unread in its buffer; it is finite
+	// because a worker that dies holding unread calls never will.
+	PickupTimeout time.Duration
 	// Window is a stream's event credit (default mesh.DefaultWindow): at
 	// most this many events of one stream wait unread in the caller.
 	Window int
@@ -90,6 +97,13 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = mesh.DefaultHeartbeat
+	}
+	if cfg.PickupTimeout < mesh.MissedBeats*cfg.Heartbeat {
+		if cfg.PickupTimeout == 0 {
+			cfg.PickupTimeout = mesh.DefaultPickupBeats * cfg.Heartbeat
+		} else {
+			cfg.PickupTimeout = mesh.MissedBeats * cfg.Heartbeat
+		}
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = mesh.DefaultWindow
@@ -269,22 +283,34 @@ func (c *Caller) watchdog() {
 			c.mu.Lock()
 			calls := c.snapshot()
 			c.mu.Unlock()
+			// A heartbeat may be waiting unread in the inbox, so while there
+			// is a backlog a worker gets one more silent period before it
+			// is judged lost.
+			backlog, _, _ := c.sub.Pending()
 			workers := map[string]bool{}
 			for _, p := range calls {
-				wid, last, over := p.liveness()
-				if over {
+				live := p.liveness()
+				if live.over {
 					continue
 				}
-				if now.Sub(last) > silence {
-					msg := fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals)", now.Sub(last).Round(time.Millisecond), mesh.MissedBeats)
-					if wid != "" {
-						msg = fmt.Sprintf("worker %s: %s", wid, msg)
+				quiet := now.Sub(live.last)
+				if !live.spoken {
+					if quiet > c.cfg.PickupTimeout && (backlog == 0 || quiet > c.cfg.PickupTimeout+silence) {
+						p.fail(c.problems.New(envelope.CodeWorkerLost, fmt.Sprintf(
+							"no worker took up the call in %s; a worker may have died before reading it", quiet.Round(time.Millisecond))), true)
+					}
+					continue
+				}
+				if quiet > silence && (backlog == 0 || quiet > 2*silence) {
+					msg := fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals)", quiet.Round(time.Millisecond), mesh.MissedBeats)
+					if live.workerID != "" {
+						msg = fmt.Sprintf("worker %s: %s", live.workerID, msg)
 					}
 					p.fail(c.problems.New(envelope.CodeWorkerLost, msg), true)
 					continue
 				}
-				if wid != "" {
-					workers[wid] = true
+				if live.workerID != "" {
+					workers[live.workerID] = true
 				}
 			}
 			alive := mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID}

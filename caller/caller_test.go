@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,5 +214,41 @@ func TestConnectionLossFailsCallsInFlight(t *testing.T) {
 	}
 	if code := problemCode(t, <-errs); code != envelope.CodeConnectionLost {
 		t.Fatalf("code = %s, want connection_lost", code)
+	}
+}
+
+// A call no worker ever reads ends with worker_lost once the pickup
+// timeout passes, rather than waiting for a deadline it does not have.
+func TestUnreadCallEndsWorkerLost(t *testing.T) {
+	e := startServer(t)
+	newFakeWorker(t, connect(t, e), func(*fakeWorker, *nats.Msg) {}) // swallows every call
+	c := newCaller(t, connect(t, e), caller.Config{Heartbeat: 10 * time.Millisecond})
+	_, err := c.Call(context.Background(), "fake", map[string]any{})
+	var p *envelope.Problem
+	if !errors.As(err, &p) || p.Code != envelope.CodeWorkerLost {
+		t.Fatalf("want worker_lost, got %v", err)
+	}
+	if !strings.Contains(p.Detail, "no worker took up the call") {
+		t.Errorf("detail %q does not say the call was never taken up", p.Detail)
+	}
+}
+
+// A busy worker cannot beat for calls still unread in its buffer, so
+// silence before a worker's first word is not judged by the heartbeat
+// rule: a call read only after many intervals still gets its result.
+func TestLatePickupIsNotWorkerLost(t *testing.T) {
+	const beat = 10 * time.Millisecond
+	e := startServer(t)
+	newFakeWorker(t, connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+		<-time.After(10 * mesh.MissedBeats * beat) // the silence under test
+		_ = m.Respond([]byte(`{"type":"result","data":{"ok":true}}`))
+	})
+	c := newCaller(t, connect(t, e), caller.Config{Heartbeat: beat, PickupTimeout: time.Hour})
+	resp, err := c.Call(context.Background(), "fake", map[string]any{})
+	if err != nil {
+		t.Fatalf("a late but live worker was judged lost: %v", err)
+	}
+	if v, _ := resp.Get("ok"); string(v) != "true" {
+		t.Fatalf("response %+v", resp)
 	}
 }

@@ -32,6 +32,7 @@ type pending struct {
 	nextSeq        int64
 	lastHeard      time.Time
 	workerID       string
+	spoken         bool // a worker has sent something for this call
 	terminalQueued bool // a terminal event is queued: nothing more is accepted
 	over           bool // the terminal was handed to the reader
 	consumed       int  // events read since the last credit grant
@@ -44,16 +45,25 @@ func (p *pending) signal() {
 	}
 }
 
-func (p *pending) liveness() (workerID string, last time.Time, over bool) {
+// liveness is what the watchdog needs to judge one call.
+type liveness struct {
+	workerID string
+	last     time.Time // the last word, or the call's start before any
+	spoken   bool      // a worker has said anything at all
+	over     bool      // the terminal is queued: nothing left to judge
+}
+
+func (p *pending) liveness() liveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.workerID, p.lastHeard, p.terminalQueued
+	return liveness{workerID: p.workerID, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued}
 }
 
 // heard records a heartbeat.
 func (p *pending) heard(workerID string) {
 	p.mu.Lock()
 	p.lastHeard = time.Now()
+	p.spoken = true
 	if p.workerID == "" {
 		p.workerID = workerID
 	}
@@ -84,6 +94,7 @@ func (p *pending) deliver(seq int64, ev envelope.ToolEvent) {
 	}
 	p.nextSeq++
 	p.lastHeard = time.Now()
+	p.spoken = true
 	if ev.Type == envelope.EventStart && p.workerID == "" {
 		if wid, ok := ev.Metadata["worker_id"].(string); ok {
 			p.workerID = wid

@@ -32,6 +32,12 @@ const DefaultWindow = 256
 // its caller for 3 intervals cancels the handler.
 const MissedBeats = 3
 
+// DefaultPickupBeats is how many intervals a caller waits, by default, for
+// a worker's first word on a call. Until a worker reads a call it cannot
+// beat for it, and a burst can leave calls unread in a busy worker's
+// buffer for longer than MissedBeats intervals without anything being lost.
+const DefaultPickupBeats = 10
+
 // Header names of wire protocol v1. Reads are case-insensitive (see Header).
 const (
 	HeaderCallID         = "Toolmesh-Call-Id"
