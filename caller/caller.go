@@ -293,20 +293,12 @@ func (c *Caller) watchdog() {
 				if live.over {
 					continue
 				}
-				quiet := now.Sub(live.last)
+				quiet, limit := now.Sub(live.last), silence
 				if !live.spoken {
-					if quiet > c.cfg.PickupTimeout && (backlog == 0 || quiet > c.cfg.PickupTimeout+silence) {
-						p.fail(c.problems.New(envelope.CodeWorkerLost, fmt.Sprintf(
-							"no worker took up the call in %s; a worker may have died before reading it", quiet.Round(time.Millisecond))), true)
-					}
-					continue
+					limit = c.cfg.PickupTimeout
 				}
-				if quiet > silence && (backlog == 0 || quiet > 2*silence) {
-					msg := fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals)", quiet.Round(time.Millisecond), mesh.MissedBeats)
-					if live.workerID != "" {
-						msg = fmt.Sprintf("worker %s: %s", live.workerID, msg)
-					}
-					p.fail(c.problems.New(envelope.CodeWorkerLost, msg), true)
+				if quiet > limit && (backlog == 0 || quiet > limit+silence) {
+					p.fail(c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)), true)
 					continue
 				}
 				if live.workerID != "" {
@@ -318,6 +310,19 @@ func (c *Caller) watchdog() {
 				c.sendControl(wid, alive)
 			}
 		}
+	}
+}
+
+// silenceDetail says why a silent call was judged lost.
+func silenceDetail(live liveness, quiet time.Duration) string {
+	quiet = quiet.Round(time.Millisecond)
+	switch {
+	case !live.spoken:
+		return fmt.Sprintf("no worker took up the call in %s; a worker may have died before reading it", quiet)
+	case live.workerID != "":
+		return fmt.Sprintf("worker %s: no word from the worker for %s (%d heartbeat intervals)", live.workerID, quiet, mesh.MissedBeats)
+	default:
+		return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals)", quiet, mesh.MissedBeats)
 	}
 }
 
