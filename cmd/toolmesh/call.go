@@ -48,16 +48,11 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 			}
 			shutdown := setupTracing(ctx, "toolmesh-call", g.log)
 			defer shutdown()
-			nc, err := g.dial(ctx, "call")
+			c, done, err := g.newCaller(cmd, "call")
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			c, err := caller.New(nc, caller.Config{Prefix: g.prefix, Logger: g.log})
-			if err != nil {
-				return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
-			}
-			defer c.Close()
+			defer done()
 			var opts []caller.Option
 			if bearer != "" {
 				opts = append(opts, caller.WithBearer(bearer))
