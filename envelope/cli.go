@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // CliOutputFormat says how a bound program's stdout becomes the result.
@@ -44,8 +45,34 @@ type CliBindingConfig struct {
 	// DryRunFlag is passed for dry runs; absent means dry runs are refused.
 	DryRunFlag string `json:"dry_run_flag,omitempty"`
 	// ExitCodeMap maps non-zero exit codes to error codes; unmapped codes
-	// are tool_failed and exit 0 never consults it.
+	// are tool_failed and exit 0 never consults it. The value ExitOKEmpty
+	// maps an exit to success instead (grep's "no match").
 	ExitCodeMap map[int]string `json:"-"`
+	// Stdin is what the program reads on standard input, a toolmesh
+	// extension of the seed: "" (nothing, /dev/null), "params_json" (the
+	// call's args as they arrived) or "arg.NAME" (one arg: a string
+	// verbatim, any other value as JSON; nothing when the arg is absent).
+	Stdin string `json:"stdin,omitempty"`
+}
+
+// ExitOKEmpty in an exit_code_map maps an exit to success: the output is
+// read as for exit 0, and an empty output is the format's empty result
+// (json: null, ndjson: [], lines: no lines) rather than an error.
+const ExitOKEmpty = "ok_empty"
+
+// StdinParamsJSON is the Stdin value that feeds the call's args as JSON.
+const StdinParamsJSON = "params_json"
+
+// CliBindingFields lists the JSON field names of a CLI binding, so loaders
+// can warn about a misspelt field that the seed requires them to tolerate.
+func CliBindingFields() []string {
+	return []string{"cmd", "args", "args_template", "env", "output_format", "page_all_flag", "dry_run_flag", "exit_code_map", "stdin"}
+}
+
+// StdinArg returns the arg named by a Stdin of the form "arg.NAME".
+func (c CliBindingConfig) StdinArg() (string, bool) {
+	name, ok := strings.CutPrefix(c.Stdin, "arg.")
+	return name, ok && name != ""
 }
 
 // Format returns the output format, json when unset.
@@ -65,6 +92,12 @@ func (c CliBindingConfig) Validate() error {
 	case "", OutputJSON, OutputNDJSON, OutputLines:
 	default:
 		return fmt.Errorf("field output_format: unknown %q (want json, ndjson or lines)", c.OutputFormat)
+	}
+	if _, isArg := c.StdinArg(); c.Stdin != "" && c.Stdin != StdinParamsJSON && !isArg {
+		return fmt.Errorf("field stdin: unknown %q (want params_json or arg.NAME)", c.Stdin)
+	}
+	if err := validateTemplate(c.ArgsTemplate); err != nil {
+		return fmt.Errorf("field args_template: %w", err)
 	}
 	for k, v := range c.ExitCodeMap {
 		if k == 0 {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -13,6 +15,14 @@ import (
 // it contains), {tool_id} the tool's name, {dry_run} and {page_all} the
 // binding's flags when the call asks for them and empty otherwise. A token
 // that renders empty is dropped; unknown placeholders pass through literally.
+//
+// Per-argument placeholders (a toolmesh extension the seed allows):
+// {arg.NAME} is one arg's value — a string verbatim, a number or boolean as
+// its JSON text, an object as JSON; a token naming an absent (or null) arg
+// is dropped whole; an array repeats the token once per element. The whole
+// token {arg.NAME?FLAG} is a flag pair: FLAG then the value as two slots
+// (FLAG value FLAG value … for an array, FLAG alone for true, nothing for
+// false or absent). A present value keeps its slot even when it is "".
 func Argv(b *envelope.CliBindingConfig, toolID string, params []byte, dryRun, pageAll bool) []string {
 	argv := make([]string, 0, 2+len(b.Args)+4)
 	argv = append(argv, b.Cmd)
@@ -20,54 +30,170 @@ func Argv(b *envelope.CliBindingConfig, toolID string, params []byte, dryRun, pa
 	if b.ArgsTemplate == "" {
 		return argv
 	}
-	values := map[string]string{
+	r := renderer{fixed: map[string]string{
 		"{tool_id}":     toolID,
 		"{params_json}": string(params),
-	}
-	if dryRun {
-		values["{dry_run}"] = b.DryRunFlag
-	} else {
-		values["{dry_run}"] = ""
-	}
-	if pageAll {
-		values["{page_all}"] = b.PageAllFlag
-	} else {
-		values["{page_all}"] = ""
+		"{dry_run}":     flagIf(dryRun, b.DryRunFlag),
+		"{page_all}":    flagIf(pageAll, b.PageAllFlag),
+	}}
+	if strings.Contains(b.ArgsTemplate, "{arg.") {
+		r.args = decodeArgs(params)
 	}
 	for _, tok := range strings.Fields(b.ArgsTemplate) {
-		if r := render(tok, values); r != "" {
-			argv = append(argv, r)
-		}
+		argv = append(argv, r.token(envelope.ParseTemplateToken(tok))...)
 	}
 	return argv
 }
 
-// render substitutes known placeholders in one token, scanning left to
-// right so text that a substitution inserts is never itself substituted.
-func render(tok string, values map[string]string) string {
-	var out strings.Builder
-	for len(tok) > 0 {
-		i := strings.IndexByte(tok, '{')
-		if i < 0 {
-			out.WriteString(tok)
-			break
+func flagIf(on bool, flag string) string {
+	if on {
+		return flag
+	}
+	return ""
+}
+
+// decodeArgs reads the call's args as an object of raw members; anything
+// else (the worker has already checked the args) has no members.
+func decodeArgs(params []byte) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// renderer substitutes one call's values into template tokens.
+type renderer struct {
+	fixed map[string]string
+	args  map[string]json.RawMessage
+}
+
+// argValues renders one arg as argv values: nil when absent or null, one
+// value per element for an array (null elements skipped), else one value.
+func (r renderer) argValues(name string) (vals []string, present bool) {
+	raw, ok := r.args[name]
+	if !ok || isNull(raw) {
+		return nil, false
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return []string{scalarText(raw)}, true
+	}
+	for _, it := range items {
+		if !isNull(it) {
+			vals = append(vals, scalarText(it))
 		}
-		out.WriteString(tok[:i])
-		tok = tok[i:]
-		j := strings.IndexByte(tok, '}')
-		if j < 0 {
-			out.WriteString(tok)
-			break
-		}
-		if v, ok := values[tok[:j+1]]; ok {
-			out.WriteString(v)
-			tok = tok[j+1:]
+	}
+	return vals, len(vals) > 0
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// scalarText is a string's own text, or the JSON text of any other value
+// (compacted, so an object is one line).
+func scalarText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// token renders one parsed token into zero or more argv slots.
+func (r renderer) token(segs []envelope.TemplateSegment) []string {
+	if len(segs) == 1 && segs[0].Flag != "" {
+		return r.flagPair(segs[0])
+	}
+	// The first array arg repeats the token; every absent arg drops it.
+	values := make([][]string, len(segs))
+	repeat, hasArg := -1, false
+	for i, s := range segs {
+		if s.Arg == "" {
 			continue
 		}
-		out.WriteByte('{')
-		tok = tok[1:]
+		hasArg = true
+		v, ok := r.argValues(s.Arg)
+		if !ok {
+			return nil
+		}
+		values[i] = v
+		if repeat < 0 && r.isArray(s.Arg) {
+			repeat = i
+		}
 	}
-	return out.String()
+	n := 1
+	if repeat >= 0 {
+		n = len(values[repeat])
+	}
+	out := make([]string, 0, n)
+	for k := 0; k < n; k++ {
+		var b strings.Builder
+		for i, s := range segs {
+			switch {
+			case s.Arg != "" && i == repeat:
+				b.WriteString(values[i][k])
+			case s.Arg != "":
+				b.WriteString(r.wholeText(s.Arg))
+			case s.Placeholder != "":
+				b.WriteString(r.fixed[s.Placeholder])
+			default:
+				b.WriteString(s.Literal)
+			}
+		}
+		if b.Len() > 0 || hasArg {
+			out = append(out, b.String())
+		}
+	}
+	return out
+}
+
+func (r renderer) isArray(name string) bool {
+	t := bytes.TrimSpace(r.args[name])
+	return len(t) > 0 && t[0] == '['
+}
+
+// wholeText is an arg as one value: a non-repeating array is its JSON.
+func (r renderer) wholeText(name string) string { return scalarText(r.args[name]) }
+
+// flagPair renders {arg.NAME?FLAG}.
+func (r renderer) flagPair(s envelope.TemplateSegment) []string {
+	raw := bytes.TrimSpace(r.args[s.Arg])
+	switch string(raw) {
+	case "", "null", "false":
+		return nil
+	case "true":
+		return []string{s.Flag}
+	}
+	vals, ok := r.argValues(s.Arg)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		out = append(out, s.Flag, v)
+	}
+	return out
+}
+
+// StdinFor returns what the program reads on stdin for one call, per the
+// binding's stdin field: nil means nothing (the program sees /dev/null).
+func StdinFor(b *envelope.CliBindingConfig, params []byte) []byte {
+	if b.Stdin == envelope.StdinParamsJSON {
+		return params
+	}
+	name, ok := b.StdinArg()
+	if !ok {
+		return nil
+	}
+	raw, present := decodeArgs(params)[name]
+	if !present || isNull(raw) {
+		return nil
+	}
+	return []byte(scalarText(raw))
 }
 
 // Env builds a program's environment: the named variables inherited from

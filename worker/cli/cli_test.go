@@ -132,26 +132,93 @@ func TestEnv(t *testing.T) {
 	}
 }
 
-// Every string of the corpus arrives as one argv slot, byte-identical.
-func TestParamsJSONInjectionCorpus(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: argvecho, ArgsTemplate: "{params_json}"}, Limits{})
-	corpus := []string{
+// injectionCorpus holds values a hostile caller might send to reach a
+// shell or smuggle in options.
+func injectionCorpus() []string {
+	return []string{
 		`; rm -rf / #`, `$(touch /tmp/pwned)`, "`id`", `"quoted" 'single'`, "line1\nline2\r\n", `--help`, `-rf`,
 		`a b	c`, `\\server\share`, `${PATH}`, `| cat /etc/passwd`, `&& echo hi`, `>/dev/null 2>&1`, `*`, `~`,
-		"unicode: é ✓ 日本 😀 \u202e", "\x01\x1f control", strings.Repeat("long ", 20000), `{"nested":"json"}`, ``,
+		"unicode: é ✓ 日本 😀 \u202e", "\x01\x1f control", strings.Repeat("long ", 12000), `{"nested":"json"}`, ``,
+		`{arg.v}`, `{params_json}`, `{tool_id}`, `--x={arg.v}`,
 	}
-	for i, s := range corpus {
-		args, _ := json.Marshal(map[string]string{"v": s})
-		res, err, _ := call(t, h, string(args))
-		if err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		var got struct{ Argv []string }
-		if err := json.Unmarshal(res.(json.RawMessage), &got); err != nil {
-			t.Fatal(err)
-		}
-		if len(got.Argv) != 1 || got.Argv[0] != string(args) {
-			t.Fatalf("case %d: argv %q, want exactly [%q]", i, got.Argv, args)
+}
+
+// echoed is what argvecho reports.
+type echoed struct {
+	Argv  []string
+	Stdin string
+}
+
+func echoCall(t *testing.T, h *Handler, args []byte) echoed {
+	t.Helper()
+	res, err, _ := call(t, h, string(args))
+	if err != nil {
+		t.Fatalf("args %.80s: %v", args, err)
+	}
+	var got echoed
+	if err := json.Unmarshal(res.(json.RawMessage), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// Every string of the corpus arrives byte-identical: as one argv slot
+// through {params_json}, {arg.v}, a flag pair and an array element, and as
+// the whole of stdin through stdin: arg.v and stdin: params_json.
+func TestInjectionCorpus(t *testing.T) {
+	type want func(v string, args []byte) echoed
+	cases := []struct {
+		name    string
+		binding envelope.CliBindingConfig
+		want    want
+	}{
+		{"params_json", envelope.CliBindingConfig{ArgsTemplate: "{params_json}"},
+			func(_ string, args []byte) echoed { return echoed{Argv: []string{string(args)}} }},
+		{"arg", envelope.CliBindingConfig{ArgsTemplate: "{arg.v}"},
+			func(v string, _ []byte) echoed { return echoed{Argv: []string{v}} }},
+		{"prefixed arg", envelope.CliBindingConfig{ArgsTemplate: "--value={arg.v}"},
+			func(v string, _ []byte) echoed { return echoed{Argv: []string{"--value=" + v}} }},
+		{"flag pair", envelope.CliBindingConfig{ArgsTemplate: "-- {arg.v?-e} {arg.list?-e}"},
+			func(v string, _ []byte) echoed { return echoed{Argv: []string{"--", "-e", v, "-e", v, "-e", "x"}} }},
+		{"stdin arg", envelope.CliBindingConfig{Stdin: "arg.v"},
+			func(v string, _ []byte) echoed { return echoed{Argv: []string{}, Stdin: v} }},
+		{"stdin params_json", envelope.CliBindingConfig{Stdin: envelope.StdinParamsJSON},
+			func(_ string, args []byte) echoed { return echoed{Argv: []string{}, Stdin: string(args)} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := c.binding
+			b.Cmd = argvecho
+			h := handler(t, b, Limits{})
+			for i, v := range injectionCorpus() {
+				args, _ := json.Marshal(map[string]any{"v": v, "list": []string{v, "x"}})
+				got, want := echoCall(t, h, args), c.want(v, args)
+				if fmt.Sprintf("%q|%q", got.Argv, got.Stdin) != fmt.Sprintf("%q|%q", want.Argv, want.Stdin) {
+					t.Fatalf("case %d: got argv %.200q stdin %.200q\nwant argv %.200q stdin %.200q", i, got.Argv, got.Stdin, want.Argv, want.Stdin)
+				}
+			}
+		})
+	}
+}
+
+// The per-argument placeholders: absent args drop their token, arrays
+// expand, objects are JSON, flag pairs appear only when set.
+func TestArgPlaceholders(t *testing.T) {
+	tpl := "{arg.s} -n={arg.n} {arg.b} {arg.list} --inc={arg.list} {arg.obj} {arg.missing} x{arg.null} {arg.i?-i} {arg.f?-f} {arg.m?-m} {arg.list?-e} {arg.none?-z} {arg.empty}"
+	b := &envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: tpl}
+	cases := []struct {
+		args string
+		want []string
+	}{
+		{`{"s":"a b","n":3.50,"b":false,"list":["x",1,null,{"k":1}],"obj":{"k": [1, 2]},"null":null,"i":true,"f":false,"m":10,"empty":""}`,
+			[]string{"p", "a b", "-n=3.50", "false", "x", "1", `{"k":1}`, "--inc=x", "--inc=1", `--inc={"k":1}`, `{"k":[1,2]}`,
+				"-i", "-m", "10", "-e", "x", "-e", "1", "-e", `{"k":1}`, ""}},
+		{`{}`, []string{"p"}},
+		{`{"list":[]}`, []string{"p"}},
+	}
+	for _, c := range cases {
+		if got := Argv(b, "t", []byte(c.args), false, false); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", c.want) {
+			t.Errorf("args %s:\n got %q\nwant %q", c.args, got, c.want)
 		}
 	}
 }
@@ -214,21 +281,45 @@ func TestRefusalsNeverStartTheProgram(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	// The program exits with the digits of its params; exit 0 never consults the map.
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", ArgsTemplate: "{params_json}", ExitCodeMap: map[int]string{3: "auth_required"},
-		Args: []string{"-c", `code=$(printf %s "$1" | tr -dc 0-9); echo "failing with $code" >&2; [ "$code" = 0 ] && echo '{"ok":true}'; exit "$code"`, "sh"}}, Limits{})
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", ArgsTemplate: "{params_json}",
+		ExitCodeMap: map[int]string{3: "auth_required", 4: "unauthorized", 5: envelope.ExitOKEmpty},
+		Args:        []string{"-c", `code=$(printf %s "$1" | tr -dc 0-9); echo "failing with $code" >&2; [ "$code" = 0 ] && echo '{"ok":true}'; exit "$code"`, "sh"}}, Limits{})
 	res, err, _ := call(t, h, `{"c":0}`)
 	if err != nil || resultJSON(t, res) != `{"ok":true}` {
 		t.Fatalf("exit 0: %v %v", err, res)
 	}
-	_, err, _ = call(t, h, `{"c":3}`)
-	p := wantProblem(t, err, "auth_required")
-	if p.Extensions["exit_code"] != 3 || !strings.Contains(p.Extensions["stderr_tail"].(string), "failing with 3") {
-		t.Errorf("problem %+v", p)
+	res, err, _ = call(t, h, `{"c":5}`)
+	if err != nil || resultJSON(t, res) != `null` {
+		t.Fatalf("exit 5 mapped to ok_empty: want an empty (null) result, got %v %v", err, res)
 	}
-	_, err, _ = call(t, h, `{"c":7}`)
-	p = wantProblem(t, err, envelope.CodeToolFailed)
-	if p.Extensions["exit_code"] != 7 {
-		t.Errorf("problem %+v", p)
+	generic, _ := envelope.Lookup(envelope.CodeToolFailed)
+	unauth, _ := envelope.Lookup(envelope.CodeUnauthorized)
+	cases := []struct {
+		args             string
+		code             envelope.Code
+		info             envelope.CodeInfo
+		exit             int
+		domainCodeInWire bool
+	}{
+		{`{"c":3}`, "auth_required", generic, 3, true},           // a domain code: generic type, code kept
+		{`{"c":4}`, envelope.CodeUnauthorized, unauth, 4, false}, // a registry code: its own Problem
+		{`{"c":7}`, envelope.CodeToolFailed, generic, 7, false},  // unmapped
+	}
+	for _, c := range cases {
+		_, err, _ = call(t, h, c.args)
+		p := wantProblem(t, err, c.code)
+		if p.Title != c.info.Title || p.Status != c.info.Status || p.ExitCode != c.info.ExitCode ||
+			p.Type != (envelope.Registry{}).TypeURI(c.info.Code) {
+			t.Errorf("exit %d: problem %s %q %d exit %d, want the registry entry of %s", c.exit, p.Type, p.Title, p.Status, p.ExitCode, c.info.Code)
+		}
+		wire, _ := json.Marshal(p)
+		if !strings.Contains(string(wire), fmt.Sprintf(`"program_exit_code":%d`, c.exit)) ||
+			!strings.Contains(p.Extensions["stderr_tail"].(string), fmt.Sprintf("failing with %d", c.exit)) {
+			t.Errorf("exit %d: wire problem lacks the exit code or stderr tail: %s", c.exit, wire)
+		}
+		if got := strings.Contains(string(wire), `"domain_code":"auth_required"`); got != c.domainCodeInWire {
+			t.Errorf("exit %d: domain_code in wire = %v, want %v: %s", c.exit, got, c.domainCodeInWire, wire)
+		}
 	}
 }
 
@@ -395,8 +486,30 @@ func TestToolTimeout(t *testing.T) {
 	wantProblem(t, err, envelope.CodeTimeout)
 }
 
+// A program that cannot run fails at load, naming the tool and the field;
+// one that disappears after load fails the call, not the worker.
 func TestMissingProgram(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: "/nonexistent/program"}, Limits{})
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "notexec")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"/nonexistent/program", "toolmesh-no-such-program", notExec} {
+		b := envelope.CliBindingConfig{Cmd: cmd}
+		_, err := NewHandler(Tool{Spec: envelope.ToolSpec{Name: "files.x", Binding: &envelope.Binding{CLI: &b}}}, nil, nil)
+		p := wantProblem(t, err, envelope.CodeInvalidConfig)
+		if !strings.Contains(p.Detail, "tool files.x: field binding.cli.cmd") || !strings.Contains(p.Detail, cmd) {
+			t.Errorf("cmd %s: detail %q does not name the tool, the field and the program", cmd, p.Detail)
+		}
+	}
+	gone := filepath.Join(dir, "gone")
+	if err := os.WriteFile(gone, []byte("#!/bin/sh\necho '{}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := handler(t, envelope.CliBindingConfig{Cmd: gone}, Limits{})
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
 	_, err, _ := call(t, h, `{}`)
 	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "cannot start") {
 		t.Errorf("detail %q", p.Detail)

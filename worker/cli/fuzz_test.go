@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -56,7 +58,8 @@ func FuzzArgv(f *testing.F) {
 			t.Fatalf("argv %q does not start with the cmd and fixed args", argv)
 		}
 		rendered := argv[2:]
-		if slices.Contains(rendered, "") {
+		// Only a present arg whose value is "" keeps an empty slot.
+		if slices.Contains(rendered, "") && !strings.Contains(template, "{arg.") {
 			t.Fatalf("argv %q has an empty slot", argv)
 		}
 		// Each whole-token {params_json} contributes one slot equal to params.
@@ -74,6 +77,31 @@ func FuzzArgv(f *testing.F) {
 		}
 		if got < want {
 			t.Fatalf("template %q, params %q: %d slots equal the params, want at least %d: %q", template, params, got, want, argv)
+		}
+	})
+}
+
+// FuzzArgPlaceholders checks the per-argument placeholders and stdin for
+// any value: {arg.v} as a whole token is exactly the value in one slot,
+// the pair {arg.v?FLAG} is FLAG then the value, the value is stdin byte for
+// byte, and nothing in the value is ever substituted again.
+func FuzzArgPlaceholders(f *testing.F) {
+	f.Add("{arg.v}", "; rm -rf / #", "-e")
+	f.Add("{arg.v?-e} {arg.v}", "{arg.v}", "--regexp")
+	f.Add("x{arg.v}y {params_json}", "$(id)\n", "-x")
+	f.Add("{arg.v}{arg.v}", "", "-n")
+	f.Fuzz(func(t *testing.T, prefix, value, flag string) {
+		if flag == "" || strings.ContainsAny(flag, "{} \t\n\r\v\f\u0085\u00a0") || !utf8.ValidString(value) {
+			return
+		}
+		params, _ := json.Marshal(map[string]string{"v": value})
+		b := &envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: prefix + " {arg.v} {arg.v?" + flag + "}", Stdin: "arg.v"}
+		argv := Argv(b, "t", params, false, false)
+		if len(argv) < 4 || argv[len(argv)-3] != value || argv[len(argv)-2] != flag || argv[len(argv)-1] != value {
+			t.Fatalf("template %q value %q: argv ends %q, want [%q %q %q]", b.ArgsTemplate, value, argv, value, flag, value)
+		}
+		if got := StdinFor(b, params); string(got) != value {
+			t.Fatalf("stdin %q, want %q", got, value)
 		}
 	})
 }

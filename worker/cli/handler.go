@@ -46,6 +46,9 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 	if err := t.Spec.Validate(); err != nil {
 		return nil, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
 	}
+	if err := checkCmd(t.Spec.Name, t.Spec.Binding.CLI.Cmd); err != nil {
+		return nil, err
+	}
 	if inherit == nil {
 		inherit = DefaultInheritedEnv
 	}
@@ -57,8 +60,14 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 		slots: make(chan struct{}, lim.MaxConcurrent), log: log}, nil
 }
 
-// Register loads every tool of f into w.
+// Register loads every tool of f into w, logging f's load warnings.
 func Register(w *worker.Worker, f *File, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	for _, warning := range f.Warnings {
+		log.Warn(warning)
+	}
 	for _, t := range f.Tools {
 		h, err := NewHandler(t, f.Env, log)
 		if err != nil {
@@ -154,7 +163,7 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 		defer cancel()
 	}
 	argv := Argv(b, h.spec.Name, req.Args, req.DryRun, pageAll)
-	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), req.Bearer, emit)
+	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, req.Args), req.Bearer, emit)
 	return res, redactProblem(err, req.Bearer)
 }
 
@@ -182,7 +191,7 @@ func redactProblem(err error, bearer string) error {
 // run starts argv in its own process group and turns its output and exit
 // into the call's result or Problem. Whatever happens, no process of the
 // group outlives the call.
-func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer string, emit worker.Emitter) (any, error) {
+func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, bearer string, emit worker.Emitter) (any, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -197,6 +206,14 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer s
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
+	feed, err := newStdinFeed(cmd, stdinData)
+	if err != nil {
+		for _, f := range []*os.File{stdoutR, stdoutW, stderrR, stderrW} {
+			f.Close()
+		}
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	defer feed.close()
 	if err := cmd.Start(); err != nil {
 		for _, f := range []*os.File{stdoutR, stdoutW, stderrR, stderrW} {
 			f.Close()
@@ -205,6 +222,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer s
 	}
 	stdoutW.Close()
 	stderrW.Close()
+	feed.start()
 	pgid := cmd.Process.Pid
 
 	// Stop the whole group on cancel, timeout, caller loss or output cap:
@@ -276,7 +294,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer s
 		return nil, readErr
 	}
 	if code := exitCode(waitErr); code != 0 {
-		return nil, h.exitProblem(code, waitErr, stderr)
+		return h.exitResult(code, waitErr, parsed, stderr)
 	}
 	return h.finalResult(parsed, stderr)
 }
@@ -293,27 +311,6 @@ func exitCode(err error) int {
 		return -1 // killed by a signal
 	}
 	return -1
-}
-
-// exitProblem maps a non-zero exit through exit_code_map (default tool_failed).
-func (h *Handler) exitProblem(code int, waitErr error, stderr *tailBuffer) *envelope.Problem {
-	var p *envelope.Problem
-	if mapped, ok := h.binding.ExitCodeMap[code]; ok {
-		p = envelope.Problemf(envelope.CodeToolFailed, "tool %s exited with code %d (%s)", h.spec.Name, code, mapped)
-		// The error event carries the tool's own code; the Problem keeps
-		// the registry type so agents can still rely on its URI.
-		p.Code = envelope.Code(mapped)
-	} else if code < 0 {
-		p = envelope.Problemf(envelope.CodeToolFailed, "tool %s was killed: %v", h.spec.Name, waitErr)
-	} else {
-		p = envelope.Problemf(envelope.CodeToolFailed, "tool %s exited with code %d", h.spec.Name, code)
-	}
-	p.WithExtension("exit_code", code)
-	p.WithExtension("stderr_tail", stderr.String())
-	if stderr.lost {
-		p.WithExtension("stderr_truncated", true)
-	}
-	return p
 }
 
 // output is what readOutput gathered.

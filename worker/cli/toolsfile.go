@@ -67,6 +67,9 @@ type File struct {
 	// Env lists the variables inherited from the worker's environment by
 	// every program (default PATH, HOME, LANG, TZ).
 	Env []string
+	// Warnings are what the loader tolerated but a human should see, such
+	// as a misspelt binding field; Register logs them.
+	Warnings []string
 }
 
 // DefaultInheritedEnv is what a bound program inherits from the worker
@@ -144,7 +147,7 @@ func Parse(data []byte) (*File, error) {
 	}
 	var fj fileJSON
 	if err := strictDecode(raw, &fj); err != nil {
-		return nil, bad("%v", err)
+		return nil, bad("%s", decodeError(raw, err, append(jsonFields(fileJSON{}), jsonFields(limitsJSON{})...)))
 	}
 	if len(fj.Tools) == 0 {
 		return nil, bad("field tools: no tools are defined")
@@ -171,7 +174,7 @@ func Parse(data []byte) (*File, error) {
 			label = fmt.Sprintf("tools[%d] (%s)", i, head.Name)
 		}
 		if err := strictDecode(rawTool, &tj); err != nil {
-			return nil, bad("%s: %v", label, err)
+			return nil, bad("%s: %s", label, decodeError(rawTool, err, jsonFields(toolJSON{})))
 		}
 		if tj.Binding == nil || len(tj.Binding.CLI) == 0 {
 			return nil, bad("%s: field binding.cli is required", label)
@@ -190,6 +193,10 @@ func Parse(data []byte) (*File, error) {
 		if err := spec.Validate(); err != nil {
 			return nil, bad("%s: %v", label, err)
 		}
+		if err := checkArgRefs(spec, &cliCfg); err != nil {
+			return nil, bad("%s: %v", label, err)
+		}
+		out.Warnings = append(out.Warnings, bindingWarnings(label, tj.Binding.CLI)...)
 		if j, dup := seen[spec.Name]; dup {
 			return nil, bad("%s: field name: %q is already defined by tools[%d]", label, spec.Name, j)
 		}

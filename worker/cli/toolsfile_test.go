@@ -72,7 +72,17 @@ func TestParseErrors(t *testing.T) {
 		{"bad name", "tools: [{name: 'a b', binding: {cli: {cmd: x}}}]", "tools[0] (a b)"},
 		{"duplicate", "tools: [{name: a, binding: {cli: {cmd: x}}}, {name: a, binding: {cli: {cmd: y}}}]", "tools[1] (a): field name"},
 		{"schema not object", "tools: [{name: a, input_schema: {type: string}, binding: {cli: {cmd: x}}}]", "field input_schema"},
-		{"bad timeout", "tools: [{name: a, timeout: soon, binding: {cli: {cmd: x}}}]", "tools[0] (a)"},
+		{"bad timeout", "tools: [{name: a, timeout: soon, binding: {cli: {cmd: x}}}]", "tools[0] (a): field timeout"},
+		{"bad kill grace", "tools: [{name: a, kill_grace: -1s, binding: {cli: {cmd: x}}}]", "tools[0] (a): field kill_grace"},
+		{"bad default timeout", "defaults: {timeout: soon}\ntools: [{name: a, binding: {cli: {cmd: x}}}]", "field defaults.timeout"},
+		{"wrong type", "tools: [{name: a, max_concurrent: many, binding: {cli: {cmd: x}}}]", "tools[0] (a): field max_concurrent"},
+		{"typo suggestion", "tools: [{name: a, input_shema: {}, binding: {cli: {cmd: x}}}]", "did you mean input_schema?"},
+		{"bad stdin", "tools: [{name: a, binding: {cli: {cmd: x, stdin: args}}}]", "tools[0] (a): field binding.cli.stdin"},
+		{"pair inside a token", "tools: [{name: a, binding: {cli: {cmd: x, args_template: 'x{arg.n?-n}'}}}]", "tools[0] (a): field binding.cli.args_template"},
+		{"arg not in schema", "tools: [{name: a, input_schema: {type: object, properties: {pattern: {type: string}}}, binding: {cli: {cmd: x, args_template: '{arg.patern}'}}}]",
+			"tools[0] (a): field binding.cli.args_template: arg.patern names no property of input_schema (did you mean arg.pattern?)"},
+		{"stdin arg not in schema", "tools: [{name: a, input_schema: {type: object, properties: {text: {type: string}}}, binding: {cli: {cmd: x, stdin: arg.txt}}}]",
+			"tools[0] (a): field binding.cli.stdin: arg.txt"},
 		{"negative cap", "tools: [{name: a, max_output_bytes: -1, binding: {cli: {cmd: x}}}]", "tools[0] (a): limits"},
 	}
 	for _, c := range cases {
@@ -97,5 +107,25 @@ func TestLoadFileNamesThePath(t *testing.T) {
 	}
 	if _, err := LoadFile(path + ".missing"); err == nil {
 		t.Error("a missing file loaded")
+	}
+}
+
+// Unknown binding fields load (the seed tolerates them) with a warning
+// that names the tool and the closest known field.
+func TestBindingFieldWarnings(t *testing.T) {
+	f, err := Parse([]byte("tools: [{name: a, binding: {cli: {cmd: x, output_fromat: lines, frobnicate: 1}}}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"tools[0] (a): field binding.cli.frobnicate is unknown and ignored",
+		"tools[0] (a): binding.cli.output_fromat: did you mean output_format? (unknown fields are ignored)",
+	}
+	if strings.Join(f.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(f.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+	clean, err := Parse([]byte("tools: [{name: a, binding: {cli: {cmd: x, stdin: params_json, output_format: lines}}}]"))
+	if err != nil || len(clean.Warnings) != 0 {
+		t.Errorf("a clean binding: %v %q", err, clean.Warnings)
 	}
 }

@@ -1,10 +1,11 @@
 // argvecho prints its argv (without the program name) and selected
-// environment variables as JSON, so tests can check exactly what a bound
+// environment variables and what it read on stdin as JSON, so tests can check exactly what a bound
 // program received.
 package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 )
@@ -15,5 +16,6 @@ func main() {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"argv": os.Args[1:], "env": env})
+	stdin, _ := io.ReadAll(os.Stdin)
+	_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"argv": os.Args[1:], "env": env, "stdin": string(stdin)})
 }

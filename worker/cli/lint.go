@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// This file holds the load-time checks that make a tools file's mistakes
+// visible at start rather than at the first call: errors name the tool and
+// the field, misspelt fields get the closest known name.
+
+// jsonFields lists the JSON member names of a struct type (for suggestions).
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v)
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// decodeError restates a strict decode error of raw (an object with the
+// members of known) as "field NAME: what is wrong": encoding/json names
+// neither a field whose own decoder failed (a duration) nor the right
+// spelling of an unknown one.
+func decodeError(raw json.RawMessage, err error, known []string) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return fmt.Sprintf("field %s: want %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value)
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		if best := closest(name, known); best != "" {
+			return fmt.Sprintf("%s (did you mean %s?)", msg, best)
+		}
+		return msg
+	}
+	if field := failingDuration(raw, msg, ""); field != "" {
+		return fmt.Sprintf("field %s: %v (want a duration such as \"30s\")", field, err)
+	}
+	return msg
+}
+
+// failingDuration finds the duration member of raw (or of its defaults
+// object) whose decoding fails with msg.
+func failingDuration(raw json.RawMessage, msg, prefix string) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return ""
+	}
+	for _, name := range sortedKeys(members) {
+		if name == "defaults" && prefix == "" {
+			if f := failingDuration(members[name], msg, "defaults."); f != "" {
+				return f
+			}
+		}
+		var d envelope.Duration
+		if isDurationField(name) && json.Unmarshal(members[name], &d) != nil {
+			if derr := json.Unmarshal(members[name], &d); derr.Error() == msg {
+				return prefix + name
+			}
+		}
+	}
+	return ""
+}
+
+func isDurationField(name string) bool { return name == "timeout" || name == "kill_grace" }
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// bindingWarnings names the members of a CLI binding that no version of
+// the binding knows, with the closest known field: the seed makes the
+// binding tolerate unknown fields, so a typo would otherwise pass silently.
+func bindingWarnings(label string, raw json.RawMessage) []string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return nil
+	}
+	known := envelope.CliBindingFields()
+	var out []string
+	for _, name := range sortedKeys(members) {
+		if contains(known, name) {
+			continue
+		}
+		w := fmt.Sprintf("%s: field binding.cli.%s is unknown and ignored", label, name)
+		if best := closest(name, known); best != "" {
+			w = fmt.Sprintf("%s: binding.cli.%s: did you mean %s? (unknown fields are ignored)", label, name, best)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// checkArgRefs refuses {arg.NAME} placeholders and a stdin arg that name no
+// property of an input schema that lists its properties.
+func checkArgRefs(spec envelope.ToolSpec, b *envelope.CliBindingConfig) error {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(spec.InputSchema, &schema) != nil || schema.Properties == nil {
+		return nil
+	}
+	props := sortedKeys(schema.Properties)
+	check := func(field, name string) error {
+		if _, ok := schema.Properties[name]; ok {
+			return nil
+		}
+		hint := ""
+		if best := closest(name, props); best != "" {
+			hint = fmt.Sprintf(" (did you mean arg.%s?)", best)
+		}
+		return fmt.Errorf("field binding.cli.%s: arg.%s names no property of input_schema%s", field, name, hint)
+	}
+	for _, name := range envelope.TemplateArgs(b.ArgsTemplate) {
+		if err := check("args_template", name); err != nil {
+			return err
+		}
+	}
+	if name, ok := b.StdinArg(); ok {
+		return check("stdin", name)
+	}
+	return nil
+}
+
+// checkCmd finds the binding's program the way the call will: on PATH, or
+// at the given path, and executable.
+func checkCmd(tool, cmd string) error {
+	if _, err := exec.LookPath(cmd); err != nil {
+		reason := "is not found on PATH"
+		if strings.ContainsRune(cmd, '/') {
+			reason = "does not exist or is not executable"
+		}
+		return envelope.Problemf(envelope.CodeInvalidConfig, "tool %s: field binding.cli.cmd: %q %s (%v)", tool, cmd, reason, err).
+			WithFix("Install the program, fix the name, or give its absolute path in binding.cli.cmd.", envelope.HasPlaceholders)
+	}
+	return nil
+}
+
+// closest returns the known name nearest to name when it is near enough
+// to be a likely typo (edit distance at most a third of its length, min 1).
+func closest(name string, known []string) string {
+	best, bestD := "", len(name)/3+1
+	if bestD < 2 {
+		bestD = 2
+	}
+	for _, k := range known {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance counting a swap of two
+// neighbouring letters as one edit (optimal string alignment).
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
