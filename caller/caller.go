@@ -335,7 +335,8 @@ const (
 // start validates, encodes and publishes one call, registering it first.
 func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions, isStream bool) (*pending, *envelope.Problem) {
 	if err := envelope.ValidateToolName(tool); err != nil {
-		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error())
+		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error()).
+			WithFix("Tool names are dot-separated segments of letters, digits, _ and -; list the tools on offer with Catalog.", envelope.MaybeIncorrect)
 	}
 	rawArgs, err := encodeArgs(args)
 	if err != nil {

@@ -34,12 +34,15 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 				return envelope.Problemf(envelope.CodeInvalidInput, "call takes exactly one tool name, got %d arguments", len(args)).
 					WithFix("Run `toolmesh call TOOL --args '{…}'`; list tools with `toolmesh tools list`.", envelope.HasPlaceholders)
 			}
-			return nil
+			return checkToolName(args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			tool := args[0]
-			raw, err := readArgs(argsFlag, g.stdin)
+			if argsFlag == "" {
+				g.log.Debug("no --args: reading args from stdin unless it is a terminal")
+			}
+			raw, err := readArgs(ctx, argsFlag, g.stdin)
 			if err != nil {
 				return err
 			}
@@ -86,8 +89,10 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 	return cmd
 }
 
-// readArgs takes --args JSON or @file, else stdin when it is not a terminal, else {}.
-func readArgs(flag string, stdin io.Reader) (json.RawMessage, error) {
+// readArgs takes --args JSON or @file, else stdin when it is not a
+// terminal, else {}. Stdin is never touched when --args is given, and a
+// signal (ctx) interrupts a read from a pipe that is never closed.
+func readArgs(ctx context.Context, flag string, stdin io.Reader) (json.RawMessage, error) {
 	var raw []byte
 	var from string
 	switch {
@@ -95,7 +100,8 @@ func readArgs(flag string, stdin io.Reader) (json.RawMessage, error) {
 		from = flag[1:]
 		b, err := os.ReadFile(from)
 		if err != nil {
-			return nil, envelope.Problemf(envelope.CodeInvalidInput, "--args %s: %v", flag, err)
+			return nil, envelope.Problemf(envelope.CodeInvalidInput, "--args %s: %v", flag, err).
+				WithFix(fmt.Sprintf("Check the path after @ (%q, relative to the current directory), or pass the JSON itself: --args '{…}'.", from), envelope.HasPlaceholders)
 		}
 		raw = b
 	case flag != "":
@@ -104,7 +110,10 @@ func readArgs(flag string, stdin io.Reader) (json.RawMessage, error) {
 		if f, ok := stdin.(*os.File); !ok || isTerminal(f) || stdin == nil {
 			return json.RawMessage(`{}`), nil
 		}
-		b, err := io.ReadAll(stdin)
+		b, err := readStdin(ctx, stdin)
+		if ctx.Err() != nil {
+			return nil, envelope.NewProblem(envelope.CodeCancelled, "interrupted while reading args from stdin (pass --args, or close stdin)")
+		}
 		if err != nil {
 			return nil, envelope.Problemf(envelope.CodeInvalidInput, "reading args from stdin: %v", err)
 		}

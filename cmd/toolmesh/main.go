@@ -53,11 +53,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	executed, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
-	p := asCommandProblem(err)
+	p := fitFix(asCommandProblem(err), executed)
 	format, ferr := envelope.SelectFormat(formatFromArgs(g.format, args), isTerminal(stderr))
 	if ferr != nil {
 		format = envelope.FormatJSON
@@ -105,13 +105,14 @@ func newRoot(g *globals) *cobra.Command {
 		Short:         "A distributed tool mesh for AI agents, on NATS",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       buildVersion(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := envelope.SelectFormat(g.format, false); err != nil {
-				return envelope.NewProblem(envelope.CodeInvalidInput, err.Error())
+				return flagValueProblem("format", g.format, string(envelope.FormatJSON), string(envelope.FormatPretty))
 			}
 			level := slog.LevelWarn
 			if err := level.UnmarshalText([]byte(g.logLevel)); g.logLevel != "" && err != nil {
-				return envelope.Problemf(envelope.CodeInvalidInput, "--log-level: want debug, info, warn or error, got %q", g.logLevel)
+				return flagValueProblem("log-level", g.logLevel, "debug", "info", "warn", "error")
 			}
 			if g.logLevel == "" && (cmd.Name() == "dev" || cmd.Name() == "worker") {
 				level = slog.LevelInfo
@@ -126,11 +127,11 @@ func newRoot(g *globals) *cobra.Command {
 	})
 	f := root.PersistentFlags()
 	f.StringVar(&g.connect.URL, "server", "", "NATS server URL(s), comma-separated (default $NATS_URL, then "+mesh.DefaultURL+")")
-	f.StringVar(&g.connect.Creds, "creds", "", "NATS credentials file")
-	f.StringVar(&g.nkey, "nkey", "", "NATS nkey seed file")
-	f.StringVar(&g.connect.User, "user", "", "NATS user")
-	f.StringVar(&g.connect.Password, "password", "", "NATS password")
-	f.StringVar(&g.connect.Token, "token", "", "NATS token")
+	f.StringVar(&g.connect.Creds, "creds", "", "NATS credentials file (default $NATS_CREDS)")
+	f.StringVar(&g.nkey, "nkey", "", "NATS nkey seed file (default $NATS_NKEY)")
+	f.StringVar(&g.connect.User, "user", "", "NATS user (default $NATS_USER)")
+	f.StringVar(&g.connect.Password, "password", "", "NATS password (default $NATS_PASSWORD; prefer it: argv is visible to other users)")
+	f.StringVar(&g.connect.Token, "token", "", "NATS token (default $NATS_TOKEN)")
 	f.StringVar(&g.connect.TLSCA, "tls-ca", "", "CA certificate file for TLS")
 	f.StringVar(&g.connect.TLSCert, "tls-cert", "", "client certificate file for TLS")
 	f.StringVar(&g.connect.TLSKey, "tls-key", "", "client key file for TLS")
@@ -139,6 +140,7 @@ func newRoot(g *globals) *cobra.Command {
 	f.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default info for dev and worker, warn otherwise)")
 	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g), newBenchCmd(g))
 	root.AddCommand(newExplainCmd(g))
+	addCompletions(g, root)
 	return root
 }
 
@@ -147,11 +149,13 @@ func newRoot(g *globals) *cobra.Command {
 func (g *globals) dial(ctx context.Context, name string) (*nats.Conn, error) {
 	opts := g.connect
 	opts.NKeySeed = g.nkey
+	opts = credentialsFromEnv(opts, os.Getenv)
 	opts.Name = "toolmesh " + name
 	nc, err := mesh.Connect(ctx, opts)
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeConnectionLost, "cannot reach NATS at %s: %v", opts.URLOrDefault(), err).
 			WithFix("Start a local mesh with `toolmesh dev` (or `go run ./cmd/toolmesh dev`), or point --server / $NATS_URL at a running one.", envelope.MaybeIncorrect)
 	}
+	logConnEvents(nc, g.log)
 	return nc, nil
 }

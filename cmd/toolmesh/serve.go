@@ -32,6 +32,9 @@ func newDevCmd(g *globals) *cobra.Command {
 				}
 				file = f
 			}
+			if err := checkListen(listen); err != nil {
+				return err
+			}
 			shutdown := setupTracing(ctx, "toolmesh-dev", g.log)
 			defer shutdown()
 			srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{Listen: listen})
@@ -118,10 +121,13 @@ func newWorkerCmd(g *globals) *cobra.Command {
 
 // drainWorker stops taking calls and lets the ones in flight finish.
 func drainWorker(w *worker.Worker, timeout time.Duration, g *globals) error {
-	g.log.Info("draining: no new calls, finishing the ones in flight")
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, interrupted, cancel := drainContext(timeout, g.log)
 	defer cancel()
+	g.log.Info("draining: no new calls, finishing the ones in flight (Ctrl-C again stops at once)")
 	if err := w.Drain(ctx); err != nil {
+		if interrupted() {
+			return envelope.NewProblem(envelope.CodeCancelled, "interrupted twice: calls in flight were cancelled")
+		}
 		return envelope.Problemf(envelope.CodeTimeout, "calls still in flight after %s were cancelled", timeout)
 	}
 	g.log.Info("stopped")
