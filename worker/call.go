@@ -60,6 +60,7 @@ func (c *call) run() {
 	w := c.w
 	defer w.inflight.Done()
 	defer w.admitted.Add(-1)
+	defer c.tool.load.end()
 
 	ctx := w.prop.Extract(context.Background(), mesh.HeaderCarrier(c.header))
 	ctx, span := w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)

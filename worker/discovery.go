@@ -82,7 +82,7 @@ func (w *Worker) statsResponse() any {
 	for _, t := range w.sortedTools() {
 		t.statsMu.Lock()
 		s := &micro.EndpointStats{Name: t.spec.Name, Subject: w.subjects.Call(t.spec.Name), QueueGroup: w.subjects.QueueGroup(),
-			NumRequests: t.requests, NumErrors: t.errors, LastError: t.lastError, ProcessingTime: t.busy}
+			NumRequests: t.requests, NumErrors: t.errors, LastError: t.lastError, ProcessingTime: t.busy, Data: t.load.data()}
 		if t.requests > 0 {
 			s.AverageProcessingTime = t.busy / time.Duration(t.requests)
 		}

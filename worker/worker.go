@@ -100,6 +100,7 @@ type tool struct {
 	spanName string
 	spanOpts []trace.SpanStartOption
 
+	load      loadStats // in flight, errors by code, latency (stats.go)
 	statsMu   sync.Mutex
 	requests  int
 	errors    int
@@ -483,6 +484,7 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		return
 	}
 	c.body = m.Data
+	c.tool.load.begin()
 	w.inflight.Add(1)
 	select {
 	case w.idle <- c: // an idle runner takes it, reusing its already grown stack
@@ -548,6 +550,7 @@ func (w *Worker) ToolStats(name string) (Stats, bool) {
 }
 
 func (t *tool) record(d time.Duration, p *envelope.Problem) {
+	t.load.observe(d, p)
 	t.statsMu.Lock()
 	t.requests++
 	t.busy += d

@@ -14,7 +14,9 @@ func logConnEvents(nc *nats.Conn, log *slog.Logger) {
 		return
 	}
 	nc.SetDisconnectErrHandler(func(c *nats.Conn, err error) {
-		log.Warn("disconnected from NATS; reconnecting", "err", err)
+		if err != nil { // nil: our own Close, nothing to report
+			log.Warn("disconnected from NATS; reconnecting", "err", err)
+		}
 	})
 	nc.SetReconnectHandler(func(c *nats.Conn) {
 		log.Info("reconnected to NATS", "server", c.ConnectedUrlRedacted())

@@ -140,6 +140,7 @@ func newRoot(g *globals) *cobra.Command {
 	f.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default info for dev and worker, warn otherwise)")
 	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g), newBenchCmd(g))
 	root.AddCommand(newExplainCmd(g))
+	root.AddCommand(newTopCmd(g))
 	addCompletions(g, root)
 	return root
 }

@@ -1,0 +1,123 @@
+package caller
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// FleetSample is one round of $SRV.STATS answers from the mesh's workers.
+// Complete is false when a worker answered PING but not STATS in time.
+type FleetSample struct {
+	At       time.Time      `json:"at"`
+	Workers  []WorkerSample `json:"workers"`
+	Complete bool           `json:"complete"`
+}
+
+// WorkerSample is one worker's stats: totals since it started.
+type WorkerSample struct {
+	ID      string       `json:"id"`
+	Version string       `json:"version,omitempty"`
+	Started time.Time    `json:"started"`
+	Tools   []ToolSample `json:"tools"`
+}
+
+// ToolSample is one tool's counters on one worker.
+type ToolSample struct {
+	Name           string        `json:"name"`
+	Requests       int64         `json:"requests"`
+	Errors         int64         `json:"errors"`
+	ProcessingTime time.Duration `json:"processing_time"`
+	mesh.ToolLoad
+}
+
+// SampleFleet asks every worker of this caller's mesh for its stats over
+// $SRV.STATS (the ADR-32 subject stock NATS tooling uses), gathering the
+// answers that arrive within wait (default 500ms).
+func (c *Caller) SampleFleet(ctx context.Context, wait time.Duration) (FleetSample, error) {
+	if wait <= 0 {
+		wait = 500 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	g := newGatherer(c.subjects.Root())
+	for _, verb := range []string{"PING", "STATS"} {
+		inbox := c.nc.NewRespInbox()
+		sub, err := c.nc.Subscribe(inbox, g.take)
+		if err != nil {
+			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		if err := c.nc.PublishRequest("$SRV."+verb+"."+mesh.ServiceName, inbox, nil); err != nil {
+			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
+		}
+	}
+	// Answers arrive one by one with no count announced, so the sample
+	// takes the whole wait; Complete says whether every worker that
+	// answered PING answered STATS too.
+	<-ctx.Done()
+	return g.sample(), nil
+}
+
+// gatherer collects PING and STATS answers of one prefix's workers.
+type gatherer struct {
+	prefix string
+	mu     sync.Mutex
+	pinged map[string]bool
+	stats  map[string]micro.Stats
+}
+
+func newGatherer(prefix string) *gatherer {
+	return &gatherer{prefix: prefix, pinged: map[string]bool{}, stats: map[string]micro.Stats{}}
+}
+
+// take files one answer; PING and STATS answers differ by their type.
+func (g *gatherer) take(m *nats.Msg) {
+	var s micro.Stats
+	if json.Unmarshal(m.Data, &s) != nil || s.Metadata["toolmesh.prefix"] != g.prefix {
+		return
+	}
+	g.mu.Lock()
+	switch s.Type {
+	case micro.PingResponseType:
+		g.pinged[s.ID] = true
+	case micro.StatsResponseType:
+		g.stats[s.ID] = s
+	}
+	g.mu.Unlock()
+}
+
+func (g *gatherer) sample() FleetSample {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := FleetSample{At: time.Now(), Workers: []WorkerSample{}, Complete: true}
+	for id := range g.pinged {
+		if _, ok := g.stats[id]; !ok {
+			out.Complete = false
+		}
+	}
+	for _, s := range g.stats {
+		out.Workers = append(out.Workers, workerSample(s))
+	}
+	sort.Slice(out.Workers, func(i, j int) bool { return out.Workers[i].ID < out.Workers[j].ID })
+	return out
+}
+
+func workerSample(s micro.Stats) WorkerSample {
+	w := WorkerSample{ID: s.ID, Version: s.Version, Started: s.Started, Tools: []ToolSample{}}
+	for _, ep := range s.Endpoints {
+		t := ToolSample{Name: ep.Name, Requests: int64(ep.NumRequests), Errors: int64(ep.NumErrors), ProcessingTime: ep.ProcessingTime}
+		_ = json.Unmarshal(ep.Data, &t.ToolLoad) // a worker without load data still counts
+		w.Tools = append(w.Tools, t)
+	}
+	sort.Slice(w.Tools, func(i, j int) bool { return w.Tools[i].Name < w.Tools[j].Name })
+	return w
+}
