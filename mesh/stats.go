@@ -47,6 +47,9 @@ func NewHistogram() Histogram {
 
 // Observe counts one duration.
 func (h *Histogram) Observe(d time.Duration) {
+	if len(h.Counts) != len(h.BoundsMicros)+1 {
+		return // not a histogram this package made
+	}
 	us := d.Microseconds()
 	i, _ := slices.BinarySearch(h.BoundsMicros, us)
 	h.Counts[i]++

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // lastProblem parses the problem+json line at the end of stderr.
@@ -71,6 +72,7 @@ func TestCommandCompletion(t *testing.T) {
 	}{
 		{[]string{"__complete", "call", "--server", url, ""}, []string{"count\t", "echo\t", "sleep\t"}},
 		{[]string{"__complete", "call", "--server", url, "ec"}, []string{"echo\t"}},
+		{[]string{"__complete", "tools", "describe", "--server", url, "s"}, []string{"sleep\t"}},
 		{[]string{"__complete", "call", "--format", ""}, []string{"json", "pretty"}},
 		{[]string{"__complete", "tools", "list", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
 	}
@@ -266,10 +268,12 @@ func TestCommandSecondInterrupt(t *testing.T) {
 	if code := dev.stop(t, os.Interrupt); code != 130 {
 		t.Fatalf("dev exited %d after the second interrupt, want 130 (cancelled)", code)
 	}
-	// The call ends too, with the worker's cancel or, when the embedded
-	// server went first, the lost connection: it never hangs.
-	if code := call.stop(t, syscall.Signal(0)); code != int(130) && code != 69 {
-		t.Fatalf("the drained call exited %d, want 130 (cancelled) or 69 (connection_lost): %s", code, call.stderr.String())
+	// The call ends too, never hangs: cancelled by the worker, or — when
+	// the embedded server went first — its worker or connection lost.
+	switch code := call.stop(t, syscall.Signal(0)); code {
+	case 130, 14, 69: // cancelled, worker_lost, connection_lost
+	default:
+		t.Fatalf("the drained call exited %d, want 130, 14 or 69: %s", code, call.stderr.String())
 	}
 }
 
@@ -384,4 +388,31 @@ func TestCommandEnvCredentials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A worker logs losing its server and finding it again.
+func TestCommandLogsReconnects(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	start := func() *mesh.Embedded {
+		srv, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{Listen: addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	srv := start()
+	path := filepath.Join(t.TempDir(), "tools.yaml")
+	_ = os.WriteFile(path, []byte("tools: [{name: t, binding: {cli: {cmd: cat}}}]"), 0o644)
+	w := startProc(t, "worker", "--config", path, "--server", srv.ClientURL())
+	w.waitLine(t, regexp.MustCompile(`worker ready`))
+	_ = srv.Shutdown(context.Background())
+	w.waitLine(t, regexp.MustCompile(`disconnected from NATS; reconnecting`))
+	srv = start()
+	defer func() { _ = srv.Shutdown(context.Background()) }()
+	w.waitLine(t, regexp.MustCompile(`reconnected to NATS.*server=nats://`+regexp.QuoteMeta(addr)))
 }

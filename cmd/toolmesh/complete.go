@@ -13,7 +13,7 @@ import (
 )
 
 // addCompletions teaches shell completion the values it can know: tool
-// names from the mesh for `call`, and the fixed values of --format and
+// names from the mesh for `call` and `tools describe`, and the fixed values of --format and
 // --log-level. Completion never fails loudly: no mesh means no names.
 func addCompletions(g *globals, root *cobra.Command) {
 	fixed := func(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -23,8 +23,8 @@ func addCompletions(g *globals, root *cobra.Command) {
 	}
 	_ = root.RegisterFlagCompletionFunc("format", fixed(string(envelope.FormatJSON), string(envelope.FormatPretty)))
 	_ = root.RegisterFlagCompletionFunc("log-level", fixed("debug", "info", "warn", "error"))
-	for _, c := range root.Commands() {
-		if c.Name() == "call" {
+	for _, path := range [][]string{{"call"}, {"tools", "describe"}} {
+		if c, _, err := root.Find(path); err == nil && c.Name() == path[len(path)-1] {
 			c.ValidArgsFunction = g.completeToolNames
 		}
 	}
