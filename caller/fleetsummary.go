@@ -62,77 +62,94 @@ type CodeSummary struct {
 // summary. Rates count only workers present in both samples, so a worker
 // that just appeared does not spike them.
 func Summarize(prev *FleetSample, cur FleetSample) FleetSummary {
+	z := summarizer{before: map[string]map[string]ToolSample{}, tools: map[string]*ToolSummary{},
+		windows: map[string]mesh.Histogram{}, codes: map[string]*CodeSummary{}}
 	sum := FleetSummary{At: cur.At, Complete: cur.Complete, Workers: []WorkerSummary{}, Tools: []ToolSummary{}, ErrorsByCode: []CodeSummary{}}
-	before := map[string]map[string]ToolSample{}
 	if prev != nil {
 		sum.IntervalSeconds = cur.At.Sub(prev.At).Seconds()
 		for _, w := range prev.Workers {
-			before[w.ID] = map[string]ToolSample{}
+			z.before[w.ID] = map[string]ToolSample{}
 			for _, t := range w.Tools {
-				before[w.ID][t.Name] = t
+				z.before[w.ID][t.Name] = t
 			}
 		}
 	}
-	rate := func(n int64) float64 {
-		if sum.IntervalSeconds <= 0 {
-			return 0
-		}
-		return float64(n) / sum.IntervalSeconds
-	}
-	tools := map[string]*ToolSummary{}
-	windows := map[string]mesh.Histogram{}
-	codes := map[string]*CodeSummary{}
+	z.interval = sum.IntervalSeconds
 	for _, w := range cur.Workers {
-		ws := WorkerSummary{ID: w.ID, Started: w.Started, Tools: len(w.Tools)}
-		old, seen := before[w.ID]
-		for _, t := range w.Tools {
-			ts := tools[t.Name]
-			if ts == nil {
-				ts = &ToolSummary{Name: t.Name}
-				tools[t.Name] = ts
-			}
-			ts.Instances++
-			ts.InFlight += t.InFlight
-			ts.Requests += t.Requests
-			ts.Errors += t.Errors
-			ts.Latency, _ = ts.Latency.Add(t.Latency)
-			ws.InFlight += t.InFlight
-			ws.Requests += t.Requests
-			ws.Errors += t.Errors
-			var o ToolSample
-			if seen {
-				o = old[t.Name]
-				ts.CallsPerSec += rate(t.Requests - o.Requests)
-				ts.ErrorsPerSec += rate(t.Errors - o.Errors)
-				ws.CallsPerSec += rate(t.Requests - o.Requests)
-				windows[t.Name], _ = windows[t.Name].Add(t.Latency.Sub(o.Latency))
-			}
-			for code, n := range t.ErrorsByCode {
-				cs := codes[code]
-				if cs == nil {
-					cs = &CodeSummary{Code: code}
-					codes[code] = cs
-				}
-				cs.Total += n
-				if seen {
-					cs.PerSec += rate(n - o.ErrorsByCode[code])
-				}
-			}
-		}
-		sum.Workers = append(sum.Workers, ws)
+		sum.Workers = append(sum.Workers, z.worker(w))
 	}
-	for name, ts := range tools {
+	for name, ts := range z.tools {
 		ts.P50Ms, ts.P99Ms = ms(ts.Latency.Quantile(0.5)), ms(ts.Latency.Quantile(0.99))
-		win := windows[name]
+		win := z.windows[name]
 		ts.WindowP50Ms, ts.WindowP99Ms = ms(win.Quantile(0.5)), ms(win.Quantile(0.99))
 		sum.Tools = append(sum.Tools, *ts)
 	}
 	sort.Slice(sum.Tools, func(i, j int) bool { return sum.Tools[i].Name < sum.Tools[j].Name })
-	for _, cs := range codes {
+	for _, cs := range z.codes {
 		sum.ErrorsByCode = append(sum.ErrorsByCode, *cs)
 	}
 	sort.Slice(sum.ErrorsByCode, func(i, j int) bool { return sum.ErrorsByCode[i].Code < sum.ErrorsByCode[j].Code })
 	return sum
+}
+
+// summarizer accumulates one summary.
+type summarizer struct {
+	interval float64
+	before   map[string]map[string]ToolSample // worker id → tool → previous sample
+	tools    map[string]*ToolSummary
+	windows  map[string]mesh.Histogram // tool → latencies within the interval
+	codes    map[string]*CodeSummary
+}
+
+func (z *summarizer) rate(n int64) float64 {
+	if z.interval <= 0 {
+		return 0
+	}
+	return float64(n) / z.interval
+}
+
+// worker folds one worker's tools into the totals and returns its row.
+func (z *summarizer) worker(w WorkerSample) WorkerSummary {
+	ws := WorkerSummary{ID: w.ID, Started: w.Started, Tools: len(w.Tools)}
+	old, seen := z.before[w.ID]
+	for _, t := range w.Tools {
+		ts := z.tools[t.Name]
+		if ts == nil {
+			ts = &ToolSummary{Name: t.Name}
+			z.tools[t.Name] = ts
+		}
+		ts.Instances++
+		ts.InFlight += t.InFlight
+		ts.Requests += t.Requests
+		ts.Errors += t.Errors
+		ts.Latency, _ = ts.Latency.Add(t.Latency)
+		ws.InFlight += t.InFlight
+		ws.Requests += t.Requests
+		ws.Errors += t.Errors
+		o := old[t.Name]
+		if seen {
+			ts.CallsPerSec += z.rate(t.Requests - o.Requests)
+			ts.ErrorsPerSec += z.rate(t.Errors - o.Errors)
+			ws.CallsPerSec += z.rate(t.Requests - o.Requests)
+			z.windows[t.Name], _ = z.windows[t.Name].Add(t.Latency.Sub(o.Latency))
+		}
+		z.countCodes(t, o, seen)
+	}
+	return ws
+}
+
+func (z *summarizer) countCodes(t, o ToolSample, seen bool) {
+	for code, n := range t.ErrorsByCode {
+		cs := z.codes[code]
+		if cs == nil {
+			cs = &CodeSummary{Code: code}
+			z.codes[code] = cs
+		}
+		cs.Total += n
+		if seen {
+			cs.PerSec += z.rate(n - o.ErrorsByCode[code])
+		}
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -2,6 +2,8 @@ package mesh
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,4 +72,27 @@ func FuzzHistogram(f *testing.F) {
 		_ = sum.Sub(h).Quantile(q)
 		h.Observe(time.Millisecond)
 	})
+}
+
+// The load data a worker adds to $SRV.STATS is a wire shape other
+// processes read: pinned by a golden file.
+func TestToolLoadGolden(t *testing.T) {
+	h := NewHistogram()
+	h.Observe(80 * time.Microsecond)
+	h.Observe(3 * time.Millisecond)
+	got, err := json.Marshal(ToolLoad{InFlight: 2, ErrorsByCode: map[string]int64{"timeout": 1, "invalid_input": 4}, Latency: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("testdata/tool_load.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("ToolLoad wire shape changed:\n got %s\nwant %s", got, want)
+	}
+	var back ToolLoad
+	if err := json.Unmarshal(want, &back); err != nil || back.Latency.Total() != 2 || back.ErrorsByCode["invalid_input"] != 4 {
+		t.Errorf("golden does not read back: %v %+v", err, back)
+	}
 }
