@@ -335,8 +335,7 @@ const (
 // start validates, encodes and publishes one call, registering it first.
 func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions, isStream bool) (*pending, *envelope.Problem) {
 	if err := envelope.ValidateToolName(tool); err != nil {
-		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error()).
-			WithFix("Tool names are dot-separated segments of letters, digits, _ and -; list the tools on offer with Catalog.", envelope.MaybeIncorrect)
+		return nil, c.badToolName(err)
 	}
 	rawArgs, err := encodeArgs(args)
 	if err != nil {
@@ -557,4 +556,11 @@ func (p *pending) endSpan(prob *envelope.Problem) {
 		p.span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
 	}
 	p.span.End()
+}
+
+// badToolName is the Problem of a malformed tool name: invalid_input with
+// a fix about names, not the schema violations a call's args would have.
+func (c *Caller) badToolName(err error) *envelope.Problem {
+	return c.problems.New(envelope.CodeInvalidInput, err.Error()).
+		WithFix("Tool names are dot-separated segments of letters, digits, _ and -; list the tools on offer with Catalog.", envelope.MaybeIncorrect)
 }

@@ -160,7 +160,7 @@ func buildCatalog(pinged map[string]bool, entries map[string]catalogEntry) Catal
 // tool_not_found when none does.
 func (c *Caller) Describe(ctx context.Context, tool string) (envelope.ToolSpec, error) {
 	if err := envelope.ValidateToolName(tool); err != nil {
-		return envelope.ToolSpec{}, c.problems.New(envelope.CodeInvalidInput, err.Error())
+		return envelope.ToolSpec{}, c.badToolName(err)
 	}
 	msg, err := c.nc.RequestWithContext(ctx, c.subjects.Describe(tool), nil)
 	switch {

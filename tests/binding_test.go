@@ -46,7 +46,7 @@ tools:
       properties: {filter: {type: string}, input: {}}
       required: [filter]
     binding:
-      cli: {cmd: jq, args_template: "-c {arg.filter}", stdin: arg.input, output_format: ndjson, exit_code_map: {3: invalid_input}}
+      cli: {cmd: jq, args_template: "-c {arg.filter}", stdin: arg.input, output_format: ndjson, exit_code_map: {3: invalid_input, 5: query_failed}}
   - name: echo.argv
     description: Each string as one argv slot, echoed back by jq
     input_schema: {type: object, properties: {list: {type: array, items: {type: string}}}}
@@ -113,6 +113,9 @@ func TestBindingRealPrograms(t *testing.T) {
 		{"jq", "json.query", map[string]any{"filter": ".items[] | select(.n > 1) | .name", "input": map[string]any{"items": []any{map[string]any{"n": 1, "name": "a"}, map[string]any{"n": 2, "name": "b; rm -rf /"}}}},
 			`"success":true,"result":["b; rm -rf /"]}`, 0},
 		{"jq bad filter", "json.query", map[string]any{"filter": ".[", "input": 1}, `"success":false,"code":"invalid_input"`, 2},
+		// A domain code: kept as the code, under the generic tool-failed type and exit code.
+		{"jq runtime error", "json.query", map[string]any{"filter": `error("boom")`, "input": 1},
+			`"success":false,"code":"query_failed","message":"tool json.query exited with code 5 (query_failed)","problem":{"type":"https://toolmesh.dev/problems/tool-failed/v1","title":"Tool failed","status":502`, 10},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -104,6 +104,7 @@ func TestCommandCompletion(t *testing.T) {
 // A usage failure's suggested fix fits it: none points at violations
 // that are not there.
 func TestCommandFixesFitTheFailure(t *testing.T) {
+	_, url := startDev(t)
 	cases := []struct {
 		name string
 		args []string
@@ -113,6 +114,7 @@ func TestCommandFixesFitTheFailure(t *testing.T) {
 		{"bad log level", []string{"call", "echo", "--log-level", "loud"}, "--log-level debug|info|warn|error"},
 		{"bad flag value", []string{"call", "echo", "--timeout", "soon"}, "toolmesh call --help"},
 		{"bad tool name", []string{"call", "bad/name"}, "Tool names are"},
+		{"bad tool name to describe", []string{"tools", "describe", "bad/name", "--server", url}, "Tool names are"},
 		{"missing @file", []string{"call", "echo", "--args", "@/nonexistent/args.json"}, `"/nonexistent/args.json"`},
 		{"stray argument", []string{"dev", "extra"}, "toolmesh dev --help"},
 	}
