@@ -151,6 +151,10 @@ func (c *CliBindingConfig) UnmarshalJSON(b []byte) error {
 		ExitCodeMap map[string]string `json:"exit_code_map"`
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fmt.Errorf("cli binding: field %s: want %s, got a JSON %s", strings.TrimPrefix(te.Field, "plain."), te.Type, te.Value)
+		}
 		return fmt.Errorf("cli binding: %w", err)
 	}
 	if p.Cmd == nil {

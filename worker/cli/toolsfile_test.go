@@ -77,6 +77,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad default timeout", "defaults: {timeout: soon}\ntools: [{name: a, binding: {cli: {cmd: x}}}]", "field defaults.timeout"},
 		{"wrong type", "tools: [{name: a, max_concurrent: many, binding: {cli: {cmd: x}}}]", "tools[0] (a): field max_concurrent"},
 		{"typo suggestion", "tools: [{name: a, input_shema: {}, binding: {cli: {cmd: x}}}]", "did you mean input_schema?"},
+		{"binding field type", "tools: [{name: a, binding: {cli: {cmd: x, args: y}}}]", "tools[0] (a): field binding.cli.args: want []string, got a JSON string"},
+		{"binding env type", "tools: [{name: a, binding: {cli: {cmd: x, env: {A: 1}}}}]", "tools[0] (a): field binding.cli.env: want string, got a JSON number"},
 		{"bad stdin", "tools: [{name: a, binding: {cli: {cmd: x, stdin: args}}}]", "tools[0] (a): field binding.cli.stdin"},
 		{"pair inside a token", "tools: [{name: a, binding: {cli: {cmd: x, args_template: 'x{arg.n?-n}'}}}]", "tools[0] (a): field binding.cli.args_template"},
 		{"arg not in schema", "tools: [{name: a, input_schema: {type: object, properties: {pattern: {type: string}}}, binding: {cli: {cmd: x, args_template: '{arg.patern}'}}}]",
