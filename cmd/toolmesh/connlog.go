@@ -19,7 +19,7 @@ func logConnEvents(nc *nats.Conn, log *slog.Logger) {
 		}
 	})
 	nc.SetReconnectHandler(func(c *nats.Conn) {
-		log.Info("reconnected to NATS", "server", c.ConnectedUrlRedacted())
+		log.Warn("reconnected to NATS", "server", c.ConnectedUrlRedacted()) // closes the disconnect warning, at its level
 	})
 	nc.SetClosedHandler(func(c *nats.Conn) {
 		if err := c.LastError(); err != nil {
