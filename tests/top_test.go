@@ -170,19 +170,7 @@ func TestTopJSONAgreesWithStats(t *testing.T) {
 		return len(stats) == 3
 	})
 	stop()
-	var stats []micro.Stats
-	testutil.WaitFor(t, "no call in flight", func() bool {
-		stats = rawStats(t, nc, 3)
-		for _, s := range stats {
-			for _, ep := range s.Endpoints {
-				var l mesh.ToolLoad
-				if json.Unmarshal(ep.Data, &l) != nil || l.InFlight != 0 {
-					return false
-				}
-			}
-		}
-		return len(stats) == 3
-	})
+	stats := settledStats(t, nc)
 	r := runCmd(t, "", "top", "--json", "--server", url, "--interval", "100ms", "--wait", "2s")
 	var sum caller.FleetSummary
 	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil || r.code != 0 {
@@ -201,6 +189,13 @@ func TestTopJSONAgreesWithStats(t *testing.T) {
 			t.Errorf("tool %s: top %+v, $SRV.STATS %+v", name, got[name], w)
 		}
 	}
+	compareCodes(t, sum, stats, want)
+}
+
+// compareCodes checks top's errors by code against the sum of the raw
+// answers, and that the load left its trace there.
+func compareCodes(t *testing.T, sum caller.FleetSummary, stats []micro.Stats, want map[string]toolTotals) {
+	t.Helper()
 	codes := map[string]int64{}
 	for _, s := range stats {
 		for _, ep := range s.Endpoints {
@@ -339,4 +334,24 @@ func commandFor(t *testing.T, args ...string) *exec.Cmd {
 		}
 	})
 	return cmd
+}
+
+// settledStats waits until no call is in flight on any of the three
+// workers and returns their $SRV.STATS answers, which then stay put.
+func settledStats(t *testing.T, nc *nats.Conn) []micro.Stats {
+	t.Helper()
+	var stats []micro.Stats
+	testutil.WaitFor(t, "no call in flight", func() bool {
+		stats = rawStats(t, nc, 3)
+		for _, s := range stats {
+			for _, ep := range s.Endpoints {
+				var l mesh.ToolLoad
+				if json.Unmarshal(ep.Data, &l) != nil || l.InFlight != 0 {
+					return false
+				}
+			}
+		}
+		return len(stats) == 3
+	})
+	return stats
 }

@@ -39,10 +39,7 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			tool := args[0]
-			if argsFlag == "" {
-				g.log.Debug("no --args: reading args from stdin unless it is a terminal")
-			}
-			raw, err := readArgs(ctx, argsFlag, g.stdin)
+			raw, err := g.callArgs(ctx, argsFlag)
 			if err != nil {
 				return err
 			}
@@ -87,6 +84,15 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 	f.DurationVar(&timeout, "timeout", 0, "budget for the call, e.g. 30s (default: none; a silent worker still ends the call)")
 	f.StringVar(&bearer, "bearer", "", "bearer token for the tool (default $TOOLMESH_BEARER)")
 	return cmd
+}
+
+// callArgs reads the call's args, saying at debug level when stdin may be
+// read (a script that hangs can see why).
+func (g *globals) callArgs(ctx context.Context, flag string) (json.RawMessage, error) {
+	if flag == "" {
+		g.log.Debug("no --args: reading args from stdin unless it is a terminal")
+	}
+	return readArgs(ctx, flag, g.stdin)
 }
 
 // readArgs takes --args JSON or @file, else stdin when it is not a
