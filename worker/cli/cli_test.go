@@ -506,14 +506,28 @@ func TestMissingProgram(t *testing.T) {
 	if err := os.WriteFile(gone, []byte("#!/bin/sh\necho '{}'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	withStdin := handler(t, envelope.CliBindingConfig{Cmd: gone, Stdin: envelope.StdinParamsJSON}, Limits{})
 	h := handler(t, envelope.CliBindingConfig{Cmd: gone}, Limits{})
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
-	_, err, _ := call(t, h, `{}`)
-	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "cannot start") {
-		t.Errorf("detail %q", p.Detail)
+	for _, h := range []*Handler{h, withStdin} {
+		_, err, _ := call(t, h, `{}`)
+		if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "cannot start") {
+			t.Errorf("detail %q", p.Detail)
+		}
 	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) { testutil.WaitFor(t, what, cond) }
+
+// A program that never reads its stdin neither blocks the call nor fails
+// it, however much input it was given (more than a pipe buffer here).
+func TestStdinNotRead(t *testing.T) {
+	h := handler(t, envelope.CliBindingConfig{Cmd: "true", Stdin: "arg.v", OutputFormat: envelope.OutputLines}, Limits{})
+	args, _ := json.Marshal(map[string]string{"v": strings.Repeat("x", 1<<20)})
+	res, err, _ := call(t, h, string(args))
+	if err != nil || resultJSON(t, res) != `{"lines":[],"stderr":""}` {
+		t.Fatalf("%v %v", err, res)
+	}
+}

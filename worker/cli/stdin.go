@@ -9,9 +9,10 @@ import (
 // of its own, so that a grandchild holding stdin open can never block the
 // wait for the program (as exec's own copying goroutine would).
 type stdinFeed struct {
-	r, w *os.File
-	data []byte
-	done chan struct{}
+	r, w    *os.File
+	data    []byte
+	started bool
+	done    chan struct{}
 }
 
 // newStdinFeed wires cmd's stdin: /dev/null when data is nil, else a pipe
@@ -39,6 +40,7 @@ func (f *stdinFeed) start() {
 		return
 	}
 	_ = f.r.Close()
+	f.started = true
 	go func() {
 		defer close(f.done)
 		_, _ = f.w.Write(f.data)
@@ -47,12 +49,15 @@ func (f *stdinFeed) start() {
 }
 
 // close releases the pipe: closing the write end unblocks a write the
-// program never read, and the feeding goroutine is waited for.
+// program never read, and the feeding goroutine (if the program started)
+// is waited for.
 func (f *stdinFeed) close() {
 	if f.w == nil {
 		return
 	}
 	_ = f.r.Close()
 	_ = f.w.Close()
-	<-f.done
+	if f.started {
+		<-f.done
+	}
 }
