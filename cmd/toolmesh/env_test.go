@@ -59,3 +59,16 @@ func TestLookupProblem(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURLs(t *testing.T) {
+	cases := map[string]string{
+		"nats://127.0.0.1:4222":                         "nats://127.0.0.1:4222",
+		"nats://ann:s3cret@h:4222,nats://tok3n@h2:4222": "nats://ann:xxxxx@h:4222,nats://xxxxx@h2:4222",
+		"nats://ann:s3cret@h:4222, nats://h3:4222":      "nats://ann:xxxxx@h:4222, nats://h3:4222",
+	}
+	for in, want := range cases {
+		if got := redactURLs(in); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
+	}
+}

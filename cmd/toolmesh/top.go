@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -134,7 +135,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (t topView) render(s caller.FleetSummary, first bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "toolmesh top  %s  prefix %s  %d workers  %d tools  %s  every %s  (Ctrl-C quits)\n",
-		t.g.connect.URLOrDefault(), t.g.prefix, len(s.Workers), len(s.Tools), s.At.Format("15:04:05"), t.interval)
+		redactURLs(t.g.connect.URLOrDefault()), t.g.prefix, len(s.Workers), len(s.Tools), s.At.Format("15:04:05"), t.interval)
 	if !s.Complete {
 		b.WriteString("warning: some workers answered PING but not STATS in time; their numbers are missing\n")
 	}
@@ -201,4 +202,21 @@ func clip(frame string, width int) string {
 		}
 	}
 	return strings.Join(lines, "\r\n")
+}
+
+// redactURLs hides the password of each comma-separated URL: a view that
+// may be shared on a screen must not show nats://user:secret@host.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			} else {
+				u.User = url.User("xxxxx") // a bare token
+			}
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -117,35 +117,46 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// checkArgRefs refuses {arg.NAME} placeholders and a stdin arg that name no
-// property of an input schema that lists its properties.
-func checkArgRefs(spec envelope.ToolSpec, b *envelope.CliBindingConfig) error {
+// checkArgRefs looks for {arg.NAME} placeholders and a stdin arg that
+// name no property of an input schema that lists its properties: an error
+// when the schema closes the object (no call can ever set that arg), a
+// warning when it is open (a call may, but a typo is likelier).
+func checkArgRefs(label string, spec envelope.ToolSpec, b *envelope.CliBindingConfig) (warnings []string, err error) {
 	var schema struct {
-		Properties map[string]json.RawMessage `json:"properties"`
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
 	}
 	if json.Unmarshal(spec.InputSchema, &schema) != nil || schema.Properties == nil {
-		return nil
+		return nil, nil
 	}
+	closed := string(schema.AdditionalProperties) == "false"
 	props := sortedKeys(schema.Properties)
 	check := func(field, name string) error {
 		if _, ok := schema.Properties[name]; ok {
 			return nil
 		}
-		hint := ""
+		msg := fmt.Sprintf("field binding.cli.%s: arg.%s names no property of input_schema", field, name)
 		if best := closest(name, props); best != "" {
-			hint = fmt.Sprintf(" (did you mean arg.%s?)", best)
+			msg += fmt.Sprintf(" (did you mean arg.%s?)", best)
 		}
-		return fmt.Errorf("field binding.cli.%s: arg.%s names no property of input_schema%s", field, name, hint)
+		if closed {
+			return errors.New(msg)
+		}
+		warnings = append(warnings, label+": "+msg)
+		return nil
 	}
-	for _, name := range envelope.TemplateArgs(b.ArgsTemplate) {
+	refs := envelope.TemplateArgs(b.ArgsTemplate)
+	for _, name := range refs {
 		if err := check("args_template", name); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if name, ok := b.StdinArg(); ok {
-		return check("stdin", name)
+		if err := check("stdin", name); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return warnings, nil
 }
 
 // checkCmd finds the binding's program the way the call will: on PATH, or

@@ -193,10 +193,11 @@ func Parse(data []byte) (*File, error) {
 		if err := spec.Validate(); err != nil {
 			return nil, bad("%s: %v", label, err)
 		}
-		if err := checkArgRefs(spec, &cliCfg); err != nil {
+		refWarnings, err := checkArgRefs(label, spec, &cliCfg)
+		if err != nil {
 			return nil, bad("%s: %v", label, err)
 		}
-		out.Warnings = append(out.Warnings, bindingWarnings(label, tj.Binding.CLI)...)
+		out.Warnings = append(append(out.Warnings, bindingWarnings(label, tj.Binding.CLI)...), refWarnings...)
 		if j, dup := seen[spec.Name]; dup {
 			return nil, bad("%s: field name: %q is already defined by tools[%d]", label, spec.Name, j)
 		}

@@ -81,9 +81,9 @@ func TestParseErrors(t *testing.T) {
 		{"binding env type", "tools: [{name: a, binding: {cli: {cmd: x, env: {A: 1}}}}]", "tools[0] (a): field binding.cli.env: want string, got a JSON number"},
 		{"bad stdin", "tools: [{name: a, binding: {cli: {cmd: x, stdin: args}}}]", "tools[0] (a): field binding.cli.stdin"},
 		{"pair inside a token", "tools: [{name: a, binding: {cli: {cmd: x, args_template: 'x{arg.n?-n}'}}}]", "tools[0] (a): field binding.cli.args_template"},
-		{"arg not in schema", "tools: [{name: a, input_schema: {type: object, properties: {pattern: {type: string}}}, binding: {cli: {cmd: x, args_template: '{arg.patern}'}}}]",
+		{"arg not in schema", "tools: [{name: a, input_schema: {type: object, properties: {pattern: {type: string}}, additionalProperties: false}, binding: {cli: {cmd: x, args_template: '{arg.patern}'}}}]",
 			"tools[0] (a): field binding.cli.args_template: arg.patern names no property of input_schema (did you mean arg.pattern?)"},
-		{"stdin arg not in schema", "tools: [{name: a, input_schema: {type: object, properties: {text: {type: string}}}, binding: {cli: {cmd: x, stdin: arg.txt}}}]",
+		{"stdin arg not in schema", "tools: [{name: a, input_schema: {type: object, properties: {text: {type: string}}, additionalProperties: false}, binding: {cli: {cmd: x, stdin: arg.txt}}}]",
 			"tools[0] (a): field binding.cli.stdin: arg.txt"},
 		{"negative cap", "tools: [{name: a, max_output_bytes: -1, binding: {cli: {cmd: x}}}]", "tools[0] (a): limits"},
 	}
@@ -125,6 +125,10 @@ func TestBindingFieldWarnings(t *testing.T) {
 	}
 	if strings.Join(f.Warnings, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(f.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+	open, err := Parse([]byte("tools: [{name: a, input_schema: {type: object, properties: {text: {type: string}}}, binding: {cli: {cmd: x, stdin: arg.txt}}}]"))
+	if err != nil || len(open.Warnings) != 1 || !strings.Contains(open.Warnings[0], "tools[0] (a): field binding.cli.stdin: arg.txt names no property of input_schema (did you mean arg.text?)") {
+		t.Errorf("an arg outside an open schema: %v %q", err, open.Warnings)
 	}
 	clean, err := Parse([]byte("tools: [{name: a, binding: {cli: {cmd: x, stdin: params_json, output_format: lines}}}]"))
 	if err != nil || len(clean.Warnings) != 0 {
