@@ -24,8 +24,8 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// lastProblem parses the problem+json line at the end of stderr.
-func lastProblem(t *testing.T, stderr string) envelope.Problem {
+// stderrProblem parses the problem+json line at the end of stderr.
+func stderrProblem(t *testing.T, stderr string) envelope.Problem {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	var p envelope.Problem
@@ -132,7 +132,7 @@ func TestCommandFixesFitTheFailure(t *testing.T) {
 				}
 				return
 			}
-			p := lastProblem(t, r.stderr)
+			p := stderrProblem(t, r.stderr)
 			if p.Code != envelope.CodeInvalidInput || p.SuggestedFix == nil || strings.Contains(p.SuggestedFix.Description, "violations") ||
 				!strings.Contains(p.SuggestedFix.Description, c.fix) {
 				t.Fatalf("code %s fix %+v, want one containing %q and no violations", p.Code, p.SuggestedFix, c.fix)
@@ -156,15 +156,15 @@ func TestCommandDevListenFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := runCmd(t, "", "dev", "--listen", c.listen, "--format", "json")
-		p := lastProblem(t, r.stderr)
+		p := stderrProblem(t, r.stderr)
 		if r.code != 78 || p.Code != envelope.CodeInvalidConfig || !strings.Contains(p.Detail, c.reason) || !strings.Contains(p.Detail, c.listen) {
 			t.Errorf("--listen %s: exit %d, %s: %s", c.listen, r.code, p.Code, p.Detail)
 		}
 	}
 }
 
-// startCmd starts the binary with the given stdin and collects stderr lines.
-func startCmd(t *testing.T, stdin *os.File, args ...string) (*exec.Cmd, chan string, *strings.Builder) {
+// startWithStdin starts the binary with the given stdin and collects stderr lines.
+func startWithStdin(t *testing.T, stdin *os.File, args ...string) (*exec.Cmd, chan string, *strings.Builder) {
 	t.Helper()
 	cmd := exec.Command(toolmeshBin(t), args...)
 	cmd.Stdin = stdin
@@ -186,7 +186,7 @@ func startCmd(t *testing.T, stdin *os.File, args ...string) (*exec.Cmd, chan str
 	return cmd, lines, out
 }
 
-func waitStderr(t *testing.T, lines chan string, re *regexp.Regexp) {
+func waitStderrLine(t *testing.T, lines chan string, re *regexp.Regexp) {
 	t.Helper()
 	giveUp := time.After(60 * time.Second)
 	for {
@@ -204,7 +204,7 @@ func waitStderr(t *testing.T, lines chan string, re *regexp.Regexp) {
 	}
 }
 
-func waitExit(t *testing.T, cmd *exec.Cmd) int {
+func waitCmdExit(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -228,8 +228,8 @@ func TestCommandCallStdinRules(t *testing.T) {
 	defer w.Close()
 
 	// --args given: the open pipe is not read.
-	cmd, _, out := startCmd(t, open, "call", "echo", "--server", url, "--args", `{"message":"from flag"}`)
-	if code := waitExit(t, cmd); code != 0 || !strings.Contains(out.String(), `"message":"from flag"`) {
+	cmd, _, out := startWithStdin(t, open, "call", "echo", "--server", url, "--args", `{"message":"from flag"}`)
+	if code := waitCmdExit(t, cmd); code != 0 || !strings.Contains(out.String(), `"message":"from flag"`) {
 		t.Fatalf("with --args: exit %d stdout %s", code, out)
 	}
 
@@ -240,17 +240,17 @@ func TestCommandCallStdinRules(t *testing.T) {
 	}
 	defer ptmx.Close()
 	defer tty.Close()
-	cmd, _, out = startCmd(t, tty, "call", "count", "--server", url)
-	if code := waitExit(t, cmd); code != 0 || !strings.Contains(out.String(), `"success":true,"count":`) {
+	cmd, _, out = startWithStdin(t, tty, "call", "count", "--server", url)
+	if code := waitCmdExit(t, cmd); code != 0 || !strings.Contains(out.String(), `"success":true,"count":`) {
 		t.Fatalf("stdin a terminal: exit %d stdout %s", code, out)
 	}
 
 	// No --args and a pipe nobody closes: the read blocks, Ctrl-C ends it.
-	cmd, lines, _ := startCmd(t, open, "call", "echo", "--server", url, "--log-level", "debug", "--format", "json")
-	waitStderr(t, lines, regexp.MustCompile(`reading args from stdin`))
+	cmd, lines, _ := startWithStdin(t, open, "call", "echo", "--server", url, "--log-level", "debug", "--format", "json")
+	waitStderrLine(t, lines, regexp.MustCompile(`reading args from stdin`))
 	_ = cmd.Process.Signal(os.Interrupt)
 	var rest []string
-	code := waitExit(t, cmd)
+	code := waitCmdExit(t, cmd)
 	for l := range lines {
 		rest = append(rest, l)
 	}
@@ -279,8 +279,8 @@ func TestCommandSecondInterrupt(t *testing.T) {
 	}
 }
 
-// startAuthServer runs a nats-server with configure applied to its options.
-func startAuthServer(t *testing.T, configure func(*server.Options)) string {
+// startCredServer runs a nats-server with configure applied to its options.
+func startCredServer(t *testing.T, configure func(*server.Options)) string {
 	t.Helper()
 	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true}
 	configure(opts)
@@ -296,9 +296,9 @@ func startAuthServer(t *testing.T, configure func(*server.Options)) string {
 	return s.ClientURL()
 }
 
-// testOperator makes an operator, an account and a user, writes the user's
+// newCredsOperator makes an operator, an account and a user, writes the user's
 // credentials file, and returns the server options that trust them.
-func testOperator(t *testing.T, dir string) (configure func(*server.Options), credsFile string) {
+func newCredsOperator(t *testing.T, dir string) (configure func(*server.Options), credsFile string) {
 	t.Helper()
 	okp, _ := nkeys.CreateOperator()
 	opub, _ := okp.PublicKey()
@@ -340,8 +340,8 @@ func testOperator(t *testing.T, dir string) (configure func(*server.Options), cr
 	}, credsFile
 }
 
-// runEnv runs the binary with extra environment variables.
-func runEnv(t *testing.T, env []string, args ...string) result {
+// runCmdEnv runs the binary with extra environment variables.
+func runCmdEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -357,7 +357,7 @@ func runEnv(t *testing.T, env []string, args ...string) result {
 // so no secret needs to sit in argv or a URL; the wrong secret is refused.
 func TestCommandEnvCredentials(t *testing.T) {
 	dir := t.TempDir()
-	configureOperator, creds := testOperator(t, dir)
+	configureOperator, creds := newCredsOperator(t, dir)
 	cases := []struct {
 		name      string
 		configure func(*server.Options)
@@ -372,13 +372,13 @@ func TestCommandEnvCredentials(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			url := startAuthServer(t, c.configure)
+			url := startCredServer(t, c.configure)
 			args := []string{"tools", "list", "--json", "--server", url, "--format", "json"}
-			if r := runEnv(t, c.good, args...); r.code != 0 || !strings.Contains(r.stdout, `"tools"`) {
+			if r := runCmdEnv(t, c.good, args...); r.code != 0 || !strings.Contains(r.stdout, `"tools"`) {
 				t.Fatalf("with %q: exit %d stdout %s stderr %s", c.good, r.code, r.stdout, r.stderr)
 			}
 			for _, env := range [][]string{c.bad, nil} {
-				r := runEnv(t, env, args...)
+				r := runCmdEnv(t, env, args...)
 				if r.code == 0 {
 					t.Fatalf("with %q: connected, want a refusal", env)
 				}

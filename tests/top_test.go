@@ -49,9 +49,9 @@ func startFleet(t *testing.T) string {
 	return url
 }
 
-// load keeps the fleet busy until stop: unary calls that succeed, calls
+// loadFleet keeps the fleet busy until stop: unary calls that succeed, calls
 // that fail with invalid_input, and two sleeps that stay in flight.
-func load(t *testing.T, c *caller.Caller) (stop func()) {
+func loadFleet(t *testing.T, c *caller.Caller) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
@@ -86,7 +86,7 @@ func load(t *testing.T, c *caller.Caller) (stop func()) {
 func TestTopRendersFleetInPty(t *testing.T) {
 	url := startFleet(t)
 	c := newCommandCaller(t, url)
-	stop := load(t, c)
+	stop := loadFleet(t, c)
 	defer stop()
 
 	cmd := commandFor(t, "top", "--server", url, "--interval", "200ms")
@@ -140,7 +140,7 @@ func TestTopRendersFleetInPty(t *testing.T) {
 	if _, err := ptmx.Write([]byte{3}); err != nil { // Ctrl-C
 		t.Fatal(err)
 	}
-	if code := waitExit(t, cmd); code != 0 {
+	if code := waitCmdExit(t, cmd); code != 0 {
 		t.Fatalf("top exited %d after Ctrl-C", code)
 	}
 }
@@ -150,7 +150,7 @@ func TestTopRendersFleetInPty(t *testing.T) {
 func TestTopJSONAgreesWithStats(t *testing.T) {
 	url := startFleet(t)
 	c := newCommandCaller(t, url)
-	stop := load(t, c)
+	stop := loadFleet(t, c)
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
