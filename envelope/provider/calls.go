@@ -116,7 +116,11 @@ func callArgs(r rawCall) (json.RawMessage, *envelope.Problem) {
 }
 
 func badArgs(r rawCall, msg string) *envelope.Problem {
-	return envelope.Problemf(envelope.CodeInvalidInput, "call %s to %s: %s", r.id, r.name, msg).
+	what := "call to " + r.name
+	if r.id != "" {
+		what = "call " + r.id + " to " + r.name
+	}
+	return envelope.Problemf(envelope.CodeInvalidInput, "%s: %s", what, msg).
 		WithFix("Call the tool again with its arguments as one JSON object matching its parameters", envelope.HasPlaceholders)
 }
 

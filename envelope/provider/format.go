@@ -75,7 +75,7 @@ func (l *Lowered) jsonObject(p Provider) {
 	case Anthropic:
 		l.Strategy = FormatJSONObjectPrompt
 		l.System = jsonObjectPrompt
-		l.Notes = append(l.Notes, Note{Message: "Anthropic has no JSON mode: the instruction is in the system prompt and the worker checks the result"})
+		l.Notes = append(l.Notes, Note{Message: "Anthropic has no JSON mode: the instruction goes in the system prompt; check the answer"})
 	}
 }
 

@@ -28,6 +28,7 @@ func legacyKeeps(k string) bool {
 type legacyLowerer struct {
 	root  any
 	notes []string
+	nodes int
 	stack []string // $refs being inlined
 }
 
@@ -54,6 +55,9 @@ func (l *legacyLowerer) note(ptr, format string, args ...any) {
 }
 
 func (l *legacyLowerer) node(v any, ptr string) (obj, error) {
+	if l.nodes++; l.nodes > maxInlineNodes {
+		return nil, fmt.Errorf("at %s: more than %d subschemas once $refs are inlined", orRoot(ptr), maxInlineNodes)
+	}
 	o, ok := v.(obj)
 	if !ok {
 		if v == true {

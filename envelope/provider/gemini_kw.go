@@ -42,7 +42,7 @@ func (l *legacyLowerer) keyword(out, o obj, k, ptr string) error {
 		return l.union(out, v, k, ptr)
 	case k == "$schema" || k == "$id" || k == "$comment" || k == "$defs" || k == "definitions":
 	default:
-		l.note(ptr, "%s dropped (no legacy form; the worker still enforces it)", k)
+		l.note(ptr, "%s dropped (no legacy form)", k)
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func (l *legacyLowerer) enum(out, o obj, k, ptr string) {
 				out["nullable"] = true
 				continue
 			}
-			l.note(ptr, "%s with non-string values dropped (the worker still enforces it)", k)
+			l.note(ptr, "%s with non-string values dropped (legacy enums are strings)", k)
 			return
 		}
 		strs = append(strs, s)

@@ -15,14 +15,18 @@ type obj = map[string]any
 
 // decodeJSON decodes b keeping numbers exact.
 func decodeJSON(b []byte) (any, error) {
+	if !json.Valid(b) {
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("not valid JSON")
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil {
 		return nil, err
-	}
-	if d.More() {
-		return nil, fmt.Errorf("trailing data after the JSON value")
 	}
 	return v, nil
 }

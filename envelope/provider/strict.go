@@ -13,6 +13,9 @@ import (
 const (
 	strictMaxDepth = 10
 	strictMaxProps = 5000
+	// maxInlineNodes bounds the work of inlining $refs: a hostile schema
+	// whose references fan out would otherwise grow exponentially.
+	maxInlineNodes = 20000
 )
 
 // strictKeeps reports the keywords strict mode accepts and the export keeps.
@@ -69,6 +72,7 @@ type strictifier struct {
 	root   obj
 	notes  []string
 	props  int
+	nodes  int
 	inline []string // $refs being inlined, for cycle detection
 }
 
@@ -140,6 +144,9 @@ func (s *strictifier) transformRoot() (json.RawMessage, error) {
 
 // node transforms one subschema at ptr, depth levels of objects deep.
 func (s *strictifier) node(v any, ptr string, depth int) (any, error) {
+	if s.nodes++; s.nodes > maxInlineNodes {
+		return nil, s.notStrict(ptr, "more than %d subschemas once $refs are inlined", maxInlineNodes)
+	}
 	o, ok := v.(obj)
 	if !ok {
 		return nil, s.notStrict(ptr, "a boolean schema (true/false) has no strict form")

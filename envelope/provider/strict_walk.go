@@ -46,7 +46,7 @@ func (s *strictifier) keyword(out, o obj, k, ptr string, depth int) error {
 	case k == "allOf", k == "patternProperties", k == "prefixItems", k == "unevaluatedProperties", k == "dependencies":
 		return s.notStrict(ptr, "%s cannot be expressed in strict mode", k)
 	case strictDrops(k):
-		s.note(ptr, "%s dropped (the worker still enforces it)", k)
+		s.note(ptr, "%s dropped (not in strict mode's subset)", k)
 	default:
 		s.note(ptr, "unknown keyword %q dropped", k)
 	}
