@@ -139,7 +139,12 @@ func viewItem(t *testing.T, p provider.Provider, item json.RawMessage) resultVie
 	case provider.OpenAIResponses:
 		return resultView{v.CallID, fmt.Sprint(v.Output), strings.HasPrefix(fmt.Sprint(v.Output), "error ")}
 	case provider.Anthropic:
-		return resultView{v.ToolUseID, fmt.Sprint(v.Content), v.IsError}
+		var blocks []struct{ Text string }
+		b, _ := json.Marshal(v.Content)
+		if err := json.Unmarshal(b, &blocks); err != nil || len(blocks) != 1 {
+			t.Fatalf("tool_result content %s is not one text block", b)
+		}
+		return resultView{v.ToolUseID, blocks[0].Text, v.IsError}
 	}
 	r := v.FunctionResponse.Response
 	if e, ok := r["error"]; ok {

@@ -31,11 +31,11 @@ func ResultItem(p Provider, call ToolCall, o Outcome) (json.RawMessage, error) {
 		}{"function_call_output", call.ID, text}
 	case Anthropic:
 		v = struct {
-			Type      string `json:"type"`
-			ToolUseID string `json:"tool_use_id"`
-			Content   string `json:"content"`
-			IsError   bool   `json:"is_error,omitempty"`
-		}{"tool_result", call.ID, text, o.Problem != nil}
+			Type      string        `json:"type"`
+			ToolUseID string        `json:"tool_use_id"`
+			Content   []textContent `json:"content"`
+			IsError   bool          `json:"is_error,omitempty"`
+		}{"tool_result", call.ID, []textContent{{"text", text}}, o.Problem != nil}
 	case Gemini:
 		v = geminiResult(call, o, text)
 	case MCP:
@@ -44,6 +44,13 @@ func ResultItem(p Provider, call ToolCall, o Outcome) (json.RawMessage, error) {
 		return nil, fmt.Errorf("unknown provider %q", p)
 	}
 	return json.Marshal(v)
+}
+
+// textContent is a text block, the content shape Anthropic's tool_result
+// and MCP's CallToolResult share.
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 // geminiResult is a functionResponse part: response.output with the
@@ -70,15 +77,11 @@ func geminiResult(call ToolCall, o Outcome, text string) any {
 // mcpResult is a CallToolResult: the text always, structuredContent when
 // the result is an object (MCP's rule), isError for a Problem.
 func mcpResult(o Outcome, text string) any {
-	type content struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
 	r := struct {
-		Content           []content       `json:"content"`
+		Content           []textContent   `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 		IsError           bool            `json:"isError,omitempty"`
-	}{Content: []content{{"text", text}}, IsError: o.Problem != nil}
+	}{Content: []textContent{{"text", text}}, IsError: o.Problem != nil}
 	if o.Problem == nil && len(o.Data) > 0 && o.Data[0] == '{' {
 		r.StructuredContent = o.Data
 	}
