@@ -45,12 +45,15 @@ type geminiFunction struct {
 	ResponseJSONSchema   json.RawMessage `json:"responseJsonSchema,omitempty"`
 }
 
+// mcpAnnotations are MCP's tool hints. readOnlyHint and idempotentHint
+// default to false, so they are always written (as the MCP Go SDK does);
+// destructiveHint and openWorldHint default to true and are written only
+// when the spec sets them.
 type mcpAnnotations struct {
-	Title           string `json:"title,omitempty"`
-	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
-	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
-	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
-	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+	ReadOnlyHint    bool  `json:"readOnlyHint"`
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	IdempotentHint  bool  `json:"idempotentHint"`
+	OpenWorldHint   *bool `json:"openWorldHint,omitempty"`
 }
 
 type mcpTool struct {
@@ -137,8 +140,8 @@ func (ts *Toolset) mcpTool(s envelope.ToolSpec, name string) any {
 		}
 	}
 	if a := s.Annotations; a != nil {
-		t.Annotations = &mcpAnnotations{ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive,
-			IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}
+		t.Annotations = &mcpAnnotations{ReadOnlyHint: a.IsReadOnly(), DestructiveHint: a.Destructive,
+			IdempotentHint: a.IsIdempotent(), OpenWorldHint: a.OpenWorld}
 	}
 	return t
 }

@@ -50,13 +50,13 @@ func TestExportDecodesIntoSDKRequests(t *testing.T) {
 			switch file {
 			case "openai":
 				raw := request(t, map[string]any{"model": "gpt-4o", "messages": userTurn}, extra)
-				must(t, "ChatCompletionNewParams", raw, stainless(raw, new(openai.ChatCompletionNewParams)))
+				must(t, "ChatCompletionNewParams", raw, roundTrip(raw, new(openai.ChatCompletionNewParams)))
 			case "openai-responses":
 				raw := request(t, map[string]any{"model": "gpt-4.1", "input": "hi"}, extra)
-				must(t, "ResponseNewParams", raw, stainless(raw, new(responses.ResponseNewParams)))
+				must(t, "ResponseNewParams", raw, roundTrip(raw, new(responses.ResponseNewParams)))
 			case "anthropic":
 				raw := request(t, anthropicBase(), extra)
-				must(t, "MessageNewParams", raw, stainless(raw, new(anthropic.MessageNewParams)))
+				must(t, "MessageNewParams", raw, roundTrip(raw, new(anthropic.MessageNewParams)))
 			default:
 				raw := request(t, nil, map[string]json.RawMessage{"functionDeclarations": tools})
 				must(t, "genai.Tool", raw, strictGenai(raw, new(genai.Tool)))
@@ -81,19 +81,19 @@ func TestResultsDecodeIntoSDKMessages(t *testing.T) {
 				switch p {
 				case "openai":
 					var u openai.ChatCompletionMessageParamUnion
-					must(t, what, m, stainless(m, &u))
+					must(t, what, m, roundTrip(m, &u))
 					if u.OfTool == nil {
 						t.Errorf("%s did not decode as a tool message", what)
 					}
 				case "openai-responses":
 					var u responses.ResponseInputItemUnionParam
-					must(t, what, m, stainless(m, &u))
+					must(t, what, m, roundTrip(m, &u))
 					if u.OfFunctionCallOutput == nil {
 						t.Errorf("%s did not decode as function_call_output", what)
 					}
 				case "anthropic":
 					var mp anthropic.MessageParam
-					must(t, what, m, stainless(m, &mp))
+					must(t, what, m, roundTrip(m, &mp))
 					for j, b := range mp.Content {
 						if b.OfToolResult == nil {
 							t.Errorf("%s block %d is not a tool_result", what, j)
@@ -136,14 +136,14 @@ func checkLowered(t *testing.T, what, file string, l provider.Lowered) {
 			msgs = append([]any{map[string]any{"role": "system", "content": l.System}}, userTurn...)
 		}
 		raw := request(t, map[string]any{"model": "gpt-4o", "messages": msgs}, l.Request)
-		must(t, what, raw, stainless(raw, new(openai.ChatCompletionNewParams)))
+		must(t, what, raw, roundTrip(raw, new(openai.ChatCompletionNewParams)))
 	case "openai-responses":
 		base := map[string]any{"model": "gpt-4.1", "input": "hi"}
 		if l.System != "" {
 			base["instructions"] = l.System
 		}
 		raw := request(t, base, l.Request)
-		must(t, what, raw, stainless(raw, new(responses.ResponseNewParams)))
+		must(t, what, raw, roundTrip(raw, new(responses.ResponseNewParams)))
 	case "anthropic", "anthropic-claude-3":
 		base := anthropicBase()
 		if l.System != "" {
@@ -153,7 +153,7 @@ func checkLowered(t *testing.T, what, file string, l provider.Lowered) {
 			base["tools"] = l.Tools
 		}
 		raw := request(t, base, l.Request)
-		must(t, what, raw, stainless(raw, new(anthropic.MessageNewParams)))
+		must(t, what, raw, roundTrip(raw, new(anthropic.MessageNewParams)))
 	default:
 		if gc, ok := l.Request["generationConfig"]; ok {
 			must(t, what, gc, strictGenai(gc, new(genai.GenerationConfig)))

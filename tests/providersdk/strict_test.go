@@ -28,13 +28,13 @@ func readGolden(t *testing.T, name string, v any) {
 	}
 }
 
-// stainless decodes raw into an OpenAI or Anthropic SDK param type with
+// roundTrip decodes raw into an OpenAI or Anthropic SDK param type with
 // unknown fields refused. Those SDKs' decoders (Stainless apijson) cannot
 // reject unknown fields — they drop them silently, and ExtraFields stays
 // empty — so the check is the equivalent one: decode, re-encode with the
 // SDK's own encoder and demand the same JSON, member for member. A member
 // the SDK type lacks is lost on the way and the comparison names it.
-func stainless(raw []byte, into any) error {
+func roundTrip(raw []byte, into any) error {
 	if err := json.Unmarshal(raw, into); err != nil {
 		return fmt.Errorf("the SDK refuses it: %w", err)
 	}
@@ -121,13 +121,13 @@ func firstDiff(path string, a, b any) (string, bool) {
 // below would pass vacuously.
 func TestUnknownFieldsAreCaught(t *testing.T) {
 	bad := []byte(`{"type":"function","function":{"name":"x","parameters":{},"bogus":1}}`)
-	if err := stainless(bad, new(openai.ChatCompletionFunctionToolParam)); err == nil {
-		t.Error("stainless check let an unknown member through")
+	if err := roundTrip(bad, new(openai.ChatCompletionFunctionToolParam)); err == nil {
+		t.Error("round-trip check let an unknown member through")
 	}
 	if err := strictGenai([]byte(`{"name":"x","bogus":1}`), new(genai.FunctionDeclaration)); err == nil {
 		t.Error("genai check let an unknown member through")
 	}
-	if err := stainless([]byte(`{"type":"function","function":{"name":"x","parameters":{},"strict":true}}`), new(openai.ChatCompletionFunctionToolParam)); err != nil {
+	if err := roundTrip([]byte(`{"type":"function","function":{"name":"x","parameters":{},"strict":true}}`), new(openai.ChatCompletionFunctionToolParam)); err != nil {
 		t.Errorf("a valid tool was refused: %v", err)
 	}
 }
