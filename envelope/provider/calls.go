@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -43,6 +44,11 @@ type rawCall struct {
 // Gemini a response, a Content or its parts; MCP a tools/call request or
 // its params. A call the mesh cannot run comes back with a Problem; only
 // output that is not the provider's shape at all is an error.
+//
+// The nulls OpenAI strict mode makes a model send for optional arguments
+// are removed using the tools' own input schemas, which only the Toolset
+// Export returned holds; one decoded from JSON maps names but passes such
+// nulls through (the worker then answers invalid_input).
 func (ts *Toolset) ParseCalls(output json.RawMessage) ([]ToolCall, error) {
 	raws, err := extractCalls(ts.Provider, output)
 	if err != nil {
@@ -94,8 +100,10 @@ func (ts *Toolset) unknownTool(name string) *envelope.Problem {
 // callArgs returns a call's arguments as a JSON object, or the
 // invalid_input Problem the model gets back instead.
 func callArgs(r rawCall) (json.RawMessage, *envelope.Problem) {
-	args := r.args
-	if r.argsString {
+	args := bytes.TrimSpace(r.args)
+	// Some OpenAI-compatible servers send the arguments as an object
+	// rather than a JSON-encoded string; both mean the same.
+	if r.argsString && (len(args) == 0 || args[0] != '{') {
 		var s string
 		if err := json.Unmarshal(args, &s); err != nil {
 			return nil, badArgs(r, "arguments must be a JSON-encoded string")

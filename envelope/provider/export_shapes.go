@@ -91,8 +91,8 @@ func (ts *Toolset) openAITool(s envelope.ToolSpec, name string) any {
 func (ts *Toolset) geminiTool(s envelope.ToolSpec, name string) (any, error) {
 	f := geminiFunction{Name: name, Description: description(s)}
 	if ts.Capabilities.Tools != SchemaLegacy {
-		f.ParametersJSONSchema = inputSchema(s)
-		f.ResponseJSONSchema = s.OutputSchema
+		f.ParametersJSONSchema = withoutSchemaURI(inputSchema(s))
+		f.ResponseJSONSchema = withoutSchemaURI(s.OutputSchema)
 		return f, nil
 	}
 	if len(s.InputSchema) == 0 {
@@ -115,6 +115,18 @@ func (ts *Toolset) geminiTool(s envelope.ToolSpec, name string) (any, error) {
 		}
 	}
 	return f, nil
+}
+
+// withoutSchemaURI drops a root "$schema" member, which Gemini's endpoint
+// refuses even in its JSON Schema fields.
+func withoutSchemaURI(schema json.RawMessage) json.RawMessage {
+	v, err := decodeJSON(schema)
+	o, ok := v.(obj)
+	if err != nil || !ok || o["$schema"] == nil {
+		return schema
+	}
+	delete(o, "$schema")
+	return mustJSON(o)
 }
 
 func prefixed(what string, notes []string) []string {

@@ -27,7 +27,7 @@ func (l *Lowered) jsonSchema(p Provider, f envelope.JSONSchemaFormat) error {
 		l.set("text", map[string]any{"format": map[string]any{"type": "json_schema",
 			"name": f.Name, "schema": schema, "strict": strict}})
 	case Gemini:
-		l.set("generationConfig", map[string]any{"responseMimeType": "application/json", "responseJsonSchema": f.Schema})
+		l.set("generationConfig", map[string]any{"responseMimeType": "application/json", "responseJsonSchema": withoutSchemaURI(f.Schema)})
 	case Anthropic:
 		return l.anthropicNative(f)
 	}

@@ -14,7 +14,7 @@ type LegacyResult struct {
 	Notes []string
 }
 
-// legacyKeep are the keywords Gemini's Schema has, kept as they are.
+// legacyKeeps reports the keywords Gemini's Schema has, kept as they are.
 func legacyKeeps(k string) bool {
 	switch k {
 	case "description", "title", "format", "minimum", "maximum", "minItems", "maxItems",
