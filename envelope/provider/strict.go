@@ -13,6 +13,11 @@ import (
 const (
 	strictMaxDepth = 10
 	strictMaxProps = 5000
+	// strictMaxEnums and strictMaxChars are the limits on enum values and
+	// on the total length of property names, definition names and enum
+	// strings.
+	strictMaxEnums = 1000
+	strictMaxChars = 15000
 	// maxInlineNodes bounds the work of inlining $refs: a hostile schema
 	// whose references fan out would otherwise grow exponentially.
 	maxInlineNodes = 20000

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -137,6 +138,8 @@ func TestStrictRefusesWhatItCannotRepair(t *testing.T) {
 		{"tuple", `{"type":"object","properties":{"t":{"type":"array","prefixItems":[{"type":"string"}]}},"required":["t"],"additionalProperties":false}`, false},
 		{"root not object", `{"type":"array","items":{"type":"string"}}`, false},
 		{"too deep", deepSchema(12), false},
+		{"too many enum values", bigEnum(1001, 1), false},
+		{"too many enum characters", bigEnum(100, 200), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,6 +157,15 @@ func TestStrictRefusesWhatItCannotRepair(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bigEnum is a closed object with one enum of n strings of size characters.
+func bigEnum(n, size int) string {
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprintf("%q", fmt.Sprintf("%0*d", size, i))
+	}
+	return `{"type":"object","properties":{"e":{"enum":[` + strings.Join(vals, ",") + `]}},"required":["e"],"additionalProperties":false}`
 }
 
 func deepSchema(n int) string {

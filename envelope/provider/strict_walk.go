@@ -171,13 +171,20 @@ func CheckStrict(schema json.RawMessage) []string {
 	if c.props > strictMaxProps {
 		c.fail("", "%d properties, more than %d", c.props, strictMaxProps)
 	}
+	if c.enums > strictMaxEnums {
+		c.fail("", "%d enum values, more than %d", c.enums, strictMaxEnums)
+	}
+	if c.chars > strictMaxChars {
+		c.fail("", "property, definition and enum strings total %d characters, more than %d", c.chars, strictMaxChars)
+	}
 	return c.violations
 }
 
 type strictChecker struct {
-	root       any
-	props      int
-	violations []string
+	root         any
+	props        int
+	enums, chars int
+	violations   []string
 }
 
 func (c *strictChecker) fail(ptr, format string, args ...any) {
@@ -224,8 +231,23 @@ func (c *strictChecker) checkKeyword(k string, val any, ptr string, depth int) {
 		if f, _ := val.(string); !strictFormat(f) {
 			c.fail(ptr, "format %v is not supported", val)
 		}
-	case strictKeeps(k), k == "properties", k == "required", k == "additionalProperties":
+	case k != "enum" && strictKeeps(k), k == "properties", k == "required", k == "additionalProperties":
+	case k == "enum":
+		vals, ok := val.([]any)
+		if !ok {
+			c.fail(ptr, "enum must be an array")
+		}
+		c.enums += len(vals)
+		for _, v := range vals {
+			if s, ok := v.(string); ok {
+				c.chars += len(s)
+			}
+		}
 	case (k == "$defs" || k == "definitions") && ptr == "":
+		defs, _ := val.(obj)
+		for name := range defs {
+			c.chars += len(name)
+		}
 	case k == "items":
 		c.walk(val, ptrJoin(ptr, "items"), depth+1)
 	case k == "anyOf":
@@ -262,6 +284,7 @@ func (c *strictChecker) checkObject(o obj, ptr string, depth int) {
 	}
 	for _, name := range sortedKeys(props) {
 		c.props++
+		c.chars += len(name)
 		c.walk(props[name], ptrJoin(ptrJoin(ptr, "properties"), name), depth+1)
 	}
 }
