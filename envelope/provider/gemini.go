@@ -78,7 +78,24 @@ func (l *legacyLowerer) node(v any, ptr string) (obj, error) {
 			return nil, err
 		}
 	}
+	l.warnIncomplete(out, ptr)
 	return out, nil
+}
+
+// warnIncomplete notes the shapes Gemini's endpoint is known to refuse in
+// the legacy subset: an ARRAY without items, an OBJECT without properties.
+func (l *legacyLowerer) warnIncomplete(out obj, ptr string) {
+	switch {
+	case out["type"] == "ARRAY" && out["items"] == nil:
+		l.note(ptr, "an array without items: Gemini may refuse it")
+	case out["type"] == "OBJECT" && len(asObj(out["properties"])) == 0:
+		l.note(ptr, "an object without properties (an open map): Gemini may refuse it")
+	}
+}
+
+func asObj(v any) obj {
+	o, _ := v.(obj)
+	return o
 }
 
 func (l *legacyLowerer) ref(o obj, ref, ptr string) (obj, error) {
