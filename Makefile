@@ -6,7 +6,7 @@ PKGS      := ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: all build test lint vet fmt-check bench fuzz fuzz-smoke
+.PHONY: all build test test-sdk lint vet fmt-check bench fuzz fuzz-smoke
 
 all: build test
 
@@ -16,6 +16,11 @@ build:
 # The README's test command, and exactly what .ci/run calls.
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+
+# Provider output decoded by the official OpenAI, Anthropic and Gemini SDKs;
+# its own module (tests/providersdk) so the product never depends on them.
+test-sdk:
+	cd tests/providersdk && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -31,7 +36,7 @@ bench:
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:
-	@for pkg in ./envelope ./mesh ./worker ./worker/cli; do \
+	@for pkg in ./envelope ./envelope/provider ./mesh ./worker ./worker/cli; do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 			echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \

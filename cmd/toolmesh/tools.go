@@ -97,7 +97,7 @@ func newToolsCmd(g *globals) *cobra.Command {
 		},
 	}
 	describe.Flags().BoolVar(&asJSON, "json", false, "print the spec as JSON")
-	cmd.AddCommand(list, describe)
+	cmd.AddCommand(list, describe, newToolsExportCmd(g))
 	return cmd
 }
 

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/envelope/provider"
+)
+
+// newToolsExportCmd is `toolmesh tools export --provider P`: the live
+// catalogue lowered into one provider's tool declarations, with the name
+// map that turns the model's calls back into mesh tools.
+func newToolsExportCmd(g *globals) *cobra.Command {
+	var prov, model string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "export --provider openai|openai-responses|anthropic|gemini|mcp",
+		Short: "Print the mesh's tools in a model provider's (or MCP's) shape, with the name map",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := provider.ParseProvider(prov)
+			if err != nil {
+				return envelope.NewProblem(envelope.CodeInvalidInput, "--provider: "+err.Error()).
+					WithFix("Pass --provider openai, openai-responses, anthropic, gemini or mcp", envelope.HasPlaceholders)
+			}
+			c, done, err := g.newCaller(cmd, "tools")
+			if err != nil {
+				return err
+			}
+			defer done()
+			cat, err := c.Catalog(cmd.Context(), wait)
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			specs := make([]envelope.ToolSpec, 0, len(cat.Tools))
+			for _, t := range cat.Tools {
+				specs = append(specs, t.Spec)
+			}
+			ts, err := provider.Export(specs, provider.ExportOptions{Provider: p, Model: model})
+			if err != nil {
+				return envelope.NewProblem(envelope.CodeInvalidInput, err.Error())
+			}
+			if !cat.Complete {
+				ts.Complete = false
+				for _, w := range cat.ScopeWarnings {
+					ts.Notes = append(ts.Notes, provider.Note{Message: "catalogue incomplete: " + w})
+				}
+			}
+			b, err := json.MarshalIndent(ts, "", "  ")
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			fmt.Fprintf(g.stdout, "%s\n", b)
+			if cat.Workers == 0 {
+				fmt.Fprintf(g.stderr, "no worker answered within %s\n", wait)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&prov, "provider", "", "openai, openai-responses, anthropic, gemini or mcp (required)")
+	cmd.Flags().StringVar(&model, "model", "", "model name, to pick the capability row (e.g. gemini-2.0-flash gets the legacy schema subset)")
+	cmd.Flags().DurationVar(&wait, "wait", 300*time.Millisecond, "how long to wait for workers to answer")
+	return cmd
+}

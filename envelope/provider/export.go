@@ -1,0 +1,155 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// Note is one thing an export or a lowering could not carry as given:
+// which tool (or "" for a response format) and what happened.
+type Note struct {
+	Tool    string `json:"tool,omitempty"`
+	Message string `json:"message"`
+}
+
+// Toolset is a catalogue exported for one provider: the tool declarations
+// in the provider's shape, the name map that turns the model's calls back
+// into mesh tools, and notes on everything lowered. Complete is false,
+// with the gaps in Notes, when a tool could not be exported at all.
+type Toolset struct {
+	Provider     Provider          `json:"provider"`
+	Model        string            `json:"model,omitempty"`
+	Capabilities Capabilities      `json:"capabilities"`
+	Tools        []json.RawMessage `json:"tools"`
+	Names        NameMap           `json:"names"`
+	Complete     bool              `json:"complete"`
+	Notes        []Note            `json:"notes,omitempty"`
+
+	// specs are the exported tools by mesh name; ParseCalls uses their
+	// input schemas to undo strict mode's "optional as null".
+	specs map[string]envelope.ToolSpec
+}
+
+// ExportOptions selects the provider and model an export is for.
+type ExportOptions struct {
+	Provider Provider
+	// Model picks the capability row ("" = the provider's current models).
+	Model string
+	// Capabilities, when set, replaces the table lookup.
+	Capabilities *Capabilities
+	// Table replaces DefaultCapabilities.
+	Table CapabilityTable
+}
+
+// capabilities resolves the options' capabilities.
+func (o ExportOptions) capabilities() (Capabilities, error) {
+	if o.Capabilities != nil {
+		return *o.Capabilities, nil
+	}
+	t := o.Table
+	if t == nil {
+		t = DefaultCapabilities()
+	}
+	return t.Lookup(o.Provider, o.Model)
+}
+
+// Export lowers specs into the provider's tool declarations. A spec that
+// does not validate, or whose schema the provider cannot express, is left
+// out with a note and Complete false; nothing is ever silently dropped.
+func Export(specs []envelope.ToolSpec, o ExportOptions) (*Toolset, error) {
+	caps, err := o.capabilities()
+	if err != nil {
+		return nil, err
+	}
+	ts := &Toolset{Provider: o.Provider, Model: o.Model, Capabilities: caps, Tools: []json.RawMessage{},
+		Complete: true, specs: map[string]envelope.ToolSpec{}}
+	var valid []envelope.ToolSpec
+	for _, s := range specs {
+		switch err := s.Validate(); {
+		case err != nil:
+			ts.gap(s.Name, "not exported: "+err.Error())
+		case ts.specs[s.Name].Name != "":
+			ts.gap(s.Name, "not exported: a second spec with the same name")
+		default:
+			ts.specs[s.Name] = s
+			valid = append(valid, s)
+		}
+	}
+	names := make([]string, len(valid))
+	for i, s := range valid {
+		names[i] = s.Name
+	}
+	ts.Names = MapNames(o.Provider.NameRule(), names)
+	for _, s := range valid {
+		if err := ts.exportOne(s); err != nil {
+			ts.gap(s.Name, "not exported: "+err.Error())
+		}
+	}
+	return ts, nil
+}
+
+func (ts *Toolset) gap(tool, msg string) {
+	ts.Complete = false
+	ts.Notes = append(ts.Notes, Note{Tool: tool, Message: msg})
+	if _, ok := ts.specs[tool]; ok {
+		delete(ts.specs, tool)
+		delete(ts.Names.toMesh, ts.Names.toProvider[tool])
+		delete(ts.Names.toProvider, tool)
+	}
+}
+
+func (ts *Toolset) note(tool string, msgs ...string) {
+	for _, m := range msgs {
+		ts.Notes = append(ts.Notes, Note{Tool: tool, Message: m})
+	}
+}
+
+// exportOne appends one tool's declaration.
+func (ts *Toolset) exportOne(s envelope.ToolSpec) error {
+	name, _ := ts.Names.ProviderName(s.Name)
+	if name != s.Name {
+		ts.note(s.Name, fmt.Sprintf("exported as %q", name))
+	}
+	var tool any
+	var err error
+	switch ts.Provider {
+	case OpenAI, OpenAIResponses:
+		tool = ts.openAITool(s, name)
+	case Anthropic:
+		tool = anthropicTool{Name: name, Description: description(s), InputSchema: inputSchema(s)}
+	case Gemini:
+		tool, err = ts.geminiTool(s, name)
+	case MCP:
+		tool = ts.mcpTool(s, name)
+	default:
+		return fmt.Errorf("unknown provider %q", ts.Provider)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(tool)
+	if err != nil {
+		return err
+	}
+	ts.Tools = append(ts.Tools, b)
+	return nil
+}
+
+// description is the text a model reads to choose the tool: the
+// description, else the title.
+func description(s envelope.ToolSpec) string {
+	if s.Description != "" {
+		return s.Description
+	}
+	return s.Title
+}
+
+// inputSchema is the tool's input schema, or "any object" when it has none.
+func inputSchema(s envelope.ToolSpec) json.RawMessage {
+	if len(s.InputSchema) == 0 {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return s.InputSchema
+}

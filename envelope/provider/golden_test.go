@@ -1,0 +1,111 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares v, as indented JSON, with testdata/name.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\ngot:\n%s", path, got)
+	}
+}
+
+// fixtureSpecs loads testdata/specs.json.
+func fixtureSpecs(t testing.TB) []envelope.ToolSpec {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "specs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []envelope.ToolSpec
+	if err := json.Unmarshal(b, &specs); err != nil {
+		t.Fatal(err)
+	}
+	return specs
+}
+
+// exportTargets are the provider/model pairs the goldens cover: every
+// provider's current models, plus Gemini's legacy schema models.
+var exportTargets = []struct {
+	file string
+	opts ExportOptions
+}{
+	{"openai", ExportOptions{Provider: OpenAI}},
+	{"openai-responses", ExportOptions{Provider: OpenAIResponses}},
+	{"anthropic", ExportOptions{Provider: Anthropic}},
+	{"gemini", ExportOptions{Provider: Gemini}},
+	{"gemini-legacy", ExportOptions{Provider: Gemini, Model: "gemini-2.0-flash"}},
+	{"mcp", ExportOptions{Provider: MCP}},
+}
+
+func exportFixture(t testing.TB, o ExportOptions) *Toolset {
+	t.Helper()
+	ts, err := Export(fixtureSpecs(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func TestExportGolden(t *testing.T) {
+	for _, tc := range exportTargets {
+		t.Run(tc.file, func(t *testing.T) {
+			ts := exportFixture(t, tc.opts)
+			golden(t, "export_"+tc.file+".json", ts)
+			if ts.Names.Len() != len(ts.Tools) {
+				t.Errorf("%d tools but %d names mapped", len(ts.Tools), ts.Names.Len())
+			}
+		})
+	}
+}
+
+// A binding is worker-local and may hold secrets: no export carries any
+// part of it, whatever the provider.
+func TestExportNeverCarriesTheBinding(t *testing.T) {
+	spec := envelope.ToolSpec{Name: "mail.send", Description: "Send mail",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"],"additionalProperties":false}`),
+		Binding: &envelope.Binding{CLI: &envelope.CliBindingConfig{Cmd: "/opt/secret-mailer",
+			Args: []string{"--token=s3cr3t-arg"}, Env: map[string]string{"MAIL_PASSWORD": "hunter2-env"}}}}
+	for _, tc := range exportTargets {
+		ts, err := Export([]envelope.ToolSpec{spec}, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(ts)
+		if len(ts.Tools) != 1 {
+			t.Fatalf("%s: %d tools exported", tc.file, len(ts.Tools))
+		}
+		for _, secret := range []string{"secret-mailer", "s3cr3t-arg", "hunter2-env", "MAIL_PASSWORD"} {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s export carries %q from the binding: %s", tc.file, secret, b)
+			}
+		}
+	}
+}

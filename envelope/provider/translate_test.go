@@ -1,0 +1,239 @@
+package provider
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// callView is a ToolCall without the Problem's random instance URN.
+type callView struct {
+	ID      string          `json:"id"`
+	Name    string          `json:"name"`
+	Tool    string          `json:"tool,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Problem string          `json:"problem,omitempty"`
+}
+
+func viewCalls(calls []ToolCall) []callView {
+	out := make([]callView, len(calls))
+	for i, c := range calls {
+		out[i] = callView{ID: c.ID, Name: c.Name, Tool: c.Tool, Args: c.Args}
+		if c.Problem != nil {
+			out[i].Problem = ProblemText(c.Problem)
+		}
+	}
+	return out
+}
+
+func TestParseCallsGolden(t *testing.T) {
+	for _, p := range Providers() {
+		t.Run(string(p), func(t *testing.T) {
+			in, err := os.ReadFile(filepath.Join("testdata", "calls_"+string(p)+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := exportFixture(t, ExportOptions{Provider: p})
+			calls, err := ts.ParseCalls(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(calls) == 0 {
+				t.Fatal("no calls parsed")
+			}
+			golden(t, "calls_"+string(p)+".golden.json", viewCalls(calls))
+		})
+	}
+}
+
+// Output that is not the provider's shape at all is the orchestrator's
+// bug: an invalid_input error, never a panic or an empty success.
+func TestParseCallsRejectsForeignShapes(t *testing.T) {
+	cases := []struct {
+		p   Provider
+		out string
+	}{
+		{OpenAI, `{"tool_calls": {"not": "an array"}}`},
+		{OpenAI, `not json`},
+		{OpenAIResponses, `{"output": 3}`},
+		{Anthropic, `{"content": [1, 2]}`},
+		{Gemini, `{"parts": "x"}`},
+		{MCP, `{"method": "tools/list", "params": {}}`},
+		{MCP, `{"params": {}}`},
+	}
+	for _, tc := range cases {
+		ts := &Toolset{Provider: tc.p}
+		_, err := ts.ParseCalls(json.RawMessage(tc.out))
+		p, ok := err.(*envelope.Problem)
+		if !ok || p.Code != envelope.CodeInvalidInput {
+			t.Errorf("%s %s: got %v, want an invalid_input Problem", tc.p, tc.out, err)
+		}
+	}
+}
+
+// outcomes are the results-out fixtures: an object, non-object results,
+// deltas folded into an empty result, Problems with and without a retry.
+func outcomes() []struct {
+	name string
+	call ToolCall
+	evs  []envelope.ToolEvent
+} {
+	fix := envelope.NewProblem(envelope.CodeInvalidInput, "args do not match the schema: /path: required property is missing")
+	fix.Instance = "urn:uuid:fixed"
+	busy := envelope.NewProblem(envelope.CodeOverloaded, "worker at capacity").WithRetryAfter(2.5)
+	return []struct {
+		name string
+		call ToolCall
+		evs  []envelope.ToolEvent
+	}{
+		{"object", ToolCall{ID: "c1", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`{"text":"127.0.0.1 localhost"}`))}},
+		{"number", ToolCall{ID: "c2", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`42`))}},
+		{"string", ToolCall{ID: "c3", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`"hello"`))}},
+		{"array", ToolCall{ID: "c4", Name: "search_query", Tool: "search.query"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`["a","b"]`))}},
+		{"deltas", ToolCall{ID: "c5", Name: "count", Tool: "count"}, []envelope.ToolEvent{
+			envelope.StartEvent("count", "01J", nil), envelope.DeltaEvent(json.RawMessage(`{"n":1}`)),
+			envelope.ProgressEvent(50, "half"), envelope.DeltaEvent(json.RawMessage(`{"n":2}`)), envelope.ResultEvent(nil)}},
+		{"problem", ToolCall{ID: "c6", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ErrorEvent(fix)}},
+		{"transient-after-deltas", ToolCall{ID: "c7", Name: "count", Tool: "count"}, []envelope.ToolEvent{
+			envelope.DeltaEvent(json.RawMessage(`{"n":1}`)), envelope.ErrorEvent(busy)}},
+		{"bad-args", ToolCall{ID: "c8", Name: "kv_put", Tool: "kv.put",
+			Problem: badArgs(rawCall{id: "c8", name: "kv_put"}, "arguments are not valid JSON: unexpected EOF")}, nil},
+		{"no-terminal", ToolCall{ID: "c9", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.DeltaEvent(json.RawMessage(`1`))}},
+	}
+}
+
+func TestResultsGolden(t *testing.T) {
+	for _, p := range Providers() {
+		t.Run(string(p), func(t *testing.T) {
+			var items []json.RawMessage
+			for _, o := range outcomes() {
+				var acc Accumulator
+				for _, ev := range o.evs {
+					acc.Add(ev)
+				}
+				out := acc.Outcome()
+				if o.evs == nil {
+					out = Outcome{}
+				}
+				item, err := ResultItem(p, o.call, out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				items = append(items, item)
+			}
+			msgs, err := ResultMessages(p, items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "results_"+string(p)+".json", msgs)
+		})
+	}
+}
+
+// formatCases are the response formats the goldens lower.
+func formatCases() []struct {
+	name string
+	rf   envelope.ResponseFormat
+} {
+	schema := func(name, s string, strict bool) envelope.ResponseFormat {
+		return envelope.ResponseFormat{Type: envelope.FormatJSONSchema, JSONSchema: &envelope.JSONSchemaFormat{Name: name, Schema: json.RawMessage(s), Strict: strict}}
+	}
+	return []struct {
+		name string
+		rf   envelope.ResponseFormat
+	}{
+		{"free", envelope.ResponseFormat{Type: envelope.FormatFree}},
+		{"json_object", envelope.ResponseFormat{Type: envelope.FormatJSONObject}},
+		{"strict", schema("weather", `{"type":"object","properties":{"city":{"type":"string"},"temp_c":{"type":"number"}},"required":["city"]}`, true)},
+		{"not_strictable", schema("tags", `{"type":"object","properties":{"tags":{"type":"object","additionalProperties":{"type":"string"}}},"required":["tags"]}`, true)},
+		{"recursive", schema("tree", `{"type":"object","properties":{"root":{"$ref":"#/$defs/n"}},"required":["root"],"additionalProperties":false,"$defs":{"n":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}}},"required":["kids"],"additionalProperties":false}}}`, false)},
+		{"array_root", schema("names", `{"type":"array","items":{"type":"string"}}`, false)},
+	}
+}
+
+// formatTargets covers every strategy of the capability table.
+var formatTargets = []struct {
+	file string
+	opts ExportOptions
+}{
+	{"openai", ExportOptions{Provider: OpenAI, Model: "gpt-4o"}},
+	{"openai-gpt-3.5", ExportOptions{Provider: OpenAI, Model: "gpt-3.5-turbo"}},
+	{"openai-responses", ExportOptions{Provider: OpenAIResponses}},
+	{"anthropic", ExportOptions{Provider: Anthropic, Model: "claude-sonnet-4-5"}},
+	{"anthropic-claude-3", ExportOptions{Provider: Anthropic, Model: "claude-3-5-haiku-latest"}},
+	{"gemini", ExportOptions{Provider: Gemini, Model: "gemini-2.5-flash"}},
+	{"gemini-legacy", ExportOptions{Provider: Gemini, Model: "gemini-1.5-pro"}},
+}
+
+func TestResponseFormatGolden(t *testing.T) {
+	for _, tc := range formatTargets {
+		t.Run(tc.file, func(t *testing.T) {
+			got := map[string]Lowered{}
+			for _, fc := range formatCases() {
+				l, err := LowerResponseFormat(fc.rf, tc.opts)
+				if err != nil {
+					t.Fatalf("%s: %v", fc.name, err)
+				}
+				got[fc.name] = l
+			}
+			golden(t, "format_"+tc.file+".json", got)
+		})
+	}
+}
+
+// The capability table is overridable: a caller's rule wins over the
+// shipped one, and an explicit Capabilities wins over both.
+func TestCapabilityOverride(t *testing.T) {
+	rf := formatCases()[2].rf
+	table := append(CapabilityTable{{OpenAI, "", Capabilities{FormatJSONObjectPrompt, SchemaStrict}}}, DefaultCapabilities()...)
+	l, err := LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-4o", Table: table})
+	if err != nil || l.Strategy != FormatJSONObjectPrompt || l.System == "" {
+		t.Fatalf("table override: %+v %v", l, err)
+	}
+	caps := Capabilities{FormatNative, SchemaJSON}
+	l, err = LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-3.5-turbo", Capabilities: &caps})
+	if err != nil || l.Strategy != FormatNative || l.Request["response_format"] == nil {
+		t.Fatalf("explicit override: %+v %v", l, err)
+	}
+	if _, err := LowerResponseFormat(rf, ExportOptions{Provider: MCP}); err == nil {
+		t.Fatal("MCP has no model request; want an error")
+	}
+}
+
+// FuzzParseCalls: whatever a model (or a hostile proxy) sends, parsing
+// never panics, and every call either has object arguments and a mesh
+// tool, or a Problem for the model to read.
+func FuzzParseCalls(f *testing.F) {
+	for _, p := range Providers() {
+		b, err := os.ReadFile(filepath.Join("testdata", "calls_"+string(p)+".json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(p), string(b))
+	}
+	sets := map[Provider]*Toolset{}
+	for _, p := range Providers() {
+		sets[p] = exportFixture(f, ExportOptions{Provider: p})
+	}
+	f.Fuzz(func(t *testing.T, provider, output string) {
+		ts, ok := sets[Provider(provider)]
+		if !ok {
+			return
+		}
+		calls, err := ts.ParseCalls(json.RawMessage(output))
+		if err != nil {
+			return
+		}
+		for _, c := range calls {
+			if c.Problem != nil {
+				continue
+			}
+			if c.Tool == "" || len(c.Args) == 0 || c.Args[0] != '{' || !json.Valid(c.Args) {
+				t.Fatalf("call %+v has neither a Problem nor object args for a mesh tool", c)
+			}
+		}
+	})
+}

@@ -1,0 +1,59 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// `toolmesh tools export` prints the live catalogue in each provider's
+// shape with the name map; a dotted tool name comes back mapped where the
+// provider refuses dots and unchanged where it takes them.
+func TestCommandToolsExport(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+tools:
+  - name: files.search
+    description: Search files
+    input_schema: {type: object, properties: {pattern: {type: string}}, required: [pattern], additionalProperties: false}
+    annotations: {read_only: true}
+    binding:
+      cli:
+        cmd: echo
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, url := startDev(t, "--config", cfg)
+	wantName := map[string]string{"openai": "files_search", "openai-responses": "files_search",
+		"anthropic": "files_search", "gemini": "files.search", "mcp": "files.search"}
+	for prov, name := range wantName {
+		r := runCmd(t, "", "tools", "export", "--provider", prov, "--server", url, "--wait", "2s")
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d: %s", prov, r.code, r.stderr)
+		}
+		var out struct {
+			Provider string
+			Tools    []json.RawMessage
+			Names    map[string]string
+			Complete bool
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("%s: %v\n%s", prov, err, r.stdout)
+		}
+		if out.Provider != prov || !out.Complete || out.Names[name] != "files.search" || out.Names["echo"] != "echo" {
+			t.Fatalf("%s: provider %q complete %v names %v", prov, out.Provider, out.Complete, out.Names)
+		}
+		if len(out.Tools) != len(out.Names) || !strings.Contains(r.stdout, `"`+name+`"`) {
+			t.Fatalf("%s: %d tools for %d names:\n%s", prov, len(out.Tools), len(out.Names), r.stdout)
+		}
+	}
+	r := runCmd(t, "", "tools", "export", "--provider", "cohere", "--server", url, "--format", "json")
+	var p envelope.Problem
+	if r.code != 2 || json.Unmarshal([]byte(r.stderr), &p) != nil || p.Code != envelope.CodeInvalidInput {
+		t.Fatalf("unknown provider: exit %d stderr %s", r.code, r.stderr)
+	}
+}
