@@ -41,7 +41,7 @@ type Config struct {
 	InboxPrefix string
 	// Heartbeat is the interval workers are asked to beat at; once a worker
 	// has spoken on a call, 3 silent intervals end it with worker_lost
-	// (default 1s).
+	// (default 1s, never less than mesh.MinHeartbeat, which workers floor to).
 	Heartbeat time.Duration
 	// PickupTimeout is how long a call may wait for a worker's first word
 	// before it ends with worker_lost (default 10 heartbeat intervals, never
@@ -98,6 +98,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = mesh.DefaultHeartbeat
 	}
+	cfg.Heartbeat = max(cfg.Heartbeat, mesh.MinHeartbeat)
 	if cfg.PickupTimeout < mesh.MissedBeats*cfg.Heartbeat {
 		if cfg.PickupTimeout == 0 {
 			cfg.PickupTimeout = mesh.DefaultPickupBeats * cfg.Heartbeat
@@ -144,6 +145,11 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	// and a slow reader can never cause a slow-consumer disconnect.
 	_ = sub.SetPendingLimits(-1, -1)
 	c.sub = sub
+	if err := c.confirmInbox(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	c.watchViolations()
 	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	c.wg.Add(2)
 	go c.watchConnection()
@@ -234,6 +240,9 @@ func (c *Caller) onMsg(m *nats.Msg) {
 }
 
 func (c *Caller) sendControl(workerID string, ctl mesh.Control) {
+	if !validWorkerID(workerID) {
+		return // a worker's id comes off the wire: never let it shape a subject
+	}
 	if err := c.nc.Publish(c.subjects.Control(workerID), ctl.Encode()); err != nil {
 		c.log.Debug("control message not sent", "op", ctl.Op, "err", err)
 	}

@@ -94,7 +94,7 @@ func TestCallersArePruned(t *testing.T) {
 	old := time.Now().Add(-2 * time.Minute)
 	w.callsMu.Lock()
 	for i := range 1000 {
-		w.callers[fmt.Sprint("gone-", i)] = old
+		w.callers[callKey{"", fmt.Sprint("gone-", i)}] = old
 	}
 	w.callsMu.Unlock()
 	w.onControl(&nats.Msg{Data: mesh.Control{Op: mesh.OpAlive, CallerID: "fresh"}.Encode()})
@@ -171,6 +171,9 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 	}
 	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
 	m.Header.Set(mesh.HeaderTimeout, "9999999999999")
+	// A caller that proves it is alive: an unleased call's life is bounded.
+	m.Header.Set(mesh.HeaderCallerID, "c1")
+	m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
 	m.Data = []byte(`{"args":{}}`)
 	reply, err := raw.RequestMsg(m, 20*time.Second)
 	if err != nil {
