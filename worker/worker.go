@@ -250,6 +250,13 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
 	// The callback only admits and hands off; never let NATS drop calls for it.
 	_ = sub.SetPendingLimits(-1, -1)
 	t.sub = sub
+	// Round-trip to the server so the tool is callable when Register
+	// returns, and so a subscription the server's permissions refuse fails
+	// Register (naming it) instead of leaving a worker that serves nothing.
+	if err := w.confirmSubscriptions(sub.Subject); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("register %q: %w", spec.Name, err)
+	}
 	dsub, err := w.nc.QueueSubscribe(w.subjects.Describe(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) {
 		b, _ := json.Marshal(publicSpec(t.spec))
 		_ = m.Respond(b)
@@ -258,10 +265,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("register %q: %w", spec.Name, err)
 	}
-	// Round-trip to the server so the tool is callable when Register
-	// returns, and so a subscription the server's permissions refuse fails
-	// Register instead of leaving a worker that serves nothing.
-	if err := w.confirmSubscriptions(sub.Subject, dsub.Subject); err != nil {
+	if err := w.confirmSubscriptions(dsub.Subject); err != nil {
 		_ = sub.Unsubscribe()
 		_ = dsub.Unsubscribe()
 		return fmt.Errorf("register %q: %w", spec.Name, err)
@@ -376,6 +380,11 @@ func (w *Worker) subscribeControl() error {
 	}
 	_ = ctl.SetPendingLimits(-1, -1)
 	w.ctlSubs = append(w.ctlSubs, ctl)
+	// Confirmed on its own: when the pool is wrong, the control subject is
+	// the one to name (discovery subjects would be refused too).
+	if err := w.confirmSubscriptions(ctl.Subject); err != nil {
+		return err
+	}
 	cat, err := w.nc.Subscribe(w.subjects.Catalog(), func(m *nats.Msg) {
 		specs := w.Specs()
 		for i := range specs {

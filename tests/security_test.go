@@ -1,0 +1,598 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/cli"
+)
+
+// secureMesh is a nats-server running deploy/secure/nats-server.conf as
+// shipped (only the listen address is moved to a free port), with the
+// passwords the config reads from the environment.
+type secureMesh struct {
+	srv       *server.Server
+	passwords map[string]string // user → password
+}
+
+func startSecure(t *testing.T) *secureMesh {
+	t.Helper()
+	m := &secureMesh{passwords: map[string]string{}}
+	for _, user := range []string{"alice", "bob", "tools"} {
+		m.passwords[user] = randomToken(t, 24)
+		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
+	}
+	opts, err := server.ProcessConfigFile("../deploy/secure/nats-server.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.NoLog, opts.NoSigs = "127.0.0.1", server.RANDOM_PORT, true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	m.srv = srv
+	return m
+}
+
+// asyncErrs collects a connection's asynchronous errors (permissions
+// violations arrive this way).
+type asyncErrs struct {
+	mu   sync.Mutex
+	errs []error
+	ch   chan error
+}
+
+func (a *asyncErrs) all() []error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]error(nil), a.errs...)
+}
+
+// dial connects as user; violations are collected in the returned asyncErrs.
+func (m *secureMesh) dial(t *testing.T, user string) (*nats.Conn, *asyncErrs) {
+	t.Helper()
+	ae := &asyncErrs{ch: make(chan error, 100)}
+	nc, err := nats.Connect(m.srv.ClientURL(), nats.UserInfo(user, m.passwords[user]),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			ae.mu.Lock()
+			ae.errs = append(ae.errs, err)
+			ae.mu.Unlock()
+			select {
+			case ae.ch <- err:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, ae
+}
+
+// demoWorker is a worker of pool "demo" connected as the tools user.
+func (m *secureMesh) demoWorker(t *testing.T, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	nc, _ := m.dial(t, "tools")
+	cfg.Pool = "demo"
+	return newWorker(t, nc, cfg)
+}
+
+func randomToken(t testing.TB, n int) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// wantDenied subscribes to subject on nc and asserts the server refuses it.
+func wantDenied(t *testing.T, nc *nats.Conn, queue, subject string) {
+	t.Helper()
+	var err error
+	if queue != "" {
+		_, err = nc.QueueSubscribe(subject, queue, func(*nats.Msg) {})
+	} else {
+		_, err = nc.Subscribe(subject, func(*nats.Msg) {})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	op, denied, ok := mesh.Violation(nc.LastError())
+	if !ok || op != mesh.OpSubscribe || denied != subject {
+		t.Fatalf("subscribing %q was not refused (last error %v)", subject, nc.LastError())
+	}
+}
+
+// parkTool blocks until its call's context ends; started receives each
+// call's worker-side start.
+func parkTool(started chan<- string, ended chan<- error) worker.HandlerFunc {
+	return func(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
+		started <- req.CallID
+		<-ctx.Done()
+		ended <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}
+}
+
+// Attack: bob subscribes to every inbox and to the worker side's subjects
+// to read alice's results. Tenants live in separate accounts: bob's
+// wildcard sees only his own account, and everything else is refused.
+func TestSecureCallerCannotReadAnotherCallersInbox(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	anc, _ := m.dial(t, "alice")
+	bnc, _ := m.dial(t, "bob")
+	sniff := make(chan *nats.Msg, 1000)
+	if _, err := bnc.ChanSubscribe("_INBOX.>", sniff); err != nil {
+		t.Fatal(err)
+	}
+	if err := bnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{"toolmesh.call.>", "toolmesh.ctl.>", "_R_.>", ">"} {
+		wantDenied(t, bnc, "", subj)
+	}
+	alice := newCaller(t, anc, caller.Config{})
+	secret := randomToken(t, 40)
+	resp, err := alice.Call(context.Background(), "demo.echo", map[string]string{"message": secret})
+	if err != nil || !resp.Success {
+		t.Fatalf("alice's call: %v", err)
+	}
+	// Bob's own call: its reply reaches his sniffer too, and it was
+	// published by the same worker after alice's, so anything of alice's
+	// routed to bob would have arrived before it.
+	bob := newCaller(t, bnc, caller.Config{})
+	if _, err := bob.Call(context.Background(), "demo.echo", map[string]string{"message": "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg := <-sniff
+		if strings.Contains(string(msg.Data), secret) || strings.Contains(msg.Subject, alice.ID()) {
+			t.Fatalf("bob read alice's message on %s: %s", msg.Subject, msg.Data)
+		}
+		if strings.Contains(msg.Subject, bob.ID()) && strings.Contains(string(msg.Data), `"bob"`) {
+			return // bob's own result: the sniffer works, and saw nothing of alice's
+		}
+	}
+}
+
+// Attack: bob learns alice's call id and worker id and sends cancel and
+// credit for it on the worker's control subject. The worker binds control
+// to the identity the server stamps, so neither touches alice's call.
+func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	bobStarted, bobEnded := make(chan string, 1), make(chan error, 1)
+	register(t, w, envelope.ToolSpec{Name: "demo.park", Streaming: true}, parkTool(bobStarted, bobEnded))
+	emitted := make(chan int, 1)
+	register(t, w, envelope.ToolSpec{Name: "demo.flood", Streaming: true}, func(ctx context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
+		n := 0
+		defer func() { emitted <- n }()
+		for {
+			if err := emit.Delta(map[string]int{"i": n}); err != nil {
+				return nil, err
+			}
+			n++
+		}
+	})
+	anc, _ := m.dial(t, "alice")
+	bnc, _ := m.dial(t, "bob")
+	alice := newCaller(t, anc, caller.Config{})
+	bob := newCaller(t, bnc, caller.Config{})
+	ctx := context.Background()
+
+	// Alice's stream, window 2: the start event and one delta; reading the
+	// start grants one more delta, then the handler waits for credit alice
+	// never grants (she reads nothing more).
+	as, err := alice.Stream(ctx, "demo.flood", nil, caller.WithWindow(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := as.Next()
+	if err != nil || start.Type != envelope.EventStart {
+		t.Fatalf("alice's first event %+v %v", start, err)
+	}
+	workerID, _ := start.Metadata["worker_id"].(string)
+
+	// Bob's barrier call on the same worker.
+	bs, err := bob.Stream(ctx, "demo.park", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-bobStarted
+	if ev, err := bs.Next(); err != nil || ev.Type != envelope.EventStart {
+		t.Fatalf("bob's first event %+v %v", ev, err)
+	}
+	ctl := mesh.Subjects{}.Control(workerID)
+	for _, c := range []mesh.Control{
+		{Op: mesh.OpCredit, CallID: as.CallID(), N: math.MaxInt64},
+		{Op: mesh.OpCancel, CallID: as.CallID()},
+		{Op: mesh.OpAlive, CallerID: alice.ID()},
+	} {
+		if err := bnc.Publish(ctl, c.Encode()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Bob closes his own call: its cancel travels the same connection and
+	// subject after the attack, so once his handler ends the worker has
+	// handled every attack message (control is handled in order, at once).
+	_ = bs.Close()
+	if cause := <-bobEnded; cause == nil || !strings.Contains(cause.Error(), "cancelled by the caller") {
+		t.Fatalf("bob's own cancel: %v", cause)
+	}
+	// Had the credit counted, the handler would already be past its
+	// second delta (a credit hands the waiting handler its turn at once);
+	// alice's own grant, sent before her close on her connection, allows
+	// exactly the second. Alice now ends her call herself.
+	_ = as.Close()
+	if n := <-emitted; n != 2 {
+		t.Errorf("alice's handler emitted %d deltas; bob's credit reached her call", n)
+	}
+	waitFor(t, "alice's call to end as cancelled by herself", func() bool {
+		st, _ := w.ToolStats("demo.flood")
+		return st.Requests == 1 && strings.HasPrefix(st.LastError, "cancelled")
+	})
+}
+
+// The cancel half on its own, ending in a result: alice's call survives
+// bob's cancel and completes successfully.
+func TestSecureCancelOfAnotherCallersCallIsIgnored(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	release := make(chan struct{})
+	aliceStarted := make(chan struct{}, 1)
+	register(t, w, envelope.ToolSpec{Name: "demo.gate", Streaming: true}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		aliceStarted <- struct{}{}
+		select {
+		case <-release:
+			return map[string]bool{"ok": true}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	bobStarted, bobEnded := make(chan string, 1), make(chan error, 1)
+	register(t, w, envelope.ToolSpec{Name: "demo.park", Streaming: true}, parkTool(bobStarted, bobEnded))
+	anc, _ := m.dial(t, "alice")
+	bnc, _ := m.dial(t, "bob")
+	alice := newCaller(t, anc, caller.Config{})
+	bob := newCaller(t, bnc, caller.Config{})
+	ctx := context.Background()
+	as, err := alice.Stream(ctx, "demo.gate", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-aliceStarted
+	bs, err := bob.Stream(ctx, "demo.park", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-bobStarted
+	if _, err := bs.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bnc.Publish(mesh.Subjects{}.Control(w.ID()), mesh.Control{Op: mesh.OpCancel, CallID: as.CallID()}.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	_ = bs.Close()
+	<-bobEnded
+	close(release)
+	resp, err := as.Response()
+	if err != nil || !resp.Success {
+		t.Fatalf("alice's call after bob's cancel: %v", err)
+	}
+}
+
+// Attack: alice sends a call whose reply subject is bob's inbox, hoping
+// bob receives her forged result. Reply subjects exist only in the
+// sender's account: the answer comes back to alice.
+func TestSecureReplySubjectInjectionFails(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	release := make(chan struct{})
+	register(t, w, envelope.ToolSpec{Name: "demo.slow"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		<-release
+		return map[string]string{"message": "genuine"}, nil
+	})
+	anc, _ := m.dial(t, "alice")
+	bnc, _ := m.dial(t, "bob")
+	bob := newCaller(t, bnc, caller.Config{})
+	ctx := context.Background()
+	bs, err := bob.Stream(ctx, "demo.slow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := "_INBOX." + bob.ID() + "." + bs.CallID()
+	back := make(chan *nats.Msg, 10)
+	if _, err := anc.ChanSubscribe(victim, back); err != nil {
+		t.Fatal(err)
+	}
+	forged := nats.NewMsg(mesh.Subjects{}.Call("demo.echo"))
+	forged.Reply = victim
+	forged.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
+	forged.Data = []byte(`{"args":{"message":"forged"}}`)
+	if err := anc.PublishMsg(forged); err != nil {
+		t.Fatal(err)
+	}
+	if msg := <-back; !strings.Contains(string(msg.Data), "forged") {
+		t.Fatalf("alice's own copy: %s", msg.Data)
+	}
+	close(release)
+	resp, err := bs.Response()
+	if err != nil || !resp.Success {
+		t.Fatalf("bob's call: %v", err)
+	}
+	if v, _ := resp.Get("message"); string(v) != `"genuine"` {
+		t.Fatalf("bob received %s, not his own result", v)
+	}
+}
+
+// Attack: the worker identity tries to read every call, to steal calls of
+// a tool it is not permitted, and to read control subjects beyond its own
+// pool's. The server refuses each, and Register says so.
+func TestSecureWorkerScopedToItsTools(t *testing.T) {
+	m := startSecure(t)
+	nc, _ := m.dial(t, "tools")
+	for _, s := range []struct{ queue, subject string }{
+		{"", "toolmesh.call.>"},
+		{"toolmesh", "toolmesh.call.ops.deploy"},
+		{"", "toolmesh.describe.>"},
+		{"", "toolmesh.ctl.>"},
+		{"", "toolmesh.ctl.*"},
+		{"", "toolmesh.ctl.ops.01J0000000000000000000000"},
+		{"", "_INBOX.>"},
+		{"", "_R_.>"},
+	} {
+		wantDenied(t, nc, s.queue, s.subject)
+	}
+	// A worker outside its pool cannot even start: its control subject is refused.
+	if _, err := worker.New(nc, worker.Config{Logger: quiet()}); err == nil {
+		t.Fatal("a worker without the permitted pool started")
+	} else if p := wantCode(t, err, envelope.CodeForbidden); !strings.Contains(p.Detail, "toolmesh.ctl.") {
+		t.Fatalf("detail %q does not name the control subject", p.Detail)
+	}
+	w := m.demoWorker(t, worker.Config{})
+	err := w.Register(envelope.ToolSpec{Name: "ops.deploy"}, worker.HandlerFunc(echo))
+	if p := wantCode(t, err, envelope.CodeForbidden); !strings.Contains(p.Detail, `"toolmesh.call.ops.deploy"`) {
+		t.Fatalf("detail %q does not name the subject", p.Detail)
+	}
+	if len(w.Specs()) != 0 {
+		t.Fatalf("the refused tool was registered: %+v", w.Specs())
+	}
+	// What it is permitted still works, and a caller reaches it.
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	anc, _ := m.dial(t, "alice")
+	if _, err := newCaller(t, anc, caller.Config{}).Call(context.Background(), "demo.echo", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Attack: a tenant reads tool bindings (cmd, args, env secrets) through
+// describe, the catalogue and $SRV.INFO. None carries them.
+func TestSecureDiscoveryCarriesNoBindings(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	secret := randomToken(t, 40)
+	registerToolsFile(t, w, fmt.Sprintf(`
+tools:
+  - name: demo.secretive
+    description: has a secret in its binding
+    binding:
+      cli:
+        cmd: /bin/echo-%[1]s
+        args: ["--key=%[1]s"]
+        env: {API_KEY: "%[1]s"}
+`, secret), nil)
+	anc, _ := m.dial(t, "alice")
+	alice := newCaller(t, anc, caller.Config{})
+	ctx := context.Background()
+	var answers [][]byte
+	for _, subj := range []string{"toolmesh.describe.demo.secretive", "toolmesh.catalog", "$SRV.INFO", "$SRV.INFO.toolmesh"} {
+		msg, err := anc.Request(subj, nil, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", subj, err)
+		}
+		answers = append(answers, msg.Data)
+	}
+	spec, err := alice.Describe(ctx, "demo.secretive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := alice.Catalog(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers = append(answers, mustJSON(spec), mustJSON(cat))
+	for _, a := range answers {
+		if bytes.Contains(a, []byte(secret[:8])) || bytes.Contains(a, []byte(`"binding"`)) || bytes.Contains(a, []byte("echo-")) {
+			t.Errorf("discovery answer carries the binding: %s", a)
+		}
+	}
+	if spec.Description == "" || spec.Binding != nil {
+		t.Errorf("describe: %+v", spec)
+	}
+}
+
+// Attack: alice calls a tool her tenant is not permitted (ops.*). The
+// server refuses the publish asynchronously; the call fails with forbidden
+// at once, long before its own (hour-long) budget.
+func TestSecureDeniedPublishIsForbiddenAtOnce(t *testing.T) {
+	m := startSecure(t)
+	anc, ae := m.dial(t, "alice")
+	alice := newCaller(t, anc, caller.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	_, err := alice.Call(ctx, "ops.deploy", nil)
+	p := wantCode(t, err, envelope.CodeForbidden)
+	if p.Transient() || !strings.Contains(p.Detail, "toolmesh.call.ops.deploy") {
+		t.Fatalf("problem %+v", p)
+	}
+	// The connection's own error handler still saw the violation.
+	if v := <-ae.ch; !errors.Is(v, nats.ErrPermissionViolation) {
+		t.Fatalf("async error %v", v)
+	}
+}
+
+// A plain `nats req`-style stream call (no caller id, so nobody proves the
+// caller alive) whose inbox nobody reads ends within its bounded life.
+func TestSecureUnleasedCallHasABoundedLife(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{MaxUnleasedLife: 500 * time.Millisecond})
+	ended := make(chan error, 1)
+	register(t, w, envelope.ToolSpec{Name: "demo.forever", Streaming: true}, func(ctx context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
+		for ctx.Err() == nil {
+			_ = emit.Delta("x") // blocks once the window is spent: nobody grants
+		}
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	})
+	anc, _ := m.dial(t, "alice")
+	msg := nats.NewMsg(mesh.Subjects{}.Call("demo.forever"))
+	msg.Reply = "_INBOX.nobody-reads-this.1"
+	msg.Header.Set(mesh.HeaderMode, mesh.ModeStream)
+	msg.Data = []byte(`{"args":{}}`)
+	if err := anc.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("handler ended with %v, want its bounded life's deadline", err)
+	}
+	waitFor(t, "the call's terminal recorded", func() bool {
+		st, _ := w.ToolStats("demo.forever")
+		return st.Errors == 1 && strings.HasPrefix(st.LastError, "timeout")
+	})
+}
+
+// A credit grant of MaxInt64 saturates; the stream runs to its end. The
+// call is made by hand, as a client other than caller.Caller would, since
+// the Caller itself refuses events beyond the window it granted.
+func TestSecureHugeCreditDoesNotFreezeTheStream(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	register(t, w, envelope.ToolSpec{Name: "demo.count", Streaming: true, InputSchema: countSpec.InputSchema}, count)
+	anc, _ := m.dial(t, "alice")
+	events := make(chan *nats.Msg, 1000)
+	if _, err := anc.ChanSubscribe("_INBOX.raw.>", events); err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(mesh.Subjects{}.Call("demo.count"))
+	msg.Reply = "_INBOX.raw.1"
+	msg.Header.Set(mesh.HeaderCallID, "raw1")
+	msg.Header.Set(mesh.HeaderMode, mesh.ModeStream)
+	msg.Header.Set(mesh.HeaderWindow, "4")
+	msg.Data = []byte(`{"args":{"n":200}}`)
+	if err := anc.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+	deltas := 0
+	for {
+		m := <-events
+		if mesh.Header(m.Header, mesh.HeaderHeartbeat) != "" {
+			continue
+		}
+		ev, err := envelope.ParseEvent(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case envelope.EventStart:
+			wid, _ := ev.Metadata["worker_id"].(string)
+			huge := mesh.Control{Op: mesh.OpCredit, CallID: "raw1", N: math.MaxInt64}
+			if err := anc.Publish(mesh.Subjects{}.Control(wid), huge.Encode()); err != nil {
+				t.Fatal(err)
+			}
+		case envelope.EventDelta:
+			deltas++
+		case envelope.EventProgress:
+		case envelope.EventResult:
+			if deltas != 200 || string(ev.Data) != `{"count":200}` {
+				t.Fatalf("%d deltas, result %s", deltas, ev.Data)
+			}
+			return
+		default:
+			t.Fatalf("event %+v", ev)
+		}
+	}
+}
+
+// Malformed call headers are invalid_input, never silently ignored.
+func TestSecureMalformedHeadersAreInvalidInput(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	anc, _ := m.dial(t, "alice")
+	for _, h := range []struct{ name, value string }{
+		{mesh.HeaderTimeout, "soon"},
+		{mesh.HeaderTimeout, "-5"},
+		{mesh.HeaderTimeout, "99999999999999999999"},
+		{mesh.HeaderMode, "firehose"},
+		{mesh.HeaderWindow, "lots"},
+		{mesh.HeaderInterval, "1.5"},
+		{mesh.HeaderCallID, "a.b.>"},
+		{mesh.HeaderCallerID, strings.Repeat("c", 200)},
+		{mesh.HeaderIdempotencyKey, strings.Repeat("k", 300)},
+	} {
+		msg := nats.NewMsg(mesh.Subjects{}.Call("demo.echo"))
+		msg.Header.Set(h.name, h.value)
+		msg.Data = []byte(`{"args":{}}`)
+		reply, err := anc.RequestMsg(msg, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", h.name, err)
+		}
+		ev, err := envelope.ParseEvent(reply.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := ev.Problem(); p == nil || p.Code != envelope.CodeInvalidInput || !strings.Contains(p.Detail, h.name) {
+			t.Errorf("%s: %.20q answered %s", h.name, h.value, reply.Data)
+		}
+	}
+}
+
+// registerToolsFile loads a tools file into w.
+func registerToolsFile(t *testing.T, w *worker.Worker, yaml string, log *slog.Logger) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cli.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Register(w, f, log); err != nil {
+		t.Fatal(err)
+	}
+}
