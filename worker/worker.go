@@ -98,7 +98,7 @@ type Worker struct {
 	callsMu      sync.Mutex
 	calls        map[callKey]*call
 	callers      map[callKey]time.Time // (identity, caller id) → last liveness message
-	callersSwept int                  // size of callers after the last prune
+	callersSwept int                   // size of callers after the last prune
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
