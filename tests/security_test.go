@@ -17,6 +17,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
@@ -594,5 +596,126 @@ func registerToolsFile(t *testing.T, w *worker.Worker, yaml string, log *slog.Lo
 	}
 	if err := cli.Register(w, f, log); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// leakTools prints the bearer ($ATD_BEARER in TOK) so that the 4 KiB
+// stderr tail (where "tail") or the 200-byte output excerpt (where
+// "excerpt", json and ndjson) cuts through it: n bytes of padding put the
+// cut at every offset of the token.
+const leakTools = `
+tools:
+  - name: demo.leak
+    binding:
+      cli:
+        cmd: sh
+        args: ["-c", "n=$(printf %s \"$0\" | sed -n 's/.*\"n\":\\([0-9]*\\).*/\\1/p'); case \"$0\" in *tail*) printf %s \"$TOK\" >&2; head -c \"$n\" /dev/zero | tr '\\0' y >&2; exit 3;; esac; head -c \"$n\" /dev/zero | tr '\\0' x; printf %s \"$TOK\"; printf zzz"]
+        args_template: "{params_json}"
+        env: {TOK: "$ATD_BEARER"}
+  - name: demo.leaklines
+    binding:
+      cli:
+        cmd: sh
+        args: ["-c", "n=$(printf %s \"$0\" | sed -n 's/.*\"n\":\\([0-9]*\\).*/\\1/p'); head -c \"$n\" /dev/zero | tr '\\0' x; printf '%s\\n' \"$TOK\""]
+        args_template: "{params_json}"
+        env: {TOK: "$ATD_BEARER"}
+        output_format: ndjson
+`
+
+// A 40-character random bearer never leaves the worker, whole or as any
+// 8-character piece: not in Problems, $SRV.STATS, exported spans (both
+// sides) or the worker's debug logs — also when a tool prints it where the
+// stderr tail or an output excerpt cuts it, at every offset.
+func TestSecureBearerNeverLeaks(t *testing.T) {
+	m := startSecure(t)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	w := m.demoWorker(t, worker.Config{Logger: log, TracerProvider: tp})
+	registerToolsFile(t, w, leakTools, log)
+	register(t, w, envelope.ToolSpec{Name: "demo.goleak"}, func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
+		var a struct{ N int }
+		_ = req.Bind(&a)
+		if a.N < 0 {
+			panic("the token is " + req.Bearer)
+		}
+		k := a.N % len(req.Bearer)
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "upstream refused token %s", req.Bearer).
+			WithExtension("head", req.Bearer[:k]+"…").WithExtension("tail", "…"+req.Bearer[k:]).
+			WithExtension("nested", map[string]any{"list": []any{req.Bearer[k/2 : k/2+20]}})
+	})
+	anc, _ := m.dial(t, "alice")
+	alice := newCaller(t, anc, caller.Config{Logger: log, TracerProvider: tp})
+	bearer := randomToken(t, 40)
+	ctx := context.Background()
+
+	var seen []string // every text that left the worker
+	call := func(tool string, args map[string]any) {
+		t.Helper()
+		resp, err := alice.Call(ctx, tool, args, caller.WithBearer(bearer))
+		if err == nil {
+			t.Fatalf("%s %v succeeded: %+v", tool, args, resp)
+		}
+		seen = append(seen, string(mustJSON(resp)))
+	}
+	for n := 4050; n <= 4140; n++ {
+		call("demo.leak", map[string]any{"where": "tail", "n": n})
+	}
+	for n := 155; n <= 205; n++ {
+		call("demo.leak", map[string]any{"where": "excerpt", "n": n})
+		call("demo.leaklines", map[string]any{"n": n})
+	}
+	for n := range 40 {
+		call("demo.goleak", map[string]any{"n": n})
+	}
+	call("demo.goleak", map[string]any{"n": -1})
+	for _, subj := range []string{"$SRV.STATS", "$SRV.STATS.toolmesh"} {
+		msg, err := anc.Request(subj, nil, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, string(msg.Data))
+	}
+	for _, s := range spans.GetSpans() {
+		seen = append(seen, fmt.Sprintf("%s %+v %+v %+v", s.Name, s.Status, s.Attributes, s.Events))
+	}
+	if len(spans.GetSpans()) == 0 {
+		t.Fatal("no spans exported")
+	}
+	seen = append(seen, logs.String())
+	if !strings.Contains(logs.String(), "panicked") {
+		t.Fatal("the worker's log does not show the panic: is it wired?")
+	}
+	for i := 0; i+8 <= len(bearer); i++ {
+		piece := bearer[i : i+8]
+		for _, s := range seen {
+			if j := strings.Index(s, piece); j >= 0 {
+				t.Fatalf("bearer piece %q leaked: …%s…", piece, s[max(0, j-60):min(len(s), j+60)])
+			}
+		}
+	}
+	// The redaction is visible where it happened.
+	if !strings.Contains(strings.Join(seen, "\n"), "[REDACTED]") {
+		t.Error("no [REDACTED] mark anywhere: did the tools print the token at all?")
 	}
 }
