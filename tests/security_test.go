@@ -719,3 +719,46 @@ func TestSecureBearerNeverLeaks(t *testing.T) {
 		t.Error("no [REDACTED] mark anywhere: did the tools print the token at all?")
 	}
 }
+
+// The built binary: wrong credentials are unauthorized (exit 7, not the
+// transient connection_lost), and a password in the URL is never printed.
+func TestSecureCommandWrongPasswordIsUnauthorized(t *testing.T) {
+	m := startSecure(t)
+	url := m.srv.ClientURL()
+	unauthorized, _ := envelope.Lookup(envelope.CodeUnauthorized)
+	r := runCmd(t, "", "call", "demo.echo", "--server", url, "--user", "alice", "--password", "not-her-password", "--format", "json")
+	if r.code != unauthorized.ExitCode || !strings.Contains(r.stderr, `"code":"unauthorized"`) || !strings.Contains(r.stderr, `"retry_after":null`) {
+		t.Fatalf("wrong password: exit %d stderr %s", r.code, r.stderr)
+	}
+	withPassword := strings.Replace(url, "nats://", "nats://alice:Pa55-in-the-url@", 1)
+	r = runCmd(t, "", "call", "demo.echo", "--server", withPassword, "--format", "json")
+	if r.code != unauthorized.ExitCode || strings.Contains(r.stderr, "Pa55-in-the-url") {
+		t.Fatalf("password in the URL: exit %d stderr %s", r.code, r.stderr)
+	}
+	// Nobody listening at all is still connection_lost, and still no password.
+	r = runCmd(t, "", "call", "demo.echo", "--server", "nats://bob:Pa55-in-the-url@127.0.0.1:1", "--format", "json")
+	if lost, _ := envelope.Lookup(envelope.CodeConnectionLost); r.code != lost.ExitCode || strings.Contains(r.stderr, "Pa55-in-the-url") {
+		t.Fatalf("unreachable server: exit %d stderr %s", r.code, r.stderr)
+	}
+}
+
+// The built binary: a worker whose subscriptions the server refuses exits
+// non-zero with a message naming the subject, instead of logging "worker
+// ready" and serving nothing.
+func TestSecureCommandWorkerDeniedSubscriptionExits(t *testing.T) {
+	m := startSecure(t)
+	tools := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(tools, []byte("tools:\n  - name: ops.report\n    binding: {cli: {cmd: \"true\"}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	forbidden, _ := envelope.Lookup(envelope.CodeForbidden)
+	args := []string{"worker", "--config", tools, "--server", m.srv.ClientURL(), "--user", "tools", "--password", m.passwords["tools"], "--format", "json"}
+	r := runCmd(t, "", append(args, "--pool", "demo")...)
+	if r.code != forbidden.ExitCode || !strings.Contains(r.stderr, `toolmesh.call.ops.report`) {
+		t.Fatalf("tool outside the permitted namespace: exit %d stderr %s", r.code, r.stderr)
+	}
+	r = runCmd(t, "", args...) // no --pool: its control subject is not the pool's
+	if r.code != forbidden.ExitCode || !strings.Contains(r.stderr, `toolmesh.ctl.`) {
+		t.Fatalf("worker without its pool: exit %d stderr %s", r.code, r.stderr)
+	}
+}
