@@ -41,7 +41,8 @@ type Config struct {
 	InboxPrefix string
 	// Heartbeat is the interval workers are asked to beat at; once a worker
 	// has spoken on a call, 3 silent intervals end it with worker_lost
-	// (default 1s, never less than mesh.MinHeartbeat, which workers floor to).
+	// (default 1s; kept within mesh.MinHeartbeat and mesh.MaxHeartbeat,
+	// the bounds workers hold every interval to).
 	Heartbeat time.Duration
 	// PickupTimeout is how long a call may wait for a worker's first word
 	// before it ends with worker_lost (default 10 heartbeat intervals, never
@@ -98,7 +99,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = mesh.DefaultHeartbeat
 	}
-	cfg.Heartbeat = max(cfg.Heartbeat, mesh.MinHeartbeat)
+	cfg.Heartbeat = min(max(cfg.Heartbeat, mesh.MinHeartbeat), mesh.MaxHeartbeat)
 	if cfg.PickupTimeout < mesh.MissedBeats*cfg.Heartbeat {
 		if cfg.PickupTimeout == 0 {
 			cfg.PickupTimeout = mesh.DefaultPickupBeats * cfg.Heartbeat

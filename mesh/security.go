@@ -20,6 +20,14 @@ import (
 // so a worker flooring to it is never judged lost.
 const MinHeartbeat = 100 * time.Millisecond
 
+// MaxHeartbeat caps every heartbeat interval, on both sides. A worker
+// checks its caller's liveness once per beat, so a huge interval would be a
+// call that outlives its caller by as much; and under accounts (see
+// deploy/secure) a beat is what keeps the server's reply mapping of a
+// silent call alive, so the interval must stay well below the export's
+// response_threshold (2 minutes by default).
+const MaxHeartbeat = time.Minute
+
 // HeaderRequestInfo is the header nats-server stamps on every message that
 // crosses a service import (accounts: the caller's account, and its user
 // when the import shares it). The server replaces a header of exactly this

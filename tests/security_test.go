@@ -202,12 +202,13 @@ func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
 	register(t, w, envelope.ToolSpec{Name: "demo.flood", Streaming: true}, func(ctx context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
 		n := 0
 		defer func() { emitted <- n }()
-		for {
+		for n < 1000 { // bounded, so a broken isolation fails the test rather than hanging it
 			if err := emit.Delta(map[string]int{"i": n}); err != nil {
 				return nil, err
 			}
 			n++
 		}
+		return map[string]int{"n": n}, nil
 	})
 	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
@@ -304,8 +305,20 @@ func TestSecureCancelOfAnotherCallersCallIsIgnored(t *testing.T) {
 	if _, err := bs.Next(); err != nil {
 		t.Fatal(err)
 	}
-	if err := bnc.Publish(mesh.Subjects{}.Control(w.ID()), mesh.Control{Op: mesh.OpCancel, CallID: as.CallID()}.Encode()); err != nil {
-		t.Fatal(err)
+	// Once plainly, and once claiming to be alice in every spelling of the
+	// identity header: the server replaces the exact name with its own
+	// stamp, and the worker reads only that.
+	forgedAlice := `{"acc":"ALICE","user":"alice"}`
+	for _, h := range []nats.Header{nil, {
+		mesh.HeaderRequestInfo: {forgedAlice, forgedAlice},
+		"nats-request-info":    {forgedAlice},
+		"NATS-REQUEST-INFO":    {forgedAlice},
+	}} {
+		msg := &nats.Msg{Subject: mesh.Subjects{}.Control(w.ID()), Header: h,
+			Data: mesh.Control{Op: mesh.OpCancel, CallID: as.CallID()}.Encode()}
+		if err := bnc.PublishMsg(msg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_ = bs.Close()
 	<-bobEnded

@@ -22,10 +22,6 @@ const (
 	// MaxWindow is the largest initial credit a stream call may ask for;
 	// larger values are clamped (credit only bounds the caller's own memory).
 	MaxWindow = 1 << 16
-	// maxHeartbeat caps a requested heartbeat interval: a worker checks its
-	// caller's liveness on each beat, so a huge interval would be a call
-	// that outlives its caller by as much.
-	maxHeartbeat = time.Minute
 )
 
 // callHeaders are a call's validated header values.
@@ -77,7 +73,7 @@ func parseCallHeaders(h nats.Header, r envelope.Registry, defInterval, minInterv
 		if e != "" {
 			return ch, bad(mesh.HeaderInterval, e)
 		}
-		ch.interval = min(max(mesh.Millis(ms), minInterval), maxHeartbeat)
+		ch.interval = min(max(mesh.Millis(ms), minInterval), mesh.MaxHeartbeat)
 	}
 	if v := mesh.Header(h, mesh.HeaderIdempotencyKey); len(v) > maxIdemKeyLen {
 		return ch, bad(mesh.HeaderIdempotencyKey, fmt.Sprintf("%d bytes, more than %d", len(v), maxIdemKeyLen))

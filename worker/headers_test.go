@@ -18,7 +18,7 @@ func TestParseCallHeaders(t *testing.T) {
 	}{
 		{"interval 0 is floored", mesh.HeaderInterval, "0", false, func(h callHeaders) bool { return h.interval == mesh.MinHeartbeat }},
 		{"interval 1ms is floored", mesh.HeaderInterval, "1", false, func(h callHeaders) bool { return h.interval == mesh.MinHeartbeat }},
-		{"interval capped", mesh.HeaderInterval, "999999999999", false, func(h callHeaders) bool { return h.interval == maxHeartbeat }},
+		{"interval capped", mesh.HeaderInterval, "999999999999", false, func(h callHeaders) bool { return h.interval == mesh.MaxHeartbeat }},
 		{"window clamped up", mesh.HeaderWindow, "0", false, func(h callHeaders) bool { return h.window == 2 }},
 		{"window clamped down", mesh.HeaderWindow, "999999999999999", false, func(h callHeaders) bool { return h.window == MaxWindow }},
 		{"budget 0 kept (spent)", mesh.HeaderTimeout, "0", false, func(h callHeaders) bool { return h.hasBudget && h.budget == 0 }},
@@ -72,7 +72,7 @@ func FuzzCallHeaders(f *testing.F) {
 			}
 			return
 		}
-		if got.window < 2 || got.window > MaxWindow || got.interval < mesh.MinHeartbeat || got.interval > maxHeartbeat || got.budget < 0 || len(got.callID) > maxIDLen {
+		if got.window < 2 || got.window > MaxWindow || got.interval < mesh.MinHeartbeat || got.interval > mesh.MaxHeartbeat || got.budget < 0 || len(got.callID) > maxIDLen {
 			t.Fatalf("out of bounds: %+v", got)
 		}
 	})
