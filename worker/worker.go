@@ -198,11 +198,12 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	}
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	w.watchViolations()
-	if err := w.subscribeControl(); err != nil {
-		w.unsubscribeAll()
-		return nil, err
+	err := w.subscribeControl()
+	if err == nil {
+		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
 	}
-	if err := w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...); err != nil {
+	if err != nil {
+		w.stopCancel(err) // also silences the chained error handler
 		w.unsubscribeAll()
 		return nil, err
 	}
