@@ -40,7 +40,7 @@ func (c *Caller) watchViolations() {
 
 func (c *Caller) onViolation(err error) {
 	op, subject, ok := mesh.Violation(err)
-	if !ok || op != mesh.OpPublish {
+	if !ok {
 		return
 	}
 	c.mu.Lock()
@@ -51,7 +51,12 @@ func (c *Caller) onViolation(err error) {
 	calls := c.snapshot()
 	c.mu.Unlock()
 	for _, p := range calls {
-		if c.subjects.Call(p.tool) == subject && !p.liveness().spoken {
+		switch {
+		case op == mesh.OpSubscribe && subject == c.sub.Subject:
+			// The inbox was refused (say, after a reconnect to a server
+			// with other permissions): no call can hear its worker.
+			p.fail(mesh.ForbiddenProblem(c.problems, op, subject, "the caller's inbox receives nothing"), true)
+		case op == mesh.OpPublish && c.subjects.Call(p.tool) == subject && !p.liveness().spoken:
 			p.fail(mesh.ForbiddenProblem(c.problems, op, subject,
 				"this identity may not call tool "+p.tool), false)
 		}

@@ -775,3 +775,49 @@ func TestSecureCommandWorkerDeniedSubscriptionExits(t *testing.T) {
 		t.Fatalf("worker without its pool: exit %d stderr %s", r.code, r.stderr)
 	}
 }
+
+// Caller liveness works across accounts: alice's liveness messages carry
+// the same server-stamped identity as her call, so a call outliving many
+// of the worker's liveness checks is not cancelled as caller-lost.
+func TestSecureCallerLivenessCrossesTheImport(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	release := make(chan struct{})
+	register(t, w, envelope.ToolSpec{Name: "demo.wait"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		select {
+		case <-release:
+			return map[string]bool{"ok": true}, nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	})
+	// Watch alice's liveness messages arrive on the pool's control subjects.
+	sniffer, _ := m.dial(t, "tools")
+	alive := make(chan *nats.Msg, 1000)
+	if _, err := sniffer.ChanSubscribe("toolmesh.ctl.demo.>", alive); err != nil {
+		t.Fatal(err)
+	}
+	if err := sniffer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	anc, _ := m.dial(t, "alice")
+	alice := newCaller(t, anc, caller.Config{Heartbeat: mesh.MinHeartbeat})
+	errc := make(chan error, 1)
+	go func() { _, err := alice.Call(context.Background(), "demo.wait", nil); errc <- err }()
+	// 3 silent intervals would end the call; wait for 4 intervals' worth of
+	// liveness messages (sent every half interval) before releasing it.
+	for seen := 0; seen < 8; {
+		select {
+		case msg := <-alive:
+			if strings.Contains(string(msg.Data), `"alive"`) && mesh.Identity(msg.Header) == "ALICE/alice" {
+				seen++
+			}
+		case err := <-errc:
+			t.Fatalf("alice's call ended while she was alive: %v", err)
+		}
+	}
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatalf("alice's long call: %v", err)
+	}
+}
