@@ -821,3 +821,62 @@ func TestSecureCallerLivenessCrossesTheImport(t *testing.T) {
 		t.Fatalf("alice's long call: %v", err)
 	}
 }
+
+// Permissions violations the deploy/secure layout cannot provoke (its
+// workers only ever answer on server-made reply subjects), on a server
+// whose users are set up to provoke them: a worker refused the publish of
+// a call's events stops that call's handler with forbidden; a caller
+// refused its inbox fails New naming the subject.
+func TestSecureViolationsReachTheCallsTheyConcern(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true,
+		Users: []*server.User{
+			{Username: "w", Password: "w", Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Deny: []string{"_INBOX.walled.>"}}}},
+			{Username: "c", Password: "c", Permissions: &server.Permissions{
+				Subscribe: &server.SubjectPermission{Deny: []string{"_INBOX.refused.>"}}}},
+		}}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	dial := func(user string) *nats.Conn {
+		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(user, user))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	w := newWorker(t, dial("w"), worker.Config{})
+	causes := make(chan error, 1)
+	register(t, w, envelope.ToolSpec{Name: "wait", Streaming: true}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	cnc := dial("c")
+	if _, err := caller.New(cnc, caller.Config{InboxPrefix: "_INBOX.refused", Logger: quiet()}); err == nil {
+		t.Fatal("a caller whose inbox is refused was created")
+	} else if p := wantCode(t, err, envelope.CodeForbidden); !strings.Contains(p.Detail, "_INBOX.refused.") {
+		t.Fatalf("detail %q does not name the inbox", p.Detail)
+	}
+	c := newCaller(t, cnc, caller.Config{InboxPrefix: "_INBOX.walled"})
+	s, err := c.Stream(context.Background(), "wait", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The worker's start event is refused; the worker stops the handler.
+	if cause := <-causes; cause == nil || !strings.Contains(cause.Error(), "refused") {
+		t.Fatalf("handler ended with %v", cause)
+	}
+	waitFor(t, "the call recorded as forbidden", func() bool {
+		st, _ := w.ToolStats("wait")
+		return strings.HasPrefix(st.LastError, "forbidden")
+	})
+}
