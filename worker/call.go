@@ -93,6 +93,7 @@ func (c *call) run() {
 	_, dup := w.calls[c.key]
 	if !dup {
 		w.calls[c.key] = c
+		w.callerCalls[c.callerKey()]++
 	}
 	w.callsMu.Unlock()
 	var data json.RawMessage
@@ -120,6 +121,12 @@ func (c *call) run() {
 		c.mu.Unlock()
 		w.callsMu.Lock()
 		delete(w.calls, c.key)
+		if ck := c.callerKey(); w.callerCalls[ck] <= 1 {
+			delete(w.callerCalls, ck)
+			delete(w.callers, ck)
+		} else {
+			w.callerCalls[ck]--
+		}
 		w.callsMu.Unlock()
 	}
 	cancel(nil)
@@ -136,6 +143,9 @@ func (c *call) run() {
 	}
 	span.End()
 }
+
+// callerKey names the call's caller as the worker tracks its liveness.
+func (c *call) callerKey() callKey { return callKey{c.key.identity, c.callerID} }
 
 // cancel ends the handler's context with cause; harmless once the call ended.
 func (c *call) cancel(cause error) {
@@ -419,7 +429,7 @@ func (c *call) heartbeat() {
 	c.beat.Reset(c.interval)
 	c.mu.Unlock()
 	if c.callerID != "" {
-		if seen := c.w.callerSeen(callKey{c.key.identity, c.callerID}, c.started); time.Since(seen) > mesh.MissedBeats*c.interval {
+		if seen := c.w.callerSeen(c.callerKey(), c.started); time.Since(seen) > mesh.MissedBeats*c.interval {
 			c.cancel(errCallerLost)
 		}
 	}

@@ -98,6 +98,7 @@ type Worker struct {
 	callsMu      sync.Mutex
 	calls        map[callKey]*call
 	callers      map[callKey]time.Time // (identity, caller id) → last liveness message
+	callerCalls  map[callKey]int       // (identity, caller id) → its calls in flight here
 	callersSwept int                   // size of callers after the last prune
 
 	formatsMu sync.Mutex
@@ -181,20 +182,21 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
 	w := &Worker{
-		nc:       nc,
-		cfg:      cfg,
-		subjects: mesh.Subjects{Prefix: cfg.Prefix},
-		problems: envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:   cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
-		prop:     cfg.Propagator,
-		log:      cfg.Logger.With("worker_id", cfg.ID),
-		started:  time.Now().UTC(),
-		slots:    make(chan struct{}, cfg.MaxConcurrent),
-		idle:     make(chan *call),
-		tools:    map[string]*tool{},
-		calls:    map[callKey]*call{},
-		callers:  map[callKey]time.Time{},
-		formats:  map[string]*envelope.Schema{},
+		nc:          nc,
+		cfg:         cfg,
+		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
+		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:      cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
+		prop:        cfg.Propagator,
+		log:         cfg.Logger.With("worker_id", cfg.ID),
+		started:     time.Now().UTC(),
+		slots:       make(chan struct{}, cfg.MaxConcurrent),
+		idle:        make(chan *call),
+		tools:       map[string]*tool{},
+		calls:       map[callKey]*call{},
+		callers:     map[callKey]time.Time{},
+		callerCalls: map[callKey]int{},
+		formats:     map[string]*envelope.Schema{},
 	}
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	w.watchViolations()
@@ -410,7 +412,7 @@ type CatalogEntry struct {
 func (w *Worker) onControl(m *nats.Msg) {
 	var c mesh.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
-		w.log.Warn("malformed control message", "err", err)
+		w.log.Debug("malformed control message", "err", err) // debug: anyone can send these
 		return
 	}
 	// A control message acts only on calls made by the same identity: the
@@ -421,7 +423,14 @@ func (w *Worker) onControl(m *nats.Msg) {
 	case mesh.OpAlive:
 		now := time.Now()
 		w.callsMu.Lock()
-		w.callers[callKey{who, c.CallerID}] = now
+		k := callKey{who, c.CallerID}
+		if w.callerCalls[k] == 0 {
+			// Nothing of this caller runs here: remembering it would let
+			// anyone grow the map with made-up caller ids.
+			w.callsMu.Unlock()
+			return
+		}
+		w.callers[k] = now
 		if len(w.callers) > w.callersSwept*2+64 {
 			w.pruneCallersLocked(now)
 		}
