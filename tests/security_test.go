@@ -880,3 +880,35 @@ func TestSecureViolationsReachTheCallsTheyConcern(t *testing.T) {
 		return strings.HasPrefix(st.LastError, "forbidden")
 	})
 }
+
+// Every call ends its server-made reply mapping: the server holds none
+// once the calls are over, rather than one per call for minutes.
+func TestSecureCallsReleaseTheirReplyMappings(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	register(t, w, envelope.ToolSpec{Name: "demo.count", Streaming: true, InputSchema: countSpec.InputSchema}, count)
+	anc, _ := m.dial(t, "alice")
+	alice := newCaller(t, anc, caller.Config{})
+	ctx := context.Background()
+	for i := range 20 {
+		if _, err := alice.Call(ctx, "demo.echo", map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := alice.Stream(ctx, "demo.count", map[string]int{"n": 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Response(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := alice.Call(ctx, "demo.echo", map[string]any{"x": 1}, caller.WithTimeout(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := m.srv.LookupAccount("TOOLS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "no reply mapping left in the TOOLS account", func() bool { return tools.NumPendingAllResponses() == 0 })
+}

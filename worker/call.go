@@ -363,7 +363,23 @@ func (c *call) terminateLocked(ev envelope.ToolEvent) *envelope.Problem {
 	p := ev.Problem()
 	c.tool.record(time.Since(c.started), p)
 	_ = c.sendLocked(ev, data)
+	c.releaseReplyLocked()
 	return p
+}
+
+// serverReplyPrefix starts the reply subjects nats-server makes for
+// requests that crossed a service import (see deploy/secure).
+const serverReplyPrefix = "_R_."
+
+// releaseReplyLocked ends a server-made reply mapping once the call is
+// over. The call export streams its responses, so the server keeps the
+// mapping until its response threshold passes (minutes) unless told the
+// stream is done, and an empty message is how a streamed response says so.
+// Other replies (a single-account mesh) need nothing.
+func (c *call) releaseReplyLocked() {
+	if strings.HasPrefix(c.reply, serverReplyPrefix) {
+		_ = c.w.nc.Publish(c.reply, nil)
+	}
 }
 
 // encodeLocked returns ev's wire form. A terminal event that cannot go out
