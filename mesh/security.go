@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -116,31 +115,26 @@ func RedactURL(urls string) string {
 	return strings.Join(parts, ",")
 }
 
+// redactOne works on the string, not a parsed URL: a password holding
+// '#', '/' or '?' unescaped would move into a URL's fragment or path and
+// survive a parser-based redaction. Everything up to the last '@' is the
+// user part; of it only the user name before the first ':' is kept.
 func redactOne(raw string) string {
-	at := strings.LastIndexByte(raw, '@')
+	scheme, rest := "", raw
+	if i := strings.Index(raw, "://"); i >= 0 {
+		scheme, rest = raw[:i+3], raw[i+3:]
+	}
+	at := strings.LastIndexByte(rest, '@')
 	if at < 0 {
 		return raw
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		// Unparseable but holding an '@': hide everything before it.
-		start := strings.Index(raw, "://")
-		if start < 0 {
-			start = 0
-		} else {
-			start += 3
-		}
-		if start > at {
-			return "xxxxx"
-		}
-		return raw[:start] + "xxxxx" + raw[at:]
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		user = "xxxxx" // a user part without a password is a token
 	} else {
-		u.User = url.User("xxxxx")
+		user += ":xxxxx"
 	}
-	return u.String()
+	return scheme + user + rest[at:]
 }
 
 // DialProblem turns a failure to connect into the Problem a command
