@@ -392,6 +392,19 @@ func TestSecureWorkerScopedToItsTools(t *testing.T) {
 	} {
 		wantDenied(t, nc, s.queue, s.subject)
 	}
+	// Nor can it publish anywhere but server-made reply subjects: no
+	// forged results into inboxes, no forged control, no calls.
+	for _, subj := range []string{"_INBOX.victim.call", "toolmesh.ctl.demo.01J0000000000000000000000", "toolmesh.call.demo.echo"} {
+		if err := nc.Publish(subj, []byte(`{"type":"result","data":{"forged":true}}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if op, denied, ok := mesh.Violation(nc.LastError()); !ok || op != mesh.OpPublish || denied != subj {
+			t.Fatalf("publishing %q was not refused (last error %v)", subj, nc.LastError())
+		}
+	}
 	// A worker outside its pool cannot even start: its control subject is refused.
 	if _, err := worker.New(nc, worker.Config{Logger: quiet()}); err == nil {
 		t.Fatal("a worker without the permitted pool started")
