@@ -134,55 +134,9 @@ var errCallerCancelled = errors.New("cancelled by the caller")
 // New creates a worker on nc and starts serving its control and discovery
 // subjects. Register tools to start taking calls.
 func New(nc *nats.Conn, cfg Config) (*Worker, error) {
-	cfg, err := cfg.withDefaults(nc)
-	if err != nil {
-		return nil, err
-	}
-	w := &Worker{
-		nc:          nc,
-		cfg:         cfg,
-		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
-		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:      cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
-		prop:        cfg.Propagator,
-		log:         cfg.Logger.With("worker_id", cfg.ID),
-		started:     time.Now().UTC(),
-		slots:       make(chan struct{}, cfg.MaxConcurrent),
-		idle:        make(chan *call),
-		tools:       map[string]*tool{},
-		calls:       map[callKey]*call{},
-		callers:     map[callKey]time.Time{},
-		callerCalls: map[callKey]int{},
-		formats:     map[string]*envelope.Schema{},
-	}
-	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
-	w.watchViolations()
-	err = w.subscribeControl()
-	if err == nil {
-		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
-	}
-	if err != nil {
-		w.stopCancel(err) // also silences the chained error handler
-		w.unsubscribeAll()
-		return nil, err
-	}
-	// A connection closed for good can deliver no result: cancel the
-	// handlers rather than let them run for nobody.
-	closed := nc.StatusChanged(nats.CLOSED)
-	w.closed = closed
-	go func() {
-		if _, ok := <-closed; ok {
-			w.stop(errors.New("the NATS connection was closed"))
-		}
-	}()
-	return w, nil
-}
-
-// withDefaults fills in every unset field and checks the pool name.
-func (cfg Config) withDefaults(nc *nats.Conn) (Config, error) {
 	if cfg.Pool != "" {
 		if _, bad := token(cfg.Pool); bad != "" || len(cfg.Pool) > 64 {
-			return cfg, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: %s", cfg.Pool, bad)
+			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: %s", cfg.Pool, bad)
 		}
 	}
 	if cfg.ID == "" {
@@ -228,7 +182,44 @@ func (cfg Config) withDefaults(nc *nats.Conn) (Config, error) {
 	if cfg.Propagator == nil {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
-	return cfg, nil
+	w := &Worker{
+		nc:          nc,
+		cfg:         cfg,
+		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
+		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:      cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
+		prop:        cfg.Propagator,
+		log:         cfg.Logger.With("worker_id", cfg.ID),
+		started:     time.Now().UTC(),
+		slots:       make(chan struct{}, cfg.MaxConcurrent),
+		idle:        make(chan *call),
+		tools:       map[string]*tool{},
+		calls:       map[callKey]*call{},
+		callers:     map[callKey]time.Time{},
+		callerCalls: map[callKey]int{},
+		formats:     map[string]*envelope.Schema{},
+	}
+	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
+	w.watchViolations()
+	err := w.subscribeControl()
+	if err == nil {
+		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
+	}
+	if err != nil {
+		w.stopCancel(err) // also silences the chained error handler
+		w.unsubscribeAll()
+		return nil, err
+	}
+	// A connection closed for good can deliver no result: cancel the
+	// handlers rather than let them run for nobody.
+	closed := nc.StatusChanged(nats.CLOSED)
+	w.closed = closed
+	go func() {
+		if _, ok := <-closed; ok {
+			w.stop(errors.New("the NATS connection was closed"))
+		}
+	}()
+	return w, nil
 }
 
 // ID returns the worker's instance id.
