@@ -925,3 +925,31 @@ func TestSecureCallsReleaseTheirReplyMappings(t *testing.T) {
 	}
 	waitFor(t, "no reply mapping left in the TOOLS account", func() bool { return tools.NumPendingAllResponses() == 0 })
 }
+
+// Redaction copies: one Problem value returned by many concurrent calls
+// with different bearers is never written to (the race detector would see
+// it), and every caller still gets it.
+func TestRedactionLeavesSharedProblemsAlone(t *testing.T) {
+	f := newMesh(t, worker.Config{}, caller.Config{})
+	shared := envelope.NewProblem(envelope.CodeToolFailed, "always the same failure").
+		WithExtension("hint", "see the docs")
+	register(t, f.w, envelope.ToolSpec{Name: "shared"}, func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+		return nil, shared
+	})
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.c.Call(context.Background(), "shared", nil, caller.WithBearer(fmt.Sprintf("token-%02d-always-the-same", i)))
+			var p *envelope.Problem
+			if !errors.As(err, &p) || p.Detail != "always the same failure" {
+				t.Errorf("call %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if shared.Detail != "always the same failure" || shared.Extensions["hint"] != "see the docs" {
+		t.Fatalf("the shared Problem was changed: %+v", shared)
+	}
+}

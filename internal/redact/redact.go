@@ -89,23 +89,28 @@ func Head(s, secret string, max int) (string, bool) {
 	return s, false
 }
 
-// Problem redacts secret from p in place — title, detail, suggested fix
-// and every extension, however nested — and returns p.
+// Problem returns a copy of p without secret — title, detail, suggested
+// fix and every extension, however nested. p itself is left alone: a
+// handler may return one Problem value from many calls at once.
 func Problem(p *envelope.Problem, secret string) *envelope.Problem {
 	if p == nil || secret == "" {
 		return p
 	}
-	p.Title = String(p.Title, secret)
-	p.Detail = String(p.Detail, secret)
+	q := *p
+	q.Title = String(p.Title, secret)
+	q.Detail = String(p.Detail, secret)
 	if p.SuggestedFix != nil {
 		f := *p.SuggestedFix
 		f.Description = String(f.Description, secret)
-		p.SuggestedFix = &f
+		q.SuggestedFix = &f
 	}
-	for k, v := range p.Extensions {
-		p.Extensions[k] = value(v, secret)
+	if p.Extensions != nil {
+		q.Extensions = make(map[string]any, len(p.Extensions))
+		for k, v := range p.Extensions {
+			q.Extensions[k] = value(v, secret)
+		}
 	}
-	return p
+	return &q
 }
 
 // value redacts one extension value: a string directly, anything else

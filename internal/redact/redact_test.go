@@ -62,12 +62,15 @@ func TestProblem(t *testing.T) {
 		WithExtension("tail", secret[5:]).
 		WithExtension("nested", map[string]any{"x": []any{secret[3:20]}}).
 		WithExtension("n", 3)
-	Problem(p, secret)
-	if b, _ := p.MarshalJSON(); leaks(string(b)) != "" {
+	q := Problem(p, secret)
+	if b, _ := q.MarshalJSON(); leaks(string(b)) != "" {
 		t.Fatalf("problem still holds the secret: %s", b)
 	}
-	if p.Extensions["n"] != 3 {
-		t.Errorf("untouched extension changed: %v", p.Extensions["n"])
+	if q.Extensions["n"] != 3 {
+		t.Errorf("untouched extension changed: %v", q.Extensions["n"])
+	}
+	if !strings.Contains(p.Detail, secret) {
+		t.Error("the original Problem was changed; it may be shared between calls")
 	}
 }
 

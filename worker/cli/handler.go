@@ -170,8 +170,7 @@ func redactProblem(err error, bearer string) error {
 	if bearer == "" || !errors.As(err, &p) {
 		return err
 	}
-	redact.Problem(p, bearer)
-	return err
+	return redact.Problem(p, bearer)
 }
 
 // run starts argv in its own process group and turns its output and exit
