@@ -201,6 +201,9 @@ func (c *Caller) remove(id string) {
 
 // onMsg routes one inbox message to its call.
 func (c *Caller) onMsg(m *nats.Msg) {
+	if len(m.Data) == 0 && len(m.Header) == 0 {
+		return // a worker closing a server-made reply stream after the terminal (see worker)
+	}
 	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	c.mu.Lock()
 	p := c.pending[id]
