@@ -93,6 +93,10 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
 	}
+	if len(cfg.ID) > 128 || !validWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
+		// Workers refuse calls whose Toolmesh-Caller-Id is not 1-128 of [A-Za-z0-9_-].
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
+	}
 	if cfg.InboxPrefix == "" {
 		cfg.InboxPrefix = "_INBOX"
 	}
