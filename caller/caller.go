@@ -41,7 +41,8 @@ type Config struct {
 	InboxPrefix string
 	// Heartbeat is the interval workers are asked to beat at; once a worker
 	// has spoken on a call, 3 silent intervals end it with worker_lost
-	// (default 1s).
+	// (default 1s; kept within mesh.MinHeartbeat and mesh.MaxHeartbeat,
+	// the bounds workers hold every interval to).
 	Heartbeat time.Duration
 	// PickupTimeout is how long a call may wait for a worker's first word
 	// before it ends with worker_lost (default 10 heartbeat intervals, never
@@ -92,12 +93,17 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
 	}
+	if len(cfg.ID) > 128 || !validWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
+		// Workers refuse calls whose Toolmesh-Caller-Id is not 1-128 of [A-Za-z0-9_-].
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
+	}
 	if cfg.InboxPrefix == "" {
 		cfg.InboxPrefix = "_INBOX"
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = mesh.DefaultHeartbeat
 	}
+	cfg.Heartbeat = min(max(cfg.Heartbeat, mesh.MinHeartbeat), mesh.MaxHeartbeat)
 	if cfg.PickupTimeout < mesh.MissedBeats*cfg.Heartbeat {
 		if cfg.PickupTimeout == 0 {
 			cfg.PickupTimeout = mesh.DefaultPickupBeats * cfg.Heartbeat
@@ -144,6 +150,11 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	// and a slow reader can never cause a slow-consumer disconnect.
 	_ = sub.SetPendingLimits(-1, -1)
 	c.sub = sub
+	if err := c.confirmInbox(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	c.watchViolations()
 	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	c.wg.Add(2)
 	go c.watchConnection()
@@ -194,6 +205,9 @@ func (c *Caller) remove(id string) {
 
 // onMsg routes one inbox message to its call.
 func (c *Caller) onMsg(m *nats.Msg) {
+	if len(m.Data) == 0 && len(m.Header) == 0 {
+		return // a worker closing a server-made reply stream after the terminal (see worker)
+	}
 	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	c.mu.Lock()
 	p := c.pending[id]
@@ -234,6 +248,9 @@ func (c *Caller) onMsg(m *nats.Msg) {
 }
 
 func (c *Caller) sendControl(workerID string, ctl mesh.Control) {
+	if !validWorkerID(workerID) {
+		return // a worker's id comes off the wire: never let it shape a subject
+	}
 	if err := c.nc.Publish(c.subjects.Control(workerID), ctl.Encode()); err != nil {
 		c.log.Debug("control message not sent", "op", ctl.Op, "err", err)
 	}

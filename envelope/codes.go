@@ -26,6 +26,7 @@ const (
 	CodeToolFailed            Code = "tool_failed"
 	CodePayloadTooLarge       Code = "payload_too_large"
 	CodeUnauthorized          Code = "unauthorized"
+	CodeForbidden             Code = "forbidden"
 	CodeConnectionLost        Code = "connection_lost"
 	CodeInvalidConfig         Code = "invalid_config"
 	CodeInternal              Code = "internal_error"
@@ -67,6 +68,8 @@ var registry = map[Code]CodeInfo{
 		Fix: fix("Send smaller arguments, or raise the server's max_payload.", MaybeIncorrect)},
 	CodeUnauthorized: {Title: "Unauthorized", Status: 401, ExitCode: 7,
 		Fix: fix("Provide valid credentials (bearer token or NATS credentials) and retry.", HasPlaceholders)},
+	CodeForbidden: {Title: "Forbidden", Status: 403, ExitCode: 9,
+		Fix: fix("The NATS server's permissions do not allow this publish or subscription; ask the operator to grant the subject named in the detail, or use an identity that has it.", HasPlaceholders)},
 	CodeOutputInvalid: {Title: "Output invalid", Status: 502, ExitCode: 8,
 		Fix: fix("The tool's result does not match its output schema or the requested response_format; fix the tool or relax the format.", MaybeIncorrect)},
 	CodeToolFailed: {Title: "Tool failed", Status: 502, ExitCode: 10,

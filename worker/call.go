@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -27,8 +29,12 @@ type call struct {
 	tool     *tool
 	reply    string
 	id       string
+	key      callKey // (identity, id): how control messages find the call
 	callerID string
+	mode     string // "" for a plain NATS request, else unary or stream
 	stream   bool
+	unleased bool   // no caller liveness: the deadline is the worker's bound
+	bearer   string // redacted from everything this call reports
 	interval time.Duration
 	started  time.Time
 	deadline time.Time
@@ -85,9 +91,10 @@ func (c *call) run() {
 	// Control messages and stop find the call by its id, so two calls
 	// may not share one: a caller reusing an id in flight is refused.
 	w.callsMu.Lock()
-	_, dup := w.calls[c.id]
+	_, dup := w.calls[c.key]
 	if !dup {
-		w.calls[c.id] = c
+		w.calls[c.key] = c
+		w.callerCalls[c.callerKey()]++
 	}
 	w.callsMu.Unlock()
 	var data json.RawMessage
@@ -99,7 +106,7 @@ func (c *call) run() {
 		if w.stopCtx.Err() != nil { // stopped before this call was registered
 			cancel(context.Cause(w.stopCtx))
 		}
-		if mesh.Header(c.header, mesh.HeaderMode) != "" {
+		if c.mode != "" {
 			c.mu.Lock()
 			c.beat = time.AfterFunc(c.interval, c.heartbeat)
 			c.mu.Unlock()
@@ -114,7 +121,13 @@ func (c *call) run() {
 		}
 		c.mu.Unlock()
 		w.callsMu.Lock()
-		delete(w.calls, c.id)
+		delete(w.calls, c.key)
+		if ck := c.callerKey(); w.callerCalls[ck] <= 1 {
+			delete(w.callerCalls, ck)
+			delete(w.callers, ck)
+		} else {
+			w.callerCalls[ck]--
+		}
 		w.callsMu.Unlock()
 	}
 	cancel(nil)
@@ -132,6 +145,9 @@ func (c *call) run() {
 	span.End()
 }
 
+// callerKey names the call's caller as the worker tracks its liveness.
+func (c *call) callerKey() callKey { return callKey{c.key.identity, c.callerID} }
+
 // cancel ends the handler's context with cause; harmless once the call ended.
 func (c *call) cancel(cause error) {
 	if c.cancelFn != nil {
@@ -139,9 +155,15 @@ func (c *call) cancel(cause error) {
 	}
 }
 
+// grant adds n events of credit, saturating: a grant of MaxInt64 is
+// unlimited credit, never an overflow that freezes the stream.
 func (c *call) grant(n int) {
 	c.mu.Lock()
-	c.granted += int64(n)
+	if int64(n) > math.MaxInt64-c.granted {
+		c.granted = math.MaxInt64
+	} else {
+		c.granted += int64(n)
+	}
 	c.mu.Unlock()
 	select {
 	case c.credit <- struct{}{}:
@@ -189,7 +211,7 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 	}
 	req := &Request{
 		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
-		ResponseFormat: body.ResponseFormat, Bearer: bearer(c.header),
+		ResponseFormat: body.ResponseFormat, Bearer: c.bearer,
 		IdempotencyKey: mesh.Header(c.header, mesh.HeaderIdempotencyKey),
 		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec,
 	}
@@ -250,8 +272,9 @@ func bearer(h nats.Header) string {
 func (c *call) invoke(ctx context.Context, req *Request) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.w.log.Error("handler panicked", "tool", req.Tool, "call_id", req.CallID, "panic", r, "stack", string(debug.Stack()))
-			res, err = nil, c.w.problems.New(envelope.CodeHandlerError, fmt.Sprintf("tool %s panicked: %v", req.Tool, r))
+			msg := redact.String(fmt.Sprint(r), c.bearer)
+			c.w.log.Error("handler panicked", "tool", req.Tool, "call_id", req.CallID, "panic", msg, "stack", string(debug.Stack()))
+			res, err = nil, c.w.problems.New(envelope.CodeHandlerError, fmt.Sprintf("tool %s panicked: %s", req.Tool, msg))
 		}
 	}()
 	return c.tool.handler.Handle(ctx, req, emitter{c: c, ctx: ctx})
@@ -265,6 +288,12 @@ func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
 		return c.w.problems.New(envelope.CodeCancelled, "the call was cancelled by its caller")
 	case errors.Is(cause, errCallerLost):
 		return c.w.problems.New(envelope.CodeCancelled, "the caller stopped proving it is alive; the call was cancelled")
+	case errors.Is(cause, errPublishDenied):
+		return c.w.problems.New(envelope.CodeForbidden, errPublishDenied.Error())
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && c.unleased:
+		return c.w.problems.New(envelope.CodeTimeout, fmt.Sprintf(
+			"the call reached this worker's limit of %s for calls whose caller does not prove it is alive (send %s and %s, or a shorter %s)",
+			c.w.cfg.MaxUnleasedLife, mesh.HeaderCallerID, mesh.HeaderMode, mesh.HeaderTimeout))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return c.w.problems.New(envelope.CodeTimeout, fmt.Sprintf("the call's budget ran out after %s", time.Since(c.started).Round(time.Millisecond)))
 	}
@@ -277,11 +306,13 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended {
-		return p
+		return redact.Problem(p, c.bearer)
 	}
 	c.ended = true
 	if p != nil {
-		return c.terminateLocked(envelope.ErrorEvent(p))
+		// Redacted before anything reads it: the error event, the tool's
+		// last_error in $SRV.STATS and the span status all come from p.
+		return c.terminateLocked(envelope.ErrorEvent(redact.Problem(p, c.bearer)))
 	}
 	return c.terminateLocked(envelope.ResultEvent(data))
 }
@@ -333,7 +364,23 @@ func (c *call) terminateLocked(ev envelope.ToolEvent) *envelope.Problem {
 	p := ev.Problem()
 	c.tool.record(time.Since(c.started), p)
 	_ = c.sendLocked(ev, data)
+	c.releaseReplyLocked()
 	return p
+}
+
+// serverReplyPrefix starts the reply subjects nats-server makes for
+// requests that crossed a service import (see deploy/secure).
+const serverReplyPrefix = "_R_."
+
+// releaseReplyLocked ends a server-made reply mapping once the call is
+// over. The call export streams its responses, so the server keeps the
+// mapping until its response threshold passes (minutes) unless told the
+// stream is done, and an empty message is how a streamed response says so.
+// Other replies (a single-account mesh) need nothing.
+func (c *call) releaseReplyLocked() {
+	if strings.HasPrefix(c.reply, serverReplyPrefix) {
+		_ = c.w.nc.Publish(c.reply, nil)
+	}
 }
 
 // encodeLocked returns ev's wire form. A terminal event that cannot go out
@@ -399,7 +446,7 @@ func (c *call) heartbeat() {
 	c.beat.Reset(c.interval)
 	c.mu.Unlock()
 	if c.callerID != "" {
-		if seen := c.w.callerSeen(c.callerID, c.started); time.Since(seen) > mesh.MissedBeats*c.interval {
+		if seen := c.w.callerSeen(c.callerKey(), c.started); time.Since(seen) > mesh.MissedBeats*c.interval {
 			c.cancel(errCallerLost)
 		}
 	}

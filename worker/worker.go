@@ -24,8 +24,16 @@ import (
 
 // Config configures a Worker. The zero value is usable.
 type Config struct {
-	// ID identifies this worker instance (default: a new ULID).
+	// ID identifies this worker instance (default: a new ULID, after
+	// "<Pool>." when Pool is set).
 	ID string
+	// Pool names the worker pool (the NATS identity) this worker belongs
+	// to. It becomes the first token of the worker's id, and so of its
+	// control subject (<prefix>.ctl.<pool>.<ulid>), letting NATS
+	// permissions give each pool its own control subjects. Workers of one
+	// pool share an identity and trust each other; workers of different
+	// pools cannot read each other's control messages. Empty: no pool.
+	Pool string
 	// Name is the ADR-32 service name (default mesh.ServiceName).
 	Name string
 	// Version is the worker's semantic version, reported to discovery (default 0.1.0).
@@ -43,8 +51,14 @@ type Config struct {
 	OverloadRetryAfter time.Duration
 	// Heartbeat is the interval used when a caller names none (default 1s).
 	Heartbeat time.Duration
-	// MinHeartbeat floors caller-requested intervals (default 10ms).
+	// MinHeartbeat floors caller-requested intervals (default and
+	// minimum mesh.MinHeartbeat, which callers floor their own intervals to).
 	MinHeartbeat time.Duration
+	// MaxUnleasedLife bounds calls whose caller does not prove it is alive
+	// (no Toolmesh-Caller-Id or no Toolmesh-Mode: a plain `nats req`): such
+	// a call ends with timeout after its budget or this, whichever is
+	// shorter, so a call for a dead inbox cannot run forever (default 5m).
+	MaxUnleasedLife time.Duration
 	// MaxArgsBytes bounds a call body (default: the connection's max payload).
 	MaxArgsBytes int
 	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
@@ -82,9 +96,10 @@ type Worker struct {
 	closed   chan nats.Status // CLOSED notifications; removed when the worker stops
 
 	callsMu      sync.Mutex
-	calls        map[string]*call
-	callers      map[string]time.Time // caller id → last liveness message
-	callersSwept int                  // size of callers after the last prune
+	calls        map[callKey]*call
+	callers      map[callKey]time.Time // (identity, caller id) → last liveness message
+	callerCalls  map[callKey]int       // (identity, caller id) → its calls in flight here
+	callersSwept int                   // size of callers after the last prune
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
@@ -120,8 +135,16 @@ var errCallerCancelled = errors.New("cancelled by the caller")
 // New creates a worker on nc and starts serving its control and discovery
 // subjects. Register tools to start taking calls.
 func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+	if cfg.Pool != "" {
+		if _, bad := token(cfg.Pool); bad != "" || len(cfg.Pool) > 64 {
+			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: %s", cfg.Pool, bad)
+		}
+	}
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
+		if cfg.Pool != "" {
+			cfg.ID = cfg.Pool + "." + cfg.ID
+		}
 	}
 	if cfg.Name == "" {
 		cfg.Name = mesh.ServiceName
@@ -143,8 +166,10 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = mesh.DefaultHeartbeat
 	}
-	if cfg.MinHeartbeat <= 0 {
-		cfg.MinHeartbeat = 10 * time.Millisecond
+	cfg.Heartbeat = min(max(cfg.Heartbeat, mesh.MinHeartbeat), mesh.MaxHeartbeat)
+	cfg.MinHeartbeat = max(cfg.MinHeartbeat, mesh.MinHeartbeat)
+	if cfg.MaxUnleasedLife <= 0 {
+		cfg.MaxUnleasedLife = 5 * time.Minute
 	}
 	if cfg.MaxArgsBytes <= 0 {
 		cfg.MaxArgsBytes = int(nc.MaxPayload())
@@ -159,23 +184,30 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
 	w := &Worker{
-		nc:       nc,
-		cfg:      cfg,
-		subjects: mesh.Subjects{Prefix: cfg.Prefix},
-		problems: envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:   cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
-		prop:     cfg.Propagator,
-		log:      cfg.Logger.With("worker_id", cfg.ID),
-		started:  time.Now().UTC(),
-		slots:    make(chan struct{}, cfg.MaxConcurrent),
-		idle:     make(chan *call),
-		tools:    map[string]*tool{},
-		calls:    map[string]*call{},
-		callers:  map[string]time.Time{},
-		formats:  map[string]*envelope.Schema{},
+		nc:          nc,
+		cfg:         cfg,
+		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
+		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:      cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
+		prop:        cfg.Propagator,
+		log:         cfg.Logger.With("worker_id", cfg.ID),
+		started:     time.Now().UTC(),
+		slots:       make(chan struct{}, cfg.MaxConcurrent),
+		idle:        make(chan *call),
+		tools:       map[string]*tool{},
+		calls:       map[callKey]*call{},
+		callers:     map[callKey]time.Time{},
+		callerCalls: map[callKey]int{},
+		formats:     map[string]*envelope.Schema{},
 	}
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
-	if err := w.subscribeControl(); err != nil {
+	w.watchViolations()
+	err := w.subscribeControl()
+	if err == nil {
+		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
+	}
+	if err != nil {
+		w.stopCancel(err) // also silences the chained error handler
 		w.unsubscribeAll()
 		return nil, err
 	}
@@ -223,21 +255,37 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
 	// The callback only admits and hands off; never let NATS drop calls for it.
 	_ = sub.SetPendingLimits(-1, -1)
 	t.sub = sub
+	// Round-trip to the server so the tool is callable when Register
+	// returns, and so a subscription the server's permissions refuse fails
+	// Register (naming it) instead of leaving a worker that serves nothing.
+	if err := w.confirmSubscriptions(sub.Subject); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("register %q: %w", spec.Name, err)
+	}
 	dsub, err := w.nc.QueueSubscribe(w.subjects.Describe(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) {
-		b, _ := json.Marshal(t.spec)
+		b, _ := json.Marshal(publicSpec(t.spec))
 		_ = m.Respond(b)
 	})
 	if err != nil {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("register %q: %w", spec.Name, err)
 	}
+	if err := w.confirmSubscriptions(dsub.Subject); err != nil {
+		_ = sub.Unsubscribe()
+		_ = dsub.Unsubscribe()
+		return fmt.Errorf("register %q: %w", spec.Name, err)
+	}
 	w.ctlSubs = append(w.ctlSubs, dsub)
 	w.tools[spec.Name] = t
-	// Round-trip to the server so the tool is callable when Register returns.
-	if err := w.nc.FlushTimeout(10 * time.Second); err != nil {
-		return fmt.Errorf("register %q: subscription not confirmed by the server: %w", spec.Name, err)
-	}
 	return nil
+}
+
+// publicSpec is what discovery serves of a spec: everything but the
+// binding, which is worker-local configuration (its cmd, args and env may
+// hold secrets) and never leaves the worker.
+func publicSpec(s envelope.ToolSpec) envelope.ToolSpec {
+	s.Binding = nil
+	return s
 }
 
 // Specs returns the registered tools' specs, sorted by name.
@@ -337,8 +385,17 @@ func (w *Worker) subscribeControl() error {
 	}
 	_ = ctl.SetPendingLimits(-1, -1)
 	w.ctlSubs = append(w.ctlSubs, ctl)
+	// Confirmed on its own: when the pool is wrong, the control subject is
+	// the one to name (discovery subjects would be refused too).
+	if err := w.confirmSubscriptions(ctl.Subject); err != nil {
+		return err
+	}
 	cat, err := w.nc.Subscribe(w.subjects.Catalog(), func(m *nats.Msg) {
-		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: w.Specs()})
+		specs := w.Specs()
+		for i := range specs {
+			specs[i] = publicSpec(specs[i])
+		}
+		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: specs})
 		_ = m.Respond(b)
 	})
 	if err != nil {
@@ -357,28 +414,46 @@ type CatalogEntry struct {
 func (w *Worker) onControl(m *nats.Msg) {
 	var c mesh.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
-		w.log.Warn("malformed control message", "err", err)
+		w.log.Debug("malformed control message", "err", err) // debug: anyone can send these
 		return
 	}
+	// A control message acts only on calls made by the same identity: the
+	// server-stamped identity is part of every key, so naming another
+	// tenant's call id (or caller id) finds nothing.
+	who := mesh.Identity(m.Header)
 	switch c.Op {
 	case mesh.OpAlive:
 		now := time.Now()
 		w.callsMu.Lock()
-		w.callers[c.CallerID] = now
+		k := callKey{who, c.CallerID}
+		if w.callerCalls[k] == 0 {
+			// Nothing of this caller runs here: remembering it would let
+			// anyone grow the map with made-up caller ids.
+			w.callsMu.Unlock()
+			return
+		}
+		w.callers[k] = now
 		if len(w.callers) > w.callersSwept*2+64 {
 			w.pruneCallersLocked(now)
 		}
 		w.callsMu.Unlock()
 	case mesh.OpCancel:
 		// Idempotent and race-tolerant: an unknown call id is ignored.
-		if cl := w.lookup(c.CallID); cl != nil {
+		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
 			cl.cancel(errCallerCancelled)
 		}
 	case mesh.OpCredit:
-		if cl := w.lookup(c.CallID); cl != nil && c.N > 0 {
+		if cl := w.lookup(callKey{who, c.CallID}); cl != nil && c.N > 0 {
 			cl.grant(c.N)
 		}
 	}
+}
+
+// callKey names a call (or a caller) as seen by one identity: the
+// identity the NATS server vouches for (mesh.Identity) and the id the
+// caller chose.
+type callKey struct {
+	identity, id string
 }
 
 // pruneCallersLocked forgets callers not heard from for a minute (far past
@@ -394,17 +469,17 @@ func (w *Worker) pruneCallersLocked(now time.Time) {
 	w.callersSwept = len(w.callers)
 }
 
-func (w *Worker) lookup(callID string) *call {
+func (w *Worker) lookup(k callKey) *call {
 	w.callsMu.Lock()
 	defer w.callsMu.Unlock()
-	return w.calls[callID]
+	return w.calls[k]
 }
 
 // callerSeen returns when the caller was last heard, or since if later.
-func (w *Worker) callerSeen(callerID string, since time.Time) time.Time {
+func (w *Worker) callerSeen(caller callKey, since time.Time) time.Time {
 	w.callsMu.Lock()
 	defer w.callsMu.Unlock()
-	if t, ok := w.callers[callerID]; ok && t.After(since) {
+	if t, ok := w.callers[caller]; ok && t.After(since) {
 		return t
 	}
 	return since
@@ -441,40 +516,9 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
 		return
 	}
-	h := m.Header
-	c := &call{
-		w:        w,
-		tool:     t,
-		reply:    m.Reply,
-		id:       mesh.Header(h, mesh.HeaderCallID),
-		callerID: mesh.Header(h, mesh.HeaderCallerID),
-		stream:   mesh.Header(h, mesh.HeaderMode) == mesh.ModeStream,
-		interval: w.cfg.Heartbeat,
-		started:  received,
-		header:   h,
-	}
-	if c.id == "" {
-		c.id = ulid.Make().String()
-	}
-	if ms, ok := mesh.HeaderInt(h, mesh.HeaderInterval); ok {
-		c.interval = max(mesh.Millis(ms), w.cfg.MinHeartbeat)
-	}
-	c.window = mesh.DefaultWindow
-	if n, ok := mesh.HeaderInt(h, mesh.HeaderWindow); ok {
-		c.window = max(int(n), 2)
-	}
-	c.granted = int64(c.window)
-	if len(m.Data) > w.cfg.MaxArgsBytes {
-		c.reject(w.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)))
+	c := w.admit(t, m, received)
+	if c == nil {
 		return
-	}
-	if ms, ok := mesh.HeaderInt(h, mesh.HeaderTimeout); ok {
-		if ms <= 0 {
-			c.reject(w.problems.New(envelope.CodeTimeout, "the call's budget was spent before it started; the handler did not run"))
-			return
-		}
-		c.deadline = received.Add(mesh.Millis(ms))
 	}
 	if w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued) {
 		w.admitted.Add(-1)
@@ -483,7 +527,6 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds()))
 		return
 	}
-	c.body = m.Data
 	c.tool.load.begin()
 	w.inflight.Add(1)
 	select {

@@ -94,8 +94,11 @@ func TestCallersArePruned(t *testing.T) {
 	old := time.Now().Add(-2 * time.Minute)
 	w.callsMu.Lock()
 	for i := range 1000 {
-		w.callers[fmt.Sprint("gone-", i)] = old
+		w.callers[callKey{"", fmt.Sprint("gone-", i)}] = old
 	}
+	w.callsMu.Unlock()
+	w.callsMu.Lock()
+	w.callerCalls[callKey{"", "fresh"}] = 1 // a caller with a call in flight here
 	w.callsMu.Unlock()
 	w.onControl(&nats.Msg{Data: mesh.Control{Op: mesh.OpAlive, CallerID: "fresh"}.Encode()})
 	w.callsMu.Lock()
@@ -171,6 +174,9 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 	}
 	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
 	m.Header.Set(mesh.HeaderTimeout, "9999999999999")
+	// A caller that proves it is alive: an unleased call's life is bounded.
+	m.Header.Set(mesh.HeaderCallerID, "c1")
+	m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
 	m.Data = []byte(`{"args":{}}`)
 	reply, err := raw.RequestMsg(m, 20*time.Second)
 	if err != nil {
@@ -185,5 +191,19 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 	}
 	if !deadline.After(time.Now().Add(100 * 365 * 24 * time.Hour)) {
 		t.Errorf("deadline %v, want centuries away", deadline)
+	}
+}
+
+// Liveness messages for callers with nothing in flight here are not
+// remembered: made-up caller ids cannot grow the worker's memory.
+func TestAliveWithoutCallsIsIgnored(t *testing.T) {
+	w, _ := newTestWorker(t, Config{})
+	for i := range 1000 {
+		w.onControl(&nats.Msg{Data: mesh.Control{Op: mesh.OpAlive, CallerID: fmt.Sprint("made-up-", i)}.Encode()})
+	}
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	if len(w.callers) != 0 {
+		t.Fatalf("%d made-up callers remembered", len(w.callers))
 	}
 }

@@ -99,7 +99,7 @@ it hosts its own tools under a private subject prefix, so a live mesh is not dis
 					return nc, nil
 				}
 			} else {
-				server = g.connect.URLOrDefault()
+				server = mesh.RedactURL(g.connect.URLOrDefault())
 			}
 			b, err := newBencher(dial, slices.Max(levels), payload, deltas, g)
 			if err != nil {

@@ -145,8 +145,9 @@ func newRoot(g *globals) *cobra.Command {
 	return root
 }
 
-// dial connects to the mesh's NATS server; failure is connection_lost with
-// the way to start a local mesh.
+// dial connects to the mesh's NATS server; failure is unauthorized when
+// the server refused the credentials, else connection_lost with the way to
+// start a local mesh (the URL is printed without its password).
 func (g *globals) dial(ctx context.Context, name string) (*nats.Conn, error) {
 	opts := g.connect
 	opts.NKeySeed = g.nkey
@@ -154,8 +155,7 @@ func (g *globals) dial(ctx context.Context, name string) (*nats.Conn, error) {
 	opts.Name = "toolmesh " + name
 	nc, err := mesh.Connect(ctx, opts)
 	if err != nil {
-		return nil, envelope.Problemf(envelope.CodeConnectionLost, "cannot reach NATS at %s: %v", opts.URLOrDefault(), err).
-			WithFix("Start a local mesh with `toolmesh dev` (or `go run ./cmd/toolmesh dev`), or point --server / $NATS_URL at a running one.", envelope.MaybeIncorrect)
+		return nil, mesh.DialProblem(opts.URLOrDefault(), err)
 	}
 	logConnEvents(nc, g.log)
 	return nc, nil

@@ -79,7 +79,7 @@ func newDevCmd(g *globals) *cobra.Command {
 }
 
 func newWorkerCmd(g *globals) *cobra.Command {
-	var config string
+	var config, pool string
 	var drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker --config tools.yaml",
@@ -102,9 +102,9 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log})
+			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log})
 			if err != nil {
-				return envelope.NewProblem(envelope.CodeInternal, err.Error())
+				return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
 			}
 			if err := cli.Register(w, file, g.log); err != nil {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
@@ -115,6 +115,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
+	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 	return cmd
 }

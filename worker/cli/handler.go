@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -109,6 +110,8 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 }
 
 // tailBuffer keeps the last max bytes written to it; String hides redact.
+// It holds len(redact) bytes more than it shows, so a secret straddling
+// the cut is still seen whole, and String redacts before it cuts.
 type tailBuffer struct {
 	buf    []byte
 	max    int
@@ -118,19 +121,19 @@ type tailBuffer struct {
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	if keep := t.max + len(t.redact); len(t.buf) > keep {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
 		t.lost = true
 	}
 	return len(p), nil
 }
 
 func (t *tailBuffer) String() string {
-	s := strings.ToValidUTF8(string(t.buf), "\uFFFD")
-	if t.redact != "" {
-		s = strings.ReplaceAll(s, t.redact, redacted)
+	s, cut := redact.Tail(string(t.buf), t.redact, t.max)
+	if cut {
+		t.lost = true
 	}
-	return s
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // Handle runs the program for one call.
@@ -167,25 +170,16 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 	return res, redactProblem(err, req.Bearer)
 }
 
-// redacted replaces the bearer wherever program output is copied into
-// what the mesh itself reports.
-const redacted = "[REDACTED]"
-
-// redactProblem strips the bearer from a Problem's detail and its string
-// extensions (stderr tails, output excerpts): a program that prints its
-// token must not leak it into errors.
+// redactProblem strips the bearer from a Problem (detail, stderr tails,
+// output excerpts): a program that prints its token must not leak it, or
+// any piece of it, into errors. Tails and excerpts are redacted before
+// they are cut, where they are built.
 func redactProblem(err error, bearer string) error {
 	var p *envelope.Problem
 	if bearer == "" || !errors.As(err, &p) {
 		return err
 	}
-	p.Detail = strings.ReplaceAll(p.Detail, bearer, redacted)
-	for k, v := range p.Extensions {
-		if s, ok := v.(string); ok {
-			p.Extensions[k] = strings.ReplaceAll(s, bearer, redacted)
-		}
-	}
-	return err
+	return redact.Problem(p, bearer)
 }
 
 // run starts argv in its own process group and turns its output and exit
@@ -267,7 +261,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	}()
 
 	out := &cappedReader{r: stdoutR, max: h.limits.MaxOutputBytes}
-	parsed, readErr := h.readOutput(out, emit)
+	parsed, readErr := h.readOutput(out, emit, bearer)
 	capped := errors.Is(readErr, errOutputCap)
 	if readErr != nil {
 		close(stop) // nobody reads any more: stop the program
@@ -315,15 +309,16 @@ func exitCode(err error) int {
 
 // output is what readOutput gathered.
 type output struct {
-	raw   []byte            // json: all of stdout
-	items []json.RawMessage // ndjson
-	lines []string          // lines
+	secret string            // redacted from excerpts before they are cut
+	raw    []byte            // json: all of stdout
+	items  []json.RawMessage // ndjson
+	lines  []string          // lines
 }
 
 // readOutput reads stdout per the binding's format, streaming deltas as
 // lines arrive (ndjson and lines) rather than after the program exits.
-func (h *Handler) readOutput(r io.Reader, emit worker.Emitter) (output, error) {
-	var o output
+func (h *Handler) readOutput(r io.Reader, emit worker.Emitter, secret string) (output, error) {
+	o := output{secret: secret}
 	switch h.binding.Format() {
 	case envelope.OutputJSON:
 		raw, err := io.ReadAll(r)
@@ -355,7 +350,7 @@ func (h *Handler) takeLine(o *output, line []byte, emit worker.Emitter) error {
 		}
 		if !json.Valid(line) {
 			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: output line %d is not JSON (ndjson): %s",
-				h.spec.Name, len(o.items)+1, excerpt(line))
+				h.spec.Name, len(o.items)+1, excerpt(line, o.secret))
 		}
 		item := json.RawMessage(append([]byte(nil), line...))
 		o.items = append(o.items, item)
@@ -378,11 +373,13 @@ func emitDelta(emit worker.Emitter, v any) error {
 	return nil
 }
 
-func excerpt(b []byte) string {
+// excerpt quotes the start of b: redacted first, then cut.
+func excerpt(b []byte, secret string) string {
 	const max = 200
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	if len(s) > max {
-		s = s[:max] + "…"
+	s, cut := redact.Head(string(b), secret, max)
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if cut {
+		s += "…"
 	}
 	return fmt.Sprintf("%q", s)
 }
@@ -402,7 +399,7 @@ func (h *Handler) finalResult(o output, stderr *tailBuffer) (any, error) {
 			WithExtension("stderr_tail", stderr.String())
 	}
 	if !json.Valid(o.raw) {
-		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s printed output that is not valid JSON: %s", h.spec.Name, excerpt(o.raw)).
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s printed output that is not valid JSON: %s", h.spec.Name, excerpt(o.raw, o.secret)).
 			WithExtension("stderr_tail", stderr.String())
 	}
 	return json.RawMessage(o.raw), nil

@@ -1,0 +1,88 @@
+package caller
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// confirmInbox round-trips to the server so a subscription its
+// permissions refuse fails New, naming the subject, instead of leaving a
+// caller whose every call times out. A round trip that does not complete
+// (the connection is away) is not an error: the subscription is replayed.
+func (c *Caller) confirmInbox() error {
+	if err := c.nc.FlushTimeout(5 * time.Second); err != nil {
+		return nil
+	}
+	if op, subject, ok := mesh.Violation(c.nc.LastError()); ok && op == mesh.OpSubscribe && subject == c.sub.Subject {
+		return mesh.ForbiddenProblem(c.problems, op, subject,
+			"the caller's inbox cannot receive events; grant the subject to the caller's NATS user, or set Config.InboxPrefix to one it may subscribe to")
+	}
+	return nil
+}
+
+// watchViolations routes the permissions violations NATS reports on the
+// connection (asynchronously, through its error handler) to the calls they
+// concern: a call the server refused to publish fails at once with
+// forbidden instead of waiting out its pickup timeout. The handler already
+// installed keeps being called.
+func (c *Caller) watchViolations() {
+	prev := c.nc.ErrorHandler()
+	c.nc.SetErrorHandler(func(nc *nats.Conn, s *nats.Subscription, err error) {
+		c.onViolation(err)
+		if prev != nil {
+			prev(nc, s, err)
+		}
+	})
+}
+
+func (c *Caller) onViolation(err error) {
+	op, subject, ok := mesh.Violation(err)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	calls := c.snapshot()
+	c.mu.Unlock()
+	for _, p := range calls {
+		switch {
+		case op == mesh.OpSubscribe && subject == c.sub.Subject:
+			// The inbox was refused (say, after a reconnect to a server
+			// with other permissions): no call can hear its worker.
+			p.fail(mesh.ForbiddenProblem(c.problems, op, subject, "the caller's inbox receives nothing"), true)
+		case op == mesh.OpPublish && c.subjects.Call(p.tool) == subject && !p.liveness().spoken:
+			p.fail(mesh.ForbiddenProblem(c.problems, op, subject,
+				"this identity may not call tool "+p.tool), false)
+		}
+	}
+}
+
+// validWorkerID accepts the ids workers give themselves (a ULID, or
+// "<pool>.<ulid>"): dot-separated tokens of [A-Za-z0-9_-], at most 256
+// characters in all, so no wildcard or empty token reaches a subject.
+func validWorkerID(id string) bool {
+	if id == "" || len(id) > 256 {
+		return false
+	}
+	prev := byte('.')
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		switch {
+		case b == '.':
+			if prev == '.' {
+				return false
+			}
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '_', b == '-':
+		default:
+			return false
+		}
+		prev = b
+	}
+	return prev != '.'
+}

@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// errPublishDenied is the cancel cause of a call whose events the NATS
+// server refuses to carry: nobody can hear the handler, so it stops.
+var errPublishDenied = errors.New("the NATS server refused to carry this call's events (permissions)")
+
+// admit builds a call from its message, answering it at once (and
+// returning nil) when a header is malformed, the body too large or the
+// budget already spent. A call whose caller does not prove it is alive
+// gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
+func (w *Worker) admit(t *tool, m *nats.Msg, received time.Time) *call {
+	h := m.Header
+	hd, prob := parseCallHeaders(h, w.problems, w.cfg.Heartbeat, w.cfg.MinHeartbeat)
+	c := &call{
+		w: w, tool: t, reply: m.Reply, id: hd.callID, callerID: hd.callerID,
+		mode: hd.mode, stream: hd.mode == mesh.ModeStream, interval: hd.interval,
+		started: received, header: h, window: hd.window, granted: int64(hd.window),
+		bearer: bearer(h),
+	}
+	if c.id == "" {
+		c.id = ulid.Make().String()
+	}
+	c.key = callKey{mesh.Identity(h), c.id}
+	if prob != nil {
+		c.reject(prob)
+		return nil
+	}
+	if len(m.Data) > w.cfg.MaxArgsBytes {
+		c.reject(w.problems.New(envelope.CodePayloadTooLarge,
+			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)))
+		return nil
+	}
+	if hd.hasBudget {
+		if hd.budget <= 0 {
+			c.reject(w.problems.New(envelope.CodeTimeout, "the call's budget was spent before it started; the handler did not run"))
+			return nil
+		}
+		c.deadline = received.Add(hd.budget)
+	}
+	if c.callerID == "" || c.mode == "" { // nobody will prove the caller alive
+		if life := received.Add(w.cfg.MaxUnleasedLife); c.deadline.IsZero() || c.deadline.After(life) {
+			c.deadline, c.unleased = life, true
+		}
+	}
+	c.body = m.Data
+	return c
+}
+
+// watchViolations routes the permissions violations NATS reports on the
+// connection (asynchronously, through its error handler) to what they
+// concern; the handler already installed keeps being called.
+func (w *Worker) watchViolations() {
+	prev := w.nc.ErrorHandler()
+	w.nc.SetErrorHandler(func(nc *nats.Conn, s *nats.Subscription, err error) {
+		w.onViolation(err)
+		if prev != nil {
+			prev(nc, s, err)
+		}
+	})
+}
+
+// onViolation stops the calls whose events the server refused to carry,
+// and logs a refused subscription (Register reports its own at once).
+func (w *Worker) onViolation(err error) {
+	op, subject, ok := mesh.Violation(err)
+	if !ok || w.stopCtx.Err() != nil {
+		return
+	}
+	if op == mesh.OpSubscribe {
+		w.log.Error("the NATS server refused a subscription: this worker does not receive its messages", "subject", subject)
+		return
+	}
+	w.callsMu.Lock()
+	var hit []*call
+	for _, c := range w.calls {
+		if c.reply == subject {
+			hit = append(hit, c)
+		}
+	}
+	w.callsMu.Unlock()
+	for _, c := range hit {
+		c.cancel(errPublishDenied)
+	}
+	w.log.Error("the NATS server refused a publish", "subject", subject, "calls_stopped", len(hit))
+}
+
+// confirmSubscriptions round-trips to the server and fails, naming the
+// subject, when its permissions refused one of subjects. The server sends
+// the refusal before answering the round trip, and nats.go records it as
+// the connection's last error before the round trip returns.
+func (w *Worker) confirmSubscriptions(subjects ...string) error {
+	if err := w.nc.FlushTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("subscriptions not confirmed by the server: %w", err)
+	}
+	op, denied, ok := mesh.Violation(w.nc.LastError())
+	if !ok || op != mesh.OpSubscribe {
+		return nil
+	}
+	for _, s := range subjects {
+		if s == denied {
+			return mesh.ForbiddenProblem(w.problems, op, denied,
+				"this worker cannot take the messages it needs; grant the subject to the worker's NATS user, or host only the tools (and use the --pool) it is permitted")
+		}
+	}
+	return nil
+}
+
+func (w *Worker) subjectsOf(subs []*nats.Subscription) []string {
+	out := make([]string, 0, len(subs))
+	for _, s := range subs {
+		out = append(out, s.Subject)
+	}
+	return out
+}
