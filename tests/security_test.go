@@ -433,16 +433,22 @@ func TestSecureDiscoveryCarriesNoBindings(t *testing.T) {
 	m := startSecure(t)
 	w := m.demoWorker(t, worker.Config{})
 	secret := randomToken(t, 40)
+	// The program's path carries the secret too; it must exist, since the
+	// tools-file loader refuses a cmd it cannot run.
+	dir := t.TempDir()
+	if err := os.Symlink("/bin/echo", filepath.Join(dir, "echo-"+secret)); err != nil {
+		t.Fatal(err)
+	}
 	registerToolsFile(t, w, fmt.Sprintf(`
 tools:
   - name: demo.secretive
     description: has a secret in its binding
     binding:
       cli:
-        cmd: /bin/echo-%[1]s
+        cmd: %[2]s/echo-%[1]s
         args: ["--key=%[1]s"]
         env: {API_KEY: "%[1]s"}
-`, secret), nil)
+`, secret, dir), nil)
 	anc, _ := m.dial(t, "alice")
 	alice := newCaller(t, anc, caller.Config{})
 	ctx := context.Background()
