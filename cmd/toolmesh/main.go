@@ -138,6 +138,7 @@ func newRoot(g *globals) *cobra.Command {
 	f.StringVar(&g.format, "format", "", "error format: json or pretty (default: pretty on a terminal, json otherwise)")
 	f.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default info for dev and worker, warn otherwise)")
 	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g), newBenchCmd(g))
+	root.AddCommand(newMCPCmd(g))
 	return root
 }
 
