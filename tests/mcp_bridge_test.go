@@ -1,0 +1,260 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/mcpbridge"
+)
+
+var (
+	mcpServerOnce sync.Once
+	mcpServerPath string
+	mcpServerErr  error
+)
+
+// mcpServerBin builds the go-sdk test server of worker/mcpbridge/testdata.
+func mcpServerBin(t *testing.T) string {
+	t.Helper()
+	mcpServerOnce.Do(func() {
+		mcpServerPath, mcpServerErr = testutil.BuildBinary("../worker/mcpbridge/testdata/mcpserver", "mcpserver")
+	})
+	if mcpServerErr != nil {
+		t.Fatal(mcpServerErr)
+	}
+	return mcpServerPath
+}
+
+// startBridge bridges entry onto a fresh mesh and returns a caller on it.
+func startBridge(t *testing.T, entry mcpbridge.Entry) (*mcpbridge.Bridge, *caller.Caller) {
+	t.Helper()
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	b, err := mcpbridge.Start(context.Background(), connect(t, srv), mcpbridge.Config{Entry: entry,
+		Worker: worker.Config{Logger: quiet()}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	return b, newCaller(t, connect(t, srv), caller.Config{})
+}
+
+func callJSON(t *testing.T, c *caller.Caller, tool string, args any) (string, *envelope.Problem) {
+	t.Helper()
+	resp, err := c.Call(context.Background(), tool, args)
+	if err != nil {
+		return "", err.(*envelope.Problem)
+	}
+	b, _ := json.Marshal(resp.Data)
+	return string(b), nil
+}
+
+func TestMCPBridgeStdio(t *testing.T) {
+	entry := mcpbridge.Entry{Namespace: "t", InheritEnv: []string{"PATH"},
+		Server: mcpbridge.ServerConfig{Command: mcpServerBin(t), Env: map[string]string{"TESTSERVER_GREETING": "hello"}}}
+	b, c := startBridge(t, entry)
+	t.Run("tools", func(t *testing.T) {
+		cat, err := c.Catalog(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range cat.Tools {
+			names = append(names, tl.Spec.Name)
+		}
+		for _, want := range []string{"t.echo", "t.count", "t.block", "t.crash", "t.text", "t.fail"} {
+			if !slices.Contains(names, want) {
+				t.Fatalf("catalogue %v lacks %s", names, want)
+			}
+		}
+		spec, _ := c.Describe(context.Background(), "t.echo")
+		if !spec.Annotations.IsReadOnly() || !strings.Contains(string(spec.InputSchema), `"message"`) {
+			t.Fatalf("t.echo spec lost its schema or hints: %+v", spec)
+		}
+	})
+	t.Run("call", func(t *testing.T) { checkBridgeCalls(t, c) })
+	t.Run("progress", func(t *testing.T) { checkBridgeProgress(t, c) })
+	t.Run("cancel", func(t *testing.T) { checkBridgeCancel(t, c) })
+	t.Run("list_changed", func(t *testing.T) {
+		if _, p := callJSON(t, c, "t.add_tool", nil); p != nil {
+			t.Fatal(p)
+		}
+		testutil.WaitFor(t, "t.extra on the mesh", func() bool { return slices.Contains(b.Tools(), "t.extra") })
+		if got, p := callJSON(t, c, "t.extra", nil); p != nil || got != `{"extra":true}` {
+			t.Fatalf("t.extra = %s %v", got, p)
+		}
+	})
+	t.Run("crash", func(t *testing.T) { checkBridgeCrash(t, c) })
+	t.Run("drain", func(t *testing.T) {
+		if err := b.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		_, p := callJSON(t, c, "t.echo", map[string]string{"message": "x"})
+		if p == nil || p.Code != envelope.CodeToolNotFound {
+			t.Fatalf("after drain: %v, want tool_not_found", p)
+		}
+	})
+}
+
+func checkBridgeCalls(t *testing.T, c *caller.Caller) {
+	cases := []struct {
+		tool, want string
+		args       any
+	}{
+		{"t.echo", `{"message":"hi"}`, map[string]string{"message": "hi"}},
+		{"t.text", `{"content":[{"type":"text","text":"plain hello"}]}`, nil},
+	}
+	for _, cs := range cases {
+		if got, p := callJSON(t, c, cs.tool, cs.args); p != nil || got != cs.want {
+			t.Errorf("%s = %s %v, want %s", cs.tool, got, p, cs.want)
+		}
+	}
+	_, p := callJSON(t, c, "t.fail", nil)
+	if p == nil || p.Code != envelope.CodeToolFailed || !strings.Contains(p.Detail, "disk full") {
+		t.Fatalf("t.fail = %v, want tool_failed with the tool's text", p)
+	}
+}
+
+func checkBridgeProgress(t *testing.T, c *caller.Caller) {
+	st, err := c.Stream(context.Background(), "t.count", map[string]int{"n": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pcts []float64
+	var result string
+	for ev, err := range st.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case envelope.EventProgress:
+			pcts = append(pcts, *ev.Pct)
+		case envelope.EventResult:
+			result = string(ev.Data)
+		case envelope.EventError:
+			t.Fatal(ev.Problem())
+		}
+	}
+	if result != `{"count":3}` {
+		t.Fatalf("result = %s", result)
+	}
+	if len(pcts) != 3 || pcts[2] != 100 || !slices.IsSorted(pcts) {
+		t.Fatalf("progress = %v, want 3 rising to 100", pcts)
+	}
+}
+
+// blockUntilReached starts t.block and returns once the MCP server's
+// handler has reported it is running.
+func blockUntilReached(t *testing.T, ctx context.Context, c *caller.Caller) *caller.Stream {
+	t.Helper()
+	st, err := c.Stream(ctx, "t.block", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := st.Next()
+		if err != nil || ev.IsTerminal() {
+			t.Fatalf("t.block ended early: %v %+v", err, ev)
+		}
+		if ev.Type == envelope.EventProgress {
+			return st
+		}
+	}
+}
+
+func checkBridgeCancel(t *testing.T, c *caller.Caller) {
+	ctx, cancel := context.WithCancel(context.Background())
+	st := blockUntilReached(t, ctx, c)
+	cancel()
+	_, err := st.Response()
+	if p, ok := err.(*envelope.Problem); !ok || p.Code != envelope.CodeCancelled {
+		t.Fatalf("cancelled call ended with %v", err)
+	}
+	testutil.WaitFor(t, "the MCP server's handler to see its context end", func() bool {
+		got, p := callJSON(t, c, "t.cancelled", nil)
+		return p == nil && got != `{"cancelled":0}`
+	})
+}
+
+func checkBridgeCrash(t *testing.T, c *caller.Caller) {
+	st := blockUntilReached(t, context.Background(), c)
+	_, p := callJSON(t, c, "t.crash", nil)
+	if p == nil || p.Code != envelope.CodeWorkerLost || p.RetryAfter == nil {
+		t.Fatalf("the crashing call got %v, want worker_lost with retry_after", p)
+	}
+	_, err := st.Response()
+	if p, ok := err.(*envelope.Problem); !ok || p.Code != envelope.CodeWorkerLost || !strings.Contains(p.Detail, "in flight") {
+		t.Fatalf("the call in flight got %v, want worker_lost naming the exit", err)
+	}
+	testutil.WaitFor(t, "the restarted server to answer", func() bool {
+		got, p := callJSON(t, c, "t.echo", map[string]string{"message": "again"})
+		return p == nil && got == `{"message":"again"}`
+	})
+}
+
+func TestMCPBridgeHTTP(t *testing.T) {
+	p := startExec(t, mcpServerBin(t), "-http", "127.0.0.1:0")
+	url := p.waitLine(t, regexp.MustCompile(`listening on (http://\S+)`))[1]
+	entry := mcpbridge.Entry{Namespace: "h", Server: mcpbridge.ServerConfig{URL: url, Headers: map[string]string{"X-Test-Key": "k1"}}}
+	_, c := startBridge(t, entry)
+	if got, p := callJSON(t, c, "h.echo", map[string]string{"message": "over http"}); p != nil || got != `{"message":"over http"}` {
+		t.Fatalf("h.echo = %s %v", got, p)
+	}
+	st, err := c.Stream(context.Background(), "h.count", map[string]int{"n": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := 0
+	for ev := range st.Events() {
+		if ev.Type == envelope.EventProgress {
+			progress++
+		}
+	}
+	if progress != 2 {
+		t.Fatalf("progress events over HTTP = %d, want 2", progress)
+	}
+	_, bad := mcpbridge.Start(context.Background(), connect(t, startServer(t, mesh.EmbeddedConfig{})), mcpbridge.Config{Logger: quiet(),
+		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url}}})
+	if bad == nil {
+		t.Fatal("a server refusing the bridge (no header) must fail Start")
+	}
+}
+
+// startExec runs any program as a proc whose output lines can be awaited.
+func startExec(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 256)}
+	stdout, _ := p.cmd.StdoutPipe()
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []io.Reader{stdout, stderr} {
+		go func() {
+			sc := bufio.NewScanner(r)
+			for sc.Scan() {
+				select {
+				case p.lines <- sc.Text():
+				default:
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	})
+	return p
+}
