@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -257,4 +261,35 @@ func startExec(t *testing.T, bin string, args ...string) *proc {
 		_ = p.cmd.Wait()
 	})
 	return p
+}
+
+// TestMCPBridgeCommand binds the test server in a tools file beside a
+// CLI tool and calls it with `toolmesh call` through `toolmesh dev`.
+func TestMCPBridgeCommand(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.yaml")
+	yaml := fmt.Sprintf(`tools:
+  - name: sys.hello
+    binding: {cli: {cmd: printf, args: ['{"hello":true}']}}
+  - namespace: t
+    binding:
+      mcp: {command: %q, env: {TESTSERVER_GREETING: from-the-tools-file}}
+`, mcpServerBin(t))
+	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dev, url := startDev(t, "--config", tools)
+	cases := []struct{ tool, want string }{
+		{"sys.hello", `"hello":true`},
+		{"t.text", `"text":"plain from-the-tools-file"`},
+	}
+	for _, c := range cases {
+		r := runCmd(t, "", "call", c.tool, "--server", url)
+		if r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Fatalf("call %s: %+v", c.tool, r)
+		}
+	}
+	if code := dev.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("dev with a bridged server exited %d on SIGTERM", code)
+	}
 }

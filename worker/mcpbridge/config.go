@@ -62,6 +62,7 @@ func Parse(data []byte) ([]Entry, error) {
 			Name      string `yaml:"name"`
 			Namespace string `yaml:"namespace"`
 			Binding   struct {
+				CLI yaml.Node `yaml:"cli"`
 				MCP yaml.Node `yaml:"mcp"`
 			} `yaml:"binding"`
 		} `yaml:"tools"`
@@ -76,10 +77,16 @@ func Parse(data []byte) ([]Entry, error) {
 	var out []Entry
 	seen := map[string]int{}
 	for i, t := range doc.Tools {
-		if t.Binding.MCP.Kind == 0 {
-			continue // not an MCP binding
-		}
 		label := fmt.Sprintf("tools[%d]", i)
+		if t.Binding.MCP.Kind == 0 {
+			if t.Namespace != "" {
+				return nil, fmt.Errorf("%s: field namespace: only an MCP binding (binding.mcp) takes a namespace", label)
+			}
+			continue // not an MCP binding: the CLI loader's
+		}
+		if t.Binding.CLI.Kind != 0 {
+			return nil, fmt.Errorf("%s: field binding: set cli or mcp, not both", label)
+		}
 		e, err := parseEntry(t.Namespace, t.Name, &t.Binding.MCP)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", label, err)

@@ -34,6 +34,8 @@ tools:
 		{name: "headers without url", yaml: "tools: [{namespace: a, binding: {mcp: {command: x, headers: {a: b}}}}]", err: "headers need url"},
 		{name: "name with mcp", yaml: "tools: [{name: n, namespace: a, binding: {mcp: {command: x}}}]", err: "field name"},
 		{name: "duplicate namespace", yaml: "tools: [{namespace: a, binding: {mcp: {command: x}}}, {namespace: a, binding: {mcp: {command: y}}}]", err: "already bound"},
+		{name: "cli and mcp", yaml: "tools: [{namespace: a, binding: {cli: {cmd: x}, mcp: {command: x}}}]", err: "not both"},
+		{name: "namespace on cli", yaml: "tools: [{name: n, namespace: a, binding: {cli: {cmd: x}}}]", err: "only an MCP binding"},
 		{name: "not yaml", yaml: "tools: [", err: "not valid YAML"},
 	}
 	for _, c := range cases {
