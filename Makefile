@@ -6,7 +6,7 @@ PKGS      := ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: all build test lint vet fmt-check bench fuzz fuzz-smoke
+.PHONY: all build test lint vet fmt-check bench fuzz fuzz-smoke interop-mcp
 
 all: build test
 
@@ -36,3 +36,9 @@ fuzz:
 			echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
+
+# MCP interop with software nobody here wrote: the official TypeScript SDK
+# client and @modelcontextprotocol/server-everything, installed by npm into
+# a temporary directory. Needs node and npm; `make test` does not.
+interop-mcp:
+	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -timeout 9m -run '^TestMCPInterop' ./tests/
