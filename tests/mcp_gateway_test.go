@@ -3,6 +3,8 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -444,4 +446,48 @@ func (b bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPGatewayWire2026 checks on the wire what the 2026-07-28 revision
+// adds and the go-sdk client hides: ttlMs and cacheScope on tools/list,
+// resultType on tools/call, and server/discover without initialize.
+func TestMCPGatewayWire2026(t *testing.T) {
+	m := startMCPMesh(t)
+	g := startGateway(t, m)
+	hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	cases := []struct {
+		method, name, params string
+		want                 []string
+	}{
+		{"server/discover", "", `{` + meta + `}`, []string{`"supportedVersions":["2026-07-28"`, `"tools":{"listChanged":true}`}},
+		{"tools/list", "", `{` + meta + `}`, []string{`"ttlMs":0`, `"cacheScope":"public"`, `"name":"echo"`}},
+		{"tools/call", "echo", `{"name":"echo","arguments":{"message":"w"},` + meta + `}`, []string{`"resultType":"complete"`, `"structuredContent":{"message":"w"}`}},
+	}
+	for i, c := range cases {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, i+1, c.method, c.params)
+		req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", c.method)
+		if c.name != "" {
+			req.Header.Set("Mcp-Name", c.name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		for _, w := range c.want {
+			if !strings.Contains(string(got), w) {
+				t.Errorf("%s: %d %s\nlacks %s", c.method, resp.StatusCode, got, w)
+			}
+		}
+		if resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s: a stateless answer carries a session id", c.method)
+		}
+	}
 }
