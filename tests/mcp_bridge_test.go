@@ -234,6 +234,11 @@ func TestMCPBridgeHTTP(t *testing.T) {
 	if bad == nil {
 		t.Fatal("a server refusing the bridge (no header) must fail Start")
 	}
+	_, bad = mcpbridge.Start(context.Background(), connect(t, startServer(t, mesh.EmbeddedConfig{})), mcpbridge.Config{Logger: quiet(),
+		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url + "?token=hunter2", Headers: map[string]string{"X-Api-Key": "hunter3"}}}})
+	if bad == nil || strings.Contains(bad.Error(), "hunter2") || strings.Contains(bad.Error(), "hunter3") {
+		t.Fatalf("Start with a secret in the binding: %v (must fail, without the secret)", bad)
+	}
 }
 
 // startExec runs any program as a proc whose output lines can be awaited.

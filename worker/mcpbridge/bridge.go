@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,12 +99,12 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 	})
 	sess, err := b.connect(ctx)
 	if err != nil {
-		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: cannot start or reach the server: %v", cfg.Entry.Namespace, err)
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: cannot start or reach the server: %s", cfg.Entry.Namespace, b.redact(err))
 	}
 	if err := b.sync(ctx, sess); err != nil {
 		_ = sess.Close()
 		b.stopWorkers(ctx)
-		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: %v", cfg.Entry.Namespace, err)
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: %s", cfg.Entry.Namespace, b.redact(err))
 	}
 	b.setSession(sess)
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -178,6 +179,27 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	return b.client.Connect(ctx, t, nil)
 }
 
+// redact removes the binding's URL (which may carry a token in its
+// query) and header values from an error before it is reported.
+func (b *Bridge) redact(err error) string {
+	msg := err.Error()
+	sc := b.cfg.Entry.Server
+	if sc.URL != "" {
+		msg = strings.ReplaceAll(msg, sc.URL, "<binding url>")
+	}
+	for _, v := range sc.Headers {
+		if v != "" {
+			msg = strings.ReplaceAll(msg, v, "<redacted>")
+		}
+	}
+	for _, v := range sc.Env {
+		if v != "" {
+			msg = strings.ReplaceAll(msg, v, "<redacted>")
+		}
+	}
+	return msg
+}
+
 // childEnv is the inherited variables plus the binding's env, verbatim.
 func (b *Bridge) childEnv() []string {
 	var env []string
@@ -238,7 +260,7 @@ func (b *Bridge) follow(ctx context.Context, sess *mcp.ClientSession) {
 			return
 		case <-b.relist:
 			if err := b.sync(ctx, sess); err != nil && ctx.Err() == nil {
-				b.log.Warn("mcp bridge: re-listing tools failed", "err", err)
+				b.log.Warn("mcp bridge: re-listing tools failed", "err", b.redact(err))
 			}
 		}
 	}
@@ -261,11 +283,11 @@ func (b *Bridge) restart(ctx context.Context) *mcp.ClientSession {
 		}
 		sess, err := b.connect(ctx)
 		if err != nil {
-			b.log.Warn("mcp bridge: restart failed", "err", err)
+			b.log.Warn("mcp bridge: restart failed", "err", b.redact(err))
 			continue
 		}
 		if err := b.sync(ctx, sess); err != nil {
-			b.log.Warn("mcp bridge: listing tools after restart failed", "err", err)
+			b.log.Warn("mcp bridge: listing tools after restart failed", "err", b.redact(err))
 			_ = sess.Close()
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 
 	"go.yaml.in/yaml/v3"
 
@@ -34,6 +35,9 @@ type Entry struct {
 	// InheritEnv lists the worker's variables the server process inherits.
 	InheritEnv []string
 }
+
+// quotedValue matches the values yaml quotes in its decoding errors.
+var quotedValue = regexp.MustCompile("`[^`]*`")
 
 // defaultInheritEnv matches the CLI binding's default: enough to find
 // programs (npx needs PATH and HOME) and speak the locale, nothing secret.
@@ -120,7 +124,9 @@ func parseEntry(namespace, name string, node *yaml.Node) (Entry, error) {
 	dec.KnownFields(true) // a typo in a server binding must not pass silently
 	var sc ServerConfig
 	if err := dec.Decode(&sc); err != nil {
-		return Entry{}, fmt.Errorf("field binding.mcp: %v", err)
+		// yaml quotes the offending value; in env or headers that may be
+		// a secret, so only the position and the kind of mistake remain.
+		return Entry{}, fmt.Errorf("field binding.mcp: %s", quotedValue.ReplaceAllString(err.Error(), "`…`"))
 	}
 	switch {
 	case sc.Command == "" && sc.URL == "":

@@ -70,6 +70,10 @@ func TestErrorsKeepSecrets(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("err = %v: must fail without echoing the URL's secret", err)
 	}
+	_, err = Parse([]byte("tools: [{namespace: a, binding: {mcp: {command: x, env: hunter2}}}]"))
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("err = %v: must fail without echoing the env's value", err)
+	}
 }
 
 func FuzzParse(f *testing.F) {
