@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"sync"
 	"time"
@@ -124,34 +125,37 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	return err
 }
 
-// Run keeps the served tools in step with the fleet until ctx ends. It
-// syncs once at once, then on every fleet change (see watchFleet).
+// Run keeps the served tools in step with the fleet until ctx ends: it
+// syncs at once, then applies every changed catalogue watchFleet yields.
 func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
 		g.log.Warn("mcp gateway: first catalogue read failed", "err", err)
 	}
-	for err := range g.watchFleet(ctx) {
+	for cat, err := range g.watchFleet(ctx) {
 		if err != nil {
 			g.log.Warn("mcp gateway: fleet watch", "err", err)
 			continue
 		}
-		if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
-			g.log.Warn("mcp gateway: catalogue read failed", "err", err)
-		}
+		g.apply(cat)
 	}
 	return nil
 }
 
-// Sync reads the catalogue once and registers, replaces or removes MCP
-// tools so they match it. The SDK debounces the resulting list_changed
-// notifications into one per burst. An incomplete catalogue (a worker that
-// answered the ping but not the catalogue request) only adds tools: it
-// cannot prove that a tool is gone.
+// Sync reads the catalogue once and applies it.
 func (g *Gateway) Sync(ctx context.Context) error {
 	cat, err := g.cfg.Caller.Catalog(ctx, g.cfg.CatalogWait)
 	if err != nil {
 		return err
 	}
+	g.apply(cat)
+	return nil
+}
+
+// apply registers, replaces or removes MCP tools so they match cat. The
+// SDK debounces the resulting list_changed notifications into one per
+// burst. An incomplete catalogue (a worker that answered the ping but not
+// the catalogue request) only adds tools: it cannot prove one is gone.
+func (g *Gateway) apply(cat caller.Catalog) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
 	for _, ct := range cat.Tools {
@@ -188,7 +192,6 @@ func (g *Gateway) Sync(ctx context.Context) error {
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
 		g.srv.AddTool(t, g.callHandler(meshName[name]))
 	}
-	return nil
 }
 
 // Tools returns the MCP names currently served, for diagnostics.
@@ -202,14 +205,18 @@ func (g *Gateway) Tools() []string {
 	return out
 }
 
-// watchFleet yields once per possible fleet change until ctx ends.
+// watchFleet yields the catalogue each time the fleet may have changed,
+// until ctx ends.
 //
 // It is the ONE place that knows how fleet changes are detected. Today it
-// re-reads the catalogue every Config.Refresh and yields when the set of
-// (worker, tool) pairs differs; once caller.Caller.Watch exists this
-// function becomes a loop over Watch's changes, and nothing else moves.
-func (g *Gateway) watchFleet(ctx context.Context) func(func(error) bool) {
-	return func(yield func(error) bool) {
+// re-reads the catalogue every Config.Refresh and yields it when the set
+// of (worker, tool spec) pairs or its completeness differs from the last
+// one yielded; the catalogue yielded is the one compared, so no change can
+// fall between a check and its application. Once caller.Caller.Watch
+// exists this becomes a loop over Watch that reads and yields the
+// catalogue per change, and nothing else moves.
+func (g *Gateway) watchFleet(ctx context.Context) iter.Seq2[caller.Catalog, error] {
+	return func(yield func(caller.Catalog, error) bool) {
 		tick := time.NewTicker(g.cfg.Refresh)
 		defer tick.Stop()
 		last := ""
@@ -221,14 +228,14 @@ func (g *Gateway) watchFleet(ctx context.Context) func(func(error) bool) {
 			}
 			cat, err := g.cfg.Caller.Catalog(ctx, g.cfg.CatalogWait)
 			if err != nil {
-				if ctx.Err() != nil || !yield(fmt.Errorf("catalogue: %w", err)) {
+				if ctx.Err() != nil || !yield(caller.Catalog{}, fmt.Errorf("catalogue: %w", err)) {
 					return
 				}
 				continue
 			}
 			if fp := fleetFingerprint(cat); fp != last {
 				last = fp
-				if !yield(nil) {
+				if !yield(cat, nil) {
 					return
 				}
 			}

@@ -2,6 +2,9 @@ package mcpgateway
 
 import (
 	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,6 +85,43 @@ func TestOriginAllowed(t *testing.T) {
 	for _, c := range cases {
 		if got := originAllowed(c.origin, []string{"https://app.example.com/"}); got != c.want {
 			t.Errorf("originAllowed(%q) = %v, want %v", c.origin, got, c.want)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestMCPToolMapping pins the MCP tool a mesh spec becomes, golden files
+// under testdata/.
+func TestMCPToolMapping(t *testing.T) {
+	no, yes := false, true
+	cases := []struct {
+		golden string
+		spec   envelope.ToolSpec
+	}{
+		{"tool_defaults.json", envelope.ToolSpec{Name: "fs.read"}},
+		{"tool_full.json", envelope.ToolSpec{Name: "count", Title: "Count", Description: "d", Streaming: true,
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`), OutputSchema: json.RawMessage(`{"type":"array"}`),
+			Annotations: &envelope.Annotations{ReadOnly: &yes, Destructive: &no, Idempotent: &yes, OpenWorld: &no}}},
+	}
+	for _, c := range cases {
+		tool, err := mcpTool("mesh_", c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.MarshalIndent(tool, "", "  ")
+		path := filepath.Join("testdata", c.golden)
+		if *update {
+			if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got)+"\n" != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.golden, got, want)
 		}
 	}
 }
