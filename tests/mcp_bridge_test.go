@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
@@ -297,4 +299,65 @@ func TestMCPBridgeCommand(t *testing.T) {
 	if code := dev.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("dev with a bridged server exited %d on SIGTERM", code)
 	}
+}
+
+// TestMCPBothWays chains the two directions: a go-sdk client calls, through
+// the gateway and the mesh, a tool the bridge hosts from an MCP server.
+// Progress travels back the whole way, and a cancel from the client ends
+// the far server's handler.
+func TestMCPBothWays(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	entry := mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}}
+	b, err := mcpbridge.Start(context.Background(), connect(t, srv), mcpbridge.Config{Entry: entry,
+		Worker: worker.Config{Logger: quiet()}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	g := startGateway(t, &mcpMesh{srv: srv})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	mc := connectMCP(t, ct, "")
+
+	p := &mcp.CallToolParams{Name: "far.count", Arguments: map[string]any{"n": 2}}
+	p.SetProgressToken("chain")
+	res, err := mc.cs.CallTool(context.Background(), p)
+	if err != nil || res.IsError {
+		t.Fatalf("far.count: %v %+v", err, res)
+	}
+	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"count":2}` {
+		t.Fatalf("far.count = %s", got)
+	}
+	testutil.WaitFor(t, "progress from the far server", func() bool {
+		mc.mu.Lock()
+		defer mc.mu.Unlock()
+		return len(mc.progress) == 2
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	bp := &mcp.CallToolParams{Name: "far.block", Arguments: map[string]any{}}
+	bp.SetProgressToken("block")
+	errc := make(chan error, 1)
+	go func() { _, err := mc.cs.CallTool(ctx, bp); errc <- err }()
+	testutil.WaitFor(t, "far.block to reach the far server", func() bool {
+		mc.mu.Lock()
+		defer mc.mu.Unlock()
+		return slices.ContainsFunc(mc.progress, func(n *mcp.ProgressNotificationParams) bool { return n.ProgressToken == "block" })
+	})
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+	testutil.WaitFor(t, "the far server's handler to see its context end", func() bool {
+		res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "far.cancelled", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			return false
+		}
+		got, _ := json.Marshal(res.StructuredContent)
+		return string(got) == `{"cancelled":1}`
+	})
 }
