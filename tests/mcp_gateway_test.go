@@ -229,6 +229,9 @@ func checkList(t *testing.T, mc *mcpClient) {
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
 	}
+	if res.Meta["io.toolmesh/complete"] != true {
+		t.Fatalf("tools/list _meta = %v, want io.toolmesh/complete:true", res.Meta)
+	}
 	want := []string{"block", "count", "echo", "fail", "whoami"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools/list = %v, want %v (sorted, secret.* denied)", names, want)
@@ -489,5 +492,38 @@ func TestMCPGatewayWire2026(t *testing.T) {
 		if resp.Header.Get("Mcp-Session-Id") != "" {
 			t.Errorf("%s: a stateless answer carries a session id", c.method)
 		}
+	}
+}
+
+// TestMCPGatewayIncompleteCatalog: a worker that answers the discovery
+// ping but not the catalogue request makes tools/list say so, naming it,
+// while the tools the others host stay listed.
+func TestMCPGatewayIncompleteCatalog(t *testing.T) {
+	m := startMCPMesh(t)
+	g := startGateway(t, m)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	mc := connectMCP(t, ct, "2025-11-25")
+	ghost := connect(t, m.srv)
+	if _, err := ghost.Subscribe("$SRV.PING."+mesh.ServiceName, func(msg *nats.Msg) {
+		_ = msg.Respond([]byte(`{"type":"io.nats.micro.v1.ping_response","name":"toolmesh","id":"GHOST","version":"0.1.0","metadata":{"toolmesh.prefix":"toolmesh"}}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ghost.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var res *mcp.ListToolsResult
+	testutil.WaitFor(t, "tools/list to report the silent worker", func() bool {
+		res, err = mc.cs.ListTools(context.Background(), nil)
+		return err == nil && res.Meta["io.toolmesh/complete"] == false
+	})
+	warnings, _ := json.Marshal(res.Meta["io.toolmesh/scope_warnings"])
+	if !strings.Contains(string(warnings), "GHOST") || len(res.Tools) != 5 {
+		t.Fatalf("scope_warnings %s with %d tools: want GHOST named and the 5 tools listed", warnings, len(res.Tools))
 	}
 }

@@ -62,6 +62,9 @@ type Gateway struct {
 
 	mu     sync.Mutex
 	served map[string]servedTool // MCP name → what is registered
+	// gaps are the scope warnings of the last catalogue applied: the
+	// tri-state honest convention, reported on every tools/list.
+	gaps []string
 }
 
 // servedTool is one registered tool and the fingerprint of its spec, so a
@@ -109,7 +112,30 @@ func New(cfg Config) (*Gateway, error) {
 			c.CacheScope = "public"
 		},
 	})
+	g.srv.AddReceivingMiddleware(g.honestList)
 	return g, nil
+}
+
+// honestList marks every tools/list result with whether the catalogue
+// behind it was complete: "io.toolmesh/complete" in _meta, with the
+// named gaps in "io.toolmesh/scope_warnings" when it was not.
+func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		lr, ok := res.(*mcp.ListToolsResult)
+		if err != nil || !ok {
+			return res, err
+		}
+		g.mu.Lock()
+		gaps := append([]string(nil), g.gaps...)
+		g.mu.Unlock()
+		meta := mcp.Meta{"io.toolmesh/complete": len(gaps) == 0}
+		if len(gaps) > 0 {
+			meta["io.toolmesh/scope_warnings"] = gaps
+		}
+		lr.Meta = meta
+		return lr, nil
+	}
 }
 
 // Server returns the underlying MCP server (to connect custom transports).
@@ -172,6 +198,13 @@ func (g *Gateway) apply(cat caller.Catalog) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.gaps = nil
+	if !cat.Complete {
+		g.gaps = append(g.gaps, cat.ScopeWarnings...)
+		if len(g.gaps) == 0 {
+			g.gaps = []string{"the catalogue was incomplete"}
+		}
+	}
 	var gone []string
 	if cat.Complete {
 		for name := range g.served {
