@@ -3,10 +3,13 @@ package tests
 import (
 	"os/exec"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // mcpArgs are the gateway flags the binary tests share with startGateway.
@@ -45,5 +48,23 @@ func TestMCPCommandHTTP(t *testing.T) {
 	}
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("graceful shutdown exited %d\n%s", code, p.stderr.String())
+	}
+}
+
+func TestMCPCommandRefusesUnsafeHTTP(t *testing.T) {
+	invalidConfig := envelope.NewProblem(envelope.CodeInvalidConfig, "").ExitCode
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http", "0.0.0.0:0"}, "without a bearer"},
+		{[]string{"--http", "no-port"}, "want host:port"},
+		{[]string{"--http", "127.0.0.1:0", "--bearer-env", "TOOLMESH_TEST_SURELY_UNSET"}, "empty or unset"},
+	}
+	for _, c := range cases {
+		r := runCmd(t, "", append([]string{"mcp", "--format", "json"}, c.args...)...)
+		if r.code != invalidConfig || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("mcp %v: exit %d, stderr %q; want exit %d and %q", c.args, r.code, r.stderr, invalidConfig, c.want)
+		}
 	}
 }

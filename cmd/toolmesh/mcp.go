@@ -22,6 +22,7 @@ type mcpFlags struct {
 	tools, deny string
 	namePrefix  string
 	bearerEnv   string
+	bearer      string // read from bearerEnv by checkHTTP
 	origins     []string
 	maxBody     int64
 	refresh     time.Duration
@@ -36,6 +37,11 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Short: "Serve the mesh's tools to MCP clients over stdio (default) or streamable HTTP",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.http != "" {
+				if err := f.checkHTTP(); err != nil {
+					return err
+				}
+			}
 			c, done, err := g.newCaller(cmd, "mcp")
 			if err != nil {
 				return err
@@ -81,28 +87,38 @@ func serveMCPStdio(ctx context.Context, gw *mcpgateway.Gateway, g *globals) erro
 	return nil
 }
 
-// serveMCPHTTP serves /mcp (and /) until ctx ends, then shuts down
-// gracefully. Binding beyond loopback requires a bearer.
-func serveMCPHTTP(ctx context.Context, gw *mcpgateway.Gateway, f mcpFlags, g *globals) error {
-	var bearer string
-	if f.bearerEnv != "" {
-		if bearer = os.Getenv(f.bearerEnv); bearer == "" {
-			return envelope.Problemf(envelope.CodeInvalidConfig, "--bearer-env %s: the variable is empty or unset", f.bearerEnv)
-		}
-	}
-	host, _, err := net.SplitHostPort(f.http)
+// checkHTTP resolves --http (an empty host means 127.0.0.1: localhost by
+// default) and --bearer-env before anything is dialled, and refuses to
+// listen beyond loopback without a bearer.
+func (f *mcpFlags) checkHTTP() error {
+	host, port, err := net.SplitHostPort(f.http)
 	if err != nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %q: want host:port: %v", f.http, err)
 	}
-	if !isLoopbackHost(host) && bearer == "" {
+	if host == "" {
+		host = "127.0.0.1"
+		f.http = net.JoinHostPort(host, port)
+	}
+	if f.bearerEnv != "" {
+		if f.bearer = os.Getenv(f.bearerEnv); f.bearer == "" {
+			return envelope.Problemf(envelope.CodeInvalidConfig, "--bearer-env %s: the variable is empty or unset", f.bearerEnv)
+		}
+	}
+	if !isLoopbackHost(host) && f.bearer == "" {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s listens beyond this machine without a bearer", f.http).
 			WithFix("Listen on 127.0.0.1, or require a bearer with --bearer-env VAR.", envelope.HasPlaceholders)
 	}
+	return nil
+}
+
+// serveMCPHTTP serves /mcp (and /) until ctx ends, then shuts down
+// gracefully.
+func serveMCPHTTP(ctx context.Context, gw *mcpgateway.Gateway, f mcpFlags, g *globals) error {
 	ln, err := net.Listen("tcp", f.http)
 	if err != nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s: %v", f.http, err)
 	}
-	h := gw.HTTPHandler(mcpgateway.HTTPOptions{Bearer: bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody})
+	h := gw.HTTPHandler(mcpgateway.HTTPOptions{Bearer: f.bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/", h)
