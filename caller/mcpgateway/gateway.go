@@ -7,7 +7,8 @@
 // only maps mesh concepts onto it.
 //
 //	g, _ := mcpgateway.New(mcpgateway.Config{Caller: c})
-//	go g.Run(ctx)                 // keeps the tool list in step with the fleet
+//	_ = g.Sync(ctx)               // the first tool list
+//	go g.Run(ctx)                 // keeps it in step with the fleet
 //	_ = g.ServeStdio(ctx, os.Stdin, os.Stdout)
 package mcpgateway
 
@@ -18,6 +19,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -74,8 +76,8 @@ type servedTool struct {
 	fingerprint string
 }
 
-// New builds a gateway. Call Sync or Run before serving so the first
-// tools/list is not empty.
+// New builds a gateway. Call Sync before serving so the first tools/list
+// is not empty, and Run to follow the fleet.
 func New(cfg Config) (*Gateway, error) {
 	if cfg.Caller == nil {
 		return nil, errors.New("mcpgateway: Config.Caller is required")
@@ -151,12 +153,10 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	return err
 }
 
-// Run keeps the served tools in step with the fleet until ctx ends: it
-// syncs at once, then applies every changed catalogue watchFleet yields.
+// Run keeps the served tools in step with the fleet until ctx ends,
+// applying every changed catalogue watchFleet yields. Call Sync first so
+// the first tools/list is not empty.
 func (g *Gateway) Run(ctx context.Context) error {
-	if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
-		g.log.Warn("mcp gateway: first catalogue read failed", "err", err)
-	}
 	for cat, err := range g.watchFleet(ctx) {
 		if err != nil {
 			g.log.Warn("mcp gateway: fleet watch", "err", err)
@@ -227,7 +227,7 @@ func (g *Gateway) apply(cat caller.Catalog) {
 	}
 }
 
-// Tools returns the MCP names currently served, for diagnostics.
+// Tools returns the MCP names currently served, sorted, for diagnostics.
 func (g *Gateway) Tools() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -235,6 +235,7 @@ func (g *Gateway) Tools() []string {
 	for n := range g.served {
 		out = append(out, n)
 	}
+	sort.Strings(out)
 	return out
 }
 

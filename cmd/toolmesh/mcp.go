@@ -55,7 +55,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			watched := make(chan struct{})
-			_ = gw.Sync(ctx)
+			if err := gw.Sync(ctx); err != nil {
+				g.log.Warn("mcp: first catalogue read failed; serving an empty list until the next", "err", err)
+			}
 			go func() { defer close(watched); _ = gw.Run(ctx) }()
 			defer func() { cancel(); <-watched }()
 			if f.http == "" {
