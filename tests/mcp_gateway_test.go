@@ -527,3 +527,42 @@ func TestMCPGatewayIncompleteCatalog(t *testing.T) {
 		t.Fatalf("scope_warnings %s with %d tools: want GHOST named and the 5 tools listed", warnings, len(res.Tools))
 	}
 }
+
+// TestMCPGatewayStreamCloseCancels: over 2026-07-28 HTTP, a client that
+// closes the response stream of a tools/call cancels the mesh call, and
+// the worker's handler sees its context end.
+func TestMCPGatewayStreamCloseCancels(t *testing.T) {
+	// The server is cleaned up last: were the call never cancelled, the
+	// worker's stop must end it before Close waits for the request.
+	var h http.Handler
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(hs.Close)
+	m := startMCPMesh(t)
+	h = startGateway(t, m).HTTPHandler(mcpgateway.HTTPOptions{})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "block")
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-m.blockStarted
+	cancel()
+	<-errc
+	select {
+	case <-m.blockEnded:
+	case <-time.After(20 * time.Second):
+		t.Fatal("closing the response stream did not end the worker's handler")
+	}
+}
