@@ -34,8 +34,21 @@ type empty struct{}
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP on ADDR instead of stdio")
 	flag.Parse()
-	var cancelled atomic.Int64
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
+	addTools(s)
+	addControlTools(s)
+	if *addr == "" {
+		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	serveHTTP(s, *addr)
+}
+
+// addTools adds the tools that exercise calls, progress and cancellation.
+func addTools(s *mcp.Server) {
+	var cancelled atomic.Int64
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, echoArgs, error) {
 			return nil, a, nil
@@ -69,6 +82,10 @@ func main() {
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, map[string]int64, error) {
 			return nil, map[string]int64{"cancelled": cancelled.Load()}, nil
 		})
+}
+
+// addControlTools adds the tools that change the server itself.
+func addControlTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "exits the server"},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, empty, error) {
 			os.Exit(3)
@@ -89,13 +106,12 @@ func main() {
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}}, nil, nil
 		})
-	if *addr == "" {
-		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
-			log.Fatal(err)
-		}
-		return
-	}
-	ln, err := net.Listen("tcp", *addr)
+}
+
+// serveHTTP serves s over streamable HTTP, only to requests that carry
+// the header the bridge's binding sets.
+func serveHTTP(s *mcp.Server, addr string) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Fatal(err)
 	}
