@@ -102,16 +102,41 @@ func TestMCPBridgeStdio(t *testing.T) {
 			t.Fatalf("t.extra = %s %v", got, p)
 		}
 	})
-	t.Run("crash", func(t *testing.T) { checkBridgeCrash(t, c) })
+	t.Run("crash", func(t *testing.T) {
+		before := serverPID(t, c)
+		checkBridgeCrash(t, c)
+		if after := serverPID(t, c); after == before {
+			t.Fatalf("the server answering after the crash is still pid %d", before)
+		}
+	})
 	t.Run("drain", func(t *testing.T) {
+		pid := serverPID(t, c)
 		if err := b.Drain(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+			t.Fatalf("the server (pid %d) outlived the drain: kill -0 says %v", pid, err)
 		}
 		_, p := callJSON(t, c, "t.echo", map[string]string{"message": "x"})
 		if p == nil || p.Code != envelope.CodeToolNotFound {
 			t.Fatalf("after drain: %v, want tool_not_found", p)
 		}
 	})
+}
+
+// serverPID asks the bridged test server for its process id.
+func serverPID(t *testing.T, c *caller.Caller) int {
+	t.Helper()
+	resp, err := c.Call(context.Background(), "t.pid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ PID int }
+	b, _ := json.Marshal(resp.Data)
+	if err := json.Unmarshal(b, &v); err != nil || v.PID == 0 {
+		t.Fatalf("t.pid = %s", b)
+	}
+	return v.PID
 }
 
 func checkBridgeCalls(t *testing.T, c *caller.Caller) {

@@ -5,7 +5,7 @@
 // Tools: echo (structured result), count (progress with a total),
 // block (reports progress, then waits for cancellation), cancelled (how many block calls saw
 // their context end), crash (exits the process), add_tool (adds "extra",
-// which sends list_changed), text (content only), fail (isError).
+// which sends list_changed), text (content only), fail (isError), pid.
 package main
 
 import (
@@ -84,8 +84,12 @@ func addTools(s *mcp.Server) {
 		})
 }
 
-// addControlTools adds the tools that change the server itself.
+// addControlTools adds the tools that change or report the server itself.
 func addControlTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "the server's process id"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, map[string]int, error) {
+			return nil, map[string]int{"pid": os.Getpid()}, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "exits the server"},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, empty, error) {
 			os.Exit(3)
