@@ -256,6 +256,20 @@ func TestMCPBridgeHTTP(t *testing.T) {
 	if progress != 2 {
 		t.Fatalf("progress events over HTTP = %d, want 2", progress)
 	}
+	// The server goes away: calls get a transient Problem that does not
+	// name the URL, and the bridge reconnects once it is back.
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	_, prob := callJSON(t, c, "h.echo", map[string]string{"message": "down"})
+	if prob == nil || prob.Code != envelope.CodeWorkerLost || prob.RetryAfter == nil || strings.Contains(prob.Detail, url) {
+		t.Fatalf("a call while the server is down got %v, want worker_lost with retry_after and no URL", prob)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
+	startExec(t, mcpServerBin(t), "-http", addr).waitLine(t, regexp.MustCompile(`listening on`))
+	testutil.WaitFor(t, "the bridge to reconnect", func() bool {
+		got, p := callJSON(t, c, "h.echo", map[string]string{"message": "back"})
+		return p == nil && got == `{"message":"back"}`
+	})
 	_, bad := mcpbridge.Start(context.Background(), connect(t, startServer(t, mesh.EmbeddedConfig{})), mcpbridge.Config{Logger: quiet(),
 		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url}}})
 	if bad == nil {

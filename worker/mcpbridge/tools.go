@@ -3,7 +3,9 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -138,22 +140,33 @@ func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
 			return nil, ctx.Err()
 		case errClosed(err):
 			return nil, b.downProblem("exited while the call was in flight")
+		case errUnreachable(err):
+			// An HTTP server went away: end the session so the supervisor
+			// reconnects with backoff, as it restarts a stdio server.
+			_ = sess.Close()
+			return nil, b.downProblem("cannot be reached")
 		default:
-			return nil, callProblem(mcpName, err)
+			return nil, b.callProblem(mcpName, err)
 		}
 	}
 }
 
+// errUnreachable reports a transport failure reaching an HTTP server.
+func errUnreachable(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
+}
+
 // callProblem maps a JSON-RPC error from the server onto the registry.
-func callProblem(mcpName string, err error) *envelope.Problem {
+func (b *Bridge) callProblem(mcpName string, err error) *envelope.Problem {
 	var je *jsonrpc.Error
 	if asJSONRPC(err, &je) && je.Code == jsonrpc.CodeInvalidParams && strings.Contains(je.Message, "unknown tool") {
 		return envelope.Problemf(envelope.CodeToolNotFound, "the MCP server no longer has tool %q", mcpName)
 	}
 	if je != nil && je.Code == jsonrpc.CodeInvalidParams {
-		return envelope.Problemf(envelope.CodeInvalidInput, "the MCP server refused the arguments: %s", je.Message)
+		return envelope.Problemf(envelope.CodeInvalidInput, "the MCP server refused the arguments: %s", b.redact(je))
 	}
-	return envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered an error: %v", err)
+	return envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered an error: %s", b.redact(err))
 }
 
 // resultOf maps an MCP result: structuredContent is the mesh result; a
