@@ -6,7 +6,7 @@ PKGS      := ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: all build test test-sdk lint vet fmt-check bench fuzz fuzz-smoke
+.PHONY: all build test test-sdk lint vet fmt-check bench fuzz fuzz-smoke interop-mcp
 
 all: build test
 
@@ -36,8 +36,14 @@ bench:
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:
-	@for pkg in ./envelope ./envelope/provider ./mesh ./worker ./worker/cli ./internal/redact; do \
+	@for pkg in ./envelope ./envelope/provider ./mesh ./worker ./worker/cli ./worker/mcpbridge ./internal/redact; do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 			echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
+
+# MCP interop with software nobody here wrote: the official TypeScript SDK
+# client and @modelcontextprotocol/server-everything, installed by npm into
+# a temporary directory. Needs node and npm; `make test` does not.
+interop-mcp:
+	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -timeout 9m -run '^TestMCPInterop' ./tests/

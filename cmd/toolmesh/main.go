@@ -142,6 +142,7 @@ func newRoot(g *globals) *cobra.Command {
 	root.AddCommand(newExplainCmd(g))
 	root.AddCommand(newTopCmd(g))
 	addCompletions(g, root)
+	root.AddCommand(newMCPCmd(g))
 	return root
 }
 

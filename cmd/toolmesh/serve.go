@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -60,6 +61,10 @@ func newDevCmd(g *globals) *cobra.Command {
 					return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 				}
 			}
+			drainBridges, err := startBridges(ctx, nc, config, g)
+			if err != nil {
+				return err
+			}
 			url := srv.ClientURL()
 			fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
 			fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
@@ -69,7 +74,7 @@ func newDevCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
 			<-ctx.Done()
-			return drainWorker(w, drain, g)
+			return errors.Join(drainBridges(drain), drainWorker(w, drain, g))
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
@@ -109,9 +114,13 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			if err := cli.Register(w, file, g.log); err != nil {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 			}
+			drainBridges, err := startBridges(ctx, nc, config, g)
+			if err != nil {
+				return err
+			}
 			g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
 			<-ctx.Done()
-			return drainWorker(w, drain, g)
+			return errors.Join(drainBridges(drain), drainWorker(w, drain, g))
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")

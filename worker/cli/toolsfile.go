@@ -109,7 +109,10 @@ type toolJSON struct {
 	KillGrace      envelope.Duration     `json:"kill_grace"`
 	Binding        *struct {
 		CLI json.RawMessage `json:"cli"`
+		// MCP binds a whole MCP server; package worker/mcpbridge reads it.
+		MCP json.RawMessage `json:"mcp"`
 	} `json:"binding"`
+	Namespace string `json:"namespace"` // with binding.mcp
 }
 
 // LoadFile reads and validates a tools file. Any error is an
@@ -175,6 +178,9 @@ func Parse(data []byte) (*File, error) {
 		}
 		if err := strictDecode(rawTool, &tj); err != nil {
 			return nil, bad("%s: %s", label, decodeError(rawTool, err, jsonFields(toolJSON{})))
+		}
+		if tj.Binding != nil && len(tj.Binding.MCP) > 0 && len(tj.Binding.CLI) == 0 {
+			continue // an MCP server's tools: hosted by worker/mcpbridge
 		}
 		if tj.Binding == nil || len(tj.Binding.CLI) == 0 {
 			return nil, bad("%s: field binding.cli is required", label)

@@ -1,0 +1,184 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// maxDeltaBytes bounds the deltas a result accumulates; past it the rest
+// are counted, and the result says so, never cut silently.
+const maxDeltaBytes = 1 << 20
+
+// callHandler returns the MCP handler of one mesh tool. The SDK cancels
+// ctx on notifications/cancelled (and, over 2026-07-28 HTTP, when the
+// response stream closes); the mesh stream then cancels the worker's call.
+func (g *Gateway) callHandler(meshTool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !g.filter.allows(meshTool) {
+			// Defence in depth: a denied tool is never registered.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+		}
+		args := req.Params.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		var opts []caller.Option
+		if bearer := bearerOf(req); bearer != "" {
+			opts = append(opts, caller.WithBearer(bearer))
+		}
+		st, err := g.cfg.Caller.Stream(ctx, meshTool, json.RawMessage(args), opts...)
+		if err != nil {
+			return problemResult(envelope.AsProblem(err, envelope.CodeInternal)), nil
+		}
+		defer st.Close()
+		return relay(ctx, req, st), nil
+	}
+}
+
+// bearerOf returns the bearer an HTTP client presented ("" over stdio).
+func bearerOf(req *mcp.CallToolRequest) string {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return ""
+	}
+	v, ok := strings.CutPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
+}
+
+// relay forwards a mesh stream's events: progress and deltas become
+// notifications/progress when the client gave a progressToken, deltas are
+// gathered into the result, and the terminal event becomes the result.
+func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream) *mcp.CallToolResult {
+	p := progress{ctx: ctx, req: req, token: req.Params.GetProgressToken()}
+	var deltas deltaLog
+	for ev, err := range st.Events() {
+		if err != nil {
+			return problemResult(envelope.NewProblem(envelope.CodeInternal, err.Error()))
+		}
+		switch ev.Type {
+		case envelope.EventProgress:
+			msg := ev.Message
+			if ev.Pct != nil {
+				msg = strings.TrimSpace(fmt.Sprintf("%.0f%% %s", *ev.Pct, ev.Message))
+			}
+			p.send(msg)
+		case envelope.EventDelta:
+			deltas.add(ev.Data)
+			p.send("delta " + clip(string(ev.Data), 200))
+		case envelope.EventResult:
+			return resultOf(ev.Data, deltas)
+		case envelope.EventError:
+			return problemResult(ev.Problem())
+		}
+	}
+	return problemResult(envelope.NewProblem(envelope.CodeMissingTerminal, "the mesh stream ended without a terminal event"))
+}
+
+// progress sends notifications/progress for one call. MCP requires the
+// progress value to increase with every notification, and mesh progress
+// may repeat a percentage or come between deltas, so the value is the
+// running count of progress and delta events; the percentage and the
+// delta travel in the message.
+type progress struct {
+	ctx   context.Context
+	req   *mcp.CallToolRequest
+	token any
+	n     float64
+}
+
+func (p *progress) send(msg string) {
+	if p.token == nil {
+		return
+	}
+	p.n++
+	_ = p.req.Session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: msg})
+}
+
+// deltaLog accumulates a call's deltas up to maxDeltaBytes.
+type deltaLog struct {
+	items   []json.RawMessage
+	bytes   int
+	dropped int
+}
+
+func (d *deltaLog) add(data json.RawMessage) {
+	if d.bytes+len(data) > maxDeltaBytes {
+		d.dropped++
+		return
+	}
+	d.bytes += len(data)
+	d.items = append(d.items, append(json.RawMessage(nil), data...))
+}
+
+// resultOf builds the MCP result of a mesh result: structuredContent (an
+// object: the result itself, or {"result": …} for other JSON values) plus
+// its text serialisation; deltas precede it as text blocks.
+func resultOf(data json.RawMessage, deltas deltaLog) *mcp.CallToolResult {
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	structured := structured(data)
+	res := &mcp.CallToolResult{StructuredContent: structured}
+	for _, d := range deltas.items {
+		res.Content = append(res.Content, &mcp.TextContent{Text: string(d)})
+	}
+	if deltas.dropped > 0 {
+		res.Content = append(res.Content, &mcp.TextContent{Text: fmt.Sprintf("(%d further deltas were not kept: over %d bytes)", deltas.dropped, maxDeltaBytes)})
+		res.Meta = mcp.Meta{"io.toolmesh/deltas_dropped": deltas.dropped}
+	}
+	text, _ := json.Marshal(structured)
+	res.Content = append(res.Content, &mcp.TextContent{Text: string(text)})
+	return res
+}
+
+// structured returns data as an MCP structuredContent object.
+func structured(data json.RawMessage) json.RawMessage {
+	if t := strings.TrimLeft(string(data), " \t\r\n"); strings.HasPrefix(t, "{") {
+		return data
+	}
+	b, _ := json.Marshal(map[string]json.RawMessage{"result": data})
+	return b
+}
+
+// problemResult turns a Problem into an MCP tool error: isError, the
+// problem+json as structuredContent, and one line an LLM can act on.
+func problemResult(p *envelope.Problem) *mcp.CallToolResult {
+	body, _ := json.Marshal(p)
+	return &mcp.CallToolResult{
+		IsError:           true,
+		StructuredContent: json.RawMessage(body),
+		Content:           []mcp.Content{&mcp.TextContent{Text: problemLine(p)}},
+	}
+}
+
+// problemLine is "<code>: <detail> Fix: … Retry after Ns." on one line.
+func problemLine(p *envelope.Problem) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", p.Code, clip(p.Detail, 500))
+	if p.SuggestedFix != nil && p.SuggestedFix.Description != "" {
+		fmt.Fprintf(&b, " Fix: %s", p.SuggestedFix.Description)
+	}
+	if p.RetryAfter != nil {
+		fmt.Fprintf(&b, " Retry after %gs.", *p.RetryAfter)
+	} else {
+		b.WriteString(" Not transient: do not retry unchanged.")
+	}
+	return strings.ReplaceAll(b.String(), "\n", " ")
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

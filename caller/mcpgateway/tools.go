@@ -1,0 +1,147 @@
+package mcpgateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// anyObject is the input schema of a tool that declares none: the mesh
+// accepts any argument object, and MCP requires an object schema.
+var anyObject = json.RawMessage(`{"type":"object"}`)
+
+// mcpTool maps a mesh ToolSpec onto an MCP tool: name (with the prefix),
+// title, description, both schemas and the annotations as MCP hints.
+// A non-object output schema is wrapped as {"result": …}, because MCP's
+// structuredContent is always an object (see structured).
+func mcpTool(prefix string, s envelope.ToolSpec) (*mcp.Tool, error) {
+	in := s.InputSchema
+	if len(in) == 0 {
+		in = anyObject
+	}
+	t := &mcp.Tool{
+		Name:        prefix + s.Name,
+		Title:       s.Title,
+		Description: s.Description,
+		InputSchema: in,
+		Annotations: hints(s),
+	}
+	if len(s.OutputSchema) > 0 {
+		out, err := outputSchema(s.OutputSchema)
+		if err != nil {
+			return nil, err
+		}
+		t.OutputSchema = out
+	}
+	if s.Streaming {
+		t.Meta = mcp.Meta{"io.toolmesh/streaming": true}
+	}
+	return t, nil
+}
+
+// hints maps the mesh's annotations onto MCP's, which share their defaults
+// (not read-only, destructive, not idempotent, open-world): every hint is
+// written explicitly so a client never has to guess a default.
+func hints(s envelope.ToolSpec) *mcp.ToolAnnotations {
+	a := s.Annotations
+	destructive, openWorld := a.IsDestructive(), a.IsOpenWorld()
+	return &mcp.ToolAnnotations{
+		Title:           s.Title,
+		ReadOnlyHint:    a.IsReadOnly(),
+		DestructiveHint: &destructive,
+		IdempotentHint:  a.IsIdempotent(),
+		OpenWorldHint:   &openWorld,
+	}
+}
+
+// outputSchema returns an object output schema for MCP: the tool's own
+// when it is an object schema, else one wrapping it under "result".
+func outputSchema(raw json.RawMessage) (json.RawMessage, error) {
+	var head struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, fmt.Errorf("output_schema: %w", err)
+	}
+	if head.Type == "object" {
+		return raw, nil
+	}
+	return json.Marshal(map[string]any{
+		"type":       "object",
+		"properties": map[string]json.RawMessage{"result": raw},
+		"required":   []string{"result"},
+	})
+}
+
+// fingerprint identifies an MCP tool's whole definition.
+func fingerprint(t *mcp.Tool) string {
+	b, _ := json.Marshal(t)
+	return string(b)
+}
+
+// fleetFingerprint identifies which worker hosts which tool spec: any
+// worker joining or leaving, or any spec changing, changes it.
+func fleetFingerprint(cat caller.Catalog) string {
+	var b strings.Builder
+	for _, t := range cat.Tools { // the catalogue is sorted by name
+		spec, _ := json.Marshal(t.Spec)
+		workers := append([]string(nil), t.Workers...)
+		sort.Strings(workers)
+		fmt.Fprintf(&b, "%s|%s\n", spec, strings.Join(workers, ","))
+	}
+	fmt.Fprintf(&b, "complete=%v", cat.Complete)
+	return b.String()
+}
+
+// filter is the allow and deny lists: path.Match globs over mesh names.
+type filter struct{ allow, deny []string }
+
+func newFilter(allow, deny []string) (filter, error) {
+	clean := func(list []string, what string) ([]string, error) {
+		var out []string
+		for _, p := range list {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			if _, err := path.Match(p, ""); err != nil {
+				return nil, envelope.Problemf(envelope.CodeInvalidConfig, "%s pattern %q: %v", what, p, err)
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	a, err := clean(allow, "allow")
+	if err != nil {
+		return filter{}, err
+	}
+	d, err := clean(deny, "deny")
+	if err != nil {
+		return filter{}, err
+	}
+	return filter{allow: a, deny: d}, nil
+}
+
+// allows reports whether a mesh tool may be listed and called.
+func (f filter) allows(name string) bool {
+	if matchAny(f.deny, name) {
+		return false
+	}
+	return len(f.allow) == 0 || matchAny(f.allow, name)
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/mcpbridge"
+)
+
+// startBridges hosts the MCP servers bound in the tools file at path
+// ("" for none) and returns the function that drains them.
+func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (func(time.Duration) error, error) {
+	none := func(time.Duration) error { return nil }
+	if path == "" {
+		return none, nil
+	}
+	entries, err := mcpbridge.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var bridges []*mcpbridge.Bridge
+	drainAll := func(timeout time.Duration) error {
+		dctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		var errs []error
+		for _, b := range bridges {
+			errs = append(errs, b.Drain(dctx))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return envelope.Problemf(envelope.CodeTimeout, "MCP bridge calls still in flight after %s were cancelled", timeout)
+		}
+		return nil
+	}
+	for _, e := range entries {
+		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{Entry: e, Logger: g.log,
+			Worker: worker.Config{Prefix: g.prefix, Logger: g.log}})
+		if err != nil {
+			_ = drainAll(5 * time.Second)
+			return nil, err
+		}
+		g.log.Info("mcp server bridged", "namespace", b.Namespace(), "tools", b.Tools())
+		bridges = append(bridges, b)
+	}
+	return drainAll, nil
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolmesh/toolmesh/caller/mcpgateway"
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// mcpFlags are the flags of `toolmesh mcp`.
+type mcpFlags struct {
+	http        string
+	tools, deny string
+	namePrefix  string
+	bearerEnv   string
+	bearer      string // read from bearerEnv by checkHTTP
+	origins     []string
+	maxBody     int64
+	refresh     time.Duration
+	wait        time.Duration
+	grace       time.Duration
+}
+
+func newMCPCmd(g *globals) *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "mcp [--http ADDR]",
+		Short: "Serve the mesh's tools to MCP clients over stdio (default) or streamable HTTP",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.http != "" {
+				if err := f.checkHTTP(); err != nil {
+					return err
+				}
+			}
+			c, done, err := g.newCaller(cmd, "mcp")
+			if err != nil {
+				return err
+			}
+			defer done()
+			gw, err := mcpgateway.New(mcpgateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
+				NamePrefix: f.namePrefix, Refresh: f.refresh, CatalogWait: f.wait, Version: "toolmesh", Logger: g.log})
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			watched := make(chan struct{})
+			if err := gw.Sync(ctx); err != nil {
+				g.log.Warn("mcp: first catalogue read failed; serving an empty list until the next", "err", err)
+			}
+			go func() { defer close(watched); _ = gw.Run(ctx) }()
+			defer func() { cancel(); <-watched }()
+			if f.http == "" {
+				return serveMCPStdio(ctx, gw, g)
+			}
+			return serveMCPHTTP(ctx, gw, f, g)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.http, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8080) instead of stdio")
+	fl.StringVar(&f.tools, "tools", "", "comma-separated tool names or globs to serve, e.g. 'fs.*,git.status' (default: all)")
+	fl.StringVar(&f.deny, "deny", "", "comma-separated tool names or globs never to serve or call, e.g. 'fs.delete'")
+	fl.StringVar(&f.namePrefix, "name-prefix", "", "prefix every tool name with this (for hosts that merge several servers)")
+	fl.StringVar(&f.bearerEnv, "bearer-env", "", "HTTP: name of an environment variable holding the bearer clients must present; it is forwarded to tools")
+	fl.StringSliceVar(&f.origins, "allow-origin", nil, "HTTP: browser origin accepted besides localhost (repeatable)")
+	fl.Int64Var(&f.maxBody, "max-body", 4<<20, "HTTP: largest request body in bytes")
+	fl.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often the fleet is re-read for tool changes")
+	fl.DurationVar(&f.wait, "catalog-wait", 500*time.Millisecond, "how long one catalogue read waits for workers")
+	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "HTTP: how long requests in flight may take to finish on shutdown")
+	return cmd
+}
+
+// serveMCPStdio serves one session on stdin/stdout; stdout carries only
+// JSON-RPC, logs go to stderr.
+func serveMCPStdio(ctx context.Context, gw *mcpgateway.Gateway, g *globals) error {
+	if err := gw.ServeStdio(ctx, io.NopCloser(g.stdin), nopWriteCloser{g.stdout}); err != nil && ctx.Err() == nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, "mcp stdio: "+err.Error())
+	}
+	return nil
+}
+
+// checkHTTP resolves --http (an empty host means 127.0.0.1: localhost by
+// default) and --bearer-env before anything is dialled, and refuses to
+// listen beyond loopback without a bearer.
+func (f *mcpFlags) checkHTTP() error {
+	host, port, err := net.SplitHostPort(f.http)
+	if err != nil {
+		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %q: want host:port: %v", f.http, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+		f.http = net.JoinHostPort(host, port)
+	}
+	if f.bearerEnv != "" {
+		if f.bearer = os.Getenv(f.bearerEnv); f.bearer == "" {
+			return envelope.Problemf(envelope.CodeInvalidConfig, "--bearer-env %s: the variable is empty or unset", f.bearerEnv)
+		}
+	}
+	if !isLoopbackHost(host) && f.bearer == "" {
+		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s listens beyond this machine without a bearer", f.http).
+			WithFix("Listen on 127.0.0.1, or require a bearer with --bearer-env VAR.", envelope.HasPlaceholders)
+	}
+	return nil
+}
+
+// serveMCPHTTP serves /mcp (and /) until ctx ends, then shuts down
+// gracefully.
+func serveMCPHTTP(ctx context.Context, gw *mcpgateway.Gateway, f mcpFlags, g *globals) error {
+	ln, err := net.Listen("tcp", f.http)
+	if err != nil {
+		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s: %v", f.http, err)
+	}
+	h := gw.HTTPHandler(mcpgateway.HTTPOptions{Bearer: f.bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/", h)
+	fmt.Fprintf(g.stderr, "toolmesh mcp: serving MCP on http://%s/mcp\n", ln.Addr())
+	if err := mcpgateway.ServeHTTP(ctx, ln, mux, f.grace); err != nil {
+		return envelope.NewProblem(envelope.CodeInternal, "mcp http: "+err.Error())
+	}
+	return nil
+}
+
+// nopWriteCloser leaves stdout open when the MCP session ends.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// splitList splits a comma-separated flag value.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,402 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/mcpbridge"
+)
+
+var (
+	mcpServerOnce sync.Once
+	mcpServerPath string
+	mcpServerErr  error
+)
+
+// mcpServerBin builds the go-sdk test server of worker/mcpbridge/testdata.
+func mcpServerBin(t *testing.T) string {
+	t.Helper()
+	mcpServerOnce.Do(func() {
+		mcpServerPath, mcpServerErr = testutil.BuildBinary("../worker/mcpbridge/testdata/mcpserver", "mcpserver")
+	})
+	if mcpServerErr != nil {
+		t.Fatal(mcpServerErr)
+	}
+	return mcpServerPath
+}
+
+// startBridge bridges entry onto a fresh mesh and returns a caller on it.
+func startBridge(t *testing.T, entry mcpbridge.Entry) (*mcpbridge.Bridge, *caller.Caller) {
+	t.Helper()
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	b, err := mcpbridge.Start(context.Background(), connect(t, srv), mcpbridge.Config{Entry: entry,
+		Worker: worker.Config{Logger: quiet()}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	return b, newCaller(t, connect(t, srv), caller.Config{})
+}
+
+func callBridged(t *testing.T, c *caller.Caller, tool string, args any) (string, *envelope.Problem) {
+	t.Helper()
+	resp, err := c.Call(context.Background(), tool, args)
+	if err != nil {
+		return "", err.(*envelope.Problem)
+	}
+	b, _ := json.Marshal(resp.Data)
+	return string(b), nil
+}
+
+func TestMCPBridgeStdio(t *testing.T) {
+	entry := mcpbridge.Entry{Namespace: "t", InheritEnv: []string{"PATH"},
+		Server: mcpbridge.ServerConfig{Command: mcpServerBin(t), Env: map[string]string{"TESTSERVER_GREETING": "hello"}}}
+	b, c := startBridge(t, entry)
+	t.Run("tools", func(t *testing.T) {
+		cat, err := c.Catalog(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range cat.Tools {
+			names = append(names, tl.Spec.Name)
+		}
+		for _, want := range []string{"t.echo", "t.count", "t.block", "t.crash", "t.text", "t.fail"} {
+			if !slices.Contains(names, want) {
+				t.Fatalf("catalogue %v lacks %s", names, want)
+			}
+		}
+		spec, _ := c.Describe(context.Background(), "t.echo")
+		if !spec.Annotations.IsReadOnly() || !strings.Contains(string(spec.InputSchema), `"message"`) {
+			t.Fatalf("t.echo spec lost its schema or hints: %+v", spec)
+		}
+	})
+	t.Run("call", func(t *testing.T) { checkBridgeCalls(t, c) })
+	t.Run("progress", func(t *testing.T) { checkBridgeProgress(t, c) })
+	t.Run("cancel", func(t *testing.T) { checkBridgeCancel(t, c) })
+	t.Run("list_changed", func(t *testing.T) {
+		if _, p := callBridged(t, c, "t.add_tool", nil); p != nil {
+			t.Fatal(p)
+		}
+		testutil.WaitFor(t, "t.extra on the mesh", func() bool { return slices.Contains(b.Tools(), "t.extra") })
+		if got, p := callBridged(t, c, "t.extra", nil); p != nil || got != `{"extra":true}` {
+			t.Fatalf("t.extra = %s %v", got, p)
+		}
+	})
+	t.Run("crash", func(t *testing.T) {
+		before := serverPID(t, c)
+		checkBridgeCrash(t, c)
+		if after := serverPID(t, c); after == before {
+			t.Fatalf("the server answering after the crash is still pid %d", before)
+		}
+	})
+	t.Run("drain", func(t *testing.T) {
+		pid := serverPID(t, c)
+		if err := b.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+			t.Fatalf("the server (pid %d) outlived the drain: kill -0 says %v", pid, err)
+		}
+		_, p := callBridged(t, c, "t.echo", map[string]string{"message": "x"})
+		if p == nil || p.Code != envelope.CodeToolNotFound {
+			t.Fatalf("after drain: %v, want tool_not_found", p)
+		}
+	})
+}
+
+// serverPID asks the bridged test server for its process id.
+func serverPID(t *testing.T, c *caller.Caller) int {
+	t.Helper()
+	resp, err := c.Call(context.Background(), "t.pid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ PID int }
+	b, _ := json.Marshal(resp.Data)
+	if err := json.Unmarshal(b, &v); err != nil || v.PID == 0 {
+		t.Fatalf("t.pid = %s", b)
+	}
+	return v.PID
+}
+
+func checkBridgeCalls(t *testing.T, c *caller.Caller) {
+	cases := []struct {
+		tool, want string
+		args       any
+	}{
+		{"t.echo", `{"message":"hi"}`, map[string]string{"message": "hi"}},
+		{"t.text", `{"content":[{"type":"text","text":"plain hello"}]}`, nil},
+	}
+	for _, cs := range cases {
+		if got, p := callBridged(t, c, cs.tool, cs.args); p != nil || got != cs.want {
+			t.Errorf("%s = %s %v, want %s", cs.tool, got, p, cs.want)
+		}
+	}
+	_, p := callBridged(t, c, "t.fail", nil)
+	if p == nil || p.Code != envelope.CodeToolFailed || !strings.Contains(p.Detail, "disk full") {
+		t.Fatalf("t.fail = %v, want tool_failed with the tool's text", p)
+	}
+}
+
+func checkBridgeProgress(t *testing.T, c *caller.Caller) {
+	st, err := c.Stream(context.Background(), "t.count", map[string]int{"n": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pcts []float64
+	var result string
+	for ev, err := range st.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case envelope.EventProgress:
+			pcts = append(pcts, *ev.Pct)
+		case envelope.EventResult:
+			result = string(ev.Data)
+		case envelope.EventError:
+			t.Fatal(ev.Problem())
+		}
+	}
+	if result != `{"count":3}` {
+		t.Fatalf("result = %s", result)
+	}
+	if len(pcts) != 3 || pcts[2] != 100 || !slices.IsSorted(pcts) {
+		t.Fatalf("progress = %v, want 3 rising to 100", pcts)
+	}
+}
+
+// blockUntilReached starts t.block and returns once the MCP server's
+// handler has reported it is running.
+func blockUntilReached(t *testing.T, ctx context.Context, c *caller.Caller) *caller.Stream {
+	t.Helper()
+	st, err := c.Stream(ctx, "t.block", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := st.Next()
+		if err != nil || ev.IsTerminal() {
+			t.Fatalf("t.block ended early: %v %+v", err, ev)
+		}
+		if ev.Type == envelope.EventProgress {
+			return st
+		}
+	}
+}
+
+func checkBridgeCancel(t *testing.T, c *caller.Caller) {
+	ctx, cancel := context.WithCancel(context.Background())
+	st := blockUntilReached(t, ctx, c)
+	cancel()
+	_, err := st.Response()
+	if p, ok := err.(*envelope.Problem); !ok || p.Code != envelope.CodeCancelled {
+		t.Fatalf("cancelled call ended with %v", err)
+	}
+	testutil.WaitFor(t, "the MCP server's handler to see its context end", func() bool {
+		got, p := callBridged(t, c, "t.cancelled", nil)
+		return p == nil && got != `{"cancelled":0}`
+	})
+}
+
+func checkBridgeCrash(t *testing.T, c *caller.Caller) {
+	st := blockUntilReached(t, context.Background(), c)
+	_, p := callBridged(t, c, "t.crash", nil)
+	if p == nil || p.Code != envelope.CodeWorkerLost || p.RetryAfter == nil {
+		t.Fatalf("the crashing call got %v, want worker_lost with retry_after", p)
+	}
+	_, err := st.Response()
+	if p, ok := err.(*envelope.Problem); !ok || p.Code != envelope.CodeWorkerLost || !strings.Contains(p.Detail, "in flight") {
+		t.Fatalf("the call in flight got %v, want worker_lost naming the exit", err)
+	}
+	testutil.WaitFor(t, "the restarted server to answer", func() bool {
+		got, p := callBridged(t, c, "t.echo", map[string]string{"message": "again"})
+		return p == nil && got == `{"message":"again"}`
+	})
+}
+
+func TestMCPBridgeHTTP(t *testing.T) {
+	p := startExec(t, mcpServerBin(t), "-http", "127.0.0.1:0")
+	url := p.waitLine(t, regexp.MustCompile(`listening on (http://\S+)`))[1]
+	entry := mcpbridge.Entry{Namespace: "h", Server: mcpbridge.ServerConfig{URL: url, Headers: map[string]string{"X-Test-Key": "k1"}}}
+	_, c := startBridge(t, entry)
+	if got, p := callBridged(t, c, "h.echo", map[string]string{"message": "over http"}); p != nil || got != `{"message":"over http"}` {
+		t.Fatalf("h.echo = %s %v", got, p)
+	}
+	st, err := c.Stream(context.Background(), "h.count", map[string]int{"n": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := 0
+	for ev := range st.Events() {
+		if ev.Type == envelope.EventProgress {
+			progress++
+		}
+	}
+	if progress != 2 {
+		t.Fatalf("progress events over HTTP = %d, want 2", progress)
+	}
+	// The server goes away: calls get a transient Problem that does not
+	// name the URL, and the bridge reconnects once it is back.
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	_, prob := callBridged(t, c, "h.echo", map[string]string{"message": "down"})
+	if prob == nil || prob.Code != envelope.CodeWorkerLost || prob.RetryAfter == nil || strings.Contains(prob.Detail, url) {
+		t.Fatalf("a call while the server is down got %v, want worker_lost with retry_after and no URL", prob)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
+	startExec(t, mcpServerBin(t), "-http", addr).waitLine(t, regexp.MustCompile(`listening on`))
+	testutil.WaitFor(t, "the bridge to reconnect", func() bool {
+		got, p := callBridged(t, c, "h.echo", map[string]string{"message": "back"})
+		return p == nil && got == `{"message":"back"}`
+	})
+	_, bad := mcpbridge.Start(context.Background(), connect(t, startServer(t, mesh.EmbeddedConfig{})), mcpbridge.Config{Logger: quiet(),
+		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url}}})
+	if bad == nil {
+		t.Fatal("a server refusing the bridge (no header) must fail Start")
+	}
+	_, bad = mcpbridge.Start(context.Background(), connect(t, startServer(t, mesh.EmbeddedConfig{})), mcpbridge.Config{Logger: quiet(),
+		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url + "?token=hunter2", Headers: map[string]string{"X-Api-Key": "hunter3"}}}})
+	if bad == nil || strings.Contains(bad.Error(), "hunter2") || strings.Contains(bad.Error(), "hunter3") {
+		t.Fatalf("Start with a secret in the binding: %v (must fail, without the secret)", bad)
+	}
+}
+
+// startExec runs any program as a proc whose output lines can be awaited.
+func startExec(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 256)}
+	stdout, _ := p.cmd.StdoutPipe()
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []io.Reader{stdout, stderr} {
+		go func() {
+			sc := bufio.NewScanner(r)
+			for sc.Scan() {
+				select {
+				case p.lines <- sc.Text():
+				default:
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	})
+	return p
+}
+
+// TestMCPBridgeCommand binds the test server in a tools file beside a
+// CLI tool and calls it with `toolmesh call` through `toolmesh dev`.
+func TestMCPBridgeCommand(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.yaml")
+	yaml := fmt.Sprintf(`tools:
+  - name: sys.hello
+    binding: {cli: {cmd: printf, args: ['{"hello":true}']}}
+  - namespace: t
+    binding:
+      mcp: {command: %q, env: {TESTSERVER_GREETING: from-the-tools-file}}
+`, mcpServerBin(t))
+	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dev, url := startDev(t, "--config", tools)
+	cases := []struct{ tool, want string }{
+		{"sys.hello", `"hello":true`},
+		{"t.text", `"text":"plain from-the-tools-file"`},
+	}
+	for _, c := range cases {
+		r := runCmd(t, "", "call", c.tool, "--server", url)
+		if r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Fatalf("call %s: %+v", c.tool, r)
+		}
+	}
+	if code := dev.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("dev with a bridged server exited %d on SIGTERM", code)
+	}
+}
+
+// TestMCPBothWays chains the two directions: a go-sdk client calls, through
+// the gateway and the mesh, a tool the bridge hosts from an MCP server.
+// Progress travels back the whole way, and a cancel from the client ends
+// the far server's handler.
+func TestMCPBothWays(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	entry := mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}}
+	b, err := mcpbridge.Start(context.Background(), connect(t, srv), mcpbridge.Config{Entry: entry,
+		Worker: worker.Config{Logger: quiet()}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	g := startGateway(t, &mcpMesh{srv: srv})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	mc := connectMCP(t, ct, "")
+
+	p := &mcp.CallToolParams{Name: "far.count", Arguments: map[string]any{"n": 2}}
+	p.SetProgressToken("chain")
+	res, err := mc.cs.CallTool(context.Background(), p)
+	if err != nil || res.IsError {
+		t.Fatalf("far.count: %v %+v", err, res)
+	}
+	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"count":2}` {
+		t.Fatalf("far.count = %s", got)
+	}
+	testutil.WaitFor(t, "progress from the far server", func() bool {
+		mc.mu.Lock()
+		defer mc.mu.Unlock()
+		return len(mc.progress) == 2
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	bp := &mcp.CallToolParams{Name: "far.block", Arguments: map[string]any{}}
+	bp.SetProgressToken("block")
+	errc := make(chan error, 1)
+	go func() { _, err := mc.cs.CallTool(ctx, bp); errc <- err }()
+	testutil.WaitFor(t, "far.block to reach the far server", func() bool {
+		mc.mu.Lock()
+		defer mc.mu.Unlock()
+		return slices.ContainsFunc(mc.progress, func(n *mcp.ProgressNotificationParams) bool { return n.ProgressToken == "block" })
+	})
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+	testutil.WaitFor(t, "the far server's handler to see its context end", func() bool {
+		res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "far.cancelled", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			return false
+		}
+		got, _ := json.Marshal(res.StructuredContent)
+		return string(got) == `{"cancelled":1}`
+	})
+}

@@ -1,0 +1,568 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/caller/mcpgateway"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// mcpMesh is a mesh with a worker hosting the gateway tests' tools.
+type mcpMesh struct {
+	srv *mesh.Embedded
+	// blockStarted and blockEnded report the block tool's handler
+	// starting and seeing its context end.
+	blockStarted, blockEnded chan struct{}
+}
+
+func startMCPMesh(t *testing.T) *mcpMesh {
+	t.Helper()
+	m := &mcpMesh{srv: startServer(t, mesh.EmbeddedConfig{}),
+		blockStarted: make(chan struct{}, 8), blockEnded: make(chan struct{}, 8)}
+	w := newWorker(t, connect(t, m.srv), worker.Config{})
+	obj := json.RawMessage(`{"type":"object"}`)
+	tools := []struct {
+		spec envelope.ToolSpec
+		h    worker.HandlerFunc
+	}{
+		{envelope.ToolSpec{Name: "echo", Title: "Echo", Description: "returns its args", InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`),
+			Annotations: &envelope.Annotations{ReadOnly: ptr(true)}},
+			func(_ context.Context, r *worker.Request, _ worker.Emitter) (any, error) { return r.Args, nil }},
+		{envelope.ToolSpec{Name: "count", InputSchema: obj, Streaming: true}, mcpCount},
+		{envelope.ToolSpec{Name: "block", InputSchema: obj}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+			m.blockStarted <- struct{}{}
+			<-ctx.Done()
+			m.blockEnded <- struct{}{}
+			return nil, ctx.Err()
+		}},
+		{envelope.ToolSpec{Name: "fail", InputSchema: obj}, func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+			return nil, envelope.NewProblem(envelope.CodeInvalidInput, "path must be absolute")
+		}},
+		{envelope.ToolSpec{Name: "whoami", InputSchema: obj}, func(_ context.Context, r *worker.Request, _ worker.Emitter) (any, error) {
+			return map[string]string{"bearer": r.Bearer}, nil
+		}},
+		{envelope.ToolSpec{Name: "secret.delete", InputSchema: obj}, func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+			return map[string]bool{"deleted": true}, nil
+		}},
+	}
+	for _, tl := range tools {
+		if err := w.Register(tl.spec, tl.h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mcpCount streams n deltas, each followed by progress, and returns {"count":n}.
+func mcpCount(_ context.Context, r *worker.Request, emit worker.Emitter) (any, error) {
+	var a struct{ N int }
+	_ = r.Bind(&a)
+	for i := 1; i <= a.N; i++ {
+		if err := emit.Delta(map[string]int{"i": i}); err != nil {
+			return nil, err
+		}
+		if err := emit.Progress(float64(i)*100/float64(a.N), "counting"); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]int{"count": a.N}, nil
+}
+
+// startGateway runs a gateway on the mesh that denies secret.*.
+func startGateway(t *testing.T, m *mcpMesh) *mcpgateway.Gateway {
+	t.Helper()
+	c := newCaller(t, connect(t, m.srv), caller.Config{})
+	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Deny: []string{"secret.*"},
+		Refresh: 50 * time.Millisecond, CatalogWait: 200 * time.Millisecond, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	if err := g.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() { defer close(done); _ = g.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return g
+}
+
+// mcpClient is a go-sdk client session plus what its handlers observed.
+type mcpClient struct {
+	cs          *mcp.ClientSession
+	mu          sync.Mutex
+	progress    []*mcp.ProgressNotificationParams
+	listChanged chan struct{}
+}
+
+func newMCPClient() (*mcpClient, *mcp.Client) {
+	mc := &mcpClient{listChanged: make(chan struct{}, 16)}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolmesh-test", Version: "0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mc.mu.Lock()
+			mc.progress = append(mc.progress, r.Params)
+			mc.mu.Unlock()
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case mc.listChanged <- struct{}{}:
+			default:
+			}
+		},
+	})
+	return mc, client
+}
+
+// connectMCP connects a client over transport at protocol version (""
+// for the SDK's latest, 2026-07-28).
+func connectMCP(t *testing.T, transport mcp.Transport, version string) *mcpClient {
+	t.Helper()
+	mc, client := newMCPClient()
+	cs, err := client.Connect(context.Background(), transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	mc.cs = cs
+	return mc
+}
+
+// protocolVersions are the two revisions the gateway must serve.
+var protocolVersions = []string{"2025-11-25", "2026-07-28"}
+
+func TestMCPGatewayInProcess(t *testing.T) {
+	for _, v := range protocolVersions {
+		t.Run(v, func(t *testing.T) {
+			m := startMCPMesh(t)
+			g := startGateway(t, m)
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := g.Server().Connect(context.Background(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ss.Close() })
+			mc := connectMCP(t, ct, v)
+			if got := mc.cs.InitializeResult().ProtocolVersion; got != v {
+				t.Fatalf("negotiated %s, want %s", got, v)
+			}
+			exerciseGateway(t, m, mc)
+		})
+	}
+}
+
+func TestMCPGatewayHTTP(t *testing.T) {
+	for _, v := range protocolVersions {
+		t.Run(v, func(t *testing.T) {
+			m := startMCPMesh(t)
+			g := startGateway(t, m)
+			hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{}))
+			t.Cleanup(hs.Close)
+			mc := connectMCP(t, &mcp.StreamableClientTransport{Endpoint: hs.URL}, v)
+			if got := mc.cs.InitializeResult().ProtocolVersion; got != v {
+				t.Fatalf("negotiated %s, want %s", got, v)
+			}
+			exerciseGateway(t, m, mc)
+		})
+	}
+}
+
+// exerciseGateway runs every must-hold check through one client session.
+func exerciseGateway(t *testing.T, m *mcpMesh, mc *mcpClient) {
+	ctx := context.Background()
+	t.Run("list", func(t *testing.T) { checkList(t, mc) })
+	t.Run("call", func(t *testing.T) { checkCall(t, mc) })
+	t.Run("problem", func(t *testing.T) { checkProblem(t, mc) })
+	t.Run("denied", func(t *testing.T) {
+		_, err := mc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "secret.delete", Arguments: map[string]any{}})
+		if err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Fatalf("denied tool: want a JSON-RPC unknown tool error, got %v", err)
+		}
+	})
+	t.Run("unknown", func(t *testing.T) {
+		_, err := mc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}})
+		if err == nil {
+			t.Fatal("unknown tool: want a JSON-RPC error")
+		}
+	})
+	t.Run("progress", func(t *testing.T) { checkProgress(t, mc) })
+	t.Run("cancel", func(t *testing.T) { checkCancel(t, m, mc) })
+	t.Run("list_changed", func(t *testing.T) { checkListChanged(t, m, mc) })
+}
+
+func toolNamesOf(t *testing.T, mc *mcpClient) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range mc.cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func checkList(t *testing.T, mc *mcpClient) {
+	res, err := mc.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	if res.Meta["io.toolmesh/complete"] != true {
+		t.Fatalf("tools/list _meta = %v, want io.toolmesh/complete:true", res.Meta)
+	}
+	want := []string{"block", "count", "echo", "fail", "whoami"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("tools/list = %v, want %v (sorted, secret.* denied)", names, want)
+	}
+	echo := res.Tools[2]
+	if echo.Title != "Echo" || echo.Annotations == nil || !echo.Annotations.ReadOnlyHint ||
+		echo.Annotations.DestructiveHint == nil || !*echo.Annotations.DestructiveHint || echo.Annotations.OpenWorldHint == nil || !*echo.Annotations.OpenWorldHint {
+		t.Fatalf("echo's title/annotations not mapped with MCP defaults: %+v %+v", echo, echo.Annotations)
+	}
+	schema, _ := json.Marshal(echo.InputSchema)
+	if !strings.Contains(string(schema), `"message"`) {
+		t.Fatalf("echo's inputSchema lost: %s", schema)
+	}
+}
+
+func checkCall(t *testing.T, mc *mcpClient) {
+	res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("echo failed: %+v", res.Content)
+	}
+	got, _ := json.Marshal(res.StructuredContent)
+	if string(got) != `{"message":"hi"}` {
+		t.Fatalf("structuredContent = %s", got)
+	}
+	if len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != `{"message":"hi"}` {
+		t.Fatalf("content is not the text of structuredContent: %+v", res.Content)
+	}
+}
+
+func checkProblem(t *testing.T, mc *mcpClient) {
+	res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fail", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError {
+		t.Fatal("a Problem must become isError:true")
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var p envelope.Problem
+	if err := json.Unmarshal(b, &p); err != nil || p.Code != envelope.CodeInvalidInput || p.Detail != "path must be absolute" {
+		t.Fatalf("structuredContent is not the problem+json: %s (%v)", b, err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !strings.HasPrefix(text, "invalid_input: path must be absolute") || strings.Contains(text, "\n") {
+		t.Fatalf("text line = %q", text)
+	}
+}
+
+func checkProgress(t *testing.T, mc *mcpClient) {
+	mc.mu.Lock()
+	mc.progress = nil
+	mc.mu.Unlock()
+	p := &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"n": 3}}
+	p.SetProgressToken("tok-1")
+	res, err := mc.cs.CallTool(context.Background(), p)
+	if err != nil || res.IsError {
+		t.Fatalf("count: %v %+v", err, res)
+	}
+	got, _ := json.Marshal(res.StructuredContent)
+	if string(got) != `{"count":3}` {
+		t.Fatalf("structuredContent = %s", got)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		texts = append(texts, c.(*mcp.TextContent).Text)
+	}
+	if want := []string{`{"i":1}`, `{"i":2}`, `{"i":3}`, `{"count":3}`}; !slices.Equal(texts, want) {
+		t.Fatalf("content = %q, want the deltas then the result", texts)
+	}
+	testutil.WaitFor(t, "6 progress notifications", func() bool {
+		mc.mu.Lock()
+		defer mc.mu.Unlock()
+		return len(mc.progress) >= 6
+	})
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	last := 0.0
+	for _, n := range mc.progress {
+		if n.ProgressToken != "tok-1" || n.Progress <= last {
+			t.Fatalf("progress not monotonic or wrong token: %+v", mc.progress)
+		}
+		last = n.Progress
+	}
+	if !strings.Contains(mc.progress[0].Message, `delta {"i":1}`) || !strings.Contains(mc.progress[5].Message, "100% counting") {
+		t.Fatalf("progress messages = %q / %q", mc.progress[0].Message, mc.progress[5].Message)
+	}
+}
+
+func checkCancel(t *testing.T, m *mcpMesh, mc *mcpClient) {
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := mc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		errc <- err
+	}()
+	<-m.blockStarted
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("a cancelled call returned no error")
+	}
+	select {
+	case <-m.blockEnded:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker's handler never saw its context end")
+	}
+}
+
+func checkListChanged(t *testing.T, m *mcpMesh, mc *mcpClient) {
+	drain(mc.listChanged)
+	nc, err := m.srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	w := newWorker(t, nc, worker.Config{})
+	if err := w.Register(envelope.ToolSpec{Name: "late"}, worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+		return map[string]bool{"late": true}, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	waitListChanged(t, mc, "a worker joined")
+	testutil.WaitFor(t, "late listed", func() bool { return slices.Contains(toolNamesOf(t, mc), "late") })
+	res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "late", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("late: %v %+v", err, res)
+	}
+	drain(mc.listChanged)
+	killWorker(w, nc)
+	waitListChanged(t, mc, "a worker was killed")
+	testutil.WaitFor(t, "late unlisted", func() bool { return !slices.Contains(toolNamesOf(t, mc), "late") })
+}
+
+// killWorker takes a worker off the mesh abruptly: its connection closes.
+func killWorker(w *worker.Worker, nc *nats.Conn) {
+	nc.Close()
+	w.Stop()
+}
+
+func drain(ch chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+func waitListChanged(t *testing.T, mc *mcpClient, why string) {
+	t.Helper()
+	select {
+	case <-mc.listChanged:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no notifications/tools/list_changed after %s", why)
+	}
+}
+
+func TestMCPGatewayHTTPGuards(t *testing.T) {
+	m := startMCPMesh(t)
+	g := startGateway(t, m)
+	hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{Bearer: "s3cret", MaxBodyBytes: 4096}))
+	t.Cleanup(hs.Close)
+	post := func(origin, auth, body string) int {
+		req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
+	cases := []struct {
+		name, origin, auth, body string
+		want                     int
+	}{
+		{"foreign origin", "https://evil.example", "Bearer s3cret", init, http.StatusForbidden},
+		{"localhost origin", "http://localhost:3000", "Bearer s3cret", init, http.StatusOK},
+		{"no bearer", "", "", init, http.StatusUnauthorized},
+		{"wrong bearer", "", "Bearer nope", init, http.StatusUnauthorized},
+		{"body too large", "", "Bearer s3cret", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 8192) + `"}}`, http.StatusRequestEntityTooLarge},
+	}
+	for _, c := range cases {
+		if got := post(c.origin, c.auth, c.body); got != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
+		}
+	}
+	// The bearer a client presents reaches the tool as the call's bearer.
+	hc := &http.Client{Transport: bearerRoundTripper{"s3cret"}}
+	mc := connectMCP(t, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, "")
+	res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("whoami: %v %+v", err, res)
+	}
+	if b, _ := json.Marshal(res.StructuredContent); string(b) != `{"bearer":"s3cret"}` {
+		t.Fatalf("whoami = %s, want the client's bearer forwarded", b)
+	}
+}
+
+// bearerRoundTripper adds a bearer to every request.
+type bearerRoundTripper struct{ token string }
+
+func (b bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPGatewayWire2026 checks on the wire what the 2026-07-28 revision
+// adds and the go-sdk client hides: ttlMs and cacheScope on tools/list,
+// resultType on tools/call, and server/discover without initialize.
+func TestMCPGatewayWire2026(t *testing.T) {
+	m := startMCPMesh(t)
+	g := startGateway(t, m)
+	hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	cases := []struct {
+		method, name, params string
+		want                 []string
+	}{
+		{"server/discover", "", `{` + meta + `}`, []string{`"supportedVersions":["2026-07-28"`, `"tools":{"listChanged":true}`}},
+		{"tools/list", "", `{` + meta + `}`, []string{`"ttlMs":0`, `"cacheScope":"public"`, `"name":"echo"`}},
+		{"tools/call", "echo", `{"name":"echo","arguments":{"message":"w"},` + meta + `}`, []string{`"resultType":"complete"`, `"structuredContent":{"message":"w"}`}},
+	}
+	for i, c := range cases {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, i+1, c.method, c.params)
+		req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", c.method)
+		if c.name != "" {
+			req.Header.Set("Mcp-Name", c.name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		for _, w := range c.want {
+			if !strings.Contains(string(got), w) {
+				t.Errorf("%s: %d %s\nlacks %s", c.method, resp.StatusCode, got, w)
+			}
+		}
+		if resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s: a stateless answer carries a session id", c.method)
+		}
+	}
+}
+
+// TestMCPGatewayIncompleteCatalog: a worker that answers the discovery
+// ping but not the catalogue request makes tools/list say so, naming it,
+// while the tools the others host stay listed.
+func TestMCPGatewayIncompleteCatalog(t *testing.T) {
+	m := startMCPMesh(t)
+	g := startGateway(t, m)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	mc := connectMCP(t, ct, "2025-11-25")
+	ghost := connect(t, m.srv)
+	if _, err := ghost.Subscribe("$SRV.PING."+mesh.ServiceName, func(msg *nats.Msg) {
+		_ = msg.Respond([]byte(`{"type":"io.nats.micro.v1.ping_response","name":"toolmesh","id":"GHOST","version":"0.1.0","metadata":{"toolmesh.prefix":"toolmesh"}}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ghost.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var res *mcp.ListToolsResult
+	testutil.WaitFor(t, "tools/list to report the silent worker", func() bool {
+		res, err = mc.cs.ListTools(context.Background(), nil)
+		return err == nil && res.Meta["io.toolmesh/complete"] == false
+	})
+	warnings, _ := json.Marshal(res.Meta["io.toolmesh/scope_warnings"])
+	if !strings.Contains(string(warnings), "GHOST") || len(res.Tools) != 5 {
+		t.Fatalf("scope_warnings %s with %d tools: want GHOST named and the 5 tools listed", warnings, len(res.Tools))
+	}
+}
+
+// TestMCPGatewayStreamCloseCancels: over 2026-07-28 HTTP, a client that
+// closes the response stream of a tools/call cancels the mesh call, and
+// the worker's handler sees its context end.
+func TestMCPGatewayStreamCloseCancels(t *testing.T) {
+	// The server is cleaned up last: were the call never cancelled, the
+	// worker's stop must end it before Close waits for the request.
+	var h http.Handler
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(hs.Close)
+	m := startMCPMesh(t)
+	h = startGateway(t, m).HTTPHandler(mcpgateway.HTTPOptions{})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "block")
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-m.blockStarted
+	cancel()
+	<-errc
+	select {
+	case <-m.blockEnded:
+	case <-time.After(20 * time.Second):
+		t.Fatal("closing the response stream did not end the worker's handler")
+	}
+}

@@ -1,0 +1,154 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/internal/testutil"
+)
+
+// The npm packages the interop test installs, pinned so a run is
+// reproducible: the official TypeScript SDK and the reference server.
+const (
+	npmSDK        = "@modelcontextprotocol/sdk@1.32.2"
+	npmEverything = "@modelcontextprotocol/server-everything@2026.8.31"
+)
+
+// interopDir installs the npm packages into a temporary directory and
+// copies the TypeScript client there, so its imports resolve. The test
+// runs only under `make interop-mcp` (TOOLMESH_INTEROP_MCP=1): plain
+// `go test ./...` needs nothing but Go.
+func interopDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("TOOLMESH_INTEROP_MCP") == "" {
+		t.Skip("set TOOLMESH_INTEROP_MCP=1 (make interop-mcp) to run the npm interop tests")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		{"init", "-y"},
+		{"install", "--no-audit", "--no-fund", "--loglevel=error", npmSDK, npmEverything},
+	} {
+		cmd := exec.CommandContext(ctx, "npm", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	src, err := os.ReadFile("testdata/mcp-interop/client.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// tsSummary is what client.mjs prints.
+type tsSummary struct {
+	Tools []string `json:"tools"`
+	Echo  struct {
+		StructuredContent map[string]any `json:"structuredContent"`
+		IsError           bool           `json:"isError"`
+	} `json:"echo"`
+	Count struct {
+		StructuredContent map[string]any `json:"structuredContent"`
+	} `json:"count"`
+	Progress []struct {
+		Progress float64 `json:"progress"`
+		Message  string  `json:"message"`
+	} `json:"progress"`
+	Denied string `json:"denied"`
+}
+
+func runTSClient(t *testing.T, dir string, args ...string) tsSummary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"client.mjs"}, args...)...)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node client.mjs %v: %v\n%s", args, err, stderr.String())
+	}
+	var s tsSummary
+	if err := json.Unmarshal(out, &s); err != nil {
+		t.Fatalf("client output %q: %v", out, err)
+	}
+	return s
+}
+
+func checkTSSummary(t *testing.T, s tsSummary, denied bool) {
+	t.Helper()
+	if !slices.Contains(s.Tools, "echo") || !slices.Contains(s.Tools, "count") || slices.Contains(s.Tools, "sleep") == denied {
+		t.Fatalf("tools/list = %v (sleep denied: %v)", s.Tools, denied)
+	}
+	if s.Echo.IsError || s.Echo.StructuredContent["message"] != "hi from typescript" {
+		t.Fatalf("echo = %+v", s.Echo)
+	}
+	if s.Count.StructuredContent["count"] != float64(3) || len(s.Progress) != 6 {
+		t.Fatalf("count = %+v with %d progress notifications, want 6", s.Count, len(s.Progress))
+	}
+	for i := 1; i < len(s.Progress); i++ {
+		if s.Progress[i].Progress <= s.Progress[i-1].Progress {
+			t.Fatalf("progress not increasing: %+v", s.Progress)
+		}
+	}
+	if denied && !strings.Contains(s.Denied, "unknown tool") {
+		t.Fatalf("denied tool: %q", s.Denied)
+	}
+}
+
+func TestMCPInteropTypeScriptClient(t *testing.T) {
+	dir := interopDir(t)
+	_, url := startDev(t)
+	t.Run("stdio", func(t *testing.T) {
+		checkTSSummary(t, runTSClient(t, dir, "stdio", toolmeshBin(t), url), true)
+	})
+	t.Run("http", func(t *testing.T) {
+		p := startProc(t, "mcp", "--server", url, "--http", "127.0.0.1:0")
+		endpoint := p.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]
+		checkTSSummary(t, runTSClient(t, dir, "http", endpoint), false)
+	})
+}
+
+func TestMCPInteropServerEverything(t *testing.T) {
+	dir := interopDir(t)
+	_, url := startDev(t)
+	tools := filepath.Join(dir, "tools.yaml")
+	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	yaml := fmt.Sprintf("tools:\n  - namespace: everything\n    binding:\n      mcp: {command: node, args: [%q, stdio]}\n", server)
+	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, "worker", "--config", tools, "--server", url)
+	var r result
+	testutil.WaitFor(t, "everything.echo on the mesh", func() bool {
+		r = runCmd(t, "", "call", "everything.echo", "--server", url, "--args", `{"message":"hi"}`)
+		return r.code == 0
+	})
+	if !strings.Contains(r.stdout, `"text":"Echo: hi"`) {
+		t.Fatalf("everything.echo: %+v", r)
+	}
+	r = runCmd(t, "", "call", "everything.get-sum", "--server", url, "--args", `{"a":2,"b":3}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "5") {
+		t.Fatalf("everything.get-sum: %+v", r)
+	}
+	r = runCmd(t, "", "call", "everything.echo", "--server", url, "--args", `{}`)
+	if r.code == 0 || !strings.Contains(r.stderr, "invalid_input") {
+		t.Fatalf("everything.echo without its required message must be refused by the schema: %+v", r)
+	}
+}

@@ -1,0 +1,318 @@
+// Package mcpbridge hosts an MCP server's tools on the mesh. A tools-file
+// entry `binding: {mcp: {...}}` with a `namespace` names a stdio server (a
+// command the worker starts) or a streamable HTTP one (a URL); the bridge
+// connects with the official MCP Go SDK, lists the server's tools and
+// registers each as <namespace>.<tool> on a worker of its own, forwarding
+// calls with progress and cancellation both ways. It follows the server's
+// notifications/tools/list_changed, restarts a server that exits (with
+// backoff; calls in flight get a worker_lost Problem), and stops it on
+// Drain.
+//
+//	entries, _ := mcpbridge.LoadFile("tools.yaml")
+//	b, _ := mcpbridge.Start(ctx, nc, mcpbridge.Config{Entry: entries[0]})
+//	defer b.Drain(context.Background())
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// Config configures a Bridge. Entry is required.
+type Config struct {
+	Entry Entry
+	// Worker is the template of the workers hosting the server's tools
+	// (prefix, limits, logger); each gets a fresh ID.
+	Worker worker.Config
+	// Logger receives the bridge's logs (default slog.Default()).
+	Logger *slog.Logger
+	// RestartMin and RestartMax bound the backoff between restarts of a
+	// server that exited (defaults 200ms and 30s); it doubles per failed
+	// start and resets after a successful one.
+	RestartMin, RestartMax time.Duration
+	// KillGrace is how long a stdio server has to exit after its stdin
+	// closes before it is terminated (default 5s).
+	KillGrace time.Duration
+}
+
+// Bridge is one MCP server hosted on the mesh.
+type Bridge struct {
+	nc     *nats.Conn
+	cfg    Config
+	log    *slog.Logger
+	client *mcp.Client
+	relist chan struct{}
+	sinks  sync.Map // progress token → *sink
+	cancel context.CancelFunc
+	done   chan struct{}
+	drains sync.WaitGroup // replaced workers still finishing their calls
+
+	mu      sync.Mutex
+	sess    *mcp.ClientSession // nil while the server is down
+	w       *worker.Worker
+	tools   []string // mesh names currently hosted
+	fp      string   // fingerprint of the hosted tool set
+	backoff time.Duration
+}
+
+// Start connects to (or starts) the server, registers its tools and keeps
+// them in step until Drain. It fails when the first connection does: a
+// misconfigured binding should stop the worker's start, not loop.
+func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
+	if cfg.RestartMin <= 0 {
+		cfg.RestartMin = 200 * time.Millisecond
+	}
+	if cfg.RestartMax < cfg.RestartMin {
+		cfg.RestartMax = max(30*time.Second, cfg.RestartMin)
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	b := &Bridge{nc: nc, cfg: cfg, log: cfg.Logger.With("mcp_namespace", cfg.Entry.Namespace),
+		relist: make(chan struct{}, 1), done: make(chan struct{}), backoff: cfg.RestartMin}
+	b.client = mcp.NewClient(&mcp.Implementation{Name: "toolmesh-bridge", Version: "0.1.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case b.relist <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: b.onProgress,
+	})
+	sess, err := b.connect(ctx)
+	if err != nil {
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: cannot start or reach the server: %s", cfg.Entry.Namespace, b.redact(err))
+	}
+	if err := b.sync(ctx, sess); err != nil {
+		_ = sess.Close()
+		b.stopWorkers(ctx)
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: %s", cfg.Entry.Namespace, b.redact(err))
+	}
+	b.setSession(sess)
+	runCtx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	go b.supervise(runCtx, sess)
+	return b, nil
+}
+
+// Namespace returns the entry's namespace.
+func (b *Bridge) Namespace() string { return b.cfg.Entry.Namespace }
+
+// Tools returns the mesh names of the tools currently hosted.
+func (b *Bridge) Tools() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.tools...)
+}
+
+// Drain stops taking calls, lets those in flight finish (until ctx ends,
+// then cancels them), and stops the server.
+func (b *Bridge) Drain(ctx context.Context) error {
+	b.cancel()
+	<-b.done
+	err := b.stopWorkers(ctx)
+	if sess := b.setSession(nil); sess != nil {
+		_ = sess.Close()
+	}
+	return err
+}
+
+// stopWorkers drains the current worker and waits for replaced ones.
+func (b *Bridge) stopWorkers(ctx context.Context) error {
+	b.mu.Lock()
+	w := b.w
+	b.w = nil
+	b.mu.Unlock()
+	var err error
+	if w != nil {
+		err = w.Drain(ctx)
+	}
+	b.drains.Wait()
+	return err
+}
+
+// setSession swaps the live session and returns the previous one.
+func (b *Bridge) setSession(s *mcp.ClientSession) *mcp.ClientSession {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.sess
+	b.sess = s
+	return old
+}
+
+func (b *Bridge) session() *mcp.ClientSession {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sess
+}
+
+// connect starts the stdio server or reaches the HTTP one.
+func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	sc := b.cfg.Entry.Server
+	var t mcp.Transport
+	if sc.Command != "" {
+		cmd := exec.Command(sc.Command, sc.Args...)
+		cmd.Env = b.childEnv()
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: b.cfg.KillGrace}
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
+			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport}}}
+	}
+	return b.client.Connect(ctx, t, nil)
+}
+
+// redact removes the binding's URL (which may carry a token in its
+// query) and header values from an error before it is reported.
+func (b *Bridge) redact(err error) string {
+	msg := err.Error()
+	sc := b.cfg.Entry.Server
+	if sc.URL != "" {
+		msg = strings.ReplaceAll(msg, sc.URL, "<binding url>")
+	}
+	for _, v := range sc.Headers {
+		if v != "" {
+			msg = strings.ReplaceAll(msg, v, "<redacted>")
+		}
+	}
+	for _, v := range sc.Env {
+		if v != "" {
+			msg = strings.ReplaceAll(msg, v, "<redacted>")
+		}
+	}
+	return msg
+}
+
+// childEnv is the inherited variables plus the binding's env, verbatim.
+func (b *Bridge) childEnv() []string {
+	var env []string
+	for _, k := range b.cfg.Entry.InheritEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range b.cfg.Entry.Server.Env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// headerTransport adds the binding's headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.next.RoundTrip(r)
+}
+
+// supervise follows list_changed and restarts the server when its session
+// ends, until ctx ends.
+func (b *Bridge) supervise(ctx context.Context, sess *mcp.ClientSession) {
+	defer close(b.done)
+	for {
+		b.follow(ctx, sess)
+		if ctx.Err() != nil {
+			return
+		}
+		b.setSession(nil)
+		sess = b.restart(ctx)
+		if sess == nil {
+			return
+		}
+	}
+}
+
+// follow re-lists the tools on every list_changed until the session ends
+// or ctx does.
+func (b *Bridge) follow(ctx context.Context, sess *mcp.ClientSession) {
+	ended := make(chan struct{})
+	go func() { _ = sess.Wait(); close(ended) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ended:
+			return
+		case <-b.relist:
+			if err := b.sync(ctx, sess); err != nil && ctx.Err() == nil {
+				b.log.Warn("mcp bridge: re-listing tools failed", "err", b.redact(err))
+			}
+		}
+	}
+}
+
+// restart reconnects with exponential backoff; nil when ctx ends first.
+func (b *Bridge) restart(ctx context.Context) *mcp.ClientSession {
+	for {
+		b.mu.Lock()
+		wait := b.backoff
+		b.backoff = min(b.backoff*2, b.cfg.RestartMax)
+		b.mu.Unlock()
+		b.log.Warn("mcp bridge: the server's session ended; restarting", "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		sess, err := b.connect(ctx)
+		if err != nil {
+			b.log.Warn("mcp bridge: restart failed", "err", b.redact(err))
+			continue
+		}
+		if err := b.sync(ctx, sess); err != nil {
+			b.log.Warn("mcp bridge: listing tools after restart failed", "err", b.redact(err))
+			_ = sess.Close()
+			continue
+		}
+		b.mu.Lock()
+		b.backoff = b.cfg.RestartMin
+		b.mu.Unlock()
+		b.setSession(sess)
+		b.log.Info("mcp bridge: server restarted")
+		return sess
+	}
+}
+
+// downProblem is what a call gets while the server is down or when it
+// exits under the call.
+func (b *Bridge) downProblem(what string) *envelope.Problem {
+	b.mu.Lock()
+	wait := b.backoff
+	b.mu.Unlock()
+	return envelope.NewProblem(envelope.CodeWorkerLost,
+		fmt.Sprintf("MCP server %q %s; the worker is restarting it", b.cfg.Entry.Namespace, what)).
+		WithRetryAfter(max(wait.Seconds(), 1))
+}
+
+// errClosed reports whether err says the MCP connection is gone: the SDK
+// reports a server that exits mid-call as io.EOF on its stdout.
+func errClosed(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}

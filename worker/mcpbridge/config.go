@@ -1,0 +1,148 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// ServerConfig is one tools-file entry's `binding.mcp`: either a command
+// to run as a stdio MCP server or the URL of a streamable HTTP one. It is
+// worker-local configuration: env and headers may hold secrets and are
+// never served in discovery answers or logged.
+type ServerConfig struct {
+	// Command and Args start a stdio server (no shell is involved).
+	Command string   `yaml:"command"`
+	Args    []string `yaml:"args"`
+	// Env is added to the inherited variables of the server process.
+	Env map[string]string `yaml:"env"`
+	// URL is a streamable HTTP endpoint; Headers go with every request.
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Entry is one MCP server bound in a tools file: its tools appear on the
+// mesh as <Namespace>.<tool>.
+type Entry struct {
+	Namespace string
+	Server    ServerConfig
+	// InheritEnv lists the worker's variables the server process inherits.
+	InheritEnv []string
+}
+
+// quotedValue matches the values yaml quotes in its decoding errors.
+var quotedValue = regexp.MustCompile("`[^`]*`")
+
+// defaultInheritEnv matches the CLI binding's default: enough to find
+// programs (npx needs PATH and HOME) and speak the locale, nothing secret.
+var defaultInheritEnv = []string{"PATH", "HOME", "LANG", "TZ"}
+
+// LoadFile reads the MCP-bound entries of a tools file (the entries whose
+// binding is `mcp`; the CLI loader reads the rest). Errors are
+// invalid_config Problems naming the file, the entry and the field.
+func LoadFile(path string) ([]Entry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tools file: %v", err)
+	}
+	entries, err := Parse(data)
+	if err != nil {
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "%s: %v", path, err)
+	}
+	return entries, nil
+}
+
+// Parse reads the MCP-bound entries of a tools file's contents.
+func Parse(data []byte) ([]Entry, error) {
+	var doc struct {
+		InheritEnv []string `yaml:"inherit_env"`
+		Tools      []struct {
+			Name      string `yaml:"name"`
+			Namespace string `yaml:"namespace"`
+			Binding   struct {
+				CLI yaml.Node `yaml:"cli"`
+				MCP yaml.Node `yaml:"mcp"`
+			} `yaml:"binding"`
+		} `yaml:"tools"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("not valid YAML: %v", err)
+	}
+	inherit := doc.InheritEnv
+	if inherit == nil {
+		inherit = defaultInheritEnv
+	}
+	var out []Entry
+	seen := map[string]int{}
+	for i, t := range doc.Tools {
+		label := fmt.Sprintf("tools[%d]", i)
+		if t.Binding.MCP.Kind == 0 {
+			if t.Namespace != "" {
+				return nil, fmt.Errorf("%s: field namespace: only an MCP binding (binding.mcp) takes a namespace", label)
+			}
+			continue // not an MCP binding: the CLI loader's
+		}
+		if t.Binding.CLI.Kind != 0 {
+			return nil, fmt.Errorf("%s: field binding: set cli or mcp, not both", label)
+		}
+		e, err := parseEntry(t.Namespace, t.Name, &t.Binding.MCP)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", label, err)
+		}
+		if j, dup := seen[e.Namespace]; dup {
+			return nil, fmt.Errorf("%s: field namespace: %q is already bound by tools[%d]", label, e.Namespace, j)
+		}
+		seen[e.Namespace] = i
+		e.InheritEnv = inherit
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// parseEntry validates one binding.mcp and its namespace.
+func parseEntry(namespace, name string, node *yaml.Node) (Entry, error) {
+	if name != "" {
+		return Entry{}, fmt.Errorf("field name: an MCP binding names its tools itself; use namespace")
+	}
+	if namespace == "" {
+		return Entry{}, fmt.Errorf("field namespace is required with binding.mcp (its tools appear as <namespace>.<tool>)")
+	}
+	if err := envelope.ValidateToolName(namespace); err != nil {
+		return Entry{}, fmt.Errorf("field namespace: %v", err)
+	}
+	var raw bytes.Buffer
+	if err := yaml.NewEncoder(&raw).Encode(node); err != nil {
+		return Entry{}, fmt.Errorf("field binding.mcp: %v", err)
+	}
+	dec := yaml.NewDecoder(&raw)
+	dec.KnownFields(true) // a typo in a server binding must not pass silently
+	var sc ServerConfig
+	if err := dec.Decode(&sc); err != nil {
+		// yaml quotes the offending value; in env or headers that may be
+		// a secret, so only the position and the kind of mistake remain.
+		return Entry{}, fmt.Errorf("field binding.mcp: %s", quotedValue.ReplaceAllString(err.Error(), "`…`"))
+	}
+	switch {
+	case sc.Command == "" && sc.URL == "":
+		return Entry{}, fmt.Errorf("field binding.mcp: set command (a stdio server) or url (streamable HTTP)")
+	case sc.Command != "" && sc.URL != "":
+		return Entry{}, fmt.Errorf("field binding.mcp: set command or url, not both")
+	case sc.Command == "" && (len(sc.Args) > 0 || len(sc.Env) > 0):
+		return Entry{}, fmt.Errorf("field binding.mcp: args and env need command")
+	case sc.URL == "" && len(sc.Headers) > 0:
+		return Entry{}, fmt.Errorf("field binding.mcp.headers: headers need url")
+	}
+	if sc.URL != "" {
+		u, err := url.Parse(sc.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return Entry{}, fmt.Errorf("field binding.mcp.url: want an http(s) URL")
+		}
+	}
+	return Entry{Namespace: namespace, Server: sc}, nil
+}

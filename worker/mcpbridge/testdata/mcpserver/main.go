@@ -1,0 +1,130 @@
+// Command mcpserver is an MCP server built from the official Go SDK for
+// the bridge tests: it serves over stdio, or over streamable HTTP with
+// -http ADDR (printing "listening on URL" to stderr).
+//
+// Tools: echo (structured result), count (progress with a total),
+// block (reports progress, then waits for cancellation), cancelled (how many block calls saw
+// their context end), crash (exits the process), add_tool (adds "extra",
+// which sends list_changed), text (content only), fail (isError), pid.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoArgs struct {
+	Message string `json:"message"`
+}
+
+type countArgs struct {
+	N int `json:"n"`
+}
+
+type empty struct{}
+
+func main() {
+	addr := flag.String("http", "", "serve streamable HTTP on ADDR instead of stdio")
+	flag.Parse()
+	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
+	addTools(s)
+	addControlTools(s)
+	if *addr == "" {
+		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	serveHTTP(s, *addr)
+}
+
+// addTools adds the tools that exercise calls, progress and cancellation.
+func addTools(s *mcp.Server) {
+	var cancelled atomic.Int64
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, echoArgs, error) {
+			return nil, a, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "progress n times"},
+		func(ctx context.Context, req *mcp.CallToolRequest, a countArgs) (*mcp.CallToolResult, map[string]int, error) {
+			for i := 1; i <= a.N; i++ {
+				if tok := req.Params.GetProgressToken(); tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(a.N), Message: fmt.Sprintf("step %d", i)})
+				}
+			}
+			// The go-sdk client handles notifications on a queue but
+			// retires responses at once; a ping queues behind the progress,
+			// so once it is answered the client has seen every notification.
+			if err := req.Session.Ping(ctx, nil); err != nil {
+				return nil, nil, err
+			}
+			return nil, map[string]int{"count": a.N}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "blocks until cancelled"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, empty, error) {
+			// The progress tells the test the call reached this handler.
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "blocking"})
+			}
+			<-ctx.Done()
+			cancelled.Add(1)
+			return nil, empty{}, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "cancelled", Description: "counts block calls that saw cancellation"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, map[string]int64, error) {
+			return nil, map[string]int64{"cancelled": cancelled.Load()}, nil
+		})
+}
+
+// addControlTools adds the tools that change or report the server itself.
+func addControlTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "the server's process id"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, map[string]int, error) {
+			return nil, map[string]int{"pid": os.Getpid()}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "exits the server"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, empty, error) {
+			os.Exit(3)
+			return nil, empty{}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "adds the tool extra"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, empty, error) {
+			mcp.AddTool(s, &mcp.Tool{Name: "extra"}, func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, map[string]bool, error) {
+				return nil, map[string]bool{"extra": true}, nil
+			})
+			return nil, empty{}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "text", Description: "content only"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "plain " + os.Getenv("TESTSERVER_GREETING")}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "reports an error"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}}, nil, nil
+		})
+}
+
+// serveHTTP serves s over streamable HTTP, only to requests that carry
+// the header the bridge's binding sets.
+func serveHTTP(s *mcp.Server, addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if r.Header.Get("X-Test-Key") != "k1" {
+			return nil
+		}
+		return s
+	}, nil)
+	fmt.Fprintf(os.Stderr, "listening on http://%s/\n", ln.Addr())
+	log.Fatal(http.Serve(ln, h))
+}

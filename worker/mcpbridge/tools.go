@@ -1,0 +1,205 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// hosted is one MCP tool as registered on the mesh.
+type hosted struct {
+	spec    envelope.ToolSpec
+	mcpName string
+}
+
+// sync lists the server's tools and, when the set changed, moves them to
+// a fresh worker: the new one registers everything first, then the old one
+// drains, so no call is refused during the swap. (worker.Worker cannot
+// unregister a tool, which a removed or changed tool needs.)
+func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession) error {
+	var tools []hosted
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		spec, err := specOf(b.cfg.Entry.Namespace, t)
+		if err != nil {
+			b.log.Warn("mcp bridge: tool not hosted", "tool", t.Name, "err", err)
+			continue
+		}
+		tools = append(tools, hosted{spec: spec, mcpName: t.Name})
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].spec.Name < tools[j].spec.Name })
+	fp, _ := json.Marshal(tools)
+	b.mu.Lock()
+	same := string(fp) == b.fp
+	b.mu.Unlock()
+	if same {
+		return nil
+	}
+	wcfg := b.cfg.Worker
+	wcfg.ID = ""
+	if wcfg.Description == "" {
+		wcfg.Description = "MCP bridge " + b.cfg.Entry.Namespace
+	}
+	if wcfg.Logger == nil {
+		wcfg.Logger = b.log
+	}
+	w, err := worker.New(b.nc, wcfg)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		if err := w.Register(t.spec, b.handler(t.mcpName)); err != nil {
+			w.Stop()
+			return fmt.Errorf("register %s: %w", t.spec.Name, err)
+		}
+		names = append(names, t.spec.Name)
+	}
+	b.mu.Lock()
+	old := b.w
+	b.w, b.tools, b.fp = w, names, string(fp)
+	b.mu.Unlock()
+	if old != nil {
+		b.drains.Add(1)
+		go func() {
+			defer b.drains.Done()
+			dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = old.Drain(dctx)
+		}()
+	}
+	b.log.Info("mcp bridge: tools hosted", "tools", strings.Join(names, ", "))
+	return nil
+}
+
+// specOf maps an MCP tool onto a mesh ToolSpec named <namespace>.<name>.
+func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, error) {
+	s := envelope.ToolSpec{Name: namespace + "." + t.Name, Title: t.Title, Description: t.Description, Tags: []string{"mcp"}}
+	if err := envelope.ValidateToolName(s.Name); err != nil {
+		return s, err
+	}
+	if t.InputSchema != nil {
+		b, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return s, fmt.Errorf("inputSchema: %w", err)
+		}
+		s.InputSchema = b
+	}
+	if t.OutputSchema != nil {
+		b, err := json.Marshal(t.OutputSchema)
+		if err != nil {
+			return s, fmt.Errorf("outputSchema: %w", err)
+		}
+		s.OutputSchema = b
+	}
+	if a := t.Annotations; a != nil {
+		if s.Title == "" {
+			s.Title = a.Title
+		}
+		s.Annotations = &envelope.Annotations{ReadOnly: &a.ReadOnlyHint, Destructive: a.DestructiveHint,
+			Idempotent: &a.IdempotentHint, OpenWorld: a.OpenWorldHint}
+	}
+	return s, s.Validate()
+}
+
+// handler forwards one mesh call to the MCP tool mcpName. Cancelling the
+// mesh call cancels ctx, and the SDK then sends notifications/cancelled.
+func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
+	return func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+		sess := b.session()
+		if sess == nil {
+			return nil, b.downProblem("is down")
+		}
+		params := &mcp.CallToolParams{Name: mcpName, Arguments: json.RawMessage(req.Args)}
+		if req.Streaming {
+			sk := newSink(emit)
+			defer sk.close()
+			token := "toolmesh-" + req.CallID
+			b.sinks.Store(token, sk)
+			defer b.sinks.Delete(token)
+			params.SetProgressToken(token)
+		}
+		res, err := sess.CallTool(ctx, params)
+		switch {
+		case err == nil:
+			return resultOf(res)
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errClosed(err):
+			return nil, b.downProblem("exited while the call was in flight")
+		case errUnreachable(err):
+			// An HTTP server went away: end the session so the supervisor
+			// reconnects with backoff, as it restarts a stdio server.
+			_ = sess.Close()
+			return nil, b.downProblem("cannot be reached")
+		default:
+			return nil, b.callProblem(mcpName, err)
+		}
+	}
+}
+
+// errUnreachable reports a transport failure reaching an HTTP server.
+func errUnreachable(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
+}
+
+// callProblem maps a JSON-RPC error from the server onto the registry.
+func (b *Bridge) callProblem(mcpName string, err error) *envelope.Problem {
+	var je *jsonrpc.Error
+	if asJSONRPC(err, &je) && je.Code == jsonrpc.CodeInvalidParams && strings.Contains(je.Message, "unknown tool") {
+		return envelope.Problemf(envelope.CodeToolNotFound, "the MCP server no longer has tool %q", mcpName)
+	}
+	if je != nil && je.Code == jsonrpc.CodeInvalidParams {
+		return envelope.Problemf(envelope.CodeInvalidInput, "the MCP server refused the arguments: %s", b.redact(je))
+	}
+	return envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered an error: %s", b.redact(err))
+}
+
+// resultOf maps an MCP result: structuredContent is the mesh result; a
+// result with only content becomes {"content": [...]}; isError becomes a
+// tool_failed Problem carrying the text and the content.
+func resultOf(res *mcp.CallToolResult) (any, error) {
+	if res.IsError {
+		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+clip(contentText(res.Content), 2000))
+		return nil, p.WithExtension("mcp_content", res.Content)
+	}
+	if res.StructuredContent != nil {
+		return res.StructuredContent, nil
+	}
+	content := res.Content
+	if content == nil {
+		content = []mcp.Content{}
+	}
+	return map[string]any{"content": content}, nil
+}
+
+func contentText(cs []mcp.Content) string {
+	var parts []string
+	for _, c := range cs {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
