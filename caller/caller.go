@@ -78,6 +78,7 @@ type Caller struct {
 	// spanOpts are the start options of every call's span, built once.
 	spanOpts []trace.SpanStartOption
 	sub      *nats.Subscription
+	probe    *nats.Subscription // answers workers' liveness probes
 	statusCh chan nats.Status
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -144,6 +145,15 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	// and a slow reader can never cause a slow-consumer disconnect.
 	_ = sub.SetPendingLimits(-1, -1)
 	c.sub = sub
+	// Liveness probes get their own subscription (and so their own
+	// goroutine): a worker asking whether this caller lives is answered
+	// at once, however many events wait unread in the inbox.
+	probe, err := nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) { _ = m.Respond(nil) })
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("subscribe liveness probe: %w", err)
+	}
+	c.probe = probe
 	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	c.wg.Add(2)
 	go c.watchConnection()
@@ -171,6 +181,7 @@ func (c *Caller) Close() error {
 	close(c.done)
 	c.nc.RemoveStatusListener(c.statusCh)
 	err := c.sub.Unsubscribe()
+	_ = c.probe.Unsubscribe()
 	c.wg.Wait()
 	if errors.Is(err, nats.ErrConnectionClosed) {
 		err = nil
@@ -354,7 +365,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		return nil, c.problems.New(envelope.CodeTimeout, "the call's budget was spent before it was sent")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, envelope.AsProblem(err, envelope.CodeCancelled)
+		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
 	}
 
 	id := ulid.Make().String()
@@ -452,7 +463,7 @@ func encodeArgs(args any) (json.RawMessage, error) {
 		}
 		return b, nil
 	}
-	if !json.Valid(raw) {
+	if !envelope.ValidJSON(raw) {
 		return nil, errors.New("not valid JSON")
 	}
 	if !isObject(raw) {

@@ -167,7 +167,7 @@ func (c *Caller) Describe(ctx context.Context, tool string) (envelope.ToolSpec, 
 	case errors.Is(err, nats.ErrNoResponders):
 		return envelope.ToolSpec{}, c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", tool))
 	case err != nil && ctx.Err() != nil:
-		return envelope.ToolSpec{}, envelope.AsProblem(ctx.Err(), envelope.CodeTimeout)
+		return envelope.ToolSpec{}, c.problems.Rebase(envelope.AsProblem(ctx.Err(), envelope.CodeTimeout))
 	case err != nil:
 		return envelope.ToolSpec{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
 	}

@@ -32,6 +32,16 @@ const DefaultWindow = 256
 // its caller for 3 intervals cancels the handler.
 const MissedBeats = 3
 
+// ProbeToken is the last subject token of a caller's liveness probe:
+// <inbox>.<caller-id>.alive. A worker whose lease on a caller runs out
+// sends a request there before cancelling the caller's calls: NATS
+// answers "no responders" at once when the caller is gone, the caller
+// answers when it is alive but has not yet been able to prove it (it
+// learns a worker's id only from that worker's messages, which a flood
+// can keep queued behind thousands of others). Call ids are ULIDs, which
+// are upper case, so the token never names a call.
+const ProbeToken = "alive"
+
 // DefaultPickupBeats is how many intervals a caller waits, by default, for
 // a worker's first word on a call. Until a worker reads a call it cannot
 // beat for it, and a burst can leave calls unread in a busy worker's

@@ -197,7 +197,7 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 		return nil, c.contextProblem(ctx)
 	}
 	if err != nil {
-		return nil, envelope.AsProblem(err, envelope.CodeToolFailed)
+		return nil, w.problems.Rebase(envelope.AsProblem(err, envelope.CodeToolFailed))
 	}
 	if res == nil {
 		return nil, w.problems.New(envelope.CodeMissingTerminal,
@@ -208,7 +208,7 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 		if data, err = json.Marshal(res); err != nil {
 			return nil, w.problems.New(envelope.CodeOutputInvalid, "result cannot be encoded as JSON: "+err.Error())
 		}
-	} else if !json.Valid(data) {
+	} else if !envelope.ValidJSON(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
 	}
 	if t.output != nil {
@@ -399,7 +399,7 @@ func (c *call) heartbeat() {
 	c.mu.Unlock()
 	if c.callerID != "" {
 		if seen := c.w.callerSeen(c.callerID, c.started); time.Since(seen) > mesh.MissedBeats*c.interval {
-			c.cancel(errCallerLost)
+			c.w.suspectCaller(c)
 		}
 	}
 }

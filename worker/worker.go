@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,16 @@ type Config struct {
 	MinHeartbeat time.Duration
 	// MaxArgsBytes bounds a call body (default: the connection's max payload).
 	MaxArgsBytes int
+	// ConfirmTimeout bounds how long Register waits for the server to
+	// confirm a tool's subscription (default 10s).
+	ConfirmTimeout time.Duration
+	// MaxPendingCalls and MaxPendingBytes bound the calls waiting unread in
+	// one tool's subscription (defaults 65536 and 64 MiB). Admission is
+	// cheap, so they are reached only by a flood faster than a core can
+	// answer overloaded; NATS then drops calls (their callers see
+	// worker_lost) rather than letting the worker's memory grow unbounded.
+	MaxPendingCalls int
+	MaxPendingBytes int
 	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).
@@ -71,19 +82,25 @@ type Worker struct {
 	idle     chan *call // hands calls to runner goroutines waiting for work
 	admitted atomic.Int64
 	inflight sync.WaitGroup
+	// admitMu orders admissions (inflight.Add, read-locked) before the
+	// moment Stop or Drain closes admission and waits on inflight.
+	admitMu  sync.RWMutex
+	stopping bool
 	// stopCtx ends when the worker stops; see stop.
 	stopCtx    context.Context
 	stopCancel context.CancelCauseFunc
 
-	mu       sync.Mutex
-	tools    map[string]*tool
-	ctlSubs  []*nats.Subscription
-	draining bool
-	closed   chan nats.Status // CLOSED notifications; removed when the worker stops
+	mu          sync.Mutex
+	tools       map[string]*tool
+	registering map[string]bool // names whose subscription awaits confirmation
+	ctlSubs     []*nats.Subscription
+	draining    bool
+	closed      chan nats.Status // CLOSED notifications; removed when the worker stops
 
 	callsMu      sync.Mutex
 	calls        map[string]*call
 	callers      map[string]time.Time // caller id → last liveness message
+	probing      map[string]bool      // callers whose liveness probe is out
 	callersSwept int                  // size of callers after the last prune
 
 	formatsMu sync.Mutex
@@ -96,6 +113,7 @@ type tool struct {
 	input   *envelope.Schema
 	output  *envelope.Schema
 	sub     *nats.Subscription
+	dsub    *nats.Subscription // the describe subject
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
@@ -145,6 +163,15 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.MinHeartbeat <= 0 {
 		cfg.MinHeartbeat = 10 * time.Millisecond
 	}
+	if cfg.ConfirmTimeout <= 0 {
+		cfg.ConfirmTimeout = 10 * time.Second
+	}
+	if cfg.MaxPendingCalls <= 0 {
+		cfg.MaxPendingCalls = 1 << 16
+	}
+	if cfg.MaxPendingBytes <= 0 {
+		cfg.MaxPendingBytes = 64 << 20
+	}
 	if cfg.MaxArgsBytes <= 0 {
 		cfg.MaxArgsBytes = int(nc.MaxPayload())
 	}
@@ -158,20 +185,22 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
 	w := &Worker{
-		nc:       nc,
-		cfg:      cfg,
-		subjects: mesh.Subjects{Prefix: cfg.Prefix},
-		problems: envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:   cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
-		prop:     cfg.Propagator,
-		log:      cfg.Logger.With("worker_id", cfg.ID),
-		started:  time.Now().UTC(),
-		slots:    make(chan struct{}, cfg.MaxConcurrent),
-		idle:     make(chan *call),
-		tools:    map[string]*tool{},
-		calls:    map[string]*call{},
-		callers:  map[string]time.Time{},
-		formats:  map[string]*envelope.Schema{},
+		nc:          nc,
+		cfg:         cfg,
+		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
+		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:      cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
+		prop:        cfg.Propagator,
+		log:         cfg.Logger.With("worker_id", cfg.ID),
+		started:     time.Now().UTC(),
+		slots:       make(chan struct{}, cfg.MaxConcurrent),
+		idle:        make(chan *call),
+		tools:       map[string]*tool{},
+		registering: map[string]bool{},
+		calls:       map[string]*call{},
+		callers:     map[string]time.Time{},
+		probing:     map[string]bool{},
+		formats:     map[string]*envelope.Schema{},
 	}
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	if err := w.subscribeControl(); err != nil {
@@ -196,46 +225,72 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // Register validates spec (name, schemas), compiles its schemas once, and
 // starts taking calls for it on one queue subscription. When it returns,
 // the server has the subscription: calls through the same server reach it.
+// Waiting for the server's confirmation (at most Config.ConfirmTimeout)
+// holds no lock, and a registration the server does not confirm is undone
+// entirely: the tool is then not registered at all.
 func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
 	if h == nil {
 		return errors.New("register: nil handler")
 	}
 	in, out, err := spec.Compile()
 	if err != nil {
-		return envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
+		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
+	t := &tool{spec: spec, handler: h, input: in, output: out,
+		spanName: "toolmesh.serve " + spec.Name,
+		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
+	if err := w.reserve(t); err != nil {
+		return err
+	}
+	// Round-trip to the server so the tool is callable when Register returns.
+	err = w.nc.FlushTimeout(w.cfg.ConfirmTimeout)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.registering, spec.Name)
+	if err == nil && w.draining {
+		err = ErrDraining
+	}
+	if err != nil {
+		_ = t.sub.Unsubscribe()
+		_ = t.dsub.Unsubscribe()
+		if errors.Is(err, ErrDraining) {
+			return err
+		}
+		return fmt.Errorf("register %q: subscription not confirmed by the server: %w", spec.Name, err)
+	}
+	w.tools[spec.Name] = t
+	w.ctlSubs = append(w.ctlSubs, t.dsub)
+	return nil
+}
+
+// reserve claims t's name and subscribes its call and describe subjects.
+func (w *Worker) reserve(t *tool) error {
+	name := t.spec.Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.draining {
 		return ErrDraining
 	}
-	if _, dup := w.tools[spec.Name]; dup {
-		return fmt.Errorf("register: tool %q is already registered", spec.Name)
+	if _, dup := w.tools[name]; dup || w.registering[name] {
+		return fmt.Errorf("register: tool %q is already registered", name)
 	}
-	t := &tool{spec: spec, handler: h, input: in, output: out,
-		spanName: "toolmesh.serve " + spec.Name,
-		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
-	sub, err := w.nc.QueueSubscribe(w.subjects.Call(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
+	sub, err := w.nc.QueueSubscribe(w.subjects.Call(name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
 	if err != nil {
-		return fmt.Errorf("register %q: %w", spec.Name, err)
+		return fmt.Errorf("register %q: %w", name, err)
 	}
-	// The callback only admits and hands off; never let NATS drop calls for it.
-	_ = sub.SetPendingLimits(-1, -1)
-	t.sub = sub
-	dsub, err := w.nc.QueueSubscribe(w.subjects.Describe(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) {
+	// The callback only admits and hands off, so the pending queue stays
+	// short unless a flood outruns a core; the limits bound it even then.
+	_ = sub.SetPendingLimits(w.cfg.MaxPendingCalls, w.cfg.MaxPendingBytes)
+	dsub, err := w.nc.QueueSubscribe(w.subjects.Describe(name), w.subjects.QueueGroup(), func(m *nats.Msg) {
 		b, _ := json.Marshal(t.spec)
 		_ = m.Respond(b)
 	})
 	if err != nil {
 		_ = sub.Unsubscribe()
-		return fmt.Errorf("register %q: %w", spec.Name, err)
+		return fmt.Errorf("register %q: %w", name, err)
 	}
-	w.ctlSubs = append(w.ctlSubs, dsub)
-	w.tools[spec.Name] = t
-	// Round-trip to the server so the tool is callable when Register returns.
-	if err := w.nc.FlushTimeout(10 * time.Second); err != nil {
-		return fmt.Errorf("register %q: subscription not confirmed by the server: %w", spec.Name, err)
-	}
+	t.sub, t.dsub = sub, dsub
+	w.registering[name] = true
 	return nil
 }
 
@@ -281,6 +336,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 			break
 		}
 	}
+	w.closeAdmission()
 	done := make(chan struct{})
 	go func() { w.inflight.Wait(); close(done) }()
 	if err == nil {
@@ -304,9 +360,19 @@ func (w *Worker) Stop() {
 	w.mu.Lock()
 	w.draining = true
 	w.mu.Unlock()
+	w.closeAdmission()
 	w.stop(errors.New("worker stopped"))
 	w.unsubscribeAll()
 	w.inflight.Wait()
+}
+
+// closeAdmission makes every later call be refused before it is counted
+// in inflight, so a Wait on inflight that starts now sees every call that
+// will ever run: no handler starts after Stop or Drain returns.
+func (w *Worker) closeAdmission() {
+	w.admitMu.Lock()
+	w.stopping = true
+	w.admitMu.Unlock()
 }
 
 func (w *Worker) unsubscribeAll() {
@@ -399,6 +465,46 @@ func (w *Worker) lookup(callID string) *call {
 	return w.calls[callID]
 }
 
+// suspectCaller is called when c's caller has not proved itself alive for
+// its lease. Silence alone does not prove death — a live caller that has
+// not yet heard from this worker cannot address it — so the worker asks
+// the caller itself (mesh.ProbeToken), once per caller however many of
+// its calls are waiting, and cancels the caller's calls only when NATS
+// says nobody listens there any more or no answer comes within the lease.
+func (w *Worker) suspectCaller(c *call) {
+	w.callsMu.Lock()
+	if w.probing[c.callerID] {
+		w.callsMu.Unlock()
+		return
+	}
+	w.probing[c.callerID] = true
+	w.callsMu.Unlock()
+	inbox := c.reply[:strings.LastIndexByte(c.reply, '.')+1]
+	go w.probeCaller(c.callerID, inbox+mesh.ProbeToken, mesh.MissedBeats*c.interval)
+}
+
+func (w *Worker) probeCaller(callerID, subject string, wait time.Duration) {
+	ctx, cancel := context.WithTimeout(w.stopCtx, wait)
+	defer cancel()
+	_, err := w.nc.RequestWithContext(ctx, subject, nil)
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	delete(w.probing, callerID)
+	if err == nil {
+		w.callers[callerID] = time.Now()
+		return
+	}
+	if w.stopCtx.Err() != nil {
+		return
+	}
+	w.log.Info("caller lost: cancelling its calls", "caller_id", callerID, "probe", err)
+	for _, c := range w.calls {
+		if c.callerID == callerID {
+			c.cancel(errCallerLost)
+		}
+	}
+}
+
 // callerSeen returns when the caller was last heard, or since if later.
 func (w *Worker) callerSeen(callerID string, since time.Time) time.Time {
 	w.callsMu.Lock()
@@ -475,20 +581,35 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		}
 		c.deadline = received.Add(mesh.Millis(ms))
 	}
-	if w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued) {
-		w.admitted.Add(-1)
-		c.reject(w.problems.New(envelope.CodeOverloaded,
-			fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)).
-			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds()))
+	if !w.admit(c) {
 		return
 	}
 	c.body = m.Data
-	w.inflight.Add(1)
 	select {
 	case w.idle <- c: // an idle runner takes it, reusing its already grown stack
 	default:
 		go w.runner(c)
 	}
+}
+
+// admit counts c in flight, or answers it overloaded when the worker is
+// full or stopping; it reports whether c was admitted.
+func (w *Worker) admit(c *call) bool {
+	w.admitMu.RLock()
+	defer w.admitMu.RUnlock()
+	var detail string
+	switch {
+	case w.stopping:
+		detail = fmt.Sprintf("worker %s is stopping; the handler did not run", w.cfg.ID)
+	case w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued):
+		w.admitted.Add(-1)
+		detail = fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)
+	default:
+		w.inflight.Add(1)
+		return true
+	}
+	c.reject(w.problems.New(envelope.CodeOverloaded, detail).WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds()))
+	return false
 }
 
 // stop cancels every call in flight with cause. Call contexts are not
