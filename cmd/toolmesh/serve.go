@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -65,8 +66,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
 			}
 			fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
-			<-ctx.Done()
-			return drainWorker(w, drain, g)
+			return serveUntil(ctx, nc, w, drain, g)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
@@ -107,13 +107,39 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 			}
 			g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
-			<-ctx.Done()
-			return drainWorker(w, drain, g)
+			return serveUntil(ctx, nc, w, drain, g)
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 	return cmd
+}
+
+// serveUntil serves until ctx ends (then drains) or the NATS connection
+// closes for good: a worker with no connection serves nobody, so it exits
+// non-zero with the reason and its supervisor can restart it.
+func serveUntil(ctx context.Context, nc *nats.Conn, w *worker.Worker, drain time.Duration, g *globals) error {
+	closed := nc.StatusChanged(nats.CLOSED)
+	defer nc.RemoveStatusListener(closed)
+	if nc.IsClosed() {
+		return connectionClosed(nc)
+	}
+	select {
+	case <-ctx.Done():
+		return drainWorker(w, drain, g)
+	case <-closed:
+		w.Stop()
+		return connectionClosed(nc)
+	}
+}
+
+func connectionClosed(nc *nats.Conn) error {
+	reason := "no reason given"
+	if err := nc.LastError(); err != nil {
+		reason = err.Error()
+	}
+	return envelope.Problemf(envelope.CodeConnectionLost, "the NATS connection closed for good (%s); the worker cannot serve and exits", reason).
+		WithFix("Check that the NATS server is reachable; raise --max-reconnects (0 never gives up), or let a supervisor restart the worker.", envelope.MaybeIncorrect)
 }
 
 // drainWorker stops taking calls and lets the ones in flight finish.
