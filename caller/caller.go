@@ -148,7 +148,11 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	// Liveness probes get their own subscription (and so their own
 	// goroutine): a worker asking whether this caller lives is answered
 	// at once, however many events wait unread in the inbox.
-	probe, err := nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) { _ = m.Respond(nil) })
+	probe, err := nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) {
+		if wid := mesh.Header(m.Header, mesh.HeaderWorkerID); wid != "" {
+			c.sendControl(wid, mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID})
+		}
+	})
 	if err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("subscribe liveness probe: %w", err)

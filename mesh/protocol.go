@@ -34,12 +34,14 @@ const MissedBeats = 3
 
 // ProbeToken is the last subject token of a caller's liveness probe:
 // <inbox>.<caller-id>.alive. A worker whose lease on a caller runs out
-// sends a request there before cancelling the caller's calls: NATS
-// answers "no responders" at once when the caller is gone, the caller
-// answers when it is alive but has not yet been able to prove it (it
-// learns a worker's id only from that worker's messages, which a flood
-// can keep queued behind thousands of others). Call ids are ULIDs, which
-// are upper case, so the token never names a call.
+// publishes there (header Toolmesh-Worker-Id, reply subject
+// <prefix>.ctl.<worker-id>.<caller-id>) before cancelling the caller's
+// calls: a live caller answers with a liveness control message — it may
+// not have been able to before, since it learns a worker's id only from
+// that worker's messages, which a flood can keep queued behind thousands
+// of others — and when the caller is gone the server answers the reply
+// subject "503 no responders" at once. Call ids are ULIDs, upper case, so
+// the token never names a call.
 const ProbeToken = "alive"
 
 // DefaultPickupBeats is how many intervals a caller waits, by default, for

@@ -190,7 +190,8 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 	var probes atomic.Int64
 	if _, err := raw.Subscribe("_INBOX.SILENT."+mesh.ProbeToken, func(m *nats.Msg) {
 		probes.Add(1)
-		_ = m.Respond(nil)
+		wid := mesh.Header(m.Header, mesh.HeaderWorkerID)
+		_ = raw.Publish(mesh.Subjects{}.Control(wid), mesh.Control{Op: mesh.OpAlive, CallerID: "SILENT"}.Encode())
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +57,9 @@ type Config struct {
 	// worker_lost) rather than letting the worker's memory grow unbounded.
 	MaxPendingCalls int
 	MaxPendingBytes int
+	// RegistryTTL is how long the worker's key in the JetStream worker
+	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
+	RegistryTTL time.Duration
 	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).
@@ -100,8 +102,10 @@ type Worker struct {
 	callsMu      sync.Mutex
 	calls        map[string]*call
 	callers      map[string]time.Time // caller id → last liveness message
-	probing      map[string]bool      // callers whose liveness probe is out
+	probing      map[string]chan bool // callers whose liveness probe is out → its answer (true: alive)
 	callersSwept int                  // size of callers after the last prune
+
+	presence *presence
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
@@ -163,6 +167,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.MinHeartbeat <= 0 {
 		cfg.MinHeartbeat = 10 * time.Millisecond
 	}
+	if cfg.RegistryTTL <= 0 {
+		cfg.RegistryTTL = mesh.DefaultRegistryTTL
+	}
 	if cfg.ConfirmTimeout <= 0 {
 		cfg.ConfirmTimeout = 10 * time.Second
 	}
@@ -199,7 +206,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		registering: map[string]bool{},
 		calls:       map[string]*call{},
 		callers:     map[string]time.Time{},
-		probing:     map[string]bool{},
+		probing:     map[string]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
@@ -207,6 +214,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		w.unsubscribeAll()
 		return nil, err
 	}
+	w.startPresence()
 	// A connection closed for good can deliver no result: cancel the
 	// handlers rather than let them run for nobody.
 	closed := nc.StatusChanged(nats.CLOSED)
@@ -214,6 +222,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	go func() {
 		if _, ok := <-closed; ok {
 			w.stop(errors.New("the NATS connection was closed"))
+			w.presence.goodbye()
 		}
 	}()
 	return w, nil
@@ -260,6 +269,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
 	}
 	w.tools[spec.Name] = t
 	w.ctlSubs = append(w.ctlSubs, t.dsub)
+	go w.presence.changed()
 	return nil
 }
 
@@ -317,6 +327,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 		return nil
 	}
 	w.draining = true
+	go w.presence.goodbye()
 	var closed []<-chan nats.SubStatus
 	for _, t := range w.tools {
 		closed = append(closed, t.sub.StatusChanged(nats.SubscriptionClosed))
@@ -361,6 +372,7 @@ func (w *Worker) Stop() {
 	w.draining = true
 	w.mu.Unlock()
 	w.closeAdmission()
+	w.presence.goodbye()
 	w.stop(errors.New("worker stopped"))
 	w.unsubscribeAll()
 	w.inflight.Wait()
@@ -402,14 +414,22 @@ func (w *Worker) subscribeControl() error {
 	}
 	_ = ctl.SetPendingLimits(-1, -1)
 	w.ctlSubs = append(w.ctlSubs, ctl)
-	cat, err := w.nc.Subscribe(w.subjects.Catalog(), func(m *nats.Msg) {
-		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: w.Specs()})
-		_ = m.Respond(b)
-	})
+	probes, err := w.nc.Subscribe(w.subjects.Control(w.cfg.ID)+".*", w.onProbeReply)
 	if err != nil {
 		return err
 	}
-	w.ctlSubs = append(w.ctlSubs, cat)
+	w.ctlSubs = append(w.ctlSubs, probes)
+	answer := func(m *nats.Msg) {
+		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: w.Specs()})
+		_ = m.Respond(b)
+	}
+	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
+		cat, err := w.nc.Subscribe(subj, answer)
+		if err != nil {
+			return err
+		}
+		w.ctlSubs = append(w.ctlSubs, cat)
+	}
 	return w.subscribeDiscovery()
 }
 
@@ -430,6 +450,7 @@ func (w *Worker) onControl(m *nats.Msg) {
 		now := time.Now()
 		w.callsMu.Lock()
 		w.callers[c.CallerID] = now
+		w.answerProbeLocked(c.CallerID, true)
 		if len(w.callers) > w.callersSwept*2+64 {
 			w.pruneCallersLocked(now)
 		}
@@ -463,46 +484,6 @@ func (w *Worker) lookup(callID string) *call {
 	w.callsMu.Lock()
 	defer w.callsMu.Unlock()
 	return w.calls[callID]
-}
-
-// suspectCaller is called when c's caller has not proved itself alive for
-// its lease. Silence alone does not prove death — a live caller that has
-// not yet heard from this worker cannot address it — so the worker asks
-// the caller itself (mesh.ProbeToken), once per caller however many of
-// its calls are waiting, and cancels the caller's calls only when NATS
-// says nobody listens there any more or no answer comes within the lease.
-func (w *Worker) suspectCaller(c *call) {
-	w.callsMu.Lock()
-	if w.probing[c.callerID] {
-		w.callsMu.Unlock()
-		return
-	}
-	w.probing[c.callerID] = true
-	w.callsMu.Unlock()
-	inbox := c.reply[:strings.LastIndexByte(c.reply, '.')+1]
-	go w.probeCaller(c.callerID, inbox+mesh.ProbeToken, mesh.MissedBeats*c.interval)
-}
-
-func (w *Worker) probeCaller(callerID, subject string, wait time.Duration) {
-	ctx, cancel := context.WithTimeout(w.stopCtx, wait)
-	defer cancel()
-	_, err := w.nc.RequestWithContext(ctx, subject, nil)
-	w.callsMu.Lock()
-	defer w.callsMu.Unlock()
-	delete(w.probing, callerID)
-	if err == nil {
-		w.callers[callerID] = time.Now()
-		return
-	}
-	if w.stopCtx.Err() != nil {
-		return
-	}
-	w.log.Info("caller lost: cancelling its calls", "caller_id", callerID, "probe", err)
-	for _, c := range w.calls {
-		if c.callerID == callerID {
-			c.cancel(errCallerLost)
-		}
-	}
 }
 
 // callerSeen returns when the caller was last heard, or since if later.

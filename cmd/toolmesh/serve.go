@@ -35,7 +35,7 @@ func newDevCmd(g *globals) *cobra.Command {
 			}
 			shutdown := setupTracing(ctx, "toolmesh-dev", g.log)
 			defer shutdown()
-			srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{Listen: listen})
+			srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{Listen: listen, JetStream: true}) // JetStream holds the worker registry
 			if err != nil {
 				return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
 					WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
