@@ -54,6 +54,11 @@ type Config struct {
 	Window int
 	// Retries is how many times a retry-safe failure is retried (default 2).
 	Retries int
+	// MaxResultBytes caps one event reassembled from chunks (default
+	// mesh.DefaultMaxResultBytes): past it the call ends payload_too_large
+	// and the worker is told to stop, rather than the caller's memory
+	// growing with whatever a worker sends.
+	MaxResultBytes int
 	// ProblemBaseURI is the base of problem type URIs.
 	ProblemBaseURI string
 	Logger         *slog.Logger
@@ -110,6 +115,9 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		cfg.Window = mesh.DefaultWindow
 	}
 	cfg.Window = max(cfg.Window, 2)
+	if cfg.MaxResultBytes <= 0 {
+		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
+	}
 	if cfg.Retries == 0 {
 		cfg.Retries = 2
 	}
@@ -238,6 +246,10 @@ func (c *Caller) onMsg(m *nats.Msg) {
 	if !hasSeq && !p.stream {
 		seq = 1 // a unary reply is one unnumbered message
 	}
+	if chunk := mesh.Header(m.Header, mesh.HeaderChunk); chunk != "" {
+		p.chunk(seq, chunk, m.Data)
+		return
+	}
 	// ParseEvent, not json.Unmarshal: one validation pass instead of two,
 	// and the event's data aliases the message nats.go allocated for us.
 	ev, err := envelope.ParseEvent(m.Data)
@@ -362,7 +374,8 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	if limit := c.nc.MaxPayload() - 1024; int64(len(body)) > limit {
 		return nil, c.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(body), limit))
+			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(body), limit)).
+			WithFix("Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload.", envelope.MaybeIncorrect)
 	}
 	deadline, hasDeadline := ctx.Deadline()
 	if hasDeadline && time.Until(deadline) <= 0 {
@@ -436,7 +449,8 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		c.remove(id)
 		var prob *envelope.Problem
 		if errors.Is(err, nats.ErrMaxPayload) {
-			prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error())
+			prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error()).
+				WithFix("Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args.", envelope.MaybeIncorrect)
 		} else {
 			prob = c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
 		}

@@ -63,7 +63,20 @@ const (
 	HeaderWorkerID       = "Toolmesh-Worker-Id" // on heartbeats: where to send control
 	HeaderCallerID       = "Toolmesh-Caller-Id" // caller promises liveness messages
 	HeaderInterval       = "Toolmesh-Interval"  // heartbeat interval in ms the caller expects
+	// HeaderChunk marks one piece of an event too large for one message:
+	// "i/n", piece i (1-based) of n. The pieces' bodies, concatenated in
+	// order, are the event's JSON; each piece has its own Toolmesh-Seq (in
+	// unary mode too), so a lost piece is a gap like a lost event.
+	HeaderChunk = "Toolmesh-Chunk"
 )
+
+// ChunkOverhead is what a chunk message keeps free of the server's
+// max_payload for its headers and subject.
+const ChunkOverhead = 1024
+
+// DefaultMaxResultBytes caps one event (a result, or a delta) reassembled
+// from chunks, on each side, unless configured otherwise.
+const DefaultMaxResultBytes = 64 << 20
 
 // Call modes.
 const (

@@ -60,6 +60,11 @@ type Config struct {
 	// RegistryTTL is how long the worker's key in the JetStream worker
 	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
 	RegistryTTL time.Duration
+	// MaxResultBytes caps one event's encoded size (default
+	// mesh.DefaultMaxResultBytes). An event larger than the server's
+	// max_payload goes out in chunks over the call's event stream; past
+	// this cap a result becomes payload_too_large.
+	MaxResultBytes int
 	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).
@@ -129,6 +134,9 @@ type tool struct {
 	busy      time.Duration
 }
 
+// largeArgsFix says what to do about args too large to send.
+const largeArgsFix = "Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload."
+
 // ErrDraining is returned by Register once Drain or Stop has begun.
 var ErrDraining = errors.New("worker is draining")
 
@@ -166,6 +174,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	}
 	if cfg.MinHeartbeat <= 0 {
 		cfg.MinHeartbeat = 10 * time.Millisecond
+	}
+	if cfg.MaxResultBytes <= 0 {
+		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
 	}
 	if cfg.RegistryTTL <= 0 {
 		cfg.RegistryTTL = mesh.DefaultRegistryTTL
@@ -552,7 +563,8 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	c.granted = int64(c.window)
 	if len(m.Data) > w.cfg.MaxArgsBytes {
 		c.reject(w.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)))
+			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)).
+			WithFix(largeArgsFix, envelope.MaybeIncorrect))
 		return
 	}
 	if ms, ok := mesh.HeaderInt(h, mesh.HeaderTimeout); ok {

@@ -154,7 +154,7 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 		defer cancel()
 	}
 	argv := Argv(b, h.spec.Name, req.Args, req.DryRun, pageAll)
-	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), req.Bearer, emit)
+	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), req.Bearer, streamer{emit, req.Streaming})
 	return res, redactProblem(err, req.Bearer)
 }
 
@@ -182,7 +182,7 @@ func redactProblem(err error, bearer string) error {
 // run starts argv in its own process group and turns its output and exit
 // into the call's result or Problem. Whatever happens, no process of the
 // group outlives the call.
-func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer string, emit worker.Emitter) (any, error) {
+func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer string, emit streamer) (any, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -316,16 +316,25 @@ func (h *Handler) exitProblem(code int, waitErr error, stderr *tailBuffer) *enve
 	return p
 }
 
+// streamer is the call's Emitter and whether the caller reads the
+// stream: a streamed lines/ndjson call gets its output once, as deltas,
+// and a result that counts them instead of repeating them.
+type streamer struct {
+	worker.Emitter
+	streaming bool
+}
+
 // output is what readOutput gathered.
 type output struct {
-	raw   []byte            // json: all of stdout
-	items []json.RawMessage // ndjson
-	lines []string          // lines
+	raw      []byte            // json: all of stdout
+	items    []json.RawMessage // ndjson (unary mode)
+	lines    []string          // lines (unary mode)
+	streamed int               // lines or items sent as deltas (stream mode)
 }
 
 // readOutput reads stdout per the binding's format, streaming deltas as
 // lines arrive (ndjson and lines) rather than after the program exits.
-func (h *Handler) readOutput(r io.Reader, emit worker.Emitter) (output, error) {
+func (h *Handler) readOutput(r io.Reader, emit streamer) (output, error) {
 	var o output
 	switch h.binding.Format() {
 	case envelope.OutputJSON:
@@ -351,22 +360,30 @@ func (h *Handler) readOutput(r io.Reader, emit worker.Emitter) (output, error) {
 	}
 }
 
-func (h *Handler) takeLine(o *output, line []byte, emit worker.Emitter) error {
+func (h *Handler) takeLine(o *output, line []byte, emit streamer) error {
 	if h.binding.Format() == envelope.OutputNDJSON {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
 		if !json.Valid(line) {
 			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: output line %d is not JSON (ndjson): %s",
-				h.spec.Name, len(o.items)+1, excerpt(line))
+				h.spec.Name, len(o.items)+o.streamed+1, excerpt(line))
 		}
 		item := json.RawMessage(append([]byte(nil), line...))
+		if emit.streaming {
+			o.streamed++
+			return emitDelta(emit, item)
+		}
 		o.items = append(o.items, item)
-		return emitDelta(emit, item)
+		return nil
 	}
 	s := strings.ToValidUTF8(string(line), "\uFFFD")
+	if emit.streaming {
+		o.streamed++
+		return emitDelta(emit, map[string]string{"line": s})
+	}
 	o.lines = append(o.lines, s)
-	return emitDelta(emit, map[string]string{"line": s})
+	return nil
 }
 
 // emitDelta sends a delta; a failure to emit because the call ended is
@@ -393,6 +410,9 @@ func excerpt(b []byte) string {
 func (h *Handler) finalResult(o output, stderr *tailBuffer) (any, error) {
 	switch h.binding.Format() {
 	case envelope.OutputNDJSON:
+		if o.streamed > 0 {
+			return map[string]any{"items_streamed": o.streamed}, nil
+		}
 		if o.items == nil {
 			o.items = []json.RawMessage{}
 		}
@@ -416,6 +436,9 @@ func (h *Handler) linesResult(o output, stderr *tailBuffer, warnings []string) m
 		o.lines = []string{}
 	}
 	res := map[string]any{"lines": o.lines, "stderr": stderr.String()}
+	if o.streamed > 0 {
+		res = map[string]any{"lines_streamed": o.streamed, "stderr": stderr.String()}
+	}
 	if stderr.lost {
 		res["stderr_truncated"] = true
 	}
@@ -435,8 +458,8 @@ func (h *Handler) cappedResult(o output, stderr *tailBuffer) (any, error) {
 		return h.linesResult(o, stderr, []string{reason}), nil
 	}
 	p := envelope.Problemf(envelope.CodePayloadTooLarge, "tool %s: %s", h.spec.Name, reason)
-	if h.binding.Format() == envelope.OutputNDJSON {
-		p.WithExtension("items_delivered", len(o.items))
+	if h.binding.Format() == envelope.OutputNDJSON && o.streamed > 0 {
+		p.WithExtension("items_delivered", o.streamed)
 	}
 	return nil, p
 }
