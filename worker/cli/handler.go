@@ -183,9 +183,12 @@ func redactProblem(err error, bearer string) error {
 // into the call's result or Problem. Whatever happens, no process of the
 // group outlives the call.
 func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer string, emit streamer) (any, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+	}
+	cmd := command(path, argv[1:], h.limits.KillGrace)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -197,7 +200,8 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer s
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
-	if err := cmd.Start(); err != nil {
+	exited := make(chan struct{})
+	if err := start(cmd, exited); err != nil {
 		for _, f := range []*os.File{stdoutR, stdoutW, stderrR, stderrW} {
 			f.Close()
 		}
@@ -210,7 +214,6 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, bearer s
 	// Stop the whole group on cancel, timeout, caller loss or output cap:
 	// SIGTERM, then SIGKILL after the grace period.
 	stop := make(chan struct{})
-	exited := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
