@@ -19,6 +19,9 @@ const ReconnectForever = -1
 func connectionLogging(log *slog.Logger) []nats.Option {
 	return []nats.Option{
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err == nil || nc.IsClosed() {
+				return // our own Close, not an outage
+			}
 			log.Warn("NATS connection lost; reconnecting", "server", nc.ConnectedUrlRedacted(), "err", err)
 		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -28,7 +31,9 @@ func connectionLogging(log *slog.Logger) []nats.Option {
 			log.Info("NATS connection re-established", "server", nc.ConnectedUrlRedacted(), "reconnects", nc.Stats().Reconnects)
 		}),
 		nats.ClosedHandler(func(nc *nats.Conn) {
-			log.Error("NATS connection closed for good", "err", nc.LastError())
+			if err := nc.LastError(); err != nil { // nil: closed by its owner
+				log.Error("NATS connection closed for good", "err", err)
+			}
 		}),
 	}
 }

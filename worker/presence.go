@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/mesh"
@@ -63,6 +64,10 @@ func (w *Worker) openRegistry() jetstream.KeyValue {
 
 func (p *presence) loop() {
 	defer close(p.exited)
+	// After an outage the registry key may have expired: re-register at
+	// once on reconnect rather than at the next refresh.
+	reconnected := p.w.nc.StatusChanged(nats.CONNECTED)
+	defer p.w.nc.RemoveStatusListener(reconnected)
 	beat := time.NewTicker(p.w.cfg.Heartbeat)
 	defer beat.Stop()
 	refresh := time.NewTicker(max(p.w.cfg.RegistryTTL/3, time.Second))
@@ -74,6 +79,9 @@ func (p *presence) loop() {
 		case <-beat.C:
 			p.beacon(mesh.BeaconUp)
 		case <-refresh.C:
+			p.register()
+		case <-reconnected:
+			p.beacon(mesh.BeaconUp)
 			p.register()
 		}
 	}
