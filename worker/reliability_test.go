@@ -235,3 +235,43 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 		return
 	}
 }
+
+// A call whose message is still being dispatched when Stop returns (the
+// subscription callback can run late) is refused as overloaded — the
+// handler never runs — instead of being admitted after Stop's wait began.
+func TestCallArrivingAfterStopIsRefused(t *testing.T) {
+	w, raw := newTestWorker(t, Config{})
+	var ran atomic.Bool
+	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
+		ran.Store(true)
+		return "ok", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := raw.SubscribeSync("late.reply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = raw.Flush()
+	tl := w.tools["t"]
+	w.Stop()
+	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+	m.Reply = "late.reply"
+	m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
+	m.Data = []byte(`{"args":{}}`)
+	w.onCall(tl, m) // what a subscription callback still in flight would do
+	if n := w.admitted.Load(); n != 0 {
+		t.Fatalf("%d calls admitted after Stop returned", n)
+	}
+	reply, err := sub.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := envelope.ParseEvent(reply.Data)
+	if err != nil || ev.Code != envelope.CodeOverloaded || !strings.Contains(ev.Message, "stopping") {
+		t.Fatalf("late call answered %+v (%v), want overloaded: stopping", ev, err)
+	}
+	if ran.Load() {
+		t.Fatal("the handler ran after Stop returned")
+	}
+}
