@@ -146,9 +146,8 @@ var errCallerLost = errors.New("caller stopped sending liveness messages")
 // errCallerCancelled is the cancel cause of a cancel control message.
 var errCallerCancelled = errors.New("cancelled by the caller")
 
-// New creates a worker on nc and starts serving its control and discovery
-// subjects. Register tools to start taking calls.
-func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+// withDefaults fills every unset field of cfg with its documented default.
+func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
 	}
@@ -202,6 +201,13 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Propagator == nil {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
+	return cfg
+}
+
+// New creates a worker on nc and starts serving its control and discovery
+// subjects. Register tools to start taking calls.
+func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+	cfg = cfg.withDefaults(nc)
 	w := &Worker{
 		nc:          nc,
 		cfg:         cfg,
