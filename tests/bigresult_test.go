@@ -110,3 +110,44 @@ tools:
 		t.Fatalf("%d deltas, want 50000", n)
 	}
 }
+
+// A delta larger than one NATS message arrives whole too, in order, and
+// counts as one event against the stream's credit.
+func TestLargeDeltasArriveWhole(t *testing.T) {
+	f := newMesh(t, worker.Config{}, caller.Config{Window: 2})
+	big := strings.Repeat("d", 3<<20)
+	register(t, f.w, envelope.ToolSpec{Name: "deltas"}, func(_ context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
+		for i := range 4 {
+			if err := emit.Delta(map[string]any{"i": i, "blob": big}); err != nil {
+				return nil, err
+			}
+		}
+		return map[string]int{"n": 4}, nil
+	})
+	s, err := f.c.Stream(context.Background(), "deltas", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ev, err := range s.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case envelope.EventDelta:
+			var d struct {
+				I    int
+				Blob string
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil || d.I != n || d.Blob != big {
+				t.Fatalf("delta %d: %v, i=%d, %d bytes", n, err, d.I, len(d.Blob))
+			}
+			n++
+		case envelope.EventError:
+			t.Fatalf("stream failed: %+v", ev.Problem())
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d deltas, want 4", n)
+	}
+}
