@@ -47,7 +47,7 @@ func (w *Worker) openRegistry() jetstream.KeyValue {
 	if err != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(w.stopCtx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(w.stopCtx, 2*time.Second)
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: w.subjects.RegistryBucket(), TTL: w.cfg.RegistryTTL, History: 1,
