@@ -87,8 +87,14 @@ func (p *presence) loop() {
 	}
 }
 
-// changed bumps the revision after the tool set changed and says so at once.
+// changed bumps the revision after the tool set changed and says so at
+// once — unless the worker has already said goodbye.
 func (p *presence) changed() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
 	p.mu.Lock()
 	p.revision++
 	p.mu.Unlock()
