@@ -100,3 +100,18 @@ func TestCommandWorkerExitsOnClosedConnection(t *testing.T) {
 		t.Fatalf("worker exited 0 after its connection closed for good")
 	}
 }
+
+// SIGTERM during an outage stops the worker at once instead of waiting
+// out a drain that cannot reach the server.
+func TestCommandWorkerStopsAtOnceDuringOutage(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	cfg := filepath.Join(t.TempDir(), "tools.yaml")
+	_ = os.WriteFile(cfg, []byte("tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
+	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--reconnect-wait", "10ms", "--drain-timeout", "1h")
+	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	_ = srv.Shutdown(context.Background())
+	p.waitLine(t, regexp.MustCompile(`NATS connection lost`))
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("worker exited %d after SIGTERM during an outage", code)
+	}
+}

@@ -126,6 +126,13 @@ func serveUntil(ctx context.Context, nc *nats.Conn, w *worker.Worker, drain time
 	}
 	select {
 	case <-ctx.Done():
+		if !nc.IsConnected() {
+			// A drain needs the server; during an outage it could only
+			// wait out its timeout. Nothing in flight can answer anyway.
+			g.log.Warn("stopping without a drain: the NATS connection is down")
+			w.Stop()
+			return nil
+		}
 		return drainWorker(w, drain, g)
 	case <-closed:
 		w.Stop()
