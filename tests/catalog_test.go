@@ -135,9 +135,9 @@ func nextOf(t *testing.T, changes func() (caller.CatalogChange, error, bool), to
 // Watch yields the tools present, then a worker's join and its drain.
 func TestWatchSeesJoinAndDrain(t *testing.T) {
 	srv := startServer(t, mesh.EmbeddedConfig{})
-	first := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 50 * time.Millisecond})
+	first := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, first, envelope.ToolSpec{Name: "fs.read"}, echo)
-	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 50 * time.Millisecond})
+	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changes, stop := iterPull(c.Watch(ctx))
@@ -145,10 +145,15 @@ func TestWatchSeesJoinAndDrain(t *testing.T) {
 	if ch := next(t, changes); ch.Kind != caller.ToolAdded || ch.Tool.Spec.Name != "fs.read" {
 		t.Fatalf("first change %+v", ch)
 	}
-	second := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 50 * time.Millisecond})
+	second := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, second, envelope.ToolSpec{Name: "fs.write"}, echo)
 	if ch := nextOf(t, changes, "fs.write"); ch.Kind != caller.ToolAdded || ch.Tool.Workers[0] != second.ID() {
 		t.Fatalf("join %+v", ch)
+	}
+	third := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	register(t, third, envelope.ToolSpec{Name: "fs.read"}, echo)
+	if ch := nextOf(t, changes, "fs.read"); ch.Kind != caller.ToolChanged || ch.Tool.Instances != 2 {
+		t.Fatalf("second instance %+v", ch)
 	}
 	if err := second.Drain(context.Background()); err != nil {
 		t.Fatal(err)
