@@ -41,6 +41,38 @@ type catalogEntry struct {
 	Tools    []envelope.ToolSpec `json:"tools"`
 }
 
+// specDecoder decodes the specs of catalogue answers, each distinct spec
+// once: ToolSpec's decoder validates schemas, and a fleet's replicas send
+// the same specs over and over (at 10,000 workers this is most of a
+// catalogue's cost). Not safe for concurrent use.
+type specDecoder map[string]envelope.ToolSpec
+
+// entry decodes one worker's answer.
+func (d specDecoder) entry(data []byte) (catalogEntry, error) {
+	var raw struct {
+		WorkerID string            `json:"worker_id"`
+		Tools    []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return catalogEntry{}, err
+	}
+	if raw.WorkerID == "" {
+		return catalogEntry{}, errors.New("catalogue answer without worker_id")
+	}
+	e := catalogEntry{WorkerID: raw.WorkerID, Tools: make([]envelope.ToolSpec, 0, len(raw.Tools))}
+	for _, r := range raw.Tools {
+		spec, ok := d[string(r)]
+		if !ok {
+			if err := json.Unmarshal(r, &spec); err != nil {
+				return catalogEntry{}, err
+			}
+			d[string(r)] = spec
+		}
+		e.Tools = append(e.Tools, spec)
+	}
+	return e, nil
+}
+
 // DefaultCatalogWait bounds a catalogue gather when the caller names no wait.
 const DefaultCatalogWait = 300 * time.Millisecond
 
@@ -75,7 +107,9 @@ func (c *Caller) Catalog(ctx context.Context, wait time.Duration) (Catalog, erro
 	entries, err := c.gatherCatalog(ctx, regDone, func(got map[string]catalogEntry) bool {
 		regMu.Lock()
 		defer regMu.Unlock()
-		if registered == nil {
+		// Fewer answers than registered workers cannot be whole: the
+		// scan below then runs only at the end, not once per answer.
+		if registered == nil || len(got) < len(registered) {
 			return false
 		}
 		for id := range registered {
@@ -145,10 +179,12 @@ func (c *Caller) gatherCatalog(ctx context.Context, wake <-chan struct{}, done f
 	var mu sync.Mutex
 	entries := map[string]catalogEntry{}
 	changed := make(chan struct{}, 1)
+	specs := specDecoder{} // used only by the subscription's one goroutine
 	inbox := c.nc.NewRespInbox()
 	sub, err := c.nc.Subscribe(inbox, func(m *nats.Msg) {
-		var e catalogEntry
-		if json.Unmarshal(m.Data, &e) != nil || e.WorkerID == "" {
+		e, err := specs.entry(m.Data)
+		if err != nil {
+			c.log.Debug("malformed catalogue answer ignored", "err", err)
 			return
 		}
 		mu.Lock()
