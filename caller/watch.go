@@ -3,6 +3,7 @@ package caller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"reflect"
 	"sort"
@@ -74,8 +75,36 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 	}
 }
 
+// maxFetches bounds the workers whose tools Watch fetches at once, so a
+// flood of beacons naming workers that never answer (a hostile publisher)
+// costs bounded goroutines and never stalls the view.
+const maxFetches = 256
+
+// maxBeaconInterval bounds the interval a beacon may claim, so no worker
+// can make itself immortal in the view.
+const maxBeaconInterval = 10 * time.Minute
+
+// fetched is the outcome of fetching one worker's tools.
+type fetched struct {
+	token    uint64
+	beacon   mesh.Beacon
+	interval time.Duration
+	tools    []envelope.ToolSpec
+	err      error
+}
+
+// follower applies beacons, fetch results and expiries to a live view.
+type follower struct {
+	c        *Caller
+	v        *liveView
+	results  chan fetched
+	inflight map[string]uint64 // worker id → token of its fetch in flight
+	tokens   uint64
+}
+
 // followPresence applies beacons and expiries to v until ctx ends.
 func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *nats.Msg, yield func(CatalogChange, error) bool) {
+	f := &follower{c: c, v: v, results: make(chan fetched, maxFetches), inflight: map[string]uint64{}}
 	tick := time.NewTicker(max(v.interval/2, 5*time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -84,12 +113,14 @@ func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *
 			return
 		case now := <-tick.C:
 			v.expire(now)
+		case r := <-f.results:
+			f.land(r)
 		case m := <-beacons:
 			var b mesh.Beacon
 			if json.Unmarshal(m.Data, &b) != nil || b.WorkerID == "" {
 				continue
 			}
-			c.applyBeacon(ctx, v, b)
+			f.apply(ctx, b)
 		}
 		if !v.flush(yield) {
 			return
@@ -97,30 +128,69 @@ func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *
 	}
 }
 
-// applyBeacon records one beacon, fetching the worker's tools when they
-// are new to the view or have changed.
-func (c *Caller) applyBeacon(ctx context.Context, v *liveView, b mesh.Beacon) {
-	now := time.Now()
-	interval := time.Duration(b.IntervalMS) * time.Millisecond
+// apply records one beacon, starting a fetch of the worker's tools when
+// they are new to the view or have changed.
+func (f *follower) apply(ctx context.Context, b mesh.Beacon) {
+	interval := min(time.Duration(b.IntervalMS)*time.Millisecond, maxBeaconInterval)
 	if interval <= 0 {
-		interval = v.interval
+		interval = f.v.interval
 	}
 	if b.State == mesh.BeaconGone {
-		v.dropWorker(b.WorkerID)
+		delete(f.inflight, b.WorkerID) // a fetch still out must not bring it back
+		f.v.dropWorker(b.WorkerID)
 		return
 	}
-	if v.heard(b, now, interval) {
+	if f.v.heard(b, time.Now(), interval) {
 		return
 	}
-	fetchCtx, cancel := context.WithTimeout(ctx, mesh.MissedBeats*interval)
+	if _, out := f.inflight[b.WorkerID]; out || len(f.inflight) >= maxFetches {
+		return // its next beacon tries again
+	}
+	f.tokens++
+	token := f.tokens
+	f.inflight[b.WorkerID] = token
+	go func() {
+		r := fetched{token: token, beacon: b, interval: interval}
+		// The watcher's own interval bounds the fetch, not the one the
+		// beacon claims: a worker cannot hold a fetch slot for long.
+		r.tools, r.err = f.c.workerTools(ctx, b.WorkerID, mesh.MissedBeats*f.v.interval)
+		select {
+		case f.results <- r:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// land applies a fetch's outcome, unless the worker left meanwhile.
+func (f *follower) land(r fetched) {
+	id := r.beacon.WorkerID
+	if f.inflight[id] != r.token {
+		return
+	}
+	delete(f.inflight, id)
+	if r.err != nil {
+		f.c.log.Debug("watch: worker's tools not fetched; retrying on its next beacon", "worker_id", id, "err", r.err)
+		return
+	}
+	f.v.setWorker(id, r.beacon.Revision, time.Now(), r.interval, r.tools)
+}
+
+// workerTools asks one worker for its specs.
+func (c *Caller) workerTools(ctx context.Context, workerID string, wait time.Duration) ([]envelope.ToolSpec, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(fetchCtx, c.subjects.WorkerCatalog(b.WorkerID), nil)
-	var e catalogEntry
-	if err != nil || json.Unmarshal(msg.Data, &e) != nil {
-		c.log.Debug("watch: worker's tools not fetched; retrying on its next beacon", "worker_id", b.WorkerID, "err", err)
-		return
+	msg, err := c.nc.RequestWithContext(ctx, c.subjects.WorkerCatalog(workerID), nil)
+	if err != nil {
+		return nil, err
 	}
-	v.setWorker(b.WorkerID, b.Revision, now, interval, e.Tools)
+	var e catalogEntry
+	if err := json.Unmarshal(msg.Data, &e); err != nil {
+		return nil, err
+	}
+	if e.WorkerID != workerID {
+		return nil, fmt.Errorf("worker %s answered for %q", workerID, e.WorkerID)
+	}
+	return e.Tools, nil
 }
 
 // liveView is Watch's state: the workers heard from and, per tool, who

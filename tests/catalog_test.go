@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -183,5 +184,40 @@ func TestWatchSeesKilledWorkerGo(t *testing.T) {
 	}
 	if ch := next(t, changes); ch.Kind != caller.ToolRemoved || ch.Tool.Spec.Name != "files.search" {
 		t.Fatalf("after kill -9: %+v", ch)
+	}
+}
+
+// Beacons naming workers that never answer (a hostile publisher) neither
+// stall Watch nor enter the view: a real worker joining after a flood of
+// them is still reported.
+func TestWatchSurvivesFakeBeacons(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changes, stop := iterPull(c.Watch(ctx))
+	defer stop()
+	first := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	register(t, first, envelope.ToolSpec{Name: "first"}, echo)
+	if ch := next(t, changes); ch.Tool.Spec.Name != "first" { // the watch is following now
+		t.Fatalf("first change %+v", ch)
+	}
+	hostile := connect(t, srv)
+	// It even listens on the fake workers' catalogue subjects, so the
+	// watcher's fetches get no quick "no responders", just silence.
+	if _, err := hostile.Subscribe(mesh.Subjects{}.WorkerCatalog("*"), func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		b, _ := json.Marshal(mesh.Beacon{WorkerID: fmt.Sprintf("FAKE%04d", i), State: mesh.BeaconUp, Revision: 1, IntervalMS: 1 << 40})
+		if err := hostile.Publish(mesh.Subjects{}.Presence(fmt.Sprintf("FAKE%04d", i)), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = hostile.Flush()
+	w := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	register(t, w, envelope.ToolSpec{Name: "real"}, echo)
+	if ch := nextOf(t, changes, "real"); ch.Kind != caller.ToolAdded {
+		t.Fatalf("after fake beacons: %+v", ch)
 	}
 }
