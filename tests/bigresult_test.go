@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,15 +60,16 @@ func TestResultPastCallerCap(t *testing.T) {
 	}
 }
 
-// A 50,000-line `lines` tool arrives whole and once: in the result of a
-// unary call; as 50,000 deltas (and a result that only counts them) of a
+// A 50,000-line `lines` tool printing 2.15 MB (twice the server's
+// max_payload, the issue's case) arrives whole and once: in the result of
+// a unary call; as 50,000 deltas (and a result that only counts them) of a
 // streamed one.
 func TestFiftyThousandLinesArriveOnce(t *testing.T) {
 	f := newMesh(t, worker.Config{}, caller.Config{})
 	file, err := cli.Parse([]byte(`
 tools:
   - name: numbers
-    binding: {cli: {cmd: seq, args: ["1", "50000"], output_format: lines}}
+    binding: {cli: {cmd: seq, args: ["-f", "%042g", "1", "50000"], output_format: lines}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +82,7 @@ tools:
 		t.Fatal(err)
 	}
 	var unary struct{ Lines []string }
-	if err := json.Unmarshal(resp.Data, &unary); err != nil || len(unary.Lines) != 50000 || unary.Lines[49999] != "50000" {
+	if err := json.Unmarshal(resp.Data, &unary); err != nil || len(unary.Lines) != 50000 || unary.Lines[49999] != fmt.Sprintf("%042d", 50000) {
 		t.Fatalf("unary: %v, %d lines", err, len(unary.Lines))
 	}
 	s, err := f.c.Stream(context.Background(), "numbers", nil)
@@ -95,7 +97,7 @@ tools:
 		switch ev.Type {
 		case envelope.EventDelta:
 			n++
-			if want := `{"line":"` + strconv.Itoa(n) + `"}`; string(ev.Data) != want {
+			if want := fmt.Sprintf(`{"line":"%042d"}`, n); string(ev.Data) != want {
 				t.Fatalf("delta %d is %s, want %s", n, ev.Data, want)
 			}
 		case envelope.EventResult:
