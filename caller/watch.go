@@ -54,8 +54,9 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 			yield(CatalogChange{}, c.problems.New(envelope.CodeConnectionLost, err.Error()))
 			return
 		}
+		// The channel bounds what waits unread; past it NATS drops beacons,
+		// which costs nothing but a refresh: every worker beacons again.
 		defer func() { _ = sub.Unsubscribe() }()
-		_ = sub.SetPendingLimits(-1, 64<<20)
 		v := newLiveView(c.cfg.Heartbeat)
 		seedCtx, cancel := context.WithTimeout(ctx, DefaultCatalogWait)
 		entries, err := c.gatherCatalog(seedCtx, nil, func(map[string]catalogEntry) bool { return false })
