@@ -36,7 +36,7 @@ bench:
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:
-	@for pkg in ./envelope ./envelope/provider ./mesh ./worker ./worker/cli ./worker/mcpbridge ./internal/redact; do \
+	@for pkg in ./envelope ./envelope/provider ./mesh ./caller ./worker ./worker/cli ./worker/mcpbridge ./internal/redact; do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 			echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \

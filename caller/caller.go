@@ -55,6 +55,11 @@ type Config struct {
 	Window int
 	// Retries is how many times a retry-safe failure is retried (default 2).
 	Retries int
+	// MaxResultBytes caps one event reassembled from chunks (default
+	// mesh.DefaultMaxResultBytes): past it the call ends payload_too_large
+	// and the worker is told to stop, rather than the caller's memory
+	// growing with whatever a worker sends.
+	MaxResultBytes int
 	// ProblemBaseURI is the base of problem type URIs.
 	ProblemBaseURI string
 	Logger         *slog.Logger
@@ -79,6 +84,7 @@ type Caller struct {
 	// spanOpts are the start options of every call's span, built once.
 	spanOpts []trace.SpanStartOption
 	sub      *nats.Subscription
+	probe    *nats.Subscription // answers workers' liveness probes
 	statusCh chan nats.Status
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -115,6 +121,9 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		cfg.Window = mesh.DefaultWindow
 	}
 	cfg.Window = max(cfg.Window, 2)
+	if cfg.MaxResultBytes <= 0 {
+		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
+	}
 	if cfg.Retries == 0 {
 		cfg.Retries = 2
 	}
@@ -150,8 +159,22 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	// and a slow reader can never cause a slow-consumer disconnect.
 	_ = sub.SetPendingLimits(-1, -1)
 	c.sub = sub
+	// Liveness probes get their own subscription (and so their own
+	// goroutine): a worker asking whether this caller lives is answered
+	// at once, however many events wait unread in the inbox.
+	probe, err := nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) {
+		if wid := mesh.Header(m.Header, mesh.HeaderWorkerID); wid != "" {
+			c.sendControl(wid, mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID})
+		}
+	})
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("subscribe liveness probe: %w", err)
+	}
+	c.probe = probe
 	if err := c.confirmInbox(); err != nil {
 		_ = sub.Unsubscribe()
+		_ = probe.Unsubscribe()
 		return nil, err
 	}
 	c.watchViolations()
@@ -182,6 +205,7 @@ func (c *Caller) Close() error {
 	close(c.done)
 	c.nc.RemoveStatusListener(c.statusCh)
 	err := c.sub.Unsubscribe()
+	_ = c.probe.Unsubscribe()
 	c.wg.Wait()
 	if errors.Is(err, nats.ErrConnectionClosed) {
 		err = nil
@@ -236,6 +260,10 @@ func (c *Caller) onMsg(m *nats.Msg) {
 	seq, hasSeq := mesh.HeaderInt(m.Header, mesh.HeaderSeq)
 	if !hasSeq && !p.stream {
 		seq = 1 // a unary reply is one unnumbered message
+	}
+	if chunk := mesh.Header(m.Header, mesh.HeaderChunk); chunk != "" {
+		p.chunk(seq, chunk, m.Data)
+		return
 	}
 	// ParseEvent, not json.Unmarshal: one validation pass instead of two,
 	// and the event's data aliases the message nats.go allocated for us.
@@ -364,14 +392,15 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	if limit := c.nc.MaxPayload() - 1024; int64(len(body)) > limit {
 		return nil, c.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(body), limit))
+			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(body), limit)).
+			WithFix("Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload.", envelope.MaybeIncorrect)
 	}
 	deadline, hasDeadline := ctx.Deadline()
 	if hasDeadline && time.Until(deadline) <= 0 {
 		return nil, c.problems.New(envelope.CodeTimeout, "the call's budget was spent before it was sent")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, envelope.AsProblem(err, envelope.CodeCancelled)
+		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
 	}
 
 	id := ulid.Make().String()
@@ -438,7 +467,8 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		c.remove(id)
 		var prob *envelope.Problem
 		if errors.Is(err, nats.ErrMaxPayload) {
-			prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error())
+			prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error()).
+				WithFix("Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args.", envelope.MaybeIncorrect)
 		} else {
 			prob = c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
 		}
@@ -469,7 +499,7 @@ func encodeArgs(args any) (json.RawMessage, error) {
 		}
 		return b, nil
 	}
-	if !json.Valid(raw) {
+	if !envelope.ValidJSON(raw) {
 		return nil, errors.New("not valid JSON")
 	}
 	if !isObject(raw) {

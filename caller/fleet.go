@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,17 +105,25 @@ func (g *gatherer) sample() FleetSample {
 			out.Complete = false
 		}
 	}
+	calls := mesh.Subjects{Prefix: g.prefix}.Call("")
 	for _, s := range g.stats {
-		out.Workers = append(out.Workers, workerSample(s))
+		out.Workers = append(out.Workers, workerSample(s, calls))
 	}
 	sort.Slice(out.Workers, func(i, j int) bool { return out.Workers[i].ID < out.Workers[j].ID })
 	return out
 }
 
-func workerSample(s micro.Stats) WorkerSample {
+// workerSample reads one worker's stats. An endpoint's name is the tool
+// name made ADR-32 safe (dots become underscores), so the tool is read
+// from the endpoint's subject, the call subject with callPrefix before it.
+func workerSample(s micro.Stats, callPrefix string) WorkerSample {
 	w := WorkerSample{ID: s.ID, Version: s.Version, Started: s.Started, Tools: []ToolSample{}}
 	for _, ep := range s.Endpoints {
-		t := ToolSample{Name: ep.Name, Requests: int64(ep.NumRequests), Errors: int64(ep.NumErrors), ProcessingTime: ep.ProcessingTime}
+		name, ok := strings.CutPrefix(ep.Subject, callPrefix)
+		if !ok {
+			name = ep.Name
+		}
+		t := ToolSample{Name: name, Requests: int64(ep.NumRequests), Errors: int64(ep.NumErrors), ProcessingTime: ep.ProcessingTime}
 		_ = json.Unmarshal(ep.Data, &t.ToolLoad) // a worker without load data still counts
 		w.Tools = append(w.Tools, t)
 	}

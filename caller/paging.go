@@ -44,10 +44,18 @@ func (c *Caller) CallAll(ctx context.Context, tool string, args any, opts ...Opt
 	}
 	pages := 1
 	completion := envelope.CompleteResult()
+	seen := map[string]bool{}
 	for cursor != "" {
+		if seen[cursor] {
+			// A tool that hands back a cursor it gave before would be
+			// walked forever; what was gathered is honest but not whole.
+			completion = envelope.Completion{MissingPages: []string{fmt.Sprintf("cursor %s: the tool returned this cursor twice; the walk stopped to avoid a loop", cursor)}}
+			break
+		}
+		seen[cursor] = true
 		resp, err := c.CallPage(ctx, tool, args, cursor, opts...)
 		if err != nil {
-			p := envelope.AsProblem(err, envelope.CodeInternal)
+			p := c.problems.Rebase(envelope.AsProblem(err, envelope.CodeInternal))
 			completion = envelope.Completion{MissingPages: []string{fmt.Sprintf("cursor %s: %s: %s", cursor, p.Code, p.Error())}}
 			break
 		}
@@ -63,7 +71,7 @@ func (c *Caller) CallAll(ctx context.Context, tool string, args any, opts ...Opt
 	merged, _ := json.Marshal(map[string]any{"items": items, "pages": pages})
 	data, err := completion.Apply(merged)
 	if err != nil {
-		p := envelope.NewProblem(envelope.CodeInternal, err.Error())
+		p := c.problems.New(envelope.CodeInternal, err.Error())
 		return envelope.ProblemResponse(first.ID, p), p
 	}
 	return envelope.Response{ID: first.ID, Success: true, Data: data}, nil

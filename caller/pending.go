@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,10 +34,12 @@ type pending struct {
 	nextSeq        int64
 	lastHeard      time.Time
 	workerID       string
-	spoken         bool // a worker has sent something for this call
-	terminalQueued bool // a terminal event is queued: nothing more is accepted
-	over           bool // the terminal was handed to the reader
-	consumed       int  // events read since the last credit grant
+	spoken         bool   // a worker has sent something for this call
+	terminalQueued bool   // a terminal event is queued: nothing more is accepted
+	over           bool   // the terminal was handed to the reader
+	consumed       int    // events read since the last credit grant
+	chunks         []byte // the event being reassembled from chunks
+	chunkNext      int    // the piece expected next (1-based; 0: none in progress)
 }
 
 func (p *pending) signal() {
@@ -106,6 +110,62 @@ func (p *pending) deliver(seq int64, ev envelope.ToolEvent) {
 	}
 	p.mu.Unlock()
 	p.signal()
+}
+
+// chunk takes one piece ("i/n") of an event too large for one message:
+// pieces must come in order with consecutive sequence numbers, the whole
+// stays within the caller's MaxResultBytes, and the last piece delivers
+// the reassembled event like any other (so it counts once against the
+// credit window).
+func (p *pending) chunk(seq int64, mark string, data []byte) {
+	i, n, ok := parseChunk(mark)
+	p.mu.Lock()
+	if p.terminalQueued {
+		p.mu.Unlock()
+		return
+	}
+	var prob *envelope.Problem
+	switch {
+	case !ok:
+		prob = p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("malformed chunk mark %q from the worker", mark))
+	case seq != p.nextSeq || i != max(p.chunkNext, 1):
+		prob = p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d (piece %d) of call %s, got %d (piece %s): chunks were lost in transit", p.nextSeq, max(p.chunkNext, 1), p.id, seq, mark))
+	case len(p.chunks)+len(data) > p.c.cfg.MaxResultBytes:
+		prob = p.c.problems.New(envelope.CodePayloadTooLarge, fmt.Sprintf("an event of call %s is larger than this caller's max_result_bytes (%d); the call was stopped", p.id, p.c.cfg.MaxResultBytes)).
+			WithFix("Ask the tool for less (narrower arguments, paging), or raise the caller's MaxResultBytes.", envelope.MaybeIncorrect)
+	}
+	if prob != nil {
+		p.chunks, p.chunkNext = nil, 0
+		p.mu.Unlock()
+		p.fail(prob, true)
+		return
+	}
+	p.nextSeq++
+	p.lastHeard, p.spoken = time.Now(), true
+	p.chunks = append(p.chunks, data...)
+	p.chunkNext = i + 1
+	if i < n {
+		p.mu.Unlock()
+		return
+	}
+	whole := p.chunks
+	p.chunks, p.chunkNext = nil, 0
+	p.nextSeq-- // deliver numbers the whole event with the last piece's seq
+	p.mu.Unlock()
+	ev, err := envelope.ParseEvent(whole)
+	if err != nil {
+		p.fail(p.c.problems.New(envelope.CodeInternal, "malformed chunked event from the worker: "+err.Error()), true)
+		return
+	}
+	p.deliver(seq, ev)
+}
+
+// parseChunk reads a chunk mark "i/n" with 1 <= i <= n.
+func parseChunk(mark string) (i, n int, ok bool) {
+	a, b, found := strings.Cut(mark, "/")
+	i, errI := strconv.Atoi(a)
+	n, errN := strconv.Atoi(b)
+	return i, n, found && errI == nil && errN == nil && i >= 1 && i <= n
 }
 
 // fail queues a terminal error decided on this side, unless the call

@@ -71,7 +71,7 @@ func (s *Stream) Response() (envelope.Response, error) {
 	for {
 		ev, err := s.Next()
 		if err != nil {
-			p := envelope.NewProblem(envelope.CodeInternal, "stream already finished")
+			p := s.p.c.problems.New(envelope.CodeInternal, "stream already finished")
 			return envelope.ProblemResponse(s.p.id, p), p
 		}
 		if ev.IsTerminal() {

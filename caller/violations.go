@@ -16,7 +16,7 @@ func (c *Caller) confirmInbox() error {
 	if err := c.nc.FlushTimeout(5 * time.Second); err != nil {
 		return nil
 	}
-	if op, subject, ok := mesh.Violation(c.nc.LastError()); ok && op == mesh.OpSubscribe && subject == c.sub.Subject {
+	if op, subject, ok := mesh.Violation(c.nc.LastError()); ok && op == mesh.OpSubscribe && (subject == c.sub.Subject || subject == c.probe.Subject) {
 		return mesh.ForbiddenProblem(c.problems, op, subject,
 			"the caller's inbox cannot receive events; grant the subject to the caller's NATS user, or set Config.InboxPrefix to one it may subscribe to")
 	}

@@ -20,7 +20,6 @@ func TestDecodeRejects(t *testing.T) {
 		{"progress pct string", `{"type":"progress","pct":"x"}`, "pct", func() any { return new(ToolEvent) }},
 		{"error without code", `{"type":"error","message":"x"}`, "code", func() any { return new(ToolEvent) }},
 		{"error empty code", `{"type":"error","code":""}`, "code", func() any { return new(ToolEvent) }},
-		{"error bad details", `{"type":"error","code":"x","details":{"status":"x"}}`, "status", func() any { return new(ToolEvent) }},
 		{"start without tool", `{"type":"start"}`, "tool_id", func() any { return new(ToolEvent) }},
 		{"delta without data", `{"type":"delta"}`, "data", func() any { return new(ToolEvent) }},
 		{"event not object", `[1]`, "event", func() any { return new(ToolEvent) }},

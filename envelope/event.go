@@ -1,10 +1,12 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // EventType tags a ToolEvent on the wire.
@@ -40,8 +42,22 @@ type ToolEvent struct {
 	Data json.RawMessage
 
 	// error
-	Code    Code
+	Code Code
+	// Details is the error's Problem when the event's details member is a
+	// toolmesh Problem (one that re-encodes to the same JSON members).
 	Details *Problem
+	// DetailsRaw holds a details member that is not a toolmesh Problem —
+	// another implementation's free-form detail — verbatim, so it passes
+	// through the mesh unchanged. It is written only when Details is nil.
+	DetailsRaw json.RawMessage
+
+	// callIDNumber records that the call id arrived as a JSON number (the
+	// ToolEvent seed declares it a u64), so it is written back as one.
+	callIDNumber bool
+	// extra holds members the typed fields cannot carry (unknown names,
+	// nulls, members of another event type, a metadata that is not an
+	// object), verbatim, so decoding then encoding loses nothing.
+	extra []rawMember
 
 	// validData records that Data came out of UnmarshalJSON, which
 	// validated it, so building a Response need not scan it again.
@@ -88,6 +104,9 @@ func (e ToolEvent) Problem() *Problem {
 		p = NewProblem(CodeToolFailed, e.Message)
 		p.Code = e.Code
 	}
+	if len(e.DetailsRaw) > 0 {
+		p.WithExtension("details", e.DetailsRaw)
+	}
 	return p
 }
 
@@ -106,9 +125,9 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 	case EventStart:
 		b = appendString(b, "tool_id", e.ToolID)
 		if e.CallID != "" {
-			b = appendString(b, "call_id", e.CallID)
+			b = e.appendCallID(b)
 		}
-		if len(e.Metadata) > 0 {
+		if e.Metadata != nil {
 			if b, err = appendValue(b, "metadata", e.Metadata); err != nil {
 				return nil, err
 			}
@@ -129,8 +148,8 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 		if len(e.Data) == 0 {
 			b = append(b, "null"...)
 		} else {
-			if !json.Valid(e.Data) {
-				return nil, fmt.Errorf("%s: data is not valid JSON", e.Type)
+			if !ValidJSON(e.Data) {
+				return nil, fmt.Errorf("%s: data is not valid JSON in UTF-8", e.Type)
 			}
 			b = append(b, e.Data...)
 		}
@@ -144,11 +163,71 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 			if b, err = appendValue(b, "details", e.Details); err != nil {
 				return nil, err
 			}
+		} else if len(e.DetailsRaw) > 0 {
+			if !ValidJSON(e.DetailsRaw) {
+				return nil, errors.New("error event: details is not valid JSON")
+			}
+			b = append(append(b, `,"details":`...), e.DetailsRaw...)
 		}
 	default:
 		return nil, fmt.Errorf("event: unknown type %q", e.Type)
 	}
-	return append(b, '}'), nil
+	return append(e.appendExtra(b), '}'), nil
+}
+
+// appendCallID writes the call id, as a number when it arrived as one.
+func (e ToolEvent) appendCallID(b []byte) []byte {
+	if e.callIDNumber {
+		if _, err := strconv.ParseUint(e.CallID, 10, 64); err == nil {
+			return append(append(b, `,"call_id":`...), e.CallID...)
+		}
+	}
+	return appendString(b, "call_id", e.CallID)
+}
+
+// appendExtra writes the members kept verbatim by the decoder, skipping any
+// whose name a typed field has since taken over.
+func (e ToolEvent) appendExtra(b []byte) []byte {
+	for _, m := range e.extra {
+		if e.writes(m.name) {
+			continue
+		}
+		b = append(b, ',')
+		name, _ := json.Marshal(m.name)
+		b = append(append(append(b, name...), ':'), m.value...)
+	}
+	return b
+}
+
+// writes reports whether the typed fields of e put member name on the wire.
+func (e ToolEvent) writes(name string) bool {
+	switch name {
+	case "type":
+		return true
+	case "tool_id":
+		return e.Type == EventStart
+	case "call_id":
+		return e.Type == EventStart && e.CallID != ""
+	case "metadata":
+		return e.Type == EventStart && e.Metadata != nil
+	case "pct":
+		return e.Type == EventProgress && e.Pct != nil
+	case "message":
+		return e.Type == EventError || (e.Type == EventProgress && e.Message != "")
+	case "data":
+		return e.Type == EventDelta || e.Type == EventResult
+	case "code":
+		return e.Type == EventError
+	case "details":
+		return e.Type == EventError && (e.Details != nil || len(e.DetailsRaw) > 0)
+	}
+	return false
+}
+
+// rawMember is one object member kept verbatim.
+type rawMember struct {
+	name  string
+	value json.RawMessage
 }
 
 func appendString(b []byte, name, v string) []byte {
@@ -204,122 +283,267 @@ func eventType(raw []byte) (EventType, bool) {
 	return "", false
 }
 
+// eventMembers are the raw members of one event object as scanned.
+type eventMembers struct {
+	typ, toolID, callID, message, code, metadata, pct, payload, details []byte
+	unknown                                                             []rawMember
+}
+
+func (m *eventMembers) take(name, v []byte) error {
+	switch string(name) {
+	case "type":
+		m.typ = v
+	case "tool_id":
+		m.toolID = v
+	case "call_id":
+		m.callID = v
+	case "metadata":
+		m.metadata = v
+	case "pct":
+		m.pct = v
+	case "message":
+		m.message = v
+	case "data":
+		m.payload = v
+	case "code":
+		m.code = v
+	case "details":
+		m.details = v
+	default:
+		m.unknown = append(m.unknown, rawMember{string(name), append(json.RawMessage(nil), v...)})
+	}
+	return nil
+}
+
+// leftovers returns the known members e's type did not take, for e.extra.
+func (m *eventMembers) leftovers(e *ToolEvent) []rawMember {
+	out := m.unknown
+	for _, k := range []struct {
+		name string
+		v    []byte
+	}{{"tool_id", m.toolID}, {"call_id", m.callID}, {"metadata", m.metadata}, {"pct", m.pct},
+		{"message", m.message}, {"data", m.payload}, {"code", m.code}, {"details", m.details}} {
+		if k.v != nil && !e.writes(k.name) {
+			out = append(out, rawMember{k.name, append(json.RawMessage(nil), k.v...)})
+		}
+	}
+	return out
+}
+
+// optString decodes an optional string member: absent and null give "".
+func optString(object, field string, raw []byte) (string, error) {
+	if raw == nil || isNull(raw) {
+		return "", nil
+	}
+	s, err := unquote(raw)
+	if err != nil {
+		return "", fieldError(object, field, err)
+	}
+	return s, nil
+}
+
 func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
 	var none ToolEvent
 	if err := validJSON(data); err != nil {
 		return none, fmt.Errorf("event: %w", err)
 	}
-	var typ, toolID, callID, message, code, metadata, pct, payload, details []byte
-	err := scanRawMembers(data, func(name, v []byte) error {
-		switch string(name) {
-		case "type":
-			typ = v
-		case "tool_id":
-			toolID = v
-		case "call_id":
-			callID = v
-		case "metadata":
-			metadata = v
-		case "pct":
-			pct = v
-		case "message":
-			message = v
-		case "data":
-			payload = v
-		case "code":
-			code = v
-		case "details":
-			details = v
-		}
-		return nil
-	})
-	if err != nil {
+	var m eventMembers
+	if err := scanRawMembers(data, m.take); err != nil {
 		return none, fmt.Errorf("event: %w", err)
 	}
-	str := func(field string, raw []byte) (string, error) {
-		if raw == nil || isNull(raw) {
-			return "", nil
-		}
-		s, err := unquote(raw)
-		if err != nil {
-			return "", fieldError("event", field, err)
-		}
-		return s, nil
-	}
-	if typ == nil || isNull(typ) {
-		return none, errors.New("event: field type is required")
-	}
-	et, known := eventType(typ)
-	if !known {
-		// The fast path only knows the plain spelling; an escaped tag
-		// such as "st\u0061rt" is still the same string.
-		t, err := str("type", typ)
-		if err != nil {
-			return none, err
-		}
-		if et, known = eventType(strconv.AppendQuote(nil, t)); !known {
-			return none, fmt.Errorf("event: field type: unknown event type %q", t)
-		}
+	et, err := parseEventType(m.typ)
+	if err != nil {
+		return none, err
 	}
 	ev := ToolEvent{Type: et}
 	switch ev.Type {
 	case EventStart:
-		if ev.ToolID, err = str("tool_id", toolID); err != nil {
-			return none, err
-		}
-		if ev.ToolID == "" {
-			return none, errors.New("event start: field tool_id is required")
-		}
-		if ev.CallID, err = str("call_id", callID); err != nil {
-			return none, err
-		}
-		if metadata != nil && !isNull(metadata) {
-			if err := json.Unmarshal(metadata, &ev.Metadata); err != nil {
-				return none, fieldError("event start", "metadata", errors.New("want a JSON object"))
-			}
-		}
+		err = ev.parseStart(&m)
 	case EventProgress:
-		if pct != nil && !isNull(pct) {
-			p, err := strconv.ParseFloat(string(pct), 64)
-			if err != nil || pct[0] == '"' {
-				return none, fieldError("event progress", "pct", errors.New("want a number"))
-			}
-			if p < 0 || p > 100 {
-				return none, fmt.Errorf("event progress: field pct: %v is outside 0..100", p)
-			}
-			ev.Pct = &p
-		}
-		if ev.Message, err = str("message", message); err != nil {
-			return none, err
-		}
+		err = ev.parseProgress(&m)
 	case EventDelta, EventResult:
-		if payload == nil {
+		if m.payload == nil {
 			return none, fmt.Errorf("event %s: field data is required", ev.Type)
 		}
-		ev.Data = json.RawMessage(payload)
+		ev.Data = json.RawMessage(m.payload)
 		if copyData {
-			ev.Data = append(json.RawMessage(nil), payload...)
+			ev.Data = append(json.RawMessage(nil), m.payload...)
 		}
 		ev.validData = true
 	case EventError:
-		c, err := str("code", code)
-		if err != nil {
-			return none, err
+		err = ev.parseError(&m)
+	}
+	if err != nil {
+		return none, err
+	}
+	ev.extra = m.leftovers(&ev)
+	return ev, nil
+}
+
+func parseEventType(typ []byte) (EventType, error) {
+	if typ == nil || isNull(typ) {
+		return "", errors.New("event: field type is required")
+	}
+	if et, known := eventType(typ); known {
+		return et, nil
+	}
+	// The fast path only knows the plain spelling; an escaped tag
+	// such as "st\u0061rt" is still the same string.
+	t, err := optString("event", "type", typ)
+	if err != nil {
+		return "", err
+	}
+	if et, known := eventType(strconv.AppendQuote(nil, t)); known {
+		return et, nil
+	}
+	return "", fmt.Errorf("event: field type: unknown event type %q", t)
+}
+
+func (ev *ToolEvent) parseStart(m *eventMembers) error {
+	var err error
+	if ev.ToolID, err = optString("event start", "tool_id", m.toolID); err != nil {
+		return err
+	}
+	if ev.ToolID == "" {
+		return errors.New("event start: field tool_id is required")
+	}
+	if len(m.callID) > 0 && m.callID[0] != '"' && !isNull(m.callID) {
+		// The seed's call_id is a u64: keep its digits and its form.
+		if _, err := strconv.ParseUint(string(m.callID), 10, 64); err != nil {
+			return fieldError("event start", "call_id", errors.New("want a string or an unsigned 64-bit integer"))
 		}
-		if c == "" {
-			return none, errors.New("event error: field code is required")
-		}
-		ev.Code = Code(c)
-		if ev.Message, err = str("message", message); err != nil {
-			return none, err
-		}
-		if details != nil && !isNull(details) {
-			var p Problem
-			if err := json.Unmarshal(details, &p); err != nil {
-				return none, fieldError("event error", "details", err)
-			}
-			ev.Details = &p
+		ev.CallID, ev.callIDNumber = string(m.callID), true
+	} else if ev.CallID, err = optString("event start", "call_id", m.callID); err != nil {
+		return err
+	}
+	if len(m.metadata) > 0 && m.metadata[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(m.metadata))
+		dec.UseNumber() // numbers keep their digits through a round trip
+		if err := dec.Decode(&ev.Metadata); err != nil {
+			return fieldError("event start", "metadata", err)
 		}
 	}
-	return ev, nil
+	return nil
+}
+
+func (ev *ToolEvent) parseProgress(m *eventMembers) error {
+	if m.pct != nil && !isNull(m.pct) {
+		p, err := strconv.ParseFloat(string(m.pct), 64)
+		if err != nil || m.pct[0] == '"' {
+			return fieldError("event progress", "pct", errors.New("want a number"))
+		}
+		if p < 0 || p > 100 {
+			return fmt.Errorf("event progress: field pct: %v is outside 0..100", p)
+		}
+		ev.Pct = &p
+	}
+	var err error
+	ev.Message, err = optString("event progress", "message", m.message)
+	return err
+}
+
+func (ev *ToolEvent) parseError(m *eventMembers) error {
+	c, err := optString("event error", "code", m.code)
+	if err != nil {
+		return err
+	}
+	if c == "" {
+		return errors.New("event error: field code is required")
+	}
+	ev.Code = Code(c)
+	if m.message != nil && !isNull(m.message) {
+		if ev.Message, err = optString("event error", "message", m.message); err != nil {
+			return err
+		}
+	}
+	if m.details != nil && !isNull(m.details) {
+		if p, ok := losslessProblem(m.details); ok {
+			ev.Details = p
+		} else {
+			ev.DetailsRaw = append(json.RawMessage(nil), m.details...)
+		}
+	}
+	return nil
+}
+
+// losslessProblem decodes raw as a Problem only when the Problem encodes
+// back to the same JSON members; anything else is some other
+// implementation's details and must pass through verbatim.
+func losslessProblem(raw []byte) (*Problem, bool) {
+	var p Problem
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &p) != nil {
+		return nil, false
+	}
+	enc, err := json.Marshal(&p)
+	if err != nil {
+		return nil, false
+	}
+	return &p, SameJSON(raw, enc)
+}
+
+// SameJSON reports whether a and b are the same JSON value: the same
+// members (in any order) with the same values, numbers compared by value.
+func SameJSON(a, b []byte) bool {
+	va, errA := decodeNumbers(a)
+	vb, errB := decodeNumbers(b)
+	return errA == nil && errB == nil && sameValue(va, vb)
+}
+
+func decodeNumbers(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && sameNumber(x, y)
+	}
+	return a == b
+}
+
+// sameNumber compares two JSON numbers by value: exactly when both are
+// integers, else as float64 (the precision every JSON peer can rely on).
+func sameNumber(x, y json.Number) bool {
+	if x == y {
+		return true
+	}
+	if i, err := x.Int64(); err == nil {
+		if j, err := y.Int64(); err == nil {
+			return i == j
+		}
+	}
+	if strings.ContainsAny(string(x)+string(y), ".eE") {
+		f, errF := x.Float64()
+		g, errG := y.Float64()
+		return errF == nil && errG == nil && f == g
+	}
+	return false
 }

@@ -139,6 +139,17 @@ func (r Registry) New(code Code, detail string) *Problem {
 	return p
 }
 
+// Rebase moves p under the registry's base URI when p's type is its
+// code's type under the default base — a Problem built by NewProblem, or
+// by a handler that knows no better — and returns p. Any other type (a
+// peer's own URI, about:blank) is left alone.
+func (r Registry) Rebase(p *Problem) *Problem {
+	if p != nil && r.BaseURI != "" && p.Type == (Registry{}).TypeURI(p.Code) {
+		p.Type = r.TypeURI(p.Code)
+	}
+	return p
+}
+
 // NewProblem is Registry{}.New: a Problem under the default base URI.
 func NewProblem(code Code, detail string) *Problem { return Registry{}.New(code, detail) }
 

@@ -61,7 +61,8 @@ func ErrorResponseWithData(id string, code Code, message string, extra json.RawM
 			return Response{}, fmt.Errorf("extra: member %q would overwrite the error's own", m.name)
 		}
 		b = append(b, ',')
-		b = strconv.AppendQuote(b, m.name)
+		name, _ := json.Marshal(m.name) // JSON escapes, not Go's (\x01 is not JSON)
+		b = append(b, name...)
 		b = append(b, ':')
 		b = append(b, m.value...)
 	}
@@ -124,8 +125,8 @@ func asObject(data json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
 	}
 	if !isJSONObject(data) {
-		if !json.Valid(data) {
-			return nil, errors.New("data is not valid JSON")
+		if !ValidJSON(data) {
+			return nil, errors.New("data is not valid JSON in UTF-8")
 		}
 		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
 	}

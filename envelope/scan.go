@@ -138,8 +138,13 @@ func isNull(raw []byte) bool { return len(raw) == 4 && string(raw) == "null" }
 
 // validJSON reports whether data is one valid JSON document, with a
 // decoder error describing the fault when it is not.
+// JSON text must be UTF-8 (RFC 8259 §8.1): encoding/json's validator lets
+// invalid bytes inside strings through, which would reach peers verbatim.
 func validJSON(data []byte) error {
 	if json.Valid(data) {
+		if !utf8.Valid(data) {
+			return errors.New("invalid UTF-8: JSON text must be UTF-8")
+		}
 		return nil
 	}
 	var v any
@@ -148,3 +153,7 @@ func validJSON(data []byte) error {
 	}
 	return fmt.Errorf("invalid JSON")
 }
+
+// ValidJSON reports whether data is one JSON document in valid UTF-8: what
+// json.Valid checks, plus the encoding RFC 8259 requires of JSON text.
+func ValidJSON(data []byte) bool { return json.Valid(data) && utf8.Valid(data) }

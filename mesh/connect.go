@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -27,9 +28,14 @@ type ConnectOptions struct {
 	Password string
 	// TLSCA, TLSCert and TLSKey are PEM files for TLS.
 	TLSCA, TLSCert, TLSKey string
-	// MaxReconnects (-1 forever, default 60) and ReconnectWait (default 2s).
+	// MaxReconnects is how many reconnect attempts an outage may take
+	// before the connection closes for good: 0 means ReconnectForever (the
+	// default), N > 0 gives up after N. ReconnectWait is the pause between
+	// attempts (default 2s).
 	MaxReconnects int
 	ReconnectWait time.Duration
+	// Logger, when set, receives every disconnect, reconnect and close.
+	Logger *slog.Logger
 	// Timeout bounds the initial connection (default 5s).
 	Timeout time.Duration
 }
@@ -64,7 +70,10 @@ func (o ConnectOptions) NATSOptions() ([]nats.Option, error) {
 	}
 	maxRe := o.MaxReconnects
 	if maxRe == 0 {
-		maxRe = 60
+		maxRe = ReconnectForever
+	}
+	if o.Logger != nil {
+		opts = append(opts, connectionLogging(o.Logger)...)
 	}
 	opts = append(opts, nats.MaxReconnects(maxRe))
 	if o.ReconnectWait > 0 {

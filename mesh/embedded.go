@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
@@ -48,11 +49,28 @@ type ClusterConfig struct {
 type Embedded struct {
 	Server *server.Server
 	cfg    EmbeddedConfig
+	tmpDir string // a JetStream store made for this server, removed on Shutdown
 }
 
 // StartEmbedded starts a nats-server in this process and waits until it
 // accepts connections.
 func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	var tmpDir string
+	if cfg.JetStream && cfg.StoreDir == "" {
+		// nats-server's own default is one shared directory under $TMPDIR,
+		// which two embedded servers would fight over.
+		dir, err := os.MkdirTemp("", "toolmesh-jetstream-")
+		if err != nil {
+			return nil, fmt.Errorf("jetstream store: %w", err)
+		}
+		cfg.StoreDir, tmpDir = dir, dir
+	}
+	started := false
+	defer func() {
+		if !started && tmpDir != "" {
+			_ = os.RemoveAll(tmpDir)
+		}
+	}()
 	opts := &server.Options{
 		ServerName: cfg.Name,
 		NoSigs:     true,
@@ -103,7 +121,8 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		s.Shutdown()
 		return nil, errors.New("embedded nats-server did not become ready")
 	}
-	return &Embedded{Server: s, cfg: cfg}, nil
+	started = true
+	return &Embedded{Server: s, cfg: cfg, tmpDir: tmpDir}, nil
 }
 
 func splitListen(listen, defHost string, defPort int) (string, int, error) {
@@ -159,6 +178,9 @@ func (e *Embedded) Shutdown(ctx context.Context) error {
 	go func() {
 		e.Server.Shutdown()
 		e.Server.WaitForShutdown()
+		if e.tmpDir != "" {
+			_ = os.RemoveAll(e.tmpDir)
+		}
 		close(done)
 	}()
 	select {

@@ -32,6 +32,18 @@ const DefaultWindow = 256
 // its caller for 3 intervals cancels the handler.
 const MissedBeats = 3
 
+// ProbeToken is the last subject token of a caller's liveness probe:
+// <inbox>.<caller-id>.alive. A worker whose lease on a caller runs out
+// publishes there (header Toolmesh-Worker-Id, reply subject
+// <prefix>.ctl.<worker-id>.<caller-id>) before cancelling the caller's
+// calls: a live caller answers with a liveness control message — it may
+// not have been able to before, since it learns a worker's id only from
+// that worker's messages, which a flood can keep queued behind thousands
+// of others — and when the caller is gone the server answers the reply
+// subject "503 no responders" at once. Call ids are ULIDs, upper case, so
+// the token never names a call.
+const ProbeToken = "alive"
+
 // DefaultPickupBeats is how many intervals a caller waits, by default, for
 // a worker's first word on a call. Until a worker reads a call it cannot
 // beat for it, and a burst can leave calls unread in a busy worker's
@@ -51,7 +63,20 @@ const (
 	HeaderWorkerID       = "Toolmesh-Worker-Id" // on heartbeats: where to send control
 	HeaderCallerID       = "Toolmesh-Caller-Id" // caller promises liveness messages
 	HeaderInterval       = "Toolmesh-Interval"  // heartbeat interval in ms the caller expects
+	// HeaderChunk marks one piece of an event too large for one message:
+	// "i/n", piece i (1-based) of n. The pieces' bodies, concatenated in
+	// order, are the event's JSON; each piece has its own Toolmesh-Seq (in
+	// unary mode too), so a lost piece is a gap like a lost event.
+	HeaderChunk = "Toolmesh-Chunk"
 )
+
+// ChunkOverhead is what a chunk message keeps free of the server's
+// max_payload for its headers and subject.
+const ChunkOverhead = 1024
+
+// DefaultMaxResultBytes caps one event (a result, or a delta) reassembled
+// from chunks, on each side, unless configured otherwise.
+const DefaultMaxResultBytes = 64 << 20
 
 // Call modes.
 const (

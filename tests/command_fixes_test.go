@@ -413,8 +413,8 @@ func TestCommandLogsReconnects(t *testing.T) {
 	w := startProc(t, "worker", "--config", path, "--server", srv.ClientURL())
 	w.waitLine(t, regexp.MustCompile(`worker ready`))
 	_ = srv.Shutdown(context.Background())
-	w.waitLine(t, regexp.MustCompile(`disconnected from NATS; reconnecting`))
+	w.waitLine(t, regexp.MustCompile(`NATS connection lost; reconnecting`))
 	srv = start()
 	defer func() { _ = srv.Shutdown(context.Background()) }()
-	w.waitLine(t, regexp.MustCompile(`reconnected to NATS.*server=nats://`+regexp.QuoteMeta(addr)))
+	w.waitLine(t, regexp.MustCompile(`NATS connection re-established.*server=nats://`+regexp.QuoteMeta(addr)))
 }

@@ -173,14 +173,16 @@ func TestOversizeArgs(t *testing.T) {
 	wantCode(t, err, envelope.CodePayloadTooLarge)
 	// Larger than NATS's max payload: the caller refuses before sending.
 	_, err = f.c.Call(context.Background(), "echo", map[string]string{"x": strings.Repeat("a", 2<<20)})
-	wantCode(t, err, envelope.CodePayloadTooLarge)
+	if p := wantCode(t, err, envelope.CodePayloadTooLarge); p.SuggestedFix == nil || !strings.Contains(p.SuggestedFix.Description, "by reference") {
+		t.Errorf("oversize args: the fix does not say what to do: %+v", p.SuggestedFix)
+	}
 	if ran.Load() != 0 {
 		t.Fatal("handler ran on oversize args")
 	}
 }
 
 func TestOversizeResultIsReportedNotCut(t *testing.T) {
-	f := newMesh(t, worker.Config{}, caller.Config{})
+	f := newMesh(t, worker.Config{MaxResultBytes: 1 << 20}, caller.Config{})
 	register(t, f.w, envelope.ToolSpec{Name: "big"}, func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 		return map[string]string{"x": strings.Repeat("b", 2<<20)}, nil
 	})

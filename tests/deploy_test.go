@@ -86,7 +86,9 @@ func TestDeployPermissionsCoverTheProtocol(t *testing.T) {
 	cancel()
 	wantCode(t, <-errc, envelope.CodeCancelled)
 	cat, err := c.Catalog(ctx, 5*time.Second)
-	if err != nil || len(cat.Tools) != 3 || !cat.Complete {
+	// These deploy files run no JetStream, so there is no worker registry
+	// and the catalogue honestly cannot claim to be complete.
+	if err != nil || len(cat.Tools) != 3 || cat.Complete || len(cat.ScopeWarnings) != 1 || !strings.Contains(cat.ScopeWarnings[0], "no worker registry") {
 		t.Fatalf("catalogue: %v %+v", err, cat)
 	}
 	if _, err := c.Describe(ctx, "count"); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"testing"
 
@@ -138,4 +139,9 @@ func mustJSON(v any) json.RawMessage {
 		panic(fmt.Sprint(err))
 	}
 	return b
+}
+
+// iterPull is iter.Pull2 with the three results in one call.
+func iterPull[K, V any](seq iter.Seq2[K, V]) (func() (K, V, bool), func()) {
+	return iter.Pull2(seq)
 }

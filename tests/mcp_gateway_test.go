@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/caller/mcpgateway"
@@ -34,7 +35,8 @@ type mcpMesh struct {
 
 func startMCPMesh(t *testing.T) *mcpMesh {
 	t.Helper()
-	m := &mcpMesh{srv: startServer(t, mesh.EmbeddedConfig{}),
+	// JetStream holds the worker registry, so the catalogue can be complete.
+	m := &mcpMesh{srv: startServer(t, mesh.EmbeddedConfig{JetStream: true}),
 		blockStarted: make(chan struct{}, 8), blockEnded: make(chan struct{}, 8)}
 	w := newWorker(t, connect(t, m.srv), worker.Config{})
 	obj := json.RawMessage(`{"type":"object"}`)
@@ -92,7 +94,7 @@ func startGateway(t *testing.T, m *mcpMesh) *mcpgateway.Gateway {
 	t.Helper()
 	c := newCaller(t, connect(t, m.srv), caller.Config{})
 	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Deny: []string{"secret.*"},
-		Refresh: 50 * time.Millisecond, CatalogWait: 200 * time.Millisecond, Logger: quiet()})
+		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,8 +497,8 @@ func TestMCPGatewayWire2026(t *testing.T) {
 	}
 }
 
-// TestMCPGatewayIncompleteCatalog: a worker that answers the discovery
-// ping but not the catalogue request makes tools/list say so, naming it,
+// TestMCPGatewayIncompleteCatalog: a worker in the mesh's registry that
+// does not answer makes tools/list say the list is incomplete, naming it,
 // while the tools the others host stay listed.
 func TestMCPGatewayIncompleteCatalog(t *testing.T) {
 	m := startMCPMesh(t)
@@ -508,13 +510,16 @@ func TestMCPGatewayIncompleteCatalog(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ss.Close() })
 	mc := connectMCP(t, ct, "2025-11-25")
-	ghost := connect(t, m.srv)
-	if _, err := ghost.Subscribe("$SRV.PING."+mesh.ServiceName, func(msg *nats.Msg) {
-		_ = msg.Respond([]byte(`{"type":"io.nats.micro.v1.ping_response","name":"toolmesh","id":"GHOST","version":"0.1.0","metadata":{"toolmesh.prefix":"toolmesh"}}`))
-	}); err != nil {
+	js, err := jetstream.New(connect(t, m.srv))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ghost.Flush(); err != nil {
+	kv, err := js.KeyValue(context.Background(), mesh.Subjects{}.RegistryBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost, _ := json.Marshal(mesh.Beacon{WorkerID: "GHOST", State: mesh.BeaconUp, Revision: 1, IntervalMS: 1000})
+	if _, err := kv.Put(context.Background(), "GHOST", ghost); err != nil {
 		t.Fatal(err)
 	}
 	var res *mcp.ListToolsResult

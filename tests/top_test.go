@@ -236,6 +236,9 @@ func expectFromStats(t *testing.T, stats []micro.Stats) map[string]toolTotals {
 	maxUS := map[string]int64{}
 	for _, s := range stats {
 		for _, ep := range s.Endpoints {
+			// Endpoint names are ADR-32 safe (fleet_wc); top names tools
+			// as they are called, which the call subject carries.
+			ep.Name = strings.TrimPrefix(ep.Subject, "toolmesh.call.")
 			var l mesh.ToolLoad
 			if err := json.Unmarshal(ep.Data, &l); err != nil {
 				t.Fatalf("endpoint %s has no load data: %v", ep.Name, err)

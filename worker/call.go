@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +49,8 @@ type call struct {
 	seq       int64
 	sent      int64 // non-terminal events published
 	granted   int64 // non-terminal events the caller has allowed
-	ended     bool
+	ended     bool  // the terminal is decided: no more emits
+	over      bool  // the terminal has been sent: no more heartbeats
 	beat      *time.Timer
 	out       nats.Msg    // reused for every event of this call
 	seqHeader nats.Header // reused Toolmesh-Seq header
@@ -220,7 +222,7 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 		return nil, c.contextProblem(ctx)
 	}
 	if err != nil {
-		return nil, envelope.AsProblem(err, envelope.CodeToolFailed)
+		return nil, w.problems.Rebase(envelope.AsProblem(err, envelope.CodeToolFailed))
 	}
 	if res == nil {
 		return nil, w.problems.New(envelope.CodeMissingTerminal,
@@ -231,7 +233,7 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 		if data, err = json.Marshal(res); err != nil {
 			return nil, w.problems.New(envelope.CodeOutputInvalid, "result cannot be encoded as JSON: "+err.Error())
 		}
-	} else if !json.Valid(data) {
+	} else if !envelope.ValidJSON(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
 	}
 	if t.output != nil {
@@ -302,19 +304,26 @@ func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
 
 // finish sends the one terminal event and returns the Problem it carried
 // (nil for a result): a result too large to send goes out as an error.
+// Encoding a large result can take a while, so it happens outside c.mu:
+// heartbeats keep the caller informed until the terminal is on its way.
 func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Problem {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.ended {
+		c.mu.Unlock()
 		return redact.Problem(p, c.bearer)
 	}
 	c.ended = true
+	c.mu.Unlock()
+	ev := envelope.ResultEvent(data)
 	if p != nil {
 		// Redacted before anything reads it: the error event, the tool's
 		// last_error in $SRV.STATS and the span status all come from p.
-		return c.terminateLocked(envelope.ErrorEvent(redact.Problem(p, c.bearer)))
+		ev = envelope.ErrorEvent(redact.Problem(p, c.bearer))
 	}
-	return c.terminateLocked(envelope.ResultEvent(data))
+	ev, enc, _ := c.encodeLocked(ev) // a terminal event always encodes, if only as an error
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sendTerminalLocked(ev, enc)
 }
 
 // emit sends a non-terminal event, waiting for credit in stream mode.
@@ -345,7 +354,8 @@ func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
 }
 
 // publishLocked numbers and publishes one event; c.mu must be held. An
-// event too large for NATS is never cut: a terminal one is replaced by a
+// event larger than one message goes out in chunks; one past
+// MaxResultBytes is never cut: a terminal one is replaced by a
 // payload_too_large error, a non-terminal one is refused to the handler.
 func (c *call) publishLocked(ev envelope.ToolEvent) error {
 	ev, data, err := c.encodeLocked(ev)
@@ -361,8 +371,15 @@ func (c *call) publishLocked(ev envelope.ToolEvent) error {
 // It returns the Problem actually sent, nil for a result.
 func (c *call) terminateLocked(ev envelope.ToolEvent) *envelope.Problem {
 	ev, data, _ := c.encodeLocked(ev) // a terminal event always encodes, if only as an error
+	return c.sendTerminalLocked(ev, data)
+}
+
+// sendTerminalLocked records the call's stats and sends its encoded
+// terminal event; c.mu must be held.
+func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.Problem {
 	p := ev.Problem()
 	c.tool.record(time.Since(c.started), p)
+	c.over = true
 	_ = c.sendLocked(ev, data)
 	c.releaseReplyLocked()
 	return p
@@ -383,9 +400,11 @@ func (c *call) releaseReplyLocked() {
 	}
 }
 
-// encodeLocked returns ev's wire form. A terminal event that cannot go out
-// as it is (unencodable, or too large) is replaced by the error event that
-// says so, and that event is returned with its bytes.
+// encodeLocked returns ev's wire form (it reads nothing c.mu guards, so
+// finish calls it unlocked). A terminal event that cannot go out
+// as it is (unencodable, or past MaxResultBytes) is replaced by the error
+// event that says so, and that event is returned with its bytes. An event
+// larger than one message is fine: sendLocked chunks it.
 func (c *call) encodeLocked(ev envelope.ToolEvent) (envelope.ToolEvent, []byte, error) {
 	data, err := ev.AppendJSON(make([]byte, 0, 128+len(ev.Data)))
 	if err != nil {
@@ -395,9 +414,10 @@ func (c *call) encodeLocked(ev envelope.ToolEvent) (envelope.ToolEvent, []byte, 
 		ev = envelope.ErrorEvent(c.w.problems.New(envelope.CodeOutputInvalid, "terminal event cannot be encoded: "+err.Error()))
 		data, _ = ev.AppendJSON(nil)
 	}
-	if limit := int(c.w.nc.MaxPayload()) - 512; len(data) > limit {
+	if limit := c.w.cfg.MaxResultBytes; len(data) > limit {
 		p := c.w.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("%s event is %d bytes, more than the connection allows (%d)", ev.Type, len(data), limit))
+			fmt.Sprintf("%s event is %d bytes, more than this worker's max_result_bytes (%d)", ev.Type, len(data), limit)).
+			WithFix("Ask the tool for less (narrower arguments, paging), or raise the worker's MaxResultBytes and the caller's.", envelope.MaybeIncorrect)
 		if !ev.IsTerminal() {
 			return ev, nil, p
 		}
@@ -407,8 +427,12 @@ func (c *call) encodeLocked(ev envelope.ToolEvent) (envelope.ToolEvent, []byte, 
 	return ev, data, nil
 }
 
-// sendLocked numbers and publishes one encoded event.
+// sendLocked numbers and publishes one encoded event: as one message, or
+// as chunks when it is larger than the connection allows.
 func (c *call) sendLocked(ev envelope.ToolEvent, data []byte) error {
+	if piece := int(c.w.nc.MaxPayload()) - mesh.ChunkOverhead; len(data) > piece {
+		return c.sendChunksLocked(ev, data, piece)
+	}
 	c.seq++
 	// A unary call gets exactly one message, so it needs no sequence number:
 	// the reply stays as cheap as a plain NATS response. A stream reuses one
@@ -430,10 +454,31 @@ func (c *call) sendLocked(ev envelope.ToolEvent, data []byte) error {
 	return nil
 }
 
+// sendChunksLocked sends data in pieces of at most piece bytes, each
+// numbered (Toolmesh-Seq, in unary mode too) and marked i/n, so the caller
+// reassembles the event in order and sees any lost piece as a gap.
+func (c *call) sendChunksLocked(ev envelope.ToolEvent, data []byte, piece int) error {
+	n := (len(data) + piece - 1) / piece
+	total := strconv.Itoa(n)
+	for i := 0; i < n; i++ {
+		c.seq++
+		part := data[i*piece : min((i+1)*piece, len(data))]
+		msg := &nats.Msg{Subject: c.reply, Data: part, Header: nats.Header{
+			mesh.HeaderSeq:   []string{itoa(c.seq)},
+			mesh.HeaderChunk: []string{strconv.Itoa(i+1) + "/" + total},
+		}}
+		if err := c.w.nc.PublishMsg(msg); err != nil {
+			c.w.log.Warn("publish event chunk", "call_id", c.id, "type", ev.Type, "chunk", i+1, "of", n, "err", err)
+			return err
+		}
+	}
+	return nil
+}
+
 // heartbeat proves the worker alive to the caller and checks the caller's lease.
 func (c *call) heartbeat() {
 	c.mu.Lock()
-	if c.ended {
+	if c.over {
 		c.mu.Unlock()
 		return
 	}
@@ -447,7 +492,7 @@ func (c *call) heartbeat() {
 	c.mu.Unlock()
 	if c.callerID != "" {
 		if seen := c.w.callerSeen(c.callerKey(), c.started); time.Since(seen) > mesh.MissedBeats*c.interval {
-			c.cancel(errCallerLost)
+			c.w.suspectCaller(c)
 		}
 	}
 }

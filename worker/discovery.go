@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,11 +69,11 @@ func (w *Worker) sortedTools() []*tool {
 func (w *Worker) infoResponse() any {
 	eps := []micro.EndpointInfo{}
 	for _, t := range w.sortedTools() {
-		md := map[string]string{}
+		md := map[string]string{"toolmesh.tool": t.spec.Name}
 		if t.spec.Description != "" {
 			md["description"] = t.spec.Description
 		}
-		eps = append(eps, micro.EndpointInfo{Name: t.spec.Name, Subject: w.subjects.Call(t.spec.Name), QueueGroup: w.subjects.QueueGroup(), Metadata: md})
+		eps = append(eps, micro.EndpointInfo{Name: endpointName(t.spec.Name), Subject: w.subjects.Call(t.spec.Name), QueueGroup: w.subjects.QueueGroup(), Metadata: md})
 	}
 	return micro.Info{ServiceIdentity: w.identity(), Type: micro.InfoResponseType, Description: w.cfg.Description, Endpoints: eps}
 }
@@ -81,7 +82,7 @@ func (w *Worker) statsResponse() any {
 	eps := []*micro.EndpointStats{}
 	for _, t := range w.sortedTools() {
 		t.statsMu.Lock()
-		s := &micro.EndpointStats{Name: t.spec.Name, Subject: w.subjects.Call(t.spec.Name), QueueGroup: w.subjects.QueueGroup(),
+		s := &micro.EndpointStats{Name: endpointName(t.spec.Name), Subject: w.subjects.Call(t.spec.Name), QueueGroup: w.subjects.QueueGroup(),
 			NumRequests: t.requests, NumErrors: t.errors, LastError: t.lastError, ProcessingTime: t.busy, Data: t.load.data()}
 		if t.requests > 0 {
 			s.AverageProcessingTime = t.busy / time.Duration(t.requests)
@@ -91,3 +92,10 @@ func (w *Worker) statsResponse() any {
 	}
 	return micro.Stats{ServiceIdentity: w.identity(), Type: micro.StatsResponseType, Started: w.started, Endpoints: eps}
 }
+
+// endpointName is a tool's ADR-32 endpoint name. ADR-32 names must match
+// ^[A-Za-z0-9_-]+$ (stock `nats micro` refuses a whole service otherwise),
+// and tool names may hold dots, so each dot becomes an underscore; the
+// real tool name stays in the endpoint's metadata (toolmesh.tool) and its
+// subject is the real call subject.
+func endpointName(tool string) string { return strings.ReplaceAll(tool, ".", "_") }

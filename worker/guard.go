@@ -16,11 +16,11 @@ import (
 // server refuses to carry: nobody can hear the handler, so it stops.
 var errPublishDenied = errors.New("the NATS server refused to carry this call's events (permissions)")
 
-// admit builds a call from its message, answering it at once (and
+// newCall builds a call from its message, answering it at once (and
 // returning nil) when a header is malformed, the body too large or the
 // budget already spent. A call whose caller does not prove it is alive
 // gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
-func (w *Worker) admit(t *tool, m *nats.Msg, received time.Time) *call {
+func (w *Worker) newCall(t *tool, m *nats.Msg, received time.Time) *call {
 	h := m.Header
 	hd, prob := parseCallHeaders(h, w.problems, w.cfg.Heartbeat, w.cfg.MinHeartbeat)
 	c := &call{
@@ -39,7 +39,8 @@ func (w *Worker) admit(t *tool, m *nats.Msg, received time.Time) *call {
 	}
 	if len(m.Data) > w.cfg.MaxArgsBytes {
 		c.reject(w.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)))
+			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)).
+			WithFix(largeArgsFix, envelope.MaybeIncorrect))
 		return nil
 	}
 	if hd.hasBudget {
@@ -101,7 +102,7 @@ func (w *Worker) onViolation(err error) {
 // the refusal before answering the round trip, and nats.go records it as
 // the connection's last error before the round trip returns.
 func (w *Worker) confirmSubscriptions(subjects ...string) error {
-	if err := w.nc.FlushTimeout(10 * time.Second); err != nil {
+	if err := w.nc.FlushTimeout(w.cfg.ConfirmTimeout); err != nil {
 		return fmt.Errorf("subscriptions not confirmed by the server: %w", err)
 	}
 	op, denied, ok := mesh.Violation(w.nc.LastError())

@@ -65,8 +65,16 @@ type Request struct {
 	Spec *envelope.ToolSpec
 }
 
-// Bind decodes the arguments into v.
-func (r *Request) Bind(v any) error { return json.Unmarshal(r.Args, v) }
+// Bind decodes the arguments into v. Arguments that do not fit v are the
+// caller's mistake, so the error is an invalid_input Problem (returned
+// from the handler as it is, it reaches the caller as invalid_input, not
+// tool_failed).
+func (r *Request) Bind(v any) error {
+	if err := json.Unmarshal(r.Args, v); err != nil {
+		return envelope.Problemf(envelope.CodeInvalidInput, "tool %s: args do not fit the tool's parameters: %v", r.Tool, err)
+	}
+	return nil
+}
 
 // Emitter sends non-terminal events of a call. In stream mode a call may
 // run ahead of its reader by at most the caller's window; beyond it an

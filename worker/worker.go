@@ -61,6 +61,24 @@ type Config struct {
 	MaxUnleasedLife time.Duration
 	// MaxArgsBytes bounds a call body (default: the connection's max payload).
 	MaxArgsBytes int
+	// ConfirmTimeout bounds how long Register waits for the server to
+	// confirm a tool's subscription (default 10s).
+	ConfirmTimeout time.Duration
+	// MaxPendingCalls and MaxPendingBytes bound the calls waiting unread in
+	// one tool's subscription (defaults 65536 and 64 MiB). Admission is
+	// cheap, so they are reached only by a flood faster than a core can
+	// answer overloaded; NATS then drops calls (their callers see
+	// worker_lost) rather than letting the worker's memory grow unbounded.
+	MaxPendingCalls int
+	MaxPendingBytes int
+	// RegistryTTL is how long the worker's key in the JetStream worker
+	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
+	RegistryTTL time.Duration
+	// MaxResultBytes caps one event's encoded size (default
+	// mesh.DefaultMaxResultBytes). An event larger than the server's
+	// max_payload goes out in chunks over the call's event stream; past
+	// this cap a result becomes payload_too_large.
+	MaxResultBytes int
 	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).
@@ -85,21 +103,29 @@ type Worker struct {
 	idle     chan *call // hands calls to runner goroutines waiting for work
 	admitted atomic.Int64
 	inflight sync.WaitGroup
+	// admitMu orders admissions (inflight.Add, read-locked) before the
+	// moment Stop or Drain closes admission and waits on inflight.
+	admitMu  sync.RWMutex
+	stopping bool
 	// stopCtx ends when the worker stops; see stop.
 	stopCtx    context.Context
 	stopCancel context.CancelCauseFunc
 
-	mu       sync.Mutex
-	tools    map[string]*tool
-	ctlSubs  []*nats.Subscription
-	draining bool
-	closed   chan nats.Status // CLOSED notifications; removed when the worker stops
+	mu          sync.Mutex
+	tools       map[string]*tool
+	registering map[string]bool // names whose subscription awaits confirmation
+	ctlSubs     []*nats.Subscription
+	draining    bool
+	closed      chan nats.Status // CLOSED notifications; removed when the worker stops
 
 	callsMu      sync.Mutex
 	calls        map[callKey]*call
 	callers      map[callKey]time.Time // (identity, caller id) → last liveness message
 	callerCalls  map[callKey]int       // (identity, caller id) → its calls in flight here
+	probing      map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 	callersSwept int                   // size of callers after the last prune
+
+	presence *presence
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
@@ -111,6 +137,7 @@ type tool struct {
 	input   *envelope.Schema
 	output  *envelope.Schema
 	sub     *nats.Subscription
+	dsub    *nats.Subscription // the describe subject
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
@@ -123,6 +150,9 @@ type tool struct {
 	busy      time.Duration
 }
 
+// largeArgsFix says what to do about args too large to send.
+const largeArgsFix = "Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload."
+
 // ErrDraining is returned by Register once Drain or Stop has begun.
 var ErrDraining = errors.New("worker is draining")
 
@@ -132,14 +162,8 @@ var errCallerLost = errors.New("caller stopped sending liveness messages")
 // errCallerCancelled is the cancel cause of a cancel control message.
 var errCallerCancelled = errors.New("cancelled by the caller")
 
-// New creates a worker on nc and starts serving its control and discovery
-// subjects. Register tools to start taking calls.
-func New(nc *nats.Conn, cfg Config) (*Worker, error) {
-	if cfg.Pool != "" {
-		if _, bad := token(cfg.Pool); bad != "" || len(cfg.Pool) > 64 {
-			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: %s", cfg.Pool, bad)
-		}
-	}
+// withDefaults fills every unset field of cfg with its documented default.
+func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
 		if cfg.Pool != "" {
@@ -171,6 +195,21 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.MaxUnleasedLife <= 0 {
 		cfg.MaxUnleasedLife = 5 * time.Minute
 	}
+	if cfg.MaxResultBytes <= 0 {
+		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
+	}
+	if cfg.RegistryTTL <= 0 {
+		cfg.RegistryTTL = mesh.DefaultRegistryTTL
+	}
+	if cfg.ConfirmTimeout <= 0 {
+		cfg.ConfirmTimeout = 10 * time.Second
+	}
+	if cfg.MaxPendingCalls <= 0 {
+		cfg.MaxPendingCalls = 1 << 16
+	}
+	if cfg.MaxPendingBytes <= 0 {
+		cfg.MaxPendingBytes = 64 << 20
+	}
 	if cfg.MaxArgsBytes <= 0 {
 		cfg.MaxArgsBytes = int(nc.MaxPayload())
 	}
@@ -183,6 +222,18 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Propagator == nil {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
+	return cfg
+}
+
+// New creates a worker on nc and starts serving its control and discovery
+// subjects. Register tools to start taking calls.
+func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+	if cfg.Pool != "" {
+		if _, bad := token(cfg.Pool); bad != "" || len(cfg.Pool) > 64 {
+			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: %s", cfg.Pool, bad)
+		}
+	}
+	cfg = cfg.withDefaults(nc)
 	w := &Worker{
 		nc:          nc,
 		cfg:         cfg,
@@ -195,9 +246,11 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		slots:       make(chan struct{}, cfg.MaxConcurrent),
 		idle:        make(chan *call),
 		tools:       map[string]*tool{},
+		registering: map[string]bool{},
 		calls:       map[callKey]*call{},
 		callers:     map[callKey]time.Time{},
 		callerCalls: map[callKey]int{},
+		probing:     map[callKey]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
@@ -211,6 +264,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		w.unsubscribeAll()
 		return nil, err
 	}
+	w.startPresence()
 	// A connection closed for good can deliver no result: cancel the
 	// handlers rather than let them run for nobody.
 	closed := nc.StatusChanged(nats.CLOSED)
@@ -218,6 +272,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	go func() {
 		if _, ok := <-closed; ok {
 			w.stop(errors.New("the NATS connection was closed"))
+			w.presence.goodbye()
 		}
 	}()
 	return w, nil
@@ -229,54 +284,77 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // Register validates spec (name, schemas), compiles its schemas once, and
 // starts taking calls for it on one queue subscription. When it returns,
 // the server has the subscription: calls through the same server reach it.
+// Waiting for the server's confirmation (at most Config.ConfirmTimeout)
+// holds no lock, and a registration the server does not confirm is undone
+// entirely: the tool is then not registered at all.
 func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
 	if h == nil {
 		return errors.New("register: nil handler")
 	}
 	in, out, err := spec.Compile()
 	if err != nil {
-		return envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
+		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
+	t := &tool{spec: spec, handler: h, input: in, output: out,
+		spanName: "toolmesh.serve " + spec.Name,
+		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
+	if err := w.reserve(t); err != nil {
+		return err
+	}
+	// Round-trip to the server so the tool is callable when Register
+	// returns, and so a subscription the server's permissions refuse fails
+	// Register (naming it) instead of leaving a worker that serves nothing.
+	err = w.confirmSubscriptions(t.sub.Subject, t.dsub.Subject)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.registering, spec.Name)
+	if err == nil && w.draining {
+		err = ErrDraining
+	}
+	if err != nil {
+		_ = t.sub.Unsubscribe()
+		_ = t.dsub.Unsubscribe()
+		if errors.Is(err, ErrDraining) {
+			return err
+		}
+		return fmt.Errorf("register %q: %w", spec.Name, err)
+	}
+	w.tools[spec.Name] = t
+	w.ctlSubs = append(w.ctlSubs, t.dsub)
+	go w.presence.changed()
+	return nil
+}
+
+// reserve claims t's name and subscribes its call and describe subjects.
+func (w *Worker) reserve(t *tool) error {
+	name := t.spec.Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.draining {
 		return ErrDraining
 	}
-	if _, dup := w.tools[spec.Name]; dup {
-		return fmt.Errorf("register: tool %q is already registered", spec.Name)
+	if _, dup := w.tools[name]; dup || w.registering[name] {
+		return fmt.Errorf("register: tool %q is already registered", name)
 	}
-	t := &tool{spec: spec, handler: h, input: in, output: out,
-		spanName: "toolmesh.serve " + spec.Name,
-		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
-	sub, err := w.nc.QueueSubscribe(w.subjects.Call(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
-	if err != nil {
-		return fmt.Errorf("register %q: %w", spec.Name, err)
-	}
-	// The callback only admits and hands off; never let NATS drop calls for it.
-	_ = sub.SetPendingLimits(-1, -1)
-	t.sub = sub
-	// Round-trip to the server so the tool is callable when Register
-	// returns, and so a subscription the server's permissions refuse fails
-	// Register (naming it) instead of leaving a worker that serves nothing.
-	if err := w.confirmSubscriptions(sub.Subject); err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("register %q: %w", spec.Name, err)
-	}
-	dsub, err := w.nc.QueueSubscribe(w.subjects.Describe(spec.Name), w.subjects.QueueGroup(), func(m *nats.Msg) {
+	// Describe first, the call subject last: when the server refuses both,
+	// the refusal nats.go keeps (the last one) names the call subject.
+	dsub, err := w.nc.QueueSubscribe(w.subjects.Describe(name), w.subjects.QueueGroup(), func(m *nats.Msg) {
 		b, _ := json.Marshal(publicSpec(t.spec))
 		_ = m.Respond(b)
 	})
 	if err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("register %q: %w", spec.Name, err)
+		return fmt.Errorf("register %q: %w", name, err)
 	}
-	if err := w.confirmSubscriptions(dsub.Subject); err != nil {
-		_ = sub.Unsubscribe()
+	sub, err := w.nc.QueueSubscribe(w.subjects.Call(name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
+	if err != nil {
 		_ = dsub.Unsubscribe()
-		return fmt.Errorf("register %q: %w", spec.Name, err)
+		return fmt.Errorf("register %q: %w", name, err)
 	}
-	w.ctlSubs = append(w.ctlSubs, dsub)
-	w.tools[spec.Name] = t
+	// The callback only admits and hands off, so the pending queue stays
+	// short unless a flood outruns a core; the limits bound it even then.
+	_ = sub.SetPendingLimits(w.cfg.MaxPendingCalls, w.cfg.MaxPendingBytes)
+	t.sub, t.dsub = sub, dsub
+	w.registering[name] = true
 	return nil
 }
 
@@ -311,6 +389,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 		return nil
 	}
 	w.draining = true
+	go w.presence.goodbye()
 	var closed []<-chan nats.SubStatus
 	for _, t := range w.tools {
 		closed = append(closed, t.sub.StatusChanged(nats.SubscriptionClosed))
@@ -330,6 +409,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 			break
 		}
 	}
+	w.closeAdmission()
 	done := make(chan struct{})
 	go func() { w.inflight.Wait(); close(done) }()
 	if err == nil {
@@ -353,9 +433,20 @@ func (w *Worker) Stop() {
 	w.mu.Lock()
 	w.draining = true
 	w.mu.Unlock()
+	w.closeAdmission()
+	w.presence.goodbye()
 	w.stop(errors.New("worker stopped"))
 	w.unsubscribeAll()
 	w.inflight.Wait()
+}
+
+// closeAdmission makes every later call be refused before it is counted
+// in inflight, so a Wait on inflight that starts now sees every call that
+// will ever run: no handler starts after Stop or Drain returns.
+func (w *Worker) closeAdmission() {
+	w.admitMu.Lock()
+	w.stopping = true
+	w.admitMu.Unlock()
 }
 
 func (w *Worker) unsubscribeAll() {
@@ -390,18 +481,26 @@ func (w *Worker) subscribeControl() error {
 	if err := w.confirmSubscriptions(ctl.Subject); err != nil {
 		return err
 	}
-	cat, err := w.nc.Subscribe(w.subjects.Catalog(), func(m *nats.Msg) {
+	probes, err := w.nc.Subscribe(w.subjects.Control(w.cfg.ID)+".*", w.onProbeReply)
+	if err != nil {
+		return err
+	}
+	w.ctlSubs = append(w.ctlSubs, probes)
+	answer := func(m *nats.Msg) {
 		specs := w.Specs()
 		for i := range specs {
 			specs[i] = publicSpec(specs[i])
 		}
 		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: specs})
 		_ = m.Respond(b)
-	})
-	if err != nil {
-		return err
 	}
-	w.ctlSubs = append(w.ctlSubs, cat)
+	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
+		cat, err := w.nc.Subscribe(subj, answer)
+		if err != nil {
+			return err
+		}
+		w.ctlSubs = append(w.ctlSubs, cat)
+	}
 	return w.subscribeDiscovery()
 }
 
@@ -433,6 +532,7 @@ func (w *Worker) onControl(m *nats.Msg) {
 			return
 		}
 		w.callers[k] = now
+		w.answerProbeLocked(k, true)
 		if len(w.callers) > w.callersSwept*2+64 {
 			w.pruneCallersLocked(now)
 		}
@@ -516,24 +616,36 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
 		return
 	}
-	c := w.admit(t, m, received)
-	if c == nil {
-		return
-	}
-	if w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued) {
-		w.admitted.Add(-1)
-		c.reject(w.problems.New(envelope.CodeOverloaded,
-			fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)).
-			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds()))
+	c := w.newCall(t, m, received)
+	if c == nil || !w.admit(c) {
 		return
 	}
 	c.tool.load.begin()
-	w.inflight.Add(1)
 	select {
 	case w.idle <- c: // an idle runner takes it, reusing its already grown stack
 	default:
 		go w.runner(c)
 	}
+}
+
+// admit counts c in flight, or answers it overloaded when the worker is
+// full or stopping; it reports whether c was admitted.
+func (w *Worker) admit(c *call) bool {
+	w.admitMu.RLock()
+	defer w.admitMu.RUnlock()
+	var detail string
+	switch {
+	case w.stopping:
+		detail = fmt.Sprintf("worker %s is stopping; the handler did not run", w.cfg.ID)
+	case w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued):
+		w.admitted.Add(-1)
+		detail = fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)
+	default:
+		w.inflight.Add(1)
+		return true
+	}
+	c.reject(w.problems.New(envelope.CodeOverloaded, detail).WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds()))
+	return false
 }
 
 // stop cancels every call in flight with cause. Call contexts are not

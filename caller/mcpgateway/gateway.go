@@ -15,9 +15,7 @@ package mcpgateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"iter"
 	"log/slog"
 	"sort"
 	"sync"
@@ -41,8 +39,10 @@ type Config struct {
 	NamePrefix string
 	// CatalogWait bounds one catalogue gathering (default 500ms).
 	CatalogWait time.Duration
-	// Refresh is how often the fleet is re-read for changes (default 2s).
-	Refresh time.Duration
+	// Settle is how long a burst of fleet changes (caller.Watch) must go
+	// quiet before the served tools follow it (default 100ms); the SDK then
+	// sends one list_changed for the burst.
+	Settle time.Duration
 	// PageSize is the tools/list page size (default the SDK's, 1000).
 	PageSize int
 	// ListTTL is the ttlMs a 2026-07-28 client is told it may cache
@@ -89,8 +89,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.CatalogWait <= 0 {
 		cfg.CatalogWait = 500 * time.Millisecond
 	}
-	if cfg.Refresh <= 0 {
-		cfg.Refresh = 2 * time.Second
+	if cfg.Settle <= 0 {
+		cfg.Settle = 100 * time.Millisecond
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -153,18 +153,58 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 	return err
 }
 
-// Run keeps the served tools in step with the fleet until ctx ends,
-// applying every changed catalogue watchFleet yields. Call Sync first so
-// the first tools/list is not empty.
+// Run keeps the served tools in step with the fleet until ctx ends:
+// caller.Watch reports each tool that appears, changes or goes (a worker
+// killed without a goodbye goes within 3 of its heartbeat intervals), and
+// once a burst of changes settles the served tools become exactly the
+// watched ones. Call Sync first so the first tools/list is not empty.
 func (g *Gateway) Run(ctx context.Context) error {
-	for cat, err := range g.watchFleet(ctx) {
-		if err != nil {
-			g.log.Warn("mcp gateway: fleet watch", "err", err)
-			continue
+	changes := make(chan caller.CatalogChange)
+	go g.follow(ctx, changes)
+	live := map[string]caller.CatalogTool{}
+	var settle <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ch, ok := <-changes:
+			if !ok {
+				return nil
+			}
+			if ch.Kind == caller.ToolRemoved {
+				delete(live, ch.Tool.Spec.Name)
+			} else {
+				live[ch.Tool.Spec.Name] = ch.Tool
+			}
+			settle = time.After(g.cfg.Settle)
+		case <-settle:
+			settle = nil
+			g.apply(g.watchedView(ctx, live))
 		}
-		g.apply(cat)
 	}
-	return nil
+}
+
+// follow copies caller.Watch's changes into changes until ctx ends,
+// starting the watch again (after a pause) when it ends with an error.
+func (g *Gateway) follow(ctx context.Context, changes chan<- caller.CatalogChange) {
+	defer close(changes)
+	for ctx.Err() == nil {
+		for ch, err := range g.cfg.Caller.Watch(ctx) {
+			if err != nil {
+				g.log.Warn("mcp gateway: fleet watch", "err", err)
+				break
+			}
+			select {
+			case changes <- ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Sync reads the catalogue once and applies it.
@@ -173,18 +213,67 @@ func (g *Gateway) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g.apply(cat)
+	view := fleetView{tools: cat.Tools, gaps: gapsOf(cat), prune: keepMissing}
+	if cat.Complete {
+		view.prune = pruneMissing
+	}
+	g.apply(view)
 	return nil
 }
 
-// apply registers, replaces or removes MCP tools so they match cat. The
+// fleetView is what the served tools should become.
+type fleetView struct {
+	tools []caller.CatalogTool
+	// gaps name what the view may be missing (tools/list _meta).
+	gaps  []string
+	prune pruneRule
+}
+
+// pruneRule says whether tools missing from a view stop being served.
+type pruneRule int
+
+const (
+	// keepMissing: the view may miss live tools (an incomplete
+	// catalogue), so it only adds and replaces.
+	keepMissing pruneRule = iota
+	// pruneMissing: the view is authoritative (a complete catalogue, or
+	// Watch's presence-based view): a missing tool is gone.
+	pruneMissing
+)
+
+// watchedView is Watch's live tools, with the gaps the catalogue reports
+// (a registered worker that does not answer, or no registry at all).
+func (g *Gateway) watchedView(ctx context.Context, live map[string]caller.CatalogTool) fleetView {
+	view := fleetView{prune: pruneMissing}
+	for _, t := range live {
+		view.tools = append(view.tools, t)
+	}
+	if cat, err := g.cfg.Caller.Catalog(ctx, g.cfg.CatalogWait); err != nil {
+		view.gaps = []string{"catalogue: " + err.Error()}
+	} else {
+		view.gaps = gapsOf(cat)
+	}
+	return view
+}
+
+// gapsOf is what an incomplete catalogue says it may miss.
+func gapsOf(cat caller.Catalog) []string {
+	if cat.Complete {
+		return nil
+	}
+	if len(cat.ScopeWarnings) == 0 {
+		return []string{"the catalogue was incomplete"}
+	}
+	return cat.ScopeWarnings
+}
+
+// apply registers, replaces or removes MCP tools so they match view. The
 // SDK debounces the resulting list_changed notifications into one per
-// burst. An incomplete catalogue (a worker that answered the ping but not
-// the catalogue request) only adds tools: it cannot prove one is gone.
-func (g *Gateway) apply(cat caller.Catalog) {
+// burst.
+func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
-	for _, ct := range cat.Tools {
+	for _, ct := range view.tools {
 		if !g.filter.allows(ct.Spec.Name) {
 			continue
 		}
@@ -198,15 +287,9 @@ func (g *Gateway) apply(cat caller.Catalog) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.gaps = nil
-	if !cat.Complete {
-		g.gaps = append(g.gaps, cat.ScopeWarnings...)
-		if len(g.gaps) == 0 {
-			g.gaps = []string{"the catalogue was incomplete"}
-		}
-	}
+	g.gaps = view.gaps
 	var gone []string
-	if cat.Complete {
+	if view.prune == pruneMissing {
 		for name := range g.served {
 			if _, ok := want[name]; !ok {
 				gone = append(gone, name)
@@ -237,42 +320,4 @@ func (g *Gateway) Tools() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// watchFleet yields the catalogue each time the fleet may have changed,
-// until ctx ends.
-//
-// It is the ONE place that knows how fleet changes are detected. Today it
-// re-reads the catalogue every Config.Refresh and yields it when the set
-// of (worker, tool spec) pairs or its completeness differs from the last
-// one yielded; the catalogue yielded is the one compared, so no change can
-// fall between a check and its application. Once caller.Caller.Watch
-// exists this becomes a loop over Watch that reads and yields the
-// catalogue per change, and nothing else moves.
-func (g *Gateway) watchFleet(ctx context.Context) iter.Seq2[caller.Catalog, error] {
-	return func(yield func(caller.Catalog, error) bool) {
-		tick := time.NewTicker(g.cfg.Refresh)
-		defer tick.Stop()
-		last := ""
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			cat, err := g.cfg.Caller.Catalog(ctx, g.cfg.CatalogWait)
-			if err != nil {
-				if ctx.Err() != nil || !yield(caller.Catalog{}, fmt.Errorf("catalogue: %w", err)) {
-					return
-				}
-				continue
-			}
-			if fp := fleetFingerprint(cat); fp != last {
-				last = fp
-				if !yield(cat, nil) {
-					return
-				}
-			}
-		}
-	}
 }

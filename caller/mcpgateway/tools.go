@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -84,20 +82,6 @@ func outputSchema(raw json.RawMessage) (json.RawMessage, error) {
 func fingerprint(t *mcp.Tool) string {
 	b, _ := json.Marshal(t)
 	return string(b)
-}
-
-// fleetFingerprint identifies which worker hosts which tool spec: any
-// worker joining or leaving, or any spec changing, changes it.
-func fleetFingerprint(cat caller.Catalog) string {
-	var b strings.Builder
-	for _, t := range cat.Tools { // the catalogue is sorted by name
-		spec, _ := json.Marshal(t.Spec)
-		workers := append([]string(nil), t.Workers...)
-		sort.Strings(workers)
-		fmt.Fprintf(&b, "%s|%s\n", spec, strings.Join(workers, ","))
-	}
-	fmt.Fprintf(&b, "complete=%v", cat.Complete)
-	return b.String()
 }
 
 // filter is the allow and deny lists: path.Match globs over mesh names.

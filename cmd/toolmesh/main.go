@@ -135,6 +135,8 @@ func newRoot(g *globals) *cobra.Command {
 	f.StringVar(&g.connect.TLSCA, "tls-ca", "", "CA certificate file for TLS")
 	f.StringVar(&g.connect.TLSCert, "tls-cert", "", "client certificate file for TLS")
 	f.StringVar(&g.connect.TLSKey, "tls-key", "", "client key file for TLS")
+	f.IntVar(&g.connect.MaxReconnects, "max-reconnects", 0, "reconnect attempts before a lost NATS connection is given up (0: never give up)")
+	f.DurationVar(&g.connect.ReconnectWait, "reconnect-wait", 0, "pause between NATS reconnect attempts (default 2s)")
 	f.StringVar(&g.prefix, "prefix", mesh.DefaultPrefix, "subject prefix of the mesh")
 	f.StringVar(&g.format, "format", "", "error format: json or pretty (default: pretty on a terminal, json otherwise)")
 	f.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default info for dev and worker, warn otherwise)")
@@ -154,10 +156,10 @@ func (g *globals) dial(ctx context.Context, name string) (*nats.Conn, error) {
 	opts.NKeySeed = g.nkey
 	opts = credentialsFromEnv(opts, os.Getenv)
 	opts.Name = "toolmesh " + name
+	opts.Logger = g.log
 	nc, err := mesh.Connect(ctx, opts)
 	if err != nil {
 		return nil, mesh.DialProblem(opts.URLOrDefault(), err)
 	}
-	logConnEvents(nc, g.log)
 	return nc, nil
 }

@@ -25,7 +25,7 @@ type mcpFlags struct {
 	bearer      string // read from bearerEnv by checkHTTP
 	origins     []string
 	maxBody     int64
-	refresh     time.Duration
+	settle      time.Duration
 	wait        time.Duration
 	grace       time.Duration
 }
@@ -48,7 +48,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 			}
 			defer done()
 			gw, err := mcpgateway.New(mcpgateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
-				NamePrefix: f.namePrefix, Refresh: f.refresh, CatalogWait: f.wait, Version: "toolmesh", Logger: g.log})
+				NamePrefix: f.namePrefix, Settle: f.settle, CatalogWait: f.wait, Version: "toolmesh", Logger: g.log})
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 			}
@@ -74,7 +74,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.bearerEnv, "bearer-env", "", "HTTP: name of an environment variable holding the bearer clients must present; it is forwarded to tools")
 	fl.StringSliceVar(&f.origins, "allow-origin", nil, "HTTP: browser origin accepted besides localhost (repeatable)")
 	fl.Int64Var(&f.maxBody, "max-body", 4<<20, "HTTP: largest request body in bytes")
-	fl.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often the fleet is re-read for tool changes")
+	fl.DurationVar(&f.settle, "settle", 100*time.Millisecond, "how long a burst of fleet changes must go quiet before the tool list follows it")
 	fl.DurationVar(&f.wait, "catalog-wait", 500*time.Millisecond, "how long one catalogue read waits for workers")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "HTTP: how long requests in flight may take to finish on shutdown")
 	return cmd

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -38,7 +39,7 @@ func newDevCmd(g *globals) *cobra.Command {
 			}
 			shutdown := setupTracing(ctx, "toolmesh-dev", g.log)
 			defer shutdown()
-			srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{Listen: listen})
+			srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{Listen: listen, JetStream: true}) // JetStream holds the worker registry
 			if err != nil {
 				return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
 					WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
@@ -73,8 +74,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
 			}
 			fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
-			<-ctx.Done()
-			return errors.Join(drainBridges(drain), drainWorker(w, drain, g))
+			return serveUntil(ctx, nc, w, drainBridges, drain, g)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
@@ -119,14 +119,52 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
-			<-ctx.Done()
-			return errors.Join(drainBridges(drain), drainWorker(w, drain, g))
+			return serveUntil(ctx, nc, w, drainBridges, drain, g)
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
 	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 	return cmd
+}
+
+// serveUntil serves until ctx ends (then drains) or the NATS connection
+// closes for good: a worker with no connection serves nobody, so it exits
+// non-zero with the reason and its supervisor can restart it. Bridged MCP
+// servers drain with the worker, or stop at once when no drain is possible.
+func serveUntil(ctx context.Context, nc *nats.Conn, w *worker.Worker, drainBridges func(time.Duration) error, drain time.Duration, g *globals) error {
+	closed := nc.StatusChanged(nats.CLOSED)
+	defer nc.RemoveStatusListener(closed)
+	if nc.IsClosed() {
+		w.Stop()
+		_ = drainBridges(0)
+		return connectionClosed(nc)
+	}
+	select {
+	case <-ctx.Done():
+		if !nc.IsConnected() {
+			// A drain needs the server; during an outage it could only
+			// wait out its timeout. Nothing in flight can answer anyway.
+			g.log.Warn("stopping without a drain: the NATS connection is down")
+			w.Stop()
+			_ = drainBridges(0) // stops the bridged servers; nothing can answer now
+			return nil
+		}
+		return errors.Join(drainBridges(drain), drainWorker(w, drain, g))
+	case <-closed:
+		w.Stop()
+		_ = drainBridges(0)
+		return connectionClosed(nc)
+	}
+}
+
+func connectionClosed(nc *nats.Conn) error {
+	reason := "no reason given"
+	if err := nc.LastError(); err != nil {
+		reason = err.Error()
+	}
+	return envelope.Problemf(envelope.CodeConnectionLost, "the NATS connection closed for good (%s); the worker cannot serve and exits", reason).
+		WithFix("Check that the NATS server is reachable; raise --max-reconnects (0 never gives up), or let a supervisor restart the worker.", envelope.MaybeIncorrect)
 }
 
 // drainWorker stops taking calls and lets the ones in flight finish.

@@ -342,21 +342,35 @@ func TestCatAlone(t *testing.T) {
 	}
 }
 
+// Unary calls get the whole output in the result; streamed calls get it
+// once, as deltas, and a result that counts them instead of repeating them.
 func TestOutputFormats(t *testing.T) {
 	nd := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\n\n{"b":2}\n`}, OutputFormat: envelope.OutputNDJSON}, Limits{})
-	res, err, rec := call(t, nd, `{}`)
-	if err != nil || resultJSON(t, res) != `[{"a":1},{"b":2}]` || len(rec.deltas) != 2 {
-		t.Fatalf("ndjson: %v %s %d deltas", err, resultJSON(t, res), len(rec.deltas))
+	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `printf 'one\ntwo\nthree'; echo warn >&2`}, OutputFormat: envelope.OutputLines}, Limits{})
+	streaming := func(r *worker.Request) { r.Streaming = true }
+	cases := []struct {
+		name       string
+		h          *Handler
+		mod        []func(*worker.Request)
+		result     string
+		deltas     int
+		firstDelta string
+	}{
+		{"ndjson unary", nd, nil, `[{"a":1},{"b":2}]`, 0, ""},
+		{"ndjson stream", nd, []func(*worker.Request){streaming}, `{"items_streamed":2}`, 2, `{"a":1}`},
+		{"lines unary", lines, nil, `{"lines":["one","two","three"],"stderr":"warn\n"}`, 0, ""},
+		{"lines stream", lines, []func(*worker.Request){streaming}, `{"lines_streamed":3,"stderr":"warn\n"}`, 3, `{"line":"one"}`},
+	}
+	for _, tc := range cases {
+		res, err, rec := call(t, tc.h, `{}`, tc.mod...)
+		if err != nil || resultJSON(t, res) != tc.result || len(rec.deltas) != tc.deltas || (tc.deltas > 0 && string(rec.deltas[0]) != tc.firstDelta) {
+			t.Errorf("%s: %v %s %d deltas", tc.name, err, resultJSON(t, res), len(rec.deltas))
+		}
 	}
 	bad := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\nnope\n`}, OutputFormat: envelope.OutputNDJSON}, Limits{})
-	_, err, _ = call(t, bad, `{}`)
+	_, err, _ := call(t, bad, `{}`)
 	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "line 2") {
 		t.Errorf("detail %q", p.Detail)
-	}
-	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `printf 'one\ntwo\nthree'; echo warn >&2`}, OutputFormat: envelope.OutputLines}, Limits{})
-	res, err, rec = call(t, lines, `{}`)
-	if err != nil || resultJSON(t, res) != `{"lines":["one","two","three"],"stderr":"warn\n"}` || len(rec.deltas) != 3 || string(rec.deltas[0]) != `{"line":"one"}` {
-		t.Fatalf("lines: %v %s %d", err, resultJSON(t, res), len(rec.deltas))
 	}
 }
 

@@ -166,7 +166,7 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 		defer cancel()
 	}
 	argv := Argv(b, h.spec.Name, req.Args, req.DryRun, pageAll)
-	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, req.Args), req.Bearer, emit)
+	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, req.Args), req.Bearer, streamer{emit, req.Streaming})
 	return res, redactProblem(err, req.Bearer)
 }
 
@@ -185,10 +185,13 @@ func redactProblem(err error, bearer string) error {
 // run starts argv in its own process group and turns its output and exit
 // into the call's result or Problem. Whatever happens, no process of the
 // group outlives the call.
-func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, bearer string, emit worker.Emitter) (any, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, bearer string, emit streamer) (any, error) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+	}
+	cmd := command(path, argv[1:], h.limits.KillGrace)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -208,7 +211,8 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
 	defer feed.close()
-	if err := cmd.Start(); err != nil {
+	exited := make(chan struct{})
+	if err := start(cmd, exited); err != nil {
 		for _, f := range []*os.File{stdoutR, stdoutW, stderrR, stderrW} {
 			f.Close()
 		}
@@ -222,7 +226,6 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	// Stop the whole group on cancel, timeout, caller loss or output cap:
 	// SIGTERM, then SIGKILL after the grace period.
 	stop := make(chan struct{})
-	exited := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -307,17 +310,26 @@ func exitCode(err error) int {
 	return -1
 }
 
+// streamer is the call's Emitter and whether the caller reads the
+// stream: a streamed lines/ndjson call gets its output once, as deltas,
+// and a result that counts them instead of repeating them.
+type streamer struct {
+	worker.Emitter
+	streaming bool
+}
+
 // output is what readOutput gathered.
 type output struct {
-	secret string            // redacted from excerpts before they are cut
-	raw    []byte            // json: all of stdout
-	items  []json.RawMessage // ndjson
-	lines  []string          // lines
+	secret   string            // redacted from excerpts before they are cut
+	raw      []byte            // json: all of stdout
+	items    []json.RawMessage // ndjson (unary mode)
+	lines    []string          // lines (unary mode)
+	streamed int               // lines or items sent as deltas (stream mode)
 }
 
 // readOutput reads stdout per the binding's format, streaming deltas as
 // lines arrive (ndjson and lines) rather than after the program exits.
-func (h *Handler) readOutput(r io.Reader, emit worker.Emitter, secret string) (output, error) {
+func (h *Handler) readOutput(r io.Reader, emit streamer, secret string) (output, error) {
 	o := output{secret: secret}
 	switch h.binding.Format() {
 	case envelope.OutputJSON:
@@ -343,22 +355,30 @@ func (h *Handler) readOutput(r io.Reader, emit worker.Emitter, secret string) (o
 	}
 }
 
-func (h *Handler) takeLine(o *output, line []byte, emit worker.Emitter) error {
+func (h *Handler) takeLine(o *output, line []byte, emit streamer) error {
 	if h.binding.Format() == envelope.OutputNDJSON {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
 		if !json.Valid(line) {
 			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: output line %d is not JSON (ndjson): %s",
-				h.spec.Name, len(o.items)+1, excerpt(line, o.secret))
+				h.spec.Name, len(o.items)+o.streamed+1, excerpt(line, o.secret))
 		}
 		item := json.RawMessage(append([]byte(nil), line...))
+		if emit.streaming {
+			o.streamed++
+			return emitDelta(emit, item)
+		}
 		o.items = append(o.items, item)
-		return emitDelta(emit, item)
+		return nil
 	}
 	s := strings.ToValidUTF8(string(line), "\uFFFD")
+	if emit.streaming {
+		o.streamed++
+		return emitDelta(emit, map[string]string{"line": s})
+	}
 	o.lines = append(o.lines, s)
-	return emitDelta(emit, map[string]string{"line": s})
+	return nil
 }
 
 // emitDelta sends a delta; a failure to emit because the call ended is
@@ -387,6 +407,9 @@ func excerpt(b []byte, secret string) string {
 func (h *Handler) finalResult(o output, stderr *tailBuffer) (any, error) {
 	switch h.binding.Format() {
 	case envelope.OutputNDJSON:
+		if o.streamed > 0 {
+			return map[string]any{"items_streamed": o.streamed}, nil
+		}
 		if o.items == nil {
 			o.items = []json.RawMessage{}
 		}
@@ -410,6 +433,9 @@ func (h *Handler) linesResult(o output, stderr *tailBuffer, warnings []string) m
 		o.lines = []string{}
 	}
 	res := map[string]any{"lines": o.lines, "stderr": stderr.String()}
+	if o.streamed > 0 {
+		res = map[string]any{"lines_streamed": o.streamed, "stderr": stderr.String()}
+	}
 	if stderr.lost {
 		res["stderr_truncated"] = true
 	}
@@ -429,8 +455,8 @@ func (h *Handler) cappedResult(o output, stderr *tailBuffer) (any, error) {
 		return h.linesResult(o, stderr, []string{reason}), nil
 	}
 	p := envelope.Problemf(envelope.CodePayloadTooLarge, "tool %s: %s", h.spec.Name, reason)
-	if h.binding.Format() == envelope.OutputNDJSON {
-		p.WithExtension("items_delivered", len(o.items))
+	if h.binding.Format() == envelope.OutputNDJSON && o.streamed > 0 {
+		p.WithExtension("items_delivered", o.streamed)
 	}
 	return nil, p
 }

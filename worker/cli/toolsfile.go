@@ -14,13 +14,20 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
+// DefaultMaxOutputBytes is the default stdout cap: a quarter of the
+// worker's default result cap (mesh.DefaultMaxResultBytes), so the result
+// built from that much output — lines escaped into JSON strings, an
+// ndjson array — still fits what the mesh carries (results larger than a
+// NATS message travel in chunks).
+const DefaultMaxOutputBytes = 16 << 20
+
 // Limits bound one CLI-bound tool's runs.
 type Limits struct {
 	// Timeout bounds one run (the call's own budget bounds it further);
 	// it is the spec's timeout. Zero means only the call's budget applies.
 	Timeout time.Duration
 	// MaxOutputBytes caps stdout; past it the program is stopped and the
-	// call ends honestly (default 4 MiB).
+	// call ends honestly (default DefaultMaxOutputBytes).
 	MaxOutputBytes int64
 	// MaxConcurrent bounds runs of this tool at once; further calls wait
 	// for a slot within their budget (default 8).
@@ -37,7 +44,7 @@ func (l Limits) withDefaults(d Limits) Limits {
 		l.MaxOutputBytes = d.MaxOutputBytes
 	}
 	if l.MaxOutputBytes == 0 {
-		l.MaxOutputBytes = 4 << 20
+		l.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	if l.MaxConcurrent == 0 {
 		l.MaxConcurrent = d.MaxConcurrent

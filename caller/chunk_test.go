@@ -1,0 +1,70 @@
+package caller_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// piece publishes one chunk of an event.
+func piece(fw *fakeWorker, m *nats.Msg, seq int, mark, body string) {
+	out := nats.NewMsg(m.Reply)
+	out.Header.Set(mesh.HeaderSeq, strconv.Itoa(seq))
+	out.Header.Set(mesh.HeaderChunk, mark)
+	out.Data = []byte(body)
+	_ = fw.nc.PublishMsg(out)
+}
+
+// Chunks are reassembled in order; a lost piece, a piece out of order or a
+// malformed mark ends the call honestly, never with a holed result.
+func TestChunkReassembly(t *testing.T) {
+	const event = `{"type":"result","data":{"k":"abcdef"}}`
+	cases := []struct {
+		name  string
+		send  func(fw *fakeWorker, m *nats.Msg)
+		want  envelope.Code // "" for success
+		limit int
+	}{
+		{"whole", func(fw *fakeWorker, m *nats.Msg) {
+			piece(fw, m, 1, "1/3", event[:10])
+			piece(fw, m, 2, "2/3", event[10:20])
+			piece(fw, m, 3, "3/3", event[20:])
+		}, "", 0},
+		{"lost piece", func(fw *fakeWorker, m *nats.Msg) {
+			piece(fw, m, 1, "1/3", event[:10])
+			piece(fw, m, 3, "3/3", event[20:])
+		}, envelope.CodeStreamGap, 0},
+		{"pieces swapped", func(fw *fakeWorker, m *nats.Msg) {
+			piece(fw, m, 1, "2/2", event[10:])
+			piece(fw, m, 2, "1/2", event[:10])
+		}, envelope.CodeStreamGap, 0},
+		{"bad mark", func(fw *fakeWorker, m *nats.Msg) { piece(fw, m, 1, "0/0", event) }, envelope.CodeInternal, 0},
+		{"past the cap", func(fw *fakeWorker, m *nats.Msg) {
+			piece(fw, m, 1, "1/2", event[:20])
+			piece(fw, m, 2, "2/2", event[20:])
+		}, envelope.CodePayloadTooLarge, 25},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startServer(t)
+			newFakeWorker(t, connect(t, e), tc.send)
+			c := newCaller(t, connect(t, e), caller.Config{MaxResultBytes: tc.limit})
+			resp, err := c.Call(context.Background(), "fake", map[string]any{})
+			if tc.want == "" {
+				if err != nil || string(resp.Data) != `{"k":"abcdef"}` {
+					t.Fatalf("reassembled %s (%v)", resp.Data, err)
+				}
+				return
+			}
+			if code := problemCode(t, err); code != tc.want {
+				t.Fatalf("code = %s, want %s", code, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,317 @@
+package caller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"reflect"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// ChangeKind says what happened to a tool in the live catalogue.
+type ChangeKind string
+
+// The three kinds of catalogue change.
+const (
+	// ToolAdded: the first worker hosting the tool appeared.
+	ToolAdded ChangeKind = "added"
+	// ToolRemoved: the last worker hosting the tool drained, stopped or died.
+	ToolRemoved ChangeKind = "removed"
+	// ToolChanged: the tool's spec or the set of workers hosting it changed.
+	ToolChanged ChangeKind = "changed"
+)
+
+// CatalogChange is one change of the live catalogue: the tool as it is
+// now (as it was last, for ToolRemoved).
+type CatalogChange struct {
+	Kind ChangeKind
+	Tool CatalogTool
+}
+
+// Watch follows the live catalogue: it first yields every tool already
+// present as added, then one change per tool whenever a worker joins,
+// changes its tools, drains or dies. Workers announce themselves every
+// heartbeat interval on their presence subject and say goodbye when they
+// drain or stop; a worker silent for mesh.MissedBeats of its intervals
+// (kill -9, a lost host) is gone. The sequence ends when ctx ends or the
+// consumer stops; an error (a Problem) is yielded once and ends it.
+//
+// Cost: one presence beacon (~100 bytes) per worker per interval, handled
+// in O(1) when nothing changed; a change costs one request to the one
+// worker concerned and O(its tools) bookkeeping.
+func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
+	return func(yield func(CatalogChange, error) bool) {
+		beacons := make(chan *nats.Msg, 8192)
+		sub, err := c.nc.ChanSubscribe(c.subjects.PresenceAll(), beacons)
+		if err != nil {
+			yield(CatalogChange{}, c.problems.New(envelope.CodeConnectionLost, err.Error()))
+			return
+		}
+		// The channel bounds what waits unread; past it NATS drops beacons,
+		// which costs nothing but a refresh: every worker beacons again.
+		defer func() { _ = sub.Unsubscribe() }()
+		v := newLiveView(c.cfg.Heartbeat)
+		seedCtx, cancel := context.WithTimeout(ctx, DefaultCatalogWait)
+		entries, err := c.gatherCatalog(seedCtx, nil, func(map[string]catalogEntry) bool { return false })
+		cancel()
+		if err != nil {
+			yield(CatalogChange{}, err)
+			return
+		}
+		now := time.Now()
+		for _, e := range entries {
+			v.setWorker(e.WorkerID, -1, now, v.interval, e.Tools)
+		}
+		if !v.flush(yield) {
+			return
+		}
+		c.followPresence(ctx, v, beacons, yield)
+	}
+}
+
+// maxFetches bounds the workers whose tools Watch fetches at once, so a
+// flood of beacons naming workers that never answer (a hostile publisher)
+// costs bounded goroutines and never stalls the view.
+const maxFetches = 256
+
+// maxBeaconInterval bounds the interval a beacon may claim, so no worker
+// can make itself immortal in the view.
+const maxBeaconInterval = 10 * time.Minute
+
+// fetched is the outcome of fetching one worker's tools.
+type fetched struct {
+	token    uint64
+	beacon   mesh.Beacon
+	interval time.Duration
+	tools    []envelope.ToolSpec
+	err      error
+}
+
+// follower applies beacons, fetch results and expiries to a live view.
+type follower struct {
+	c        *Caller
+	v        *liveView
+	results  chan fetched
+	inflight map[string]uint64 // worker id → token of its fetch in flight
+	tokens   uint64
+}
+
+// followPresence applies beacons and expiries to v until ctx ends.
+func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *nats.Msg, yield func(CatalogChange, error) bool) {
+	f := &follower{c: c, v: v, results: make(chan fetched, maxFetches), inflight: map[string]uint64{}}
+	tick := time.NewTicker(max(v.interval/2, 5*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			v.expire(now)
+		case r := <-f.results:
+			f.land(r)
+		case m := <-beacons:
+			var b mesh.Beacon
+			if json.Unmarshal(m.Data, &b) != nil || b.WorkerID == "" {
+				continue
+			}
+			f.apply(ctx, b)
+		}
+		if !v.flush(yield) {
+			return
+		}
+	}
+}
+
+// apply records one beacon, starting a fetch of the worker's tools when
+// they are new to the view or have changed.
+func (f *follower) apply(ctx context.Context, b mesh.Beacon) {
+	interval := min(time.Duration(b.IntervalMS)*time.Millisecond, maxBeaconInterval)
+	if interval <= 0 {
+		interval = f.v.interval
+	}
+	if b.State == mesh.BeaconGone {
+		delete(f.inflight, b.WorkerID) // a fetch still out must not bring it back
+		f.v.dropWorker(b.WorkerID)
+		return
+	}
+	if f.v.heard(b, time.Now(), interval) {
+		return
+	}
+	if _, out := f.inflight[b.WorkerID]; out || len(f.inflight) >= maxFetches {
+		return // its next beacon tries again
+	}
+	f.tokens++
+	token := f.tokens
+	f.inflight[b.WorkerID] = token
+	go func() {
+		r := fetched{token: token, beacon: b, interval: interval}
+		// The watcher's own interval bounds the fetch, not the one the
+		// beacon claims: a worker cannot hold a fetch slot for long.
+		r.tools, r.err = f.c.workerTools(ctx, b.WorkerID, mesh.MissedBeats*f.v.interval)
+		select {
+		case f.results <- r:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// land applies a fetch's outcome, unless the worker left meanwhile.
+func (f *follower) land(r fetched) {
+	id := r.beacon.WorkerID
+	if f.inflight[id] != r.token {
+		return
+	}
+	delete(f.inflight, id)
+	if r.err != nil {
+		f.c.log.Debug("watch: worker's tools not fetched; retrying on its next beacon", "worker_id", id, "err", r.err)
+		return
+	}
+	f.v.setWorker(id, r.beacon.Revision, time.Now(), r.interval, r.tools)
+}
+
+// workerTools asks one worker for its specs.
+func (c *Caller) workerTools(ctx context.Context, workerID string, wait time.Duration) ([]envelope.ToolSpec, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(ctx, c.subjects.WorkerCatalog(workerID), nil)
+	if err != nil {
+		return nil, err
+	}
+	var e catalogEntry
+	if err := json.Unmarshal(msg.Data, &e); err != nil {
+		return nil, err
+	}
+	if e.WorkerID != workerID {
+		return nil, fmt.Errorf("worker %s answered for %q", workerID, e.WorkerID)
+	}
+	return e.Tools, nil
+}
+
+// liveView is Watch's state: the workers heard from and, per tool, who
+// hosts it; dirty names the tools to report on the next flush.
+type liveView struct {
+	interval time.Duration
+	workers  map[string]*viewWorker
+	hosts    map[string]map[string]bool // tool → worker ids
+	shown    map[string]CatalogTool     // tool → as last yielded
+	dirty    map[string]bool
+}
+
+type viewWorker struct {
+	revision int64 // -1: not yet known (seeded from the catalogue)
+	lastSeen time.Time
+	interval time.Duration
+	tools    map[string]envelope.ToolSpec
+}
+
+func newLiveView(interval time.Duration) *liveView {
+	return &liveView{interval: interval, workers: map[string]*viewWorker{}, hosts: map[string]map[string]bool{},
+		shown: map[string]CatalogTool{}, dirty: map[string]bool{}}
+}
+
+func (v *liveView) setWorker(id string, revision int64, now time.Time, interval time.Duration, specs []envelope.ToolSpec) {
+	v.dropWorker(id)
+	w := &viewWorker{revision: revision, lastSeen: now, interval: interval, tools: make(map[string]envelope.ToolSpec, len(specs))}
+	for _, s := range specs {
+		w.tools[s.Name] = s
+		if v.hosts[s.Name] == nil {
+			v.hosts[s.Name] = map[string]bool{}
+		}
+		v.hosts[s.Name][id] = true
+		v.dirty[s.Name] = true
+	}
+	v.workers[id] = w
+}
+
+func (v *liveView) dropWorker(id string) {
+	w, ok := v.workers[id]
+	if !ok {
+		return
+	}
+	delete(v.workers, id)
+	for name := range w.tools {
+		delete(v.hosts[name], id)
+		if len(v.hosts[name]) == 0 {
+			delete(v.hosts, name)
+		}
+		v.dirty[name] = true
+	}
+}
+
+// heard records a beacon of a worker whose tools the view already has; it
+// reports false when the tools must be fetched (a new worker, or a new
+// revision). This is the steady-state path: O(1), no allocation.
+func (v *liveView) heard(b mesh.Beacon, now time.Time, interval time.Duration) bool {
+	w, ok := v.workers[b.WorkerID]
+	if !ok || (w.revision != b.Revision && w.revision != -1) {
+		return false
+	}
+	w.lastSeen, w.interval, w.revision = now, interval, b.Revision
+	return true
+}
+
+// expire drops the workers silent for MissedBeats of their intervals.
+func (v *liveView) expire(now time.Time) {
+	for id, w := range v.workers {
+		if now.Sub(w.lastSeen) > mesh.MissedBeats*w.interval {
+			v.dropWorker(id)
+		}
+	}
+}
+
+// tool returns name as the fleet now hosts it; ok is false when nobody does.
+func (v *liveView) tool(name string) (CatalogTool, bool) {
+	hosts := v.hosts[name]
+	if len(hosts) == 0 {
+		return CatalogTool{}, false
+	}
+	t := CatalogTool{Instances: len(hosts), Workers: make([]string, 0, len(hosts))}
+	for id := range hosts {
+		t.Workers = append(t.Workers, id)
+	}
+	sort.Strings(t.Workers)
+	t.Spec = v.workers[t.Workers[0]].tools[name]
+	return t, true
+}
+
+// flush yields one change per dirty tool, in name order; false when the
+// consumer stopped.
+func (v *liveView) flush(yield func(CatalogChange, error) bool) bool {
+	names := make([]string, 0, len(v.dirty))
+	for n := range v.dirty {
+		names = append(names, n)
+	}
+	clear(v.dirty)
+	sort.Strings(names)
+	for _, n := range names {
+		before, was := v.shown[n]
+		now, is := v.tool(n)
+		var ch CatalogChange
+		switch {
+		case is && !was:
+			ch = CatalogChange{Kind: ToolAdded, Tool: now}
+		case was && !is:
+			ch = CatalogChange{Kind: ToolRemoved, Tool: before}
+		case is && !reflect.DeepEqual(before, now):
+			ch = CatalogChange{Kind: ToolChanged, Tool: now}
+		default:
+			continue
+		}
+		if is {
+			v.shown[n] = now
+		} else {
+			delete(v.shown, n)
+		}
+		if !yield(ch, nil) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,223 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// 20 workers started together: every catalogue lists all 20, or says
+// complete:false with a reason — 50 times in a row.
+func TestCatalogIsHonestAbout20Workers(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{JetStream: true})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newWorker(t, connect(t, srv), worker.Config{})
+			if err := w.Register(envelope.ToolSpec{Name: fmt.Sprintf("fleet.t%02d", i)}, worker.HandlerFunc(echo)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	c := newCaller(t, connect(t, srv), caller.Config{})
+	complete := 0
+	for run := range 50 {
+		cat, err := c.Catalog(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case cat.Complete && (len(cat.Tools) != 20 || cat.Workers != 20):
+			t.Fatalf("run %d: complete:true with %d tools from %d workers", run, len(cat.Tools), cat.Workers)
+		case !cat.Complete && len(cat.ScopeWarnings) == 0:
+			t.Fatalf("run %d: complete:false without a reason", run)
+		case cat.Complete:
+			complete++
+		}
+	}
+	t.Logf("%d of 50 catalogues complete", complete)
+}
+
+// Without JetStream there is no registry: the catalogue cannot know the
+// fleet's size and says so.
+func TestCatalogWithoutRegistryIsIncomplete(t *testing.T) {
+	f := newMesh(t, worker.Config{}, caller.Config{})
+	register(t, f.w, envelope.ToolSpec{Name: "echo"}, echo)
+	cat, err := f.c.Catalog(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat.Complete || len(cat.Tools) != 1 || len(cat.ScopeWarnings) != 1 || !strings.Contains(cat.ScopeWarnings[0], "no worker registry") {
+		t.Fatalf("catalogue without a registry: %+v", cat)
+	}
+}
+
+// Stock ADR-32 tooling sees every tool, dotted names included: endpoint
+// names are valid, the real name and subject are kept.
+func TestEndpointNamesAreValidADR32(t *testing.T) {
+	f := newMesh(t, worker.Config{}, caller.Config{})
+	register(t, f.w, envelope.ToolSpec{Name: "files.search"}, echo)
+	register(t, f.w, envelope.ToolSpec{Name: "gmail.users.messages.list"}, echo)
+	valid := regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	subj, err := micro.ControlSubject(micro.InfoVerb, mesh.ServiceName, f.w.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := f.cnc.Request(subj, nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(reply.Data, &info); err != nil || len(info.Endpoints) != 2 {
+		t.Fatalf("info %s (%v)", reply.Data, err)
+	}
+	for _, ep := range info.Endpoints {
+		tool := ep.Metadata["toolmesh.tool"]
+		if !valid.MatchString(ep.Name) || ep.Subject != "toolmesh.call."+tool || strings.ReplaceAll(tool, ".", "_") != ep.Name {
+			t.Errorf("endpoint %+v", ep)
+		}
+	}
+	subj, _ = micro.ControlSubject(micro.StatsVerb, mesh.ServiceName, "")
+	reply, err = f.cnc.Request(subj, nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats micro.Stats
+	if err := json.Unmarshal(reply.Data, &stats); err != nil || len(stats.Endpoints) != 2 {
+		t.Fatalf("stats %s (%v)", reply.Data, err)
+	}
+	for _, ep := range stats.Endpoints {
+		if !valid.MatchString(ep.Name) {
+			t.Errorf("stats endpoint name %q is not valid ADR-32", ep.Name)
+		}
+	}
+}
+
+// next reads Watch's next change, failing the test on an error.
+func next(t *testing.T, changes func() (caller.CatalogChange, error, bool)) caller.CatalogChange {
+	t.Helper()
+	ch, err, ok := changes()
+	if !ok || err != nil {
+		t.Fatalf("watch ended: %v", err)
+	}
+	return ch
+}
+
+// nextOf reads Watch's next change of tool, skipping the others (on a
+// loaded machine a late beacon can make another worker blink).
+func nextOf(t *testing.T, changes func() (caller.CatalogChange, error, bool), tool string) caller.CatalogChange {
+	t.Helper()
+	for {
+		if ch := next(t, changes); ch.Tool.Spec.Name == tool {
+			return ch
+		}
+	}
+}
+
+// Watch yields the tools present, then a worker's join and its drain.
+func TestWatchSeesJoinAndDrain(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	first := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	register(t, first, envelope.ToolSpec{Name: "fs.read"}, echo)
+	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changes, stop := iterPull(c.Watch(ctx))
+	defer stop()
+	if ch := next(t, changes); ch.Kind != caller.ToolAdded || ch.Tool.Spec.Name != "fs.read" {
+		t.Fatalf("first change %+v", ch)
+	}
+	second := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	register(t, second, envelope.ToolSpec{Name: "fs.write"}, echo)
+	if ch := nextOf(t, changes, "fs.write"); ch.Kind != caller.ToolAdded || ch.Tool.Workers[0] != second.ID() {
+		t.Fatalf("join %+v", ch)
+	}
+	third := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	register(t, third, envelope.ToolSpec{Name: "fs.read"}, echo)
+	if ch := nextOf(t, changes, "fs.read"); ch.Kind != caller.ToolChanged || ch.Tool.Instances != 2 {
+		t.Fatalf("second instance %+v", ch)
+	}
+	if err := second.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ch := nextOf(t, changes, "fs.write"); ch.Kind != caller.ToolRemoved {
+		t.Fatalf("drain %+v", ch)
+	}
+}
+
+// Watch sees a worker killed with -9 (a separate process, no goodbye) go.
+func TestWatchSeesKilledWorkerGo(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	cfg := filepath.Join(t.TempDir(), "tools.yaml")
+	_ = os.WriteFile(cfg, []byte("tools:\n  - name: files.search\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
+	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
+	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	c := newCaller(t, connect(t, srv), caller.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changes, stop := iterPull(c.Watch(ctx))
+	defer stop()
+	if ch := next(t, changes); ch.Kind != caller.ToolAdded || ch.Tool.Spec.Name != "files.search" {
+		t.Fatalf("first change %+v", ch)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if ch := next(t, changes); ch.Kind != caller.ToolRemoved || ch.Tool.Spec.Name != "files.search" {
+		t.Fatalf("after kill -9: %+v", ch)
+	}
+}
+
+// Beacons naming workers that never answer (a hostile publisher) neither
+// stall Watch nor enter the view: a real worker joining after a flood of
+// them is still reported.
+func TestWatchSurvivesFakeBeacons(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changes, stop := iterPull(c.Watch(ctx))
+	defer stop()
+	first := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	register(t, first, envelope.ToolSpec{Name: "first"}, echo)
+	if ch := next(t, changes); ch.Tool.Spec.Name != "first" { // the watch is following now
+		t.Fatalf("first change %+v", ch)
+	}
+	hostile := connect(t, srv)
+	// It even listens on the fake workers' catalogue subjects, so the
+	// watcher's fetches get no quick "no responders", just silence.
+	if _, err := hostile.Subscribe(mesh.Subjects{}.WorkerCatalog("*"), func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		b, _ := json.Marshal(mesh.Beacon{WorkerID: fmt.Sprintf("FAKE%04d", i), State: mesh.BeaconUp, Revision: 1, IntervalMS: 1 << 40})
+		if err := hostile.Publish(mesh.Subjects{}.Presence(fmt.Sprintf("FAKE%04d", i)), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = hostile.Flush()
+	w := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	register(t, w, envelope.ToolSpec{Name: "real"}, echo)
+	if ch := nextOf(t, changes, "real"); ch.Kind != caller.ToolAdded {
+		t.Fatalf("after fake beacons: %+v", ch)
+	}
+}

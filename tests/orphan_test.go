@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// procAlive reports whether pid runs (exists and is not a zombie), read
+// from /proc.
+func procAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// kill -9 of a `toolmesh worker` running a tool that forked a grandchild:
+// nothing of the tool survives (the supervisor's parent-death signal takes
+// the whole process group down within the kill grace).
+func TestNoOrphansAfterWorkerKill9(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc (Linux)")
+	}
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pids")
+	cfg := filepath.Join(dir, "tools.yaml")
+	_ = os.WriteFile(cfg, []byte(fmt.Sprintf(`
+tools:
+  - name: forker
+    kill_grace: 300ms
+    binding:
+      cli:
+        cmd: sh
+        args: ["-c", "sleep 1000 & echo $$ $! > %s.tmp && mv %s.tmp %s; wait"]
+`, pidfile, pidfile, pidfile)), 0o644)
+	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
+	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	c := newCaller(t, connect(t, srv), caller.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _ = c.Call(ctx, "forker", nil) }()
+
+	var pids []int
+	waitFor(t, "the tool and its grandchild to start", func() bool {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			return false
+		}
+		pids = pids[:0]
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
+			}
+		}
+		return len(pids) == 2
+	})
+	for _, pid := range pids {
+		if !procAlive(pid) {
+			t.Fatalf("pid %d is not running before the kill", pid)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+	t.Cleanup(func() { // never leave a stray sleep behind, whatever the outcome
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	waitFor(t, "the tool and its grandchild to be gone", func() bool {
+		return !procAlive(pids[0]) && !procAlive(pids[1])
+	})
+}

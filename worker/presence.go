@@ -1,0 +1,147 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// presence announces the worker: a beacon every heartbeat interval on its
+// presence subject (what Watch listens to), and a key in the JetStream
+// registry when the server has JetStream (what lets Catalog know how many
+// workers exist). Both end with a goodbye when the worker drains or stops.
+type presence struct {
+	w        *Worker
+	registry jetstream.KeyValue // nil without JetStream
+	revision int64              // guarded by mu
+	mu       sync.Mutex
+	done     chan struct{}
+	leave    sync.Once
+	exited   chan struct{}
+}
+
+func (w *Worker) startPresence() {
+	p := &presence{w: w, done: make(chan struct{}), exited: make(chan struct{})}
+	w.presence = p
+	p.registry = w.openRegistry()
+	p.beacon(mesh.BeaconUp)
+	p.register()
+	go p.loop()
+}
+
+// openRegistry opens (creating when missing) the worker registry bucket;
+// nil when the server has no JetStream, which is not an error: Catalog
+// then says it cannot know the fleet's size.
+func (w *Worker) openRegistry() jetstream.KeyValue {
+	if on, _ := w.nc.ConnectedServerJetStream(); !on {
+		return nil // ask nothing of a server that has no JetStream
+	}
+	js, err := jetstream.New(w.nc)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(w.stopCtx, 2*time.Second)
+	defer cancel()
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: w.subjects.RegistryBucket(), TTL: w.cfg.RegistryTTL, History: 1,
+		Description: "toolmesh workers: one key per live worker",
+	})
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrJetStreamNotEnabled) && !errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+			w.log.Warn("worker registry unavailable; catalogues will say they cannot know the fleet's size", "err", err)
+		}
+		return nil
+	}
+	return kv
+}
+
+func (p *presence) loop() {
+	defer close(p.exited)
+	// After an outage the registry key may have expired: re-register at
+	// once on reconnect rather than at the next refresh.
+	reconnected := p.w.nc.StatusChanged(nats.CONNECTED)
+	defer p.w.nc.RemoveStatusListener(reconnected)
+	beat := time.NewTicker(p.w.cfg.Heartbeat)
+	defer beat.Stop()
+	refresh := time.NewTicker(max(p.w.cfg.RegistryTTL/3, time.Second))
+	defer refresh.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-beat.C:
+			p.beacon(mesh.BeaconUp)
+		case <-refresh.C:
+			p.register()
+		case <-reconnected:
+			p.beacon(mesh.BeaconUp)
+			p.register()
+		}
+	}
+}
+
+// changed bumps the revision after the tool set changed and says so at
+// once — unless the worker has already said goodbye.
+func (p *presence) changed() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.mu.Lock()
+	p.revision++
+	p.mu.Unlock()
+	p.beacon(mesh.BeaconUp)
+	p.register()
+}
+
+func (p *presence) current(state string) []byte {
+	p.mu.Lock()
+	rev := p.revision
+	p.mu.Unlock()
+	b, _ := json.Marshal(mesh.Beacon{WorkerID: p.w.cfg.ID, State: state, Revision: rev, IntervalMS: p.w.cfg.Heartbeat.Milliseconds()})
+	return b
+}
+
+func (p *presence) beacon(state string) {
+	if err := p.w.nc.Publish(p.w.subjects.Presence(p.w.cfg.ID), p.current(state)); err != nil {
+		p.w.log.Debug("presence beacon not sent", "err", err)
+	}
+}
+
+func (p *presence) register() {
+	if p.registry == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := p.registry.Put(ctx, p.w.cfg.ID, p.current(mesh.BeaconUp)); err != nil {
+		p.w.log.Warn("worker registry refresh failed", "err", err)
+	}
+}
+
+// goodbye ends the announcements: a gone beacon, and the registry key
+// deleted. Idempotent.
+func (p *presence) goodbye() {
+	p.leave.Do(func() {
+		close(p.done)
+		<-p.exited
+		if p.w.nc.IsClosed() {
+			return
+		}
+		p.beacon(mesh.BeaconGone)
+		if p.registry != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = p.registry.Delete(ctx, p.w.cfg.ID)
+		}
+		_ = p.w.nc.Flush()
+	})
+}
