@@ -959,3 +959,52 @@ func TestRedactionLeavesSharedProblemsAlone(t *testing.T) {
 		t.Fatalf("the shared Problem was changed: %+v", shared)
 	}
 }
+
+// A tenant follows the live catalogue across the account boundary: the
+// tools account's presence beacons and per-worker catalogue subjects are
+// exported to it, so Watch sees a pooled worker's tools arrive, and go
+// when the worker's connection dies without a goodbye.
+func TestSecureTenantWatchesTheFleet(t *testing.T) {
+	m := startSecure(t)
+	anc, _ := m.dial(t, "alice")
+	alice := newCaller(t, anc, caller.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changes := make(chan caller.CatalogChange, 16)
+	go func() {
+		defer close(changes)
+		for ch, err := range alice.Watch(ctx) {
+			if err != nil {
+				return // the want below reports the watch ended
+			}
+			select {
+			case changes <- ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	wnc, _ := m.dial(t, "tools")
+	w := newWorker(t, wnc, worker.Config{Pool: "demo", Heartbeat: 100 * time.Millisecond})
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	want := func(kind caller.ChangeKind) {
+		t.Helper()
+		giveUp := time.After(20 * time.Second) // a hang guard, not a timing assertion
+		for {
+			select {
+			case ch, ok := <-changes:
+				if !ok {
+					t.Fatalf("the watch ended before demo.echo was %s", kind)
+				}
+				if ch.Tool.Spec.Name == "demo.echo" && ch.Kind == kind {
+					return
+				}
+			case <-giveUp:
+				t.Fatalf("alice's watch never saw demo.echo %s", kind)
+			}
+		}
+	}
+	want(caller.ToolAdded)
+	wnc.Close() // no goodbye: only the beacons' silence tells
+	want(caller.ToolRemoved)
+}
