@@ -10,8 +10,10 @@ BENCHTIME ?= 2s
 
 all: build test
 
+# -buildvcs=auto stamps the commit for `toolmesh --version` even where the
+# environment's GOFLAGS turn VCS stamping off.
 build:
-	$(GO) build -o bin/toolmesh ./cmd/toolmesh
+	$(GO) build -buildvcs=auto -o bin/toolmesh ./cmd/toolmesh
 
 # The README's test command, and exactly what .ci/run calls.
 test: fmt-check vet
