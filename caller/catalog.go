@@ -37,8 +37,9 @@ type Catalog struct {
 
 // catalogEntry mirrors worker.CatalogEntry (the caller does not import worker).
 type catalogEntry struct {
-	WorkerID string              `json:"worker_id"`
-	Tools    []envelope.ToolSpec `json:"tools"`
+	WorkerID   string              `json:"worker_id"`
+	Tools      []envelope.ToolSpec `json:"tools"`
+	IntervalMS int64               `json:"interval_ms,omitempty"` // the worker's beacon interval
 }
 
 // specDecoder decodes the specs of catalogue answers, each distinct spec
@@ -50,8 +51,9 @@ type specDecoder map[string]envelope.ToolSpec
 // entry decodes one worker's answer.
 func (d specDecoder) entry(data []byte) (catalogEntry, error) {
 	var raw struct {
-		WorkerID string            `json:"worker_id"`
-		Tools    []json.RawMessage `json:"tools"`
+		WorkerID   string            `json:"worker_id"`
+		Tools      []json.RawMessage `json:"tools"`
+		IntervalMS int64             `json:"interval_ms"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return catalogEntry{}, err
@@ -59,7 +61,7 @@ func (d specDecoder) entry(data []byte) (catalogEntry, error) {
 	if raw.WorkerID == "" {
 		return catalogEntry{}, errors.New("catalogue answer without worker_id")
 	}
-	e := catalogEntry{WorkerID: raw.WorkerID, Tools: make([]envelope.ToolSpec, 0, len(raw.Tools))}
+	e := catalogEntry{WorkerID: raw.WorkerID, IntervalMS: raw.IntervalMS, Tools: make([]envelope.ToolSpec, 0, len(raw.Tools))}
 	for _, r := range raw.Tools {
 		spec, ok := d[string(r)]
 		if !ok {

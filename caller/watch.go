@@ -67,7 +67,7 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 		}
 		now := time.Now()
 		for _, e := range entries {
-			v.setWorker(e.WorkerID, -1, now, v.interval, e.Tools)
+			v.setWorker(e.WorkerID, -1, now, beaconInterval(e.IntervalMS, v.interval), e.Tools)
 		}
 		if !v.flush(yield) {
 			return
@@ -80,6 +80,16 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 // flood of beacons naming workers that never answer (a hostile publisher)
 // costs bounded goroutines and never stalls the view.
 const maxFetches = 256
+
+// beaconInterval is the interval a worker claims (in a beacon or a
+// catalogue answer), bounded by maxBeaconInterval; orElse when it claims
+// none (a worker from before the claim existed).
+func beaconInterval(ms int64, orElse time.Duration) time.Duration {
+	if ms <= 0 {
+		return orElse
+	}
+	return min(time.Duration(ms)*time.Millisecond, maxBeaconInterval)
+}
 
 // maxBeaconInterval bounds the interval a beacon may claim, so no worker
 // can make itself immortal in the view.
@@ -132,10 +142,7 @@ func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *
 // apply records one beacon, starting a fetch of the worker's tools when
 // they are new to the view or have changed.
 func (f *follower) apply(ctx context.Context, b mesh.Beacon) {
-	interval := min(time.Duration(b.IntervalMS)*time.Millisecond, maxBeaconInterval)
-	if interval <= 0 {
-		interval = f.v.interval
-	}
+	interval := beaconInterval(b.IntervalMS, f.v.interval)
 	if b.State == mesh.BeaconGone {
 		delete(f.inflight, b.WorkerID) // a fetch still out must not bring it back
 		f.v.dropWorker(b.WorkerID)

@@ -221,3 +221,47 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 		t.Fatalf("after fake beacons: %+v", ch)
 	}
 }
+
+// A worker that beacons more slowly than the watcher's own heartbeat is
+// judged by its own interval from the start: Watch meets it in the first
+// catalogue answer, before any beacon, and must not drop it in between.
+func TestWatchJudgesAWorkerByItsOwnInterval(t *testing.T) {
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	slow := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 2 * time.Second})
+	register(t, slow, envelope.ToolSpec{Name: "slow.tool"}, echo)
+	beacons := make(chan struct{}, 16)
+	if _, err := connect(t, srv).Subscribe(mesh.Subjects{}.Presence(slow.ID()), func(*nats.Msg) { beacons <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changes := make(chan caller.CatalogChange, 16)
+	go func() {
+		defer close(changes)
+		for ch, err := range c.Watch(ctx) {
+			if err != nil {
+				return
+			}
+			select {
+			case changes <- ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if ch := <-changes; ch.Kind != caller.ToolAdded || ch.Tool.Spec.Name != "slow.tool" {
+		t.Fatalf("first change %+v", ch)
+	}
+	// Two beacons after the seed span a whole 2 s interval, far longer
+	// than 3 of the watcher's 100 ms: a worker judged by the watcher's
+	// interval would have been dropped (and re-added) in between.
+	for range 2 {
+		<-beacons
+	}
+	select {
+	case ch := <-changes:
+		t.Fatalf("a live worker's tool changed: %+v", ch)
+	default:
+	}
+}

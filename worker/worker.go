@@ -491,7 +491,7 @@ func (w *Worker) subscribeControl() error {
 		for i := range specs {
 			specs[i] = publicSpec(specs[i])
 		}
-		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: specs})
+		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: specs, IntervalMS: w.cfg.Heartbeat.Milliseconds()})
 		_ = m.Respond(b)
 	}
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
@@ -508,6 +508,10 @@ func (w *Worker) subscribeControl() error {
 type CatalogEntry struct {
 	WorkerID string              `json:"worker_id"`
 	Tools    []envelope.ToolSpec `json:"tools"`
+	// IntervalMS is the worker's heartbeat (and beacon) interval: a
+	// watcher that meets the worker in a catalogue answer, before any
+	// beacon, knows from it how long a silence means the worker is gone.
+	IntervalMS int64 `json:"interval_ms,omitempty"`
 }
 
 func (w *Worker) onControl(m *nats.Msg) {
