@@ -1008,3 +1008,28 @@ func TestSecureTenantWatchesTheFleet(t *testing.T) {
 	wnc.Close() // no goodbye: only the beacons' silence tells
 	want(caller.ToolRemoved)
 }
+
+// Attack: bob reads alice's failed call through $SRV.STATS, which every
+// tenant may read. last_error names the code and title, never the detail
+// that quotes alice's args.
+func TestSecureStatsDoNotQuoteAnotherTenantsCall(t *testing.T) {
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{})
+	register(t, w, envelope.ToolSpec{Name: "demo.strict"}, func(_ context.Context, r *worker.Request, _ worker.Emitter) (any, error) {
+		return nil, envelope.NewProblem(envelope.CodeInvalidInput, "cannot use "+string(r.Args))
+	})
+	marker := randomToken(t, 24)
+	anc, _ := m.dial(t, "alice")
+	_, err := newCaller(t, anc, caller.Config{}).Call(context.Background(), "demo.strict", map[string]string{"secret": marker})
+	if p := wantCode(t, err, envelope.CodeInvalidInput); !strings.Contains(p.Detail, marker) {
+		t.Fatalf("alice's own Problem lost its detail: %q", p.Detail)
+	}
+	bnc, _ := m.dial(t, "bob")
+	msg, err := bnc.Request("$SRV.STATS.toolmesh", nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(msg.Data), `"last_error":"invalid_input: Invalid input"`) || strings.Contains(string(msg.Data), marker[:8]) {
+		t.Fatalf("bob's $SRV.STATS: %s", msg.Data)
+	}
+}

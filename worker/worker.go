@@ -715,7 +715,10 @@ func (t *tool) record(d time.Duration, p *envelope.Problem) {
 	t.busy += d
 	if p != nil {
 		t.errors++
-		t.lastError = string(p.Code) + ": " + p.Error()
+		// Code and title only: $SRV.STATS is readable by every caller (every
+		// tenant, under deploy/secure), and a detail can quote a call's
+		// args or a tool's output.
+		t.lastError = string(p.Code) + ": " + p.Title
 	}
 	t.statsMu.Unlock()
 }
