@@ -571,3 +571,54 @@ func TestMCPGatewayStreamCloseCancels(t *testing.T) {
 		t.Fatal("closing the response stream did not end the worker's handler")
 	}
 }
+
+// TestMCPGatewayProblemFitsTheOutputSchema: MCP clients check
+// structuredContent against a tool's outputSchema even on isError (the
+// official TypeScript SDK throws when it does not match), so a failing
+// tool that declares one gets its problem+json as text instead.
+func TestMCPGatewayProblemFitsTheOutputSchema(t *testing.T) {
+	m := &mcpMesh{srv: startServer(t, mesh.EmbeddedConfig{JetStream: true})}
+	w := newWorker(t, connect(t, m.srv), worker.Config{})
+	out := json.RawMessage(`{"type":"object","properties":{"count":{"type":"integer"}},"required":["count"]}`)
+	register(t, w, envelope.ToolSpec{Name: "typed", InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: out},
+		func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+			return nil, envelope.NewProblem(envelope.CodeInvalidInput, "n must be positive")
+		})
+	register(t, w, envelope.ToolSpec{Name: "untyped", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+			return nil, envelope.NewProblem(envelope.CodeInvalidInput, "n must be positive")
+		})
+	g := startGateway(t, m)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	mc := connectMCP(t, ct, "2025-11-25")
+	for _, c := range []struct {
+		tool           string
+		wantStructured bool
+	}{{"typed", false}, {"untyped", true}} {
+		res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{}})
+		if err != nil || !res.IsError {
+			t.Fatalf("%s: %v %+v", c.tool, err, res)
+		}
+		if (res.StructuredContent != nil) != c.wantStructured {
+			t.Errorf("%s: structuredContent %v, want it present: %v", c.tool, res.StructuredContent, c.wantStructured)
+		}
+		var texts []string
+		for _, ct := range res.Content {
+			if tc, ok := ct.(*mcp.TextContent); ok {
+				texts = append(texts, tc.Text)
+			}
+		}
+		all := strings.Join(texts, "\n")
+		if !strings.Contains(all, "invalid_input: n must be positive") {
+			t.Errorf("%s: no actionable line in %q", c.tool, all)
+		}
+		if !c.wantStructured && !strings.Contains(all, `"code":"invalid_input"`) {
+			t.Errorf("%s: the problem+json is in neither structuredContent nor text: %q", c.tool, all)
+		}
+	}
+}

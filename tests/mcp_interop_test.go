@@ -69,7 +69,11 @@ type tsSummary struct {
 		Progress float64 `json:"progress"`
 		Message  string  `json:"message"`
 	} `json:"progress"`
-	Denied string `json:"denied"`
+	Denied     string `json:"denied"`
+	CountError struct {
+		IsError bool   `json:"isError"`
+		Thrown  string `json:"thrown"`
+	} `json:"countError"`
 }
 
 func runTSClient(t *testing.T, dir string, args ...string) tsSummary {
@@ -101,6 +105,9 @@ func checkTSSummary(t *testing.T, s tsSummary, denied bool) {
 	}
 	if s.Count.StructuredContent["count"] != float64(3) || len(s.Progress) != 6 {
 		t.Fatalf("count = %+v with %d progress notifications, want 6", s.Count, len(s.Progress))
+	}
+	if !s.CountError.IsError || s.CountError.Thrown != "" {
+		t.Fatalf("count with bad args = %+v, want an isError result", s.CountError)
 	}
 	for i := 1; i < len(s.Progress); i++ {
 		if s.Progress[i].Progress <= s.Progress[i-1].Progress {

@@ -20,27 +20,51 @@ const maxDeltaBytes = 1 << 20
 // callHandler returns the MCP handler of one mesh tool. The SDK cancels
 // ctx on notifications/cancelled (and, over 2026-07-28 HTTP, when the
 // response stream closes); the mesh stream then cancels the worker's call.
-func (g *Gateway) callHandler(meshTool string) mcp.ToolHandler {
+func (g *Gateway) callHandler(meshTool string, tool *mcp.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if !g.filter.allows(meshTool) {
-			// Defence in depth: a denied tool is never registered.
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+		res, err := g.call(ctx, req, meshTool)
+		if res != nil {
+			res = fitOutputSchema(res, tool)
 		}
-		args := req.Params.Arguments
-		if len(args) == 0 || string(args) == "null" {
-			args = json.RawMessage("{}")
-		}
-		var opts []caller.Option
-		if bearer := bearerOf(req); bearer != "" {
-			opts = append(opts, caller.WithBearer(bearer))
-		}
-		st, err := g.cfg.Caller.Stream(ctx, meshTool, json.RawMessage(args), opts...)
-		if err != nil {
-			return problemResult(envelope.AsProblem(err, envelope.CodeInternal)), nil
-		}
-		defer st.Close()
-		return relay(ctx, req, st), nil
+		return res, err
 	}
+}
+
+// call runs one tools/call as a mesh stream and relays it.
+func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool string) (*mcp.CallToolResult, error) {
+	if !g.filter.allows(meshTool) {
+		// Defence in depth: a denied tool is never registered.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+	}
+	args := req.Params.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	var opts []caller.Option
+	if bearer := bearerOf(req); bearer != "" {
+		opts = append(opts, caller.WithBearer(bearer))
+	}
+	st, err := g.cfg.Caller.Stream(ctx, meshTool, json.RawMessage(args), opts...)
+	if err != nil {
+		return problemResult(envelope.AsProblem(err, envelope.CodeInternal)), nil
+	}
+	defer st.Close()
+	return relay(ctx, req, st), nil
+}
+
+// fitOutputSchema keeps an error result valid for a tool that declares an
+// output schema: MCP clients (the official TypeScript SDK among them)
+// check structuredContent against that schema even when isError is set,
+// and a Problem does not match it. There the problem+json travels as a
+// second text block instead of as structuredContent.
+func fitOutputSchema(res *mcp.CallToolResult, tool *mcp.Tool) *mcp.CallToolResult {
+	if !res.IsError || tool.OutputSchema == nil || res.StructuredContent == nil {
+		return res
+	}
+	body, _ := json.Marshal(res.StructuredContent)
+	res.Content = append(res.Content, &mcp.TextContent{Text: string(body)})
+	res.StructuredContent = nil
+	return res
 }
 
 // bearerOf returns the bearer an HTTP client presented ("" over stdio).

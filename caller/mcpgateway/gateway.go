@@ -306,7 +306,7 @@ func (g *Gateway) apply(view fleetView) {
 			continue
 		}
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
-		g.srv.AddTool(t, g.callHandler(meshName[name]))
+		g.srv.AddTool(t, g.callHandler(meshName[name], t))
 	}
 }
 

@@ -32,6 +32,13 @@ summary.count = await client.callTool(
   { onprogress: () => {} },
 );
 summary.progress = progress;
+// A Problem must reach the model as an isError result, not as an SDK
+// exception (the SDK checks structuredContent against an outputSchema).
+try {
+  summary.countError = await client.callTool({ name: "count", arguments: { n: "not a number" } });
+} catch (e) {
+  summary.countError = { thrown: String(e.message ?? e) };
+}
 try {
   await client.callTool({ name: "sleep", arguments: { seconds: 0 } });
   summary.denied = "callable";
