@@ -86,3 +86,45 @@ tools:
 		return !procAlive(pids[0]) && !procAlive(pids[1])
 	})
 }
+
+// kill -9 of a `toolmesh worker` bridging a stdio MCP server that forked a
+// grandchild: neither the server nor what it forked survives the worker.
+func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc (Linux)")
+	}
+	srv := startServer(t, mesh.EmbeddedConfig{})
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pids")
+	cfg := filepath.Join(dir, "tools.yaml")
+	script := fmt.Sprintf("sleep 1001 & echo $$ $! > %s.tmp && mv %s.tmp %s; exec %s", pidfile, pidfile, pidfile, mcpServerBin(t))
+	_ = os.WriteFile(cfg, []byte(fmt.Sprintf("tools:\n  - namespace: orphan\n    binding:\n      mcp: {command: sh, args: [-c, %q]}\n", script)), 0o644)
+	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
+	p.waitLine(t, regexp.MustCompile(`mcp server bridged`))
+	var pids []int
+	waitFor(t, "the server and its grandchild to start", func() bool {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			return false
+		}
+		pids = pids[:0]
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
+			}
+		}
+		return len(pids) == 2
+	})
+	t.Cleanup(func() { // never leave a stray sleep behind, whatever the outcome
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+	waitFor(t, "the bridged server and its grandchild to be gone", func() bool {
+		return !procAlive(pids[0]) && !procAlive(pids[1])
+	})
+}

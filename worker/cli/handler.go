@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
+	"github.com/toolmesh/toolmesh/internal/supervise"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -190,7 +191,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
-	cmd := command(path, argv[1:], h.limits.KillGrace)
+	cmd := supervise.Command(path, argv[1:], h.limits.KillGrace)
 	cmd.Env = env
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
@@ -212,7 +213,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	}
 	defer feed.close()
 	exited := make(chan struct{})
-	if err := start(cmd, exited); err != nil {
+	if err := supervise.Start(cmd, exited); err != nil {
 		for _, f := range []*os.File{stdoutR, stdoutW, stderrR, stderrW} {
 			f.Close()
 		}

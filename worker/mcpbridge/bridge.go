@@ -169,9 +169,11 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	sc := b.cfg.Entry.Server
 	var t mcp.Transport
 	if sc.Command != "" {
-		cmd := exec.Command(sc.Command, sc.Args...)
-		cmd.Env = b.childEnv()
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: b.cfg.KillGrace}
+		path, err := exec.LookPath(sc.Command)
+		if err != nil {
+			return nil, err
+		}
+		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
 			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport}}}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package supervise
 
 import (
 	"fmt"
@@ -31,9 +31,9 @@ while kill -0 "$pid" 2>/dev/null; do wait "$pid"; st=$?; done
 if [ "$st" -gt 128 ]; then trap - TERM INT HUP; kill -$((st - 128)) $$; fi
 exit "$st"`
 
-// command builds the supervised command for argv (argv[0] already
+// Command builds the supervised command for argv (argv[0] already
 // resolved to a path) with a kill grace of grace.
-func command(path string, args []string, grace time.Duration) *exec.Cmd {
+func Command(path string, args []string, grace time.Duration) *exec.Cmd {
 	polls := max(int(grace/(50*time.Millisecond)), 1)
 	shArgs := append([]string{"-c", fmt.Sprintf(superviseScript, polls), "toolmesh-supervise", path}, args...)
 	cmd := exec.Command("/bin/sh", shArgs...)
@@ -41,10 +41,10 @@ func command(path string, args []string, grace time.Duration) *exec.Cmd {
 	return cmd
 }
 
-// start starts cmd from an OS thread that stays alive until exited closes:
+// Start starts cmd from an OS thread that stays alive until exited closes:
 // Linux sends the parent-death signal when the forking thread exits, not
 // the process, and Go may retire threads.
-func start(cmd *exec.Cmd, exited <-chan struct{}) error {
+func Start(cmd *exec.Cmd, exited <-chan struct{}) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the child

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cli
+package supervise
 
 import (
 	"os/exec"
@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// command builds the command for argv in its own process group. Without
+// Command builds the command for argv in its own process group. Without
 // Linux's parent-death signal a kill -9 of the worker can orphan the tool;
 // everything else (cancel, timeout, output cap) still stops the group.
-func command(path string, args []string, _ time.Duration) *exec.Cmd {
+func Command(path string, args []string, _ time.Duration) *exec.Cmd {
 	cmd := exec.Command(path, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
 }
 
-// start starts cmd.
-func start(cmd *exec.Cmd, _ <-chan struct{}) error { return cmd.Start() }
+// Start starts cmd.
+func Start(cmd *exec.Cmd, _ <-chan struct{}) error { return cmd.Start() }

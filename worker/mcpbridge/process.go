@@ -1,0 +1,112 @@
+package mcpbridge
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/internal/supervise"
+)
+
+// processTransport runs a stdio MCP server the way the worker runs a
+// CLI-bound tool: in its own process group, under the supervisor that
+// takes the group down when the worker dies (kill -9 included, on Linux),
+// and started from a thread kept alive for the parent-death signal. The
+// SDK's CommandTransport cannot: it starts the process itself, on any
+// thread, and signals only the process, not what it forked.
+type processTransport struct {
+	path  string
+	args  []string
+	env   []string
+	grace time.Duration
+}
+
+// Connect starts the server and speaks newline-delimited JSON-RPC over its
+// stdin and stdout.
+func (t *processTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	cmd := supervise.Command(t.path, t.args, t.grace)
+	cmd.Env = t.env
+	// Pipes of our own: exec's copying goroutines would tie Wait to a
+	// grandchild holding stdout open, and Wait would close what the
+	// session still reads.
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW)
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
+	p := &process{cmd: cmd, exited: make(chan struct{}), grace: t.grace}
+	if err := supervise.Start(cmd, p.exited); err != nil {
+		closeAll(stdinR, stdinW, stdoutR, stdoutW)
+		return nil, fmt.Errorf("start %s: %w", t.path, err)
+	}
+	closeAll(stdinR, stdoutW) // the server holds its own copies
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	conn, err := (&mcp.IOTransport{Reader: stdoutR, Writer: stdinW}).Connect(ctx)
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	return &processConn{Connection: conn, p: p}, nil
+}
+
+// process is one running server's process group.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	grace  time.Duration
+	once   sync.Once
+}
+
+// stop gives the server the grace to exit after its stdin closed, then
+// SIGTERM to the group, the grace again, and SIGKILL to the group, so
+// nothing the server forked survives it.
+func (p *process) stop() {
+	p.once.Do(func() {
+		pgid := p.cmd.Process.Pid
+		wait := func() {
+			t := time.NewTimer(p.grace)
+			defer t.Stop()
+			select {
+			case <-p.exited:
+			case <-t.C:
+			}
+		}
+		wait()
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		wait()
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.exited
+	})
+}
+
+// processConn is the session's connection; closing it stops the server.
+type processConn struct {
+	mcp.Connection
+	p *process
+}
+
+// Close closes the pipes (the server sees end of input) and stops the
+// server's process group. The SDK calls it when a read or write fails
+// (the server died) as well as on an orderly close.
+func (c *processConn) Close() error {
+	err := c.Connection.Close()
+	c.p.stop()
+	return err
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
