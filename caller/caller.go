@@ -539,7 +539,38 @@ func retrySafe(p *envelope.Problem, o callOptions) bool {
 // retry_after: overloaded always, other transient failures only for
 // idempotent calls (Idempotent, WithIdempotencyKey).
 func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option) (envelope.Response, error) {
-	o := c.options(opts)
+	id, ev := c.callEvent(ctx, tool, args, c.options(opts))
+	resp, err := envelope.ResponseFromEvent(id, ev)
+	if err != nil {
+		p := c.problems.New(envelope.CodeInternal, err.Error())
+		return envelope.ProblemResponse(id, p), p
+	}
+	if p := ev.Problem(); p != nil {
+		return resp, p
+	}
+	return resp, nil
+}
+
+// CallAs calls tool like Caller.Call and decodes its result into T,
+// whatever the result's JSON kind: an object into a struct or map, a
+// number, string or list (which Call would show as {"result": …}) into a
+// value of that kind. A failed call returns its *envelope.Problem; a
+// result that does not fit T is an output_invalid Problem.
+func CallAs[T any](ctx context.Context, c *Caller, tool string, args any, opts ...Option) (T, error) {
+	var out T
+	_, ev := c.callEvent(ctx, tool, args, c.options(opts))
+	if p := ev.Problem(); p != nil {
+		return out, p
+	}
+	if err := json.Unmarshal(ev.Data, &out); err != nil {
+		return out, c.problems.New(envelope.CodeOutputInvalid, fmt.Sprintf("tool %s: the result does not fit %T: %v", tool, out, err))
+	}
+	return out, nil
+}
+
+// callEvent makes the call, retrying retry-safe failures (honouring
+// retry_after), and returns its id and terminal event.
+func (c *Caller) callEvent(ctx context.Context, tool string, args any, o callOptions) (string, envelope.ToolEvent) {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -547,17 +578,9 @@ func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option
 	}
 	for attempt := 0; ; attempt++ {
 		id, ev := c.callOnce(ctx, tool, args, o)
-		resp, err := envelope.ResponseFromEvent(id, ev)
-		if err != nil {
-			p := c.problems.New(envelope.CodeInternal, err.Error())
-			return envelope.ProblemResponse(id, p), p
-		}
 		p := ev.Problem()
-		if p == nil {
-			return resp, nil
-		}
-		if attempt >= o.retries || !retrySafe(p, o) || !c.waitRetry(ctx, p) {
-			return resp, p
+		if p == nil || attempt >= o.retries || !retrySafe(p, o) || !c.waitRetry(ctx, p) {
+			return id, ev
 		}
 	}
 }

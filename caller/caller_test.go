@@ -16,6 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
 // These tests put the caller against a hand-written worker speaking raw
@@ -23,9 +24,9 @@ import (
 
 const fakeWorkerID = "FAKEWORKER"
 
-func startServer(t *testing.T) *mesh.Embedded {
+func startServer(t *testing.T) *embedded.Server {
 	t.Helper()
-	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{})
+	e, err := embedded.Start(context.Background(), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func startServer(t *testing.T) *mesh.Embedded {
 	return e
 }
 
-func connect(t *testing.T, e *mesh.Embedded) *nats.Conn {
+func connect(t *testing.T, e *embedded.Server) *nats.Conn {
 	t.Helper()
 	nc, err := e.Connect()
 	if err != nil {

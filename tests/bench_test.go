@@ -15,6 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -27,7 +28,7 @@ type benchMesh struct {
 }
 
 func newBenchMesh(b *testing.B) *benchMesh {
-	srv := startServer(b, mesh.EmbeddedConfig{})
+	srv := startServer(b, embedded.Config{})
 	rawSrv := connect(b, srv)
 	if _, err := rawSrv.QueueSubscribe("raw.echo", "q", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
 		b.Fatal(err)

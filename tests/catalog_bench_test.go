@@ -13,6 +13,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
 // BenchmarkCatalog10kWorkers measures one Catalog of a fleet of 10,000
@@ -22,7 +23,7 @@ import (
 // the caller's and the server's cost, not 10,000 worker processes'.
 func BenchmarkCatalog10kWorkers(b *testing.B) {
 	const workers, toolsEach = 10_000, 10
-	srv := startServer(b, mesh.EmbeddedConfig{JetStream: true})
+	srv := startServer(b, embedded.Config{JetStream: true})
 	fleet := connect(b, srv)
 	subjects := mesh.Subjects{}
 	js, _ := jetstream.New(fleet)

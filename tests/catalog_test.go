@@ -19,13 +19,14 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // 20 workers started together: every catalogue lists all 20, or says
 // complete:false with a reason — 50 times in a row.
 func TestCatalogIsHonestAbout20Workers(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{JetStream: true})
+	srv := startServer(t, embedded.Config{JetStream: true})
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Add(1)
@@ -135,7 +136,7 @@ func nextOf(t *testing.T, changes func() (caller.CatalogChange, error, bool), to
 
 // Watch yields the tools present, then a worker's join and its drain.
 func TestWatchSeesJoinAndDrain(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := startServer(t, embedded.Config{})
 	first := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, first, envelope.ToolSpec{Name: "fs.read"}, echo)
 	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
@@ -166,7 +167,7 @@ func TestWatchSeesJoinAndDrain(t *testing.T) {
 
 // Watch sees a worker killed with -9 (a separate process, no goodbye) go.
 func TestWatchSeesKilledWorkerGo(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := startServer(t, embedded.Config{})
 	cfg := filepath.Join(t.TempDir(), "tools.yaml")
 	_ = os.WriteFile(cfg, []byte("tools:\n  - name: files.search\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
@@ -191,7 +192,7 @@ func TestWatchSeesKilledWorkerGo(t *testing.T) {
 // stall Watch nor enter the view: a real worker joining after a flood of
 // them is still reported.
 func TestWatchSurvivesFakeBeacons(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := startServer(t, embedded.Config{})
 	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -16,12 +16,13 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // meshFixture is one server, one worker connection and one caller connection.
 type meshFixture struct {
-	srv      *mesh.Embedded
+	srv      *embedded.Server
 	wnc, cnc *nats.Conn
 	w        *worker.Worker
 	c        *caller.Caller
@@ -29,7 +30,7 @@ type meshFixture struct {
 
 func newMesh(t *testing.T, wcfg worker.Config, ccfg caller.Config) *meshFixture {
 	t.Helper()
-	f := &meshFixture{srv: startServer(t, mesh.EmbeddedConfig{})}
+	f := &meshFixture{srv: startServer(t, embedded.Config{})}
 	f.wnc = connect(t, f.srv)
 	f.cnc = connect(t, f.srv)
 	f.w = newWorker(t, f.wnc, wcfg)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -63,7 +64,7 @@ func callMany(c *caller.Caller, n, par int, opts ...caller.Option) []error {
 // Three workers in one queue group share the calls; draining one under
 // load loses no call.
 func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := startServer(t, embedded.Config{})
 	var workers []*worker.Worker
 	for range 3 {
 		w := newWorker(t, connect(t, srv), worker.Config{})
@@ -107,10 +108,10 @@ func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
 // A 3-node cluster on loopback: the caller on one node, workers on the
 // others; calls succeed, and keep succeeding when a node shuts down.
 func TestClusterSurvivesNodeLoss(t *testing.T) {
-	a := startServer(t, mesh.EmbeddedConfig{Name: "a", Cluster: &mesh.ClusterConfig{Name: "tm"}})
-	b := startServer(t, mesh.EmbeddedConfig{Name: "b", Cluster: &mesh.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
-	cn := startServer(t, mesh.EmbeddedConfig{Name: "c", Cluster: &mesh.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
-	nodes := []*mesh.Embedded{a, b, cn}
+	a := startServer(t, embedded.Config{Name: "a", Cluster: &embedded.ClusterConfig{Name: "tm"}})
+	b := startServer(t, embedded.Config{Name: "b", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	cn := startServer(t, embedded.Config{Name: "c", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	nodes := []*embedded.Server{a, b, cn}
 	waitFor(t, "a full mesh of routes", func() bool {
 		for _, n := range nodes {
 			if n.Server.NumRemotes() < 2 {
@@ -120,7 +121,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 		return true
 	})
 	all := strings.Join([]string{a.ClientURL(), b.ClientURL(), cn.ClientURL()}, ",")
-	dial := func(first *mesh.Embedded) *nats.Conn {
+	dial := func(first *embedded.Server) *nats.Conn {
 		nc, err := nats.Connect(first.ClientURL()+","+all, nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)

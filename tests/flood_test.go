@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -109,7 +109,7 @@ func TestFloodIsAnsweredWithBoundedHeap(t *testing.T) {
 // BenchmarkFlood100k runs the full 100,000-call flood and reports the
 // answers and the heap's high-water mark.
 func BenchmarkFlood100k(b *testing.B) {
-	srv := startServer(b, mesh.EmbeddedConfig{})
+	srv := startServer(b, embedded.Config{})
 	w := newWorker(b, connect(b, srv), worker.Config{MaxConcurrent: 8})
 	register(b, w, envelope.ToolSpec{Name: "work"}, echo)
 	c := newCaller(b, connect(b, srv), caller.Config{})

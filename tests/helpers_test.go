@@ -15,7 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -25,9 +25,9 @@ func quiet() *slog.Logger {
 }
 
 // startServer starts an embedded nats-server on a random loopback port.
-func startServer(t testing.TB, cfg mesh.EmbeddedConfig) *mesh.Embedded {
+func startServer(t testing.TB, cfg embedded.Config) *embedded.Server {
 	t.Helper()
-	e, err := mesh.StartEmbedded(context.Background(), cfg)
+	e, err := embedded.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func startServer(t testing.TB, cfg mesh.EmbeddedConfig) *mesh.Embedded {
 	return e
 }
 
-func connect(t testing.TB, e *mesh.Embedded, opts ...nats.Option) *nats.Conn {
+func connect(t testing.TB, e *embedded.Server, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	nc, err := e.Connect(opts...)
 	if err != nil {

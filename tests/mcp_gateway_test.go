@@ -22,12 +22,13 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // mcpMesh is a mesh with a worker hosting the gateway tests' tools.
 type mcpMesh struct {
-	srv *mesh.Embedded
+	srv *embedded.Server
 	// blockStarted and blockEnded report the block tool's handler
 	// starting and seeing its context end.
 	blockStarted, blockEnded chan struct{}
@@ -36,7 +37,7 @@ type mcpMesh struct {
 func startMCPMesh(t *testing.T) *mcpMesh {
 	t.Helper()
 	// JetStream holds the worker registry, so the catalogue can be complete.
-	m := &mcpMesh{srv: startServer(t, mesh.EmbeddedConfig{JetStream: true}),
+	m := &mcpMesh{srv: startServer(t, embedded.Config{JetStream: true}),
 		blockStarted: make(chan struct{}, 8), blockEnded: make(chan struct{}, 8)}
 	w := newWorker(t, connect(t, m.srv), worker.Config{})
 	obj := json.RawMessage(`{"type":"object"}`)

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
 // procAlive reports whether pid runs (exists and is not a zombie), read
@@ -34,7 +34,7 @@ func TestNoOrphansAfterWorkerKill9(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("needs /proc (Linux)")
 	}
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := startServer(t, embedded.Config{})
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pids")
 	cfg := filepath.Join(dir, "tools.yaml")

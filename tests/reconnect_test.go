@@ -15,6 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -45,7 +46,7 @@ func (h *countingHandler) count(msg string) int {
 // its end are logged. The clock is shortened by a 10ms reconnect wait,
 // and the outage measured in failed attempts, not in time.
 func TestWorkerSurvivesLongOutage(t *testing.T) {
-	srv, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{})
+	srv, err := embedded.Start(context.Background(), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestWorkerSurvivesLongOutage(t *testing.T) {
 	if wnc.IsClosed() {
 		t.Fatal("the worker's connection gave up")
 	}
-	srv2, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{Listen: strings.TrimPrefix(url, "nats://")})
+	srv2, err := embedded.Start(context.Background(), embedded.Config{Listen: strings.TrimPrefix(url, "nats://")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestWorkerSurvivesLongOutage(t *testing.T) {
 // A connection closed for good ends `toolmesh worker` with a non-zero exit
 // and a message naming the cause, so a supervisor restarts it.
 func TestCommandWorkerExitsOnClosedConnection(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := startServer(t, embedded.Config{})
 	cfg := filepath.Join(t.TempDir(), "tools.yaml")
 	_ = os.WriteFile(cfg, []byte("tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--max-reconnects", "3", "--reconnect-wait", "10ms", "--format", "json")
@@ -104,7 +105,7 @@ func TestCommandWorkerExitsOnClosedConnection(t *testing.T) {
 // SIGTERM during an outage stops the worker at once instead of waiting
 // out a drain that cannot reach the server.
 func TestCommandWorkerStopsAtOnceDuringOutage(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := startServer(t, embedded.Config{})
 	cfg := filepath.Join(t.TempDir(), "tools.yaml")
 	_ = os.WriteFile(cfg, []byte("tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--reconnect-wait", "10ms", "--drain-timeout", "1h")

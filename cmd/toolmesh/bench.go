@@ -19,6 +19,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -86,7 +87,7 @@ it hosts its own tools under a private subject prefix, so a live mesh is not dis
 			server := "embedded"
 			dial := func(name string) (*nats.Conn, error) { return g.dial(ctx, name) }
 			if !cmd.Flags().Changed("server") && os.Getenv("NATS_URL") == "" {
-				srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{})
+				srv, err := embedded.Start(ctx, embedded.Config{})
 				if err != nil {
 					return envelope.Problemf(envelope.CodeInternal, "cannot start the embedded NATS server: %v", err)
 				}
@@ -208,7 +209,8 @@ func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, del
 		return nil, envelope.NewProblem(envelope.CodeInternal, err.Error())
 	}
 	b.w = w
-	if err := w.Register(envelope.ToolSpec{Name: "echo"}, worker.HandlerFunc(demoEcho)); err != nil {
+	if err := w.Register(envelope.ToolSpec{Name: "echo"}, worker.HandlerFunc(
+		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) { return req.Args, nil })); err != nil {
 		return nil, envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	if err := w.Register(envelope.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(

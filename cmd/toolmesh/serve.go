@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -39,7 +40,7 @@ func newDevCmd(g *globals) *cobra.Command {
 			}
 			shutdown := setupTracing(ctx, "toolmesh-dev", g.log)
 			defer shutdown()
-			srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{Listen: listen, JetStream: true}) // JetStream holds the worker registry
+			srv, err := embedded.Start(ctx, embedded.Config{Listen: listen, JetStream: true}) // JetStream holds the worker registry
 			if err != nil {
 				return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
 					WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)

@@ -1,0 +1,119 @@
+// Package meshtest starts a whole toolmesh inside a test, the way
+// net/http/httptest starts an HTTP server: an embedded nats-server (no
+// port, in-process connections), a worker and a caller, all stopped when
+// the test ends.
+//
+//	m := meshtest.New(t)
+//	worker.AddTool(m.Worker, envelope.ToolSpec{Name: "add"}, add)
+//	sum, err := caller.CallAs[int](ctx, m.Caller, "add", Pair{1, 2})
+package meshtest
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// Config adjusts what New starts; the zero value is usable.
+type Config struct {
+	// Server configures the embedded server (default: in-process only).
+	Server embedded.Config
+	// Worker and Caller configure the two ends (default loggers discard).
+	Worker worker.Config
+	Caller caller.Config
+}
+
+// Mesh is a running test mesh.
+type Mesh struct {
+	// Server is the embedded nats-server.
+	Server *embedded.Server
+	// Worker hosts tools on its own connection; Caller calls them on another.
+	Worker *worker.Worker
+	Caller *caller.Caller
+}
+
+// New starts a mesh for t with the default configuration.
+func New(t testing.TB) *Mesh { return NewWith(t, Config{}) }
+
+// NewWith starts a mesh for t as cfg says. Anything that fails to start
+// fails t at once; everything is stopped by t.Cleanup.
+func NewWith(t testing.TB, cfg Config) *Mesh {
+	t.Helper()
+	if cfg.Server.Listen == "" {
+		cfg.Server.InProcessOnly = true
+	}
+	s := StartServer(t, cfg.Server)
+	return &Mesh{
+		Server: s,
+		Worker: NewWorker(t, Connect(t, s), cfg.Worker),
+		Caller: NewCaller(t, Connect(t, s), cfg.Caller),
+	}
+}
+
+// Connect opens one more connection to the mesh's server, closed when t
+// ends: for a second worker or caller, or for raw NATS.
+func (m *Mesh) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	return Connect(t, m.Server, opts...)
+}
+
+// StartServer starts an embedded nats-server, shut down when t ends.
+func StartServer(t testing.TB, cfg embedded.Config) *embedded.Server {
+	t.Helper()
+	s, err := embedded.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	return s
+}
+
+// Connect connects to s, closing the connection when t ends.
+func Connect(t testing.TB, s *embedded.Server, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := s.Connect(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// NewWorker starts a worker on nc, stopped when t ends; its logs are
+// discarded unless cfg names a logger.
+func NewWorker(t testing.TB, nc *nats.Conn, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = Quiet()
+	}
+	w, err := worker.New(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// NewCaller starts a caller on nc, closed when t ends; its logs are
+// discarded unless cfg names a logger.
+func NewCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Caller {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = Quiet()
+	}
+	c, err := caller.New(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Quiet is a logger that discards everything, for the noise of tests.
+func Quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
