@@ -67,6 +67,11 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Propagator writes trace context into call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
+	// Options apply to every call before the call's own (which win), so a
+	// caller with one bearer token says so once: WithBearer(token).
+	Options []Option
+	// Middleware wraps Call and CallAs, the first outermost (see Middleware).
+	Middleware []Middleware
 }
 
 // Caller invokes tools over one NATS connection.
@@ -81,6 +86,8 @@ type Caller struct {
 	inbox    string // <inbox-prefix>.<caller-id>.
 	// intervalMS is the heartbeat interval header value, formatted once.
 	intervalMS string
+	// invoker is send wrapped in Config.Middleware, built once.
+	invoker Invoker
 	// spanOpts are the start options of every call's span, built once.
 	spanOpts []trace.SpanStartOption
 	sub      *nats.Subscription
@@ -150,6 +157,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		pending:    map[string]*pending{},
 		done:       make(chan struct{}),
 	}
+	c.invoker = chain(c.send, cfg.Middleware)
 	sub, err := nc.Subscribe(c.inbox+"*", c.onMsg)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe inbox: %w", err)
@@ -515,6 +523,9 @@ func isObject(b []byte) bool {
 
 func (c *Caller) options(opts []Option) callOptions {
 	o := callOptions{retries: c.cfg.Retries}
+	for _, f := range c.cfg.Options {
+		f(&o)
+	}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -539,7 +550,7 @@ func retrySafe(p *envelope.Problem, o callOptions) bool {
 // retry_after: overloaded always, other transient failures only for
 // idempotent calls (Idempotent, WithIdempotencyKey).
 func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option) (envelope.Response, error) {
-	id, ev := c.callEvent(ctx, tool, args, c.options(opts))
+	id, ev := c.invoke(ctx, tool, args, opts)
 	resp, err := envelope.ResponseFromEvent(id, ev)
 	if err != nil {
 		p := c.problems.New(envelope.CodeInternal, err.Error())
@@ -558,7 +569,7 @@ func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option
 // result that does not fit T is an output_invalid Problem.
 func CallAs[T any](ctx context.Context, c *Caller, tool string, args any, opts ...Option) (T, error) {
 	var out T
-	_, ev := c.callEvent(ctx, tool, args, c.options(opts))
+	_, ev := c.invoke(ctx, tool, args, opts)
 	if p := ev.Problem(); p != nil {
 		return out, p
 	}

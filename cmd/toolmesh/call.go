@@ -46,7 +46,7 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 			if bearer == "" {
 				bearer = os.Getenv("TOOLMESH_BEARER")
 			}
-			shutdown := setupTracing(ctx, "toolmesh-call", g.log)
+			shutdown := setupTelemetry(ctx, "toolmesh-call", g.log)
 			defer shutdown()
 			c, done, err := g.newCaller(cmd, "call")
 			if err != nil {

@@ -10,12 +10,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
+	"github.com/toolmesh/toolmesh/worker/middleware"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -38,7 +40,7 @@ func newDevCmd(g *globals) *cobra.Command {
 			if err := checkListen(listen); err != nil {
 				return err
 			}
-			shutdown := setupTracing(ctx, "toolmesh-dev", g.log)
+			shutdown := setupTelemetry(ctx, "toolmesh-dev", g.log)
 			defer shutdown()
 			srv, err := embedded.Start(ctx, embedded.Config{Listen: listen, JetStream: true}) // JetStream holds the worker registry
 			if err != nil {
@@ -51,7 +53,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 			}
 			defer nc.Close()
-			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev"})
+			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware()})
 			if err != nil {
 				return envelope.NewProblem(envelope.CodeInternal, err.Error())
 			}
@@ -101,14 +103,14 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			shutdown := setupTracing(ctx, "toolmesh-worker", g.log)
+			shutdown := setupTelemetry(ctx, "toolmesh-worker", g.log)
 			defer shutdown()
 			nc, err := g.dial(ctx, "worker")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log})
+			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware()})
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
 			}
@@ -127,6 +129,13 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 	return cmd
+}
+
+// commandMiddleware is what the command's workers run every call through:
+// metrics into the global meter provider (a no-op unless setupTelemetry
+// installed one).
+func commandMiddleware() []worker.Middleware {
+	return []worker.Middleware{middleware.Metrics(otel.GetMeterProvider())}
 }
 
 // serveUntil serves until ctx ends (then drains) or the NATS connection
