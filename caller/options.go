@@ -22,7 +22,8 @@ type callOptions struct {
 }
 
 // WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound
-// tools receive it where their binding says $ATD_BEARER.
+// tools receive it where their binding's env says envelope.BearerPlaceholder
+// ("$ATD_BEARER"). Config.Options can send it on every call.
 func WithBearer(token string) Option { return func(o *callOptions) { o.bearer = token } }
 
 // WithIdempotencyKey names this logical operation so it may be retried

@@ -167,16 +167,6 @@ func TestHonestReporting(t *testing.T) {
 	if _, err := Partial().Apply(json.RawMessage(`{}`)); err == nil {
 		t.Error("a partial result with no named gap was accepted")
 	}
-	if _, err := WithSkipped(json.RawMessage(`{}`), StepFormat, "not_found"); err == nil {
-		t.Error("unapproved skip reason accepted")
-	}
-	if _, err := WithSkipped(json.RawMessage(`{}`), StepValidate, "formatter_not_installed"); err == nil {
-		t.Error("a format reason was accepted for validate")
-	}
-	out, err := WithSkipped(json.RawMessage(`{}`), StepValidate, "checker_not_installed")
-	if err != nil || string(out) != `{"validate_skipped_reason":"checker_not_installed"}` {
-		t.Errorf("got %s, %v", out, err)
-	}
 }
 
 func TestSchemaDrafts(t *testing.T) {

@@ -90,10 +90,6 @@ func TestGoldenResponses(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty, _ := EmptyScope().Apply(json.RawMessage(`{"matches":[]}`))
-	skipped, err := WithSkipped(json.RawMessage(`{"removed":true}`), StepFormat, "formatter_not_installed")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name string
 		r    Response
@@ -104,7 +100,6 @@ func TestGoldenResponses(t *testing.T) {
 		{"response_problem.json", ProblemResponse("4", fixedProblem(CodeTimeout, "budget of 5s spent"))},
 		{"response_partial.json", Response{ID: "5", Success: true, Data: partialData}},
 		{"response_empty_scope.json", Response{ID: "6", Success: true, Data: empty}},
-		{"response_skipped.json", Response{ID: "7", Success: true, Data: skipped}},
 		{"response_non_object.json", must(Success("8", json.RawMessage(`[1,2,3]`)))},
 	}
 	for _, c := range cases {

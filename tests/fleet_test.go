@@ -17,6 +17,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -64,14 +65,14 @@ func callMany(c *caller.Caller, n, par int, opts ...caller.Option) []error {
 // Three workers in one queue group share the calls; draining one under
 // load loses no call.
 func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
-	srv := startServer(t, embedded.Config{})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	var workers []*worker.Worker
 	for range 3 {
-		w := newWorker(t, connect(t, srv), worker.Config{})
+		w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{})
 		register(t, w, envelope.ToolSpec{Name: "work"}, work)
 		workers = append(workers, w)
 	}
-	c := newCaller(t, connect(t, srv), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 
 	done := make(chan []error, 1)
 	go func() { done <- callMany(c, 3000, 64) }()
@@ -108,9 +109,9 @@ func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
 // A 3-node cluster on loopback: the caller on one node, workers on the
 // others; calls succeed, and keep succeeding when a node shuts down.
 func TestClusterSurvivesNodeLoss(t *testing.T) {
-	a := startServer(t, embedded.Config{Name: "a", Cluster: &embedded.ClusterConfig{Name: "tm"}})
-	b := startServer(t, embedded.Config{Name: "b", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
-	cn := startServer(t, embedded.Config{Name: "c", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	a := meshtest.StartServer(t, embedded.Config{Name: "a", Cluster: &embedded.ClusterConfig{Name: "tm"}})
+	b := meshtest.StartServer(t, embedded.Config{Name: "b", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	cn := meshtest.StartServer(t, embedded.Config{Name: "c", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
 	nodes := []*embedded.Server{a, b, cn}
 	waitFor(t, "a full mesh of routes", func() bool {
 		for _, n := range nodes {
@@ -129,11 +130,11 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	wb := newWorker(t, dial(b), worker.Config{})
-	wc := newWorker(t, dial(cn), worker.Config{})
+	wb := meshtest.NewWorker(t, dial(b), worker.Config{})
+	wc := meshtest.NewWorker(t, dial(cn), worker.Config{})
 	register(t, wb, envelope.ToolSpec{Name: "work"}, work)
 	register(t, wc, envelope.ToolSpec{Name: "work"}, work)
-	c := newCaller(t, dial(a), caller.Config{})
+	c := meshtest.NewCaller(t, dial(a), caller.Config{})
 	subject := mesh.Subjects{}.Call("work")
 	waitFor(t, "node a to see both workers' interest", func() bool { return a.Server.GlobalAccount().Interest(subject) >= 2 })
 

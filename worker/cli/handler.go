@@ -1,6 +1,6 @@
 // Package cli hosts command-line programs as mesh tools. A tools file (see
-// LoadFile) declares each tool's spec and its binding (the seed's
-// CliBindingConfig); Handler runs the bound program once per call, with the
+// LoadFile) declares each tool's spec and its binding
+// (envelope.CliBindingConfig); Handler runs the bound program once per call, with the
 // same Handler interface as Go tools.
 package cli
 
@@ -39,7 +39,7 @@ type Handler struct {
 
 // NewHandler makes the Handler of a tool whose spec has a CLI binding.
 // inherit names the variables the program inherits from this process's
-// environment (nil: DefaultInheritedEnv).
+// environment (nil: PATH, HOME, LANG and TZ).
 func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 	if t.Spec.Binding == nil || t.Spec.Binding.CLI == nil {
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: field binding.cli is required", t.Spec.Name)
@@ -51,7 +51,7 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 		return nil, err
 	}
 	if inherit == nil {
-		inherit = DefaultInheritedEnv
+		inherit = defaultInheritedEnv()
 	}
 	if log == nil {
 		log = slog.Default()

@@ -79,14 +79,14 @@ type File struct {
 	Warnings []string
 }
 
-// DefaultInheritedEnv is what a bound program inherits from the worker
+// defaultInheritedEnv is what a bound program inherits from the worker
 // unless the tools file says otherwise: enough to find programs and speak
 // the locale, nothing secret.
-var DefaultInheritedEnv = []string{"PATH", "HOME", "LANG", "TZ"}
+func defaultInheritedEnv() []string { return []string{"PATH", "HOME", "LANG", "TZ"} }
 
 // fileJSON is the tools file's shape; unknown fields are errors (typos in
-// a config should not pass silently) except inside binding.cli, which the
-// seed requires to tolerate future fields.
+// a config should not pass silently) except inside binding.cli, which must
+// tolerate fields of later binding-format versions.
 type fileJSON struct {
 	Defaults *limitsJSON       `json:"defaults"`
 	Env      []string          `json:"inherit_env"`
@@ -171,7 +171,7 @@ func Parse(data []byte) (*File, error) {
 	}
 	out := &File{Env: fj.Env}
 	if out.Env == nil {
-		out.Env = DefaultInheritedEnv
+		out.Env = defaultInheritedEnv()
 	}
 	seen := map[string]int{}
 	for i, rawTool := range fj.Tools {
