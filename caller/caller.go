@@ -22,8 +22,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -53,7 +51,8 @@ type Config struct {
 	// Window is a stream's event credit (default mesh.DefaultWindow): at
 	// most this many events of one stream wait unread in the caller.
 	Window int
-	// Retries is how many times a retry-safe failure is retried (default 2).
+	// Retries is how many times a retry-safe failure is retried: 0 means
+	// DefaultRetries, NoRetries means none (WithRetries overrides it per call).
 	Retries int
 	// MaxResultBytes caps one event reassembled from chunks (default
 	// mesh.DefaultMaxResultBytes): past it the call ends payload_too_large
@@ -131,8 +130,11 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
 	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 2
+	switch {
+	case cfg.Retries == 0:
+		cfg.Retries = DefaultRetries
+	case cfg.Retries < 0:
+		cfg.Retries = 0
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -379,14 +381,55 @@ func silenceDetail(live liveness, quiet time.Duration) string {
 	}
 }
 
-// mode of a call.
+// callMode is how a call's events come back.
+type callMode int
+
 const (
-	unary  = false
-	stream = true
+	// unary: one terminal event; progress and deltas are not sent.
+	unary callMode = iota
+	// stream: every event, paced by the caller's credit window.
+	stream
 )
 
 // start validates, encodes and publishes one call, registering it first.
-func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions, isStream bool) (*pending, *envelope.Problem) {
+func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions, mode callMode) (*pending, *envelope.Problem) {
+	body, prob := c.encodeCall(tool, args, o)
+	if prob != nil {
+		return nil, prob
+	}
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline && time.Until(deadline) <= 0 {
+		return nil, c.problems.New(envelope.CodeTimeout, "the call's budget was spent before it was sent")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
+	}
+	id := ulid.Make().String()
+	window := c.cfg.Window
+	if o.window > 0 {
+		window = max(o.window, 2)
+	}
+	span := c.startSpan(ctx, tool, id, mode)
+	h := c.callHeader(id, o, mode, window)
+	if hasDeadline {
+		h.Set(mesh.HeaderTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+	}
+	injectCtx := ctx
+	if span.SpanContext().IsValid() {
+		injectCtx = trace.ContextWithSpan(ctx, span)
+	}
+	c.prop.Inject(injectCtx, mesh.HeaderCarrier(h))
+	p := &pending{c: c, id: id, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
+		lastHeard: time.Now(), notify: make(chan struct{}, 1), span: span}
+	if prob := c.publish(p, h, body); prob != nil {
+		return nil, prob
+	}
+	return p, nil
+}
+
+// encodeCall checks the tool name and encodes the call body, refusing
+// one the server would not accept.
+func (c *Caller) encodeCall(tool string, args any, o callOptions) ([]byte, *envelope.Problem) {
 	if err := envelope.ValidateToolName(tool); err != nil {
 		return nil, c.badToolName(err)
 	}
@@ -401,33 +444,28 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if limit := c.nc.MaxPayload() - 1024; int64(len(body)) > limit {
 		return nil, c.problems.New(envelope.CodePayloadTooLarge,
 			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(body), limit)).
-			WithFix("Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload.", envelope.MaybeIncorrect)
+			WithFix(largeArgsFix, envelope.MaybeIncorrect)
 	}
-	deadline, hasDeadline := ctx.Deadline()
-	if hasDeadline && time.Until(deadline) <= 0 {
-		return nil, c.problems.New(envelope.CodeTimeout, "the call's budget was spent before it was sent")
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
-	}
+	return body, nil
+}
 
-	id := ulid.Make().String()
-	window := c.cfg.Window
-	if o.window > 0 {
-		window = max(o.window, 2)
-	}
+// largeArgsFix says what to do about args too large to send.
+const largeArgsFix = "Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload."
+
+// startSpan starts the call's client span.
+func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) trace.Span {
 	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
 	if span.IsRecording() {
-		span.SetAttributes(
-			attribute.String("rpc.system", "toolmesh"),
-			attribute.String("toolmesh.tool", tool),
-			attribute.String("toolmesh.call_id", id),
-			attribute.Bool("toolmesh.stream", isStream),
-		)
+		span.SetAttributes(mesh.SpanAttributes(tool, id, mode == stream)...)
 	}
-	// One backing array for every header value instead of one allocation
-	// per Set; each value gets a capacity-1 slice so an append by anyone
-	// downstream copies rather than overwrites its neighbour.
+	return span
+}
+
+// callHeader builds the call's headers (all but the timeout and trace
+// context). One backing array holds every value instead of one allocation
+// per Set; each value gets a capacity-1 slice so an append by anyone
+// downstream copies rather than overwrites its neighbour.
+func (c *Caller) callHeader(id string, o callOptions, mode callMode, window int) nats.Header {
 	vals := make([]string, 0, 8)
 	// Eight fits one map group; more than eight headers (every option
 	// plus trace state) only costs a grow.
@@ -440,14 +478,11 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	set(mesh.HeaderCallID, id)
 	set(mesh.HeaderCallerID, c.cfg.ID)
 	set(mesh.HeaderInterval, c.intervalMS)
-	if isStream {
+	if mode == stream {
 		set(mesh.HeaderMode, mesh.ModeStream)
 		set(mesh.HeaderWindow, strconv.Itoa(window))
 	} else {
 		set(mesh.HeaderMode, mesh.ModeUnary)
-	}
-	if hasDeadline {
-		set(mesh.HeaderTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
 	}
 	if o.idempotencyKey != "" {
 		set(mesh.HeaderIdempotencyKey, o.idempotencyKey)
@@ -455,35 +490,33 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if o.bearer != "" {
 		set(mesh.HeaderAuthorization, "Bearer "+o.bearer)
 	}
-	injectCtx := ctx
-	if span.SpanContext().IsValid() {
-		injectCtx = trace.ContextWithSpan(ctx, span)
-	}
-	c.prop.Inject(injectCtx, mesh.HeaderCarrier(h))
+	return h
+}
 
-	p := &pending{c: c, id: id, tool: tool, stream: isStream, window: window, nextSeq: 1,
-		lastHeard: time.Now(), notify: make(chan struct{}, 1), span: span}
+// publish registers p and sends its call; a call that cannot be sent is
+// unregistered and its span ended with the Problem returned.
+func (c *Caller) publish(p *pending, h nats.Header, body []byte) *envelope.Problem {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		span.End()
-		return nil, c.problems.New(envelope.CodeCancelled, "the caller is closed")
+		p.span.End()
+		return c.problems.New(envelope.CodeCancelled, "the caller is closed")
 	}
-	c.pending[id] = p
+	c.pending[p.id] = p
 	c.mu.Unlock()
-	if err := c.nc.PublishMsg(&nats.Msg{Subject: c.subjects.Call(tool), Reply: c.inbox + id, Header: h, Data: body}); err != nil {
-		c.remove(id)
-		var prob *envelope.Problem
-		if errors.Is(err, nats.ErrMaxPayload) {
-			prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error()).
-				WithFix("Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args.", envelope.MaybeIncorrect)
-		} else {
-			prob = c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
-		}
-		p.endSpan(prob)
-		return nil, prob
+	err := c.nc.PublishMsg(&nats.Msg{Subject: c.subjects.Call(p.tool), Reply: c.inbox + p.id, Header: h, Data: body})
+	if err == nil {
+		return nil
 	}
-	return p, nil
+	c.remove(p.id)
+	var prob *envelope.Problem
+	if errors.Is(err, nats.ErrMaxPayload) {
+		prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error()).WithFix(largeArgsFix, envelope.MaybeIncorrect)
+	} else {
+		prob = c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
+	}
+	p.endSpan(prob)
+	return prob
 }
 
 func encodeArgs(args any) (json.RawMessage, error) {
@@ -625,19 +658,7 @@ func (c *Caller) waitRetry(ctx context.Context, p *envelope.Problem) bool {
 	}
 }
 
-func (p *pending) endSpan(prob *envelope.Problem) {
-	if !p.span.IsRecording() {
-		p.span.End()
-		return
-	}
-	if prob != nil {
-		p.span.SetAttributes(attribute.String("toolmesh.outcome", string(prob.Code)))
-		p.span.SetStatus(codes.Error, prob.Error())
-	} else {
-		p.span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
-	}
-	p.span.End()
-}
+func (p *pending) endSpan(prob *envelope.Problem) { mesh.EndSpan(p.span, prob) }
 
 // badToolName is the Problem of a malformed tool name: invalid_input with
 // a fix about names, not the schema violations a call's args would have.

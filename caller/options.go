@@ -6,6 +6,13 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
+// DefaultRetries is how many times a call's retry-safe failures are
+// retried when Config.Retries is left zero.
+const DefaultRetries = 2
+
+// NoRetries as Config.Retries turns retries off (0 would mean DefaultRetries).
+const NoRetries = -1
+
 // Option adjusts one call.
 type Option func(*callOptions)
 

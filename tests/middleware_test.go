@@ -258,3 +258,33 @@ func TestMetricsMiddleware(t *testing.T) {
 		t.Errorf("errors counted for a tool that never failed: %v", got)
 	}
 }
+
+// TestNoRetries: Config.Retries NoRetries sends an overloaded call once,
+// where the zero value would retry it DefaultRetries times.
+func TestNoRetries(t *testing.T) {
+	var attempts atomic.Int64
+	count := func(next worker.Handler) worker.Handler {
+		return worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+			attempts.Add(1)
+			return next.Handle(ctx, req, emit)
+		})
+	}
+	m := meshtest.NewWith(t, meshtest.Config{Caller: caller.Config{Retries: caller.NoRetries}})
+	if err := m.Worker.Register(envelope.ToolSpec{Name: "counted"}, worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+		return nil, envelope.NewProblem(envelope.CodeOverloaded, "always busy").WithRetryAfter(0.001)
+	}), count); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Caller.Call(context.Background(), "counted", nil)
+	wantCode(t, err, envelope.CodeOverloaded)
+	if n := attempts.Load(); n != 1 {
+		t.Errorf("NoRetries: %d attempts, want 1", n)
+	}
+	attempts.Store(0)
+	c := meshtest.NewCaller(t, m.Connect(t), caller.Config{})
+	_, err = c.Call(context.Background(), "counted", nil)
+	wantCode(t, err, envelope.CodeOverloaded)
+	if n := attempts.Load(); n != 1+caller.DefaultRetries {
+		t.Errorf("zero Retries: %d attempts, want %d", n, 1+caller.DefaultRetries)
+	}
+}

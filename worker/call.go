@@ -14,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
@@ -73,13 +72,8 @@ func (c *call) run() {
 	ctx := w.prop.Extract(context.Background(), mesh.HeaderCarrier(c.header))
 	ctx, span := w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)
 	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off
-		span.SetAttributes(
-			attribute.String("rpc.system", "toolmesh"),
-			attribute.String("toolmesh.tool", c.tool.spec.Name),
-			attribute.String("toolmesh.call_id", c.id),
-			attribute.String("toolmesh.worker_id", w.cfg.ID),
-			attribute.Bool("toolmesh.stream", c.stream),
-		)
+		span.SetAttributes(append(mesh.SpanAttributes(c.tool.spec.Name, c.id, c.stream),
+			attribute.String("toolmesh.worker_id", w.cfg.ID))...)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	c.cancelFn = cancel
@@ -133,18 +127,7 @@ func (c *call) run() {
 		w.callsMu.Unlock()
 	}
 	cancel(nil)
-
-	if !span.IsRecording() {
-		span.End()
-		return
-	}
-	if p != nil {
-		span.SetAttributes(attribute.String("toolmesh.outcome", string(p.Code)))
-		span.SetStatus(codes.Error, p.Error())
-	} else {
-		span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
-	}
-	span.End()
+	mesh.EndSpan(span, p)
 }
 
 // callerKey names the call's caller as the worker tracks its liveness.

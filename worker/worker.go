@@ -497,7 +497,7 @@ func (w *Worker) subscribeControl() error {
 		for i := range specs {
 			specs[i] = publicSpec(specs[i])
 		}
-		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: specs})
+		b, _ := json.Marshal(mesh.CatalogEntry{WorkerID: w.cfg.ID, Tools: specs})
 		_ = m.Respond(b)
 	}
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
@@ -508,12 +508,6 @@ func (w *Worker) subscribeControl() error {
 		w.ctlSubs = append(w.ctlSubs, cat)
 	}
 	return w.subscribeDiscovery()
-}
-
-// CatalogEntry is one worker's answer on the catalog subject.
-type CatalogEntry struct {
-	WorkerID string              `json:"worker_id"`
-	Tools    []envelope.ToolSpec `json:"tools"`
 }
 
 func (w *Worker) onControl(m *nats.Msg) {
