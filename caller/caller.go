@@ -535,7 +535,7 @@ func encodeArgs(args any) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !isObject(b) {
+		if !envelope.IsJSONObject(b) {
 			return nil, errors.New("want a JSON object")
 		}
 		return b, nil
@@ -543,15 +543,10 @@ func encodeArgs(args any) (json.RawMessage, error) {
 	if !envelope.ValidJSON(raw) {
 		return nil, errors.New("not valid JSON")
 	}
-	if !isObject(raw) {
+	if !envelope.IsJSONObject(raw) {
 		return nil, errors.New("want a JSON object")
 	}
 	return raw, nil
-}
-
-func isObject(b []byte) bool {
-	t := strings.TrimLeft(string(b), " \t\r\n")
-	return strings.HasPrefix(t, "{")
 }
 
 func (c *Caller) options(opts []Option) callOptions {

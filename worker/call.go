@@ -227,7 +227,7 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 	if rf := body.ResponseFormat; rf != nil {
 		switch rf.Type {
 		case envelope.FormatJSONObject:
-			if !strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
+			if !envelope.IsJSONObject(data) {
 				return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
 			}
 		case envelope.FormatJSONSchema:
