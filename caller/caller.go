@@ -100,14 +100,14 @@ type Caller struct {
 	closed  bool
 }
 
-// New creates a caller on nc and subscribes its inbox.
-func New(nc *nats.Conn, cfg Config) (*Caller, error) {
+// withDefaults checks cfg and fills every unset field with its documented default.
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
 	}
 	if len(cfg.ID) > 128 || !validWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
 		// Workers refuse calls whose Toolmesh-Caller-Id is not 1-128 of [A-Za-z0-9_-].
-		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
+		return cfg, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
 	}
 	if cfg.InboxPrefix == "" {
 		cfg.InboxPrefix = "_INBOX"
@@ -145,6 +145,15 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if cfg.Propagator == nil {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
+	return cfg, nil
+}
+
+// New creates a caller on nc and subscribes its inbox.
+func New(nc *nats.Conn, cfg Config) (*Caller, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	c := &Caller{
 		nc:         nc,
 		cfg:        cfg,
@@ -160,9 +169,23 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		done:       make(chan struct{}),
 	}
 	c.invoker = chain(c.send, cfg.Middleware)
-	sub, err := nc.Subscribe(c.inbox+"*", c.onMsg)
+	if err := c.subscribe(); err != nil {
+		return nil, err
+	}
+	c.watchViolations()
+	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	c.wg.Add(2)
+	go c.watchConnection()
+	go c.watchdog()
+	return c, nil
+}
+
+// subscribe subscribes the caller's inbox and its liveness probe subject
+// and waits for the server to confirm them.
+func (c *Caller) subscribe() error {
+	sub, err := c.nc.Subscribe(c.inbox+"*", c.onMsg)
 	if err != nil {
-		return nil, fmt.Errorf("subscribe inbox: %w", err)
+		return fmt.Errorf("subscribe inbox: %w", err)
 	}
 	// The callback never blocks (events queue per call, bounded by the
 	// credit window), so unlimited pending limits cannot grow without bound
@@ -172,27 +195,22 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	// Liveness probes get their own subscription (and so their own
 	// goroutine): a worker asking whether this caller lives is answered
 	// at once, however many events wait unread in the inbox.
-	probe, err := nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) {
+	probe, err := c.nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) {
 		if wid := mesh.Header(m.Header, mesh.HeaderWorkerID); wid != "" {
 			c.sendControl(wid, mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID})
 		}
 	})
 	if err != nil {
 		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("subscribe liveness probe: %w", err)
+		return fmt.Errorf("subscribe liveness probe: %w", err)
 	}
 	c.probe = probe
 	if err := c.confirmInbox(); err != nil {
 		_ = sub.Unsubscribe()
 		_ = probe.Unsubscribe()
-		return nil, err
+		return err
 	}
-	c.watchViolations()
-	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
-	c.wg.Add(2)
-	go c.watchConnection()
-	go c.watchdog()
-	return c, nil
+	return nil
 }
 
 // ID returns the caller's id.

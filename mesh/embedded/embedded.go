@@ -75,6 +75,35 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			_ = os.RemoveAll(tmpDir)
 		}
 	}()
+	opts, err := cfg.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logs {
+		s.ConfigureLogger()
+	}
+	go s.Start()
+	wait := cfg.ReadyTimeout
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = time.Until(d)
+	}
+	if !s.ReadyForConnections(wait) {
+		s.Shutdown()
+		return nil, errors.New("embedded nats-server did not become ready")
+	}
+	started = true
+	return &Server{Server: s, cfg: cfg, tmpDir: tmpDir}, nil
+}
+
+// serverOptions translates cfg into nats-server's options.
+func (cfg Config) serverOptions() (*server.Options, error) {
 	opts := &server.Options{
 		ServerName: cfg.Name,
 		NoSigs:     true,
@@ -106,27 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Logs {
-		s.ConfigureLogger()
-	}
-	go s.Start()
-	wait := cfg.ReadyTimeout
-	if wait == 0 {
-		wait = 10 * time.Second
-	}
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
-		wait = time.Until(d)
-	}
-	if !s.ReadyForConnections(wait) {
-		s.Shutdown()
-		return nil, errors.New("embedded nats-server did not become ready")
-	}
-	started = true
-	return &Server{Server: s, cfg: cfg, tmpDir: tmpDir}, nil
+	return opts, nil
 }
 
 func splitListen(listen, defHost string, defPort int) (string, int, error) {
