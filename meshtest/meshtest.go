@@ -36,6 +36,8 @@ type Mesh struct {
 	// Worker hosts tools on its own connection; Caller calls them on another.
 	Worker *worker.Worker
 	Caller *caller.Caller
+
+	conns [2]*nats.Conn
 }
 
 // New starts a mesh for t with the default configuration.
@@ -45,15 +47,68 @@ func New(t testing.TB) *Mesh { return NewWith(t, Config{}) }
 // fails t at once; everything is stopped by t.Cleanup.
 func NewWith(t testing.TB, cfg Config) *Mesh {
 	t.Helper()
+	m, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// Start starts a mesh without a test: for examples, benchmarks harnesses
+// and programs. Close stops it.
+func Start(cfg Config) (*Mesh, error) {
 	if cfg.Server.Listen == "" {
 		cfg.Server.InProcessOnly = true
 	}
-	s := StartServer(t, cfg.Server)
-	return &Mesh{
-		Server: s,
-		Worker: NewWorker(t, Connect(t, s), cfg.Worker),
-		Caller: NewCaller(t, Connect(t, s), cfg.Caller),
+	for _, l := range []**slog.Logger{&cfg.Worker.Logger, &cfg.Caller.Logger} {
+		if *l == nil {
+			*l = Quiet()
+		}
 	}
+	s, err := embedded.Start(context.Background(), cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mesh{Server: s}
+	if err := m.startEnds(cfg); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// startEnds connects the worker and the caller, each on its own connection.
+func (m *Mesh) startEnds(cfg Config) error {
+	var err error
+	if m.conns[0], err = m.Server.Connect(); err != nil {
+		return err
+	}
+	if m.conns[1], err = m.Server.Connect(); err != nil {
+		return err
+	}
+	if m.Worker, err = worker.New(m.conns[0], cfg.Worker); err != nil {
+		return err
+	}
+	m.Caller, err = caller.New(m.conns[1], cfg.Caller)
+	return err
+}
+
+// Close stops the worker, closes the caller and the connections, and
+// shuts the server down.
+func (m *Mesh) Close() {
+	if m.Worker != nil {
+		m.Worker.Stop()
+	}
+	if m.Caller != nil {
+		_ = m.Caller.Close()
+	}
+	for _, nc := range m.conns {
+		if nc != nil {
+			nc.Close()
+		}
+	}
+	_ = m.Server.Shutdown(context.Background())
 }
 
 // Connect opens one more connection to the mesh's server, closed when t
