@@ -61,11 +61,8 @@ func Start(cfg Config) (*Mesh, error) {
 	if cfg.Server.Listen == "" {
 		cfg.Server.InProcessOnly = true
 	}
-	for _, l := range []**slog.Logger{&cfg.Worker.Logger, &cfg.Caller.Logger} {
-		if *l == nil {
-			*l = Quiet()
-		}
-	}
+	quietIfUnset(&cfg.Worker.Logger)
+	quietIfUnset(&cfg.Caller.Logger)
 	s, err := embedded.Start(context.Background(), cfg.Server)
 	if err != nil {
 		return nil, err
@@ -122,52 +119,50 @@ func (m *Mesh) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 func StartServer(t testing.TB, cfg embedded.Config) *embedded.Server {
 	t.Helper()
 	s, err := embedded.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	return s
+	return stopAtEnd(t, s, err, func(s *embedded.Server) { _ = s.Shutdown(context.Background()) })
 }
 
 // Connect connects to s, closing the connection when t ends.
 func Connect(t testing.TB, s *embedded.Server, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	nc, err := s.Connect(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
+	return stopAtEnd(t, nc, err, (*nats.Conn).Close)
 }
 
 // NewWorker starts a worker on nc, stopped when t ends; its logs are
 // discarded unless cfg names a logger.
 func NewWorker(t testing.TB, nc *nats.Conn, cfg worker.Config) *worker.Worker {
 	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = Quiet()
-	}
+	quietIfUnset(&cfg.Logger)
 	w, err := worker.New(nc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	return w
+	return stopAtEnd(t, w, err, (*worker.Worker).Stop)
 }
 
 // NewCaller starts a caller on nc, closed when t ends; its logs are
 // discarded unless cfg names a logger.
 func NewCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Caller {
 	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = Quiet()
-	}
+	quietIfUnset(&cfg.Logger)
 	c, err := caller.New(nc, cfg)
+	return stopAtEnd(t, c, err, func(c *caller.Caller) { _ = c.Close() })
+}
+
+// stopAtEnd fails t when something did not start, and otherwise stops it
+// when t ends.
+func stopAtEnd[T any](t testing.TB, v T, err error, stop func(T)) T {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	t.Cleanup(func() { stop(v) })
+	return v
+}
+
+// quietIfUnset makes an unset logger Quiet.
+func quietIfUnset(l **slog.Logger) {
+	if *l == nil {
+		*l = Quiet()
+	}
 }
 
 // Quiet is a logger that discards everything, for the noise of tests.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -72,19 +73,31 @@ func flush(what string, shutdown func(context.Context) error, log *slog.Logger) 
 	}
 }
 
-func setupTracing(ctx context.Context, res *resource.Resource, log *slog.Logger) (shutdown func()) {
-	var exp sdktrace.SpanExporter
+// exporter makes signal's OTLP exporter with grpc or http as the
+// variables say; false when none is configured or it cannot be made.
+func exporter[E any](ctx context.Context, signal string, log *slog.Logger, grpc, http func(context.Context) (E, error)) (E, bool) {
+	var exp E
 	var err error
-	switch otlpProtocol("TRACES", log) {
+	switch otlpProtocol(signal, log) {
 	case "":
-		return func() {}
+		return exp, false
 	case "grpc":
-		exp, err = otlptracegrpc.New(ctx)
+		exp, err = grpc(ctx)
 	default:
-		exp, err = otlptracehttp.New(ctx)
+		exp, err = http(ctx)
 	}
 	if err != nil {
-		log.Warn("tracing disabled: cannot create the OTLP exporter", "err", err)
+		log.Warn(strings.ToLower(signal)+" disabled: cannot create the OTLP exporter", "err", err)
+		return exp, false
+	}
+	return exp, true
+}
+
+func setupTracing(ctx context.Context, res *resource.Resource, log *slog.Logger) (shutdown func()) {
+	exp, ok := exporter(ctx, "TRACES", log,
+		func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracegrpc.New(ctx) },
+		func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracehttp.New(ctx) })
+	if !ok {
 		return func() {}
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
@@ -96,18 +109,10 @@ func setupTracing(ctx context.Context, res *resource.Resource, log *slog.Logger)
 // setupMetrics installs a meter provider that exports periodically (and
 // once more on shutdown); the worker's middleware.Metrics records into it.
 func setupMetrics(ctx context.Context, res *resource.Resource, log *slog.Logger) (shutdown func()) {
-	var exp sdkmetric.Exporter
-	var err error
-	switch otlpProtocol("METRICS", log) {
-	case "":
-		return func() {}
-	case "grpc":
-		exp, err = otlpmetricgrpc.New(ctx)
-	default:
-		exp, err = otlpmetrichttp.New(ctx)
-	}
-	if err != nil {
-		log.Warn("metrics disabled: cannot create the OTLP exporter", "err", err)
+	exp, ok := exporter(ctx, "METRICS", log,
+		func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetricgrpc.New(ctx) },
+		func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetrichttp.New(ctx) })
+	if !ok {
 		return func() {}
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
