@@ -133,7 +133,6 @@ func TestApplicabilityDefaultsToUnspecified(t *testing.T) {
 	}
 }
 
-
 func TestFlatteningRefusesReservedMembers(t *testing.T) {
 	for _, data := range []string{`{"id":"x"}`, `{"a":1,"success":false}`} {
 		if _, err := Success("1", json.RawMessage(data)); err == nil {

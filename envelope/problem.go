@@ -351,4 +351,3 @@ func (p *Problem) UnmarshalJSON(data []byte) error {
 func fieldError(object, field string, err error) error {
 	return fmt.Errorf("%s: field %s: %w", object, field, err)
 }
-

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
 
@@ -77,7 +76,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
 			}
 			fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
-			return serveUntil(ctx, nc, w, drainBridges, drain, g)
+			return serveUntil(ctx, w, drainBridges, drain, g)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
@@ -122,7 +121,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
-			return serveUntil(ctx, nc, w, drainBridges, drain, g)
+			return serveUntil(ctx, w, drainBridges, drain, g)
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
@@ -138,43 +137,14 @@ func commandMiddleware() []worker.Middleware {
 	return []worker.Middleware{middleware.Metrics(otel.GetMeterProvider())}
 }
 
-// serveUntil serves until ctx ends (then drains) or the NATS connection
-// closes for good: a worker with no connection serves nobody, so it exits
-// non-zero with the reason and its supervisor can restart it. Bridged MCP
-// servers drain with the worker, or stop at once when no drain is possible.
-func serveUntil(ctx context.Context, nc *nats.Conn, w *worker.Worker, drainBridges func(time.Duration) error, drain time.Duration, g *globals) error {
-	closed := nc.StatusChanged(nats.CLOSED)
-	defer nc.RemoveStatusListener(closed)
-	if nc.IsClosed() {
-		w.Stop()
-		_ = drainBridges(0)
-		return connectionClosed(nc)
-	}
-	select {
-	case <-ctx.Done():
-		if !nc.IsConnected() {
-			// A drain needs the server; during an outage it could only
-			// wait out its timeout. Nothing in flight can answer anyway.
-			g.log.Warn("stopping without a drain: the NATS connection is down")
-			w.Stop()
-			_ = drainBridges(0) // stops the bridged servers; nothing can answer now
-			return nil
-		}
-		return errors.Join(drainBridges(drain), drainWorker(w, drain, g))
-	case <-closed:
-		w.Stop()
-		_ = drainBridges(0)
-		return connectionClosed(nc)
-	}
-}
-
-func connectionClosed(nc *nats.Conn) error {
-	reason := "no reason given"
-	if err := nc.LastError(); err != nil {
-		reason = err.Error()
-	}
-	return envelope.Problemf(envelope.CodeConnectionLost, "the NATS connection closed for good (%s); the worker cannot serve and exits", reason).
-		WithFix("Check that the NATS server is reachable; raise --max-reconnects (0 never gives up), or let a supervisor restart the worker.", envelope.MaybeIncorrect)
+// serveUntil serves w until ctx ends or its connection closes (see
+// worker.Serve); bridged MCP servers drain with the worker, or stop at
+// once when no drain is possible.
+func serveUntil(ctx context.Context, w *worker.Worker, drainBridges func(time.Duration) error, drain time.Duration, g *globals) error {
+	return w.Serve(ctx, worker.ServeConfig{
+		Drain: func() error { return errors.Join(drainBridges(drain), drainWorker(w, drain, g)) },
+		Stop:  func() { _ = drainBridges(0) },
+	})
 }
 
 // drainWorker stops taking calls and lets the ones in flight finish.
