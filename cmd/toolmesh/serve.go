@@ -27,62 +27,67 @@ func newDevCmd(g *globals) *cobra.Command {
 		Short: "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			var file *cli.File
-			if config != "" {
-				f, err := cli.LoadFile(config)
-				if err != nil {
-					return err
-				}
-				file = f
-			}
-			if err := checkListen(listen); err != nil {
-				return err
-			}
-			shutdown := setupTelemetry(ctx, "toolmesh-dev", g.log)
-			defer shutdown()
-			srv, err := embedded.Start(ctx, embedded.Config{Listen: listen, JetStream: true}) // JetStream holds the worker registry
-			if err != nil {
-				return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
-					WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
-			}
-			defer func() { _ = srv.Shutdown(context.Background()) }()
-			nc, err := srv.Connect()
-			if err != nil {
-				return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
-			}
-			defer nc.Close()
-			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware()})
-			if err != nil {
-				return envelope.NewProblem(envelope.CodeInternal, err.Error())
-			}
-			if err := registerDemo(w); err != nil {
-				return envelope.AsProblem(err, envelope.CodeInternal)
-			}
-			if file != nil {
-				if err := cli.Register(w, file, g.log); err != nil {
-					return envelope.AsProblem(err, envelope.CodeInvalidConfig)
-				}
-			}
-			drainBridges, err := startBridges(ctx, nc, config, g)
-			if err != nil {
-				return err
-			}
-			url := srv.ClientURL()
-			fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
-			fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
-			fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n")
-			if url != mesh.DefaultURL {
-				fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
-			}
-			fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
-			return serveUntil(ctx, w, drainBridges, drain, g)
+			return runDev(cmd.Context(), g, listen, config, drain)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) of command-line tools to host as well")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 	return cmd
+}
+
+// runDev runs `toolmesh dev`: an embedded server, the demo tools and
+// the tools file's, until a signal drains them.
+func runDev(ctx context.Context, g *globals, listen, config string, drain time.Duration) error {
+	var file *cli.File
+	if config != "" {
+		f, err := cli.LoadFile(config)
+		if err != nil {
+			return err
+		}
+		file = f
+	}
+	if err := checkListen(listen); err != nil {
+		return err
+	}
+	shutdown := setupTelemetry(ctx, "toolmesh-dev", g.log)
+	defer shutdown()
+	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen, JetStream: true}) // JetStream holds the worker registry
+	if err != nil {
+		return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
+			WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
+	}
+	defer func() { _ = srv.Shutdown(context.Background()) }()
+	nc, err := srv.Connect()
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	defer nc.Close()
+	w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware()})
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeInternal, err.Error())
+	}
+	if err := registerDemo(w); err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	if file != nil {
+		if err := cli.Register(w, file, g.log); err != nil {
+			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
+		}
+	}
+	drainBridges, err := startBridges(ctx, nc, config, g)
+	if err != nil {
+		return err
+	}
+	url := srv.ClientURL()
+	fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
+	fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
+	fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n")
+	if url != mesh.DefaultURL {
+		fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
+	}
+	fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
+	return serveUntil(ctx, w, drainBridges, drain, g)
 }
 
 func newWorkerCmd(g *globals) *cobra.Command {
