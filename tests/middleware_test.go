@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/toolmesh/toolmesh/caller"
+	cmw "github.com/toolmesh/toolmesh/caller/middleware"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -218,28 +219,7 @@ func TestMetricsMiddleware(t *testing.T) {
 	_, err := m.Caller.Call(ctx, "fail", nil)
 	wantCode(t, err, envelope.CodeUnauthorized)
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			switch d := mt.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					tool, _ := p.Attributes.Value("toolmesh.tool")
-					code, _ := p.Attributes.Value("toolmesh.code")
-					got[mt.Name+"/"+tool.AsString()+"/"+code.AsString()] += p.Value
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					tool, _ := p.Attributes.Value("toolmesh.tool")
-					got[mt.Name+"/"+tool.AsString()+"/"] += int64(p.Count)
-				}
-			}
-		}
-	}
+	got := collect(t, reader)
 	want := map[string]int64{
 		middleware.MetricCalls + "/echo/":              2,
 		middleware.MetricCalls + "/fail/":              1,
@@ -286,5 +266,74 @@ func TestNoRetries(t *testing.T) {
 	wantCode(t, err, envelope.CodeOverloaded)
 	if n := attempts.Load(); n != 1+caller.DefaultRetries {
 		t.Errorf("zero Retries: %d attempts, want %d", n, 1+caller.DefaultRetries)
+	}
+}
+
+// collect reads reader's metrics as "<name>/<tool>/<code>" → value (the
+// count for a histogram), summed over data points.
+func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			switch d := mt.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					tool, _ := p.Attributes.Value("toolmesh.tool")
+					code, _ := p.Attributes.Value("toolmesh.code")
+					got[mt.Name+"/"+tool.AsString()+"/"+code.AsString()] += p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					tool, _ := p.Attributes.Value("toolmesh.tool")
+					got[mt.Name+"/"+tool.AsString()+"/"] += int64(p.Count)
+				}
+			}
+		}
+	}
+	return got
+}
+
+// TestCallerMetricsAndAccessLog: the caller's middleware counts a logical
+// call once, and sees failures the worker never saw (no worker at all).
+func TestCallerMetricsAndAccessLog(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	var buf syncBuffer
+	m := meshtest.NewWith(t, meshtest.Config{Caller: caller.Config{Middleware: []caller.Middleware{
+		cmw.Metrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		cmw.AccessLog(slog.New(slog.NewTextHandler(&buf, nil))),
+	}}})
+	register(t, m.Worker, envelope.ToolSpec{Name: "echo"}, echo)
+	ctx := context.Background()
+	if _, err := m.Caller.Call(ctx, "echo", nil, caller.WithBearer("hidden-token")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Caller.Call(ctx, "absent", nil)
+	wantCode(t, err, envelope.CodeToolNotFound)
+	got := collect(t, reader)
+	want := map[string]int64{
+		cmw.MetricCalls + "/echo/":                  1,
+		cmw.MetricCalls + "/absent/":                1,
+		cmw.MetricErrors + "/absent/tool_not_found": 1,
+		cmw.MetricDuration + "/echo/":               1,
+		cmw.MetricInFlight + "/echo/":               0,
+	}
+	for k, v := range want {
+		if n, ok := got[k]; !ok || n != v {
+			t.Errorf("%s = %d (present %v), want %d", k, n, ok, v)
+		}
+	}
+	out := buf.String()
+	for _, want := range []string{"tool=echo", "tool=absent", "outcome=tool_not_found", "level=WARN"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("access log %q lacks %q", out, want)
+		}
+	}
+	if strings.Contains(out, "hidden-token") {
+		t.Errorf("access log holds the bearer: %s", out)
 	}
 }

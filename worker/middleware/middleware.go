@@ -26,6 +26,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/callmetrics"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -141,13 +142,7 @@ func AccessLog(log *slog.Logger) worker.Middleware {
 		return worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 			start := time.Now()
 			res, err := next.Handle(ctx, req, emit)
-			level, code := slog.LevelInfo, outcome(err)
-			if code != "" {
-				level = slog.LevelWarn
-			}
-			log.LogAttrs(ctx, level, "tool call", slog.String("tool", req.Tool), slog.String("call_id", req.CallID),
-				slog.Bool("stream", req.Streaming), slog.Duration("duration", time.Since(start)),
-				slog.String("outcome", string(code)))
+			callmetrics.Log(ctx, log, req.Tool, req.CallID, time.Since(start), outcome(err))
 			return res, err
 		})
 	}
