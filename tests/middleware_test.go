@@ -191,15 +191,7 @@ func TestAccessLogMiddleware(t *testing.T) {
 	})
 	_, err := m.Caller.Call(context.Background(), "fail", nil, caller.WithBearer("hidden-token"))
 	wantCode(t, err, envelope.CodeToolFailed)
-	out := buf.String()
-	for _, want := range []string{"level=WARN", "tool=fail", "outcome=tool_failed", "call_id="} {
-		if !strings.Contains(out, want) {
-			t.Errorf("access log %q lacks %q", out, want)
-		}
-	}
-	if strings.Contains(out, "hidden-token") {
-		t.Errorf("access log holds the bearer: %s", out)
-	}
+	wantLogged(t, buf.String(), []string{"level=WARN", "tool=fail", "outcome=tool_failed", "call_id="}, "hidden-token")
 }
 
 func TestMetricsMiddleware(t *testing.T) {
@@ -219,8 +211,7 @@ func TestMetricsMiddleware(t *testing.T) {
 	_, err := m.Caller.Call(ctx, "fail", nil)
 	wantCode(t, err, envelope.CodeUnauthorized)
 
-	got := collect(t, reader)
-	want := map[string]int64{
+	got := wantMetrics(t, reader, map[string]int64{
 		middleware.MetricCalls + "/echo/":              2,
 		middleware.MetricCalls + "/fail/":              1,
 		middleware.MetricErrors + "/fail/unauthorized": 1,
@@ -228,12 +219,7 @@ func TestMetricsMiddleware(t *testing.T) {
 		middleware.MetricDuration + "/fail/":           1,
 		middleware.MetricInFlight + "/echo/":           0,
 		middleware.MetricInFlight + "/fail/":           0,
-	}
-	for k, v := range want {
-		if n, ok := got[k]; !ok || n != v {
-			t.Errorf("%s = %d (present %v), want %d", k, n, ok, v)
-		}
-	}
+	})
 	if _, ok := got[middleware.MetricErrors+"/echo/"]; ok {
 		t.Errorf("errors counted for a tool that never failed: %v", got)
 	}
@@ -266,6 +252,33 @@ func TestNoRetries(t *testing.T) {
 	wantCode(t, err, envelope.CodeOverloaded)
 	if n := attempts.Load(); n != 1+caller.DefaultRetries {
 		t.Errorf("zero Retries: %d attempts, want %d", n, 1+caller.DefaultRetries)
+	}
+}
+
+// wantMetrics checks that reader holds want (see collect) and returns
+// everything it holds.
+func wantMetrics(t *testing.T, reader *sdkmetric.ManualReader, want map[string]int64) map[string]int64 {
+	t.Helper()
+	got := collect(t, reader)
+	for k, v := range want {
+		if n, ok := got[k]; !ok || n != v {
+			t.Errorf("%s = %d (present %v), want %d", k, n, ok, v)
+		}
+	}
+	return got
+}
+
+// wantLogged checks that the access log out has every line part in want
+// and never the secret.
+func wantLogged(t *testing.T, out string, want []string, secret string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("access log %q lacks %q", out, w)
+		}
+	}
+	if strings.Contains(out, secret) {
+		t.Errorf("access log holds the bearer: %s", out)
 	}
 }
 
@@ -314,26 +327,12 @@ func TestCallerMetricsAndAccessLog(t *testing.T) {
 	}
 	_, err := m.Caller.Call(ctx, "absent", nil)
 	wantCode(t, err, envelope.CodeToolNotFound)
-	got := collect(t, reader)
-	want := map[string]int64{
+	wantMetrics(t, reader, map[string]int64{
 		cmw.MetricCalls + "/echo/":                  1,
 		cmw.MetricCalls + "/absent/":                1,
 		cmw.MetricErrors + "/absent/tool_not_found": 1,
 		cmw.MetricDuration + "/echo/":               1,
 		cmw.MetricInFlight + "/echo/":               0,
-	}
-	for k, v := range want {
-		if n, ok := got[k]; !ok || n != v {
-			t.Errorf("%s = %d (present %v), want %d", k, n, ok, v)
-		}
-	}
-	out := buf.String()
-	for _, want := range []string{"tool=echo", "tool=absent", "outcome=tool_not_found", "level=WARN"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("access log %q lacks %q", out, want)
-		}
-	}
-	if strings.Contains(out, "hidden-token") {
-		t.Errorf("access log holds the bearer: %s", out)
-	}
+	})
+	wantLogged(t, buf.String(), []string{"tool=echo", "tool=absent", "outcome=tool_not_found", "level=WARN"}, "hidden-token")
 }
