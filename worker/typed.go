@@ -47,7 +47,7 @@ func (t TypedEmitter[D]) Delta(d D) error { return t.e.Delta(d) }
 // In, and a result that does not match the output schema ends the call with
 // output_invalid. A non-object Out (a number, a list) reaches callers as
 // {"result": …}, and caller.CallAs decodes it back. mw wraps this tool
-// only, inside the worker-wide chain (see Worker.Use).
+// only, inside the worker-wide chain (Config.Middleware).
 //
 //	worker.AddTool(w, envelope.ToolSpec{Name: "add"},
 //		func(ctx context.Context, _ *worker.Request, in Pair) (int, error) {
