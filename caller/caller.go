@@ -22,8 +22,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -53,7 +51,8 @@ type Config struct {
 	// Window is a stream's event credit (default mesh.DefaultWindow): at
 	// most this many events of one stream wait unread in the caller.
 	Window int
-	// Retries is how many times a retry-safe failure is retried (default 2).
+	// Retries is how many times a retry-safe failure is retried: 0 means
+	// DefaultRetries, NoRetries means none (WithRetries overrides it per call).
 	Retries int
 	// MaxResultBytes caps one event reassembled from chunks (default
 	// mesh.DefaultMaxResultBytes): past it the call ends payload_too_large
@@ -67,6 +66,11 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Propagator writes trace context into call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
+	// Options apply to every call before the call's own (which win), so a
+	// caller with one bearer token says so once: WithBearer(token).
+	Options []Option
+	// Middleware wraps Call and CallAs, the first outermost (see Middleware).
+	Middleware []Middleware
 }
 
 // Caller invokes tools over one NATS connection.
@@ -81,6 +85,8 @@ type Caller struct {
 	inbox    string // <inbox-prefix>.<caller-id>.
 	// intervalMS is the heartbeat interval header value, formatted once.
 	intervalMS string
+	// invoker is send wrapped in Config.Middleware, built once.
+	invoker Invoker
 	// spanOpts are the start options of every call's span, built once.
 	spanOpts []trace.SpanStartOption
 	sub      *nats.Subscription
@@ -94,14 +100,14 @@ type Caller struct {
 	closed  bool
 }
 
-// New creates a caller on nc and subscribes its inbox.
-func New(nc *nats.Conn, cfg Config) (*Caller, error) {
+// withDefaults checks cfg and fills every unset field with its documented default.
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
 	}
 	if len(cfg.ID) > 128 || !validWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
 		// Workers refuse calls whose Toolmesh-Caller-Id is not 1-128 of [A-Za-z0-9_-].
-		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
+		return cfg, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
 	}
 	if cfg.InboxPrefix == "" {
 		cfg.InboxPrefix = "_INBOX"
@@ -124,8 +130,11 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
 	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 2
+	switch {
+	case cfg.Retries == 0:
+		cfg.Retries = DefaultRetries
+	case cfg.Retries < 0:
+		cfg.Retries = 0
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -135,6 +144,15 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	}
 	if cfg.Propagator == nil {
 		cfg.Propagator = mesh.DefaultPropagator()
+	}
+	return cfg, nil
+}
+
+// New creates a caller on nc and subscribes its inbox.
+func New(nc *nats.Conn, cfg Config) (*Caller, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	c := &Caller{
 		nc:         nc,
@@ -150,9 +168,24 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		pending:    map[string]*pending{},
 		done:       make(chan struct{}),
 	}
-	sub, err := nc.Subscribe(c.inbox+"*", c.onMsg)
+	c.invoker = chain(c.send, cfg.Middleware)
+	if err := c.subscribe(); err != nil {
+		return nil, err
+	}
+	c.watchViolations()
+	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	c.wg.Add(2)
+	go c.watchConnection()
+	go c.watchdog()
+	return c, nil
+}
+
+// subscribe subscribes the caller's inbox and its liveness probe subject
+// and waits for the server to confirm them.
+func (c *Caller) subscribe() error {
+	sub, err := c.nc.Subscribe(c.inbox+"*", c.onMsg)
 	if err != nil {
-		return nil, fmt.Errorf("subscribe inbox: %w", err)
+		return fmt.Errorf("subscribe inbox: %w", err)
 	}
 	// The callback never blocks (events queue per call, bounded by the
 	// credit window), so unlimited pending limits cannot grow without bound
@@ -162,27 +195,22 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	// Liveness probes get their own subscription (and so their own
 	// goroutine): a worker asking whether this caller lives is answered
 	// at once, however many events wait unread in the inbox.
-	probe, err := nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) {
+	probe, err := c.nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) {
 		if wid := mesh.Header(m.Header, mesh.HeaderWorkerID); wid != "" {
 			c.sendControl(wid, mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID})
 		}
 	})
 	if err != nil {
 		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("subscribe liveness probe: %w", err)
+		return fmt.Errorf("subscribe liveness probe: %w", err)
 	}
 	c.probe = probe
 	if err := c.confirmInbox(); err != nil {
 		_ = sub.Unsubscribe()
 		_ = probe.Unsubscribe()
-		return nil, err
+		return err
 	}
-	c.watchViolations()
-	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
-	c.wg.Add(2)
-	go c.watchConnection()
-	go c.watchdog()
-	return c, nil
+	return nil
 }
 
 // ID returns the caller's id.
@@ -371,14 +399,55 @@ func silenceDetail(live liveness, quiet time.Duration) string {
 	}
 }
 
-// mode of a call.
+// callMode is how a call's events come back.
+type callMode int
+
 const (
-	unary  = false
-	stream = true
+	// unary: one terminal event; progress and deltas are not sent.
+	unary callMode = iota
+	// stream: every event, paced by the caller's credit window.
+	stream
 )
 
 // start validates, encodes and publishes one call, registering it first.
-func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions, isStream bool) (*pending, *envelope.Problem) {
+func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions, mode callMode) (*pending, *envelope.Problem) {
+	body, prob := c.encodeCall(tool, args, o)
+	if prob != nil {
+		return nil, prob
+	}
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline && time.Until(deadline) <= 0 {
+		return nil, c.problems.New(envelope.CodeTimeout, "the call's budget was spent before it was sent")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
+	}
+	id := ulid.Make().String()
+	window := c.cfg.Window
+	if o.window > 0 {
+		window = max(o.window, 2)
+	}
+	span := c.startSpan(ctx, tool, id, mode)
+	h := c.callHeader(id, o, mode, window)
+	if hasDeadline {
+		h.Set(mesh.HeaderTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+	}
+	injectCtx := ctx
+	if span.SpanContext().IsValid() {
+		injectCtx = trace.ContextWithSpan(ctx, span)
+	}
+	c.prop.Inject(injectCtx, mesh.HeaderCarrier(h))
+	p := &pending{c: c, id: id, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
+		lastHeard: time.Now(), notify: make(chan struct{}, 1), span: span}
+	if prob := c.publish(p, h, body); prob != nil {
+		return nil, prob
+	}
+	return p, nil
+}
+
+// encodeCall checks the tool name and encodes the call body, refusing
+// one the server would not accept.
+func (c *Caller) encodeCall(tool string, args any, o callOptions) ([]byte, *envelope.Problem) {
 	if err := envelope.ValidateToolName(tool); err != nil {
 		return nil, c.badToolName(err)
 	}
@@ -393,33 +462,28 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if limit := c.nc.MaxPayload() - 1024; int64(len(body)) > limit {
 		return nil, c.problems.New(envelope.CodePayloadTooLarge,
 			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(body), limit)).
-			WithFix("Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload.", envelope.MaybeIncorrect)
+			WithFix(largeArgsFix, envelope.MaybeIncorrect)
 	}
-	deadline, hasDeadline := ctx.Deadline()
-	if hasDeadline && time.Until(deadline) <= 0 {
-		return nil, c.problems.New(envelope.CodeTimeout, "the call's budget was spent before it was sent")
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
-	}
+	return body, nil
+}
 
-	id := ulid.Make().String()
-	window := c.cfg.Window
-	if o.window > 0 {
-		window = max(o.window, 2)
-	}
+// largeArgsFix says what to do about args too large to send.
+const largeArgsFix = "Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload."
+
+// startSpan starts the call's client span.
+func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) trace.Span {
 	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
 	if span.IsRecording() {
-		span.SetAttributes(
-			attribute.String("rpc.system", "toolmesh"),
-			attribute.String("toolmesh.tool", tool),
-			attribute.String("toolmesh.call_id", id),
-			attribute.Bool("toolmesh.stream", isStream),
-		)
+		span.SetAttributes(mesh.SpanAttributes(tool, id, mode == stream)...)
 	}
-	// One backing array for every header value instead of one allocation
-	// per Set; each value gets a capacity-1 slice so an append by anyone
-	// downstream copies rather than overwrites its neighbour.
+	return span
+}
+
+// callHeader builds the call's headers (all but the timeout and trace
+// context). One backing array holds every value instead of one allocation
+// per Set; each value gets a capacity-1 slice so an append by anyone
+// downstream copies rather than overwrites its neighbour.
+func (c *Caller) callHeader(id string, o callOptions, mode callMode, window int) nats.Header {
 	vals := make([]string, 0, 8)
 	// Eight fits one map group; more than eight headers (every option
 	// plus trace state) only costs a grow.
@@ -432,14 +496,11 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	set(mesh.HeaderCallID, id)
 	set(mesh.HeaderCallerID, c.cfg.ID)
 	set(mesh.HeaderInterval, c.intervalMS)
-	if isStream {
+	if mode == stream {
 		set(mesh.HeaderMode, mesh.ModeStream)
 		set(mesh.HeaderWindow, strconv.Itoa(window))
 	} else {
 		set(mesh.HeaderMode, mesh.ModeUnary)
-	}
-	if hasDeadline {
-		set(mesh.HeaderTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
 	}
 	if o.idempotencyKey != "" {
 		set(mesh.HeaderIdempotencyKey, o.idempotencyKey)
@@ -447,35 +508,33 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if o.bearer != "" {
 		set(mesh.HeaderAuthorization, "Bearer "+o.bearer)
 	}
-	injectCtx := ctx
-	if span.SpanContext().IsValid() {
-		injectCtx = trace.ContextWithSpan(ctx, span)
-	}
-	c.prop.Inject(injectCtx, mesh.HeaderCarrier(h))
+	return h
+}
 
-	p := &pending{c: c, id: id, tool: tool, stream: isStream, window: window, nextSeq: 1,
-		lastHeard: time.Now(), notify: make(chan struct{}, 1), span: span}
+// publish registers p and sends its call; a call that cannot be sent is
+// unregistered and its span ended with the Problem returned.
+func (c *Caller) publish(p *pending, h nats.Header, body []byte) *envelope.Problem {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		span.End()
-		return nil, c.problems.New(envelope.CodeCancelled, "the caller is closed")
+		p.span.End()
+		return c.problems.New(envelope.CodeCancelled, "the caller is closed")
 	}
-	c.pending[id] = p
+	c.pending[p.id] = p
 	c.mu.Unlock()
-	if err := c.nc.PublishMsg(&nats.Msg{Subject: c.subjects.Call(tool), Reply: c.inbox + id, Header: h, Data: body}); err != nil {
-		c.remove(id)
-		var prob *envelope.Problem
-		if errors.Is(err, nats.ErrMaxPayload) {
-			prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error()).
-				WithFix("Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args.", envelope.MaybeIncorrect)
-		} else {
-			prob = c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
-		}
-		p.endSpan(prob)
-		return nil, prob
+	err := c.nc.PublishMsg(&nats.Msg{Subject: c.subjects.Call(p.tool), Reply: c.inbox + p.id, Header: h, Data: body})
+	if err == nil {
+		return nil
 	}
-	return p, nil
+	c.remove(p.id)
+	var prob *envelope.Problem
+	if errors.Is(err, nats.ErrMaxPayload) {
+		prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error()).WithFix(largeArgsFix, envelope.MaybeIncorrect)
+	} else {
+		prob = c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
+	}
+	p.endSpan(prob)
+	return prob
 }
 
 func encodeArgs(args any) (json.RawMessage, error) {
@@ -494,7 +553,7 @@ func encodeArgs(args any) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !isObject(b) {
+		if !envelope.IsJSONObject(b) {
 			return nil, errors.New("want a JSON object")
 		}
 		return b, nil
@@ -502,19 +561,17 @@ func encodeArgs(args any) (json.RawMessage, error) {
 	if !envelope.ValidJSON(raw) {
 		return nil, errors.New("not valid JSON")
 	}
-	if !isObject(raw) {
+	if !envelope.IsJSONObject(raw) {
 		return nil, errors.New("want a JSON object")
 	}
 	return raw, nil
 }
 
-func isObject(b []byte) bool {
-	t := strings.TrimLeft(string(b), " \t\r\n")
-	return strings.HasPrefix(t, "{")
-}
-
 func (c *Caller) options(opts []Option) callOptions {
 	o := callOptions{retries: c.cfg.Retries}
+	for _, f := range c.cfg.Options {
+		f(&o)
+	}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -539,7 +596,38 @@ func retrySafe(p *envelope.Problem, o callOptions) bool {
 // retry_after: overloaded always, other transient failures only for
 // idempotent calls (Idempotent, WithIdempotencyKey).
 func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option) (envelope.Response, error) {
-	o := c.options(opts)
+	id, ev := c.invoke(ctx, tool, args, opts)
+	resp, err := envelope.ResponseFromEvent(id, ev)
+	if err != nil {
+		p := c.problems.New(envelope.CodeInternal, err.Error())
+		return envelope.ProblemResponse(id, p), p
+	}
+	if p := ev.Problem(); p != nil {
+		return resp, p
+	}
+	return resp, nil
+}
+
+// CallAs calls tool like Caller.Call and decodes its result into T,
+// whatever the result's JSON kind: an object into a struct or map, a
+// number, string or list (which Call would show as {"result": …}) into a
+// value of that kind. A failed call returns its *envelope.Problem; a
+// result that does not fit T is an output_invalid Problem.
+func CallAs[T any](ctx context.Context, c *Caller, tool string, args any, opts ...Option) (T, error) {
+	var out T
+	_, ev := c.invoke(ctx, tool, args, opts)
+	if p := ev.Problem(); p != nil {
+		return out, p
+	}
+	if err := json.Unmarshal(ev.Data, &out); err != nil {
+		return out, c.problems.New(envelope.CodeOutputInvalid, fmt.Sprintf("tool %s: the result does not fit %T: %v", tool, out, err))
+	}
+	return out, nil
+}
+
+// callEvent makes the call, retrying retry-safe failures (honouring
+// retry_after), and returns its id and terminal event.
+func (c *Caller) callEvent(ctx context.Context, tool string, args any, o callOptions) (string, envelope.ToolEvent) {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -547,17 +635,9 @@ func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option
 	}
 	for attempt := 0; ; attempt++ {
 		id, ev := c.callOnce(ctx, tool, args, o)
-		resp, err := envelope.ResponseFromEvent(id, ev)
-		if err != nil {
-			p := c.problems.New(envelope.CodeInternal, err.Error())
-			return envelope.ProblemResponse(id, p), p
-		}
 		p := ev.Problem()
-		if p == nil {
-			return resp, nil
-		}
-		if attempt >= o.retries || !retrySafe(p, o) || !c.waitRetry(ctx, p) {
-			return resp, p
+		if p == nil || attempt >= o.retries || !retrySafe(p, o) || !c.waitRetry(ctx, p) {
+			return id, ev
 		}
 	}
 }
@@ -591,19 +671,7 @@ func (c *Caller) waitRetry(ctx context.Context, p *envelope.Problem) bool {
 	}
 }
 
-func (p *pending) endSpan(prob *envelope.Problem) {
-	if !p.span.IsRecording() {
-		p.span.End()
-		return
-	}
-	if prob != nil {
-		p.span.SetAttributes(attribute.String("toolmesh.outcome", string(prob.Code)))
-		p.span.SetStatus(codes.Error, prob.Error())
-	} else {
-		p.span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
-	}
-	p.span.End()
-}
+func (p *pending) endSpan(prob *envelope.Problem) { mesh.EndSpan(p.span, prob) }
 
 // badToolName is the Problem of a malformed tool name: invalid_input with
 // a fix about names, not the schema violations a call's args would have.

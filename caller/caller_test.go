@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,43 +14,14 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // These tests put the caller against a hand-written worker speaking raw
 // NATS, so they can break the protocol in ways the real worker never does.
 
 const fakeWorkerID = "FAKEWORKER"
-
-func startServer(t *testing.T) *mesh.Embedded {
-	t.Helper()
-	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-	return e
-}
-
-func connect(t *testing.T, e *mesh.Embedded) *nats.Conn {
-	t.Helper()
-	nc, err := e.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
-func newCaller(t *testing.T, nc *nats.Conn, cfg caller.Config) *caller.Caller {
-	t.Helper()
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := caller.New(nc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 // fakeWorker serves tool "fake" with reply, and records the control
 // messages sent to it.
@@ -119,12 +88,12 @@ func waitForCancel(t *testing.T, fw *fakeWorker) {
 // A hole in the sequence ends the call with stream_gap, and the worker is
 // told to stop rather than left streaming into the void.
 func TestSequenceHoleIsStreamGap(t *testing.T) {
-	e := startServer(t)
-	fw := newFakeWorker(t, connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	fw := newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
 		fw.send(m, 1, fakeStart)
 		fw.send(m, 3, `{"type":"delta","data":{"i":2}}`)
 	})
-	c := newCaller(t, connect(t, e), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
 	s, err := c.Stream(context.Background(), "fake", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
@@ -139,9 +108,9 @@ func TestSequenceHoleIsStreamGap(t *testing.T) {
 
 // An event that is not JSON is reported, not dropped and not waited on.
 func TestMalformedEventIsReported(t *testing.T) {
-	e := startServer(t)
-	newFakeWorker(t, connect(t, e), func(fw *fakeWorker, m *nats.Msg) { _ = m.Respond([]byte(`{"type":`)) })
-	c := newCaller(t, connect(t, e), caller.Config{})
+	e := meshtest.StartServer(t, embedded.Config{})
+	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) { _ = m.Respond([]byte(`{"type":`)) })
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
 	_, err := c.Call(context.Background(), "fake", map[string]any{})
 	if code := problemCode(t, err); code != envelope.CodeInternal {
 		t.Fatalf("code = %s, want internal_error", code)
@@ -151,14 +120,14 @@ func TestMalformedEventIsReported(t *testing.T) {
 // A worker that ignores the credit window cannot grow the caller's memory:
 // the events within the window are delivered, then the call ends.
 func TestCreditOverrunEndsTheCall(t *testing.T) {
-	e := startServer(t)
-	fw := newFakeWorker(t, connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	fw := newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
 		fw.send(m, 1, fakeStart)
 		for i := 2; i <= 50; i++ {
 			fw.send(m, i, `{"type":"delta","data":{}}`)
 		}
 	})
-	c := newCaller(t, connect(t, e), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
 	s, err := c.Stream(context.Background(), "fake", map[string]any{}, caller.WithWindow(4))
 	if err != nil {
 		t.Fatal(err)
@@ -192,15 +161,15 @@ func TestCreditOverrunEndsTheCall(t *testing.T) {
 // connection_lost: the deadline and the heartbeat watch are both far away,
 // so any other outcome would be a wait the caller did not need.
 func TestConnectionLossFailsCallsInFlight(t *testing.T) {
-	e := startServer(t)
+	e := meshtest.StartServer(t, embedded.Config{})
 	received := make(chan struct{}, 1)
-	newFakeWorker(t, connect(t, e), func(*fakeWorker, *nats.Msg) { received <- struct{}{} })
+	newFakeWorker(t, meshtest.Connect(t, e), func(*fakeWorker, *nats.Msg) { received <- struct{}{} })
 	nc, err := e.Connect(nats.NoReconnect())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	c := newCaller(t, nc, caller.Config{Heartbeat: time.Hour})
+	c := meshtest.NewCaller(t, nc, caller.Config{Heartbeat: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	errs := make(chan error, 1)
@@ -220,9 +189,9 @@ func TestConnectionLossFailsCallsInFlight(t *testing.T) {
 // A call no worker ever reads ends with worker_lost once the pickup
 // timeout passes, rather than waiting for a deadline it does not have.
 func TestUnreadCallEndsWorkerLost(t *testing.T) {
-	e := startServer(t)
-	newFakeWorker(t, connect(t, e), func(*fakeWorker, *nats.Msg) {}) // swallows every call
-	c := newCaller(t, connect(t, e), caller.Config{Heartbeat: 10 * time.Millisecond})
+	e := meshtest.StartServer(t, embedded.Config{})
+	newFakeWorker(t, meshtest.Connect(t, e), func(*fakeWorker, *nats.Msg) {}) // swallows every call
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{Heartbeat: 10 * time.Millisecond})
 	_, err := c.Call(context.Background(), "fake", map[string]any{})
 	var p *envelope.Problem
 	if !errors.As(err, &p) || p.Code != envelope.CodeWorkerLost {
@@ -238,12 +207,12 @@ func TestUnreadCallEndsWorkerLost(t *testing.T) {
 // rule: a call read only after many intervals still gets its result.
 func TestLatePickupIsNotWorkerLost(t *testing.T) {
 	const beat = 10 * time.Millisecond
-	e := startServer(t)
-	newFakeWorker(t, connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
 		<-time.After(10 * mesh.MissedBeats * beat) // the silence under test
 		_ = m.Respond([]byte(`{"type":"result","data":{"ok":true}}`))
 	})
-	c := newCaller(t, connect(t, e), caller.Config{Heartbeat: beat, PickupTimeout: time.Hour})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{Heartbeat: beat, PickupTimeout: time.Hour})
 	resp, err := c.Call(context.Background(), "fake", map[string]any{})
 	if err != nil {
 		t.Fatalf("a late but live worker was judged lost: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // CatalogTool is one tool as the catalogue sees it across the fleet.
@@ -35,12 +36,8 @@ type Catalog struct {
 	ScopeWarnings []string      `json:"scope_warnings,omitempty"`
 }
 
-// catalogEntry mirrors worker.CatalogEntry (the caller does not import worker).
-type catalogEntry struct {
-	WorkerID   string              `json:"worker_id"`
-	Tools      []envelope.ToolSpec `json:"tools"`
-	IntervalMS int64               `json:"interval_ms,omitempty"` // the worker's beacon interval
-}
+// catalogEntry is one worker's catalogue answer.
+type catalogEntry = mesh.CatalogEntry
 
 // specDecoder decodes the specs of catalogue answers, each distinct spec
 // once: ToolSpec's decoder validates schemas, and a fleet's replicas send

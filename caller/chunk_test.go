@@ -10,6 +10,8 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // piece publishes one chunk of an event.
@@ -52,9 +54,9 @@ func TestChunkReassembly(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := startServer(t)
-			newFakeWorker(t, connect(t, e), tc.send)
-			c := newCaller(t, connect(t, e), caller.Config{MaxResultBytes: tc.limit})
+			e := meshtest.StartServer(t, embedded.Config{})
+			newFakeWorker(t, meshtest.Connect(t, e), tc.send)
+			c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{MaxResultBytes: tc.limit})
 			resp, err := c.Call(context.Background(), "fake", map[string]any{})
 			if tc.want == "" {
 				if err != nil || string(resp.Data) != `{"k":"abcdef"}` {

@@ -11,6 +11,8 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/envelope/provider"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // Output that is not the provider's shape is the orchestrator's bug and
@@ -18,7 +20,7 @@ import (
 // hosts, arguments that are not an object — come back as results the
 // model reads, each with exactly one terminal event streamed.
 func TestDispatchFailuresBecomeResults(t *testing.T) {
-	c := newCaller(t, connect(t, startServer(t)), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), caller.Config{})
 	ts, err := provider.Export([]envelope.ToolSpec{{Name: "gone.away"}, {Name: "other"}}, provider.ExportOptions{Provider: provider.OpenAI})
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func (c *Caller) SampleFleet(ctx context.Context, wait time.Duration) (FleetSamp
 			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
 		}
 		defer func() { _ = sub.Unsubscribe() }()
-		if err := c.nc.PublishRequest("$SRV."+verb+"."+mesh.ServiceName, inbox, nil); err != nil {
+		if err := c.nc.PublishRequest(mesh.Discovery(verb, mesh.ServiceName, ""), inbox, nil); err != nil {
 			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
 		}
 	}

@@ -6,6 +6,13 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
+// DefaultRetries is how many times a call's retry-safe failures are
+// retried when Config.Retries is left zero.
+const DefaultRetries = 2
+
+// NoRetries as Config.Retries turns retries off (0 would mean DefaultRetries).
+const NoRetries = -1
+
 // Option adjusts one call.
 type Option func(*callOptions)
 
@@ -22,7 +29,8 @@ type callOptions struct {
 }
 
 // WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound
-// tools receive it where their binding says $ATD_BEARER.
+// tools receive it where their binding's env says envelope.BearerPlaceholder
+// ("$ATD_BEARER"). Config.Options can send it on every call.
 func WithBearer(token string) Option { return func(o *callOptions) { o.bearer = token } }
 
 // WithIdempotencyKey names this logical operation so it may be retried

@@ -51,7 +51,7 @@ func parseCall(data []byte, copyArgs bool) (Call, error) {
 	err := scanRawMembers(data, func(name, v []byte) error {
 		switch string(name) {
 		case "args":
-			if !isJSONObject(v) {
+			if !IsJSONObject(v) {
 				return errors.New("call: field args: want a JSON object")
 			}
 			out.Args = json.RawMessage(v)
@@ -131,8 +131,10 @@ func (c Call) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// isJSONObject reports whether b (valid JSON) is an object.
-func isJSONObject(b []byte) bool {
+// IsJSONObject reports whether b (valid JSON) is an object: its first
+// character past white space is '{'. The one check of "is this an
+// object?" for every package, since only objects flatten into responses.
+func IsJSONObject(b []byte) bool {
 	b = bytes.TrimLeft(b, " \t\r\n")
 	return len(b) > 0 && b[0] == '{'
 }
@@ -194,7 +196,7 @@ func (r ResponseFormat) Validate() error {
 		if !validFormatName(r.JSONSchema.Name) {
 			return fmt.Errorf("response_format: field json_schema.name: %q must be 1-64 of [A-Za-z0-9_-]", r.JSONSchema.Name)
 		}
-		if !isJSONObject(r.JSONSchema.Schema) {
+		if !IsJSONObject(r.JSONSchema.Schema) {
 			return errors.New("response_format: field json_schema.schema: want a JSON Schema object")
 		}
 	case "":

@@ -23,8 +23,13 @@ const (
 	OutputLines CliOutputFormat = "lines"
 )
 
-// CliBindingConfig binds a tool to a command-line program
-// (SP-cli-binding-v2). Only Cmd is required; every other field is omitted
+// BearerPlaceholder is the binding env value replaced by the caller's
+// bearer token. Its spelling is fixed by the shared CLI-binding format, so
+// tools files written for other implementations work unchanged.
+const BearerPlaceholder = "$ATD_BEARER"
+
+// CliBindingConfig binds a tool to a command-line program, in version 2
+// of the shared CLI-binding format. Only Cmd is required; every other field is omitted
 // when empty so a bare {"cmd":"cat"} round-trips byte-identically. Unknown
 // fields are tolerated so later versions do not break this parser.
 type CliBindingConfig struct {
@@ -36,7 +41,7 @@ type CliBindingConfig struct {
 	// tokens with {tool_id}, {params_json}, {dry_run} and {page_all} substituted.
 	ArgsTemplate string `json:"args_template,omitempty"`
 	// Env is added to the program's environment; values are verbatim except
-	// the literal "$ATD_BEARER", replaced by the caller's bearer token.
+	// BearerPlaceholder, replaced by the caller's bearer token.
 	Env map[string]string `json:"env,omitempty"`
 	// OutputFormat is json (default), ndjson or lines.
 	OutputFormat CliOutputFormat `json:"output_format,omitempty"`
@@ -49,7 +54,7 @@ type CliBindingConfig struct {
 	// maps an exit to success instead (grep's "no match").
 	ExitCodeMap map[int]string `json:"-"`
 	// Stdin is what the program reads on standard input, a toolmesh
-	// extension of the seed: "" (nothing, /dev/null), "params_json" (the
+	// extension of the shared binding format: "" (nothing, /dev/null), "params_json" (the
 	// call's args as they arrived) or "arg.NAME" (one arg: a string
 	// verbatim, any other value as JSON; nothing when the arg is absent).
 	Stdin string `json:"stdin,omitempty"`
@@ -64,7 +69,8 @@ const ExitOKEmpty = "ok_empty"
 const StdinParamsJSON = "params_json"
 
 // CliBindingFields lists the JSON field names of a CLI binding, so loaders
-// can warn about a misspelt field that the seed requires them to tolerate.
+// can warn about a misspelt field, which the binding format requires them to
+// tolerate (later versions add fields that older parsers must skip).
 func CliBindingFields() []string {
 	return []string{"cmd", "args", "args_template", "env", "output_format", "page_all_flag", "dry_run_flag", "exit_code_map", "stdin"}
 }

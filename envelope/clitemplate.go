@@ -6,12 +6,12 @@ import (
 )
 
 // TemplateSegment is one piece of an args_template token: literal text,
-// one of the seed's placeholders, or a toolmesh per-argument placeholder.
+// one of the binding format's fixed placeholders, or a toolmesh per-argument placeholder.
 // Exactly one of Literal, Placeholder and Arg is set.
 type TemplateSegment struct {
 	// Literal is text copied as is (unknown placeholders included).
 	Literal string
-	// Placeholder is a seed placeholder with its braces: {tool_id},
+	// Placeholder is a binding-format placeholder with its braces: {tool_id},
 	// {params_json}, {dry_run} or {page_all}.
 	Placeholder string
 	// Arg names the call argument of {arg.NAME} or {arg.NAME?FLAG}.
@@ -21,7 +21,7 @@ type TemplateSegment struct {
 	Flag string
 }
 
-// isSeedPlaceholder reports the seed's fixed placeholder vocabulary.
+// isSeedPlaceholder reports the binding format's fixed placeholder vocabulary.
 func isSeedPlaceholder(s string) bool {
 	switch s {
 	case "{tool_id}", "{params_json}", "{dry_run}", "{page_all}":

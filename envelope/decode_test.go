@@ -133,22 +133,6 @@ func TestApplicabilityDefaultsToUnspecified(t *testing.T) {
 	}
 }
 
-func TestSelectFormat(t *testing.T) {
-	cases := []struct {
-		flag string
-		tty  bool
-		want OutputFormat
-	}{{"json", true, FormatJSON}, {"pretty", false, FormatPretty}, {"", true, FormatPretty}, {"", false, FormatJSON}}
-	for _, c := range cases {
-		if got, err := SelectFormat(c.flag, c.tty); err != nil || got != c.want {
-			t.Errorf("SelectFormat(%q,%v) = %v, %v", c.flag, c.tty, got, err)
-		}
-	}
-	if _, err := SelectFormat("yaml", true); err == nil {
-		t.Error("unknown format accepted")
-	}
-}
-
 func TestFlatteningRefusesReservedMembers(t *testing.T) {
 	for _, data := range []string{`{"id":"x"}`, `{"a":1,"success":false}`} {
 		if _, err := Success("1", json.RawMessage(data)); err == nil {
@@ -166,16 +150,6 @@ func TestFlatteningRefusesReservedMembers(t *testing.T) {
 func TestHonestReporting(t *testing.T) {
 	if _, err := Partial().Apply(json.RawMessage(`{}`)); err == nil {
 		t.Error("a partial result with no named gap was accepted")
-	}
-	if _, err := WithSkipped(json.RawMessage(`{}`), StepFormat, "not_found"); err == nil {
-		t.Error("unapproved skip reason accepted")
-	}
-	if _, err := WithSkipped(json.RawMessage(`{}`), StepValidate, "formatter_not_installed"); err == nil {
-		t.Error("a format reason was accepted for validate")
-	}
-	out, err := WithSkipped(json.RawMessage(`{}`), StepValidate, "checker_not_installed")
-	if err != nil || string(out) != `{"validate_skipped_reason":"checker_not_installed"}` {
-		t.Errorf("got %s, %v", out, err)
 	}
 }
 

@@ -52,7 +52,7 @@ type ToolEvent struct {
 	DetailsRaw json.RawMessage
 
 	// callIDNumber records that the call id arrived as a JSON number (the
-	// ToolEvent seed declares it a u64), so it is written back as one.
+	// shared ToolEvent format declares it an unsigned 64-bit integer), so it is written back as one.
 	callIDNumber bool
 	// extra holds members the typed fields cannot carry (unknown names,
 	// nulls, members of another event type, a metadata that is not an
@@ -408,7 +408,8 @@ func (ev *ToolEvent) parseStart(m *eventMembers) error {
 		return errors.New("event start: field tool_id is required")
 	}
 	if len(m.callID) > 0 && m.callID[0] != '"' && !isNull(m.callID) {
-		// The seed's call_id is a u64: keep its digits and its form.
+		// Other implementations send call_id as an unsigned 64-bit
+		// integer: keep its digits and its form.
 		if _, err := strconv.ParseUint(string(m.callID), 10, 64); err != nil {
 			return fieldError("event start", "call_id", errors.New("want a string or an unsigned 64-bit integer"))
 		}

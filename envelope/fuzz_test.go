@@ -63,7 +63,7 @@ func FuzzScanMembers(f *testing.F) {
 	seedCorpus(f)
 	f.Add([]byte(`{"a\"b":"x\\"y","n":[1,{"z":"}"}],"e":{},"u":"\u00e9"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if !json.Valid(data) || !isJSONObject(data) {
+		if !json.Valid(data) || !IsJSONObject(data) {
 			return
 		}
 		var want map[string]json.RawMessage

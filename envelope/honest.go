@@ -3,7 +3,6 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 )
 
 // Completion is the tri-state honest-reporting convention's second state,
@@ -59,45 +58,6 @@ func (c Completion) Apply(data json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mergeObjects(data, fields)
-}
-
-// SkipStep is a non-essential side step whose skipping is reported as
-// <step>_skipped_reason.
-type SkipStep string
-
-// The steps with approved skip reasons.
-const (
-	StepFormat   SkipStep = "format"
-	StepValidate SkipStep = "validate"
-)
-
-var approvedSkipReasons = map[SkipStep][]string{
-	StepFormat:   {"unsupported_language", "no_formatter_configured", "formatter_not_installed", "formatter_excluded_path", "timeout", "error"},
-	StepValidate: {"unsupported_language", "no_checker_configured", "checker_not_installed", "timeout", "error"},
-}
-
-// SkippedReason returns the member name and value reporting that step was
-// skipped for reason, refusing reasons outside the approved list so one
-// cause never hides behind two names.
-func SkippedReason(step SkipStep, reason string) (name string, err error) {
-	allowed, ok := approvedSkipReasons[step]
-	if !ok {
-		return "", fmt.Errorf("skip step %q has no approved reasons", step)
-	}
-	if !slices.Contains(allowed, reason) {
-		return "", fmt.Errorf("%s_skipped_reason: %q is not an approved value (%v)", step, reason, allowed)
-	}
-	return string(step) + "_skipped_reason", nil
-}
-
-// WithSkipped merges <step>_skipped_reason:reason into data.
-func WithSkipped(data json.RawMessage, step SkipStep, reason string) (json.RawMessage, error) {
-	name, err := SkippedReason(step, reason)
-	if err != nil {
-		return nil, err
-	}
-	fields, _ := json.Marshal(map[string]string{name: reason})
 	return mergeObjects(data, fields)
 }
 

@@ -106,7 +106,7 @@ func TestInvalidUTF8Refused(t *testing.T) {
 }
 
 // FuzzToolEventLossless: any event that decodes re-encodes to valid UTF-8
-// JSON with the same members, except the members the seed itself requires
+// JSON with the same members, except the members the shared wire format itself requires
 // that toolmesh's decoder tolerates missing (an error's message).
 func FuzzToolEventLossless(f *testing.F) {
 	seedCorpus(f)

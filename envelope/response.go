@@ -23,6 +23,13 @@ type Response struct {
 // ErrReservedMember is returned when flattened data would overwrite id or success.
 var ErrReservedMember = errors.New(`data may not contain the members "id" or "success"`)
 
+// reserved reports whether name is a Response's own member, which
+// flattened data may not overwrite.
+// Generic so the scanners' []byte names are compared without a copy.
+func reserved[T ~string | ~[]byte](name T) bool {
+	return string(name) == "id" || string(name) == "success"
+}
+
 // Success builds a success response with data merged at the top level.
 func Success(id string, data json.RawMessage) (Response, error) {
 	obj, err := asObject(data)
@@ -54,10 +61,10 @@ func ErrorResponseWithData(id string, code Code, message string, extra json.RawM
 	}
 	b := bytes.TrimSuffix(head, []byte("}"))
 	for _, m := range members {
-		switch m.name {
-		case "id", "success":
+		switch {
+		case reserved(m.name):
 			return Response{}, ErrReservedMember
-		case "code", "message":
+		case m.name == "code" || m.name == "message":
 			return Response{}, fmt.Errorf("extra: member %q would overwrite the error's own", m.name)
 		}
 		b = append(b, ',')
@@ -103,11 +110,11 @@ func ResponseFromEvent(id string, ev ToolEvent) (Response, error) {
 
 // asObjectValid is asObject for data already known to be valid JSON.
 func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
-	if !isJSONObject(data) {
+	if !IsJSONObject(data) {
 		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
 	}
 	err := scanRawMembers(data, func(name, _ []byte) error {
-		if string(name) == "id" || string(name) == "success" {
+		if reserved(name) {
 			return ErrReservedMember
 		}
 		return nil
@@ -124,7 +131,7 @@ func asObject(data json.RawMessage) (json.RawMessage, error) {
 	if len(data) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if !isJSONObject(data) {
+	if !IsJSONObject(data) {
 		if !ValidJSON(data) {
 			return nil, errors.New("data is not valid JSON in UTF-8")
 		}
@@ -135,7 +142,7 @@ func asObject(data json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	for _, m := range members {
-		if m.name == "id" || m.name == "success" {
+		if reserved(m.name) {
 			return nil, ErrReservedMember
 		}
 	}
@@ -219,7 +226,7 @@ func (r Response) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("response data: %w", err)
 		}
 		for _, m := range members {
-			if m.name == "id" || m.name == "success" {
+			if reserved(m.name) {
 				return nil, ErrReservedMember
 			}
 			b = append(b, ',')

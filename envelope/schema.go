@@ -19,7 +19,6 @@ import (
 // validate many times; a Schema is safe for concurrent use.
 type Schema struct {
 	compiled *jsonschema.Schema
-	raw      json.RawMessage
 	printer  *message.Printer
 }
 
@@ -55,11 +54,8 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid schema: %w", err)
 	}
-	return &Schema{compiled: s, raw: append(json.RawMessage(nil), raw...), printer: message.NewPrinter(language.English)}, nil
+	return &Schema{compiled: s, printer: message.NewPrinter(language.English)}, nil
 }
-
-// Raw returns the schema document as given.
-func (s *Schema) Raw() json.RawMessage { return s.raw }
 
 // Validate checks doc against the schema and returns every violation
 // (none when doc conforms). Invalid JSON is one violation at the root.

@@ -152,7 +152,7 @@ func (s ToolSpec) Compile() (input, output *Schema, err error) {
 		var head struct {
 			Type any `json:"type"`
 		}
-		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !isJSONObject(s.InputSchema) {
+		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !IsJSONObject(s.InputSchema) {
 			return nil, nil, fmt.Errorf("tool %q: field input_schema: want a JSON Schema object", s.Name)
 		}
 		if head.Type != "object" {

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"context"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -47,7 +48,7 @@ func TestSubjects(t *testing.T) {
 }
 
 func TestEmbeddedInProcessWithJetStream(t *testing.T) {
-	e, err := StartEmbedded(context.Background(), EmbeddedConfig{InProcessOnly: true, JetStream: true, StoreDir: t.TempDir()})
+	e, err := embedded.Start(context.Background(), embedded.Config{InProcessOnly: true, JetStream: true, StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestEmbeddedInProcessWithJetStream(t *testing.T) {
 }
 
 func TestEmbeddedListen(t *testing.T) {
-	e, err := StartEmbedded(context.Background(), EmbeddedConfig{Listen: "127.0.0.1:0"})
+	e, err := embedded.Start(context.Background(), embedded.Config{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestEmbeddedListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc.Close()
-	if _, err := StartEmbedded(context.Background(), EmbeddedConfig{Listen: "nonsense"}); err == nil {
+	if _, err := embedded.Start(context.Background(), embedded.Config{Listen: "nonsense"}); err == nil {
 		t.Error("a malformed listen address was accepted")
 	}
 	if _, err := (ConnectOptions{TLSCert: "c.pem"}).NATSOptions(); err == nil {

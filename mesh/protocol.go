@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // DefaultPrefix is the subject prefix of a mesh unless configured otherwise;
@@ -109,6 +111,32 @@ func (s Subjects) Catalog() string { return s.Root() + ".catalog" }
 
 // Describe is where one worker hosting tool answers with its ToolSpec.
 func (s Subjects) Describe(tool string) string { return s.Root() + ".describe." + tool }
+
+// Discovery is the ADR-32 service discovery subject that stock NATS
+// tooling (nats micro) uses: $SRV.<verb>, then optionally the service
+// name and a worker id (each "" to stop there). Discovery is not under
+// the mesh prefix: the subjects are shared with every NATS service.
+func Discovery(verb, service, id string) string {
+	s := "$SRV." + verb
+	if service != "" {
+		s += "." + service
+		if id != "" {
+			s += "." + id
+		}
+	}
+	return s
+}
+
+// CatalogEntry is one worker's answer on the catalog subject: its id and
+// the public specs of the tools it hosts (bindings never leave the worker).
+type CatalogEntry struct {
+	WorkerID string              `json:"worker_id"`
+	Tools    []envelope.ToolSpec `json:"tools"`
+	// IntervalMS is the worker's heartbeat (and beacon) interval: a
+	// watcher that meets the worker in a catalogue answer, before any
+	// beacon, knows from it how long a silence means the worker is gone.
+	IntervalMS int64 `json:"interval_ms,omitempty"`
+}
 
 // QueueGroup is the queue group of call subscriptions (queue groups are
 // scoped by subject, so this is one group per tool).

@@ -4,7 +4,12 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // HeaderCarrier adapts NATS headers to OpenTelemetry's TextMapCarrier. Get
@@ -34,4 +39,32 @@ func (c HeaderCarrier) Keys() []string {
 // a no-op until an application sets it.
 func DefaultPropagator() propagation.TextMapPropagator {
 	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+}
+
+// SpanAttributes are the attributes both ends put on a call's span (the
+// caller's client span and the worker's server span), so the two sides
+// of one call are searched for the same way.
+func SpanAttributes(tool, callID string, stream bool) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attribute.String("rpc.system", "toolmesh"),
+		attribute.String("toolmesh.tool", tool),
+		attribute.String("toolmesh.call_id", callID),
+		attribute.Bool("toolmesh.stream", stream),
+	}
+}
+
+// EndSpan ends a call's span with its outcome: the Problem's code and an
+// error status, or "result" when p is nil.
+func EndSpan(span trace.Span, p *envelope.Problem) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	if p != nil {
+		span.SetAttributes(attribute.String("toolmesh.outcome", string(p.Code)))
+		span.SetStatus(codes.Error, p.Error())
+	} else {
+		span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
+	}
+	span.End()
 }

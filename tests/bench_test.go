@@ -15,6 +15,8 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -27,8 +29,8 @@ type benchMesh struct {
 }
 
 func newBenchMesh(b *testing.B) *benchMesh {
-	srv := startServer(b, mesh.EmbeddedConfig{})
-	rawSrv := connect(b, srv)
+	srv := meshtest.StartServer(b, embedded.Config{})
+	rawSrv := meshtest.Connect(b, srv)
 	if _, err := rawSrv.QueueSubscribe("raw.echo", "q", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
 		b.Fatal(err)
 	}
@@ -48,10 +50,10 @@ func newBenchMesh(b *testing.B) *benchMesh {
 		b.Fatal(err)
 	}
 	_ = rawSrv.Flush()
-	w := newWorker(b, connect(b, srv), worker.Config{})
+	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{})
 	register(b, w, envelope.ToolSpec{Name: "echo"}, echo)
 	register(b, w, countSpec, count)
-	return &benchMesh{raw: connect(b, srv), c: newCaller(b, connect(b, srv), caller.Config{})}
+	return &benchMesh{raw: meshtest.Connect(b, srv), c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
 }
 
 var benchArgs = json.RawMessage(`{"message":"hello"}`)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -74,7 +75,7 @@ tools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.Register(f.w, file, quiet()); err != nil {
+	if err := cli.Register(f.w, file, meshtest.Quiet()); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := f.c.Call(context.Background(), "numbers", nil)

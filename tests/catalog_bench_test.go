@@ -13,6 +13,8 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // BenchmarkCatalog10kWorkers measures one Catalog of a fleet of 10,000
@@ -22,8 +24,8 @@ import (
 // the caller's and the server's cost, not 10,000 worker processes'.
 func BenchmarkCatalog10kWorkers(b *testing.B) {
 	const workers, toolsEach = 10_000, 10
-	srv := startServer(b, mesh.EmbeddedConfig{JetStream: true})
-	fleet := connect(b, srv)
+	srv := meshtest.StartServer(b, embedded.Config{JetStream: true})
+	fleet := meshtest.Connect(b, srv)
 	subjects := mesh.Subjects{}
 	js, _ := jetstream.New(fleet)
 	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket(), History: 1})
@@ -51,7 +53,7 @@ func BenchmarkCatalog10kWorkers(b *testing.B) {
 		b.Fatal(err)
 	}
 	_ = fleet.Flush()
-	c := newCaller(b, connect(b, srv), caller.Config{})
+	c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})
 	b.ResetTimer()
 	for b.Loop() {
 		cat, err := c.Catalog(context.Background(), time.Minute)

@@ -19,26 +19,28 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // 20 workers started together: every catalogue lists all 20, or says
 // complete:false with a reason — 50 times in a row.
 func TestCatalogIsHonestAbout20Workers(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{JetStream: true})
+	srv := meshtest.StartServer(t, embedded.Config{JetStream: true})
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := newWorker(t, connect(t, srv), worker.Config{})
+			w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{})
 			if err := w.Register(envelope.ToolSpec{Name: fmt.Sprintf("fleet.t%02d", i)}, worker.HandlerFunc(echo)); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	c := newCaller(t, connect(t, srv), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	complete := 0
 	for run := range 50 {
 		cat, err := c.Catalog(context.Background(), 0)
@@ -135,10 +137,10 @@ func nextOf(t *testing.T, changes func() (caller.CatalogChange, error, bool), to
 
 // Watch yields the tools present, then a worker's join and its drain.
 func TestWatchSeesJoinAndDrain(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
-	first := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	srv := meshtest.StartServer(t, embedded.Config{})
+	first := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, first, envelope.ToolSpec{Name: "fs.read"}, echo)
-	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changes, stop := iterPull(c.Watch(ctx))
@@ -146,12 +148,12 @@ func TestWatchSeesJoinAndDrain(t *testing.T) {
 	if ch := next(t, changes); ch.Kind != caller.ToolAdded || ch.Tool.Spec.Name != "fs.read" {
 		t.Fatalf("first change %+v", ch)
 	}
-	second := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	second := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, second, envelope.ToolSpec{Name: "fs.write"}, echo)
 	if ch := nextOf(t, changes, "fs.write"); ch.Kind != caller.ToolAdded || ch.Tool.Workers[0] != second.ID() {
 		t.Fatalf("join %+v", ch)
 	}
-	third := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	third := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, third, envelope.ToolSpec{Name: "fs.read"}, echo)
 	if ch := nextOf(t, changes, "fs.read"); ch.Kind != caller.ToolChanged || ch.Tool.Instances != 2 {
 		t.Fatalf("second instance %+v", ch)
@@ -166,12 +168,12 @@ func TestWatchSeesJoinAndDrain(t *testing.T) {
 
 // Watch sees a worker killed with -9 (a separate process, no goodbye) go.
 func TestWatchSeesKilledWorkerGo(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	cfg := filepath.Join(t.TempDir(), "tools.yaml")
 	_ = os.WriteFile(cfg, []byte("tools:\n  - name: files.search\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
-	c := newCaller(t, connect(t, srv), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changes, stop := iterPull(c.Watch(ctx))
@@ -191,18 +193,18 @@ func TestWatchSeesKilledWorkerGo(t *testing.T) {
 // stall Watch nor enter the view: a real worker joining after a flood of
 // them is still reported.
 func TestWatchSurvivesFakeBeacons(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
-	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
+	srv := meshtest.StartServer(t, embedded.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changes, stop := iterPull(c.Watch(ctx))
 	defer stop()
-	first := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	first := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, first, envelope.ToolSpec{Name: "first"}, echo)
 	if ch := next(t, changes); ch.Tool.Spec.Name != "first" { // the watch is following now
 		t.Fatalf("first change %+v", ch)
 	}
-	hostile := connect(t, srv)
+	hostile := meshtest.Connect(t, srv)
 	// It even listens on the fake workers' catalogue subjects, so the
 	// watcher's fetches get no quick "no responders", just silence.
 	if _, err := hostile.Subscribe(mesh.Subjects{}.WorkerCatalog("*"), func(*nats.Msg) {}); err != nil {
@@ -215,7 +217,7 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 		}
 	}
 	_ = hostile.Flush()
-	w := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, w, envelope.ToolSpec{Name: "real"}, echo)
 	if ch := nextOf(t, changes, "real"); ch.Kind != caller.ToolAdded {
 		t.Fatalf("after fake beacons: %+v", ch)
@@ -226,14 +228,14 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 // judged by its own interval from the start: Watch meets it in the first
 // catalogue answer, before any beacon, and must not drop it in between.
 func TestWatchJudgesAWorkerByItsOwnInterval(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
-	slow := newWorker(t, connect(t, srv), worker.Config{Heartbeat: 2 * time.Second})
+	srv := meshtest.StartServer(t, embedded.Config{})
+	slow := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 2 * time.Second})
 	register(t, slow, envelope.ToolSpec{Name: "slow.tool"}, echo)
 	beacons := make(chan struct{}, 16)
-	if _, err := connect(t, srv).Subscribe(mesh.Subjects{}.Presence(slow.ID()), func(*nats.Msg) { beacons <- struct{}{} }); err != nil {
+	if _, err := meshtest.Connect(t, srv).Subscribe(mesh.Subjects{}.Presence(slow.ID()), func(*nats.Msg) { beacons <- struct{}{} }); err != nil {
 		t.Fatal(err)
 	}
-	c := newCaller(t, connect(t, srv), caller.Config{Heartbeat: 100 * time.Millisecond})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changes := make(chan caller.CatalogChange, 16)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -26,7 +27,7 @@ func cliMesh(t *testing.T, toolsYAML string) *meshFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.Register(f.w, file, quiet()); err != nil {
+	if err := cli.Register(f.w, file, meshtest.Quiet()); err != nil {
 		t.Fatal(err)
 	}
 	return f

@@ -21,7 +21,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
 // stderrProblem parses the problem+json line at the end of stderr.
@@ -400,8 +400,8 @@ func TestCommandLogsReconnects(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	start := func() *mesh.Embedded {
-		srv, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{Listen: addr})
+	start := func() *embedded.Server {
+		srv, err := embedded.Start(context.Background(), embedded.Config{Listen: addr})
 		if err != nil {
 			t.Fatal(err)
 		}

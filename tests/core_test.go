@@ -16,12 +16,14 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // meshFixture is one server, one worker connection and one caller connection.
 type meshFixture struct {
-	srv      *mesh.Embedded
+	srv      *embedded.Server
 	wnc, cnc *nats.Conn
 	w        *worker.Worker
 	c        *caller.Caller
@@ -29,11 +31,11 @@ type meshFixture struct {
 
 func newMesh(t *testing.T, wcfg worker.Config, ccfg caller.Config) *meshFixture {
 	t.Helper()
-	f := &meshFixture{srv: startServer(t, mesh.EmbeddedConfig{})}
-	f.wnc = connect(t, f.srv)
-	f.cnc = connect(t, f.srv)
-	f.w = newWorker(t, f.wnc, wcfg)
-	f.c = newCaller(t, f.cnc, ccfg)
+	f := &meshFixture{srv: meshtest.StartServer(t, embedded.Config{})}
+	f.wnc = meshtest.Connect(t, f.srv)
+	f.cnc = meshtest.Connect(t, f.srv)
+	f.w = meshtest.NewWorker(t, f.wnc, wcfg)
+	f.c = meshtest.NewCaller(t, f.cnc, ccfg)
 	return f
 }
 

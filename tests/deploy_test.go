@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -56,7 +57,7 @@ func TestDeployPermissionsCoverTheProtocol(t *testing.T) {
 		return nc
 	}
 	wnc := dial("worker", "w-secret")
-	w := newWorker(t, wnc, worker.Config{})
+	w := meshtest.NewWorker(t, wnc, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "echo"}, echo)
 	register(t, w, countSpec, count)
 	started := make(chan struct{}, 1)
@@ -66,7 +67,7 @@ func TestDeployPermissionsCoverTheProtocol(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	cnc := dial("caller", "c-secret")
-	c := newCaller(t, cnc, caller.Config{Window: 4})
+	c := meshtest.NewCaller(t, cnc, caller.Config{Window: 4})
 	ctx := context.Background()
 
 	if resp, err := c.Call(ctx, "echo", map[string]string{"message": "hi"}); err != nil || !resp.Success {

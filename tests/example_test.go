@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -16,7 +16,7 @@ import (
 // streaming tool, and a caller reading its events.
 func Example() {
 	ctx := context.Background()
-	srv, _ := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{InProcessOnly: true})
+	srv, _ := embedded.Start(ctx, embedded.Config{InProcessOnly: true})
 	defer srv.Shutdown(ctx)
 
 	wnc, _ := srv.Connect()

@@ -16,6 +16,8 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -63,14 +65,14 @@ func callMany(c *caller.Caller, n, par int, opts ...caller.Option) []error {
 // Three workers in one queue group share the calls; draining one under
 // load loses no call.
 func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	var workers []*worker.Worker
 	for range 3 {
-		w := newWorker(t, connect(t, srv), worker.Config{})
+		w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{})
 		register(t, w, envelope.ToolSpec{Name: "work"}, work)
 		workers = append(workers, w)
 	}
-	c := newCaller(t, connect(t, srv), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 
 	done := make(chan []error, 1)
 	go func() { done <- callMany(c, 3000, 64) }()
@@ -107,10 +109,10 @@ func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
 // A 3-node cluster on loopback: the caller on one node, workers on the
 // others; calls succeed, and keep succeeding when a node shuts down.
 func TestClusterSurvivesNodeLoss(t *testing.T) {
-	a := startServer(t, mesh.EmbeddedConfig{Name: "a", Cluster: &mesh.ClusterConfig{Name: "tm"}})
-	b := startServer(t, mesh.EmbeddedConfig{Name: "b", Cluster: &mesh.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
-	cn := startServer(t, mesh.EmbeddedConfig{Name: "c", Cluster: &mesh.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
-	nodes := []*mesh.Embedded{a, b, cn}
+	a := meshtest.StartServer(t, embedded.Config{Name: "a", Cluster: &embedded.ClusterConfig{Name: "tm"}})
+	b := meshtest.StartServer(t, embedded.Config{Name: "b", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	cn := meshtest.StartServer(t, embedded.Config{Name: "c", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	nodes := []*embedded.Server{a, b, cn}
 	waitFor(t, "a full mesh of routes", func() bool {
 		for _, n := range nodes {
 			if n.Server.NumRemotes() < 2 {
@@ -120,7 +122,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 		return true
 	})
 	all := strings.Join([]string{a.ClientURL(), b.ClientURL(), cn.ClientURL()}, ",")
-	dial := func(first *mesh.Embedded) *nats.Conn {
+	dial := func(first *embedded.Server) *nats.Conn {
 		nc, err := nats.Connect(first.ClientURL()+","+all, nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
@@ -128,11 +130,11 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	wb := newWorker(t, dial(b), worker.Config{})
-	wc := newWorker(t, dial(cn), worker.Config{})
+	wb := meshtest.NewWorker(t, dial(b), worker.Config{})
+	wc := meshtest.NewWorker(t, dial(cn), worker.Config{})
 	register(t, wb, envelope.ToolSpec{Name: "work"}, work)
 	register(t, wc, envelope.ToolSpec{Name: "work"}, work)
-	c := newCaller(t, dial(a), caller.Config{})
+	c := meshtest.NewCaller(t, dial(a), caller.Config{})
 	subject := mesh.Subjects{}.Call("work")
 	waitFor(t, "node a to see both workers' interest", func() bool { return a.Server.GlobalAccount().Interest(subject) >= 2 })
 

@@ -9,7 +9,8 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -109,10 +110,10 @@ func TestFloodIsAnsweredWithBoundedHeap(t *testing.T) {
 // BenchmarkFlood100k runs the full 100,000-call flood and reports the
 // answers and the heap's high-water mark.
 func BenchmarkFlood100k(b *testing.B) {
-	srv := startServer(b, mesh.EmbeddedConfig{})
-	w := newWorker(b, connect(b, srv), worker.Config{MaxConcurrent: 8})
+	srv := meshtest.StartServer(b, embedded.Config{})
+	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{MaxConcurrent: 8})
 	register(b, w, envelope.ToolSpec{Name: "work"}, echo)
-	c := newCaller(b, connect(b, srv), caller.Config{})
+	c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})
 	for b.Loop() {
 		out := flood(context.Background(), c, 100_000)
 		if out.other.Load() != 0 {

@@ -5,71 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
-	"log/slog"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
-
-// quiet is a logger for tests: warnings and above only.
-func quiet() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// startServer starts an embedded nats-server on a random loopback port.
-func startServer(t testing.TB, cfg mesh.EmbeddedConfig) *mesh.Embedded {
-	t.Helper()
-	e, err := mesh.StartEmbedded(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-	return e
-}
-
-func connect(t testing.TB, e *mesh.Embedded, opts ...nats.Option) *nats.Conn {
-	t.Helper()
-	nc, err := e.Connect(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
-func newWorker(t testing.TB, nc *nats.Conn, cfg worker.Config) *worker.Worker {
-	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = quiet()
-	}
-	w, err := worker.New(nc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	return w
-}
-
-func newCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Caller {
-	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = quiet()
-	}
-	c, err := caller.New(nc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 func register(t testing.TB, w *worker.Worker, spec envelope.ToolSpec, h worker.HandlerFunc) {
 	t.Helper()

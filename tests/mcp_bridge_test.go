@@ -21,7 +21,8 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
@@ -47,14 +48,14 @@ func mcpServerBin(t *testing.T) string {
 // startBridge bridges entry onto a fresh mesh and returns a caller on it.
 func startBridge(t *testing.T, entry mcpbridge.Entry) (*mcpbridge.Bridge, *caller.Caller) {
 	t.Helper()
-	srv := startServer(t, mesh.EmbeddedConfig{})
-	b, err := mcpbridge.Start(context.Background(), connect(t, srv), mcpbridge.Config{Entry: entry,
-		Worker: worker.Config{Logger: quiet()}, Logger: quiet()})
+	srv := meshtest.StartServer(t, embedded.Config{})
+	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry,
+		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Drain(context.Background()) })
-	return b, newCaller(t, connect(t, srv), caller.Config{})
+	return b, meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 }
 
 func callBridged(t *testing.T, c *caller.Caller, tool string, args any) (string, *envelope.Problem) {
@@ -270,12 +271,12 @@ func TestMCPBridgeHTTP(t *testing.T) {
 		got, p := callBridged(t, c, "h.echo", map[string]string{"message": "back"})
 		return p == nil && got == `{"message":"back"}`
 	})
-	_, bad := mcpbridge.Start(context.Background(), connect(t, startServer(t, mesh.EmbeddedConfig{})), mcpbridge.Config{Logger: quiet(),
+	_, bad := mcpbridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), mcpbridge.Config{Logger: meshtest.Quiet(),
 		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url}}})
 	if bad == nil {
 		t.Fatal("a server refusing the bridge (no header) must fail Start")
 	}
-	_, bad = mcpbridge.Start(context.Background(), connect(t, startServer(t, mesh.EmbeddedConfig{})), mcpbridge.Config{Logger: quiet(),
+	_, bad = mcpbridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), mcpbridge.Config{Logger: meshtest.Quiet(),
 		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url + "?token=hunter2", Headers: map[string]string{"X-Api-Key": "hunter3"}}}})
 	if bad == nil || strings.Contains(bad.Error(), "hunter2") || strings.Contains(bad.Error(), "hunter3") {
 		t.Fatalf("Start with a secret in the binding: %v (must fail, without the secret)", bad)
@@ -345,10 +346,10 @@ func TestMCPBridgeCommand(t *testing.T) {
 // Progress travels back the whole way, and a cancel from the client ends
 // the far server's handler.
 func TestMCPBothWays(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	entry := mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}}
-	b, err := mcpbridge.Start(context.Background(), connect(t, srv), mcpbridge.Config{Entry: entry,
-		Worker: worker.Config{Logger: quiet()}, Logger: quiet()})
+	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry,
+		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,14 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // mcpMesh is a mesh with a worker hosting the gateway tests' tools.
 type mcpMesh struct {
-	srv *mesh.Embedded
+	srv *embedded.Server
 	// blockStarted and blockEnded report the block tool's handler
 	// starting and seeing its context end.
 	blockStarted, blockEnded chan struct{}
@@ -36,9 +38,9 @@ type mcpMesh struct {
 func startMCPMesh(t *testing.T) *mcpMesh {
 	t.Helper()
 	// JetStream holds the worker registry, so the catalogue can be complete.
-	m := &mcpMesh{srv: startServer(t, mesh.EmbeddedConfig{JetStream: true}),
+	m := &mcpMesh{srv: meshtest.StartServer(t, embedded.Config{JetStream: true}),
 		blockStarted: make(chan struct{}, 8), blockEnded: make(chan struct{}, 8)}
-	w := newWorker(t, connect(t, m.srv), worker.Config{})
+	w := meshtest.NewWorker(t, meshtest.Connect(t, m.srv), worker.Config{})
 	obj := json.RawMessage(`{"type":"object"}`)
 	tools := []struct {
 		spec envelope.ToolSpec
@@ -92,9 +94,9 @@ func mcpCount(_ context.Context, r *worker.Request, emit worker.Emitter) (any, e
 // startGateway runs a gateway on the mesh that denies secret.*.
 func startGateway(t *testing.T, m *mcpMesh) *mcpgateway.Gateway {
 	t.Helper()
-	c := newCaller(t, connect(t, m.srv), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
 	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Deny: []string{"secret.*"},
-		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: quiet()})
+		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +353,7 @@ func checkListChanged(t *testing.T, m *mcpMesh, mc *mcpClient) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	w := newWorker(t, nc, worker.Config{})
+	w := meshtest.NewWorker(t, nc, worker.Config{})
 	if err := w.Register(envelope.ToolSpec{Name: "late"}, worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 		return map[string]bool{"late": true}, nil
 	})); err != nil {
@@ -510,7 +512,7 @@ func TestMCPGatewayIncompleteCatalog(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ss.Close() })
 	mc := connectMCP(t, ct, "2025-11-25")
-	js, err := jetstream.New(connect(t, m.srv))
+	js, err := jetstream.New(meshtest.Connect(t, m.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,8 +579,8 @@ func TestMCPGatewayStreamCloseCancels(t *testing.T) {
 // official TypeScript SDK throws when it does not match), so a failing
 // tool that declares one gets its problem+json as text instead.
 func TestMCPGatewayProblemFitsTheOutputSchema(t *testing.T) {
-	m := &mcpMesh{srv: startServer(t, mesh.EmbeddedConfig{JetStream: true})}
-	w := newWorker(t, connect(t, m.srv), worker.Config{})
+	m := &mcpMesh{srv: meshtest.StartServer(t, embedded.Config{JetStream: true})}
+	w := meshtest.NewWorker(t, meshtest.Connect(t, m.srv), worker.Config{})
 	out := json.RawMessage(`{"type":"object","properties":{"count":{"type":"integer"}},"required":["count"]}`)
 	register(t, w, envelope.ToolSpec{Name: "typed", InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: out},
 		func(context.Context, *worker.Request, worker.Emitter) (any, error) {

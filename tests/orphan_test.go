@@ -12,7 +12,8 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // procAlive reports whether pid runs (exists and is not a zombie), read
@@ -34,7 +35,7 @@ func TestNoOrphansAfterWorkerKill9(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("needs /proc (Linux)")
 	}
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pids")
 	cfg := filepath.Join(dir, "tools.yaml")
@@ -49,7 +50,7 @@ tools:
 `, pidfile, pidfile, pidfile)), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
-	c := newCaller(t, connect(t, srv), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _, _ = c.Call(ctx, "forker", nil) }()
@@ -93,7 +94,7 @@ func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("needs /proc (Linux)")
 	}
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pids")
 	cfg := filepath.Join(dir, "tools.yaml")

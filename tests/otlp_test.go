@@ -11,22 +11,49 @@ import (
 	"sync"
 	"testing"
 
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
-// collector records the spans and service names of OTLP exports.
+// collector records the spans, metric names and service names of OTLP exports.
 type collector struct {
 	coltracepb.UnimplementedTraceServiceServer
 	mu       sync.Mutex
 	spans    map[string]*tracepb.Span
 	services map[string]bool
+	metrics  map[string]bool // "<service> <metric name>"
 }
 
 func newCollector() *collector {
-	return &collector{spans: map[string]*tracepb.Span{}, services: map[string]bool{}}
+	return &collector{spans: map[string]*tracepb.Span{}, services: map[string]bool{}, metrics: map[string]bool{}}
+}
+
+// metricsCollector is the collector's OTLP metrics service.
+type metricsCollector struct {
+	colmetricpb.UnimplementedMetricsServiceServer
+	c *collector
+}
+
+func (m metricsCollector) Export(_ context.Context, req *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	for _, rm := range req.ResourceMetrics {
+		service := ""
+		for _, a := range rm.GetResource().GetAttributes() {
+			if a.Key == "service.name" {
+				service = a.GetValue().GetStringValue()
+			}
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, mt := range sm.Metrics {
+				m.c.metrics[service+" "+mt.Name] = true
+			}
+		}
+	}
+	return &colmetricpb.ExportMetricsServiceResponse{}, nil
 }
 
 func (c *collector) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
@@ -51,6 +78,16 @@ func (c *collector) Export(_ context.Context, req *coltracepb.ExportTraceService
 func (c *collector) serveHTTP(t *testing.T) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/metrics" {
+			var req colmetricpb.ExportMetricsServiceRequest
+			if proto.Unmarshal(body, &req) != nil {
+				http.Error(w, "bad export", http.StatusBadRequest)
+				return
+			}
+			_, _ = metricsCollector{c: c}.Export(r.Context(), &req)
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			return
+		}
 		var req coltracepb.ExportTraceServiceRequest
 		if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
 			http.Error(w, "bad export", http.StatusBadRequest)
@@ -71,6 +108,7 @@ func (c *collector) serveGRPC(t *testing.T) string {
 	}
 	srv := grpc.NewServer()
 	coltracepb.RegisterTraceServiceServer(srv, c)
+	colmetricpb.RegisterMetricsServiceServer(srv, metricsCollector{c: c})
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return "http://" + lis.Addr().String() // http: plaintext, as the exporters read it
@@ -79,7 +117,7 @@ func (c *collector) serveGRPC(t *testing.T) string {
 // With the standard OTEL_EXPORTER_OTLP_* variables set, the command exports
 // its spans over OTLP, HTTP or gRPC as the protocol variable says: the
 // caller's client span and the dev worker's server span arrive as parent
-// and child of one trace.
+// and child of one trace. The worker's metrics go the same way.
 func TestCommandExportsTracesOverOTLP(t *testing.T) {
 	for _, protocol := range []string{"http/protobuf", "grpc"} {
 		t.Run(protocol, func(t *testing.T) {
@@ -114,6 +152,13 @@ func TestCommandExportsTracesOverOTLP(t *testing.T) {
 			}
 			if !c.services["toolmesh-call"] || !c.services["toolmesh-dev"] {
 				t.Errorf("service names %v, want toolmesh-call and toolmesh-dev", c.services)
+			}
+			// The dev worker's metrics middleware exported through the
+			// same variables (flushed on shutdown).
+			for _, name := range []string{"toolmesh.worker.calls", "toolmesh.worker.duration", "toolmesh.worker.in_flight"} {
+				if !c.metrics["toolmesh-dev "+name] {
+					t.Errorf("collector got metrics %v, want toolmesh-dev %s", keys(c.metrics), name)
+				}
 			}
 		})
 	}

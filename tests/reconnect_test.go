@@ -15,6 +15,8 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -45,7 +47,7 @@ func (h *countingHandler) count(msg string) int {
 // its end are logged. The clock is shortened by a 10ms reconnect wait,
 // and the outage measured in failed attempts, not in time.
 func TestWorkerSurvivesLongOutage(t *testing.T) {
-	srv, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{})
+	srv, err := embedded.Start(context.Background(), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestWorkerSurvivesLongOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wnc.Close()
-	w := newWorker(t, wnc, worker.Config{})
+	w := meshtest.NewWorker(t, wnc, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "echo"}, echo)
 
 	_ = srv.Shutdown(context.Background())
@@ -67,7 +69,7 @@ func TestWorkerSurvivesLongOutage(t *testing.T) {
 	if wnc.IsClosed() {
 		t.Fatal("the worker's connection gave up")
 	}
-	srv2, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{Listen: strings.TrimPrefix(url, "nats://")})
+	srv2, err := embedded.Start(context.Background(), embedded.Config{Listen: strings.TrimPrefix(url, "nats://")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestWorkerSurvivesLongOutage(t *testing.T) {
 	if logs.count("NATS connection lost; reconnecting") != 1 {
 		t.Errorf("disconnect logged %d times, want 1", logs.count("NATS connection lost; reconnecting"))
 	}
-	c := newCaller(t, connect(t, srv2), caller.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv2), caller.Config{})
 	resp, err := c.Call(context.Background(), "echo", map[string]any{"back": true})
 	if err != nil || !strings.Contains(string(resp.Data), `"back":true`) {
 		t.Fatalf("after the outage: %v %s", err, resp.Data)
@@ -89,7 +91,7 @@ func TestWorkerSurvivesLongOutage(t *testing.T) {
 // A connection closed for good ends `toolmesh worker` with a non-zero exit
 // and a message naming the cause, so a supervisor restarts it.
 func TestCommandWorkerExitsOnClosedConnection(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	cfg := filepath.Join(t.TempDir(), "tools.yaml")
 	_ = os.WriteFile(cfg, []byte("tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--max-reconnects", "3", "--reconnect-wait", "10ms", "--format", "json")
@@ -104,7 +106,7 @@ func TestCommandWorkerExitsOnClosedConnection(t *testing.T) {
 // SIGTERM during an outage stops the worker at once instead of waiting
 // out a drain that cannot reach the server.
 func TestCommandWorkerStopsAtOnceDuringOutage(t *testing.T) {
-	srv := startServer(t, mesh.EmbeddedConfig{})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	cfg := filepath.Join(t.TempDir(), "tools.yaml")
 	_ = os.WriteFile(cfg, []byte("tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--reconnect-wait", "10ms", "--drain-timeout", "1h")

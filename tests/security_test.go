@@ -23,6 +23,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -100,7 +101,7 @@ func (m *secureMesh) demoWorker(t *testing.T, cfg worker.Config) *worker.Worker 
 	t.Helper()
 	nc, _ := m.dial(t, "tools")
 	cfg.Pool = "demo"
-	return newWorker(t, nc, cfg)
+	return meshtest.NewWorker(t, nc, cfg)
 }
 
 func randomToken(t testing.TB, n int) string {
@@ -166,7 +167,7 @@ func TestSecureCallerCannotReadAnotherCallersInbox(t *testing.T) {
 	for _, subj := range []string{"toolmesh.call.>", "toolmesh.ctl.>", "_R_.>", ">"} {
 		wantDenied(t, bnc, "", subj)
 	}
-	alice := newCaller(t, anc, caller.Config{})
+	alice := meshtest.NewCaller(t, anc, caller.Config{})
 	secret := randomToken(t, 40)
 	resp, err := alice.Call(context.Background(), "demo.echo", map[string]string{"message": secret})
 	if err != nil || !resp.Success {
@@ -175,7 +176,7 @@ func TestSecureCallerCannotReadAnotherCallersInbox(t *testing.T) {
 	// Bob's own call: its reply reaches his sniffer too, and it was
 	// published by the same worker after alice's, so anything of alice's
 	// routed to bob would have arrived before it.
-	bob := newCaller(t, bnc, caller.Config{})
+	bob := meshtest.NewCaller(t, bnc, caller.Config{})
 	if _, err := bob.Call(context.Background(), "demo.echo", map[string]string{"message": "bob"}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +213,8 @@ func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
 	})
 	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
-	alice := newCaller(t, anc, caller.Config{})
-	bob := newCaller(t, bnc, caller.Config{})
+	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	bob := meshtest.NewCaller(t, bnc, caller.Config{})
 	ctx := context.Background()
 
 	// Alice's stream, window 2: the start event and one delta; reading the
@@ -289,8 +290,8 @@ func TestSecureCancelOfAnotherCallersCallIsIgnored(t *testing.T) {
 	register(t, w, envelope.ToolSpec{Name: "demo.park", Streaming: true}, parkTool(bobStarted, bobEnded))
 	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
-	alice := newCaller(t, anc, caller.Config{})
-	bob := newCaller(t, bnc, caller.Config{})
+	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	bob := meshtest.NewCaller(t, bnc, caller.Config{})
 	ctx := context.Background()
 	as, err := alice.Stream(ctx, "demo.gate", nil)
 	if err != nil {
@@ -343,7 +344,7 @@ func TestSecureReplySubjectInjectionFails(t *testing.T) {
 	})
 	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
-	bob := newCaller(t, bnc, caller.Config{})
+	bob := meshtest.NewCaller(t, bnc, caller.Config{})
 	ctx := context.Background()
 	bs, err := bob.Stream(ctx, "demo.slow", nil)
 	if err != nil {
@@ -406,7 +407,7 @@ func TestSecureWorkerScopedToItsTools(t *testing.T) {
 		}
 	}
 	// A worker outside its pool cannot even start: its control subject is refused.
-	if _, err := worker.New(nc, worker.Config{Logger: quiet()}); err == nil {
+	if _, err := worker.New(nc, worker.Config{Logger: meshtest.Quiet()}); err == nil {
 		t.Fatal("a worker without the permitted pool started")
 	} else if p := wantCode(t, err, envelope.CodeForbidden); !strings.Contains(p.Detail, "toolmesh.ctl.") {
 		t.Fatalf("detail %q does not name the control subject", p.Detail)
@@ -422,7 +423,7 @@ func TestSecureWorkerScopedToItsTools(t *testing.T) {
 	// What it is permitted still works, and a caller reaches it.
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	anc, _ := m.dial(t, "alice")
-	if _, err := newCaller(t, anc, caller.Config{}).Call(context.Background(), "demo.echo", nil); err != nil {
+	if _, err := meshtest.NewCaller(t, anc, caller.Config{}).Call(context.Background(), "demo.echo", nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -450,7 +451,7 @@ tools:
         env: {API_KEY: "%[1]s"}
 `, secret, dir), nil)
 	anc, _ := m.dial(t, "alice")
-	alice := newCaller(t, anc, caller.Config{})
+	alice := meshtest.NewCaller(t, anc, caller.Config{})
 	ctx := context.Background()
 	var answers [][]byte
 	for _, subj := range []string{"toolmesh.describe.demo.secretive", "toolmesh.catalog", "$SRV.INFO", "$SRV.INFO.toolmesh"} {
@@ -485,7 +486,7 @@ tools:
 func TestSecureDeniedPublishIsForbiddenAtOnce(t *testing.T) {
 	m := startSecure(t)
 	anc, ae := m.dial(t, "alice")
-	alice := newCaller(t, anc, caller.Config{})
+	alice := meshtest.NewCaller(t, anc, caller.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	_, err := alice.Call(ctx, "ops.deploy", nil)
@@ -697,7 +698,7 @@ func TestSecureBearerNeverLeaks(t *testing.T) {
 			WithExtension("nested", map[string]any{"list": []any{req.Bearer[k/2 : k/2+20]}})
 	})
 	anc, _ := m.dial(t, "alice")
-	alice := newCaller(t, anc, caller.Config{Logger: log, TracerProvider: tp})
+	alice := meshtest.NewCaller(t, anc, caller.Config{Logger: log, TracerProvider: tp})
 	bearer := randomToken(t, 40)
 	ctx := context.Background()
 
@@ -820,7 +821,7 @@ func TestSecureCallerLivenessCrossesTheImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	anc, _ := m.dial(t, "alice")
-	alice := newCaller(t, anc, caller.Config{Heartbeat: mesh.MinHeartbeat})
+	alice := meshtest.NewCaller(t, anc, caller.Config{Heartbeat: mesh.MinHeartbeat})
 	errc := make(chan error, 1)
 	go func() { _, err := alice.Call(context.Background(), "demo.wait", nil); errc <- err }()
 	// 3 silent intervals would end the call; wait for 4 intervals' worth of
@@ -871,7 +872,7 @@ func TestSecureViolationsReachTheCallsTheyConcern(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	w := newWorker(t, dial("w"), worker.Config{})
+	w := meshtest.NewWorker(t, dial("w"), worker.Config{})
 	causes := make(chan error, 1)
 	register(t, w, envelope.ToolSpec{Name: "wait", Streaming: true}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
 		<-ctx.Done()
@@ -879,12 +880,12 @@ func TestSecureViolationsReachTheCallsTheyConcern(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	cnc := dial("c")
-	if _, err := caller.New(cnc, caller.Config{InboxPrefix: "_INBOX.refused", Logger: quiet()}); err == nil {
+	if _, err := caller.New(cnc, caller.Config{InboxPrefix: "_INBOX.refused", Logger: meshtest.Quiet()}); err == nil {
 		t.Fatal("a caller whose inbox is refused was created")
 	} else if p := wantCode(t, err, envelope.CodeForbidden); !strings.Contains(p.Detail, "_INBOX.refused.") {
 		t.Fatalf("detail %q does not name the inbox", p.Detail)
 	}
-	c := newCaller(t, cnc, caller.Config{InboxPrefix: "_INBOX.walled"})
+	c := meshtest.NewCaller(t, cnc, caller.Config{InboxPrefix: "_INBOX.walled"})
 	s, err := c.Stream(context.Background(), "wait", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -908,7 +909,7 @@ func TestSecureCallsReleaseTheirReplyMappings(t *testing.T) {
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	register(t, w, envelope.ToolSpec{Name: "demo.count", Streaming: true, InputSchema: countSpec.InputSchema}, count)
 	anc, _ := m.dial(t, "alice")
-	alice := newCaller(t, anc, caller.Config{})
+	alice := meshtest.NewCaller(t, anc, caller.Config{})
 	ctx := context.Background()
 	for i := range 20 {
 		if _, err := alice.Call(ctx, "demo.echo", map[string]int{"i": i}); err != nil {
@@ -967,7 +968,7 @@ func TestRedactionLeavesSharedProblemsAlone(t *testing.T) {
 func TestSecureTenantWatchesTheFleet(t *testing.T) {
 	m := startSecure(t)
 	anc, _ := m.dial(t, "alice")
-	alice := newCaller(t, anc, caller.Config{})
+	alice := meshtest.NewCaller(t, anc, caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changes := make(chan caller.CatalogChange, 16)
@@ -985,7 +986,7 @@ func TestSecureTenantWatchesTheFleet(t *testing.T) {
 		}
 	}()
 	wnc, _ := m.dial(t, "tools")
-	w := newWorker(t, wnc, worker.Config{Pool: "demo", Heartbeat: 100 * time.Millisecond})
+	w := meshtest.NewWorker(t, wnc, worker.Config{Pool: "demo", Heartbeat: 100 * time.Millisecond})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	want := func(kind caller.ChangeKind) {
 		t.Helper()
@@ -1020,7 +1021,7 @@ func TestSecureStatsDoNotQuoteAnotherTenantsCall(t *testing.T) {
 	})
 	marker := randomToken(t, 24)
 	anc, _ := m.dial(t, "alice")
-	_, err := newCaller(t, anc, caller.Config{}).Call(context.Background(), "demo.strict", map[string]string{"secret": marker})
+	_, err := meshtest.NewCaller(t, anc, caller.Config{}).Call(context.Background(), "demo.strict", map[string]string{"secret": marker})
 	if p := wantCode(t, err, envelope.CodeInvalidInput); !strings.Contains(p.Detail, marker) {
 		t.Fatalf("alice's own Problem lost its detail: %q", p.Detail)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
@@ -64,23 +64,14 @@ func (c *call) reject(p *envelope.Problem) {
 	c.mu.Unlock()
 }
 
+// run runs one admitted call from its context to its terminal event.
 func (c *call) run() {
 	w := c.w
 	defer w.inflight.Done()
 	defer w.admitted.Add(-1)
 	defer c.tool.load.end()
 
-	ctx := w.prop.Extract(context.Background(), mesh.HeaderCarrier(c.header))
-	ctx, span := w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)
-	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off
-		span.SetAttributes(
-			attribute.String("rpc.system", "toolmesh"),
-			attribute.String("toolmesh.tool", c.tool.spec.Name),
-			attribute.String("toolmesh.call_id", c.id),
-			attribute.String("toolmesh.worker_id", w.cfg.ID),
-			attribute.Bool("toolmesh.stream", c.stream),
-		)
-	}
+	ctx, span := c.startSpan()
 	ctx, cancel := context.WithCancelCause(ctx)
 	c.cancelFn = cancel
 	if !c.deadline.IsZero() {
@@ -90,61 +81,81 @@ func (c *call) run() {
 	}
 	c.credit = make(chan struct{}, 1)
 
-	// Control messages and stop find the call by its id, so two calls
-	// may not share one: a caller reusing an id in flight is refused.
-	w.callsMu.Lock()
-	_, dup := w.calls[c.key]
-	if !dup {
-		w.calls[c.key] = c
-		w.callerCalls[c.callerKey()]++
-	}
-	w.callsMu.Unlock()
-	var data json.RawMessage
 	var p *envelope.Problem
-	if dup {
+	if !c.track() {
 		p = w.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("call id %s is already in flight on this worker; every call needs its own id", c.id))
 		p = c.finish(nil, p)
 	} else {
 		if w.stopCtx.Err() != nil { // stopped before this call was registered
 			cancel(context.Cause(w.stopCtx))
 		}
-		if c.mode != "" {
-			c.mu.Lock()
-			c.beat = time.AfterFunc(c.interval, c.heartbeat)
-			c.mu.Unlock()
-		}
-
-		data, p = c.execute(ctx)
-		p = c.finish(data, p)
-
-		c.mu.Lock()
-		if c.beat != nil {
-			c.beat.Stop()
-		}
-		c.mu.Unlock()
-		w.callsMu.Lock()
-		delete(w.calls, c.key)
-		if ck := c.callerKey(); w.callerCalls[ck] <= 1 {
-			delete(w.callerCalls, ck)
-			delete(w.callers, ck)
-		} else {
-			w.callerCalls[ck]--
-		}
-		w.callsMu.Unlock()
+		c.startHeartbeat()
+		p = c.finish(c.execute(ctx))
+		c.stopHeartbeat()
+		c.untrack()
 	}
 	cancel(nil)
+	mesh.EndSpan(span, p)
+}
 
-	if !span.IsRecording() {
-		span.End()
+// startSpan starts the call's server span, a child of the caller's.
+func (c *call) startSpan() (context.Context, trace.Span) {
+	ctx := c.w.prop.Extract(context.Background(), mesh.HeaderCarrier(c.header))
+	ctx, span := c.w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)
+	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off
+		span.SetAttributes(append(mesh.SpanAttributes(c.tool.spec.Name, c.id, c.stream),
+			attribute.String("toolmesh.worker_id", c.w.cfg.ID))...)
+	}
+	return ctx, span
+}
+
+// track makes the call findable by control messages and stop; it
+// reports false when a call with the same id is already in flight (control
+// messages find calls by id, so two calls may not share one).
+func (c *call) track() bool {
+	w := c.w
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	if _, dup := w.calls[c.key]; dup {
+		return false
+	}
+	w.calls[c.key] = c
+	w.callerCalls[c.callerKey()]++
+	return true
+}
+
+// untrack forgets the call, and its caller once none of its calls runs here.
+func (c *call) untrack() {
+	w := c.w
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	delete(w.calls, c.key)
+	if ck := c.callerKey(); w.callerCalls[ck] <= 1 {
+		delete(w.callerCalls, ck)
+		delete(w.callers, ck)
+	} else {
+		w.callerCalls[ck]--
+	}
+}
+
+// startHeartbeat starts beating for a caller that speaks the protocol
+// (a plain NATS request has no mode and gets no heartbeats).
+func (c *call) startHeartbeat() {
+	if c.mode == "" {
 		return
 	}
-	if p != nil {
-		span.SetAttributes(attribute.String("toolmesh.outcome", string(p.Code)))
-		span.SetStatus(codes.Error, p.Error())
-	} else {
-		span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
+	c.mu.Lock()
+	c.beat = time.AfterFunc(c.interval, c.heartbeat)
+	c.mu.Unlock()
+}
+
+// stopHeartbeat stops the heartbeat, if any.
+func (c *call) stopHeartbeat() {
+	c.mu.Lock()
+	if c.beat != nil {
+		c.beat.Stop()
 	}
-	span.End()
+	c.mu.Unlock()
 }
 
 // callerKey names the call's caller as the worker tracks its liveness.
@@ -175,26 +186,11 @@ func (c *call) grant(n int) {
 
 // execute runs everything between admission and the terminal event.
 func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
-	w, t := c.w, c.tool
-	// ParseCall: one validation pass, args alias the message's own payload.
-	body, err := envelope.ParseCall(c.body)
-	if err != nil {
-		return nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error())
+	w := c.w
+	body, format, p := c.parseBody()
+	if p != nil {
+		return nil, p
 	}
-	if t.input != nil {
-		if v := t.input.Validate(body.Args); len(v) > 0 {
-			return nil, withBase(envelope.ValidationProblem(envelope.CodeInvalidInput, "args", v), w.problems)
-		}
-	}
-	var format *envelope.Schema
-	if rf := body.ResponseFormat; rf != nil && rf.Type == envelope.FormatJSONSchema {
-		s, err := w.responseFormatSchema(rf.JSONSchema.Schema)
-		if err != nil {
-			return nil, w.problems.New(envelope.CodeInvalidInput, "response_format.json_schema.schema: "+err.Error())
-		}
-		format = s
-	}
-
 	select {
 	case w.slots <- struct{}{}:
 		defer func() { <-w.slots }()
@@ -204,54 +200,84 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 	if ctx.Err() != nil {
 		return nil, c.contextProblem(ctx)
 	}
-
 	if c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
-		if err := c.emit(ctx, envelope.StartEvent(t.spec.Name, c.id, meta)); err != nil {
+		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.id, meta)); err != nil {
 			return nil, c.contextProblem(ctx)
 		}
 	}
-	req := &Request{
-		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
-		ResponseFormat: body.ResponseFormat, Bearer: c.bearer,
-		IdempotencyKey: mesh.Header(c.header, mesh.HeaderIdempotencyKey),
-		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec,
-	}
-	res, err := c.invoke(ctx, req)
+	res, err := c.invoke(ctx, c.request(body))
 	if ctx.Err() != nil {
 		return nil, c.contextProblem(ctx)
 	}
 	if err != nil {
 		return nil, w.problems.Rebase(envelope.AsProblem(err, envelope.CodeToolFailed))
 	}
+	return c.checkResult(res, body.ResponseFormat, format)
+}
+
+// parseBody decodes the call body and checks its args against the input
+// schema, compiling a json_schema response format (nil otherwise).
+func (c *call) parseBody() (envelope.Call, *envelope.Schema, *envelope.Problem) {
+	w, t := c.w, c.tool
+	// ParseCall: one validation pass, args alias the message's own payload.
+	body, err := envelope.ParseCall(c.body)
+	if err != nil {
+		return body, nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error())
+	}
+	if t.input != nil {
+		if v := t.input.Validate(body.Args); len(v) > 0 {
+			return body, nil, withBase(envelope.ValidationProblem(envelope.CodeInvalidInput, "args", v), w.problems)
+		}
+	}
+	if rf := body.ResponseFormat; rf != nil && rf.Type == envelope.FormatJSONSchema {
+		s, err := w.responseFormatSchema(rf.JSONSchema.Schema)
+		if err != nil {
+			return body, nil, w.problems.New(envelope.CodeInvalidInput, "response_format.json_schema.schema: "+err.Error())
+		}
+		return body, s, nil
+	}
+	return body, nil, nil
+}
+
+// request is the call as its handler sees it.
+func (c *call) request(body envelope.Call) *Request {
+	t := c.tool
+	return &Request{
+		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
+		ResponseFormat: body.ResponseFormat, Bearer: c.bearer,
+		IdempotencyKey: mesh.Header(c.header, mesh.HeaderIdempotencyKey),
+		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec,
+	}
+}
+
+// checkResult encodes a handler's result and checks it against the
+// tool's output schema and the caller's response format.
+func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelope.Schema) (json.RawMessage, *envelope.Problem) {
+	w, t := c.w, c.tool
 	if res == nil {
 		return nil, w.problems.New(envelope.CodeMissingTerminal,
 			fmt.Sprintf("tool %s returned neither a result nor an error", t.spec.Name))
 	}
 	data, ok := res.(json.RawMessage)
 	if !ok {
+		var err error
 		if data, err = json.Marshal(res); err != nil {
 			return nil, w.problems.New(envelope.CodeOutputInvalid, "result cannot be encoded as JSON: "+err.Error())
 		}
 	} else if !envelope.ValidJSON(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
 	}
-	if t.output != nil {
-		if v := t.output.Validate(data); len(v) > 0 {
+	for _, s := range []*envelope.Schema{t.output, format} {
+		if s == nil {
+			continue
+		}
+		if v := s.Validate(data); len(v) > 0 {
 			return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
 		}
 	}
-	if rf := body.ResponseFormat; rf != nil {
-		switch rf.Type {
-		case envelope.FormatJSONObject:
-			if !strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
-				return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
-			}
-		case envelope.FormatJSONSchema:
-			if v := format.Validate(data); len(v) > 0 {
-				return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
-			}
-		}
+	if rf != nil && rf.Type == envelope.FormatJSONObject && !envelope.IsJSONObject(data) {
+		return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
 	}
 	return data, nil
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"encoding/json"
+	"github.com/toolmesh/toolmesh/mesh"
 	"sort"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ func (w *Worker) subscribeDiscovery() error {
 		"STATS": w.statsResponse,
 	}
 	for verb, build := range verbs {
-		for _, subj := range []string{"$SRV." + verb, "$SRV." + verb + "." + w.cfg.Name, "$SRV." + verb + "." + w.cfg.Name + "." + w.cfg.ID} {
+		for _, subj := range []string{mesh.Discovery(verb, "", ""), mesh.Discovery(verb, w.cfg.Name, ""), mesh.Discovery(verb, w.cfg.Name, w.cfg.ID)} {
 			build := build
 			sub, err := w.nc.Subscribe(subj, func(m *nats.Msg) {
 				b, _ := json.Marshal(build())

@@ -39,8 +39,20 @@ func (f HandlerFunc) Handle(ctx context.Context, req *Request, emit Emitter) (an
 	return f(ctx, req, emit)
 }
 
-// Middleware wraps a Handler, net/http style.
-type Middleware func(Handler) Handler
+// Middleware wraps a Handler, net/http style: it may act before and after
+// the call, change the request, or answer itself without calling next (a
+// short circuit). Worker-wide middleware is Config.Middleware; a tool's
+// own comes last in Register's (or AddTool's) arguments.
+type Middleware func(next Handler) Handler
+
+// Chain wraps h in mw, the first outermost: Chain(h, a, b) runs a, then
+// b, then h.
+func Chain(h Handler, mw ...Middleware) Handler {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return h
+}
 
 // Request is one call as the handler sees it.
 type Request struct {
@@ -69,9 +81,12 @@ type Request struct {
 // caller's mistake, so the error is an invalid_input Problem (returned
 // from the handler as it is, it reaches the caller as invalid_input, not
 // tool_failed).
-func (r *Request) Bind(v any) error {
-	if err := json.Unmarshal(r.Args, v); err != nil {
-		return envelope.Problemf(envelope.CodeInvalidInput, "tool %s: args do not fit the tool's parameters: %v", r.Tool, err)
+func (r *Request) Bind(v any) error { return bindArgs(r.Tool, r.Args, v) }
+
+// bindArgs decodes a tool's args into v; a misfit is invalid_input.
+func bindArgs(tool string, args json.RawMessage, v any) error {
+	if err := json.Unmarshal(args, v); err != nil {
+		return envelope.Problemf(envelope.CodeInvalidInput, "tool %s: args do not fit the tool's parameters: %v", tool, err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
 // rawCall sends one unary call on raw and returns its terminal event.
@@ -82,7 +83,7 @@ func TestStopOrdersAdmission(t *testing.T) {
 // Register waits for the server's confirmation without holding the
 // worker's lock, and a registration never confirmed leaves nothing behind.
 func TestRegisterConfirmIsUnlockedAndAtomic(t *testing.T) {
-	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{})
+	e, err := embedded.Start(context.Background(), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

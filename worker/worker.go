@@ -87,6 +87,10 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
+	// Middleware wraps every tool's handler, the first outermost, outside
+	// the tool's own middleware (see Register). Package worker/middleware
+	// has auth, limits, access logs and metrics.
+	Middleware []Middleware
 }
 
 // Worker hosts tools on one NATS connection.
@@ -286,11 +290,13 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // the server has the subscription: calls through the same server reach it.
 // Waiting for the server's confirmation (at most Config.ConfirmTimeout)
 // holds no lock, and a registration the server does not confirm is undone
-// entirely: the tool is then not registered at all.
-func (w *Worker) Register(spec envelope.ToolSpec, h Handler) error {
+// entirely: the tool is then not registered at all. h runs inside
+// Config.Middleware and then mw, the first outermost.
+func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) error {
 	if h == nil {
 		return errors.New("register: nil handler")
 	}
+	h = Chain(Chain(h, mw...), w.cfg.Middleware...)
 	in, out, err := spec.Compile()
 	if err != nil {
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
@@ -491,7 +497,7 @@ func (w *Worker) subscribeControl() error {
 		for i := range specs {
 			specs[i] = publicSpec(specs[i])
 		}
-		b, _ := json.Marshal(CatalogEntry{WorkerID: w.cfg.ID, Tools: specs, IntervalMS: w.cfg.Heartbeat.Milliseconds()})
+		b, _ := json.Marshal(mesh.CatalogEntry{WorkerID: w.cfg.ID, Tools: specs, IntervalMS: w.cfg.Heartbeat.Milliseconds()})
 		_ = m.Respond(b)
 	}
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
@@ -502,16 +508,6 @@ func (w *Worker) subscribeControl() error {
 		w.ctlSubs = append(w.ctlSubs, cat)
 	}
 	return w.subscribeDiscovery()
-}
-
-// CatalogEntry is one worker's answer on the catalog subject.
-type CatalogEntry struct {
-	WorkerID string              `json:"worker_id"`
-	Tools    []envelope.ToolSpec `json:"tools"`
-	// IntervalMS is the worker's heartbeat (and beacon) interval: a
-	// watcher that meets the worker in a catalogue answer, before any
-	// beacon, knows from it how long a silence means the worker is gone.
-	IntervalMS int64 `json:"interval_ms,omitempty"`
 }
 
 func (w *Worker) onControl(m *nats.Msg) {

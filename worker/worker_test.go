@@ -13,13 +13,14 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
 // newTestWorker starts an in-process server with a worker on it, and
 // returns a second connection on which the test speaks raw NATS.
 func newTestWorker(t testing.TB, cfg Config) (*Worker, *nats.Conn) {
 	t.Helper()
-	e, err := mesh.StartEmbedded(context.Background(), mesh.EmbeddedConfig{InProcessOnly: true})
+	e, err := embedded.Start(context.Background(), embedded.Config{InProcessOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

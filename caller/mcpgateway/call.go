@@ -167,7 +167,7 @@ func resultOf(data json.RawMessage, deltas deltaLog) *mcp.CallToolResult {
 
 // structured returns data as an MCP structuredContent object.
 func structured(data json.RawMessage) json.RawMessage {
-	if t := strings.TrimLeft(string(data), " \t\r\n"); strings.HasPrefix(t, "{") {
+	if envelope.IsJSONObject(data) {
 		return data
 	}
 	b, _ := json.Marshal(map[string]json.RawMessage{"result": data})

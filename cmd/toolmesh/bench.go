@@ -19,6 +19,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -83,24 +84,11 @@ it hosts its own tools under a private subject prefix, so a live mesh is not dis
 			if duration <= 0 || payload < 0 || deltas < 1 {
 				return envelope.NewProblem(envelope.CodeInvalidInput, "--duration must be positive, --payload at least 0 and --deltas at least 1")
 			}
-			server := "embedded"
-			dial := func(name string) (*nats.Conn, error) { return g.dial(ctx, name) }
-			if !cmd.Flags().Changed("server") && os.Getenv("NATS_URL") == "" {
-				srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{})
-				if err != nil {
-					return envelope.Problemf(envelope.CodeInternal, "cannot start the embedded NATS server: %v", err)
-				}
-				defer func() { _ = srv.Shutdown(context.Background()) }()
-				dial = func(string) (*nats.Conn, error) {
-					nc, err := srv.Connect()
-					if err != nil {
-						return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
-					}
-					return nc, nil
-				}
-			} else {
-				server = mesh.RedactURL(g.connect.URLOrDefault())
+			dial, server, shutdown, err := benchServer(ctx, cmd, g)
+			if err != nil {
+				return err
 			}
+			defer shutdown()
 			b, err := newBencher(dial, slices.Max(levels), payload, deltas, g)
 			if err != nil {
 				return err
@@ -117,21 +105,8 @@ it hosts its own tools under a private subject prefix, so a live mesh is not dis
 			if ctx.Err() != nil {
 				return envelope.NewProblem(envelope.CodeCancelled, "bench interrupted")
 			}
-			if asJSON {
-				out, _ := json.MarshalIndent(report, "", "  ")
-				fmt.Fprintln(g.stdout, string(out))
-			} else {
-				printBench(g, report)
-			}
-			for _, r := range report.Results {
-				for _, s := range []benchSide{r.Raw, r.Toolmesh} {
-					if s.Errors > 0 {
-						return envelope.Problemf(envelope.CodeToolFailed, "%s at %d in flight: %d of %d calls failed, first: %s; the figures above are not trustworthy",
-							r.Scenario, r.InFlight, s.Errors, s.Calls+s.Errors, s.FirstError)
-					}
-				}
-			}
-			return nil
+			printBench(g, report, asJSON)
+			return report.failures()
 		},
 	}
 	f := cmd.Flags()
@@ -141,6 +116,42 @@ it hosts its own tools under a private subject prefix, so a live mesh is not dis
 	f.IntVar(&deltas, "deltas", 1000, "events in the streamed call")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// benchServer chooses the server: an embedded one unless --server or
+// $NATS_URL names one. It returns how to dial it, its name for the report
+// and what stops it.
+func benchServer(ctx context.Context, cmd *cobra.Command, g *globals) (func(string) (*nats.Conn, error), string, func(), error) {
+	if cmd.Flags().Changed("server") || os.Getenv("NATS_URL") != "" {
+		dial := func(name string) (*nats.Conn, error) { return g.dial(ctx, name) }
+		return dial, mesh.RedactURL(g.connect.URLOrDefault()), func() {}, nil
+	}
+	srv, err := embedded.Start(ctx, embedded.Config{})
+	if err != nil {
+		return nil, "", nil, envelope.Problemf(envelope.CodeInternal, "cannot start the embedded NATS server: %v", err)
+	}
+	dial := func(string) (*nats.Conn, error) {
+		nc, err := srv.Connect()
+		if err != nil {
+			return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+		}
+		return nc, nil
+	}
+	return dial, "embedded", func() { _ = srv.Shutdown(context.Background()) }, nil
+}
+
+// failures is the Problem of a run in which calls failed: its figures
+// are not trustworthy.
+func (report benchReport) failures() error {
+	for _, r := range report.Results {
+		for _, s := range []benchSide{r.Raw, r.Toolmesh} {
+			if s.Errors > 0 {
+				return envelope.Problemf(envelope.CodeToolFailed, "%s at %d in flight: %d of %d calls failed, first: %s; the figures above are not trustworthy",
+					r.Scenario, r.InFlight, s.Errors, s.Calls+s.Errors, s.FirstError)
+			}
+		}
+	}
+	return nil
 }
 
 func parseConcurrency(s string) ([]int, error) {
@@ -192,35 +203,11 @@ func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, del
 	b.rawSubject = prefix + ".raw"
 	b.args, _ = json.Marshal(map[string]string{"message": strings.Repeat("x", payload)})
 
-	if _, err := serve.QueueSubscribe(b.rawSubject+".echo", "q", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
-		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	if err := b.serveRaw(serve); err != nil {
+		return nil, err
 	}
-	if _, err := serve.Subscribe(b.rawSubject+".stream", func(m *nats.Msg) {
-		for i := range deltas {
-			_ = serve.Publish(m.Reply, fmt.Appendf(nil, `{"i":%d}`, i+1))
-		}
-		_ = serve.Publish(m.Reply, []byte(`{"done":true}`))
-	}); err != nil {
-		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
-	}
-	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: g.log, MaxConcurrent: maxInFlight, Description: "toolmesh bench"})
-	if err != nil {
-		return nil, envelope.NewProblem(envelope.CodeInternal, err.Error())
-	}
-	b.w = w
-	if err := w.Register(envelope.ToolSpec{Name: "echo"}, worker.HandlerFunc(demoEcho)); err != nil {
-		return nil, envelope.AsProblem(err, envelope.CodeInternal)
-	}
-	if err := w.Register(envelope.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(
-		func(ctx context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
-			for i := range deltas {
-				if err := emit.Delta(json.RawMessage(append(strconv.AppendInt([]byte(`{"i":`), int64(i+1), 10), '}'))); err != nil {
-					return nil, err
-				}
-			}
-			return map[string]int{"count": deltas}, nil
-		})); err != nil {
-		return nil, envelope.AsProblem(err, envelope.CodeInternal)
+	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
+		return nil, err
 	}
 	c, err := caller.New(call, caller.Config{Prefix: prefix, Logger: g.log})
 	if err != nil {
@@ -232,6 +219,49 @@ func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, del
 	}
 	ok = true
 	return b, nil
+}
+
+// serveRaw answers the raw side: echo by request/reply, and a stream of
+// b.deltas messages to one request.
+func (b *bencher) serveRaw(serve *nats.Conn) error {
+	if _, err := serve.QueueSubscribe(b.rawSubject+".echo", "q", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	if _, err := serve.Subscribe(b.rawSubject+".stream", func(m *nats.Msg) {
+		for i := range b.deltas {
+			_ = serve.Publish(m.Reply, fmt.Appendf(nil, `{"i":%d}`, i+1))
+		}
+		_ = serve.Publish(m.Reply, []byte(`{"done":true}`))
+	}); err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	return nil
+}
+
+// serveMesh hosts the toolmesh side: a worker with echo and count.
+func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, g *globals) error {
+	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: g.log, MaxConcurrent: maxInFlight, Description: "toolmesh bench"})
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeInternal, err.Error())
+	}
+	b.w = w
+	deltas := b.deltas
+	if err := w.Register(envelope.ToolSpec{Name: "echo"}, worker.HandlerFunc(
+		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) { return req.Args, nil })); err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	if err := w.Register(envelope.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(
+		func(ctx context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
+			for i := range deltas {
+				if err := emit.Delta(json.RawMessage(append(strconv.AppendInt([]byte(`{"i":`), int64(i+1), 10), '}'))); err != nil {
+					return nil, err
+				}
+			}
+			return map[string]int{"count": deltas}, nil
+		})); err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	return nil
 }
 
 func (b *bencher) close() {
@@ -377,7 +407,12 @@ func (s *benchSide) finish() {
 	s.P50Micros, s.P99Micros = micros(0.50), micros(0.99)
 }
 
-func printBench(g *globals, r benchReport) {
+func printBench(g *globals, r benchReport, asJSON bool) {
+	if asJSON {
+		out, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Fprintln(g.stdout, string(out))
+		return
+	}
 	fmt.Fprintf(g.stdout, "server: %s, %s per side and scenario, sides alternating\n\n", r.Server, r.Duration)
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tIN FLIGHT\tRAW CALLS/S\tTOOLMESH CALLS/S\tTHROUGHPUT RATIO\tRAW P50\tTOOLMESH P50\tP50 RATIO")

@@ -46,23 +46,14 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 			if bearer == "" {
 				bearer = os.Getenv("TOOLMESH_BEARER")
 			}
-			shutdown := setupTracing(ctx, "toolmesh-call", g.log)
+			shutdown := setupTelemetry(ctx, "toolmesh-call", g.log)
 			defer shutdown()
 			c, done, err := g.newCaller(cmd, "call")
 			if err != nil {
 				return err
 			}
 			defer done()
-			var opts []caller.Option
-			if bearer != "" {
-				opts = append(opts, caller.WithBearer(bearer))
-			}
-			if dryRun {
-				opts = append(opts, caller.DryRun())
-			}
-			if timeout > 0 {
-				opts = append(opts, caller.WithTimeout(timeout))
-			}
+			opts := callOptions(bearer, dryRun, timeout)
 			switch {
 			case all:
 				resp, err := c.CallAll(ctx, tool, raw, opts...)
@@ -84,6 +75,21 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 	f.DurationVar(&timeout, "timeout", 0, "budget for the call, e.g. 30s (default: none; a silent worker still ends the call)")
 	f.StringVar(&bearer, "bearer", "", "bearer token for the tool (default $TOOLMESH_BEARER)")
 	return cmd
+}
+
+// callOptions are the call options the flags ask for.
+func callOptions(bearer string, dryRun bool, timeout time.Duration) []caller.Option {
+	var opts []caller.Option
+	if bearer != "" {
+		opts = append(opts, caller.WithBearer(bearer))
+	}
+	if dryRun {
+		opts = append(opts, caller.DryRun())
+	}
+	if timeout > 0 {
+		opts = append(opts, caller.WithTimeout(timeout))
+	}
+	return opts
 }
 
 // callArgs reads the call's args, saying at debug level when stdin may be

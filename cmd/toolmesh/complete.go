@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // addCompletions teaches shell completion the values it can know: tool
@@ -21,7 +20,7 @@ func addCompletions(g *globals, root *cobra.Command) {
 			return values, cobra.ShellCompDirectiveNoFileComp
 		}
 	}
-	_ = root.RegisterFlagCompletionFunc("format", fixed(string(envelope.FormatJSON), string(envelope.FormatPretty)))
+	_ = root.RegisterFlagCompletionFunc("format", fixed(string(FormatJSON), string(FormatPretty)))
 	_ = root.RegisterFlagCompletionFunc("log-level", fixed("debug", "info", "warn", "error"))
 	for _, path := range [][]string{{"call"}, {"tools", "describe"}} {
 		if c, _, err := root.Find(path); err == nil && c.Name() == path[len(path)-1] {

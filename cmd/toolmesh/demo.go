@@ -12,42 +12,63 @@ import (
 func yes() *bool { b := true; return &b }
 func no() *bool  { b := false; return &b }
 
+// demoHints are the annotations every demo tool shares: it reads nothing
+// outside itself and changes nothing.
+func demoHints() *envelope.Annotations {
+	return &envelope.Annotations{ReadOnly: yes(), Idempotent: yes(), OpenWorld: no()}
+}
+
+// countArgs are the count tool's arguments; its schema, defaults
+// included, is inferred from the tags.
+type countArgs struct {
+	N          int `json:"n" jsonschema:"how many deltas to send" toolmesh:"default=5,minimum=0,maximum=100000"`
+	IntervalMS int `json:"interval_ms" jsonschema:"milliseconds between deltas" toolmesh:"default=200,minimum=0,maximum=10000"`
+}
+
+// countDelta is one delta of the count tool.
+type countDelta struct {
+	I int `json:"i"`
+}
+
+// countResult is the count tool's result.
+type countResult struct {
+	Count int `json:"count"`
+}
+
+// sleepArgs are the sleep tool's arguments.
+type sleepArgs struct {
+	Seconds float64 `json:"seconds" jsonschema:"how long to sleep" toolmesh:"minimum=0,maximum=3600"`
+}
+
+// sleepResult is the sleep tool's result.
+type sleepResult struct {
+	SleptSeconds float64 `json:"slept_seconds"`
+}
+
 // registerDemo hosts the built-in demo tools of `toolmesh dev`.
 func registerDemo(w *worker.Worker) error {
-	tools := []struct {
-		spec envelope.ToolSpec
-		h    worker.HandlerFunc
-	}{
-		{envelope.ToolSpec{Name: "echo", Title: "Echo", Description: "Returns its arguments unchanged.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
-			Annotations: &envelope.Annotations{ReadOnly: yes(), Idempotent: yes(), OpenWorld: no()}}, demoEcho},
-		{envelope.ToolSpec{Name: "count", Title: "Count", Description: "Streams n deltas {\"i\":k}, one every interval_ms, with progress; returns {\"count\":n}.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":100000,"default":5},"interval_ms":{"type":"integer","minimum":0,"maximum":10000,"default":200}},"additionalProperties":false}`),
-			Streaming:   true, Annotations: &envelope.Annotations{ReadOnly: yes(), Idempotent: yes(), OpenWorld: no()}}, demoCount},
-		{envelope.ToolSpec{Name: "sleep", Title: "Sleep", Description: "Sleeps for seconds, honouring cancellation; returns {\"slept_seconds\":s}.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number","minimum":0,"maximum":3600}},"required":["seconds"],"additionalProperties":false}`),
-			Annotations: &envelope.Annotations{ReadOnly: yes(), Idempotent: yes(), OpenWorld: no()}}, demoSleep},
+	// echo keeps a hand-written schema: it returns whatever object it is
+	// given, member order included, so its input is raw JSON.
+	if err := worker.AddTool(w, envelope.ToolSpec{Name: "echo", Title: "Echo", Description: "Returns its arguments unchanged.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
+		Annotations: demoHints()}, demoEcho); err != nil {
+		return err
 	}
-	for _, t := range tools {
-		if err := w.Register(t.spec, t.h); err != nil {
-			return err
-		}
+	if err := worker.AddStreamTool(w, envelope.ToolSpec{Name: "count", Title: "Count",
+		Description: "Streams n deltas {\"i\":k}, one every interval_ms, with progress; returns {\"count\":n}.",
+		Annotations: demoHints()}, demoCount); err != nil {
+		return err
 	}
-	return nil
+	return worker.AddTool(w, envelope.ToolSpec{Name: "sleep", Title: "Sleep",
+		Description: "Sleeps for seconds, honouring cancellation; returns {\"slept_seconds\":s}.",
+		Annotations: demoHints()}, demoSleep)
 }
 
-func demoEcho(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
-	return req.Args, nil
+func demoEcho(_ context.Context, _ *worker.Request, args json.RawMessage) (json.RawMessage, error) {
+	return args, nil
 }
 
-func demoCount(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
-	a := struct {
-		N          int `json:"n"`
-		IntervalMS int `json:"interval_ms"`
-	}{N: 5, IntervalMS: 200}
-	if err := req.Bind(&a); err != nil {
-		return nil, envelope.NewProblem(envelope.CodeInvalidInput, err.Error())
-	}
+func demoCount(ctx context.Context, _ *worker.Request, a countArgs, emit worker.TypedEmitter[countDelta]) (countResult, error) {
 	tick := time.NewTicker(max(time.Duration(a.IntervalMS)*time.Millisecond, time.Microsecond))
 	defer tick.Stop()
 	for i := 1; i <= a.N; i++ {
@@ -55,32 +76,26 @@ func demoCount(ctx context.Context, req *worker.Request, emit worker.Emitter) (a
 			select {
 			case <-tick.C:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return countResult{}, ctx.Err()
 			}
 		}
-		if err := emit.Delta(map[string]int{"i": i}); err != nil {
-			return nil, err
+		if err := emit.Delta(countDelta{i}); err != nil {
+			return countResult{}, err
 		}
 		if err := emit.Progress(float64(i)*100/float64(a.N), "counting"); err != nil {
-			return nil, err
+			return countResult{}, err
 		}
 	}
-	return map[string]int{"count": a.N}, nil
+	return countResult{a.N}, nil
 }
 
-func demoSleep(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
-	var a struct {
-		Seconds float64 `json:"seconds"`
-	}
-	if err := req.Bind(&a); err != nil {
-		return nil, envelope.NewProblem(envelope.CodeInvalidInput, err.Error())
-	}
+func demoSleep(ctx context.Context, _ *worker.Request, a sleepArgs) (sleepResult, error) {
 	t := time.NewTimer(time.Duration(a.Seconds * float64(time.Second)))
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return map[string]float64{"slept_seconds": a.Seconds}, nil
+		return sleepResult{a.Seconds}, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return sleepResult{}, ctx.Err()
 	}
 }

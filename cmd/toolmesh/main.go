@@ -58,11 +58,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	}
 	p := fitFix(asCommandProblem(err), executed)
-	format, ferr := envelope.SelectFormat(formatFromArgs(g.format, args), isTerminal(stderr))
+	format, ferr := SelectFormat(formatFromArgs(g.format, args), isTerminal(stderr))
 	if ferr != nil {
-		format = envelope.FormatJSON
+		format = FormatJSON
 	}
-	_, _ = stderr.Write(p.Render(format))
+	_, _ = stderr.Write(renderProblem(p, format))
 	return p.ExitCode
 }
 
@@ -107,8 +107,8 @@ func newRoot(g *globals) *cobra.Command {
 		SilenceUsage:  true,
 		Version:       buildVersion(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := envelope.SelectFormat(g.format, false); err != nil {
-				return flagValueProblem("format", g.format, string(envelope.FormatJSON), string(envelope.FormatPretty))
+			if _, err := SelectFormat(g.format, false); err != nil {
+				return flagValueProblem("format", g.format, string(FormatJSON), string(FormatPretty))
 			}
 			level := slog.LevelWarn
 			if err := level.UnmarshalText([]byte(g.logLevel)); g.logLevel != "" && err != nil {

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
+	"github.com/toolmesh/toolmesh/worker/middleware"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -25,62 +27,67 @@ func newDevCmd(g *globals) *cobra.Command {
 		Short: "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			var file *cli.File
-			if config != "" {
-				f, err := cli.LoadFile(config)
-				if err != nil {
-					return err
-				}
-				file = f
-			}
-			if err := checkListen(listen); err != nil {
-				return err
-			}
-			shutdown := setupTracing(ctx, "toolmesh-dev", g.log)
-			defer shutdown()
-			srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{Listen: listen, JetStream: true}) // JetStream holds the worker registry
-			if err != nil {
-				return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
-					WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
-			}
-			defer func() { _ = srv.Shutdown(context.Background()) }()
-			nc, err := srv.Connect()
-			if err != nil {
-				return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
-			}
-			defer nc.Close()
-			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev"})
-			if err != nil {
-				return envelope.NewProblem(envelope.CodeInternal, err.Error())
-			}
-			if err := registerDemo(w); err != nil {
-				return envelope.AsProblem(err, envelope.CodeInternal)
-			}
-			if file != nil {
-				if err := cli.Register(w, file, g.log); err != nil {
-					return envelope.AsProblem(err, envelope.CodeInvalidConfig)
-				}
-			}
-			drainBridges, err := startBridges(ctx, nc, config, g)
-			if err != nil {
-				return err
-			}
-			url := srv.ClientURL()
-			fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
-			fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
-			fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n")
-			if url != mesh.DefaultURL {
-				fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
-			}
-			fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
-			return serveUntil(ctx, nc, w, drainBridges, drain, g)
+			return runDev(cmd.Context(), g, listen, config, drain)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) of command-line tools to host as well")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 	return cmd
+}
+
+// runDev runs `toolmesh dev`: an embedded server, the demo tools and
+// the tools file's, until a signal drains them.
+func runDev(ctx context.Context, g *globals, listen, config string, drain time.Duration) error {
+	var file *cli.File
+	if config != "" {
+		f, err := cli.LoadFile(config)
+		if err != nil {
+			return err
+		}
+		file = f
+	}
+	if err := checkListen(listen); err != nil {
+		return err
+	}
+	shutdown := setupTelemetry(ctx, "toolmesh-dev", g.log)
+	defer shutdown()
+	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen, JetStream: true}) // JetStream holds the worker registry
+	if err != nil {
+		return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
+			WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
+	}
+	defer func() { _ = srv.Shutdown(context.Background()) }()
+	nc, err := srv.Connect()
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	defer nc.Close()
+	w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware()})
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeInternal, err.Error())
+	}
+	if err := registerDemo(w); err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	if file != nil {
+		if err := cli.Register(w, file, g.log); err != nil {
+			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
+		}
+	}
+	drainBridges, err := startBridges(ctx, nc, config, g)
+	if err != nil {
+		return err
+	}
+	url := srv.ClientURL()
+	fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
+	fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
+	fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n")
+	if url != mesh.DefaultURL {
+		fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
+	}
+	fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
+	return serveUntil(ctx, w, drainBridges, drain, g)
 }
 
 func newWorkerCmd(g *globals) *cobra.Command {
@@ -100,14 +107,14 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			shutdown := setupTracing(ctx, "toolmesh-worker", g.log)
+			shutdown := setupTelemetry(ctx, "toolmesh-worker", g.log)
 			defer shutdown()
 			nc, err := g.dial(ctx, "worker")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log})
+			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware()})
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
 			}
@@ -119,7 +126,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
-			return serveUntil(ctx, nc, w, drainBridges, drain, g)
+			return serveUntil(ctx, w, drainBridges, drain, g)
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
@@ -128,43 +135,21 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// serveUntil serves until ctx ends (then drains) or the NATS connection
-// closes for good: a worker with no connection serves nobody, so it exits
-// non-zero with the reason and its supervisor can restart it. Bridged MCP
-// servers drain with the worker, or stop at once when no drain is possible.
-func serveUntil(ctx context.Context, nc *nats.Conn, w *worker.Worker, drainBridges func(time.Duration) error, drain time.Duration, g *globals) error {
-	closed := nc.StatusChanged(nats.CLOSED)
-	defer nc.RemoveStatusListener(closed)
-	if nc.IsClosed() {
-		w.Stop()
-		_ = drainBridges(0)
-		return connectionClosed(nc)
-	}
-	select {
-	case <-ctx.Done():
-		if !nc.IsConnected() {
-			// A drain needs the server; during an outage it could only
-			// wait out its timeout. Nothing in flight can answer anyway.
-			g.log.Warn("stopping without a drain: the NATS connection is down")
-			w.Stop()
-			_ = drainBridges(0) // stops the bridged servers; nothing can answer now
-			return nil
-		}
-		return errors.Join(drainBridges(drain), drainWorker(w, drain, g))
-	case <-closed:
-		w.Stop()
-		_ = drainBridges(0)
-		return connectionClosed(nc)
-	}
+// commandMiddleware is what the command's workers run every call through:
+// metrics into the global meter provider (a no-op unless setupTelemetry
+// installed one).
+func commandMiddleware() []worker.Middleware {
+	return []worker.Middleware{middleware.Metrics(otel.GetMeterProvider())}
 }
 
-func connectionClosed(nc *nats.Conn) error {
-	reason := "no reason given"
-	if err := nc.LastError(); err != nil {
-		reason = err.Error()
-	}
-	return envelope.Problemf(envelope.CodeConnectionLost, "the NATS connection closed for good (%s); the worker cannot serve and exits", reason).
-		WithFix("Check that the NATS server is reachable; raise --max-reconnects (0 never gives up), or let a supervisor restart the worker.", envelope.MaybeIncorrect)
+// serveUntil serves w until ctx ends or its connection closes (see
+// worker.Serve); bridged MCP servers drain with the worker, or stop at
+// once when no drain is possible.
+func serveUntil(ctx context.Context, w *worker.Worker, drainBridges func(time.Duration) error, drain time.Duration, g *globals) error {
+	return w.Serve(ctx, worker.ServeConfig{
+		Drain: func() error { return errors.Join(drainBridges(drain), drainWorker(w, drain, g)) },
+		Stop:  func() { _ = drainBridges(0) },
+	})
 }
 
 // drainWorker stops taking calls and lets the ones in flight finish.

@@ -15,6 +15,11 @@ import (
 
 func newToolsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "List and describe the mesh's tools"}
+	cmd.AddCommand(newToolsListCmd(g), newToolsDescribeCmd(g), newToolsExportCmd(g))
+	return cmd
+}
+
+func newToolsListCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var wait time.Duration
 	list := &cobra.Command{
@@ -32,27 +37,42 @@ func newToolsCmd(g *globals) *cobra.Command {
 				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
 			if asJSON {
-				b, _ := json.Marshal(cat)
-				fmt.Fprintf(g.stdout, "%s\n", b)
-				return nil
+				return printJSON(g, cat)
 			}
-			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTITLE\tINSTANCES\tSTREAMING\tANNOTATIONS")
-			for _, t := range cat.Tools {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", t.Spec.Name, t.Spec.Title, t.Instances, t.Spec.Streaming, annotationText(t.Spec.Annotations))
-			}
-			_ = tw.Flush()
-			if cat.Workers == 0 {
-				fmt.Fprintf(g.stderr, "no worker answered within %s\n", wait)
-			}
-			for _, w := range cat.ScopeWarnings {
-				fmt.Fprintf(g.stderr, "incomplete: %s\n", w)
-			}
+			printCatalog(g, cat, wait)
 			return nil
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print the catalogue as JSON")
 	list.Flags().DurationVar(&wait, "wait", 300*time.Millisecond, "how long to wait for workers to answer")
+	return list
+}
+
+// printJSON prints v as one line of JSON on stdout.
+func printJSON(g *globals, v any) error {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(g.stdout, "%s\n", b)
+	return nil
+}
+
+// printCatalog prints the catalogue as a table, and what it lacks on stderr.
+func printCatalog(g *globals, cat caller.Catalog, wait time.Duration) {
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTITLE\tINSTANCES\tSTREAMING\tANNOTATIONS")
+	for _, t := range cat.Tools {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", t.Spec.Name, t.Spec.Title, t.Instances, t.Spec.Streaming, annotationText(t.Spec.Annotations))
+	}
+	_ = tw.Flush()
+	if cat.Workers == 0 {
+		fmt.Fprintf(g.stderr, "no worker answered within %s\n", wait)
+	}
+	for _, w := range cat.ScopeWarnings {
+		fmt.Fprintf(g.stderr, "incomplete: %s\n", w)
+	}
+}
+
+func newToolsDescribeCmd(g *globals) *cobra.Command {
+	var asJSON bool
 	describe := &cobra.Command{
 		Use:   "describe TOOL",
 		Short: "Show a tool's full spec, schemas included",
@@ -73,32 +93,34 @@ func newToolsCmd(g *globals) *cobra.Command {
 				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
 			if asJSON {
-				b, _ := json.Marshal(spec)
-				fmt.Fprintf(g.stdout, "%s\n", b)
-				return nil
+				return printJSON(g, spec)
 			}
-			fmt.Fprintf(g.stdout, "name:        %s\n", spec.Name)
-			for _, kv := range [][2]string{{"title", spec.Title}, {"version", spec.Version}, {"description", spec.Description}} {
-				if kv[1] != "" {
-					fmt.Fprintf(g.stdout, "%-12s %s\n", kv[0]+":", kv[1])
-				}
-			}
-			fmt.Fprintf(g.stdout, "streaming:   %v\nannotations: %s\n", spec.Streaming, annotationText(spec.Annotations))
-			for _, s := range []struct {
-				name string
-				raw  json.RawMessage
-			}{{"input_schema", spec.InputSchema}, {"output_schema", spec.OutputSchema}} {
-				if len(s.raw) > 0 {
-					b, _ := json.MarshalIndent(s.raw, "  ", "  ")
-					fmt.Fprintf(g.stdout, "%s:\n  %s\n", s.name, b)
-				}
-			}
+			printSpec(g, spec)
 			return nil
 		},
 	}
 	describe.Flags().BoolVar(&asJSON, "json", false, "print the spec as JSON")
-	cmd.AddCommand(list, describe, newToolsExportCmd(g))
-	return cmd
+	return describe
+}
+
+// printSpec prints a spec for people, schemas indented.
+func printSpec(g *globals, spec envelope.ToolSpec) {
+	fmt.Fprintf(g.stdout, "name:        %s\n", spec.Name)
+	for _, kv := range [][2]string{{"title", spec.Title}, {"version", spec.Version}, {"description", spec.Description}} {
+		if kv[1] != "" {
+			fmt.Fprintf(g.stdout, "%-12s %s\n", kv[0]+":", kv[1])
+		}
+	}
+	fmt.Fprintf(g.stdout, "streaming:   %v\nannotations: %s\n", spec.Streaming, annotationText(spec.Annotations))
+	for _, s := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"input_schema", spec.InputSchema}, {"output_schema", spec.OutputSchema}} {
+		if len(s.raw) > 0 {
+			b, _ := json.MarshalIndent(s.raw, "  ", "  ")
+			fmt.Fprintf(g.stdout, "%s:\n  %s\n", s.name, b)
+		}
+	}
 }
 
 func annotationText(a *envelope.Annotations) string {

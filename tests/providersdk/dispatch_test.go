@@ -17,7 +17,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/envelope/provider"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -26,7 +26,7 @@ import (
 func sdkMesh(t *testing.T) *caller.Caller {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := mesh.StartEmbedded(ctx, mesh.EmbeddedConfig{InProcessOnly: true})
+	srv, err := embedded.Start(ctx, embedded.Config{InProcessOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

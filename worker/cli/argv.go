@@ -16,7 +16,7 @@ import (
 // binding's flags when the call asks for them and empty otherwise. A token
 // that renders empty is dropped; unknown placeholders pass through literally.
 //
-// Per-argument placeholders (a toolmesh extension the seed allows):
+// Per-argument placeholders (a toolmesh extension; the binding format passes unknown placeholders through):
 // {arg.NAME} is one arg's value — a string verbatim, a number or boolean as
 // its JSON text, an object as JSON; a token naming an absent (or null) arg
 // is dropped whole; an array repeats the token once per element. The whole
@@ -198,7 +198,7 @@ func StdinFor(b *envelope.CliBindingConfig, params []byte) []byte {
 
 // Env builds a program's environment: the named variables inherited from
 // base (KEY=VALUE entries), then the binding's env with values verbatim
-// except the literal "$ATD_BEARER", replaced by the caller's bearer.
+// except envelope.BearerPlaceholder, replaced by the caller's bearer.
 func Env(base []string, inherit []string, bindingEnv map[string]string, bearer string) []string {
 	keep := make(map[string]bool, len(inherit))
 	for _, k := range inherit {
@@ -213,7 +213,7 @@ func Env(base []string, inherit []string, bindingEnv map[string]string, bearer s
 		}
 	}
 	for k, v := range bindingEnv {
-		if v == "$ATD_BEARER" {
+		if v == envelope.BearerPlaceholder {
 			v = bearer
 		}
 		env = append(env, k+"="+v)

@@ -258,7 +258,7 @@ func TestBearerRedactedFromReports(t *testing.T) {
 	}
 }
 
-// The seed's MUSTs: dry run and paging are refused, and the program is never started.
+// The binding format's MUSTs: dry run and paging are refused, and the program is never started.
 func TestRefusalsNeverStartTheProgram(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "started")
 	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "touch " + marker}}, Limits{})

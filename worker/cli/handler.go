@@ -1,6 +1,6 @@
 // Package cli hosts command-line programs as mesh tools. A tools file (see
-// LoadFile) declares each tool's spec and its binding (the seed's
-// CliBindingConfig); Handler runs the bound program once per call, with the
+// LoadFile) declares each tool's spec and its binding
+// (envelope.CliBindingConfig); Handler runs the bound program once per call, with the
 // same Handler interface as Go tools.
 package cli
 
@@ -40,7 +40,7 @@ type Handler struct {
 
 // NewHandler makes the Handler of a tool whose spec has a CLI binding.
 // inherit names the variables the program inherits from this process's
-// environment (nil: DefaultInheritedEnv).
+// environment (nil: PATH, HOME, LANG and TZ).
 func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 	if t.Spec.Binding == nil || t.Spec.Binding.CLI == nil {
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: field binding.cli is required", t.Spec.Name)
@@ -52,7 +52,7 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 		return nil, err
 	}
 	if inherit == nil {
-		inherit = DefaultInheritedEnv
+		inherit = defaultInheritedEnv()
 	}
 	if log == nil {
 		log = slog.Default()
@@ -187,6 +187,47 @@ func redactProblem(err error, bearer string) error {
 // into the call's result or Problem. Whatever happens, no process of the
 // group outlives the call.
 func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, bearer string, emit streamer) (any, error) {
+	p, err := h.spawn(argv, env, stdinData)
+	if err != nil {
+		return nil, err
+	}
+	defer p.feed.close()
+	stop := make(chan struct{})
+	stopped := p.stopWhen(ctx, stop, h.limits.KillGrace)
+	stderr := &tailBuffer{max: stderrTail, redact: bearer}
+	stderrDone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(stderr, p.stderr)
+		close(stderrDone)
+	}()
+	waited, waitErr := p.reap()
+
+	out := &cappedReader{r: p.stdout, max: h.limits.MaxOutputBytes}
+	parsed, readErr := h.readOutput(out, emit, bearer)
+	if readErr != nil {
+		close(stop) // nobody reads any more: stop the program
+	}
+	// Drain what is left so a program blocked on a full pipe can exit.
+	_, _ = io.Copy(io.Discard, p.stdout)
+	<-waited
+	<-stopped
+	p.stdout.Close()
+	<-stderrDone
+	p.stderr.Close()
+	return h.outcome(ctx, parsed, readErr, *waitErr, stderr)
+}
+
+// process is a started program: its group, its output pipes and its stdin.
+type process struct {
+	cmd            *exec.Cmd
+	stdout, stderr *os.File
+	feed           *stdinFeed
+	exited         chan struct{} // closed when the program has exited
+	pgid           int
+}
+
+// spawn starts argv with env and its stdin, in a process group of its own.
+func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
@@ -199,85 +240,75 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	}
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
-		stdoutR.Close()
-		stdoutW.Close()
+		closeAll(stdoutR, stdoutW)
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
 	feed, err := newStdinFeed(cmd, stdinData)
 	if err != nil {
-		for _, f := range []*os.File{stdoutR, stdoutW, stderrR, stderrW} {
-			f.Close()
-		}
+		closeAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
-	defer feed.close()
 	exited := make(chan struct{})
 	if err := supervise.Start(cmd, exited); err != nil {
-		for _, f := range []*os.File{stdoutR, stdoutW, stderrR, stderrW} {
-			f.Close()
-		}
+		feed.close()
+		closeAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
-	stdoutW.Close()
-	stderrW.Close()
+	closeAll(stdoutW, stderrW)
 	feed.start()
-	pgid := cmd.Process.Pid
+	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, exited: exited, pgid: cmd.Process.Pid}, nil
+}
 
-	// Stop the whole group on cancel, timeout, caller loss or output cap:
-	// SIGTERM, then SIGKILL after the grace period.
-	stop := make(chan struct{})
+// closeAll closes files, ignoring errors (pipes being abandoned).
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// stopWhen stops the whole group on cancel, timeout, caller loss or
+// output cap (ctx ending or stop closing): SIGTERM, then SIGKILL after
+// grace. The returned channel closes when nothing more will be sent.
+func (p *process) stopWhen(ctx context.Context, stop <-chan struct{}, grace time.Duration) <-chan struct{} {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		select {
 		case <-ctx.Done():
 		case <-stop:
-		case <-exited:
+		case <-p.exited:
 			return
 		}
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		grace := time.NewTimer(h.limits.KillGrace)
-		defer grace.Stop()
+		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		defer t.Stop()
 		select {
-		case <-exited:
-		case <-grace.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-p.exited:
+		case <-t.C:
+			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		}
 	}()
+	return stopped
+}
 
-	stderr := &tailBuffer{max: stderrTail, redact: bearer}
-	stderrDone := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(stderr, stderrR)
-		close(stderrDone)
-	}()
-
-	// When the program exits, sweep its group at once: a grandchild must
-	// not outlive the call, nor keep stdout open and stall the read below.
+// reap waits for the program; when it exits, its group is swept at once:
+// a grandchild must not outlive the call, nor keep stdout open and stall
+// the read. The error is set before the returned channel closes.
+func (p *process) reap() (<-chan struct{}, *error) {
 	var waitErr error
 	waited := make(chan struct{})
 	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		waitErr = p.cmd.Wait()
+		close(p.exited)
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		close(waited)
 	}()
+	return waited, &waitErr
+}
 
-	out := &cappedReader{r: stdoutR, max: h.limits.MaxOutputBytes}
-	parsed, readErr := h.readOutput(out, emit, bearer)
-	capped := errors.Is(readErr, errOutputCap)
-	if readErr != nil {
-		close(stop) // nobody reads any more: stop the program
-	}
-	// Drain what is left so a program blocked on a full pipe can exit.
-	_, _ = io.Copy(io.Discard, stdoutR)
-	<-waited
-	<-stopped
-	stdoutR.Close()
-	<-stderrDone
-	stderrR.Close()
-
+// outcome is the call's answer once the program and its pipes are done.
+func (h *Handler) outcome(ctx context.Context, parsed output, readErr, waitErr error, stderr *tailBuffer) (any, error) {
 	if err := ctx.Err(); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, envelope.Problemf(envelope.CodeTimeout, "tool %s ran out of time and was stopped", h.spec.Name).
@@ -285,7 +316,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 		}
 		return nil, err
 	}
-	if capped {
+	if errors.Is(readErr, errOutputCap) {
 		return h.cappedResult(parsed, stderr)
 	}
 	if readErr != nil {

@@ -86,8 +86,8 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 }
 
 // bindingWarnings names the members of a CLI binding that no version of
-// the binding knows, with the closest known field: the seed makes the
-// binding tolerate unknown fields, so a typo would otherwise pass silently.
+// the binding knows, with the closest known field: the binding format
+// makes parsers tolerate unknown fields, so a typo would otherwise pass silently.
 func bindingWarnings(label string, raw json.RawMessage) []string {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(raw, &members) != nil {

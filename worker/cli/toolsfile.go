@@ -79,14 +79,14 @@ type File struct {
 	Warnings []string
 }
 
-// DefaultInheritedEnv is what a bound program inherits from the worker
+// defaultInheritedEnv is what a bound program inherits from the worker
 // unless the tools file says otherwise: enough to find programs and speak
 // the locale, nothing secret.
-var DefaultInheritedEnv = []string{"PATH", "HOME", "LANG", "TZ"}
+func defaultInheritedEnv() []string { return []string{"PATH", "HOME", "LANG", "TZ"} }
 
 // fileJSON is the tools file's shape; unknown fields are errors (typos in
-// a config should not pass silently) except inside binding.cli, which the
-// seed requires to tolerate future fields.
+// a config should not pass silently) except inside binding.cli, which must
+// tolerate fields of later binding-format versions.
 type fileJSON struct {
 	Defaults *limitsJSON       `json:"defaults"`
 	Env      []string          `json:"inherit_env"`
@@ -143,10 +143,63 @@ func LoadFile(path string) (*File, error) {
 }
 
 // Parse validates a tools file's contents (YAML, or JSON, which is YAML).
-func Parse(data []byte) (*File, error) {
-	bad := func(format string, args ...any) error {
-		return envelope.Problemf(envelope.CodeInvalidConfig, format, args...)
+// bad is the invalid_config Problem of a tools file.
+func bad(format string, args ...any) error {
+	return envelope.Problemf(envelope.CodeInvalidConfig, format, args...)
+}
+
+// toolLabel names tools[i] in messages, with its name when it has one.
+func toolLabel(i int, rawTool json.RawMessage) string {
+	var head struct {
+		Name string `json:"name"`
 	}
+	if json.Unmarshal(rawTool, &head) == nil && head.Name != "" {
+		return fmt.Sprintf("tools[%d] (%s)", i, head.Name)
+	}
+	return fmt.Sprintf("tools[%d]", i)
+}
+
+// parseTool decodes and checks tools[i]; a nil Tool and nil error mean an
+// MCP server's entry, which worker/mcpbridge hosts.
+func parseTool(i int, rawTool json.RawMessage, defaults Limits) (*Tool, []string, error) {
+	label := toolLabel(i, rawTool)
+	var tj toolJSON
+	if err := strictDecode(rawTool, &tj); err != nil {
+		return nil, nil, bad("%s: %s", label, decodeError(rawTool, err, jsonFields(toolJSON{})))
+	}
+	if tj.Binding != nil && len(tj.Binding.MCP) > 0 && len(tj.Binding.CLI) == 0 {
+		return nil, nil, nil
+	}
+	if tj.Binding == nil || len(tj.Binding.CLI) == 0 {
+		return nil, nil, bad("%s: field binding.cli is required", label)
+	}
+	var cliCfg envelope.CliBindingConfig
+	if err := json.Unmarshal(tj.Binding.CLI, &cliCfg); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "cli binding: ")
+		if rest, ok := strings.CutPrefix(msg, "field "); ok {
+			return nil, nil, bad("%s: field binding.cli.%s", label, rest)
+		}
+		return nil, nil, bad("%s: field binding.cli: %s", label, msg)
+	}
+	spec := envelope.ToolSpec{Name: tj.Name, Title: tj.Title, Description: tj.Description, Version: tj.Version,
+		InputSchema: tj.InputSchema, OutputSchema: tj.OutputSchema, Annotations: tj.Annotations,
+		Streaming: tj.Streaming, Tags: tj.Tags, Timeout: tj.Timeout, Binding: &envelope.Binding{CLI: &cliCfg}}
+	if err := spec.Validate(); err != nil {
+		return nil, nil, bad("%s: %v", label, err)
+	}
+	refWarnings, err := checkArgRefs(label, spec, &cliCfg)
+	if err != nil {
+		return nil, nil, bad("%s: %v", label, err)
+	}
+	if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 {
+		return nil, nil, bad("%s: limits must not be negative", label)
+	}
+	lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent, KillGrace: time.Duration(tj.KillGrace)}
+	warnings := append(bindingWarnings(label, tj.Binding.CLI), refWarnings...)
+	return &Tool{Spec: spec, Limits: lim.withDefaults(defaults)}, warnings, nil
+}
+
+func Parse(data []byte) (*File, error) {
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, bad("not valid YAML: %v", err)
@@ -171,55 +224,23 @@ func Parse(data []byte) (*File, error) {
 	}
 	out := &File{Env: fj.Env}
 	if out.Env == nil {
-		out.Env = DefaultInheritedEnv
+		out.Env = defaultInheritedEnv()
 	}
 	seen := map[string]int{}
 	for i, rawTool := range fj.Tools {
-		var tj toolJSON
-		label := fmt.Sprintf("tools[%d]", i)
-		var head struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(rawTool, &head) == nil && head.Name != "" {
-			label = fmt.Sprintf("tools[%d] (%s)", i, head.Name)
-		}
-		if err := strictDecode(rawTool, &tj); err != nil {
-			return nil, bad("%s: %s", label, decodeError(rawTool, err, jsonFields(toolJSON{})))
-		}
-		if tj.Binding != nil && len(tj.Binding.MCP) > 0 && len(tj.Binding.CLI) == 0 {
+		t, warnings, err := parseTool(i, rawTool, defaults)
+		if err != nil || t == nil {
+			if err != nil {
+				return nil, err
+			}
 			continue // an MCP server's tools: hosted by worker/mcpbridge
 		}
-		if tj.Binding == nil || len(tj.Binding.CLI) == 0 {
-			return nil, bad("%s: field binding.cli is required", label)
+		if j, dup := seen[t.Spec.Name]; dup {
+			return nil, bad("%s: field name: %q is already defined by tools[%d]", toolLabel(i, rawTool), t.Spec.Name, j)
 		}
-		var cliCfg envelope.CliBindingConfig
-		if err := json.Unmarshal(tj.Binding.CLI, &cliCfg); err != nil {
-			msg := strings.TrimPrefix(err.Error(), "cli binding: ")
-			if rest, ok := strings.CutPrefix(msg, "field "); ok {
-				return nil, bad("%s: field binding.cli.%s", label, rest)
-			}
-			return nil, bad("%s: field binding.cli: %s", label, msg)
-		}
-		spec := envelope.ToolSpec{Name: tj.Name, Title: tj.Title, Description: tj.Description, Version: tj.Version,
-			InputSchema: tj.InputSchema, OutputSchema: tj.OutputSchema, Annotations: tj.Annotations,
-			Streaming: tj.Streaming, Tags: tj.Tags, Timeout: tj.Timeout, Binding: &envelope.Binding{CLI: &cliCfg}}
-		if err := spec.Validate(); err != nil {
-			return nil, bad("%s: %v", label, err)
-		}
-		refWarnings, err := checkArgRefs(label, spec, &cliCfg)
-		if err != nil {
-			return nil, bad("%s: %v", label, err)
-		}
-		out.Warnings = append(append(out.Warnings, bindingWarnings(label, tj.Binding.CLI)...), refWarnings...)
-		if j, dup := seen[spec.Name]; dup {
-			return nil, bad("%s: field name: %q is already defined by tools[%d]", label, spec.Name, j)
-		}
-		seen[spec.Name] = i
-		if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 {
-			return nil, bad("%s: limits must not be negative", label)
-		}
-		lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent, KillGrace: time.Duration(tj.KillGrace)}
-		out.Tools = append(out.Tools, Tool{Spec: spec, Limits: lim.withDefaults(defaults)})
+		seen[t.Spec.Name] = i
+		out.Warnings = append(out.Warnings, warnings...)
+		out.Tools = append(out.Tools, *t)
 	}
 	return out, nil
 }

@@ -112,7 +112,7 @@ func TestLoadFileNamesThePath(t *testing.T) {
 	}
 }
 
-// Unknown binding fields load (the seed tolerates them) with a warning
+// Unknown binding fields load (the binding format requires parsers to tolerate them) with a warning
 // that names the tool and the closest known field.
 func TestBindingFieldWarnings(t *testing.T) {
 	f, err := Parse([]byte("tools: [{name: a, binding: {cli: {cmd: x, output_fromat: lines, frobnicate: 1}}}]"))

@@ -1,4 +1,8 @@
-package mesh
+// Package embedded runs a nats-server inside the process: for tests (see
+// package meshtest), `toolmesh dev` and benchmarks. It lives apart from
+// package mesh so that importing worker or caller does not compile
+// nats-server.
+package embedded
 
 import (
 	"context"
@@ -14,12 +18,12 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// EmbeddedConfig configures an in-process nats-server.
-type EmbeddedConfig struct {
+// Config configures an in-process nats-server.
+type Config struct {
 	// Listen is host:port for clients; "" or port 0 picks a free port
 	// (on 127.0.0.1 when no host is given). Ignored when InProcessOnly.
 	Listen string
-	// InProcessOnly opens no port: connect with Embedded.Connect.
+	// InProcessOnly opens no port: connect with Server.Connect.
 	InProcessOnly bool
 	// Name is the server name (defaults to a generated one).
 	Name string
@@ -36,7 +40,7 @@ type EmbeddedConfig struct {
 	ReadyTimeout time.Duration
 }
 
-// ClusterConfig is the cluster part of an EmbeddedConfig.
+// ClusterConfig is the cluster part of an Config.
 type ClusterConfig struct {
 	Name string
 	// Listen is host:port for routes; "" picks a random port on 127.0.0.1.
@@ -45,16 +49,16 @@ type ClusterConfig struct {
 	Routes []string
 }
 
-// Embedded is a running in-process nats-server.
-type Embedded struct {
+// Server is a running in-process nats-server.
+type Server struct {
 	Server *server.Server
-	cfg    EmbeddedConfig
+	cfg    Config
 	tmpDir string // a JetStream store made for this server, removed on Shutdown
 }
 
-// StartEmbedded starts a nats-server in this process and waits until it
+// Start starts a nats-server in this process and waits until it
 // accepts connections.
-func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+func Start(ctx context.Context, cfg Config) (*Server, error) {
 	var tmpDir string
 	if cfg.JetStream && cfg.StoreDir == "" {
 		// nats-server's own default is one shared directory under $TMPDIR,
@@ -71,6 +75,35 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			_ = os.RemoveAll(tmpDir)
 		}
 	}()
+	opts, err := cfg.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logs {
+		s.ConfigureLogger()
+	}
+	go s.Start()
+	wait := cfg.ReadyTimeout
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = time.Until(d)
+	}
+	if !s.ReadyForConnections(wait) {
+		s.Shutdown()
+		return nil, errors.New("embedded nats-server did not become ready")
+	}
+	started = true
+	return &Server{Server: s, cfg: cfg, tmpDir: tmpDir}, nil
+}
+
+// serverOptions translates cfg into nats-server's options.
+func (cfg Config) serverOptions() (*server.Options, error) {
 	opts := &server.Options{
 		ServerName: cfg.Name,
 		NoSigs:     true,
@@ -102,27 +135,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Logs {
-		s.ConfigureLogger()
-	}
-	go s.Start()
-	wait := cfg.ReadyTimeout
-	if wait == 0 {
-		wait = 10 * time.Second
-	}
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
-		wait = time.Until(d)
-	}
-	if !s.ReadyForConnections(wait) {
-		s.Shutdown()
-		return nil, errors.New("embedded nats-server did not become ready")
-	}
-	started = true
-	return &Embedded{Server: s, cfg: cfg, tmpDir: tmpDir}, nil
+	return opts, nil
 }
 
 func splitListen(listen, defHost string, defPort int) (string, int, error) {
@@ -147,7 +160,7 @@ func splitListen(listen, defHost string, defPort int) (string, int, error) {
 }
 
 // ClientURL is the nats:// URL clients connect to ("" when in-process only).
-func (e *Embedded) ClientURL() string {
+func (e *Server) ClientURL() string {
 	if e.cfg.InProcessOnly {
 		return ""
 	}
@@ -155,7 +168,7 @@ func (e *Embedded) ClientURL() string {
 }
 
 // RouteURL is the nats-route:// URL peers use to join this server's cluster.
-func (e *Embedded) RouteURL() string {
+func (e *Server) RouteURL() string {
 	a := e.Server.ClusterAddr()
 	if a == nil {
 		return ""
@@ -165,7 +178,7 @@ func (e *Embedded) RouteURL() string {
 
 // Connect opens a client connection to this server: in-process when the
 // server has no port, over loopback otherwise.
-func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
+func (e *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	if e.cfg.InProcessOnly {
 		return nats.Connect("", append([]nats.Option{nats.InProcessServer(e.Server)}, opts...)...)
 	}
@@ -173,7 +186,7 @@ func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
 }
 
 // Shutdown stops the server, waiting for it (bounded by ctx).
-func (e *Embedded) Shutdown(ctx context.Context) error {
+func (e *Server) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		e.Server.Shutdown()

@@ -1,0 +1,46 @@
+package caller
+
+import (
+	"context"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// Invocation is one logical call as caller middleware sees it: before
+// any retry, with Config.Options ahead of the call's own options.
+// Middleware may change it (add an option, rewrite the args) before
+// passing it on.
+type Invocation struct {
+	Tool    string
+	Args    any
+	Options []Option
+}
+
+// Invoker makes a call and returns its id ("" when it was never sent) and
+// its terminal event: a result, or an error event carrying the Problem.
+type Invoker func(ctx context.Context, inv *Invocation) (callID string, terminal envelope.ToolEvent)
+
+// Middleware wraps an Invoker, net/http style: it may act before and
+// after the call or answer itself without calling next (a short circuit,
+// returning envelope.ErrorEvent of its Problem). Config.Middleware wraps
+// Call and CallAs, the first outermost; Stream is not wrapped.
+type Middleware func(next Invoker) Invoker
+
+// chain wraps inv in mw, the first outermost.
+func chain(inv Invoker, mw []Middleware) Invoker {
+	for i := len(mw) - 1; i >= 0; i-- {
+		inv = mw[i](inv)
+	}
+	return inv
+}
+
+// invoke runs one logical call through the middleware chain.
+func (c *Caller) invoke(ctx context.Context, tool string, args any, opts []Option) (string, envelope.ToolEvent) {
+	inv := &Invocation{Tool: tool, Args: args, Options: opts}
+	return c.invoker(ctx, inv)
+}
+
+// send is the innermost Invoker: the call itself, retries included.
+func (c *Caller) send(ctx context.Context, inv *Invocation) (string, envelope.ToolEvent) {
+	return c.callEvent(ctx, inv.Tool, inv.Args, c.options(inv.Options))
+}

@@ -1,0 +1,67 @@
+// Package middleware holds caller.Middleware for the caller's side of a
+// call: an slog access log and OpenTelemetry metrics. They see each
+// logical Call or CallAs once, retries included:
+//
+//	c, _ := caller.New(nc, caller.Config{Middleware: []caller.Middleware{
+//		middleware.Metrics(otel.GetMeterProvider()),
+//		middleware.AccessLog(slog.Default()),
+//	}})
+package middleware
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/callmetrics"
+)
+
+// Instrument names Metrics records.
+const (
+	MetricCalls    = "toolmesh.caller.calls"
+	MetricErrors   = "toolmesh.caller.errors"
+	MetricDuration = "toolmesh.caller.duration"
+	MetricInFlight = "toolmesh.caller.in_flight"
+)
+
+// outcome is the code a terminal event ends the call with ("" for a result).
+func outcome(ev envelope.ToolEvent) envelope.Code {
+	if p := ev.Problem(); p != nil {
+		return p.Code
+	}
+	return ""
+}
+
+// AccessLog logs one line per call at Info (Warn when it failed): tool,
+// call id, duration and outcome. Arguments, results and options (a bearer
+// token among them) are never logged.
+func AccessLog(log *slog.Logger) caller.Middleware {
+	return func(next caller.Invoker) caller.Invoker {
+		return func(ctx context.Context, inv *caller.Invocation) (string, envelope.ToolEvent) {
+			start := time.Now()
+			id, ev := next(ctx, inv)
+			callmetrics.Log(ctx, log, inv.Tool, id, time.Since(start), outcome(ev))
+			return id, ev
+		}
+	}
+}
+
+// Metrics records every call through the OpenTelemetry metrics API on
+// mp's meter: calls and failed calls by tool (failures also by code, the
+// caller's own such as worker_lost included), the time to the terminal
+// event as a histogram in seconds, and the calls in flight.
+func Metrics(mp metric.MeterProvider) caller.Middleware {
+	inst := callmetrics.New(mp.Meter("github.com/toolmesh/toolmesh/caller/middleware"), "toolmesh.caller", "made")
+	return func(next caller.Invoker) caller.Invoker {
+		return func(ctx context.Context, inv *caller.Invocation) (string, envelope.ToolEvent) {
+			end := inst.Begin(ctx, inv.Tool)
+			id, ev := next(ctx, inv)
+			end(outcome(ev))
+			return id, ev
+		}
+	}
+}

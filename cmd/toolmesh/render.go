@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// OutputFormat selects how the command renders a Problem on stderr.
+type OutputFormat string
+
+// The two renderings of one Problem.
+const (
+	FormatPretty OutputFormat = "pretty"
+	FormatJSON   OutputFormat = "json"
+)
+
+// SelectFormat implements the dual renderer's rule: an explicit flag value
+// wins; otherwise pretty when stderr is a terminal and JSON when it is not.
+// An unknown flag value is an error.
+func SelectFormat(flag string, stderrIsTTY bool) (OutputFormat, error) {
+	switch OutputFormat(flag) {
+	case FormatJSON, FormatPretty:
+		return OutputFormat(flag), nil
+	case "":
+		if stderrIsTTY {
+			return FormatPretty, nil
+		}
+		return FormatJSON, nil
+	}
+	return "", fmt.Errorf("--format: want json or pretty, got %q", flag)
+}
+
+// renderProblem returns p in format f: the pretty lines, or one compact
+// application/problem+json line.
+func renderProblem(p *envelope.Problem, f OutputFormat) []byte {
+	if f == FormatPretty {
+		return []byte(p.Pretty())
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Only an extension that cannot be encoded gets here: drop them rather than lose the problem.
+		q := *p
+		q.Extensions = nil
+		b, _ = json.Marshal(&q)
+	}
+	return append(b, '\n')
+}
