@@ -240,31 +240,24 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 	}
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
-		closeAll(stdoutR, stdoutW)
+		supervise.CloseAll(stdoutR, stdoutW)
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
 	feed, err := newStdinFeed(cmd, stdinData)
 	if err != nil {
-		closeAll(stdoutR, stdoutW, stderrR, stderrW)
+		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
 	exited := make(chan struct{})
 	if err := supervise.Start(cmd, exited); err != nil {
 		feed.close()
-		closeAll(stdoutR, stdoutW, stderrR, stderrW)
+		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
-	closeAll(stdoutW, stderrW)
+	supervise.CloseAll(stdoutW, stderrW)
 	feed.start()
 	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, exited: exited, pgid: cmd.Process.Pid}, nil
-}
-
-// closeAll closes files, ignoring errors (pipes being abandoned).
-func closeAll(files ...*os.File) {
-	for _, f := range files {
-		f.Close()
-	}
 }
 
 // stopWhen stops the whole group on cancel, timeout, caller loss or

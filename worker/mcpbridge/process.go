@@ -41,16 +41,16 @@ func (t *processTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
-		closeAll(stdinR, stdinW)
+		supervise.CloseAll(stdinR, stdinW)
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
 	p := &process{cmd: cmd, exited: make(chan struct{}), grace: t.grace}
 	if err := supervise.Start(cmd, p.exited); err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW)
+		supervise.CloseAll(stdinR, stdinW, stdoutR, stdoutW)
 		return nil, fmt.Errorf("start %s: %w", t.path, err)
 	}
-	closeAll(stdinR, stdoutW) // the server holds its own copies
+	supervise.CloseAll(stdinR, stdoutW) // the server holds its own copies
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	conn, err := (&mcp.IOTransport{Reader: stdoutR, Writer: stdinW}).Connect(ctx)
 	if err != nil {
@@ -103,10 +103,4 @@ func (c *processConn) Close() error {
 	err := c.Connection.Close()
 	c.p.stop()
 	return err
-}
-
-func closeAll(files ...*os.File) {
-	for _, f := range files {
-		_ = f.Close()
-	}
 }
