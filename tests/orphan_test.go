@@ -55,37 +55,13 @@ tools:
 	defer cancel()
 	go func() { _, _ = c.Call(ctx, "forker", nil) }()
 
-	var pids []int
-	waitFor(t, "the tool and its grandchild to start", func() bool {
-		b, err := os.ReadFile(pidfile)
-		if err != nil {
-			return false
-		}
-		pids = pids[:0]
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, n)
-			}
-		}
-		return len(pids) == 2
-	})
+	pids := forkedPids(t, pidfile)
 	for _, pid := range pids {
 		if !procAlive(pid) {
 			t.Fatalf("pid %d is not running before the kill", pid)
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
-	t.Cleanup(func() { // never leave a stray sleep behind, whatever the outcome
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	waitFor(t, "the tool and its grandchild to be gone", func() bool {
-		return !procAlive(pids[0]) && !procAlive(pids[1])
-	})
+	killAndWatch(t, p, pids)
 }
 
 // kill -9 of a `toolmesh worker` bridging a stdio MCP server that forked a
@@ -102,8 +78,16 @@ func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {
 	_ = os.WriteFile(cfg, []byte(fmt.Sprintf("tools:\n  - namespace: orphan\n    binding:\n      mcp: {command: sh, args: [-c, %q]}\n", script)), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
 	p.waitLine(t, regexp.MustCompile(`mcp server bridged`))
+	killAndWatch(t, p, forkedPids(t, pidfile))
+}
+
+// forkedPids waits for the two pids (a program and the grandchild it
+// forked) that the program writes to pidfile, and makes sure neither
+// outlives the test, whatever its outcome.
+func forkedPids(t *testing.T, pidfile string) []int {
+	t.Helper()
 	var pids []int
-	waitFor(t, "the server and its grandchild to start", func() bool {
+	waitFor(t, "the program and its grandchild to start", func() bool {
 		b, err := os.ReadFile(pidfile)
 		if err != nil {
 			return false
@@ -116,16 +100,23 @@ func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {
 		}
 		return len(pids) == 2
 	})
-	t.Cleanup(func() { // never leave a stray sleep behind, whatever the outcome
+	t.Cleanup(func() {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
+	return pids
+}
+
+// killAndWatch kills the worker process p with -9 and waits until none of
+// pids runs any more.
+func killAndWatch(t *testing.T, p *proc, pids []int) {
+	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = p.cmd.Wait()
-	waitFor(t, "the bridged server and its grandchild to be gone", func() bool {
+	waitFor(t, "the program and its grandchild to be gone", func() bool {
 		return !procAlive(pids[0]) && !procAlive(pids[1])
 	})
 }
