@@ -105,7 +105,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
 	}
-	if len(cfg.ID) > 128 || !validWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
+	if len(cfg.ID) > 128 || !mesh.ValidWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
 		// Workers refuse calls whose Toolmesh-Caller-Id is not 1-128 of [A-Za-z0-9_-].
 		return cfg, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
 	}
@@ -304,7 +304,7 @@ func (c *Caller) onMsg(m *nats.Msg) {
 }
 
 func (c *Caller) sendControl(workerID string, ctl mesh.Control) {
-	if !validWorkerID(workerID) {
+	if !mesh.ValidWorkerID(workerID) {
 		return // a worker's id comes off the wire: never let it shape a subject
 	}
 	if err := c.nc.Publish(c.subjects.Control(workerID), ctl.Encode()); err != nil {

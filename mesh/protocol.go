@@ -197,3 +197,27 @@ func (c Control) Encode() []byte {
 	b, _ := json.Marshal(c)
 	return b
 }
+
+// ValidWorkerID accepts the ids workers give themselves (a ULID, or
+// "<pool>.<ulid>"): dot-separated tokens of [A-Za-z0-9_-], at most 256
+// characters in all, so no wildcard or empty token reaches a subject.
+func ValidWorkerID(id string) bool {
+	if id == "" || len(id) > 256 {
+		return false
+	}
+	prev := byte('.')
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		switch {
+		case b == '.':
+			if prev == '.' {
+				return false
+			}
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '_', b == '-':
+		default:
+			return false
+		}
+		prev = b
+	}
+	return prev != '.'
+}

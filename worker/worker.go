@@ -238,6 +238,12 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		}
 	}
 	cfg = cfg.withDefaults(nc)
+	if !mesh.ValidWorkerID(cfg.ID) {
+		// Callers ignore a worker id they could not put in a subject, so
+		// such a worker could never be cancelled, credited or kept alive.
+		return nil, envelope.Problemf(envelope.CodeInvalidConfig,
+			"worker id %q: want dot-separated tokens of A-Z a-z 0-9 _ -, at most 256 characters", cfg.ID)
+	}
 	w := &Worker{
 		nc:          nc,
 		cfg:         cfg,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +208,26 @@ func TestAliveWithoutCallsIsIgnored(t *testing.T) {
 	if len(w.callers) != 0 {
 		t.Fatalf("%d made-up callers remembered", len(w.callers))
 	}
+}
+
+// A worker id callers could not put in a subject (a wildcard, an empty
+// token) is refused at New: callers would ignore it, so the worker's calls
+// could never be cancelled, credited or kept alive.
+func TestWorkerIDMustFitASubject(t *testing.T) {
+	_, nc := newTestWorker(t, Config{})
+	for _, id := range []string{"w*", "a..b", "a.>", "has space", ".lead", strings.Repeat("x", 257)} {
+		w, err := New(nc, Config{ID: id, Logger: slog.New(slog.DiscardHandler)})
+		var p *envelope.Problem
+		if err == nil {
+			w.Stop()
+			t.Errorf("id %q was accepted", id)
+		} else if !errors.As(err, &p) || p.Code != envelope.CodeInvalidConfig {
+			t.Errorf("id %q: %v, want invalid_config", id, err)
+		}
+	}
+	w, err := New(nc, Config{ID: "pool.01J0000000000000000000000", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("a pooled ULID id was refused: %v", err)
+	}
+	w.Stop()
 }
