@@ -624,3 +624,45 @@ func TestMCPGatewayProblemFitsTheOutputSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPGatewayClosesIdleSessions: a 2025-11-25 HTTP session whose client
+// vanished without closing it is closed after SessionIdle, so abandoned
+// sessions do not pile up; a request naming it then gets 404.
+func TestMCPGatewayClosesIdleSessions(t *testing.T) {
+	m := startMCPMesh(t)
+	g := startGateway(t, m)
+	hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{SessionIdle: 50 * time.Millisecond}))
+	t.Cleanup(hs.Close)
+	post := func(session, body string) *http.Response {
+		req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, session)
+	}
+	// The client goes away without a DELETE; polling less often than the
+	// idle limit (each request would refresh it) until the session is gone.
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	gone := false
+	for i := 0; i < 200 && !gone; i++ {
+		<-time.After(200 * time.Millisecond) // spacing requests, not a synchronisation guess
+		gone = post(session, ping).StatusCode == http.StatusNotFound
+	}
+	if !gone {
+		t.Fatal("an idle session was never closed")
+	}
+}

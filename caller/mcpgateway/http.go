@@ -25,6 +25,10 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds a request body (default 4 MiB; 413 past it).
 	MaxBodyBytes int64
+	// SessionIdle closes a 2025-11-25 session that has sent no request for
+	// this long (default 30 minutes), so clients that vanish without
+	// closing their session do not hold it forever.
+	SessionIdle time.Duration
 }
 
 // protocolStateless is the first revision without sessions: requests that
@@ -40,9 +44,12 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = mcp.DefaultMaxRequestBodyBytes
 	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = 30 * time.Minute
+	}
 	get := func(*http.Request) *mcp.Server { return g.srv }
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		MaxRequestBodyBytes: o.MaxBodyBytes, Logger: g.log})
+		MaxRequestBodyBytes: o.MaxBodyBytes, SessionTimeout: o.SessionIdle, Logger: g.log})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: g.log,
 		// Closing a 2026-07-28 response stream cancels the call.
