@@ -15,27 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
-)
 
-// startAuthServer runs a nats-server with configure applied to its options.
-func startAuthServer(t *testing.T, configure func(*server.Options)) string {
-	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true}
-	configure(opts)
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(s.Shutdown)
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	return s.ClientURL()
-}
+	"github.com/toolmesh/toolmesh/internal/testutil"
+)
 
 // Each way of authenticating in ConnectOptions reaches a server that
 // demands it, and the wrong secret is refused.
@@ -53,8 +37,8 @@ func TestConnectAuthenticates(t *testing.T) {
 	otherFile := filepath.Join(dir, "other.nk")
 	_ = os.WriteFile(otherFile, otherSeed, 0o600)
 	pki := newTestPKI(t, dir)
-	operator, goodCreds := newTestOperator(t, dir, "good")
-	_, badCreds := newTestOperator(t, dir, "bad") // a user of another operator
+	operator, goodCreds := testutil.NewOperator(t, dir, "good")
+	_, badCreds := testutil.NewOperator(t, dir, "bad") // a user of another operator
 
 	cases := []struct {
 		name      string
@@ -79,7 +63,7 @@ func TestConnectAuthenticates(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			url := startAuthServer(t, c.configure)
+			url := testutil.StartServerWith(t, c.configure)
 			good, bad := c.good, c.bad
 			good.URL, bad.URL = url, url
 			good.MaxReconnects, bad.MaxReconnects = -1, -1
@@ -141,50 +125,4 @@ func writePEM(t *testing.T, path, kind string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// newTestOperator makes an operator with one account and one user, writes
-// the user's credentials file, and returns a server configuration that
-// trusts the operator and knows the account.
-func newTestOperator(t *testing.T, dir, name string) (configure func(*server.Options), credsFile string) {
-	t.Helper()
-	okp, _ := nkeys.CreateOperator()
-	opub, _ := okp.PublicKey()
-	oc := jwt.NewOperatorClaims(opub)
-	ojwt, err := oc.Encode(okp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	akp, _ := nkeys.CreateAccount()
-	apub, _ := akp.PublicKey()
-	ajwt, err := jwt.NewAccountClaims(apub).Encode(okp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ukp, _ := nkeys.CreateUser()
-	upub, _ := ukp.PublicKey()
-	ujwt, err := jwt.NewUserClaims(upub).Encode(akp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	useed, _ := ukp.Seed()
-	creds, err := jwt.FormatUserConfig(ujwt, useed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	credsFile = filepath.Join(dir, name+".creds")
-	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return func(o *server.Options) {
-		claims, err := jwt.DecodeOperatorClaims(ojwt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resolver := &server.MemAccResolver{}
-		if err := resolver.Store(apub, ajwt); err != nil {
-			t.Fatal(err)
-		}
-		o.TrustedOperators, o.AccountResolver = []*jwt.OperatorClaims{claims}, resolver
-	}, credsFile
 }

@@ -16,11 +16,10 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nkeys"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
@@ -279,67 +278,6 @@ func TestCommandSecondInterrupt(t *testing.T) {
 	}
 }
 
-// startCredServer runs a nats-server with configure applied to its options.
-func startCredServer(t *testing.T, configure func(*server.Options)) string {
-	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true}
-	configure(opts)
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	t.Cleanup(s.Shutdown)
-	if !s.ReadyForConnections(20 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	return s.ClientURL()
-}
-
-// newCredsOperator makes an operator, an account and a user, writes the user's
-// credentials file, and returns the server options that trust them.
-func newCredsOperator(t *testing.T, dir string) (configure func(*server.Options), credsFile string) {
-	t.Helper()
-	okp, _ := nkeys.CreateOperator()
-	opub, _ := okp.PublicKey()
-	ojwt, err := jwt.NewOperatorClaims(opub).Encode(okp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	akp, _ := nkeys.CreateAccount()
-	apub, _ := akp.PublicKey()
-	ajwt, err := jwt.NewAccountClaims(apub).Encode(okp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ukp, _ := nkeys.CreateUser()
-	upub, _ := ukp.PublicKey()
-	ujwt, err := jwt.NewUserClaims(upub).Encode(akp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	useed, _ := ukp.Seed()
-	creds, err := jwt.FormatUserConfig(ujwt, useed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	credsFile = filepath.Join(dir, "user.creds")
-	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return func(o *server.Options) {
-		claims, err := jwt.DecodeOperatorClaims(ojwt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resolver := &server.MemAccResolver{}
-		if err := resolver.Store(apub, ajwt); err != nil {
-			t.Fatal(err)
-		}
-		o.TrustedOperators, o.AccountResolver = []*jwt.OperatorClaims{claims}, resolver
-	}, credsFile
-}
-
 // runCmdEnv runs the binary with extra environment variables.
 func runCmdEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
@@ -357,7 +295,7 @@ func runCmdEnv(t *testing.T, env []string, args ...string) result {
 // so no secret needs to sit in argv or a URL; the wrong secret is refused.
 func TestCommandEnvCredentials(t *testing.T) {
 	dir := t.TempDir()
-	configureOperator, creds := newCredsOperator(t, dir)
+	configureOperator, creds := testutil.NewOperator(t, dir, "user")
 	cases := []struct {
 		name      string
 		configure func(*server.Options)
@@ -372,7 +310,7 @@ func TestCommandEnvCredentials(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			url := startCredServer(t, c.configure)
+			url := testutil.StartServerWith(t, c.configure)
 			args := []string{"tools", "list", "--json", "--server", url, "--format", "json"}
 			if r := runCmdEnv(t, c.good, args...); r.code != 0 || !strings.Contains(r.stdout, `"tools"`) {
 				t.Fatalf("with %q: exit %d stdout %s stderr %s", c.good, r.code, r.stdout, r.stderr)

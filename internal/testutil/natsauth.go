@@ -1,0 +1,76 @@
+package testutil
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+)
+
+// StartServerWith runs a nats-server on a random loopback port with
+// configure applied to its options (users, TLS, an operator), stops it
+// when the test ends, and returns its client URL.
+func StartServerWith(t testing.TB, configure func(*server.Options)) string {
+	t.Helper()
+	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true}
+	configure(opts)
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(20 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	return s.ClientURL()
+}
+
+// NewOperator makes an operator with one account and one user, writes the
+// user's credentials file as dir/name.creds, and returns a server
+// configuration that trusts the operator and knows the account.
+func NewOperator(t testing.TB, dir, name string) (configure func(*server.Options), credsFile string) {
+	t.Helper()
+	okp, _ := nkeys.CreateOperator()
+	opub, _ := okp.PublicKey()
+	ojwt, err := jwt.NewOperatorClaims(opub).Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	akp, _ := nkeys.CreateAccount()
+	apub, _ := akp.PublicKey()
+	ajwt, err := jwt.NewAccountClaims(apub).Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ukp, _ := nkeys.CreateUser()
+	upub, _ := ukp.PublicKey()
+	ujwt, err := jwt.NewUserClaims(upub).Encode(akp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useed, _ := ukp.Seed()
+	creds, err := jwt.FormatUserConfig(ujwt, useed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsFile = filepath.Join(dir, name+".creds")
+	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(o *server.Options) {
+		claims, err := jwt.DecodeOperatorClaims(ojwt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resolver := &server.MemAccResolver{}
+		if err := resolver.Store(apub, ajwt); err != nil {
+			t.Fatal(err)
+		}
+		o.TrustedOperators, o.AccountResolver = []*jwt.OperatorClaims{claims}, resolver
+	}, credsFile
+}
