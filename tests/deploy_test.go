@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -26,20 +27,7 @@ import (
 func TestDeployPermissionsCoverTheProtocol(t *testing.T) {
 	t.Setenv("TOOLMESH_WORKER_PASSWORD", "w-secret")
 	t.Setenv("TOOLMESH_CALLER_PASSWORD", "c-secret")
-	opts, err := server.ProcessConfigFile("../deploy/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Host, opts.Port, opts.NoLog, opts.NoSigs = "127.0.0.1", server.RANDOM_PORT, true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	srv := testutil.StartServerFromConfig(t, "../deploy/permissions.conf")
 
 	var mu sync.Mutex
 	var violations []error

@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -43,20 +44,7 @@ func startSecure(t *testing.T) *secureMesh {
 		m.passwords[user] = randomToken(t, 24)
 		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
 	}
-	opts, err := server.ProcessConfigFile("../deploy/secure/nats-server.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Host, opts.Port, opts.NoLog, opts.NoSigs = "127.0.0.1", server.RANDOM_PORT, true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	srv := testutil.StartServerFromConfig(t, "../deploy/secure/nats-server.conf")
 	m.srv = srv
 	return m
 }

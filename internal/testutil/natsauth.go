@@ -16,8 +16,27 @@ import (
 // when the test ends, and returns its client URL.
 func StartServerWith(t testing.TB, configure func(*server.Options)) string {
 	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true}
+	opts := &server.Options{}
 	configure(opts)
+	return startOn(t, opts).ClientURL()
+}
+
+// StartServerFromConfig runs a nats-server from the configuration file at
+// path, exactly as shipped but for its listen address (a random loopback
+// port), and stops it when the test ends.
+func StartServerFromConfig(t testing.TB, path string) *server.Server {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startOn(t, opts)
+}
+
+// startOn starts a server with opts on a random loopback port, quiet.
+func startOn(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	opts.Host, opts.Port, opts.NoLog, opts.NoSigs = "127.0.0.1", server.RANDOM_PORT, true, true
 	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +46,7 @@ func StartServerWith(t testing.TB, configure func(*server.Options)) string {
 	if !s.ReadyForConnections(20 * time.Second) {
 		t.Fatal("server not ready")
 	}
-	return s.ClientURL()
+	return s
 }
 
 // NewOperator makes an operator with one account and one user, writes the
