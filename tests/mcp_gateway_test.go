@@ -138,6 +138,18 @@ func newMCPClient() (*mcpClient, *mcp.Client) {
 
 // connectMCP connects a client over transport at protocol version (""
 // for the SDK's latest, 2026-07-28).
+// connectInProcess connects a go-sdk client to g over in-memory transports.
+func connectInProcess(t *testing.T, g *mcpgateway.Gateway, version string) *mcpClient {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	return connectMCP(t, ct, version)
+}
+
 func connectMCP(t *testing.T, transport mcp.Transport, version string) *mcpClient {
 	t.Helper()
 	mc, client := newMCPClient()
@@ -158,13 +170,7 @@ func TestMCPGatewayInProcess(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			m := startMCPMesh(t)
 			g := startGateway(t, m)
-			ct, st := mcp.NewInMemoryTransports()
-			ss, err := g.Server().Connect(context.Background(), st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = ss.Close() })
-			mc := connectMCP(t, ct, v)
+			mc := connectInProcess(t, g, v)
 			if got := mc.cs.InitializeResult().ProtocolVersion; got != v {
 				t.Fatalf("negotiated %s, want %s", got, v)
 			}
@@ -505,13 +511,7 @@ func TestMCPGatewayWire2026(t *testing.T) {
 func TestMCPGatewayIncompleteCatalog(t *testing.T) {
 	m := startMCPMesh(t)
 	g := startGateway(t, m)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	mc := connectMCP(t, ct, "2025-11-25")
+	mc := connectInProcess(t, g, "2025-11-25")
 	js, err := jetstream.New(meshtest.Connect(t, m.srv))
 	if err != nil {
 		t.Fatal(err)
@@ -591,13 +591,7 @@ func TestMCPGatewayProblemFitsTheOutputSchema(t *testing.T) {
 			return nil, envelope.NewProblem(envelope.CodeInvalidInput, "n must be positive")
 		})
 	g := startGateway(t, m)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	mc := connectMCP(t, ct, "2025-11-25")
+	mc := connectInProcess(t, g, "2025-11-25")
 	for _, c := range []struct {
 		tool           string
 		wantStructured bool
