@@ -47,19 +47,23 @@ type proc struct {
 	stderr bytes.Buffer
 }
 
+// startProc runs the built toolmesh binary with args as a proc.
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(toolmeshBin(t), args...), lines: make(chan string, 256)}
+	return startExec(t, toolmeshBin(t), args...)
+}
+
+// startExec runs any program as a proc whose output lines can be awaited.
+func startExec(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 256)}
 	stdout, _ := p.cmd.StdoutPipe()
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
 	for _, r := range []io.Reader{stdout, stderr} {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			sc := bufio.NewScanner(r)
 			for sc.Scan() {
 				select {

@@ -1,13 +1,10 @@
 package tests
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -281,33 +278,6 @@ func TestMCPBridgeHTTP(t *testing.T) {
 	if bad == nil || strings.Contains(bad.Error(), "hunter2") || strings.Contains(bad.Error(), "hunter3") {
 		t.Fatalf("Start with a secret in the binding: %v (must fail, without the secret)", bad)
 	}
-}
-
-// startExec runs any program as a proc whose output lines can be awaited.
-func startExec(t *testing.T, bin string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), lines: make(chan string, 256)}
-	stdout, _ := p.cmd.StdoutPipe()
-	stderr, _ := p.cmd.StderrPipe()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []io.Reader{stdout, stderr} {
-		go func() {
-			sc := bufio.NewScanner(r)
-			for sc.Scan() {
-				select {
-				case p.lines <- sc.Text():
-				default:
-				}
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-	})
-	return p
 }
 
 // TestMCPBridgeCommand binds the test server in a tools file beside a
