@@ -172,7 +172,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if err := c.subscribe(); err != nil {
 		return nil, err
 	}
-	c.watchViolations()
+	mesh.OnViolation(nc, c.onViolation)
 	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	c.wg.Add(2)
 	go c.watchConnection()

@@ -3,8 +3,6 @@ package caller
 import (
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -23,26 +21,11 @@ func (c *Caller) confirmInbox() error {
 	return nil
 }
 
-// watchViolations routes the permissions violations NATS reports on the
-// connection (asynchronously, through its error handler) to the calls they
-// concern: a call the server refused to publish fails at once with
-// forbidden instead of waiting out its pickup timeout. The handler already
-// installed keeps being called.
-func (c *Caller) watchViolations() {
-	prev := c.nc.ErrorHandler()
-	c.nc.SetErrorHandler(func(nc *nats.Conn, s *nats.Subscription, err error) {
-		c.onViolation(err)
-		if prev != nil {
-			prev(nc, s, err)
-		}
-	})
-}
-
-func (c *Caller) onViolation(err error) {
-	op, subject, ok := mesh.Violation(err)
-	if !ok {
-		return
-	}
+// onViolation routes a permissions violation NATS reported (see
+// mesh.OnViolation) to the calls it concerns: a call the server refused to
+// publish fails at once with forbidden instead of waiting out its pickup
+// timeout.
+func (c *Caller) onViolation(op mesh.Operation, subject string) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

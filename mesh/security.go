@@ -150,3 +150,19 @@ func DialProblem(urls string, err error) *envelope.Problem {
 	return envelope.Problemf(envelope.CodeConnectionLost, "cannot reach NATS at %s: %s", where, detail).
 		WithFix("Start a local mesh with `toolmesh dev` (or `go run ./cmd/toolmesh dev`), or point --server / $NATS_URL at a running one.", envelope.MaybeIncorrect)
 }
+
+// OnViolation calls handle with every permissions violation NATS reports
+// on nc. NATS reports them asynchronously, through the connection's error
+// handler; the handler already installed is chained, not replaced, and
+// keeps receiving every error.
+func OnViolation(nc *nats.Conn, handle func(op Operation, subject string)) {
+	prev := nc.ErrorHandler()
+	nc.SetErrorHandler(func(c *nats.Conn, s *nats.Subscription, err error) {
+		if op, subject, ok := Violation(err); ok {
+			handle(op, subject)
+		}
+		if prev != nil {
+			prev(c, s, err)
+		}
+	})
+}

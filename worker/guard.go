@@ -59,24 +59,11 @@ func (w *Worker) newCall(t *tool, m *nats.Msg, received time.Time) *call {
 	return c
 }
 
-// watchViolations routes the permissions violations NATS reports on the
-// connection (asynchronously, through its error handler) to what they
-// concern; the handler already installed keeps being called.
-func (w *Worker) watchViolations() {
-	prev := w.nc.ErrorHandler()
-	w.nc.SetErrorHandler(func(nc *nats.Conn, s *nats.Subscription, err error) {
-		w.onViolation(err)
-		if prev != nil {
-			prev(nc, s, err)
-		}
-	})
-}
-
 // onViolation stops the calls whose events the server refused to carry,
-// and logs a refused subscription (Register reports its own at once).
-func (w *Worker) onViolation(err error) {
-	op, subject, ok := mesh.Violation(err)
-	if !ok || w.stopCtx.Err() != nil {
+// and logs a refused subscription (Register reports its own at once); see
+// mesh.OnViolation.
+func (w *Worker) onViolation(op mesh.Operation, subject string) {
+	if w.stopCtx.Err() != nil {
 		return
 	}
 	if op == mesh.OpSubscribe {

@@ -264,7 +264,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		formats:     map[string]*envelope.Schema{},
 	}
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
-	w.watchViolations()
+	mesh.OnViolation(nc, w.onViolation)
 	err := w.subscribeControl()
 	if err == nil {
 		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
