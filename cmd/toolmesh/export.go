@@ -27,14 +27,9 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 				return envelope.NewProblem(envelope.CodeInvalidInput, "--provider: "+err.Error()).
 					WithFix("Pass --provider openai, openai-responses, anthropic, gemini or mcp", envelope.HasPlaceholders)
 			}
-			c, done, err := g.newCaller(cmd, "tools")
+			cat, err := g.catalog(cmd, wait)
 			if err != nil {
 				return err
-			}
-			defer done()
-			cat, err := c.Catalog(cmd.Context(), wait)
-			if err != nil {
-				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
 			specs := make([]envelope.ToolSpec, 0, len(cat.Tools))
 			for _, t := range cat.Tools {

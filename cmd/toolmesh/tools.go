@@ -27,14 +27,9 @@ func newToolsListCmd(g *globals) *cobra.Command {
 		Short: "List every tool the mesh's workers host",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, done, err := g.newCaller(cmd, "tools")
+			cat, err := g.catalog(cmd, wait)
 			if err != nil {
 				return err
-			}
-			defer done()
-			cat, err := c.Catalog(cmd.Context(), wait)
-			if err != nil {
-				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
 			if asJSON {
 				return printJSON(g, cat)
@@ -148,7 +143,23 @@ func (g *globals) newCaller(cmd *cobra.Command, name string) (*caller.Caller, fu
 	c, err := caller.New(nc, caller.Config{Prefix: g.prefix, Logger: g.log})
 	if err != nil {
 		nc.Close()
-		return nil, nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+		// A Problem keeps its code (a refused inbox is forbidden).
+		return nil, nil, envelope.AsProblem(err, envelope.CodeConnectionLost)
 	}
 	return c, func() { _ = c.Close(); nc.Close() }, nil
+}
+
+// catalog dials, gathers the mesh's catalogue for at most wait, and hangs
+// up: what `tools list` and `tools export` both show.
+func (g *globals) catalog(cmd *cobra.Command, wait time.Duration) (caller.Catalog, error) {
+	c, done, err := g.newCaller(cmd, "tools")
+	if err != nil {
+		return caller.Catalog{}, err
+	}
+	defer done()
+	cat, err := c.Catalog(cmd.Context(), wait)
+	if err != nil {
+		return caller.Catalog{}, envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	return cat, nil
 }
