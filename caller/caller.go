@@ -10,18 +10,21 @@ package caller
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
-	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -62,7 +65,8 @@ type Config struct {
 	// ProblemBaseURI is the base of problem type URIs.
 	ProblemBaseURI string
 	Logger         *slog.Logger
-	// TracerProvider makes client spans (default otel.GetTracerProvider()).
+	// TracerProvider makes client spans (default: the global provider; while
+	// none is installed, calls make no spans at all and cost nothing for it).
 	TracerProvider trace.TracerProvider
 	// Propagator writes trace context into call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
@@ -79,12 +83,12 @@ type Caller struct {
 	cfg      Config
 	subjects mesh.Subjects
 	problems envelope.Registry
-	tracer   trace.Tracer
+	tracer   *mesh.Tracer
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
 	inbox    string // <inbox-prefix>.<caller-id>.
-	// intervalMS is the heartbeat interval header value, formatted once.
-	intervalMS string
+	// intervalPair is the metadata pair " interval=<ms>", formatted once.
+	intervalPair []byte
 	// invoker is send wrapped in Config.Middleware, built once.
 	invoker Invoker
 	// spanOpts are the start options of every call's span, built once.
@@ -94,6 +98,16 @@ type Caller struct {
 	statusCh chan nats.Status
 	done     chan struct{}
 	wg       sync.WaitGroup
+
+	// salt is the random part of every call id (see newReply); seq counts the calls.
+	salt [10]byte
+	seq  atomic.Uint64
+	// notifiers holds the wake-up channels of ended calls, for reuse.
+	notifiers sync.Pool
+
+	// payload is the connection's max_payload, read once per connection
+	// rather than under the connection's lock for every call.
+	payload atomic.Int64
 
 	mu      sync.Mutex
 	pending map[string]*pending
@@ -139,9 +153,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.TracerProvider == nil {
-		cfg.TracerProvider = otel.GetTracerProvider()
-	}
 	if cfg.Propagator == nil {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
@@ -155,25 +166,27 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		return nil, err
 	}
 	c := &Caller{
-		nc:         nc,
-		cfg:        cfg,
-		subjects:   mesh.Subjects{Prefix: cfg.Prefix},
-		problems:   envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:     cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/caller"),
-		prop:       cfg.Propagator,
-		log:        cfg.Logger.With("caller_id", cfg.ID),
-		inbox:      cfg.InboxPrefix + "." + cfg.ID + ".",
-		intervalMS: strconv.FormatInt(cfg.Heartbeat.Milliseconds(), 10),
-		spanOpts:   []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
-		pending:    map[string]*pending{},
-		done:       make(chan struct{}),
+		nc:           nc,
+		cfg:          cfg,
+		subjects:     mesh.Subjects{Prefix: cfg.Prefix},
+		problems:     envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:       mesh.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/caller"),
+		prop:         cfg.Propagator,
+		log:          cfg.Logger.With("caller_id", cfg.ID),
+		inbox:        cfg.InboxPrefix + "." + cfg.ID + ".",
+		intervalPair: mesh.AppendIntPair(nil, mesh.MetaInterval, cfg.Heartbeat.Milliseconds()),
+		spanOpts:     []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
+		pending:      map[string]*pending{},
+		done:         make(chan struct{}),
 	}
+	_, _ = rand.Read(c.salt[:])
+	c.payload.Store(nc.MaxPayload())
 	c.invoker = chain(c.send, cfg.Middleware)
 	if err := c.subscribe(); err != nil {
 		return nil, err
 	}
 	mesh.OnViolation(nc, c.onViolation)
-	c.statusCh = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	c.statusCh = nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	c.wg.Add(2)
 	go c.watchConnection()
 	go c.watchdog()
@@ -196,8 +209,8 @@ func (c *Caller) subscribe() error {
 	// goroutine): a worker asking whether this caller lives is answered
 	// at once, however many events wait unread in the inbox.
 	probe, err := c.nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) {
-		if wid := mesh.Header(m.Header, mesh.HeaderWorkerID); wid != "" {
-			c.sendControl(wid, mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID})
+		if f, err := mesh.ParseFrame(m.Data); err == nil && f.Kind == mesh.FrameBeat {
+			c.sendControl(f.Worker, mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID})
 		}
 	})
 	if err != nil {
@@ -255,53 +268,69 @@ func (c *Caller) remove(id string) {
 	c.mu.Unlock()
 }
 
-// onMsg routes one inbox message to its call.
+// onMsg routes one inbox message to its call (protocol v2, §5).
 func (c *Caller) onMsg(m *nats.Msg) {
-	if len(m.Data) == 0 && len(m.Header) == 0 {
-		return // a worker closing a server-made reply stream after the terminal (see worker)
+	if len(m.Data) == 0 {
+		if status := mesh.Header(m.Header, "Status"); status == "503" {
+			c.noResponders(m.Subject)
+		}
+		return // otherwise a worker closing a server-made reply stream after the terminal (see worker)
+	}
+	f, err := mesh.ParseFrame(m.Data)
+	if f.Kind == mesh.FrameBeat && err == nil {
+		c.onBeat(f)
+		return
 	}
 	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	c.mu.Lock()
 	p := c.pending[id]
 	c.mu.Unlock()
-	if p == nil {
-		// A call this caller no longer tracks (cancelled, timed out, or
-		// abandoned before its worker was known) is still running somewhere:
-		// its heartbeat names the worker, so tell that worker to stop.
-		if mesh.Header(m.Header, mesh.HeaderHeartbeat) != "" {
-			if wid := mesh.Header(m.Header, mesh.HeaderWorkerID); wid != "" {
-				c.sendControl(wid, mesh.Control{Op: mesh.OpCancel, CallID: id})
-			}
-		}
-		return
+	switch {
+	case p == nil:
+		return // a call this caller no longer tracks; its worker's next beat gets a cancel
+	case err != nil:
+		p.fail(c.problems.New(envelope.CodeInternal, "malformed message from the worker: "+err.Error()), true)
+	case f.Kind == mesh.FrameChunk:
+		p.chunk(f.Seq, f.Part, f.Parts, f.Payload)
+	case f.Kind == mesh.FrameBare && p.stream:
+		p.fail(c.problems.New(envelope.CodeInternal, "the worker sent a stream event without its number"), true)
+	default:
+		p.deliverFrame(f)
 	}
-	if status := mesh.Header(m.Header, "Status"); status != "" && len(m.Data) == 0 {
-		if status == "503" {
-			p.fail(c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", p.tool)), false)
-		}
-		return
-	}
-	if mesh.Header(m.Header, mesh.HeaderHeartbeat) != "" {
-		p.heard(mesh.Header(m.Header, mesh.HeaderWorkerID))
-		return
-	}
-	seq, hasSeq := mesh.HeaderInt(m.Header, mesh.HeaderSeq)
-	if !hasSeq && !p.stream {
-		seq = 1 // a unary reply is one unnumbered message
-	}
-	if chunk := mesh.Header(m.Header, mesh.HeaderChunk); chunk != "" {
-		p.chunk(seq, chunk, m.Data)
-		return
-	}
-	// ParseEvent, not json.Unmarshal: one validation pass instead of two,
-	// and the event's data aliases the message nats.go allocated for us.
-	ev, err := envelope.ParseEvent(m.Data)
-	if err != nil {
-		p.fail(c.problems.New(envelope.CodeInternal, "malformed event from the worker: "+err.Error()), true)
-		return
-	}
-	p.deliver(seq, ev)
 }
+
+// noResponders ends the call sent to a subject nobody subscribes to.
+func (c *Caller) noResponders(subject string) {
+	id := subject[strings.LastIndexByte(subject, '.')+1:]
+	c.mu.Lock()
+	p := c.pending[id]
+	c.mu.Unlock()
+	if p != nil {
+		p.fail(c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", p.tool)), false)
+	}
+}
+
+// onBeat takes a worker's heartbeat: every call it names has been heard
+// from. A named call this caller no longer tracks (cancelled, timed out,
+// abandoned before its worker was known) is still running there, so the
+// worker is told to stop it.
+func (c *Caller) onBeat(f mesh.Frame) {
+	interval := mesh.Millis(f.Interval)
+	now := time.Now()
+	f.EachCallID(func(id string) {
+		c.mu.Lock()
+		p := c.pending[id]
+		c.mu.Unlock()
+		if p == nil {
+			c.sendControl(f.Worker, mesh.Control{Op: mesh.OpCancel, CallID: id})
+			return
+		}
+		p.heard(f.Worker, interval, now)
+	})
+}
+
+// maxPayload is the largest message the server takes.
+func (c *Caller) maxPayload() int64 { return c.payload.Load() }
 
 func (c *Caller) sendControl(workerID string, ctl mesh.Control) {
 	if !mesh.ValidWorkerID(workerID) {
@@ -326,6 +355,7 @@ func (c *Caller) watchConnection() {
 				return
 			}
 			if st == nats.CONNECTED {
+				c.payload.Store(c.nc.MaxPayload()) // the new server may differ
 				continue
 			}
 			c.mu.Lock()
@@ -366,11 +396,17 @@ func (c *Caller) watchdog() {
 				if live.over {
 					continue
 				}
-				quiet, limit := now.Sub(live.last), silence
-				if !live.spoken {
+				quiet, limit, grace := now.Sub(live.last), silence, silence
+				switch {
+				case !live.spoken:
 					limit = c.cfg.PickupTimeout
+				case live.interval > 0:
+					// Judged by the interval the worker says it beats at
+					// (at least ours: workers may floor intervals higher).
+					limit = mesh.MissedBeats * min(max(live.interval, c.cfg.Heartbeat), mesh.MaxHeartbeat)
+					grace = limit
 				}
-				if quiet > limit && (backlog == 0 || quiet > limit+silence) {
+				if quiet > limit && (backlog == 0 || quiet > limit+grace) {
 					p.fail(c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)), true)
 					continue
 				}
@@ -411,9 +447,12 @@ const (
 
 // start validates, encodes and publishes one call, registering it first.
 func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions, mode callMode) (*pending, *envelope.Problem) {
-	body, prob := c.encodeCall(tool, args, o)
-	if prob != nil {
-		return nil, prob
+	if err := envelope.ValidateToolName(tool); err != nil {
+		return nil, c.badToolName(err)
+	}
+	rawArgs, err := encodeArgs(args)
+	if err != nil {
+		return nil, c.problems.New(envelope.CodeInvalidInput, "args: "+err.Error())
 	}
 	deadline, hasDeadline := ctx.Deadline()
 	if hasDeadline && time.Until(deadline) <= 0 {
@@ -422,49 +461,109 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if err := ctx.Err(); err != nil {
 		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
 	}
-	id := ulid.Make().String()
+	reply := c.newReply()
+	id := reply[len(c.inbox):]
 	window := c.cfg.Window
 	if o.window > 0 {
 		window = max(o.window, 2)
 	}
 	span := c.startSpan(ctx, tool, id, mode)
-	h := c.callHeader(id, o, mode, window)
-	if hasDeadline {
-		h.Set(mesh.HeaderTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+	body := c.appendMeta(make([]byte, 0, 160+len(rawArgs)), ctx, span, id, o, mode, window)
+	body, prob := c.appendCall(body, rawArgs, o)
+	if prob != nil {
+		span.End()
+		return nil, prob
 	}
-	injectCtx := ctx
-	if span.SpanContext().IsValid() {
-		injectCtx = trace.ContextWithSpan(ctx, span)
-	}
-	c.prop.Inject(injectCtx, mesh.HeaderCarrier(h))
-	p := &pending{c: c, id: id, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
-		lastHeard: time.Now(), notify: make(chan struct{}, 1), span: span}
-	if prob := c.publish(p, h, body); prob != nil {
+	p := &pending{c: c, id: id, reply: reply, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
+		lastHeard: time.Now(), notify: c.notifier(), span: span}
+	p.queue = p.first[:0]
+	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
 	}
 	return p, nil
 }
 
-// encodeCall checks the tool name and encodes the call body, refusing
-// one the server would not accept.
-func (c *Caller) encodeCall(tool string, args any, o callOptions) ([]byte, *envelope.Problem) {
-	if err := envelope.ValidateToolName(tool); err != nil {
-		return nil, c.badToolName(err)
+// newReply makes a new call's reply subject, <inbox><call-id>, in one
+// allocation; the call id, its last token, is a ULID. Its 80 "random"
+// bits are this caller's random salt plus a counter, so ids are unique
+// among this caller's calls for its whole life (the worker's rule) and
+// unlike any other caller's but by chance, with no per-call entropy,
+// lock or allocation of their own.
+func (c *Caller) newReply() string {
+	var id ulid.ULID
+	_ = id.SetTime(ulid.Timestamp(time.Now()))
+	copy(id[6:], c.salt[:])
+	binary.BigEndian.PutUint64(id[8:], binary.BigEndian.Uint64(c.salt[2:])+c.seq.Add(1))
+	b := make([]byte, len(c.inbox)+ulid.EncodedSize)
+	copy(b, c.inbox)
+	_ = id.MarshalTextTo(b[len(c.inbox):])
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// notifier returns a wake-up channel for a new call: one that an ended
+// call gave back, or a new one. A stale wake-up on a reused channel is
+// harmless: a reader woken checks its queue and waits again.
+func (c *Caller) notifier() chan struct{} {
+	if ch, ok := c.notifiers.Get().(chan struct{}); ok {
+		return ch
 	}
-	rawArgs, err := encodeArgs(args)
-	if err != nil {
-		return nil, c.problems.New(envelope.CodeInvalidInput, "args: "+err.Error())
+	return make(chan struct{}, 1)
+}
+
+// appendMeta appends the call's metadata line (protocol v2, §4.1): ids,
+// interval, mode, budget, options, and trace context when there is any.
+func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id string, o callOptions, mode callMode, window int) []byte {
+	b = mesh.AppendMetaStart(b)
+	b = mesh.AppendPair(b, mesh.MetaID, id)
+	b = mesh.AppendPair(b, mesh.MetaCaller, c.cfg.ID)
+	b = append(b, c.intervalPair...)
+	if mode == stream {
+		b = mesh.AppendPair(b, mesh.MetaMode, mesh.ModeStream)
+		b = mesh.AppendIntPair(b, mesh.MetaWindow, int64(window))
 	}
-	body, err := envelope.Call{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format}.AppendJSON(make([]byte, 0, len(rawArgs)+16))
+	if deadline, ok := ctx.Deadline(); ok {
+		b = mesh.AppendIntPair(b, mesh.MetaTimeout, max(time.Until(deadline).Milliseconds(), 1))
+	}
+	if o.idempotencyKey != "" {
+		b = mesh.AppendPair(b, mesh.MetaIdempotency, o.idempotencyKey)
+	}
+	if o.bearer != "" {
+		b = mesh.AppendPair(b, mesh.MetaBearer, o.bearer)
+	}
+	// Trace context only when there is some: an untraced call pays for
+	// one check, not for a propagator.
+	if sc := span.SpanContext(); sc.IsValid() || baggage.FromContext(ctx).Len() > 0 {
+		carrier := metaCarrier{b: &b}
+		c.prop.Inject(trace.ContextWithSpan(ctx, span), carrier)
+	}
+	return append(b, '\n')
+}
+
+// metaCarrier lets a propagator write trace context into a metadata line.
+type metaCarrier struct{ b *[]byte }
+
+// Get returns nothing: the carrier is write-only.
+func (metaCarrier) Get(string) string { return "" }
+
+// Set appends one pair.
+func (m metaCarrier) Set(key, value string) { *m.b = mesh.AppendPair(*m.b, key, value) }
+
+// Keys returns nothing: the carrier is write-only.
+func (metaCarrier) Keys() []string { return nil }
+
+// appendCall appends the call's JSON body, refusing a call the server
+// would not accept.
+func (c *Caller) appendCall(b []byte, rawArgs json.RawMessage, o callOptions) ([]byte, *envelope.Problem) {
+	b, err := envelope.Call{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format}.AppendJSON(b)
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error())
 	}
-	if limit := c.nc.MaxPayload() - 1024; int64(len(body)) > limit {
+	if limit := c.maxPayload() - 1024; int64(len(b)) > limit {
 		return nil, c.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(body), limit)).
+			fmt.Sprintf("the call is %d bytes; the server accepts at most %d", len(b), limit)).
 			WithFix(largeArgsFix, envelope.MaybeIncorrect)
 	}
-	return body, nil
+	return b, nil
 }
 
 // largeArgsFix says what to do about args too large to send.
@@ -479,41 +578,9 @@ func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) 
 	return span
 }
 
-// callHeader builds the call's headers (all but the timeout and trace
-// context). One backing array holds every value instead of one allocation
-// per Set; each value gets a capacity-1 slice so an append by anyone
-// downstream copies rather than overwrites its neighbour.
-func (c *Caller) callHeader(id string, o callOptions, mode callMode, window int) nats.Header {
-	vals := make([]string, 0, 8)
-	// Eight fits one map group; more than eight headers (every option
-	// plus trace state) only costs a grow.
-	h := make(nats.Header, 8)
-	set := func(k, v string) {
-		vals = append(vals, v)
-		n := len(vals)
-		h[k] = vals[n-1 : n : n]
-	}
-	set(mesh.HeaderCallID, id)
-	set(mesh.HeaderCallerID, c.cfg.ID)
-	set(mesh.HeaderInterval, c.intervalMS)
-	if mode == stream {
-		set(mesh.HeaderMode, mesh.ModeStream)
-		set(mesh.HeaderWindow, strconv.Itoa(window))
-	} else {
-		set(mesh.HeaderMode, mesh.ModeUnary)
-	}
-	if o.idempotencyKey != "" {
-		set(mesh.HeaderIdempotencyKey, o.idempotencyKey)
-	}
-	if o.bearer != "" {
-		set(mesh.HeaderAuthorization, "Bearer "+o.bearer)
-	}
-	return h
-}
-
 // publish registers p and sends its call; a call that cannot be sent is
 // unregistered and its span ended with the Problem returned.
-func (c *Caller) publish(p *pending, h nats.Header, body []byte) *envelope.Problem {
+func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -522,7 +589,7 @@ func (c *Caller) publish(p *pending, h nats.Header, body []byte) *envelope.Probl
 	}
 	c.pending[p.id] = p
 	c.mu.Unlock()
-	err := c.nc.PublishMsg(&nats.Msg{Subject: c.subjects.Call(p.tool), Reply: c.inbox + p.id, Header: h, Data: body})
+	err := c.nc.PublishRequest(c.subjects.Call(p.tool), p.reply, body)
 	if err == nil {
 		return nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,12 +50,10 @@ func newFakeWorker(t *testing.T, nc *nats.Conn, reply func(fw *fakeWorker, m *na
 	return fw
 }
 
-// send publishes one numbered event to the call's inbox.
+// send publishes one numbered event to the call's inbox, as an events frame.
 func (fw *fakeWorker) send(m *nats.Msg, seq int, event string) {
-	out := nats.NewMsg(m.Reply)
-	out.Header.Set(mesh.HeaderSeq, strconv.Itoa(seq))
-	out.Data = []byte(event)
-	_ = fw.nc.PublishMsg(out)
+	body := mesh.AppendEventsHead(nil, int64(seq), []int{len(event)})
+	_ = fw.nc.Publish(m.Reply, append(body, event...))
 }
 
 const fakeStart = `{"type":"start","tool_id":"fake","call_id":"x","metadata":{"worker_id":"` + fakeWorkerID + `"}}`

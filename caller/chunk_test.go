@@ -9,18 +9,13 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
 
-// piece publishes one chunk of an event.
+// piece publishes one chunk of an event; mark is written as given.
 func piece(fw *fakeWorker, m *nats.Msg, seq int, mark, body string) {
-	out := nats.NewMsg(m.Reply)
-	out.Header.Set(mesh.HeaderSeq, strconv.Itoa(seq))
-	out.Header.Set(mesh.HeaderChunk, mark)
-	out.Data = []byte(body)
-	_ = fw.nc.PublishMsg(out)
+	_ = fw.nc.Publish(m.Reply, []byte("tm2 chunk seq="+strconv.Itoa(seq)+" part="+mark+"\n"+body))
 }
 
 // Chunks are reassembled in order; a lost piece, a piece out of order or a

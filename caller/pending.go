@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 type pending struct {
 	c      *Caller
 	id     string
+	reply  string // the call's reply subject: <inbox><id>
 	tool   string
 	stream bool
 	window int
@@ -31,8 +30,10 @@ type pending struct {
 
 	mu             sync.Mutex
 	queue          []envelope.ToolEvent
+	first          [1]envelope.ToolEvent // the queue's first backing: a unary call needs no other
 	nextSeq        int64
 	lastHeard      time.Time
+	interval       time.Duration // the worker's beat interval; 0 until it beats
 	workerID       string
 	spoken         bool   // a worker has sent something for this call
 	terminalQueued bool   // a terminal event is queued: nothing more is accepted
@@ -52,41 +53,74 @@ func (p *pending) signal() {
 // liveness is what the watchdog needs to judge one call.
 type liveness struct {
 	workerID string
-	last     time.Time // the last word, or the call's start before any
-	spoken   bool      // a worker has said anything at all
-	over     bool      // the terminal is queued: nothing left to judge
+	interval time.Duration // the worker's own beat interval, 0 if not yet known
+	last     time.Time     // the last word, or the call's start before any
+	spoken   bool          // a worker has said anything at all
+	over     bool          // the terminal is queued: nothing left to judge
 }
 
 func (p *pending) liveness() liveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return liveness{workerID: p.workerID, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued}
+	return liveness{workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued}
 }
 
-// heard records a heartbeat.
-func (p *pending) heard(workerID string) {
+// heard records a heartbeat naming this call: the worker holding it and
+// the interval it beats at, by which its silence is judged.
+func (p *pending) heard(workerID string, interval time.Duration, now time.Time) {
 	p.mu.Lock()
-	p.lastHeard = time.Now()
-	p.spoken = true
+	p.lastHeard, p.spoken, p.interval = now, true, interval
 	if p.workerID == "" {
 		p.workerID = workerID
 	}
 	p.mu.Unlock()
 }
 
+// deliverFrame queues the events of one message: a bare event (numbered
+// 1) or an events frame.
+func (p *pending) deliverFrame(f mesh.Frame) {
+	if f.Kind == mesh.FrameBare {
+		p.deliverJSON(1, f.Payload)
+		return
+	}
+	events, err := f.Events()
+	if err != nil {
+		p.fail(p.c.problems.New(envelope.CodeInternal, "malformed events frame from the worker: "+err.Error()), true)
+		return
+	}
+	for i, ev := range events {
+		if !p.deliverJSON(f.Seq+int64(i), ev) {
+			return
+		}
+	}
+}
+
+// deliverJSON parses and queues one event; false once the call has ended.
+func (p *pending) deliverJSON(seq int64, data []byte) bool {
+	// ParseEvent, not json.Unmarshal: one validation pass instead of two,
+	// and the event's data aliases the message nats.go allocated for us.
+	ev, err := envelope.ParseEvent(data)
+	if err != nil {
+		p.fail(p.c.problems.New(envelope.CodeInternal, "malformed event from the worker: "+err.Error()), true)
+		return false
+	}
+	return p.deliver(seq, ev)
+}
+
 // deliver queues one event, checking its sequence number: a hole ends the
 // call with stream_gap rather than handing over a silently holed stream.
-func (p *pending) deliver(seq int64, ev envelope.ToolEvent) {
+// It reports whether the call goes on.
+func (p *pending) deliver(seq int64, ev envelope.ToolEvent) bool {
 	p.mu.Lock()
 	if p.terminalQueued {
 		p.mu.Unlock()
-		return
+		return false
 	}
 	if seq != p.nextSeq {
 		want := p.nextSeq
 		p.mu.Unlock()
 		p.fail(p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d of call %s, got %d: events were lost in transit", want, p.id, seq)), true)
-		return
+		return false
 	}
 	if p.stream && !ev.IsTerminal() && len(p.queue) >= p.window {
 		// The reader has not yet consumed the whole window, so a correct
@@ -94,7 +128,7 @@ func (p *pending) deliver(seq int64, ev envelope.ToolEvent) {
 		// memory bounded whatever a worker does.
 		p.mu.Unlock()
 		p.fail(p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("worker sent event %d of call %s beyond the %d-event credit window", seq, p.id, p.window)), true)
-		return
+		return false
 	}
 	p.nextSeq++
 	p.lastHeard = time.Now()
@@ -110,6 +144,7 @@ func (p *pending) deliver(seq int64, ev envelope.ToolEvent) {
 	}
 	p.mu.Unlock()
 	p.signal()
+	return true
 }
 
 // chunk takes one piece ("i/n") of an event too large for one message:
@@ -117,8 +152,7 @@ func (p *pending) deliver(seq int64, ev envelope.ToolEvent) {
 // stays within the caller's MaxResultBytes, and the last piece delivers
 // the reassembled event like any other (so it counts once against the
 // credit window).
-func (p *pending) chunk(seq int64, mark string, data []byte) {
-	i, n, ok := parseChunk(mark)
+func (p *pending) chunk(seq int64, i, n int, data []byte) {
 	p.mu.Lock()
 	if p.terminalQueued {
 		p.mu.Unlock()
@@ -126,10 +160,8 @@ func (p *pending) chunk(seq int64, mark string, data []byte) {
 	}
 	var prob *envelope.Problem
 	switch {
-	case !ok:
-		prob = p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("malformed chunk mark %q from the worker", mark))
 	case seq != p.nextSeq || i != max(p.chunkNext, 1):
-		prob = p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d (piece %d) of call %s, got %d (piece %s): chunks were lost in transit", p.nextSeq, max(p.chunkNext, 1), p.id, seq, mark))
+		prob = p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d (piece %d) of call %s, got %d (piece %d/%d): chunks were lost in transit", p.nextSeq, max(p.chunkNext, 1), p.id, seq, i, n))
 	case len(p.chunks)+len(data) > p.c.cfg.MaxResultBytes:
 		prob = p.c.problems.New(envelope.CodePayloadTooLarge, fmt.Sprintf("an event of call %s is larger than this caller's max_result_bytes (%d); the call was stopped", p.id, p.c.cfg.MaxResultBytes)).
 			WithFix("Ask the tool for less (narrower arguments, paging), or raise the caller's MaxResultBytes.", envelope.MaybeIncorrect)
@@ -152,20 +184,7 @@ func (p *pending) chunk(seq int64, mark string, data []byte) {
 	p.chunks, p.chunkNext = nil, 0
 	p.nextSeq-- // deliver numbers the whole event with the last piece's seq
 	p.mu.Unlock()
-	ev, err := envelope.ParseEvent(whole)
-	if err != nil {
-		p.fail(p.c.problems.New(envelope.CodeInternal, "malformed chunked event from the worker: "+err.Error()), true)
-		return
-	}
-	p.deliver(seq, ev)
-}
-
-// parseChunk reads a chunk mark "i/n" with 1 <= i <= n.
-func parseChunk(mark string) (i, n int, ok bool) {
-	a, b, found := strings.Cut(mark, "/")
-	i, errI := strconv.Atoi(a)
-	n, errN := strconv.Atoi(b)
-	return i, n, found && errI == nil && errN == nil && i >= 1 && i <= n
+	p.deliverJSON(seq, whole)
 }
 
 // fail queues a terminal error decided on this side, unless the call
@@ -220,6 +239,7 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 			if ev.IsTerminal() {
 				p.c.remove(p.id)
 				p.endSpan(ev.Problem())
+				p.c.notifiers.Put(p.notify)
 			}
 			return ev, nil
 		}

@@ -36,7 +36,7 @@ func (c *Caller) Stream(ctx context.Context, tool string, args any, opts ...Opti
 	return &Stream{p: p, ctx: ctx, cancel: cancel}, nil
 }
 
-// CallID returns the call's ULID.
+// CallID returns the call's id, a ULID.
 func (s *Stream) CallID() string { return s.p.id }
 
 // Next returns the next event, blocking until one arrives. After the

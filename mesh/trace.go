@@ -1,9 +1,13 @@
 package mesh
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -67,4 +71,52 @@ func EndSpan(span trace.Span, p *envelope.Problem) {
 		span.SetAttributes(attribute.String("toolmesh.outcome", "result"))
 	}
 	span.End()
+}
+
+// Tracer starts call spans, and none at all while nobody could record
+// them: with no TracerProvider configured and none installed globally
+// (otel.SetTracerProvider), a call whose context carries no trace gets a
+// no-op span at no cost — no allocation, no context value. Once a global
+// provider is installed, later calls use it.
+type Tracer struct {
+	name  string
+	fixed atomic.Pointer[trace.Tracer] // the tracer to use, once there is one
+	idle  trace.TracerProvider         // the global default seen at construction
+	noop  trace.Span
+}
+
+// NewTracer returns a Tracer named name (the instrumentation scope) using
+// tp, or the global provider when tp is nil.
+func NewTracer(tp trace.TracerProvider, name string) *Tracer {
+	t := &Tracer{name: name, noop: trace.SpanFromContext(context.Background())}
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+		// otel's global default is an internal delegating type until an
+		// application installs a provider; it records nothing meanwhile.
+		if fmt.Sprintf("%T", tp) == "*global.tracerProvider" {
+			t.idle = tp
+			return t
+		}
+	}
+	tr := tp.Tracer(name)
+	t.fixed.Store(&tr)
+	return t
+}
+
+// Start starts a span as trace.Tracer.Start does, or returns ctx and a
+// no-op span when tracing is off and ctx carries no trace to continue.
+func (t *Tracer) Start(ctx context.Context, spanName string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if tr := t.fixed.Load(); tr != nil {
+		return (*tr).Start(ctx, spanName, opts...)
+	}
+	tp := otel.GetTracerProvider()
+	if tp != t.idle {
+		tr := tp.Tracer(t.name)
+		t.fixed.Store(&tr)
+		return tr.Start(ctx, spanName, opts...)
+	}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		return tp.Tracer(t.name).Start(ctx, spanName, opts...) // carries the parent's context on
+	}
+	return ctx, t.noop
 }

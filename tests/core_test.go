@@ -200,11 +200,9 @@ func TestSpentBudgetNeverRunsHandler(t *testing.T) {
 		ran.Add(1)
 		return echo(ctx, r, e)
 	})
-	// On the wire: a call message whose budget header says 0 ms remain.
+	// On the wire: a call message whose metadata says 0 ms of budget remain.
 	msg := nats.NewMsg(mesh.Subjects{}.Call("echo"))
-	msg.Header.Set(mesh.HeaderCallID, "01JD5Q7ZK3M8X2V4T6N9P0R1S2")
-	msg.Header.Set("toolmesh-timeout", "0") // lower case: headers are read case-insensitively
-	msg.Data = []byte(`{"args":{}}`)
+	msg.Data = []byte("tm2 id=01JD5Q7ZK3M8X2V4T6N9P0R1S2 timeout=0\n" + `{"args":{}}`)
 	reply, err := f.cnc.RequestMsg(msg, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +278,15 @@ func TestWorkerKilledMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
+	// Mid-stream: the caller holds the first delta before the worker dies.
+	for ev, err := range s.Events() {
+		if err != nil || ev.IsTerminal() {
+			t.Fatalf("before the kill: %+v %v", ev, err)
+		}
+		if ev.Type == envelope.EventDelta {
+			break
+		}
+	}
 	f.wnc.Close() // abrupt: no drain, no terminal event
 	var last envelope.ToolEvent
 	for ev, err := range s.Events() {

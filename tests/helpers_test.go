@@ -8,8 +8,11 @@ import (
 	"iter"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -86,4 +89,36 @@ func mustJSON(v any) json.RawMessage {
 // iterPull is iter.Pull2 with the three results in one call.
 func iterPull[K, V any](seq iter.Seq2[K, V]) (func() (K, V, bool), func()) {
 	return iter.Pull2(seq)
+}
+
+// replyEvents decodes the events of one reply message, as a client
+// written from docs/protocol.md would: a bare event, or an events frame;
+// heartbeats (and the empty release message) hold none.
+func replyEvents(t *testing.T, m *nats.Msg) []envelope.ToolEvent {
+	t.Helper()
+	if len(m.Data) == 0 {
+		return nil
+	}
+	f, err := mesh.ParseFrame(m.Data)
+	if err != nil {
+		t.Fatalf("reply %q: %v", m.Data, err)
+	}
+	var raw [][]byte
+	switch f.Kind {
+	case mesh.FrameBare:
+		raw = [][]byte{f.Payload}
+	case mesh.FrameEvents:
+		if raw, err = f.Events(); err != nil {
+			t.Fatalf("reply %q: %v", m.Data, err)
+		}
+	}
+	out := make([]envelope.ToolEvent, 0, len(raw))
+	for _, r := range raw {
+		ev, err := envelope.ParseEvent(r)
+		if err != nil {
+			t.Fatalf("event %q: %v", r, err)
+		}
+		out = append(out, ev)
+	}
+	return out
 }

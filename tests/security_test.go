@@ -345,8 +345,7 @@ func TestSecureReplySubjectInjectionFails(t *testing.T) {
 	}
 	forged := nats.NewMsg(mesh.Subjects{}.Call("demo.echo"))
 	forged.Reply = victim
-	forged.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
-	forged.Data = []byte(`{"args":{"message":"forged"}}`)
+	forged.Data = []byte("tm2 mode=unary\n" + `{"args":{"message":"forged"}}`)
 	if err := anc.PublishMsg(forged); err != nil {
 		t.Fatal(err)
 	}
@@ -504,8 +503,7 @@ func TestSecureUnleasedCallHasABoundedLife(t *testing.T) {
 	anc, _ := m.dial(t, "alice")
 	msg := nats.NewMsg(mesh.Subjects{}.Call("demo.forever"))
 	msg.Reply = "_INBOX.nobody-reads-this.1"
-	msg.Header.Set(mesh.HeaderMode, mesh.ModeStream)
-	msg.Data = []byte(`{"args":{}}`)
+	msg.Data = []byte("tm2 mode=stream\n" + `{"args":{}}`)
 	if err := anc.PublishMsg(msg); err != nil {
 		t.Fatal(err)
 	}
@@ -532,64 +530,55 @@ func TestSecureHugeCreditDoesNotFreezeTheStream(t *testing.T) {
 	}
 	msg := nats.NewMsg(mesh.Subjects{}.Call("demo.count"))
 	msg.Reply = "_INBOX.raw.1"
-	msg.Header.Set(mesh.HeaderCallID, "raw1")
-	msg.Header.Set(mesh.HeaderMode, mesh.ModeStream)
-	msg.Header.Set(mesh.HeaderWindow, "4")
-	msg.Data = []byte(`{"args":{"n":200}}`)
+	msg.Data = []byte("tm2 id=raw1 mode=stream window=4\n" + `{"args":{"n":200}}`)
 	if err := anc.PublishMsg(msg); err != nil {
 		t.Fatal(err)
 	}
 	deltas := 0
-	for {
-		m := <-events
-		if mesh.Header(m.Header, mesh.HeaderHeartbeat) != "" {
-			continue
-		}
-		ev, err := envelope.ParseEvent(m.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch ev.Type {
-		case envelope.EventStart:
-			wid, _ := ev.Metadata["worker_id"].(string)
-			huge := mesh.Control{Op: mesh.OpCredit, CallID: "raw1", N: math.MaxInt64}
-			if err := anc.Publish(mesh.Subjects{}.Control(wid), huge.Encode()); err != nil {
-				t.Fatal(err)
+	for m := range events {
+		for _, ev := range replyEvents(t, m) {
+			switch ev.Type {
+			case envelope.EventStart:
+				wid, _ := ev.Metadata["worker_id"].(string)
+				huge := mesh.Control{Op: mesh.OpCredit, CallID: "raw1", N: math.MaxInt64}
+				if err := anc.Publish(mesh.Subjects{}.Control(wid), huge.Encode()); err != nil {
+					t.Fatal(err)
+				}
+			case envelope.EventDelta:
+				deltas++
+			case envelope.EventProgress:
+			case envelope.EventResult:
+				if deltas != 200 || string(ev.Data) != `{"count":200}` {
+					t.Fatalf("%d deltas, result %s", deltas, ev.Data)
+				}
+				return
+			default:
+				t.Fatalf("event %+v", ev)
 			}
-		case envelope.EventDelta:
-			deltas++
-		case envelope.EventProgress:
-		case envelope.EventResult:
-			if deltas != 200 || string(ev.Data) != `{"count":200}` {
-				t.Fatalf("%d deltas, result %s", deltas, ev.Data)
-			}
-			return
-		default:
-			t.Fatalf("event %+v", ev)
 		}
 	}
 }
 
-// Malformed call headers are invalid_input, never silently ignored.
-func TestSecureMalformedHeadersAreInvalidInput(t *testing.T) {
+// Malformed call metadata is invalid_input, never silently ignored.
+func TestSecureMalformedMetadataIsInvalidInput(t *testing.T) {
 	m := startSecure(t)
 	w := m.demoWorker(t, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	anc, _ := m.dial(t, "alice")
 	for _, h := range []struct{ name, value string }{
-		{mesh.HeaderTimeout, "soon"},
-		{mesh.HeaderTimeout, "-5"},
-		{mesh.HeaderTimeout, "99999999999999999999"},
-		{mesh.HeaderMode, "firehose"},
-		{mesh.HeaderWindow, "lots"},
-		{mesh.HeaderInterval, "1.5"},
-		{mesh.HeaderCallID, "a.b.>"},
-		{mesh.HeaderCallerID, strings.Repeat("c", 200)},
-		{mesh.HeaderIdempotencyKey, strings.Repeat("k", 300)},
+		{mesh.MetaTimeout, "soon"},
+		{mesh.MetaTimeout, "-5"},
+		{mesh.MetaTimeout, "99999999999999999999"},
+		{mesh.MetaMode, "firehose"},
+		{mesh.MetaWindow, "lots"},
+		{mesh.MetaInterval, "1.5"},
+		{mesh.MetaID, "a.b.>"},
+		{mesh.MetaCaller, strings.Repeat("c", 200)},
+		{mesh.MetaIdempotency, strings.Repeat("k", 300)},
+		{mesh.MetaBearer, "bad%escape"},
 	} {
 		msg := nats.NewMsg(mesh.Subjects{}.Call("demo.echo"))
-		msg.Header.Set(h.name, h.value)
-		msg.Data = []byte(`{"args":{}}`)
+		msg.Data = []byte("tm2 " + h.name + "=" + h.value + "\n" + `{"args":{}}`)
 		reply, err := anc.RequestMsg(msg, 10*time.Second)
 		if err != nil {
 			t.Fatalf("%s: %v", h.name, err)
@@ -598,7 +587,7 @@ func TestSecureMalformedHeadersAreInvalidInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := ev.Problem(); p == nil || p.Code != envelope.CodeInvalidInput || !strings.Contains(p.Detail, h.name) {
+		if p := ev.Problem(); p == nil || p.Code != envelope.CodeInvalidInput || p.Extensions["meta"] != h.name {
 			t.Errorf("%s: %.20q answered %s", h.name, h.value, reply.Data)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// FuzzCallMessage sends a worker call messages with arbitrary headers and
+// FuzzCallMessage sends a worker call messages with arbitrary metadata and
 // bodies: whatever arrives, the worker answers with a well-formed event
 // (a result or a Problem) and never panics or stays silent.
 func FuzzCallMessage(f *testing.F) {
@@ -35,18 +35,34 @@ func FuzzCallMessage(f *testing.F) {
 	f.Add("unary", "", "", "", []byte{})
 	f.Fuzz(func(t *testing.T, mode, window, timeout, interval string, body []byte) {
 		m := nats.NewMsg(mesh.Subjects{}.Call("echo"))
-		for k, v := range map[string]string{mesh.HeaderMode: mode, mesh.HeaderWindow: window,
-			mesh.HeaderTimeout: timeout, mesh.HeaderInterval: interval} {
-			if v != "" && validHeaderValue(v) {
-				m.Header.Set(k, v)
+		line := "tm2"
+		for _, kv := range [][2]string{{mesh.MetaMode, mode}, {mesh.MetaWindow, window},
+			{mesh.MetaTimeout, timeout}, {mesh.MetaInterval, interval}} {
+			if kv[1] != "" {
+				line += " " + kv[0] + "=" + kv[1] // raw: spaces and newlines in v break the line on purpose
 			}
+		}
+		if line != "tm2" {
+			body = append([]byte(line+"\n"), body...)
 		}
 		m.Data = body
 		reply, err := raw.RequestMsg(m, 20*time.Second)
 		if err != nil {
 			t.Fatalf("no answer: %v", err)
 		}
-		ev, err := envelope.ParseEvent(reply.Data)
+		f, err := mesh.ParseFrame(reply.Data)
+		if err != nil {
+			t.Fatalf("malformed answer %q: %v", reply.Data, err)
+		}
+		first := f.Payload
+		if f.Kind == mesh.FrameEvents {
+			events, err := f.Events()
+			if err != nil {
+				t.Fatalf("malformed answer %q: %v", reply.Data, err)
+			}
+			first = events[0]
+		}
+		ev, err := envelope.ParseEvent(first)
 		if err != nil {
 			t.Fatalf("malformed answer %q: %v", reply.Data, err)
 		}
@@ -60,14 +76,4 @@ func FuzzCallMessage(f *testing.F) {
 			t.Fatalf("first answer is %s", ev.Type)
 		}
 	})
-}
-
-// validHeaderValue reports whether NATS can carry v as a header value.
-func validHeaderValue(v string) bool {
-	for _, r := range v {
-		if r < 0x20 || r == 0x7f {
-			return false
-		}
-	}
-	return true
 }

@@ -17,46 +17,62 @@ import (
 var errPublishDenied = errors.New("the NATS server refused to carry this call's events (permissions)")
 
 // newCall builds a call from its message, answering it at once (and
-// returning nil) when a header is malformed, the body too large or the
+// returning nil) when its metadata is malformed, the body too large or the
 // budget already spent. A call whose caller does not prove it is alive
 // gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
 func (w *Worker) newCall(t *tool, m *nats.Msg, received time.Time) *call {
-	h := m.Header
-	hd, prob := parseCallHeaders(h, w.problems, w.cfg.Heartbeat, w.cfg.MinHeartbeat)
-	c := &call{
-		w: w, tool: t, reply: m.Reply, id: hd.callID, callerID: hd.callerID,
-		mode: hd.mode, stream: hd.mode == mesh.ModeStream, interval: hd.interval,
-		started: received, header: h, window: hd.window, granted: int64(hd.window),
-		bearer: bearer(h),
+	c := &call{w: w, tool: t, reply: m.Reply, started: received, window: mesh.DefaultWindow, interval: w.cfg.Heartbeat}
+	line, body, err := mesh.SplitCall(m.Data)
+	var meta callMeta
+	var prob *envelope.Problem
+	if err != nil {
+		prob = w.problems.New(envelope.CodeInvalidInput, "malformed call: "+err.Error())
+	} else {
+		meta, prob = w.meta.parse(line)
 	}
+	c.setMeta(meta)
 	if c.id == "" {
 		c.id = ulid.Make().String()
 	}
-	c.key = callKey{mesh.Identity(h), c.id}
+	c.key = callKey{mesh.Identity(m.Header), c.id}
+	if prob == nil {
+		prob = w.refuseEarly(m, meta)
+	}
 	if prob != nil {
 		c.reject(prob)
 		return nil
 	}
-	if len(m.Data) > w.cfg.MaxArgsBytes {
-		c.reject(w.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)).
-			WithFix(largeArgsFix, envelope.MaybeIncorrect))
-		return nil
+	if meta.hasBudget {
+		c.deadline = received.Add(meta.budget)
 	}
-	if hd.hasBudget {
-		if hd.budget <= 0 {
-			c.reject(w.problems.New(envelope.CodeTimeout, "the call's budget was spent before it started; the handler did not run"))
-			return nil
-		}
-		c.deadline = received.Add(hd.budget)
-	}
-	if c.callerID == "" || c.mode == "" { // nobody will prove the caller alive
+	if c.callerID == "" { // nobody will prove the caller alive
 		if life := received.Add(w.cfg.MaxUnleasedLife); c.deadline.IsZero() || c.deadline.After(life) {
 			c.deadline, c.unleased = life, true
 		}
 	}
-	c.body = m.Data
+	c.body = body
 	return c
+}
+
+// setMeta copies a call's metadata into it.
+func (c *call) setMeta(m callMeta) {
+	c.id, c.callerID, c.mode, c.stream = m.callID, m.callerID, m.mode, m.mode == mesh.ModeStream
+	c.interval, c.window, c.granted = m.interval, m.window, int64(m.window)
+	c.bearer, c.idem, c.trace = m.bearer, m.idem, m.trace
+}
+
+// refuseEarly is the Problem of a well-formed call that must not run: a
+// body past MaxArgsBytes, or a budget already spent.
+func (w *Worker) refuseEarly(m *nats.Msg, meta callMeta) *envelope.Problem {
+	if len(m.Data) > w.cfg.MaxArgsBytes {
+		return w.problems.New(envelope.CodePayloadTooLarge,
+			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)).
+			WithFix(largeArgsFix, envelope.MaybeIncorrect)
+	}
+	if meta.hasBudget && meta.budget <= 0 {
+		return w.problems.New(envelope.CodeTimeout, "the call's budget was spent before it started; the handler did not run")
+	}
+	return nil
 }
 
 // onViolation stops the calls whose events the server refused to carry,

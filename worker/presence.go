@@ -81,6 +81,7 @@ func (p *presence) loop() {
 		case <-refresh.C:
 			p.register()
 		case <-reconnected:
+			p.w.payload.Store(p.w.nc.MaxPayload()) // the new server may differ
 			p.beacon(mesh.BeaconUp)
 			p.register()
 		}

@@ -39,10 +39,7 @@ func (w *Worker) suspectCaller(c *call) {
 	answer := make(chan bool, 1)
 	w.probing[k] = answer
 	w.callsMu.Unlock()
-	inbox := c.reply[:strings.LastIndexByte(c.reply, '.')+1]
-	probe := &nats.Msg{Subject: inbox + mesh.ProbeToken, Reply: w.subjects.Control(w.cfg.ID) + "." + c.callerID,
-		Header: nats.Header{mesh.HeaderWorkerID: []string{w.cfg.ID}}}
-	if err := w.nc.PublishMsg(probe); err != nil {
+	if err := w.nc.PublishMsg(w.probeMsg(c)); err != nil {
 		w.log.Debug("caller probe not sent", "caller_id", c.callerID, "err", err)
 	}
 	go w.awaitProbe(k, answer, mesh.MissedBeats*c.interval)
@@ -72,11 +69,13 @@ func (w *Worker) awaitProbe(k callKey, answer chan bool, wait time.Duration) {
 func (w *Worker) cancelCaller(k callKey) {
 	w.callsMu.Lock()
 	defer w.callsMu.Unlock()
-	w.log.Info("caller lost: cancelling its calls", "caller_id", k.id)
-	for _, c := range w.calls {
-		if c.callerKey() == k {
-			c.cancel(errCallerLost)
-		}
+	p := w.peers[k]
+	if p == nil {
+		return
+	}
+	w.log.Info("caller lost: cancelling its calls", "caller_id", k.id, "calls", len(p.calls))
+	for c := range p.calls {
+		c.cancel(errCallerLost)
 	}
 }
 

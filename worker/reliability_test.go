@@ -22,8 +22,7 @@ import (
 func rawCall(t *testing.T, raw *nats.Conn, tool string, body []byte) envelope.ToolEvent {
 	t.Helper()
 	m := nats.NewMsg(mesh.Subjects{}.Call(tool))
-	m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
-	m.Data = body
+	m.Data = append([]byte("tm2 mode=unary\n"), body...)
 	reply, err := raw.RequestMsg(m, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -191,8 +190,12 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 	var probes atomic.Int64
 	if _, err := raw.Subscribe("_INBOX.SILENT."+mesh.ProbeToken, func(m *nats.Msg) {
 		probes.Add(1)
-		wid := mesh.Header(m.Header, mesh.HeaderWorkerID)
-		_ = raw.Publish(mesh.Subjects{}.Control(wid), mesh.Control{Op: mesh.OpAlive, CallerID: "SILENT"}.Encode())
+		f, err := mesh.ParseFrame(m.Data)
+		if err != nil || f.Kind != mesh.FrameBeat {
+			t.Errorf("probe %q is not a heartbeat frame: %v", m.Data, err)
+			return
+		}
+		_ = raw.Publish(mesh.Subjects{}.Control(f.Worker), mesh.Control{Op: mesh.OpAlive, CallerID: "SILENT"}.Encode())
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +212,8 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := nats.NewMsg(mesh.Subjects{}.Call("slow"))
-	m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
-	m.Header.Set(mesh.HeaderCallerID, "SILENT")
-	m.Header.Set(mesh.HeaderInterval, "10")
 	m.Reply = "_INBOX.SILENT.01CALL"
-	m.Data = []byte(`{"args":{}}`)
+	m.Data = []byte("tm2 mode=unary caller=SILENT interval=10\n" + `{"args":{}}`)
 	sub, err := raw.SubscribeSync(m.Reply)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mesh.Header(reply.Header, mesh.HeaderHeartbeat) != "" {
+		if isBeat(reply) {
 			continue
 		}
 		ev, err := envelope.ParseEvent(reply.Data)
@@ -258,8 +258,7 @@ func TestCallArrivingAfterStopIsRefused(t *testing.T) {
 	w.Stop()
 	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
 	m.Reply = "late.reply"
-	m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
-	m.Data = []byte(`{"args":{}}`)
+	m.Data = []byte("tm2 mode=unary\n" + `{"args":{}}`)
 	w.onCall(tl, m) // what a subscription callback still in flight would do
 	if n := w.admitted.Load(); n != 0 {
 		t.Fatalf("%d calls admitted after Stop returned", n)
@@ -275,4 +274,10 @@ func TestCallArrivingAfterStopIsRefused(t *testing.T) {
 	if ran.Load() {
 		t.Fatal("the handler ran after Stop returned")
 	}
+}
+
+// isBeat reports whether m is a worker's heartbeat frame.
+func isBeat(m *nats.Msg) bool {
+	f, err := mesh.ParseFrame(m.Data)
+	return err == nil && f.Kind == mesh.FrameBeat
 }

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -83,7 +81,8 @@ type Config struct {
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).
 	Logger *slog.Logger
-	// TracerProvider makes server spans (default otel.GetTracerProvider()).
+	// TracerProvider makes server spans (default: the global provider; while
+	// none is installed, calls make no spans at all and cost nothing for it).
 	TracerProvider trace.TracerProvider
 	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
@@ -99,7 +98,7 @@ type Worker struct {
 	cfg      Config
 	subjects mesh.Subjects
 	problems envelope.Registry
-	tracer   trace.Tracer
+	tracer   *mesh.Tracer
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
 	started  time.Time
@@ -122,12 +121,16 @@ type Worker struct {
 	draining    bool
 	closed      chan nats.Status // CLOSED notifications; removed when the worker stops
 
-	callsMu      sync.Mutex
-	calls        map[callKey]*call
-	callers      map[callKey]time.Time // (identity, caller id) → last liveness message
-	callerCalls  map[callKey]int       // (identity, caller id) → its calls in flight here
-	probing      map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
-	callersSwept int                   // size of callers after the last prune
+	// payload is the connection's max_payload, read once per connection
+	// rather than under the connection's lock for every event.
+	payload atomic.Int64
+
+	meta metaParser // validates call metadata against this worker's bounds
+
+	callsMu sync.Mutex
+	calls   map[callKey]*call
+	peers   map[callKey]*peer     // (identity, caller id) → its calls and lease
+	probing map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 
 	presence *presence
 
@@ -220,9 +223,6 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.TracerProvider == nil {
-		cfg.TracerProvider = otel.GetTracerProvider()
-	}
 	if cfg.Propagator == nil {
 		cfg.Propagator = mesh.DefaultPropagator()
 	}
@@ -233,8 +233,9 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 // subjects. Register tools to start taking calls.
 func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Pool != "" {
-		if _, bad := token(cfg.Pool); bad != "" || len(cfg.Pool) > 64 {
-			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: %s", cfg.Pool, bad)
+		var pool string
+		if err := token(&pool, []byte(cfg.Pool)); err != nil || len(cfg.Pool) > 64 {
+			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: want 1-64 characters of A-Z a-z 0-9 _ -", cfg.Pool)
 		}
 	}
 	cfg = cfg.withDefaults(nc)
@@ -249,7 +250,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg:         cfg,
 		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
 		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:      cfg.TracerProvider.Tracer("github.com/toolmesh/toolmesh/worker"),
+		tracer:      mesh.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
 		prop:        cfg.Propagator,
 		log:         cfg.Logger.With("worker_id", cfg.ID),
 		started:     time.Now().UTC(),
@@ -258,11 +259,12 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		tools:       map[string]*tool{},
 		registering: map[string]bool{},
 		calls:       map[callKey]*call{},
-		callers:     map[callKey]time.Time{},
-		callerCalls: map[callKey]int{},
+		peers:       map[callKey]*peer{},
 		probing:     map[callKey]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
+	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
+	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	mesh.OnViolation(nc, w.onViolation)
 	err := w.subscribeControl()
@@ -528,21 +530,7 @@ func (w *Worker) onControl(m *nats.Msg) {
 	who := mesh.Identity(m.Header)
 	switch c.Op {
 	case mesh.OpAlive:
-		now := time.Now()
-		w.callsMu.Lock()
-		k := callKey{who, c.CallerID}
-		if w.callerCalls[k] == 0 {
-			// Nothing of this caller runs here: remembering it would let
-			// anyone grow the map with made-up caller ids.
-			w.callsMu.Unlock()
-			return
-		}
-		w.callers[k] = now
-		w.answerProbeLocked(k, true)
-		if len(w.callers) > w.callersSwept*2+64 {
-			w.pruneCallersLocked(now)
-		}
-		w.callsMu.Unlock()
+		w.heard(callKey{who, c.CallerID})
 	case mesh.OpCancel:
 		// Idempotent and race-tolerant: an unknown call id is ignored.
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
@@ -555,40 +543,10 @@ func (w *Worker) onControl(m *nats.Msg) {
 	}
 }
 
-// callKey names a call (or a caller) as seen by one identity: the
-// identity the NATS server vouches for (mesh.Identity) and the id the
-// caller chose.
-type callKey struct {
-	identity, id string
-}
-
-// pruneCallersLocked forgets callers not heard from for a minute (far past
-// any lease), so a long-running worker does not keep every caller it ever
-// served. It runs when the map has doubled since the last sweep, which
-// keeps the cost amortised. callsMu must be held.
-func (w *Worker) pruneCallersLocked(now time.Time) {
-	for id, seen := range w.callers {
-		if now.Sub(seen) > time.Minute {
-			delete(w.callers, id)
-		}
-	}
-	w.callersSwept = len(w.callers)
-}
-
 func (w *Worker) lookup(k callKey) *call {
 	w.callsMu.Lock()
 	defer w.callsMu.Unlock()
 	return w.calls[k]
-}
-
-// callerSeen returns when the caller was last heard, or since if later.
-func (w *Worker) callerSeen(caller callKey, since time.Time) time.Time {
-	w.callsMu.Lock()
-	defer w.callsMu.Unlock()
-	if t, ok := w.callers[caller]; ok && t.After(since) {
-		return t
-	}
-	return since
 }
 
 // responseFormatSchema compiles a json_schema response format once per
@@ -725,4 +683,9 @@ func (t *tool) record(d time.Duration, p *envelope.Problem) {
 	t.statsMu.Unlock()
 }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+// maxPayload is the largest message the server takes.
+func (w *Worker) maxPayload() int { return int(w.payload.Load()) }
+
+// piece is the largest event that goes out in one message; larger ones
+// are chunked. The rest of max_payload is room for the frame line.
+func (w *Worker) piece() int { return w.maxPayload() - mesh.ChunkOverhead }

@@ -90,26 +90,6 @@ func TestDrainThenRegisterRefused(t *testing.T) {
 	}
 }
 
-// The caller-liveness map forgets callers long gone.
-func TestCallersArePruned(t *testing.T) {
-	w, _ := newTestWorker(t, Config{})
-	old := time.Now().Add(-2 * time.Minute)
-	w.callsMu.Lock()
-	for i := range 1000 {
-		w.callers[callKey{"", fmt.Sprint("gone-", i)}] = old
-	}
-	w.callsMu.Unlock()
-	w.callsMu.Lock()
-	w.callerCalls[callKey{"", "fresh"}] = 1 // a caller with a call in flight here
-	w.callsMu.Unlock()
-	w.onControl(&nats.Msg{Data: mesh.Control{Op: mesh.OpAlive, CallerID: "fresh"}.Encode()})
-	w.callsMu.Lock()
-	defer w.callsMu.Unlock()
-	if len(w.callers) != 1 {
-		t.Fatalf("%d callers remembered, want only the fresh one", len(w.callers))
-	}
-}
-
 // A second call with an id already in flight is refused, and Stop still
 // reaches the first: both are found by that id.
 func TestDuplicateCallIDRefused(t *testing.T) {
@@ -127,9 +107,7 @@ func TestDuplicateCallIDRefused(t *testing.T) {
 	call := func(reply string) {
 		m := nats.NewMsg(mesh.Subjects{}.Call("block"))
 		m.Reply = reply
-		m.Header.Set(mesh.HeaderCallID, "01SAMEIDSAMEIDSAMEIDSAMEID")
-		m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
-		m.Data = []byte(`{"args":{}}`)
+		m.Data = []byte("tm2 id=01SAMEIDSAMEIDSAMEIDSAMEID\n" + `{"args":{}}`)
 		if err := raw.PublishMsg(m); err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +121,7 @@ func TestDuplicateCallIDRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal("no answer to the duplicate:", err)
 		}
-		if mesh.Header(m.Header, mesh.HeaderHeartbeat) != "" {
+		if isBeat(m) {
 			continue
 		}
 		var ev envelope.ToolEvent
@@ -175,11 +153,8 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
-	m.Header.Set(mesh.HeaderTimeout, "9999999999999")
 	// A caller that proves it is alive: an unleased call's life is bounded.
-	m.Header.Set(mesh.HeaderCallerID, "c1")
-	m.Header.Set(mesh.HeaderMode, mesh.ModeUnary)
-	m.Data = []byte(`{"args":{}}`)
+	m.Data = []byte("tm2 timeout=9999999999999 caller=c1\n" + `{"args":{}}`)
 	reply, err := raw.RequestMsg(m, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -205,8 +180,8 @@ func TestAliveWithoutCallsIsIgnored(t *testing.T) {
 	}
 	w.callsMu.Lock()
 	defer w.callsMu.Unlock()
-	if len(w.callers) != 0 {
-		t.Fatalf("%d made-up callers remembered", len(w.callers))
+	if len(w.peers) != 0 {
+		t.Fatalf("%d made-up callers remembered", len(w.peers))
 	}
 }
 

@@ -1,0 +1,189 @@
+package worker
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// Bounds of call metadata values. Every value a call carries is checked
+// against one of these before anything else happens: a caller cannot buy
+// unbounded state, heartbeats or life on a worker with a metadata value.
+const (
+	maxIDLen      = 128  // id, caller: subject-safe tokens
+	maxIdemKeyLen = 256  // idem
+	maxBearerLen  = 8192 // bearer
+	maxTraceLen   = 1024 // traceparent, tracestate, baggage (each)
+	// MaxWindow is the largest initial credit a stream call may ask for;
+	// larger values are clamped (credit only bounds the caller's own memory).
+	MaxWindow = 1 << 16
+)
+
+// callMeta is a call's validated metadata (protocol v2, §4.1).
+type callMeta struct {
+	callID, callerID string
+	mode             string // "" (a plain NATS request), mesh.ModeUnary or mesh.ModeStream
+	budget           time.Duration
+	hasBudget        bool
+	window           int
+	interval         time.Duration
+	idem, bearer     string
+	trace            traceFields
+}
+
+// traceFields carry W3C trace context and baggage; empty when the caller
+// traced nothing, so an untraced call costs no propagator work.
+type traceFields struct{ parent, state, baggage string }
+
+// metaParser validates one metadata line against a worker's bounds.
+type metaParser struct {
+	problems                 envelope.Registry
+	defInterval, minInterval time.Duration
+}
+
+// parse validates every pair of a call's metadata line (nil: a call with
+// no metadata). A value that is present but malformed is invalid_input
+// naming the key: silently ignoring a garbage timeout would run the call
+// without the budget its caller meant.
+func (mp metaParser) parse(line []byte) (callMeta, *envelope.Problem) {
+	m := callMeta{window: mesh.DefaultWindow, interval: mp.defInterval}
+	if line == nil {
+		return m, nil
+	}
+	m.mode = mesh.ModeUnary
+	var seen uint16
+	var badKey string
+	err := mesh.EachPair(line, func(key, v []byte) error {
+		bit, err := m.set(mp, key, v)
+		if err == nil && bit != 0 && seen&bit != 0 {
+			err = fmt.Errorf("given twice")
+		}
+		seen |= bit
+		if err != nil {
+			badKey = string(key)
+		}
+		return err
+	})
+	if err != nil {
+		if badKey == "" {
+			return m, mp.problems.New(envelope.CodeInvalidInput, "malformed metadata line: "+err.Error())
+		}
+		return m, mp.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("metadata %s: %s", badKey, err)).WithExtension("meta", badKey)
+	}
+	return m, nil
+}
+
+// set reads one key into m, returning the key's bit (0 for a key this
+// version does not know, which is ignored).
+func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
+	switch string(key) {
+	case mesh.MetaID:
+		return 1 << 0, token(&m.callID, v)
+	case mesh.MetaCaller:
+		return 1 << 1, token(&m.callerID, v)
+	case mesh.MetaMode:
+		return 1 << 2, m.setMode(v)
+	case mesh.MetaTimeout:
+		ms, err := mesh.Digits(v)
+		m.budget, m.hasBudget = mesh.Millis(ms), err == nil
+		return 1 << 3, err
+	case mesh.MetaWindow:
+		n, err := mesh.Digits(v)
+		m.window = int(min(max(n, 2), MaxWindow))
+		return 1 << 4, err
+	case mesh.MetaInterval:
+		ms, err := mesh.Digits(v)
+		m.interval = min(max(mesh.Millis(ms), mp.minInterval), mesh.MaxHeartbeat)
+		return 1 << 5, err
+	case mesh.MetaIdempotency:
+		return 1 << 6, text(&m.idem, v, maxIdemKeyLen)
+	case mesh.MetaBearer:
+		return 1 << 7, text(&m.bearer, v, maxBearerLen)
+	case mesh.MetaTraceparent:
+		return 1 << 8, text(&m.trace.parent, v, maxTraceLen)
+	case mesh.MetaTracestate:
+		return 1 << 9, text(&m.trace.state, v, maxTraceLen)
+	case mesh.MetaBaggage:
+		return 1 << 10, text(&m.trace.baggage, v, maxTraceLen)
+	}
+	return 0, nil
+}
+
+func (m *callMeta) setMode(v []byte) error {
+	switch string(v) {
+	case mesh.ModeUnary:
+		m.mode = mesh.ModeUnary
+	case mesh.ModeStream:
+		m.mode = mesh.ModeStream
+	default:
+		return fmt.Errorf("want %q or %q, got %.32q", mesh.ModeUnary, mesh.ModeStream, v)
+	}
+	return nil
+}
+
+// token reads an id: 1-128 characters of [A-Za-z0-9_-]. The string
+// aliases v, the call message's own payload, which nothing ever writes
+// after nats.go delivers it: ids cost no allocation.
+func token(dst *string, v []byte) error {
+	if len(v) == 0 || len(v) > maxIDLen {
+		return fmt.Errorf("%d characters, want 1-%d", len(v), maxIDLen)
+	}
+	for _, b := range v {
+		if !isTokenByte(b) {
+			return fmt.Errorf("character %q is not allowed (use A-Z a-z 0-9 _ -)", b)
+		}
+	}
+	*dst = unsafe.String(&v[0], len(v))
+	return nil
+}
+
+// text reads a percent-encoded value of at most limit bytes once decoded.
+func text(dst *string, v []byte, limit int) error {
+	if len(v) > 3*limit {
+		return fmt.Errorf("more than %d bytes", limit)
+	}
+	s, err := mesh.Unescape(v)
+	if err != nil {
+		return err
+	}
+	if len(s) > limit {
+		return fmt.Errorf("%d bytes, more than %d", len(s), limit)
+	}
+	*dst = s
+	return nil
+}
+
+func isTokenByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-'
+}
+
+// Get returns a trace field by its W3C name; traceFields is a read-only
+// propagation.TextMapCarrier over a call's metadata.
+func (t traceFields) Get(key string) string {
+	switch key {
+	case mesh.MetaTraceparent:
+		return t.parent
+	case mesh.MetaTracestate:
+		return t.state
+	case mesh.MetaBaggage:
+		return t.baggage
+	}
+	return ""
+}
+
+// Set does nothing: a worker only reads trace context.
+func (t traceFields) Set(string, string) {}
+
+// Keys lists the fields present.
+func (t traceFields) Keys() []string {
+	var out []string
+	for _, k := range []string{mesh.MetaTraceparent, mesh.MetaTracestate, mesh.MetaBaggage} {
+		if t.Get(k) != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package worker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+func testParser() metaParser {
+	return metaParser{problems: envelope.Registry{}, defInterval: time.Second, minInterval: mesh.MinHeartbeat}
+}
+
+func TestParseCallMeta(t *testing.T) {
+	for _, c := range []struct {
+		name, key, value string
+		bad              bool
+		check            func(callMeta) bool
+	}{
+		{"interval 0 is floored", mesh.MetaInterval, "0", false, func(m callMeta) bool { return m.interval == mesh.MinHeartbeat }},
+		{"interval 1ms is floored", mesh.MetaInterval, "1", false, func(m callMeta) bool { return m.interval == mesh.MinHeartbeat }},
+		{"interval capped", mesh.MetaInterval, "999999999999", false, func(m callMeta) bool { return m.interval == mesh.MaxHeartbeat }},
+		{"window clamped up", mesh.MetaWindow, "0", false, func(m callMeta) bool { return m.window == 2 }},
+		{"window clamped down", mesh.MetaWindow, "999999999999999", false, func(m callMeta) bool { return m.window == MaxWindow }},
+		{"budget 0 kept (spent)", mesh.MetaTimeout, "0", false, func(m callMeta) bool { return m.hasBudget && m.budget == 0 }},
+		{"budget", mesh.MetaTimeout, "1500", false, func(m callMeta) bool { return m.budget == 1500*time.Millisecond }},
+		{"mode stream", mesh.MetaMode, "stream", false, func(m callMeta) bool { return m.mode == mesh.ModeStream }},
+		{"bearer percent-decoded", mesh.MetaBearer, "a%20b%25", false, func(m callMeta) bool { return m.bearer == "a b%" }},
+		{"unknown key ignored", "future", "x", false, func(m callMeta) bool { return m.mode == mesh.ModeUnary }},
+		{"garbage budget", mesh.MetaTimeout, "soon", true, nil},
+		{"negative budget", mesh.MetaTimeout, "-1", true, nil},
+		{"empty budget", mesh.MetaTimeout, "", true, nil},
+		{"too many digits", mesh.MetaTimeout, "1234567890123456", true, nil},
+		{"unknown mode", mesh.MetaMode, "UNARY", true, nil},
+		{"window garbage", mesh.MetaWindow, "4x", true, nil},
+		{"interval fraction", mesh.MetaInterval, "0.5", true, nil},
+		{"call id wildcard", mesh.MetaID, "a.*", true, nil},
+		{"caller id too long", mesh.MetaCaller, strings.Repeat("c", 129), true, nil},
+		{"idempotency key too long", mesh.MetaIdempotency, strings.Repeat("k", 257), true, nil},
+		{"bad percent-encoding", mesh.MetaBearer, "abc%4", true, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			line := " " + c.key + "=" + c.value
+			got, p := testParser().parse([]byte(line))
+			if c.bad {
+				if p == nil || p.Code != envelope.CodeInvalidInput || p.Extensions["meta"] != c.key {
+					t.Fatalf("got %+v, want invalid_input naming %s", p, c.key)
+				}
+				return
+			}
+			if p != nil || !c.check(got) {
+				t.Fatalf("got %+v %v", got, p)
+			}
+		})
+	}
+}
+
+func TestParseCallMetaRefusesRepeatsAndBarePairs(t *testing.T) {
+	for _, line := range []string{" id=a id=b", " id", " =x", " mode=stream mode=unary"} {
+		if _, p := testParser().parse([]byte(line)); p == nil || p.Code != envelope.CodeInvalidInput {
+			t.Errorf("%q: got %v, want invalid_input", line, p)
+		}
+	}
+}
+
+// Whatever the line, parsing never panics, and what it accepts is within bounds.
+func FuzzCallMeta(f *testing.F) {
+	f.Add(" id=01J caller=c mode=stream timeout=1000 window=64 interval=0")
+	f.Add("")
+	f.Add(" id=x.y caller=- mode=unary timeout=-1 window=99999999999999999999 interval=1e3")
+	f.Add(" bearer=%zz idem=%41 traceparent=00-abc")
+	f.Fuzz(func(t *testing.T, line string) {
+		got, p := testParser().parse([]byte(line))
+		if p != nil {
+			if p.Code != envelope.CodeInvalidInput {
+				t.Fatalf("problem %+v", p)
+			}
+			return
+		}
+		if got.window < 2 || got.window > MaxWindow || got.interval < mesh.MinHeartbeat && got.interval != time.Second ||
+			got.interval > mesh.MaxHeartbeat || got.budget < 0 || len(got.callID) > maxIDLen || len(got.bearer) > maxBearerLen {
+			t.Fatalf("out of bounds: %+v", got)
+		}
+	})
+}

@@ -1,0 +1,186 @@
+package worker
+
+import (
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// peer is one caller (identity, caller id) with calls running here.
+// Liveness is per peer, not per call (protocol v2, §8): one heartbeat per
+// peer per interval names all of its calls, and one lease per peer
+// decides whether its calls live on — heartbeats cost O(callers), not
+// O(calls), while a lost caller still loses exactly its own calls.
+type peer struct {
+	key      callKey
+	interval time.Duration
+	calls    map[*call]struct{}
+	latest   *call     // the most recent call: its reply subject carries the beats
+	seen     time.Time // the last word from the caller: a call or an alive message
+	timer    *time.Timer
+}
+
+// callKey names a call (or a caller) as seen by one identity: the
+// identity the NATS server vouches for (mesh.Identity) and the id the
+// caller chose.
+type callKey struct {
+	identity, id string
+}
+
+// replyKeepalive is how long a call whose reply subject the server made
+// (it crossed an account boundary) may go without a message on that
+// subject. The server forgets such a mapping after its response threshold
+// (deploy/secure: 2 minutes) without traffic, and a heartbeat to the
+// caller travels on only one of its calls' subjects.
+const replyKeepalive = mesh.MaxHeartbeat
+
+// track makes c findable by control messages and stop, and enrols it with
+// its peer; it reports false when a call with the same key is already in
+// flight (control messages find calls by id, so two may not share one).
+func (w *Worker) track(c *call) bool {
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	if _, dup := w.calls[c.key]; dup {
+		return false
+	}
+	w.calls[c.key] = c
+	c.tracked = true
+	if c.callerID == "" {
+		return true
+	}
+	k := c.callerKey()
+	p := w.peers[k]
+	if p == nil {
+		p = &peer{key: k, calls: map[*call]struct{}{}, seen: c.started, interval: c.interval}
+		p.timer = time.AfterFunc(c.interval, func() { w.beat(p) })
+		w.peers[k] = p
+	}
+	p.calls[c] = struct{}{}
+	p.latest, p.interval = c, c.interval
+	if c.started.After(p.seen) {
+		p.seen = c.started // a caller sending calls is alive
+	}
+	return true
+}
+
+// untrack forgets c. It runs before c's terminal goes out, so no heartbeat sent after
+// the terminal can name the call.
+func (w *Worker) untrack(c *call) {
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	if !c.tracked {
+		return
+	}
+	c.tracked = false
+	delete(w.calls, c.key)
+	p := w.peers[c.callerKey()]
+	if p == nil {
+		return
+	}
+	delete(p.calls, c)
+	// A peer without calls lingers until its next beat, which forgets it:
+	// a caller whose calls come one at a time keeps one peer, not one per call.
+	if p.latest == c {
+		p.latest = nil
+		for other := range p.calls {
+			p.latest = other
+			break
+		}
+	}
+}
+
+// beat sends p's heartbeat, keeps server-made reply mappings alive, and
+// checks p's lease: a caller silent for 3 intervals is suspect.
+func (w *Worker) beat(p *peer) {
+	w.callsMu.Lock()
+	if len(p.calls) == 0 {
+		delete(w.peers, p.key)
+		w.callsMu.Unlock()
+		return
+	}
+	now := time.Now()
+	// Sent under callsMu: untrack (which precedes every terminal) waits,
+	// so a beat never names a call whose terminal is already out.
+	w.sendBeats(p)
+	if p.key.identity != "" {
+		w.keepRepliesAlive(p, now)
+	}
+	suspect := now.Sub(p.seen) > mesh.MissedBeats*p.interval
+	latest := p.latest
+	p.timer.Reset(p.interval)
+	w.callsMu.Unlock()
+	if suspect {
+		w.suspectCaller(latest)
+	}
+}
+
+// sendBeats publishes p's heartbeat on its latest call's reply subject:
+// one message naming every call of p, or several when the ids outgrow one
+// message. callsMu must be held.
+func (w *Worker) sendBeats(p *peer) {
+	limit := w.piece()
+	head := mesh.AppendBeatHead(nil, w.cfg.ID, p.interval.Milliseconds())
+	buf := append(make([]byte, 0, len(head)+len(p.calls)*27), head...)
+	for c := range p.calls {
+		if len(buf)+len(c.id)+1 > limit {
+			w.publishBeat(p.latest, buf)
+			buf = append(buf[:0], head...)
+		}
+		buf = append(append(buf, c.id...), ' ')
+	}
+	w.publishBeat(p.latest, buf)
+}
+
+// keepRepliesAlive beats, on its own subject, each call of p whose
+// server-made reply subject has carried nothing for replyKeepalive.
+// callsMu must be held.
+func (w *Worker) keepRepliesAlive(p *peer, now time.Time) {
+	for c := range p.calls {
+		if c == p.latest || !strings.HasPrefix(c.reply, serverReplyPrefix) || now.Sub(c.lastSent()) < replyKeepalive {
+			continue
+		}
+		b := mesh.AppendBeatHead(nil, w.cfg.ID, p.interval.Milliseconds())
+		w.publishBeat(c, append(b, c.id...))
+	}
+}
+
+func (w *Worker) publishBeat(c *call, body []byte) {
+	c.markSent()
+	if err := w.nc.Publish(c.reply, body); err != nil {
+		w.log.Debug("heartbeat not sent", "caller_id", c.callerID, "err", err)
+	}
+}
+
+// heard renews the lease of caller k on an alive message; a caller with
+// nothing running here is ignored, so made-up caller ids cost nothing.
+func (w *Worker) heard(k callKey) {
+	w.callsMu.Lock()
+	defer w.callsMu.Unlock()
+	p := w.peers[k]
+	if p == nil {
+		return
+	}
+	p.seen = time.Now()
+	w.answerProbeLocked(k, true)
+}
+
+// lastSent is when c's reply subject last carried a message.
+func (c *call) lastSent() time.Time { return time.Unix(0, c.sentAt.Load()) }
+
+// markSent records that c's reply subject carries a message now.
+func (c *call) markSent() { c.sentAt.Store(time.Now().UnixNano()) }
+
+// sentClock is the type of call.sentAt: unix nanoseconds, atomic so that
+// heartbeats read it without the call's lock.
+type sentClock = atomic.Int64
+
+// probeMsg is the liveness probe sent to a suspect caller (see suspectCaller).
+func (w *Worker) probeMsg(c *call) *nats.Msg {
+	inbox := c.reply[:strings.LastIndexByte(c.reply, '.')+1]
+	return &nats.Msg{Subject: inbox + mesh.ProbeToken, Reply: w.subjects.Control(w.cfg.ID) + "." + c.callerID,
+		Data: mesh.AppendBeatHead(nil, w.cfg.ID, c.interval.Milliseconds())}
+}

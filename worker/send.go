@@ -1,0 +1,271 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/redact"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// outbox holds a stream's events accepted from the handler and not yet
+// published. One publish is in progress at a time (flushing); events the
+// handler emits meanwhile pile up here and travel together in the next
+// message, so a fast producer sends few large messages and a slow one
+// sends each event at once. Nothing ever waits on a timer to fill a batch.
+type outbox struct {
+	buf      []byte // encoded events, back to back
+	sizes    []int  // the size of each
+	firstSeq int64  // the number of the first
+	flushing bool   // a flush goroutine is publishing
+	idle     *sync.Cond
+}
+
+// reject answers a call that is refused before it runs.
+func (c *call) reject(p *envelope.Problem) {
+	c.mu.Lock()
+	c.ended = true
+	ev, data, _ := c.encode(envelope.ErrorEvent(p)) // a terminal event always encodes, if only as an error
+	_ = c.sendTerminalLocked(ev, data)
+	c.mu.Unlock()
+}
+
+// finish sends the one terminal event and returns the Problem it carried
+// (nil for a result): a result too large to send goes out as an error.
+// Encoding a large result can take a while, so it happens outside c.mu:
+// heartbeats keep the caller informed until the terminal is on its way.
+func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Problem {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		c.w.untrack(c)
+		return redact.Problem(p, c.bearer)
+	}
+	c.ended = true
+	c.mu.Unlock()
+	ev := envelope.ResultEvent(data)
+	if p != nil {
+		// Redacted before anything reads it: the error event, the tool's
+		// last_error in $SRV.STATS and the span status all come from p.
+		ev = envelope.ErrorEvent(redact.Problem(p, c.bearer))
+	}
+	ev, enc, _ := c.encode(ev) // a terminal event always encodes, if only as an error
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sendTerminalLocked(ev, enc)
+}
+
+// sendTerminalLocked records the call's stats, forgets the call and sends
+// its encoded terminal event after every event before it; c.mu must be
+// held. Stats come first, so a caller holding the terminal never reads
+// stats that miss its call. It returns the Problem actually sent.
+func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.Problem {
+	p := ev.Problem()
+	c.tool.record(time.Since(c.started), p)
+	c.w.untrack(c)
+	c.waitFlushedLocked()
+	switch {
+	case len(data) > c.w.piece():
+		c.flushInlineLocked()
+		c.sendChunksLocked(data)
+	case c.stream:
+		c.queueLocked(data) // the terminal travels with the events still queued
+		c.flushInlineLocked()
+	default:
+		// A unary call gets exactly one message, a bare event: the reply
+		// stays as cheap as a plain NATS response.
+		c.seq++
+		c.publish(data)
+	}
+	c.releaseReplyLocked()
+	return p
+}
+
+// emit accepts a non-terminal event, waiting for credit in stream mode.
+// In unary mode, and for a plain request, it sends nothing.
+func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
+	var data []byte
+	if c.stream {
+		var err error
+		if _, data, err = c.encode(ev); err != nil {
+			return err
+		}
+	}
+	for {
+		c.mu.Lock()
+		switch {
+		case c.ended:
+			c.mu.Unlock()
+			return errCallEnded
+		case !c.stream:
+			c.mu.Unlock()
+			return nil
+		case c.sent < c.granted:
+			c.sent++
+			c.enqueueLocked(data)
+			c.mu.Unlock()
+			return nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.credit:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// enqueueLocked queues one non-terminal event and makes sure a flush is
+// under way; an event too large for one message goes out in chunks at
+// once, after everything queued before it. c.mu must be held.
+func (c *call) enqueueLocked(data []byte) {
+	if len(data) > c.w.piece() {
+		c.waitFlushedLocked()
+		c.flushInlineLocked()
+		c.sendChunksLocked(data)
+		return
+	}
+	c.queueLocked(data)
+	if !c.out.flushing {
+		c.out.flushing = true
+		go c.flushLoop()
+	}
+}
+
+// queueLocked numbers one event and appends it to the outbox.
+func (c *call) queueLocked(data []byte) {
+	c.seq++
+	if len(c.out.sizes) == 0 {
+		c.out.firstSeq = c.seq
+	}
+	c.out.buf = append(c.out.buf, data...)
+	c.out.sizes = append(c.out.sizes, len(data))
+}
+
+// flushLoop publishes the outbox until it is empty, releasing c.mu while
+// each message goes out so that the handler can keep emitting.
+func (c *call) flushLoop() {
+	c.mu.Lock()
+	for len(c.out.sizes) > 0 {
+		body := c.takeFrameLocked()
+		c.mu.Unlock()
+		c.publish(body)
+		c.mu.Lock()
+	}
+	c.out.flushing = false
+	if c.out.idle != nil {
+		c.out.idle.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// waitFlushedLocked waits until no flush goroutine is publishing, so the
+// caller of it may publish in order; c.mu must be held.
+func (c *call) waitFlushedLocked() {
+	for c.out.flushing {
+		if c.out.idle == nil {
+			c.out.idle = sync.NewCond(&c.mu)
+		}
+		c.out.idle.Wait()
+	}
+}
+
+// flushInlineLocked publishes the outbox on this goroutine; no flush
+// goroutine may be running. c.mu must be held.
+func (c *call) flushInlineLocked() {
+	for len(c.out.sizes) > 0 {
+		c.publish(c.takeFrameLocked())
+	}
+}
+
+// takeFrameLocked removes from the outbox the events that fit one
+// message and returns that message's body: an events frame.
+func (c *call) takeFrameLocked() []byte {
+	// A frame line costs at most 48 bytes plus 8 per event; one event of
+	// up to piece() bytes always fits (enqueueLocked chunks larger ones).
+	room, n, size := c.w.maxPayload(), 0, 0
+	for n < len(c.out.sizes) && n < mesh.MaxFrameEvents && (n == 0 || 48+8*(n+1)+size+c.out.sizes[n] <= room) {
+		size += c.out.sizes[n]
+		n++
+	}
+	head := mesh.AppendEventsHead(make([]byte, 0, 32+6*n+size), c.out.firstSeq, c.out.sizes[:n])
+	body := append(head, c.out.buf[:size]...)
+	c.out.firstSeq += int64(n)
+	rest := copy(c.out.buf, c.out.buf[size:])
+	c.out.buf = c.out.buf[:rest]
+	c.out.sizes = c.out.sizes[:copy(c.out.sizes, c.out.sizes[n:])]
+	return body
+}
+
+// publish sends one message on the call's reply subject.
+func (c *call) publish(body []byte) {
+	if c.serverReply() {
+		c.markSent()
+	}
+	if err := c.w.nc.Publish(c.reply, body); err != nil {
+		c.w.log.Warn("publish event", "call_id", c.id, "err", err)
+	}
+}
+
+// serverReplyPrefix starts the reply subjects nats-server makes for
+// requests that crossed a service import (see deploy/secure).
+const serverReplyPrefix = "_R_."
+
+func (c *call) serverReply() bool { return strings.HasPrefix(c.reply, serverReplyPrefix) }
+
+// releaseReplyLocked ends a server-made reply mapping once the call is
+// over. The call export streams its responses, so the server keeps the
+// mapping until its response threshold passes (minutes) unless told the
+// stream is done, and an empty message is how a streamed response says so.
+// Other replies (a single-account mesh) need nothing.
+func (c *call) releaseReplyLocked() {
+	if c.serverReply() {
+		_ = c.w.nc.Publish(c.reply, nil)
+	}
+}
+
+// encode returns ev's wire form (it reads nothing c.mu guards). A
+// terminal event that cannot go out as it is (unencodable, or past
+// MaxResultBytes) is replaced by the error event that says so, and that
+// event is returned with its bytes. An event larger than one message is
+// fine: it goes out in chunks.
+func (c *call) encode(ev envelope.ToolEvent) (envelope.ToolEvent, []byte, error) {
+	data, err := ev.AppendJSON(make([]byte, 0, 128+len(ev.Data)))
+	if err != nil {
+		if !ev.IsTerminal() {
+			return ev, nil, err
+		}
+		ev = envelope.ErrorEvent(c.w.problems.New(envelope.CodeOutputInvalid, "terminal event cannot be encoded: "+err.Error()))
+		data, _ = ev.AppendJSON(nil)
+	}
+	if limit := c.w.cfg.MaxResultBytes; len(data) > limit {
+		p := c.w.problems.New(envelope.CodePayloadTooLarge,
+			fmt.Sprintf("%s event is %d bytes, more than this worker's max_result_bytes (%d)", ev.Type, len(data), limit)).
+			WithFix("Ask the tool for less (narrower arguments, paging), or raise the worker's MaxResultBytes and the caller's.", envelope.MaybeIncorrect)
+		if !ev.IsTerminal() {
+			return ev, nil, p
+		}
+		ev = envelope.ErrorEvent(p)
+		data, _ = ev.AppendJSON(nil)
+	}
+	return ev, data, nil
+}
+
+// sendChunksLocked sends one event in pieces of at most one message's
+// room, each numbered (in unary mode too) and marked i/n, so the caller
+// reassembles the event in order and sees any lost piece as a gap.
+func (c *call) sendChunksLocked(data []byte) {
+	piece := c.w.piece()
+	n := (len(data) + piece - 1) / piece
+	for i := 0; i < n; i++ {
+		c.seq++
+		part := data[i*piece : min((i+1)*piece, len(data))]
+		body := mesh.AppendChunkHead(make([]byte, 0, 48+len(part)), c.seq, i+1, n)
+		c.publish(append(body, part...))
+	}
+}
