@@ -16,13 +16,21 @@ import (
 // server refuses to carry: nobody can hear the handler, so it stops.
 var errPublishDenied = errors.New("the NATS server refused to carry this call's events (permissions)")
 
+// callMsg is one call as it arrived: its reply subject, its bytes and the
+// message's headers (only the server-stamped identity is read from them).
+type callMsg struct {
+	reply  string
+	data   []byte
+	header nats.Header
+}
+
 // newCall builds a call from its message, answering it at once (and
 // returning nil) when its metadata is malformed, the body too large or the
 // budget already spent. A call whose caller does not prove it is alive
 // gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
-func (w *Worker) newCall(t *tool, m *nats.Msg, received time.Time) *call {
-	c := &call{w: w, tool: t, reply: m.Reply, started: received, window: mesh.DefaultWindow, interval: w.cfg.Heartbeat}
-	line, body, err := mesh.SplitCall(m.Data)
+func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
+	c := &call{w: w, tool: t, reply: m.reply, started: received, window: mesh.DefaultWindow, interval: w.cfg.Heartbeat}
+	line, body, err := mesh.SplitCall(m.data)
 	var meta callMeta
 	var prob *envelope.Problem
 	if err != nil {
@@ -34,7 +42,7 @@ func (w *Worker) newCall(t *tool, m *nats.Msg, received time.Time) *call {
 	if c.id == "" {
 		c.id = ulid.Make().String()
 	}
-	c.key = callKey{mesh.Identity(m.Header), c.id}
+	c.key = callKey{mesh.Identity(m.header), c.id}
 	if prob == nil {
 		prob = w.refuseEarly(m, meta)
 	}
@@ -63,10 +71,10 @@ func (c *call) setMeta(m callMeta) {
 
 // refuseEarly is the Problem of a well-formed call that must not run: a
 // body past MaxArgsBytes, or a budget already spent.
-func (w *Worker) refuseEarly(m *nats.Msg, meta callMeta) *envelope.Problem {
-	if len(m.Data) > w.cfg.MaxArgsBytes {
+func (w *Worker) refuseEarly(m callMsg, meta callMeta) *envelope.Problem {
+	if len(m.data) > w.cfg.MaxArgsBytes {
 		return w.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.Data), w.cfg.MaxArgsBytes)).
+			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.data), w.cfg.MaxArgsBytes)).
 			WithFix(largeArgsFix, envelope.MaybeIncorrect)
 	}
 	if meta.hasBudget && meta.budget <= 0 {

@@ -580,10 +580,15 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
 		return
 	}
-	c := w.newCall(t, m, received)
+	c := w.newCall(t, callMsg{reply: m.Reply, data: m.Data, header: m.Header}, received)
 	if c == nil || !w.admit(c) {
 		return
 	}
+	w.dispatch(c)
+}
+
+// dispatch runs an admitted call.
+func (w *Worker) dispatch(c *call) {
 	c.tool.load.begin()
 	select {
 	case w.idle <- c: // an idle runner takes it, reusing its already grown stack
