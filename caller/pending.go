@@ -29,7 +29,8 @@ type pending struct {
 	notify chan struct{}
 
 	mu             sync.Mutex
-	queue          []envelope.ToolEvent
+	queue          []envelope.ToolEvent // events from head on wait unread
+	head           int
 	first          [1]envelope.ToolEvent // the queue's first backing: a unary call needs no other
 	nextSeq        int64
 	lastHeard      time.Time
@@ -77,22 +78,28 @@ func (p *pending) heard(workerID string, interval time.Duration, now time.Time) 
 }
 
 // deliverFrame queues the events of one message: a bare event (numbered
-// 1) or an events frame.
+// 1) or an events frame, parsed first and then queued under one lock with
+// one wake-up for the reader, however many events the frame packs.
 func (p *pending) deliverFrame(f mesh.Frame) {
 	if f.Kind == mesh.FrameBare {
 		p.deliverJSON(1, f.Payload)
 		return
 	}
-	events, err := f.Events()
+	raw, err := f.Events()
 	if err != nil {
 		p.fail(p.c.problems.New(envelope.CodeInternal, "malformed events frame from the worker: "+err.Error()), true)
 		return
 	}
-	for i, ev := range events {
-		if !p.deliverJSON(f.Seq+int64(i), ev) {
+	events := make([]envelope.ToolEvent, len(raw))
+	for i, r := range raw {
+		// ParseEvent, not json.Unmarshal: one validation pass instead of
+		// two, and the event's data aliases the message nats.go allocated.
+		if events[i], err = envelope.ParseEvent(r); err != nil {
+			p.fail(p.c.problems.New(envelope.CodeInternal, "malformed event from the worker: "+err.Error()), true)
 			return
 		}
 	}
+	p.deliver(f.Seq, events...)
 }
 
 // deliverJSON parses and queues one event; false once the call has ended.
@@ -107,31 +114,45 @@ func (p *pending) deliverJSON(seq int64, data []byte) bool {
 	return p.deliver(seq, ev)
 }
 
-// deliver queues one event, checking its sequence number: a hole ends the
-// call with stream_gap rather than handing over a silently holed stream.
-// It reports whether the call goes on.
-func (p *pending) deliver(seq int64, ev envelope.ToolEvent) bool {
+// deliver queues events numbered from seq, checking the numbers: a hole
+// ends the call with stream_gap rather than handing over a silently holed
+// stream. It reports whether the call goes on.
+func (p *pending) deliver(seq int64, events ...envelope.ToolEvent) bool {
+	now := time.Now()
 	p.mu.Lock()
-	if p.terminalQueued {
-		p.mu.Unlock()
+	var prob *envelope.Problem
+	for i, ev := range events {
+		if prob = p.queueLocked(seq+int64(i), ev, now); prob != nil || p.terminalQueued {
+			break
+		}
+	}
+	goesOn := !p.terminalQueued
+	p.mu.Unlock()
+	if prob != nil {
+		p.fail(prob, true)
 		return false
+	}
+	p.signal()
+	return goesOn
+}
+
+// queueLocked queues one event numbered seq, or returns the Problem that
+// ends the call; p.mu must be held.
+func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *envelope.Problem {
+	if p.terminalQueued {
+		return nil
 	}
 	if seq != p.nextSeq {
-		want := p.nextSeq
-		p.mu.Unlock()
-		p.fail(p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d of call %s, got %d: events were lost in transit", want, p.id, seq)), true)
-		return false
+		return p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d of call %s, got %d: events were lost in transit", p.nextSeq, p.id, seq))
 	}
-	if p.stream && !ev.IsTerminal() && len(p.queue) >= p.window {
+	if p.stream && !ev.IsTerminal() && len(p.queue)-p.head >= p.window {
 		// The reader has not yet consumed the whole window, so a correct
 		// worker cannot have sent this: ending the call keeps the caller's
 		// memory bounded whatever a worker does.
-		p.mu.Unlock()
-		p.fail(p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("worker sent event %d of call %s beyond the %d-event credit window", seq, p.id, p.window)), true)
-		return false
+		return p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("worker sent event %d of call %s beyond the %d-event credit window", seq, p.id, p.window))
 	}
 	p.nextSeq++
-	p.lastHeard = time.Now()
+	p.lastHeard = now
 	p.spoken = true
 	if ev.Type == envelope.EventStart && p.workerID == "" {
 		if wid, ok := ev.Metadata["worker_id"].(string); ok {
@@ -142,9 +163,7 @@ func (p *pending) deliver(seq int64, ev envelope.ToolEvent) bool {
 	if ev.IsTerminal() {
 		p.terminalQueued = true
 	}
-	p.mu.Unlock()
-	p.signal()
-	return true
+	return nil
 }
 
 // chunk takes one piece ("i/n") of an event too large for one message:
@@ -218,10 +237,12 @@ func (p *pending) abandon(prob *envelope.Problem) {
 func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 	for {
 		p.mu.Lock()
-		if len(p.queue) > 0 {
-			ev := p.queue[0]
-			p.queue[0] = envelope.ToolEvent{}
-			p.queue = p.queue[1:]
+		if p.head < len(p.queue) {
+			ev := p.queue[p.head]
+			p.queue[p.head] = envelope.ToolEvent{}
+			if p.head++; p.head == len(p.queue) {
+				p.queue, p.head = p.queue[:0], 0 // the backing array is reused
+			}
 			grant, wid := 0, ""
 			if p.stream && !ev.IsTerminal() {
 				p.consumed++

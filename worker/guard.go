@@ -34,7 +34,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	var meta callMeta
 	var prob *envelope.Problem
 	if err != nil {
-		prob = w.problems.New(envelope.CodeInvalidInput, "malformed call: "+err.Error())
+		prob = w.problems.New(envelope.CodeInvalidInput, "malformed call: "+err.Error()).WithFix(metaFix, envelope.MaybeIncorrect)
 	} else {
 		meta, prob = w.meta.parse(line)
 	}

@@ -69,12 +69,17 @@ func (mp metaParser) parse(line []byte) (callMeta, *envelope.Problem) {
 	})
 	if err != nil {
 		if badKey == "" {
-			return m, mp.problems.New(envelope.CodeInvalidInput, "malformed metadata line: "+err.Error())
+			return m, mp.problems.New(envelope.CodeInvalidInput, "malformed metadata line: "+err.Error()).WithFix(metaFix, envelope.MaybeIncorrect)
 		}
-		return m, mp.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("metadata %s: %s", badKey, err)).WithExtension("meta", badKey)
+		return m, mp.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("metadata %s: %s", badKey, err)).
+			WithExtension("meta", badKey).WithFix(metaFix, envelope.MaybeIncorrect)
 	}
 	return m, nil
 }
+
+// metaFix says what to do about a malformed metadata line: it is the
+// calling client's doing, not the args'.
+const metaFix = "Fix the calling client: the call's metadata line breaks the wire protocol (docs/protocol.md, section 4.1); or send the call as plain JSON with no metadata line."
 
 // set reads one key into m, returning the key's bit (0 for a key this
 // version does not know, which is ignored).

@@ -89,13 +89,6 @@ func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.
 // emit accepts a non-terminal event, waiting for credit in stream mode.
 // In unary mode, and for a plain request, it sends nothing.
 func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
-	var data []byte
-	if c.stream {
-		var err error
-		if _, data, err = c.encode(ev); err != nil {
-			return err
-		}
-	}
 	for {
 		c.mu.Lock()
 		switch {
@@ -106,10 +99,9 @@ func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
 			c.mu.Unlock()
 			return nil
 		case c.sent < c.granted:
-			c.sent++
-			c.enqueueLocked(data)
+			err := c.enqueueLocked(ev)
 			c.mu.Unlock()
-			return nil
+			return err
 		}
 		c.mu.Unlock()
 		select {
@@ -120,31 +112,51 @@ func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
 	}
 }
 
-// enqueueLocked queues one non-terminal event and makes sure a flush is
-// under way; an event too large for one message goes out in chunks at
-// once, after everything queued before it. c.mu must be held.
-func (c *call) enqueueLocked(data []byte) {
-	if len(data) > c.w.piece() {
+// enqueueLocked encodes one non-terminal event straight into the outbox
+// and makes sure a flush is under way; an event too large for one message
+// goes out in chunks at once, after everything queued before it. c.mu
+// must be held.
+func (c *call) enqueueLocked(ev envelope.ToolEvent) error {
+	start := len(c.out.buf)
+	buf, err := ev.AppendJSON(c.out.buf)
+	if err == nil && len(buf)-start > c.w.cfg.MaxResultBytes {
+		err = c.tooLarge(ev.Type, len(buf)-start)
+	}
+	if err != nil {
+		c.out.buf = buf[:start]
+		return err
+	}
+	c.sent++
+	if size := len(buf) - start; size > c.w.piece() {
+		data := append([]byte(nil), buf[start:]...)
+		c.out.buf = buf[:start]
 		c.waitFlushedLocked()
 		c.flushInlineLocked()
 		c.sendChunksLocked(data)
-		return
+		return nil
 	}
-	c.queueLocked(data)
+	c.out.buf = buf
+	c.numberLocked(len(buf) - start)
 	if !c.out.flushing {
 		c.out.flushing = true
 		go c.flushLoop()
 	}
+	return nil
 }
 
-// queueLocked numbers one event and appends it to the outbox.
-func (c *call) queueLocked(data []byte) {
+// numberLocked numbers the event of size bytes just appended to the outbox.
+func (c *call) numberLocked(size int) {
 	c.seq++
 	if len(c.out.sizes) == 0 {
 		c.out.firstSeq = c.seq
 	}
+	c.out.sizes = append(c.out.sizes, size)
+}
+
+// queueLocked numbers one encoded event and appends it to the outbox.
+func (c *call) queueLocked(data []byte) {
 	c.out.buf = append(c.out.buf, data...)
-	c.out.sizes = append(c.out.sizes, len(data))
+	c.numberLocked(len(data))
 }
 
 // flushLoop publishes the outbox until it is empty, releasing c.mu while
@@ -243,10 +255,8 @@ func (c *call) encode(ev envelope.ToolEvent) (envelope.ToolEvent, []byte, error)
 		ev = envelope.ErrorEvent(c.w.problems.New(envelope.CodeOutputInvalid, "terminal event cannot be encoded: "+err.Error()))
 		data, _ = ev.AppendJSON(nil)
 	}
-	if limit := c.w.cfg.MaxResultBytes; len(data) > limit {
-		p := c.w.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("%s event is %d bytes, more than this worker's max_result_bytes (%d)", ev.Type, len(data), limit)).
-			WithFix("Ask the tool for less (narrower arguments, paging), or raise the worker's MaxResultBytes and the caller's.", envelope.MaybeIncorrect)
+	if len(data) > c.w.cfg.MaxResultBytes {
+		p := c.tooLarge(ev.Type, len(data))
 		if !ev.IsTerminal() {
 			return ev, nil, p
 		}
@@ -254,6 +264,13 @@ func (c *call) encode(ev envelope.ToolEvent) (envelope.ToolEvent, []byte, error)
 		data, _ = ev.AppendJSON(nil)
 	}
 	return ev, data, nil
+}
+
+// tooLarge is the Problem of an event past MaxResultBytes.
+func (c *call) tooLarge(typ envelope.EventType, size int) *envelope.Problem {
+	return c.w.problems.New(envelope.CodePayloadTooLarge,
+		fmt.Sprintf("%s event is %d bytes, more than this worker's max_result_bytes (%d)", typ, size, c.w.cfg.MaxResultBytes)).
+		WithFix("Ask the tool for less (narrower arguments, paging), or raise the worker's MaxResultBytes and the caller's.", envelope.MaybeIncorrect)
 }
 
 // sendChunksLocked sends one event in pieces of at most one message's

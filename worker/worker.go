@@ -139,12 +139,15 @@ type Worker struct {
 }
 
 type tool struct {
-	spec    envelope.ToolSpec
-	handler Handler
-	input   *envelope.Schema
-	output  *envelope.Schema
-	sub     *nats.Subscription
-	dsub    *nats.Subscription // the describe subject
+	// readers counts the goroutines taking this tool's calls, idle those
+	// of them waiting for one (see Worker.read).
+	readers, idle atomic.Int32
+	spec          envelope.ToolSpec
+	handler       Handler
+	input         *envelope.Schema
+	output        *envelope.Schema
+	sub           *nats.Subscription
+	dsub          *nats.Subscription // the describe subject
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
@@ -335,6 +338,9 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	}
 	w.tools[spec.Name] = t
 	w.ctlSubs = append(w.ctlSubs, t.dsub)
+	t.readers.Add(1)
+	t.idle.Add(1)
+	go w.read(t)
 	go w.presence.changed()
 	return nil
 }
@@ -359,13 +365,15 @@ func (w *Worker) reserve(t *tool) error {
 	if err != nil {
 		return fmt.Errorf("register %q: %w", name, err)
 	}
-	sub, err := w.nc.QueueSubscribe(w.subjects.Call(name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
+	// A synchronous subscription: the tool's readers take calls from it
+	// themselves (see read), so a call runs on the goroutine that took it.
+	sub, err := w.nc.QueueSubscribeSync(w.subjects.Call(name), w.subjects.QueueGroup())
 	if err != nil {
 		_ = dsub.Unsubscribe()
 		return fmt.Errorf("register %q: %w", name, err)
 	}
-	// The callback only admits and hands off, so the pending queue stays
-	// short unless a flood outruns a core; the limits bound it even then.
+	// The limits bound the calls waiting unread when a flood outruns the
+	// readers; NATS then drops calls (their callers see worker_lost).
 	_ = sub.SetPendingLimits(w.cfg.MaxPendingCalls, w.cfg.MaxPendingBytes)
 	t.sub, t.dsub = sub, dsub
 	w.registering[name] = true
@@ -572,8 +580,51 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 	return s, nil
 }
 
-// onCall admits a call: cheap checks that need no handler run here, on the
-// subscription's goroutine; everything else runs on the call's own goroutine.
+// read takes t's calls from its subscription and runs each on this
+// goroutine: a call is never handed off. Before running one it makes sure
+// another reader is waiting, so a handler that blocks never holds up the
+// next call, and a worker grows exactly as many readers as calls run at
+// once. Readers beyond one that wait runnerIdle for work exit, so the
+// goroutines of a burst do not outlive it.
+func (w *Worker) read(t *tool) {
+	defer t.readers.Add(-1)
+	for {
+		m, err := t.sub.NextMsg(runnerIdle)
+		if errors.Is(err, nats.ErrTimeout) {
+			if t.retireIdle() {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			t.idle.Add(-1)
+			return // unsubscribed (drain, stop) or the connection closed
+		}
+		if t.idle.Add(-1) == 0 {
+			t.readers.Add(1)
+			t.idle.Add(1)
+			go w.read(t)
+		}
+		w.onCall(t, m)
+		t.idle.Add(1)
+	}
+}
+
+// retireIdle lets one idle reader go while another stays waiting.
+func (t *tool) retireIdle() bool {
+	for {
+		n := t.idle.Load()
+		if n <= 1 {
+			return false
+		}
+		if t.idle.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// onCall admits a call and runs it on this goroutine; cheap refusals
+// (malformed metadata, overload) are answered at once.
 func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	received := time.Now()
 	if m.Reply == "" {
@@ -584,10 +635,12 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	if c == nil || !w.admit(c) {
 		return
 	}
-	w.dispatch(c)
+	c.tool.load.begin()
+	c.run()
 }
 
-// dispatch runs an admitted call.
+// dispatch runs an admitted call on a runner goroutine: for calls that
+// arrive together in one message, which must not run one after another.
 func (w *Worker) dispatch(c *call) {
 	c.tool.load.begin()
 	select {
