@@ -58,7 +58,7 @@ type benchJSONRow struct {
 func TestCommandBench(t *testing.T) {
 	t.Setenv("NATS_URL", "") // an embedded server, whatever the environment says
 	r := runCmd(t, "", "bench", "--duration", "40ms", "--rounds", "2", "--concurrency", "1,3", "--cli-concurrency", "2",
-		"--deltas", "5", "--memory-calls", "40", "--targets", "enforce", "--json")
+		"--deltas", "5", "--memory-calls", "40", "--memory-settle", "300ms", "--targets", "enforce", "--json")
 	var report struct {
 		Server  string         `json:"server"`
 		Results []benchJSONRow `json:"results"`

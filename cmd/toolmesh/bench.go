@@ -18,15 +18,16 @@ import (
 
 // benchOptions are the bench command's flags.
 type benchOptions struct {
-	duration    time.Duration
-	rounds      int
-	concurrency string
-	cliFlight   string
-	payload     int
-	deltas      int
-	memoryCalls int
-	asJSON      bool
-	targets     targetPolicy
+	duration     time.Duration
+	rounds       int
+	concurrency  string
+	cliFlight    string
+	payload      int
+	deltas       int
+	memoryCalls  int
+	memorySettle time.Duration
+	asJSON       bool
+	targets      targetPolicy
 
 	levels, cliLevels []int
 
@@ -77,6 +78,7 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f.IntVar(&o.payload, "payload", 16, "bytes of the message each unary call echoes")
 	f.IntVar(&o.deltas, "deltas", 1000, "events in the streamed call")
 	f.IntVar(&o.memoryCalls, "memory-calls", 100000, "calls held in flight at once for the memory row (0: skip it)")
+	f.DurationVar(&o.memorySettle, "memory-settle", 10*time.Second, "how long the memory row waits after the burst for the worker's goroutines to return to their baseline before reading its RSS")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	f.StringVar((*string)(&o.targets), "targets", string(targetsReport), "report: print whether each target was met; enforce: also exit non-zero when one was missed")
 	f.StringVar(&o.peer, "peer", "", "internal: serve as the memory row's worker or caller process")
@@ -96,8 +98,8 @@ func (o *benchOptions) validate() error {
 			return err
 		}
 	}
-	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 {
-		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration must be positive, --rounds and --deltas at least 1, --payload and --memory-calls at least 0")
+	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 || o.memorySettle < 0 {
+		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration must be positive, --rounds and --deltas at least 1, --payload, --memory-calls and --memory-settle at least 0")
 	}
 	if o.targets != targetsReport && o.targets != targetsEnforce {
 		return flagValueProblem("targets", string(o.targets), string(targetsReport), string(targetsEnforce))

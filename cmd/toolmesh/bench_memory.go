@@ -38,7 +38,7 @@ type memorySide struct {
 	BurstSeconds float64 `json:"burst_seconds"`
 	// Worker RSS: before the burst, with every call blocked, and after
 	// the burst once the worker's goroutines are back to their baseline
-	// (or settleTimeout passed), after a GC: as the runtime holds it
+	// (or --memory-settle passed), after a GC: as the runtime holds it
 	// (RSSAfterHeld) and after debug.FreeOSMemory (RSSAfter).
 	RSSBaseline   int64   `json:"worker_rss_baseline"`
 	RSSPeak       int64   `json:"worker_rss_peak"`
@@ -49,10 +49,6 @@ type memorySide struct {
 	GoroutinesBaseline int `json:"worker_goroutines_baseline"`
 	GoroutinesAfter    int `json:"worker_goroutines_after"`
 }
-
-// settleTimeout bounds the wait for a worker's goroutines to go back to
-// their baseline after a burst.
-const settleTimeout = 10 * time.Second
 
 // memoryRow measures the toolmesh side, then the raw one (nats.go
 // requests to a responder that hands each message to a goroutine that
@@ -100,7 +96,7 @@ func memoryBurst(ctx context.Context, g *globals, url string, o *benchOptions, m
 		return memorySide{}, failedSide(n, err)
 	}
 	defer c.stop()
-	m, end, err := holdBurst(ctx, w, c, n, wBase, cBase)
+	m, end, err := holdBurst(ctx, w, c, n, wBase, cBase, o.memorySettle)
 	if err != nil {
 		return m, failedSide(n, err)
 	}
@@ -114,7 +110,7 @@ func failedSide(n int, err error) benchSide {
 
 // holdBurst starts the burst, measures both processes while every call
 // is blocked, releases them and measures the worker once it has settled.
-func holdBurst(ctx context.Context, w, c *peerProc, n int, wBase, cBase peerStats) (memorySide, peerStats, error) {
+func holdBurst(ctx context.Context, w, c *peerProc, n int, wBase, cBase peerStats, settleFor time.Duration) (memorySide, peerStats, error) {
 	m := memorySide{RSSBaseline: wBase.RSS, GoroutinesBaseline: wBase.Goroutines}
 	t0 := time.Now()
 	if _, err := c.ask(cmdBurst); err != nil {
@@ -145,7 +141,7 @@ func holdBurst(ctx context.Context, w, c *peerProc, n int, wBase, cBase peerStat
 	if err != nil {
 		return m, peerStats{}, err
 	}
-	return settle(ctx, w, m, wBase), end, nil
+	return settle(ctx, w, m, wBase, settleFor), end, nil
 }
 
 // allEntered says whether every call's handler is running; it fails when
@@ -165,10 +161,10 @@ func allEntered(w, c *peerProc, n int) (bool, error) {
 	return false, nil
 }
 
-// settle waits (up to settleTimeout) for the worker's goroutines to fall
+// settle waits (up to settleFor) for the worker's goroutines to fall
 // back to their baseline, then reads its RSS.
-func settle(ctx context.Context, w *peerProc, m memorySide, base peerStats) memorySide {
-	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+func settle(ctx context.Context, w *peerProc, m memorySide, base peerStats, settleFor time.Duration) memorySide {
+	ctx, cancel := context.WithTimeout(ctx, settleFor)
 	defer cancel()
 	_ = waitFor(ctx, func() (bool, error) {
 		s, err := w.ask(cmdPeek)
