@@ -102,6 +102,11 @@ func metText(r benchResult) string {
 func printMemory(out io.Writer, x benchResult) {
 	m := x.Memory
 	fmt.Fprintf(out, "\n%s (%s)\n\n", x.Scenario, x.Peers)
+	for i, s := range []benchSide{x.Raw, x.Toolmesh} {
+		if s.Errors > 0 {
+			fmt.Fprintf(out, "%s side failed, its figures are not shown: %d calls failed, first: %s\n\n", []string{"raw", "toolmesh"}[i], s.Errors, s.FirstError)
+		}
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tRAW\tTOOLMESH\tTOOLMESH/RAW\tTARGET\tMET")
 	row := func(name string, raw, mesh, ratio string, metric benchMetric) {

@@ -129,11 +129,13 @@ func (g benchGoal) String() string {
 	return fmt.Sprintf("%s %s %g", g.metric, op, g.bound)
 }
 
-// judge fills the row's target, checks and verdict from its goals.
+// judge fills the row's target, checks and verdict from its goals. A row
+// whose calls failed meets none: its figures are not trustworthy.
 func (r *benchResult) judge(goals []benchGoal) {
 	if len(goals) == 0 {
 		return
 	}
+	trusted := !slices.ContainsFunc(r.sides(), func(s benchSide) bool { return s.Errors > 0 })
 	met := true
 	var names []string
 	for _, g := range goals {
@@ -143,6 +145,7 @@ func (r *benchResult) judge(goals []benchGoal) {
 		if g.atMost {
 			ok, op = got <= g.bound, "<="
 		}
+		ok = ok && trusted
 		met = met && ok
 		names = append(names, g.String())
 		r.Checks = append(r.Checks, benchCheck{Metric: g.metric, Op: op, Want: g.bound, Got: got, Met: ok})
@@ -155,11 +158,7 @@ func (r *benchResult) judge(goals []benchGoal) {
 // are not trustworthy.
 func (report benchReport) failures() error {
 	for _, r := range report.Results {
-		sides := []benchSide{r.Raw, r.Toolmesh}
-		if r.Micro != nil {
-			sides = append(sides, *r.Micro)
-		}
-		for _, s := range sides {
+		for _, s := range r.sides() {
 			if s.Errors > 0 {
 				return envelope.Problemf(envelope.CodeToolFailed, "%s at %d in flight: %d of %d calls failed, first: %s; the figures above are not trustworthy",
 					r.Scenario, r.InFlight, s.Errors, s.Calls+s.Errors, s.FirstError)
@@ -167,6 +166,15 @@ func (report benchReport) failures() error {
 		}
 	}
 	return nil
+}
+
+// sides are the row's sides that it has.
+func (r benchResult) sides() []benchSide {
+	sides := []benchSide{r.Raw, r.Toolmesh}
+	if r.Micro != nil {
+		sides = append(sides, *r.Micro)
+	}
+	return sides
 }
 
 // missed is the Problem of a run that missed a target (--targets enforce).
