@@ -135,47 +135,34 @@ func p50(samples []time.Duration) time.Duration {
 	return samples[len(samples)/2]
 }
 
+// one runs the sub-benchmark name making one call at a time, and records
+// its time per call and p50 latency.
+func one(b *testing.B, r *results, name string, call func() error) {
+	b.Run(name, func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			t0 := time.Now()
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		r.record(name, b, p50(lat))
+		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
+	})
+}
+
 // BenchmarkUnary1 is one call in flight at a time: latency.
 func BenchmarkUnary1(b *testing.B) {
 	m := newBenchMesh(b)
 	r := newResults()
 	ctx := context.Background()
-	b.Run("raw", func(b *testing.B) {
-		lat := make([]time.Duration, 0, b.N)
-		for b.Loop() {
-			t0 := time.Now()
-			if _, err := m.raw.Request("raw.echo", benchArgs, 10*time.Second); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(t0))
-		}
-		r.record("raw", b, p50(lat))
-		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
-	})
-	b.Run("micro", func(b *testing.B) {
-		lat := make([]time.Duration, 0, b.N)
-		for b.Loop() {
-			t0 := time.Now()
-			if _, err := m.raw.Request("micro.echo", benchArgs, 10*time.Second); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(t0))
-		}
-		r.record("micro", b, p50(lat))
-		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
-	})
-	b.Run("toolmesh", func(b *testing.B) {
-		lat := make([]time.Duration, 0, b.N)
-		for b.Loop() {
-			t0 := time.Now()
-			if _, err := m.c.Call(ctx, "echo", benchArgs); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(t0))
-		}
-		r.record("toolmesh", b, p50(lat))
-		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
-	})
+	rawEcho := func(subject string) func() error {
+		return func() error { _, err := m.raw.Request(subject, benchArgs, 10*time.Second); return err }
+	}
+	one(b, r, "raw", rawEcho("raw.echo"))
+	one(b, r, "micro", rawEcho("micro.echo"))
+	one(b, r, "toolmesh", func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err })
 	r.ratio(b, "unary, 1 in flight")
 	// Alternating: blocks of raw calls and of toolmesh calls, the order
 	// swapped every round, so both sides run in a steady state and drift on
@@ -227,27 +214,7 @@ func BenchmarkUnary256(b *testing.B) {
 	m := newBenchMesh(b)
 	r := newResults()
 	ctx := context.Background()
-	inFlight := func(b *testing.B, call func() error) {
-		var wg sync.WaitGroup
-		work := make(chan struct{}, 1024)
-		for range 256 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range work {
-					if err := call(); err != nil {
-						b.Error(err)
-					}
-				}
-			}()
-		}
-		b.ResetTimer()
-		for range b.N {
-			work <- struct{}{}
-		}
-		close(work)
-		wg.Wait()
-	}
+	inFlight := func(b *testing.B, call func() error) { runInFlight(b, 256, call) }
 	b.Run("raw", func(b *testing.B) {
 		inFlight(b, func() error { _, err := m.raw.Request("raw.echo", benchArgs, 30*time.Second); return err })
 		r.record("raw", b, 0)
