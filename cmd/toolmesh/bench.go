@@ -26,6 +26,7 @@ type benchOptions struct {
 	deltas       int
 	memoryCalls  int
 	memorySettle time.Duration
+	memoryBeat   time.Duration
 	asJSON       bool
 	targets      targetPolicy
 
@@ -79,6 +80,7 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f.IntVar(&o.deltas, "deltas", 1000, "events in the streamed call")
 	f.IntVar(&o.memoryCalls, "memory-calls", 100000, "calls held in flight at once for the memory row (0: skip it)")
 	f.DurationVar(&o.memorySettle, "memory-settle", 10*time.Second, "how long the memory row waits after the burst for the worker's goroutines to return to their baseline before reading its RSS")
+	f.DurationVar(&o.memoryBeat, "memory-heartbeat", 0, "heartbeat interval the memory row's caller asks for (0: the caller's default); with per-call heartbeats a longer one lightens the burst")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	f.StringVar((*string)(&o.targets), "targets", string(targetsReport), "report: print whether each target was met; enforce: also exit non-zero when one was missed")
 	f.StringVar(&o.peer, "peer", "", "internal: serve as the memory row's worker or caller process")
@@ -98,8 +100,8 @@ func (o *benchOptions) validate() error {
 			return err
 		}
 	}
-	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 || o.memorySettle < 0 {
-		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration must be positive, --rounds and --deltas at least 1, --payload, --memory-calls and --memory-settle at least 0")
+	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 || o.memorySettle < 0 || o.memoryBeat < 0 {
+		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration must be positive, --rounds and --deltas at least 1, --payload, --memory-calls, --memory-settle and --memory-heartbeat at least 0")
 	}
 	if o.targets != targetsReport && o.targets != targetsEnforce {
 		return flagValueProblem("targets", string(o.targets), string(targetsReport), string(targetsEnforce))

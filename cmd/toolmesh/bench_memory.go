@@ -86,12 +86,12 @@ func memoryBurst(ctx context.Context, g *globals, url string, o *benchOptions, m
 	defer cancel()
 	prefix := g.prefix + "-benchmem-" + strings.ToLower(ulid.Make().String())
 	var side benchSide
-	w, wBase, err := startPeer(ctx, g, url, prefix, peerWorker, mode, n)
+	w, wBase, err := startPeer(ctx, g, o, url, prefix, peerWorker, mode)
 	if err != nil {
 		return memorySide{}, failedSide(n, err)
 	}
 	defer w.stop()
-	c, cBase, err := startPeer(ctx, g, url, prefix, peerCaller, mode, n)
+	c, cBase, err := startPeer(ctx, g, o, url, prefix, peerCaller, mode)
 	if err != nil {
 		return memorySide{}, failedSide(n, err)
 	}
@@ -211,13 +211,14 @@ type peerProc struct {
 // startPeer re-executes this binary as one side of the memory row and
 // reads its first figures. Secrets given as flags reach it through its
 // environment, never its argv.
-func startPeer(ctx context.Context, g *globals, url, prefix, role, mode string, n int) (*peerProc, peerStats, error) {
+func startPeer(ctx context.Context, g *globals, o *benchOptions, url, prefix, role, mode string) (*peerProc, peerStats, error) {
+	n := o.memoryCalls
 	self, err := os.Executable()
 	if err != nil {
 		return nil, peerStats{}, err
 	}
 	args := []string{"bench", "--peer", role, "--peer-mode", mode, "--memory-calls", strconv.Itoa(n),
-		"--prefix", prefix, "--server", url, "--log-level", "error"}
+		"--memory-heartbeat", o.memoryBeat.String(), "--prefix", prefix, "--server", url, "--log-level", "error"}
 	for flag, v := range map[string]string{"creds": g.connect.Creds, "nkey": g.nkey,
 		"tls-ca": g.connect.TLSCA, "tls-cert": g.connect.TLSCert, "tls-key": g.connect.TLSKey} {
 		if v != "" {

@@ -62,6 +62,7 @@ type peerStats struct {
 type benchPeer struct {
 	role, mode string
 	calls      int
+	beat       time.Duration // the caller's heartbeat interval
 	nc         *nats.Conn
 	subject    string // the raw side's subject
 	args       json.RawMessage
@@ -92,7 +93,7 @@ func runBenchPeer(ctx context.Context, g *globals, o *benchOptions) error {
 		return err
 	}
 	defer nc.Close()
-	p := &benchPeer{role: o.peer, mode: o.peerMode, calls: o.memoryCalls, nc: nc,
+	p := &benchPeer{role: o.peer, mode: o.peerMode, calls: o.memoryCalls, beat: o.memoryBeat, nc: nc,
 		subject: g.prefix + ".raw.block", args: json.RawMessage(`{"message":"x"}`), gate: make(chan struct{})}
 	if err := p.start(g); err != nil {
 		return err
@@ -116,7 +117,7 @@ func (p *benchPeer) start(g *globals) error {
 	var err error
 	switch {
 	case p.role == peerCaller && p.mode == modeMesh:
-		p.c, err = caller.New(p.nc, caller.Config{Prefix: g.prefix, Logger: g.log, Retries: caller.NoRetries})
+		p.c, err = caller.New(p.nc, caller.Config{Prefix: g.prefix, Logger: g.log, Retries: caller.NoRetries, Heartbeat: p.beat})
 	case p.role == peerWorker && p.mode == modeMesh:
 		err = p.hostBlock(g)
 	case p.role == peerWorker:
