@@ -45,6 +45,8 @@ type memorySide struct {
 	RSSAfterHeld  int64   `json:"worker_rss_after_held"`
 	RSSAfter      int64   `json:"worker_rss_after"`
 	RSSAfterRatio float64 `json:"worker_rss_after_over_baseline"`
+	// Measured says the burst held every call and every figure was read.
+	Measured bool `json:"measured"`
 	// Goroutines of the worker before and after the burst.
 	GoroutinesBaseline int `json:"worker_goroutines_baseline"`
 	GoroutinesAfter    int `json:"worker_goroutines_after"`
@@ -145,7 +147,9 @@ func holdBurst(ctx context.Context, w, c *peerProc, n int, wBase, cBase peerStat
 	if err != nil {
 		return m, peerStats{}, err
 	}
-	return settle(ctx, w, m, wBase, settleFor), end, nil
+	m, err = settle(ctx, w, m, wBase, settleFor)
+	m.Measured = err == nil
+	return m, end, err
 }
 
 // allEntered says whether every call's handler is running; it fails when
@@ -167,7 +171,7 @@ func allEntered(w, c *peerProc, n int) (bool, error) {
 
 // settle waits (up to settleFor) for the worker's goroutines to fall
 // back to their baseline, then reads its RSS.
-func settle(ctx context.Context, w *peerProc, m memorySide, base peerStats, settleFor time.Duration) memorySide {
+func settle(ctx context.Context, w *peerProc, m memorySide, base peerStats, settleFor time.Duration) (memorySide, error) {
 	ctx, cancel := context.WithTimeout(ctx, settleFor)
 	defer cancel()
 	_ = waitFor(ctx, func() (bool, error) {
@@ -176,11 +180,11 @@ func settle(ctx context.Context, w *peerProc, m memorySide, base peerStats, sett
 	})
 	after, err := w.ask(cmdSettle)
 	if err != nil {
-		return m
+		return m, err
 	}
 	m.RSSAfterHeld, m.RSSAfter, m.GoroutinesAfter = after.RSSBeforeFree, after.RSS, after.Goroutines
 	m.RSSAfterRatio = ratio(float64(after.RSS), float64(base.RSS))
-	return m
+	return m, nil
 }
 
 // waitFor polls cond until it holds, fails or ctx ends.

@@ -99,26 +99,28 @@ const (
 	metricRSSAfter     benchMetric = "worker_rss_after_over_baseline"
 )
 
-// of reads the metric from a row.
-func (m benchMetric) of(r benchResult) float64 {
+// of reads the metric from a row, and whether the row measured it at all
+// (a figure that was never measured meets no target).
+func (m benchMetric) of(r benchResult) (float64, bool) {
 	switch m {
 	case metricThroughput:
-		return r.ThroughputRatio
+		return r.ThroughputRatio, r.ThroughputRatio > 0
 	case metricP50:
-		return r.P50Ratio
+		return r.P50Ratio, r.P50Ratio > 0
 	}
-	if r.Memory == nil {
-		return 0
+	if r.Memory == nil || !r.Memory.Toolmesh.Measured {
+		return 0, false
 	}
+	t := r.Memory.Toolmesh
 	switch m {
 	case metricCallerHeap:
-		return r.Memory.Toolmesh.CallerHeapPerCall
+		return t.CallerHeapPerCall, true
 	case metricWorkerMemory:
-		return r.Memory.Toolmesh.WorkerBytesPerCall
+		return t.WorkerBytesPerCall, true
 	case metricRSSAfter:
-		return r.Memory.Toolmesh.RSSAfterRatio
+		return t.RSSAfterRatio, t.RSSBaseline > 0 && t.RSSAfter > 0
 	}
-	return 0
+	return 0, false
 }
 
 func (g benchGoal) String() string {
@@ -130,7 +132,8 @@ func (g benchGoal) String() string {
 }
 
 // judge fills the row's target, checks and verdict from its goals. A row
-// whose calls failed meets none: its figures are not trustworthy.
+// whose calls failed meets none (its figures are not trustworthy), nor
+// does a figure that was not measured.
 func (r *benchResult) judge(goals []benchGoal) {
 	if len(goals) == 0 {
 		return
@@ -139,13 +142,13 @@ func (r *benchResult) judge(goals []benchGoal) {
 	met := true
 	var names []string
 	for _, g := range goals {
-		got := g.metric.of(*r)
+		got, measured := g.metric.of(*r)
 		ok := got >= g.bound
 		op := ">="
 		if g.atMost {
 			ok, op = got <= g.bound, "<="
 		}
-		ok = ok && trusted
+		ok = ok && trusted && measured
 		met = met && ok
 		names = append(names, g.String())
 		r.Checks = append(r.Checks, benchCheck{Metric: g.metric, Op: op, Want: g.bound, Got: got, Met: ok})

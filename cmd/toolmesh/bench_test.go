@@ -119,3 +119,30 @@ func checkProblem(t *testing.T, what string, err error, want bool) {
 		t.Errorf("%s: %v, want a tool_failed Problem: %v", what, err, want)
 	}
 }
+
+// A figure that was never measured (no raw calls, a memory burst that did
+// not hold, no /proc for RSS) meets no target, however low it reads.
+func TestUnmeasuredMeetsNothing(t *testing.T) {
+	memoryGoals := []benchGoal{{metric: metricCallerHeap, atMost: true, bound: 1024}, {metric: metricRSSAfter, atMost: true, bound: 1.2}}
+	for _, tc := range []struct {
+		name  string
+		row   benchResult
+		goals []benchGoal
+	}{
+		{"no ratio", benchResult{}, []benchGoal{{metric: metricP50, atMost: true, bound: 1.1}}},
+		{"burst not held", benchResult{Memory: &benchMemory{}}, memoryGoals},
+		{"no RSS", benchResult{Memory: &benchMemory{Toolmesh: memorySide{Measured: true, CallerHeapPerCall: 2048}}}, memoryGoals},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.row.judge(tc.goals)
+			for _, c := range tc.row.Checks {
+				if c.Met {
+					t.Errorf("check %+v met", c)
+				}
+			}
+			if tc.row.Met == nil || *tc.row.Met {
+				t.Errorf("met = %v, want false", tc.row.Met)
+			}
+		})
+	}
+}
