@@ -213,28 +213,12 @@ type peerProc struct {
 }
 
 // startPeer re-executes this binary as one side of the memory row and
-// reads its first figures. Secrets given as flags reach it through its
-// environment, never its argv.
+// reads its first figures. The server's URL and secrets given as flags
+// reach it through its environment, never its argv.
 func startPeer(ctx context.Context, g *globals, o *benchOptions, url, prefix, role, mode string) (*peerProc, peerStats, error) {
-	n := o.memoryCalls
-	self, err := os.Executable()
+	cmd, err := peerCommand(ctx, g, o, url, prefix, role, mode)
 	if err != nil {
 		return nil, peerStats{}, err
-	}
-	args := []string{"bench", "--peer", role, "--peer-mode", mode, "--memory-calls", strconv.Itoa(n),
-		"--memory-heartbeat", o.memoryBeat.String(), "--prefix", prefix, "--server", url, "--log-level", "error"}
-	for flag, v := range map[string]string{"creds": g.connect.Creds, "nkey": g.nkey,
-		"tls-ca": g.connect.TLSCA, "tls-cert": g.connect.TLSCert, "tls-key": g.connect.TLSKey} {
-		if v != "" {
-			args = append(args, "--"+flag, v)
-		}
-	}
-	cmd := exec.CommandContext(ctx, self, args...)
-	cmd.Env = os.Environ()
-	for name, v := range map[string]string{"NATS_USER": g.connect.User, "NATS_PASSWORD": g.connect.Password, "NATS_TOKEN": g.connect.Token} {
-		if v != "" {
-			cmd.Env = append(cmd.Env, name+"="+v)
-		}
 	}
 	p := &peerProc{cmd: cmd, stderr: &capped{max: 4096}}
 	cmd.Stderr = p.stderr
@@ -254,6 +238,31 @@ func startPeer(ctx context.Context, g *globals, o *benchOptions, url, prefix, ro
 		p.stop()
 	}
 	return p, first, err
+}
+
+// peerCommand is the command line of one memory-row process.
+func peerCommand(ctx context.Context, g *globals, o *benchOptions, url, prefix, role, mode string) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"bench", "--peer", role, "--peer-mode", mode, "--memory-calls", strconv.Itoa(o.memoryCalls),
+		"--memory-heartbeat", o.memoryBeat.String(), "--prefix", prefix, "--log-level", "error"}
+	for flag, v := range map[string]string{"creds": g.connect.Creds, "nkey": g.nkey,
+		"tls-ca": g.connect.TLSCA, "tls-cert": g.connect.TLSCert, "tls-key": g.connect.TLSKey} {
+		if v != "" {
+			args = append(args, "--"+flag, v)
+		}
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	// The URL too goes by the environment: it may carry a password.
+	cmd.Env = append(os.Environ(), "NATS_URL="+url)
+	for name, v := range map[string]string{"NATS_USER": g.connect.User, "NATS_PASSWORD": g.connect.Password, "NATS_TOKEN": g.connect.Token} {
+		if v != "" {
+			cmd.Env = append(cmd.Env, name+"="+v)
+		}
+	}
+	return cmd, nil
 }
 
 // ask sends one command and reads its answer.
