@@ -32,9 +32,13 @@ vet:
 
 lint: fmt-check vet
 
-# Benchmarks report each toolmesh figure beside raw NATS measured in the same run.
-bench:
+# Benchmarks report each toolmesh figure beside raw NATS measured in the same run,
+# then `toolmesh bench` gives every target of issue 12 as a ratio in one run
+# (its memory row needs the built binary: worker and caller in processes of their own).
+BENCHFLAGS ?=
+bench: build
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./tests/...
+	bin/toolmesh bench $(BENCHFLAGS)
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:

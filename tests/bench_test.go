@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -18,14 +20,45 @@ import (
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/cli"
 )
 
-// benchMesh is one embedded server with a raw NATS echo responder and a
-// toolmesh worker hosting echo and count, plus a caller: both sides are
-// measured on the same server in the same run.
+// benchMesh is one embedded server with a raw NATS echo responder, a
+// nats.go micro endpoint doing the same echo (the standard peer) and a
+// toolmesh worker hosting echo (with a one-property input schema), count
+// and a CLI binding of /bin/true, plus a caller: every side is measured on
+// the same server in the same run.
 type benchMesh struct {
 	raw *nats.Conn
 	c   *caller.Caller
+}
+
+// benchEchoSpec is echo with the one-property input schema of issue 12's
+// throughput target, so every call pays validation.
+var benchEchoSpec = envelope.ToolSpec{Name: "echo",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)}
+
+// serveMicro adds the micro peer on a connection of its own (micro relies
+// on the handlers it sets on its connection).
+func serveMicro(b *testing.B, srv *embedded.Server) {
+	svc, err := micro.AddService(meshtest.Connect(b, srv), micro.Config{Name: "bench", Version: "0.0.1",
+		Endpoint: &micro.EndpointConfig{Subject: "micro.echo",
+			Handler: micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(r.Data()) })}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = svc.Stop() })
+}
+
+// registerTrue binds /bin/true as the CLI tool "true".
+func registerTrue(b *testing.B, w *worker.Worker) {
+	file, err := cli.Parse([]byte("tools:\n  - name: \"true\"\n    binding:\n      cli:\n        cmd: /bin/true\n        output_format: lines\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cli.Register(w, file, meshtest.Quiet()); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func newBenchMesh(b *testing.B) *benchMesh {
@@ -50,9 +83,11 @@ func newBenchMesh(b *testing.B) *benchMesh {
 		b.Fatal(err)
 	}
 	_ = rawSrv.Flush()
+	serveMicro(b, srv)
 	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{})
-	register(b, w, envelope.ToolSpec{Name: "echo"}, echo)
+	register(b, w, benchEchoSpec, echo)
 	register(b, w, countSpec, count)
+	registerTrue(b, w)
 	return &benchMesh{raw: meshtest.Connect(b, srv), c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
 }
 
@@ -85,6 +120,9 @@ func (r *results) ratio(b *testing.B, what string) {
 	if r.p["raw"] > 0 {
 		msg += fmt.Sprintf(", p50 %s vs %s = %.2f", r.p["toolmesh"], r.p["raw"], float64(r.p["toolmesh"])/float64(r.p["raw"]))
 	}
+	if r.ns["micro"] > 0 {
+		msg += fmt.Sprintf("; toolmesh/micro time per op = %.2f, micro/raw = %.2f", r.ns["toolmesh"]/r.ns["micro"], r.ns["micro"]/r.ns["raw"])
+	}
 	// Printed directly: a parent benchmark's b.Log output is not shown.
 	fmt.Println(msg)
 }
@@ -97,35 +135,34 @@ func p50(samples []time.Duration) time.Duration {
 	return samples[len(samples)/2]
 }
 
+// one runs the sub-benchmark name making one call at a time, and records
+// its time per call and p50 latency.
+func one(b *testing.B, r *results, name string, call func() error) {
+	b.Run(name, func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			t0 := time.Now()
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		r.record(name, b, p50(lat))
+		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
+	})
+}
+
 // BenchmarkUnary1 is one call in flight at a time: latency.
 func BenchmarkUnary1(b *testing.B) {
 	m := newBenchMesh(b)
 	r := newResults()
 	ctx := context.Background()
-	b.Run("raw", func(b *testing.B) {
-		lat := make([]time.Duration, 0, b.N)
-		for b.Loop() {
-			t0 := time.Now()
-			if _, err := m.raw.Request("raw.echo", benchArgs, 10*time.Second); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(t0))
-		}
-		r.record("raw", b, p50(lat))
-		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
-	})
-	b.Run("toolmesh", func(b *testing.B) {
-		lat := make([]time.Duration, 0, b.N)
-		for b.Loop() {
-			t0 := time.Now()
-			if _, err := m.c.Call(ctx, "echo", benchArgs); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(t0))
-		}
-		r.record("toolmesh", b, p50(lat))
-		b.ReportMetric(float64(p50(lat).Nanoseconds()), "p50-ns")
-	})
+	rawEcho := func(subject string) func() error {
+		return func() error { _, err := m.raw.Request(subject, benchArgs, 10*time.Second); return err }
+	}
+	one(b, r, "raw", rawEcho("raw.echo"))
+	one(b, r, "micro", rawEcho("micro.echo"))
+	one(b, r, "toolmesh", func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err })
 	r.ratio(b, "unary, 1 in flight")
 	// Alternating: blocks of raw calls and of toolmesh calls, the order
 	// swapped every round, so both sides run in a steady state and drift on
@@ -177,30 +214,14 @@ func BenchmarkUnary256(b *testing.B) {
 	m := newBenchMesh(b)
 	r := newResults()
 	ctx := context.Background()
-	inFlight := func(b *testing.B, call func() error) {
-		var wg sync.WaitGroup
-		work := make(chan struct{}, 1024)
-		for range 256 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range work {
-					if err := call(); err != nil {
-						b.Error(err)
-					}
-				}
-			}()
-		}
-		b.ResetTimer()
-		for range b.N {
-			work <- struct{}{}
-		}
-		close(work)
-		wg.Wait()
-	}
+	inFlight := func(b *testing.B, call func() error) { runInFlight(b, 256, call) }
 	b.Run("raw", func(b *testing.B) {
 		inFlight(b, func() error { _, err := m.raw.Request("raw.echo", benchArgs, 30*time.Second); return err })
 		r.record("raw", b, 0)
+	})
+	b.Run("micro", func(b *testing.B) {
+		inFlight(b, func() error { _, err := m.raw.Request("micro.echo", benchArgs, 30*time.Second); return err })
+		r.record("micro", b, 0)
 	})
 	// The protocol floor: a raw request carrying the headers wire protocol
 	// v1 requires of an unary call with no deadline (Toolmesh-Call-Id and
@@ -291,4 +312,46 @@ func BenchmarkNoResponders(b *testing.B) {
 		r.record("toolmesh", b, 0)
 	})
 	r.ratio(b, "no responders")
+}
+
+// BenchmarkCLI1 and BenchmarkCLI8 call /bin/true through the mesh's CLI
+// binding beside spawning it directly with os/exec.
+func BenchmarkCLI1(b *testing.B) { benchCLI(b, 1) }
+
+func BenchmarkCLI8(b *testing.B) { benchCLI(b, 8) }
+
+func benchCLI(b *testing.B, inFlight int) {
+	m := newBenchMesh(b)
+	r := newResults()
+	ctx := context.Background()
+	b.Run("raw", func(b *testing.B) {
+		runInFlight(b, inFlight, func() error { return exec.CommandContext(ctx, "/bin/true").Run() })
+		r.record("raw", b, 0)
+	})
+	b.Run("toolmesh", func(b *testing.B) {
+		runInFlight(b, inFlight, func() error { _, err := m.c.Call(ctx, "true", json.RawMessage(`{}`)); return err })
+		r.record("toolmesh", b, 0)
+	})
+	r.ratio(b, fmt.Sprintf("cli /bin/true, %d in flight (raw: os/exec)", inFlight))
+}
+
+// runInFlight makes b.N calls, n at a time.
+func runInFlight(b *testing.B, n int, call func() error) {
+	var wg sync.WaitGroup
+	work := make(chan struct{}, n)
+	for range n {
+		wg.Go(func() {
+			for range work {
+				if err := call(); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	b.ResetTimer()
+	for range b.N {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
 }

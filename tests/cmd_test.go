@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -286,76 +285,6 @@ tools:
 	r = runCmd(t, "", "call", "shout", "--server", url)
 	if r.code != 3 {
 		t.Fatalf("after the worker left, want tool_not_found (3), got %d", r.code)
-	}
-}
-
-// bench measures both sides against its own embedded server and reports
-// ratios that agree with the figures beside them.
-func TestCommandBench(t *testing.T) {
-	t.Setenv("NATS_URL", "") // an embedded server, whatever the environment says
-	r := runCmd(t, "", "bench", "--duration", "40ms", "--concurrency", "1,3", "--deltas", "5", "--json")
-	if r.code != 0 {
-		t.Fatalf("bench: code %d stderr %s", r.code, r.stderr)
-	}
-	type side struct {
-		Calls       int     `json:"calls"`
-		Errors      int     `json:"errors"`
-		CallsPerSec float64 `json:"calls_per_sec"`
-		P50         float64 `json:"p50_us"`
-	}
-	var report struct {
-		Server  string `json:"server"`
-		Results []struct {
-			Scenario        string  `json:"scenario"`
-			InFlight        int     `json:"in_flight"`
-			Raw             side    `json:"raw"`
-			Toolmesh        side    `json:"toolmesh"`
-			ThroughputRatio float64 `json:"throughput_ratio"`
-			P50Ratio        float64 `json:"p50_ratio"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
-		t.Fatalf("bench --json output: %v\n%s", err, r.stdout)
-	}
-	if report.Server != "embedded" {
-		t.Errorf("server = %q, want embedded", report.Server)
-	}
-	want := []struct {
-		scenario string
-		inFlight int
-	}{{"unary", 1}, {"unary", 3}, {"stream of 5 deltas", 1}}
-	if len(report.Results) != len(want) {
-		t.Fatalf("got %d results, want %d:\n%s", len(report.Results), len(want), r.stdout)
-	}
-	for i, res := range report.Results {
-		if res.Scenario != want[i].scenario || res.InFlight != want[i].inFlight {
-			t.Errorf("result %d is %s at %d, want %s at %d", i, res.Scenario, res.InFlight, want[i].scenario, want[i].inFlight)
-		}
-		for name, s := range map[string]side{"raw": res.Raw, "toolmesh": res.Toolmesh} {
-			if s.Calls == 0 || s.Errors != 0 || s.CallsPerSec <= 0 || s.P50 <= 0 {
-				t.Errorf("%s at %d, %s side: %+v", res.Scenario, res.InFlight, name, s)
-			}
-		}
-		if ratio := res.Toolmesh.CallsPerSec / res.Raw.CallsPerSec; math.Abs(ratio-res.ThroughputRatio) > 1e-9*ratio {
-			t.Errorf("%s: throughput ratio %v, but the sides give %v", res.Scenario, res.ThroughputRatio, ratio)
-		}
-		if ratio := res.Toolmesh.P50 / res.Raw.P50; math.Abs(ratio-res.P50Ratio) > 1e-9*ratio {
-			t.Errorf("%s: p50 ratio %v, but the sides give %v", res.Scenario, res.P50Ratio, ratio)
-		}
-	}
-
-	for _, tc := range []struct {
-		args []string
-		code envelope.Code
-	}{
-		{[]string{"bench", "--concurrency", "0"}, envelope.CodeInvalidInput},
-		{[]string{"bench", "--server", "nats://127.0.0.1:1"}, envelope.CodeConnectionLost},
-	} {
-		r := runCmd(t, "", tc.args...)
-		info, _ := envelope.Lookup(tc.code)
-		if want := info.ExitCode; r.code != want {
-			t.Errorf("%v: exit %d, want %d (%s)\n%s", tc.args, r.code, want, tc.code, r.stderr)
-		}
 	}
 }
 

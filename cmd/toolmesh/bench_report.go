@@ -1,0 +1,249 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// benchSide is what one side (raw, micro or toolmesh) did in one scenario,
+// over all its rounds.
+type benchSide struct {
+	Calls       int     `json:"calls"`
+	Errors      int     `json:"errors"`
+	CallsPerSec float64 `json:"calls_per_sec"`
+	P50Micros   float64 `json:"p50_us"`
+	P99Micros   float64 `json:"p99_us"`
+	FirstError  string  `json:"first_error,omitempty"`
+
+	elapsed time.Duration
+	lat     []time.Duration
+	rounds  []benchRound
+}
+
+// benchRound is one side's figures in one round, for per-round ratios.
+type benchRound struct {
+	callsPerSec float64
+	p50         time.Duration
+}
+
+// benchRatios compare two sides: the median over rounds of the per-round
+// ratios, and their spread (lowest and highest round).
+type benchRatios struct {
+	// ThroughputRatio is one side's calls/s over the other's (1 = as fast).
+	ThroughputRatio  float64    `json:"throughput_ratio"`
+	ThroughputSpread [2]float64 `json:"throughput_ratio_spread"`
+	// P50Ratio is one side's p50 latency over the other's (1 = as fast).
+	P50Ratio  float64    `json:"p50_ratio"`
+	P50Spread [2]float64 `json:"p50_ratio_spread"`
+}
+
+// benchResult is one row of the report. The embedded ratios are toolmesh
+// over raw, at the top level where scripts have always read them.
+type benchResult struct {
+	Scenario string     `json:"scenario"`
+	InFlight int        `json:"in_flight"`
+	Raw      benchSide  `json:"raw"`
+	Toolmesh benchSide  `json:"toolmesh"`
+	Micro    *benchSide `json:"micro,omitempty"`
+	benchRatios
+	// ToolmeshVsMicro and MicroVsRaw are present when the row has a micro side.
+	ToolmeshVsMicro *benchRatios `json:"toolmesh_vs_micro,omitempty"`
+	MicroVsRaw      *benchRatios `json:"micro_vs_raw,omitempty"`
+	// Peers says what the raw (and micro) sides are.
+	Peers string `json:"peers"`
+	// Memory holds the memory row's figures.
+	Memory *benchMemory `json:"memory,omitempty"`
+	// Target is issue 12's target for the row, Met whether this run met
+	// it (absent when the row has none), Checks each part of it.
+	Target string       `json:"target,omitempty"`
+	Met    *bool        `json:"met,omitempty"`
+	Checks []benchCheck `json:"checks,omitempty"`
+}
+
+type benchReport struct {
+	Server   string        `json:"server"`
+	Duration string        `json:"duration_per_side"`
+	Rounds   int           `json:"rounds"`
+	Results  []benchResult `json:"results"`
+}
+
+// benchGoal is one target of issue 12: a metric of a row, a comparison
+// and a bound.
+type benchGoal struct {
+	metric benchMetric
+	atMost bool // the metric must be ≤ bound (else ≥)
+	bound  float64
+}
+
+// benchCheck is a goal as judged on one run.
+type benchCheck struct {
+	Metric benchMetric `json:"metric"`
+	Op     string      `json:"op"`
+	Want   float64     `json:"want"`
+	Got    float64     `json:"got"`
+	Met    bool        `json:"met"`
+}
+
+// benchMetric is what a goal can bound.
+type benchMetric string
+
+const (
+	metricThroughput   benchMetric = "throughput_ratio"
+	metricP50          benchMetric = "p50_ratio"
+	metricCallerHeap   benchMetric = "caller_heap_bytes_per_call"
+	metricWorkerMemory benchMetric = "worker_bytes_per_blocked_call"
+	metricRSSAfter     benchMetric = "worker_rss_after_over_baseline"
+)
+
+// of reads the metric from a row, and whether the row measured it at all
+// (a figure that was never measured meets no target).
+func (m benchMetric) of(r benchResult) (float64, bool) {
+	switch m {
+	case metricThroughput:
+		return r.ThroughputRatio, r.ThroughputRatio > 0
+	case metricP50:
+		return r.P50Ratio, r.P50Ratio > 0
+	}
+	if r.Memory == nil || !r.Memory.Toolmesh.Measured {
+		return 0, false
+	}
+	t := r.Memory.Toolmesh
+	switch m {
+	case metricCallerHeap:
+		return t.CallerHeapPerCall, true
+	case metricWorkerMemory:
+		return t.WorkerBytesPerCall, true
+	case metricRSSAfter:
+		return t.RSSAfterRatio, t.RSSBaseline > 0 && t.RSSAfter > 0
+	}
+	return 0, false
+}
+
+func (g benchGoal) String() string {
+	op := "≥"
+	if g.atMost {
+		op = "≤"
+	}
+	return fmt.Sprintf("%s %s %g", g.metric, op, g.bound)
+}
+
+// judge fills the row's target, checks and verdict from its goals. A row
+// whose calls failed meets none (its figures are not trustworthy), nor
+// does a figure that was not measured.
+func (r *benchResult) judge(goals []benchGoal) {
+	if len(goals) == 0 {
+		return
+	}
+	trusted := !slices.ContainsFunc(r.sides(), func(s benchSide) bool { return s.Errors > 0 })
+	met := true
+	var names []string
+	for _, g := range goals {
+		got, measured := g.metric.of(*r)
+		ok := got >= g.bound
+		op := ">="
+		if g.atMost {
+			ok, op = got <= g.bound, "<="
+		}
+		ok = ok && trusted && measured
+		met = met && ok
+		names = append(names, g.String())
+		r.Checks = append(r.Checks, benchCheck{Metric: g.metric, Op: op, Want: g.bound, Got: got, Met: ok})
+	}
+	r.Target = strings.Join(names, ", ")
+	r.Met = &met
+}
+
+// failures is the Problem of a run in which calls failed: its figures
+// are not trustworthy.
+func (report benchReport) failures() error {
+	for _, r := range report.Results {
+		for _, s := range r.sides() {
+			if s.Errors > 0 {
+				return envelope.Problemf(envelope.CodeToolFailed, "%s at %d in flight: %d of %d calls failed, first: %s; the figures above are not trustworthy",
+					r.Scenario, r.InFlight, s.Errors, s.Calls+s.Errors, s.FirstError)
+			}
+		}
+	}
+	return nil
+}
+
+// sides are the row's sides that it has.
+func (r benchResult) sides() []benchSide {
+	sides := []benchSide{r.Raw, r.Toolmesh}
+	if r.Micro != nil {
+		sides = append(sides, *r.Micro)
+	}
+	return sides
+}
+
+// missed is the Problem of a run that missed a target (--targets enforce).
+func (report benchReport) missed() error {
+	var miss []string
+	for _, r := range report.Results {
+		if r.Met != nil && !*r.Met {
+			miss = append(miss, fmt.Sprintf("%s at %d in flight (%s)", r.Scenario, r.InFlight, r.Target))
+		}
+	}
+	if len(miss) == 0 {
+		return nil
+	}
+	return envelope.Problemf(envelope.CodeToolFailed, "%d targets missed: %s", len(miss), strings.Join(miss, "; "))
+}
+
+// finish computes a side's pooled figures from all its rounds.
+func (s *benchSide) finish() {
+	s.Calls = len(s.lat)
+	if s.elapsed > 0 {
+		s.CallsPerSec = float64(s.Calls) / s.elapsed.Seconds()
+	}
+	if len(s.lat) == 0 {
+		return
+	}
+	slices.Sort(s.lat)
+	s.P50Micros = micros(quantile(s.lat, 0.50))
+	s.P99Micros = micros(quantile(s.lat, 0.99))
+}
+
+// ratiosOver compares side a with side b round by round.
+func ratiosOver(a, b *benchSide) benchRatios {
+	var tp, p50 []float64
+	for i := range min(len(a.rounds), len(b.rounds)) {
+		if b.rounds[i].callsPerSec > 0 {
+			tp = append(tp, a.rounds[i].callsPerSec/b.rounds[i].callsPerSec)
+		}
+		if b.rounds[i].p50 > 0 {
+			p50 = append(p50, float64(a.rounds[i].p50)/float64(b.rounds[i].p50))
+		}
+	}
+	var r benchRatios
+	r.ThroughputRatio, r.ThroughputSpread = medianSpread(tp)
+	r.P50Ratio, r.P50Spread = medianSpread(p50)
+	return r
+}
+
+func medianSpread(xs []float64) (float64, [2]float64) {
+	if len(xs) == 0 {
+		return 0, [2]float64{}
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	med := xs[n/2]
+	if n%2 == 0 {
+		med = (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return med, [2]float64{xs[0], xs[n-1]}
+}
+
+// quantile of sorted samples.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// benchCall is one call of one side; nil means the scenario has no such side.
+type benchCall func(b *bencher, ctx context.Context) error
+
+// benchScenario is one row of the report: its sides, interleaved in rounds,
+// and issue 12's targets for it. Adding a row is adding one entry to
+// benchScenarios.
+type benchScenario struct {
+	name     string
+	inFlight int
+	peers    string
+	raw      benchCall
+	micro    benchCall
+	toolmesh benchCall
+	goals    []benchGoal
+}
+
+const (
+	peersRequestReply = "raw: nats.go request/reply; micro: a nats.go micro endpoint, same echo"
+	peersStream       = "raw: publish→subscribe, one message per event"
+	peersNoResponders = "raw: nats.go request to a subject nobody subscribes"
+	peersSpawn        = "raw: os/exec of the same program"
+)
+
+// benchScenarios is the table of the run's ratio rows, in report order.
+func benchScenarios(o *benchOptions) []benchScenario {
+	var s []benchScenario
+	for _, n := range o.levels {
+		s = append(s, benchScenario{name: "unary", inFlight: n, peers: peersRequestReply,
+			raw: (*bencher).rawUnary, micro: (*bencher).microUnary,
+			toolmesh: func(b *bencher, ctx context.Context) error { return b.meshUnary(ctx) },
+			goals:    unaryGoals(n)})
+	}
+	// A "coalescing off" unary row at 256 in flight (target throughput ≥ 0.8×)
+	// goes here once the caller can switch coalescing off: the same entry as
+	// above with toolmesh calling b.meshUnary(ctx, <the caller option>).
+	s = append(s,
+		benchScenario{name: fmt.Sprintf("stream of %d deltas", o.deltas), inFlight: 1, peers: peersStream,
+			raw: (*bencher).rawStream, toolmesh: (*bencher).meshStream,
+			goals: []benchGoal{{metric: metricThroughput, bound: 1.5}}},
+		benchScenario{name: "no responders", inFlight: 1, peers: peersNoResponders,
+			raw: (*bencher).rawNoResponders, toolmesh: (*bencher).meshNoResponders,
+			goals: []benchGoal{{metric: metricP50, atMost: true, bound: 1.3}}})
+	for _, n := range o.cliLevels {
+		s = append(s, benchScenario{name: "cli " + trueBinaryName, inFlight: n, peers: peersSpawn,
+			raw: (*bencher).rawSpawn, toolmesh: (*bencher).meshSpawn,
+			goals: []benchGoal{{metric: metricThroughput, bound: 0.85}}})
+	}
+	return s
+}
+
+// trueBinaryName names the CLI row's program in the report.
+const trueBinaryName = "/bin/true"
+
+// unaryGoals are the unary targets: throughput at 256 in flight, latency
+// at 1.
+func unaryGoals(inFlight int) []benchGoal {
+	switch inFlight {
+	case 1:
+		return []benchGoal{{metric: metricP50, atMost: true, bound: 1.10}}
+	case 256:
+		return []benchGoal{{metric: metricThroughput, bound: 1.2}}
+	}
+	return nil
+}
+
+// run measures a scenario's sides in rounds, the order rotating each
+// round so that each side goes first as often as the others and drift on a busy machine falls on all
+// alike, and computes the per-round ratios' medians and spreads.
+func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) benchResult {
+	r := benchResult{Scenario: s.name, InFlight: s.inFlight, Peers: s.peers}
+	type side struct {
+		into *benchSide
+		call benchCall
+	}
+	sides := []side{{&r.Raw, s.raw}, {&r.Toolmesh, s.toolmesh}}
+	if s.micro != nil {
+		r.Micro = &benchSide{}
+		sides = append(sides, side{r.Micro, s.micro})
+	}
+	slice := max(o.duration/time.Duration(o.rounds), time.Millisecond)
+	for round := range o.rounds {
+		for i := range sides {
+			x := sides[(i+round)%len(sides)]
+			x.into.rounds = append(x.into.rounds, measure(ctx, b, x.into, s.inFlight, slice, x.call))
+		}
+	}
+	for _, x := range sides {
+		x.into.finish()
+	}
+	r.benchRatios = ratiosOver(&r.Toolmesh, &r.Raw)
+	if r.Micro != nil {
+		vsMicro, microVsRaw := ratiosOver(&r.Toolmesh, r.Micro), ratiosOver(r.Micro, &r.Raw)
+		r.ToolmeshVsMicro, r.MicroVsRaw = &vsMicro, &microVsRaw
+	}
+	r.judge(s.goals)
+	return r
+}
+
+// measure keeps inFlight calls going for d, adds what happened to s and
+// returns this round's figures.
+func measure(ctx context.Context, b *bencher, s *benchSide, inFlight int, d time.Duration, call benchCall) benchRound {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var round []time.Duration
+	start := time.Now()
+	stop := start.Add(d)
+	for range inFlight {
+		wg.Go(func() {
+			var lat []time.Duration
+			var errs int
+			var firstErr error
+			// At least one call each, however late the goroutine starts.
+			for first := true; first || time.Now().Before(stop) && ctx.Err() == nil; first = false {
+				t0 := time.Now()
+				if err := call(b, ctx); err != nil {
+					errs++
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			round = append(round, lat...)
+			s.Errors += errs
+			if firstErr != nil && s.FirstError == "" {
+				s.FirstError = firstErr.Error()
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	s.elapsed += elapsed
+	s.lat = append(s.lat, round...)
+	slices.Sort(round)
+	return benchRound{callsPerSec: float64(len(round)) / elapsed.Seconds(), p50: quantile(round, 0.5)}
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/cli"
+)
+
+// echoSchema is the bench echo tool's input: one property, as issue 12's
+// throughput target prescribes, so every toolmesh call pays validation.
+const echoSchema = `{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`
+
+// bencher holds every side: a raw responder and a toolmesh worker on one
+// connection, a micro service on its own (micro relies on the handlers it
+// sets on its connection), a raw requester and a toolmesh caller on two
+// others.
+type bencher struct {
+	conns      []*nats.Conn
+	w          *worker.Worker
+	c          *caller.Caller
+	svc        micro.Service
+	raw        *nats.Conn
+	rawSubject string
+	trueBin    string
+	args       json.RawMessage
+	deltas     int
+}
+
+func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, deltas int, g *globals) (*bencher, error) {
+	b := &bencher{deltas: deltas, trueBin: trueBinary()}
+	ok := false
+	defer func() {
+		if !ok {
+			b.close()
+		}
+	}()
+	for _, name := range []string{"bench responder", "bench raw", "bench caller", "bench micro"} {
+		nc, err := dial(name)
+		if err != nil {
+			return nil, err
+		}
+		b.conns = append(b.conns, nc)
+	}
+	serve, raw, call := b.conns[0], b.conns[1], b.conns[2]
+	b.raw = raw
+	// A private prefix and subject: the bench never joins a live mesh's
+	// queue groups or answers its callers.
+	prefix := g.prefix + "-bench-" + strings.ToLower(ulid.Make().String())
+	b.rawSubject = prefix + ".raw"
+	b.args, _ = json.Marshal(map[string]string{"message": strings.Repeat("x", payload)})
+
+	if err := b.serveRaw(serve); err != nil {
+		return nil, err
+	}
+	if err := b.serveMicro(b.conns[3]); err != nil {
+		return nil, err
+	}
+	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
+		return nil, err
+	}
+	c, err := caller.New(call, caller.Config{Prefix: prefix, Logger: g.log})
+	if err != nil {
+		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	b.c = c
+	for _, nc := range b.conns {
+		if err := nc.Flush(); err != nil {
+			return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+		}
+	}
+	ok = true
+	return b, nil
+}
+
+// trueBinary is the program of the CLI row: /bin/true, or true on PATH
+// where there is no /bin/true.
+func trueBinary() string {
+	if _, err := os.Stat("/bin/true"); err == nil {
+		return "/bin/true"
+	}
+	if p, err := exec.LookPath("true"); err == nil {
+		return p
+	}
+	return "/bin/true"
+}
+
+// serveRaw answers the raw side: echo by request/reply, and a stream of
+// b.deltas messages to one request.
+func (b *bencher) serveRaw(serve *nats.Conn) error {
+	if _, err := serve.QueueSubscribe(b.rawSubject+".echo", "q", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	if _, err := serve.Subscribe(b.rawSubject+".stream", func(m *nats.Msg) {
+		for i := range b.deltas {
+			_ = serve.Publish(m.Reply, fmt.Appendf(nil, `{"i":%d}`, i+1))
+		}
+		_ = serve.Publish(m.Reply, []byte(`{"done":true}`))
+	}); err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	return nil
+}
+
+// serveMicro is the standard peer: a nats.go micro endpoint doing the
+// same echo, requested by raw nats.go request/reply.
+func (b *bencher) serveMicro(nc *nats.Conn) error {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: "toolmesh-bench", Version: "0.0.1",
+		Endpoint: &micro.EndpointConfig{
+			Subject: b.rawSubject + ".micro",
+			Handler: micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(r.Data()) }),
+		},
+	})
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	b.svc = svc
+	return nil
+}
+
+// serveMesh hosts the toolmesh side: a worker with echo, count and a CLI
+// binding of /bin/true.
+func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, g *globals) error {
+	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: g.log, MaxConcurrent: maxInFlight, Description: "toolmesh bench"})
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeInternal, err.Error())
+	}
+	b.w = w
+	if err := w.Register(envelope.ToolSpec{Name: "echo", InputSchema: json.RawMessage(echoSchema)}, worker.HandlerFunc(
+		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) { return req.Args, nil })); err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	if err := w.Register(envelope.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(b.count)); err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	file, err := cli.Parse(fmt.Appendf(nil, "tools:\n  - name: \"true\"\n    binding:\n      cli:\n        cmd: %s\n        output_format: lines\n", strconv.Quote(b.trueBin)))
+	if err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	if err := cli.Register(w, file, g.log); err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	return nil
+}
+
+// count streams b.deltas deltas, then its result.
+func (b *bencher) count(_ context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
+	for i := range b.deltas {
+		if err := emit.Delta(json.RawMessage(append(strconv.AppendInt([]byte(`{"i":`), int64(i+1), 10), '}'))); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]int{"count": b.deltas}, nil
+}
+
+func (b *bencher) close() {
+	if b.c != nil {
+		_ = b.c.Close()
+	}
+	if b.w != nil {
+		b.w.Stop()
+	}
+	if b.svc != nil {
+		_ = b.svc.Stop()
+	}
+	for _, nc := range b.conns {
+		nc.Close()
+	}
+}
+
+func (b *bencher) rawUnary(ctx context.Context) error {
+	_, err := b.raw.RequestWithContext(ctx, b.rawSubject+".echo", b.args)
+	return err
+}
+
+func (b *bencher) microUnary(ctx context.Context) error {
+	_, err := b.raw.RequestWithContext(ctx, b.rawSubject+".micro", b.args)
+	return err
+}
+
+// meshUnary calls echo; opts select a variant of the caller (such as
+// coalescing switched off).
+func (b *bencher) meshUnary(ctx context.Context, opts ...caller.Option) error {
+	_, err := b.c.Call(ctx, "echo", b.args, opts...)
+	return err
+}
+
+// rawNoResponders is a raw request to a subject nobody subscribes: it
+// succeeds when NATS says so.
+func (b *bencher) rawNoResponders(ctx context.Context) error {
+	_, err := b.raw.RequestWithContext(ctx, b.rawSubject+".nobody", b.args)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil
+	}
+	return fmt.Errorf("want no responders, got %v", err)
+}
+
+// meshNoResponders calls a tool nobody hosts: it succeeds on tool_not_found.
+func (b *bencher) meshNoResponders(ctx context.Context) error {
+	_, err := b.c.Call(ctx, "nobody", b.args)
+	var p *envelope.Problem
+	if errors.As(err, &p) && p.Code == envelope.CodeToolNotFound {
+		return nil
+	}
+	return fmt.Errorf("want tool_not_found, got %v", err)
+}
+
+// rawSpawn runs /bin/true directly with os/exec.
+func (b *bencher) rawSpawn(ctx context.Context) error {
+	return exec.CommandContext(ctx, b.trueBin).Run()
+}
+
+// meshSpawn runs /bin/true through the mesh's CLI binding.
+func (b *bencher) meshSpawn(ctx context.Context) error {
+	_, err := b.c.Call(ctx, "true", json.RawMessage(`{}`))
+	return err
+}
+
+func (b *bencher) rawStream(ctx context.Context) error {
+	inbox := b.raw.NewInbox()
+	sub, err := b.raw.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := b.raw.PublishRequest(b.rawSubject+".stream", inbox, nil); err != nil {
+		return err
+	}
+	for range b.deltas + 1 {
+		if _, err := sub.NextMsgWithContext(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bencher) meshStream(ctx context.Context) error {
+	s, err := b.c.Stream(ctx, "count", map[string]any{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	n := 0
+	for ev, err := range s.Events() {
+		if err != nil {
+			return err
+		}
+		if p := ev.Problem(); p != nil {
+			return p
+		}
+		if ev.Type == envelope.EventDelta {
+			n++
+		}
+	}
+	if n != b.deltas {
+		return fmt.Errorf("stream delivered %d of %d deltas", n, b.deltas)
+	}
+	return nil
+}
