@@ -476,7 +476,6 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	p := &pending{c: c, id: id, reply: reply, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
 		lastHeard: time.Now(), notify: c.notifier(), span: span}
-	p.queue = p.first[:0]
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
 	}

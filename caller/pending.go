@@ -31,7 +31,6 @@ type pending struct {
 	mu             sync.Mutex
 	queue          []envelope.ToolEvent // events from head on wait unread
 	head           int
-	first          [1]envelope.ToolEvent // the queue's first backing: a unary call needs no other
 	nextSeq        int64
 	lastHeard      time.Time
 	interval       time.Duration // the worker's beat interval; 0 until it beats

@@ -3,7 +3,6 @@ package mesh
 import (
 	"encoding/json"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,26 +50,6 @@ const ProbeToken = "alive"
 // beat for it, and a burst can leave calls unread in a busy worker's
 // buffer for longer than MissedBeats intervals without anything being lost.
 const DefaultPickupBeats = 10
-
-// Header names of wire protocol v1. Reads are case-insensitive (see Header).
-const (
-	HeaderCallID         = "Toolmesh-Call-Id"
-	HeaderTimeout        = "Toolmesh-Timeout" // remaining budget in ms
-	HeaderMode           = "Toolmesh-Mode"    // unary | stream
-	HeaderWindow         = "Toolmesh-Window"  // initial event credit (stream mode)
-	HeaderIdempotencyKey = "Toolmesh-Idempotency-Key"
-	HeaderAuthorization  = "Authorization"
-	HeaderSeq            = "Toolmesh-Seq"       // event sequence, 1, 2, 3 … per call (stream mode; a unary reply is one unnumbered message)
-	HeaderHeartbeat      = "Toolmesh-Heartbeat" // marks a heartbeat frame
-	HeaderWorkerID       = "Toolmesh-Worker-Id" // on heartbeats: where to send control
-	HeaderCallerID       = "Toolmesh-Caller-Id" // caller promises liveness messages
-	HeaderInterval       = "Toolmesh-Interval"  // heartbeat interval in ms the caller expects
-	// HeaderChunk marks one piece of an event too large for one message:
-	// "i/n", piece i (1-based) of n. The pieces' bodies, concatenated in
-	// order, are the event's JSON; each piece has its own Toolmesh-Seq (in
-	// unary mode too), so a lost piece is a gap like a lost event.
-	HeaderChunk = "Toolmesh-Chunk"
-)
 
 // ChunkOverhead is what a chunk message keeps free of the server's
 // max_payload for its headers and subject.
@@ -143,7 +122,8 @@ type CatalogEntry struct {
 func (s Subjects) QueueGroup() string { return s.Root() }
 
 // Header returns the first value of key in h, matching the name
-// case-insensitively as the protocol requires.
+// case-insensitively: v2 reads only server-made headers (Status,
+// Nats-Request-Info), whatever case another client or server gives them.
 func Header(h nats.Header, key string) string {
 	if v, ok := h[key]; ok && len(v) > 0 {
 		return v[0]
@@ -158,17 +138,7 @@ func Header(h nats.Header, key string) string {
 	return ""
 }
 
-// HeaderInt reads an integer header; ok is false when absent or malformed.
-func HeaderInt(h nats.Header, key string) (int64, bool) {
-	v := Header(h, key)
-	if v == "" {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	return n, err == nil
-}
-
-// Millis converts a millisecond header value to a Duration, saturating
+// Millis converts a millisecond metadata value to a Duration, saturating
 // instead of overflowing: a budget of "9999999999999" ms is a very long
 // budget, not a negative one that expires at once.
 func Millis(ms int64) time.Duration {

@@ -223,26 +223,27 @@ func BenchmarkUnary256(b *testing.B) {
 		inFlight(b, func() error { _, err := m.raw.Request("micro.echo", benchArgs, 30*time.Second); return err })
 		r.record("micro", b, 0)
 	})
-	// The protocol floor: a raw request carrying the headers wire protocol
-	// v1 requires of an unary call with no deadline (Toolmesh-Call-Id and
-	// Toolmesh-Mode), answered from another goroutine as a worker whose
-	// handlers run concurrently must. It is what any implementation of the
-	// protocol pays before doing any work of its own.
-	callHeaders := func(subject string) *nats.Msg {
-		msg := nats.NewMsg(subject)
-		msg.Header[mesh.HeaderCallID] = []string{ulid.Make().String()}
-		msg.Header[mesh.HeaderMode] = []string{mesh.ModeUnary}
-		return msg
+	// The protocol floor: a raw request carrying the metadata line wire
+	// protocol v2 gives an unary call (id, caller, interval), answered from
+	// another goroutine as a worker whose handlers run concurrently must. It
+	// is what any implementation of the protocol pays before doing any
+	// work of its own.
+	withLine := func() []byte {
+		b := mesh.AppendMetaStart(nil)
+		b = mesh.AppendPair(b, mesh.MetaID, ulid.Make().String())
+		b = mesh.AppendPair(b, mesh.MetaCaller, "BENCHCALLER")
+		b = mesh.AppendIntPair(b, mesh.MetaInterval, 1000)
+		return append(append(b, '\n'), benchArgs...)
 	}
-	b.Run("raw-with-call-headers", func(b *testing.B) {
-		inFlight(b, func() error { _, err := m.raw.RequestMsg(callHeaders("raw.handoff"), 30*time.Second); return err })
+	b.Run("raw-with-meta-line", func(b *testing.B) {
+		inFlight(b, func() error { _, err := m.raw.Request("raw.handoff", withLine(), 30*time.Second); return err })
 		r.record("floor", b, 0)
 	})
 	// The same answered inline in the subscription callback: what the
-	// headers alone cost, and the best a worker that ran one handler at a
+	// line alone costs, and the best a worker that ran one handler at a
 	// time could do.
-	b.Run("raw-with-call-headers-inline", func(b *testing.B) {
-		inFlight(b, func() error { _, err := m.raw.RequestMsg(callHeaders("raw.echo"), 30*time.Second); return err })
+	b.Run("raw-with-meta-line-inline", func(b *testing.B) {
+		inFlight(b, func() error { _, err := m.raw.Request("raw.echo", withLine(), 30*time.Second); return err })
 		r.record("headers", b, 0)
 	})
 	b.Run("toolmesh", func(b *testing.B) {
@@ -251,7 +252,7 @@ func BenchmarkUnary256(b *testing.B) {
 	})
 	r.ratio(b, "unary, 256 in flight")
 	if r.ns["floor"] > 0 && r.ns["toolmesh"] > 0 {
-		fmt.Printf("unary, 256 in flight: raw throughput ratios: headers inline %.2f, protocol floor %.2f; toolmesh time/floor = %.2f\n",
+		fmt.Printf("unary, 256 in flight: raw throughput ratios: meta line inline %.2f, protocol floor %.2f; toolmesh time/floor = %.2f\n",
 			r.ns["raw"]/r.ns["headers"], r.ns["raw"]/r.ns["floor"], r.ns["toolmesh"]/r.ns["floor"])
 	}
 }
