@@ -570,6 +570,9 @@ const largeArgsFix = "Pass large inputs by reference — a path, URL or object-s
 
 // startSpan starts the call's client span.
 func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) trace.Span {
+	if c.tracer.Off(ctx) {
+		return c.tracer.Noop() // not even the span's name is built
+	}
 	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
 	if span.IsRecording() {
 		span.SetAttributes(mesh.SpanAttributes(tool, id, mode == stream)...)

@@ -36,8 +36,10 @@ func chain(inv Invoker, mw []Middleware) Invoker {
 
 // invoke runs one logical call through the middleware chain.
 func (c *Caller) invoke(ctx context.Context, tool string, args any, opts []Option) (string, envelope.ToolEvent) {
-	inv := &Invocation{Tool: tool, Args: args, Options: opts}
-	return c.invoker(ctx, inv)
+	if len(c.cfg.Middleware) == 0 { // no Invocation to build for nobody
+		return c.send(ctx, &Invocation{Tool: tool, Args: args, Options: opts})
+	}
+	return c.invoker(ctx, &Invocation{Tool: tool, Args: args, Options: opts})
 }
 
 // send is the innermost Invoker: the call itself, retries included.

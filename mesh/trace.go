@@ -79,6 +79,16 @@ func NewTracer(tp trace.TracerProvider, name string) *Tracer {
 	return t
 }
 
+// Off reports whether a span started on ctx now would be a no-op: no
+// provider, and no trace in ctx to continue. Callers use it to skip
+// building span names and attributes nobody would read.
+func (t *Tracer) Off(ctx context.Context) bool {
+	return t.fixed.Load() == nil && otel.GetTracerProvider() == t.idle && !trace.SpanContextFromContext(ctx).IsValid()
+}
+
+// Noop is the no-op span Start returns when tracing is off.
+func (t *Tracer) Noop() trace.Span { return t.noop }
+
 // Start starts a span as trace.Tracer.Start does, or returns ctx and a
 // no-op span when tracing is off and ctx carries no trace to continue.
 func (t *Tracer) Start(ctx context.Context, spanName string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
