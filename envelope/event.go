@@ -160,8 +160,8 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 		b = appendString(b, "code", string(e.Code))
 		b = appendString(b, "message", e.Message)
 		if e.Details != nil {
-			if b, err = appendValue(b, "details", e.Details); err != nil {
-				return nil, err
+			if b, err = e.Details.AppendJSON(append(b, `,"details":`...)); err != nil {
+				return nil, fmt.Errorf("event details: %w", err)
 			}
 		} else if len(e.DetailsRaw) > 0 {
 			if !ValidJSON(e.DetailsRaw) {
@@ -234,8 +234,7 @@ func appendString(b []byte, name, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	enc, _ := json.Marshal(v) // HTML-safe escaping, unlike strconv.Quote's Go syntax
-	return append(b, enc...)
+	return appendJSONString(b, v) // HTML-safe escaping, unlike strconv.Quote's Go syntax
 }
 
 func appendValue(b []byte, name string, v any) ([]byte, error) {

@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -244,39 +244,59 @@ var standardMembers = map[string]bool{
 // members first in a fixed order, retry_after always (null when not
 // transient), then extensions sorted by name.
 func (p *Problem) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	member := func(name string, v any) error {
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`"` + name + `":`)
-		enc, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("problem %s: %w", name, err)
-		}
-		b.Write(enc)
-		return nil
-	}
+	return p.AppendJSON(make([]byte, 0, 512))
+}
+
+// AppendJSON appends the problem document to b, members in the order
+// MarshalJSON documents, without reflection for the standard members:
+// every failed call encodes one on the worker and one in its Response.
+func (p *Problem) AppendJSON(b []byte) ([]byte, error) {
 	typ := p.Type
 	if typ == "" {
 		typ = "about:blank"
 	}
-	actions := p.CodeActions
-	if actions == nil {
-		actions = []CodeAction{}
-	}
-	for _, m := range []struct {
-		name string
-		v    any
-	}{
-		{"type", typ}, {"title", p.Title}, {"status", p.Status}, {"detail", p.Detail},
-		{"instance", p.Instance}, {"code", p.Code}, {"retry_after", p.RetryAfter},
-		{"suggested_fix", p.SuggestedFix}, {"code_actions", actions}, {"exit_code", p.ExitCode},
-	} {
-		if err := member(m.name, m.v); err != nil {
-			return nil, err
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, typ)
+	b = appendJSONString(append(b, `,"title":`...), p.Title)
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.Status), 10)
+	b = appendJSONString(append(b, `,"detail":`...), p.Detail)
+	b = appendJSONString(append(b, `,"instance":`...), p.Instance)
+	b = appendJSONString(append(b, `,"code":`...), string(p.Code))
+	b = append(b, `,"retry_after":`...)
+	if p.RetryAfter == nil {
+		b = append(b, "null"...)
+	} else {
+		var ok bool
+		if b, ok = appendJSONFloat(b, *p.RetryAfter); !ok {
+			return nil, fmt.Errorf("problem retry_after: unsupported value %v", *p.RetryAfter)
 		}
+	}
+	b = append(b, `,"suggested_fix":`...)
+	if p.SuggestedFix == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(append(b, `{"description":`...), p.SuggestedFix.Description)
+		b = append(appendJSONString(append(b, `,"applicability":`...), string(p.SuggestedFix.Applicability.normalised())), '}')
+	}
+	b = append(b, `,"code_actions":`...)
+	if len(p.CodeActions) == 0 {
+		b = append(b, "[]"...)
+	} else {
+		enc, err := json.Marshal(p.CodeActions)
+		if err != nil {
+			return nil, fmt.Errorf("problem code_actions: %w", err)
+		}
+		b = append(b, enc...)
+	}
+	b = strconv.AppendInt(append(b, `,"exit_code":`...), int64(p.ExitCode), 10)
+	return p.appendExtensions(b)
+}
+
+// appendExtensions appends the extension members, sorted by name, and
+// closes the document.
+func (p *Problem) appendExtensions(b []byte) ([]byte, error) {
+	if len(p.Extensions) == 0 {
+		return append(b, '}'), nil
 	}
 	names := make([]string, 0, len(p.Extensions))
 	for k := range p.Extensions {
@@ -286,12 +306,14 @@ func (p *Problem) MarshalJSON() ([]byte, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if err := member(jsonString(k), p.Extensions[k]); err != nil {
-			return nil, err
+		enc, err := json.Marshal(p.Extensions[k])
+		if err != nil {
+			return nil, fmt.Errorf("problem %s: %w", jsonString(k), err)
 		}
+		b = append(appendJSONString(append(b, ','), k), ':')
+		b = append(b, enc...)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // jsonString escapes a member name for splicing between quotes.

@@ -79,15 +79,21 @@ func ErrorResponseWithData(id string, code Code, message string, extra json.RawM
 // ProblemResponse is the error response for a Problem: code and message
 // from it, and the whole Problem under "problem" so no detail is lost.
 func ProblemResponse(id string, p *Problem) Response {
-	extra, err := json.Marshal(map[string]*Problem{"problem": p})
+	problem, err := p.AppendJSON(make([]byte, 0, 512))
 	if err != nil {
 		return ErrorResponse(id, p.Code, p.Error())
 	}
-	r, err := ErrorResponseWithData(id, p.Code, p.Error(), extra)
-	if err != nil {
-		return ErrorResponse(id, p.Code, p.Error())
-	}
-	return r
+	// Assembled directly rather than through ErrorResponseWithData: the
+	// Problem's JSON is known valid and its one member name known safe,
+	// and every failed call takes this path.
+	head, _ := json.Marshal(struct {
+		Code    Code   `json:"code"`
+		Message string `json:"message"`
+	}{p.Code, p.Error()})
+	b := make([]byte, 0, len(head)+len(problem)+12)
+	b = append(append(b, head[:len(head)-1]...), `,"problem":`...)
+	b = append(append(b, problem...), '}')
+	return Response{ID: id, Data: b}
 }
 
 // ResponseFromEvent turns a call's terminal event into its Response.
