@@ -461,7 +461,8 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if err := ctx.Err(); err != nil {
 		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
 	}
-	reply := c.newReply()
+	now := time.Now()
+	reply := c.newReply(now)
 	id := reply[len(c.inbox):]
 	window := c.cfg.Window
 	if o.window > 0 {
@@ -475,7 +476,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		return nil, prob
 	}
 	p := &pending{c: c, id: id, reply: reply, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
-		lastHeard: time.Now(), notify: c.notifier(), span: span}
+		lastHeard: now, notify: c.notifier(), span: span}
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
 	}
@@ -488,9 +489,9 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 // among this caller's calls for its whole life (the worker's rule) and
 // unlike any other caller's but by chance, with no per-call entropy,
 // lock or allocation of their own.
-func (c *Caller) newReply() string {
+func (c *Caller) newReply(now time.Time) string {
 	var id ulid.ULID
-	_ = id.SetTime(ulid.Timestamp(time.Now()))
+	_ = id.SetTime(ulid.Timestamp(now))
 	copy(id[6:], c.salt[:])
 	binary.BigEndian.PutUint64(id[8:], binary.BigEndian.Uint64(c.salt[2:])+c.seq.Add(1))
 	b := make([]byte, len(c.inbox)+ulid.EncodedSize)
