@@ -84,6 +84,14 @@ func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDe
 // ResultEvent carries the terminal result.
 func ResultEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventResult, Data: data} }
 
+// ValidResultEvent is ResultEvent for data already known to be valid JSON
+// in UTF-8 — json.Marshal's output, or data checked with ValidJSON — so
+// encoding the event skips a second validation pass. Data that is not
+// valid JSON makes an invalid event: check it first.
+func ValidResultEvent(data json.RawMessage) ToolEvent {
+	return ToolEvent{Type: EventResult, Data: data, validData: true}
+}
+
 // ErrorEvent carries a terminal Problem: the event's code and message are the
 // Problem's code and detail, its details the whole Problem.
 func ErrorEvent(p *Problem) ToolEvent {
@@ -148,7 +156,7 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 		if len(e.Data) == 0 {
 			b = append(b, "null"...)
 		} else {
-			if !ValidJSON(e.Data) {
+			if !e.validData && !ValidJSON(e.Data) {
 				return nil, fmt.Errorf("%s: data is not valid JSON in UTF-8", e.Type)
 			}
 			b = append(b, e.Data...)

@@ -48,7 +48,8 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	}
 	c.ended = true
 	c.mu.Unlock()
-	ev := envelope.ResultEvent(data)
+	// checkResult made data with json.Marshal or checked it with ValidJSON.
+	ev := envelope.ValidResultEvent(data)
 	if p != nil {
 		// Redacted before anything reads it: the error event, the tool's
 		// last_error in $SRV.STATS and the span status all come from p.
