@@ -218,3 +218,27 @@ func TestLatePickupIsNotWorkerLost(t *testing.T) {
 		t.Fatalf("response %+v", resp)
 	}
 }
+
+// A call made with tracing off carries no trace fields in its metadata
+// line: nothing for the worker to extract either.
+func TestUntracedCallCarriesNoTraceContext(t *testing.T) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	bodies := make(chan []byte, 1)
+	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+		bodies <- m.Data
+		_ = m.Respond([]byte(`{"type":"result","data":{}}`))
+	})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
+	if _, err := c.Call(context.Background(), "fake", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	line, _, err := mesh.SplitCall(<-bodies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{mesh.MetaTraceparent, mesh.MetaTracestate, mesh.MetaBaggage} {
+		if strings.Contains(string(line), " "+key+"=") {
+			t.Errorf("untraced call's metadata %q carries %s", line, key)
+		}
+	}
+}
