@@ -206,3 +206,35 @@ func TestWorkerIDMustFitASubject(t *testing.T) {
 	}
 	w.Stop()
 }
+
+// A v1 caller's header metadata is ignored (protocol v2 reads none): its
+// call runs as a plain call and gets one bare answer, however hostile
+// the headers.
+func TestHeadersAreIgnored(t *testing.T) {
+	w, raw := newTestWorker(t, Config{})
+	seen := make(chan *Request, 1)
+	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(_ context.Context, req *Request, emit Emitter) (any, error) {
+		seen <- req
+		_ = emit.Delta("dropped: not a stream")
+		return "ok", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+	for k, v := range map[string]string{"Toolmesh-Mode": "stream", "Toolmesh-Call-Id": "a.b.>", "Toolmesh-Timeout": "soon",
+		"Authorization": "Bearer secret", "Toolmesh-Idempotency-Key": "k"} {
+		m.Header.Set(k, v)
+	}
+	m.Data = []byte(`{"args":{}}`)
+	reply, err := raw.RequestMsg(m, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := envelope.ParseEvent(reply.Data)
+	if err != nil || ev.Type != envelope.EventResult || len(reply.Header) != 0 {
+		t.Fatalf("answer %q (headers %v): %v, want one bare result", reply.Data, reply.Header, err)
+	}
+	if got := <-seen; got.Streaming || got.Bearer != "" || got.IdempotencyKey != "" || !got.Deadline.After(time.Now()) {
+		t.Fatalf("headers reached the handler: %+v", got)
+	}
+}
