@@ -131,6 +131,7 @@ func trueHandler(b *testing.B) *Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = h.Close() })
 	return h
 }
 

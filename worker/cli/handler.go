@@ -36,6 +36,8 @@ type Handler struct {
 	inherit []string
 	slots   chan struct{}
 	log     *slog.Logger
+	sup     *supervise.Supervisor
+	ownSup  bool // sup is this Handler's own, closed by Close
 }
 
 // NewHandler makes the Handler of a tool whose spec has a CLI binding.
@@ -59,7 +61,19 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 	}
 	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
 	return &Handler{spec: t.Spec, binding: t.Spec.Binding.CLI, limits: lim, inherit: inherit,
-		slots: make(chan struct{}, lim.MaxConcurrent), log: log}, nil
+		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
+		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true}, nil
+}
+
+// Close releases what the Handler keeps between calls (its supervisor's
+// sentinel process and spawner threads); a program still running is
+// stopped as if the worker had died. Handlers made by Register share a
+// supervisor that lives as long as the process.
+func (h *Handler) Close() error {
+	if !h.ownSup {
+		return nil
+	}
+	return h.sup.Close()
 }
 
 // Register loads every tool of f into w, logging f's load warnings.
@@ -70,11 +84,16 @@ func Register(w *worker.Worker, f *File, log *slog.Logger) error {
 	for _, warning := range f.Warnings {
 		log.Warn(warning)
 	}
+	sups := make(map[time.Duration]*supervise.Supervisor) // one sentinel per kill grace
 	for _, t := range f.Tools {
 		h, err := NewHandler(t, f.Env, log)
 		if err != nil {
 			return err
 		}
+		if sups[h.limits.KillGrace] == nil {
+			sups[h.limits.KillGrace] = h.sup
+		}
+		h.sup, h.ownSup = sups[h.limits.KillGrace], false
 		if err := w.Register(t.Spec, h); err != nil {
 			return err
 		}
@@ -224,6 +243,7 @@ type process struct {
 	feed           *stdinFeed
 	exited         chan struct{} // closed when the program has exited
 	pgid           int
+	sup            *supervise.Supervisor
 }
 
 // spawn starts argv with env and its stdin, in a process group of its own.
@@ -232,8 +252,7 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
-	cmd := supervise.Command(path, argv[1:], h.limits.KillGrace)
-	cmd.Env = env
+	cmd := &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -249,15 +268,15 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
-	exited := make(chan struct{})
-	if err := supervise.Start(cmd, exited); err != nil {
+	if err := h.sup.Start(cmd); err != nil {
 		feed.close()
 		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
 	supervise.CloseAll(stdoutW, stderrW)
 	feed.start()
-	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, exited: exited, pgid: cmd.Process.Pid}, nil
+	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, exited: make(chan struct{}),
+		pgid: cmd.Process.Pid, sup: h.sup}, nil
 }
 
 // stopWhen stops the whole group on cancel, timeout, caller loss or
@@ -295,6 +314,7 @@ func (p *process) reap() (<-chan struct{}, *error) {
 		waitErr = p.cmd.Wait()
 		close(p.exited)
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.sup.Release(p.pgid)
 		close(waited)
 	}()
 	return waited, &waitErr

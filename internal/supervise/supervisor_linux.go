@@ -1,0 +1,260 @@
+//go:build linux
+
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// sentinelScript is the one watchdog process of a Supervisor. The worker
+// writes "+ PGID" to its stdin when a program starts in group PGID and
+// "- PGID" once that group is gone; end of file on stdin means the worker
+// is gone (a kill -9 closes its end of the pipe too), and the sentinel then
+// does what the worker would have: SIGTERM to every group it still holds,
+// up to the kill grace for them to empty, then SIGKILL to what is left,
+// grandchildren included. It ignores the signals a terminal or a service
+// manager sends the worker's own group, so that it outlives a graceful
+// worker shutdown long enough to see the end of file.
+const sentinelScript = `trap '' TERM INT HUP
+g=' '
+while read -r op p; do
+	case $op in
+	+) g="$g$p " ;;
+	-) case $g in *" $p "*) g="${g%% $p *} ${g#* $p }" ;; esac ;;
+	esac
+done
+[ "$g" = ' ' ] && exit 0
+for p in $g; do kill -TERM -"$p" 2>/dev/null; done
+i=0
+while [ $i -lt %d ]; do
+	alive=
+	for p in $g; do kill -0 -"$p" 2>/dev/null && alive=1; done
+	[ -z "$alive" ] && exit 0
+	sleep 0.05
+	i=$((i+1))
+done
+for p in $g; do kill -KILL -"$p" 2>/dev/null; done`
+
+// ErrClosed is Start's error once the Supervisor is closed.
+var ErrClosed = errors.New("supervise: supervisor closed")
+
+// Supervisor starts programs so that none of them, nor anything they fork,
+// outlives the worker, at the cost of one plain fork and exec per program
+// (a shell supervisor per program doubled the cost of a short-lived tool).
+// Each program leads a process group of its own; one long-lived sentinel
+// process per Supervisor holds the list of live groups and takes them down
+// when the worker dies; and programs are forked from a few OS threads
+// that live as long as any program they started, so that the kernel's
+// parent-death signal (SIGTERM) reaches a program only when the worker
+// itself is gone — covering the instant between a fork and its group's
+// registration with the sentinel. It is safe for concurrent use.
+type Supervisor struct {
+	grace time.Duration
+	reqs  chan startReq
+	quit  chan struct{}
+
+	mu       sync.Mutex
+	closed   bool
+	spawners sync.WaitGroup
+	started  bool
+	watch    *sentinel
+	live     map[int]*sync.WaitGroup // group → its spawner's count of live programs
+}
+
+// startReq asks a spawner thread to start cmd.
+type startReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// NewSupervisor returns a Supervisor whose sentinel gives programs grace
+// between SIGTERM and SIGKILL when the worker dies. Nothing starts until
+// the first program does.
+func NewSupervisor(grace time.Duration) *Supervisor {
+	return &Supervisor{grace: grace, reqs: make(chan startReq), quit: make(chan struct{}),
+		live: make(map[int]*sync.WaitGroup)}
+}
+
+// Start starts cmd in a process group of its own (its pid is the group's
+// id) under the Supervisor's watch. The caller waits for cmd as usual,
+// sweeps its group, then calls Release with cmd.Process.Pid.
+func (s *Supervisor) Start(cmd *exec.Cmd) error {
+	if err := s.ensureRunning(); err != nil {
+		return err
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	req := startReq{cmd: cmd, done: make(chan error, 1)}
+	select {
+	case s.reqs <- req:
+	case <-s.quit:
+		return ErrClosed
+	}
+	return <-req.done
+}
+
+// Release tells the Supervisor that group pgid is gone: its program was
+// waited for and the group swept.
+func (s *Supervisor) Release(pgid int) {
+	s.mu.Lock()
+	wg, ok := s.live[pgid]
+	delete(s.live, pgid)
+	watch := s.watch
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if watch != nil {
+		watch.send('-', pgid)
+	}
+	wg.Done()
+}
+
+// Close stops taking programs and ends the sentinel, which takes down any
+// group not yet released. The spawner threads end once the last program
+// they started is released.
+func (s *Supervisor) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.quit)
+	watch := s.watch
+	s.watch = nil
+	s.mu.Unlock()
+	if watch != nil {
+		watch.stop()
+	}
+	return nil
+}
+
+// ensureRunning starts the spawner threads once and a sentinel whenever
+// none runs (the first program, or the last sentinel died).
+func (s *Supervisor) ensureRunning() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if !s.started {
+		s.started = true
+		for range spawnerCount() {
+			go s.spawner()
+		}
+	}
+	if s.watch != nil {
+		return nil
+	}
+	w, err := startSentinel(s.grace, s.onSentinelExit)
+	if err != nil {
+		return fmt.Errorf("supervise: cannot start the sentinel: %w", err)
+	}
+	for pgid := range s.live { // a sentinel that died: its successor takes over
+		w.send('+', pgid)
+	}
+	s.watch = w
+	return nil
+}
+
+// onSentinelExit forgets a sentinel that died while the Supervisor was
+// open; the next Start starts another and hands it the live groups.
+func (s *Supervisor) onSentinelExit(w *sentinel) {
+	s.mu.Lock()
+	if s.watch == w {
+		s.watch = nil
+	}
+	s.mu.Unlock()
+}
+
+// spawnerCount is how many threads fork programs: a fork blocks its
+// thread until the child has exec'd, so one per CPU, a few at most.
+func spawnerCount() int { return min(max(runtime.GOMAXPROCS(0), 1), 4) }
+
+// spawner forks programs from an OS thread of its own that lives until
+// every program it started is released: Linux sends the parent-death
+// signal when the forking thread exits, not the process.
+func (s *Supervisor) spawner() {
+	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+	var mine sync.WaitGroup
+	defer mine.Wait()
+	for {
+		select {
+		case req := <-s.reqs:
+			req.done <- s.startHere(req.cmd, &mine)
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// startHere starts cmd on the current thread and registers its group.
+func (s *Supervisor) startHere(cmd *exec.Cmd, mine *sync.WaitGroup) error {
+	mine.Add(1)
+	if err := cmd.Start(); err != nil {
+		mine.Done()
+		return err
+	}
+	pgid := cmd.Process.Pid
+	s.mu.Lock()
+	s.live[pgid] = mine
+	watch := s.watch
+	s.mu.Unlock()
+	if watch != nil {
+		watch.send('+', pgid)
+	}
+	return nil
+}
+
+// sentinel is a running sentinel process and the pipe to its stdin.
+type sentinel struct {
+	cmd *exec.Cmd
+	w   *os.File
+}
+
+// startSentinel starts a sentinel with grace; onExit runs if it ends.
+func startSentinel(grace time.Duration, onExit func(*sentinel)) (*sentinel, error) {
+	polls := max(int(grace/(50*time.Millisecond)), 1)
+	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(sentinelScript, polls), "toolmesh-sentinel")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdin = r
+	err = cmd.Start()
+	CloseAll(r)
+	if err != nil {
+		CloseAll(w)
+		return nil, err
+	}
+	sn := &sentinel{cmd: cmd, w: w}
+	go func() {
+		_ = cmd.Wait()
+		onExit(sn)
+	}()
+	return sn, nil
+}
+
+// send writes one line to the sentinel: a single write shorter than a
+// pipe's atomic size, so concurrent lines never interleave. A sentinel
+// that died makes it fail; the Supervisor then starts another.
+func (sn *sentinel) send(op byte, pgid int) {
+	line := strconv.AppendInt([]byte{op, ' '}, int64(pgid), 10)
+	_, _ = sn.w.Write(append(line, '\n'))
+}
+
+// stop closes the pipe, which the sentinel takes as the worker's end.
+func (sn *sentinel) stop() { CloseAll(sn.w) }
