@@ -67,7 +67,16 @@ type Supervisor struct {
 	started  bool
 	watch    *sentinel
 	live     map[int]*sync.WaitGroup // group → its spawner's count of live programs
+	pending  []byte                  // "- PGID" lines not yet sent to the sentinel
+	flushing bool                    // a flush of pending is scheduled
 }
+
+// releaseFlush is how long a released group may stay on the sentinel's
+// list when no program starts meanwhile: releases ride along with the next
+// start's line (one pipe write and one sentinel wake-up per call instead
+// of two), and a quiet worker still clears them out soon, so that the
+// sentinel never holds a group id long enough for the system to reuse it.
+const releaseFlush = 100 * time.Millisecond
 
 // startReq asks a spawner thread to start cmd.
 type startReq struct {
@@ -109,16 +118,30 @@ func (s *Supervisor) Start(cmd *exec.Cmd) error {
 func (s *Supervisor) Release(pgid int) {
 	s.mu.Lock()
 	wg, ok := s.live[pgid]
-	delete(s.live, pgid)
-	watch := s.watch
+	if ok {
+		delete(s.live, pgid)
+		s.pending = appendLine(s.pending, '-', pgid)
+		if !s.flushing {
+			s.flushing = true
+			time.AfterFunc(releaseFlush, s.flush)
+		}
+	}
 	s.mu.Unlock()
-	if !ok {
-		return
+	if ok {
+		wg.Done()
 	}
-	if watch != nil {
-		watch.send('-', pgid)
+}
+
+// flush sends the releases no start has carried to the sentinel.
+func (s *Supervisor) flush() {
+	s.mu.Lock()
+	s.flushing = false
+	lines, watch := s.pending, s.watch
+	s.pending = nil
+	s.mu.Unlock()
+	if watch != nil && len(lines) > 0 {
+		watch.send(lines)
 	}
-	wg.Done()
 }
 
 // Close stops taking programs and ends the sentinel, which takes down any
@@ -162,9 +185,12 @@ func (s *Supervisor) ensureRunning() error {
 	if err != nil {
 		return fmt.Errorf("supervise: cannot start the sentinel: %w", err)
 	}
+	var lines []byte
 	for pgid := range s.live { // a sentinel that died: its successor takes over
-		w.send('+', pgid)
+		lines = appendLine(lines, '+', pgid)
 	}
+	w.send(lines)
+	s.pending = nil
 	s.watch = w
 	return nil
 }
@@ -210,10 +236,11 @@ func (s *Supervisor) startHere(cmd *exec.Cmd, mine *sync.WaitGroup) error {
 	pgid := cmd.Process.Pid
 	s.mu.Lock()
 	s.live[pgid] = mine
-	watch := s.watch
+	lines, watch := appendLine(s.pending, '+', pgid), s.watch
+	s.pending = nil
 	s.mu.Unlock()
 	if watch != nil {
-		watch.send('+', pgid)
+		watch.send(lines)
 	}
 	return nil
 }
@@ -221,6 +248,7 @@ func (s *Supervisor) startHere(cmd *exec.Cmd, mine *sync.WaitGroup) error {
 // sentinel is a running sentinel process and the pipe to its stdin.
 type sentinel struct {
 	cmd *exec.Cmd
+	mu  sync.Mutex // one write at a time: lines never interleave
 	w   *os.File
 }
 
@@ -248,12 +276,22 @@ func startSentinel(grace time.Duration, onExit func(*sentinel)) (*sentinel, erro
 	return sn, nil
 }
 
-// send writes one line to the sentinel: a single write shorter than a
-// pipe's atomic size, so concurrent lines never interleave. A sentinel
-// that died makes it fail; the Supervisor then starts another.
-func (sn *sentinel) send(op byte, pgid int) {
-	line := strconv.AppendInt([]byte{op, ' '}, int64(pgid), 10)
-	_, _ = sn.w.Write(append(line, '\n'))
+// appendLine appends the sentinel's line "OP PGID" to b.
+func appendLine(b []byte, op byte, pgid int) []byte {
+	b = append(b, op, ' ')
+	b = strconv.AppendInt(b, int64(pgid), 10)
+	return append(b, '\n')
+}
+
+// send writes whole lines to the sentinel. A sentinel that died makes it
+// fail; the Supervisor then starts another.
+func (sn *sentinel) send(lines []byte) {
+	if len(lines) == 0 {
+		return
+	}
+	sn.mu.Lock()
+	_, _ = sn.w.Write(lines)
+	sn.mu.Unlock()
 }
 
 // stop closes the pipe, which the sentinel takes as the worker's end.

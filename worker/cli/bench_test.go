@@ -172,3 +172,36 @@ func BenchmarkSpawnMesh(b *testing.B) {
 func inFlight(n int) string {
 	return map[int]string{1: "1-in-flight", 8: "8-in-flight"}[n]
 }
+
+// BenchmarkTrueAlone runs only the CLI side, b.N calls at 8 in flight,
+// for -cpuprofile (the comparisons above profile both sides at once).
+func BenchmarkTrueAlone(b *testing.B) {
+	h := trueHandler(b)
+	m := meshtest.New(b)
+	if err := m.Worker.Register(h.spec, h); err != nil {
+		b.Fatal(err)
+	}
+	req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
+	sides := map[string]func() error{
+		"handler": func() error {
+			_, err := h.Handle(context.Background(), req, &recorder{})
+			return err
+		},
+		"mesh": func() error {
+			_, err := m.Caller.Call(context.Background(), "true", map[string]any{}, caller.WithTimeout(30*time.Second))
+			return err
+		},
+	}
+	for name, f := range sides {
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(4) // 4 × GOMAXPROCS(2) = 8 in flight
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := f(); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		})
+	}
+}

@@ -216,7 +216,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	stderr := &tailBuffer{max: stderrTail, redact: bearer}
 	stderrDone := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(stderr, p.stderr)
+		_, _ = io.CopyBuffer(stderr, readerOnly{p.stderr}, make([]byte, 4<<10))
 		close(stderrDone)
 	}()
 	waited, waitErr := p.reap()
@@ -235,6 +235,11 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	p.stderr.Close()
 	return h.outcome(ctx, parsed, readErr, *waitErr, stderr)
 }
+
+// readerOnly hides a reader's WriteTo, which for an *os.File copies
+// through a fresh 32 KiB buffer: with a small buffer of its own, a call's
+// usually short stderr costs one small allocation.
+type readerOnly struct{ io.Reader }
 
 // process is a started program: its group, its output pipes and its stdin.
 type process struct {
@@ -382,7 +387,7 @@ func (h *Handler) readOutput(r io.Reader, emit streamer, secret string) (output,
 		o.raw = raw
 		return o, err
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, 8<<10) // longer lines are gathered in pieces
 	for {
 		line, err := br.ReadBytes('\n')
 		line = bytes.TrimRight(line, "\r\n")
