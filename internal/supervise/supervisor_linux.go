@@ -51,24 +51,21 @@ var ErrClosed = errors.New("supervise: supervisor closed")
 // (a shell supervisor per program doubled the cost of a short-lived tool).
 // Each program leads a process group of its own; one long-lived sentinel
 // process per Supervisor holds the list of live groups and takes them down
-// when the worker dies; and programs are forked from a few OS threads
-// that live as long as any program they started, so that the kernel's
-// parent-death signal (SIGTERM) reaches a program only when the worker
-// itself is gone — covering the instant between a fork and its group's
-// registration with the sentinel. It is safe for concurrent use.
+// when the worker dies. The kernel's parent-death signal (SIGTERM) on the
+// program itself covers the instant between its fork and its group's
+// registration with the sentinel; as Linux sends it when the forking
+// thread exits, not the process, the goroutine that calls Start stays
+// locked to its thread until it calls Release. It is safe for concurrent
+// use.
 type Supervisor struct {
 	grace time.Duration
-	reqs  chan startReq
-	quit  chan struct{}
 
 	mu       sync.Mutex
 	closed   bool
-	spawners sync.WaitGroup
-	started  bool
 	watch    *sentinel
-	live     map[int]*sync.WaitGroup // group → its spawner's count of live programs
-	pending  []byte                  // "- PGID" lines not yet sent to the sentinel
-	flushing bool                    // a flush of pending is scheduled
+	live     map[int]struct{} // the groups of programs not yet released
+	pending  []byte           // "- PGID" lines not yet sent to the sentinel
+	flushing bool             // a flush of pending is scheduled
 }
 
 // releaseFlush is how long a released group may stay on the sentinel's
@@ -78,25 +75,19 @@ type Supervisor struct {
 // sentinel never holds a group id long enough for the system to reuse it.
 const releaseFlush = 100 * time.Millisecond
 
-// startReq asks a spawner thread to start cmd.
-type startReq struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
 // NewSupervisor returns a Supervisor whose sentinel gives programs grace
 // between SIGTERM and SIGKILL when the worker dies. Nothing starts until
 // the first program does.
 func NewSupervisor(grace time.Duration) *Supervisor {
-	return &Supervisor{grace: grace, reqs: make(chan startReq), quit: make(chan struct{}),
-		live: make(map[int]*sync.WaitGroup)}
+	return &Supervisor{grace: grace, live: make(map[int]struct{})}
 }
 
 // Start starts cmd in a process group of its own (its pid is the group's
-// id) under the Supervisor's watch. The caller waits for cmd as usual,
-// sweeps its group, then calls Release with cmd.Process.Pid.
+// id) under the Supervisor's watch. On success the calling goroutine is
+// locked to its OS thread: it waits for cmd as usual, sweeps the group,
+// then calls Release(cmd.Process.Pid) itself, which unlocks it.
 func (s *Supervisor) Start(cmd *exec.Cmd) error {
-	if err := s.ensureRunning(); err != nil {
+	if err := s.ensureSentinel(); err != nil {
 		return err
 	}
 	if cmd.SysProcAttr == nil {
@@ -104,21 +95,29 @@ func (s *Supervisor) Start(cmd *exec.Cmd) error {
 	}
 	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
-	req := startReq{cmd: cmd, done: make(chan error, 1)}
-	select {
-	case s.reqs <- req:
-	case <-s.quit:
-		return ErrClosed
+	runtime.LockOSThread()
+	if err := cmd.Start(); err != nil {
+		runtime.UnlockOSThread()
+		return err
 	}
-	return <-req.done
+	pgid := cmd.Process.Pid
+	s.mu.Lock()
+	s.live[pgid] = struct{}{}
+	lines, watch := appendLine(s.pending, '+', pgid), s.watch
+	s.pending = nil
+	s.mu.Unlock()
+	if watch != nil {
+		watch.send(lines)
+	}
+	return nil
 }
 
-// Release tells the Supervisor that group pgid is gone: its program was
-// waited for and the group swept.
+// Release tells the Supervisor that group pgid is gone (its program was
+// waited for and the group swept) and unlocks the goroutine that started
+// it, which must be the caller.
 func (s *Supervisor) Release(pgid int) {
 	s.mu.Lock()
-	wg, ok := s.live[pgid]
-	if ok {
+	if _, ok := s.live[pgid]; ok {
 		delete(s.live, pgid)
 		s.pending = appendLine(s.pending, '-', pgid)
 		if !s.flushing {
@@ -127,9 +126,7 @@ func (s *Supervisor) Release(pgid int) {
 		}
 	}
 	s.mu.Unlock()
-	if ok {
-		wg.Done()
-	}
+	runtime.UnlockOSThread()
 }
 
 // flush sends the releases no start has carried to the sentinel.
@@ -139,22 +136,16 @@ func (s *Supervisor) flush() {
 	lines, watch := s.pending, s.watch
 	s.pending = nil
 	s.mu.Unlock()
-	if watch != nil && len(lines) > 0 {
+	if watch != nil {
 		watch.send(lines)
 	}
 }
 
 // Close stops taking programs and ends the sentinel, which takes down any
-// group not yet released. The spawner threads end once the last program
-// they started is released.
+// group not yet released.
 func (s *Supervisor) Close() error {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
 	s.closed = true
-	close(s.quit)
 	watch := s.watch
 	s.watch = nil
 	s.mu.Unlock()
@@ -164,19 +155,13 @@ func (s *Supervisor) Close() error {
 	return nil
 }
 
-// ensureRunning starts the spawner threads once and a sentinel whenever
-// none runs (the first program, or the last sentinel died).
-func (s *Supervisor) ensureRunning() error {
+// ensureSentinel starts a sentinel whenever none runs (the first program,
+// or the last sentinel died) and hands it the live groups.
+func (s *Supervisor) ensureSentinel() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
-	}
-	if !s.started {
-		s.started = true
-		for range spawnerCount() {
-			go s.spawner()
-		}
 	}
 	if s.watch != nil {
 		return nil
@@ -186,7 +171,7 @@ func (s *Supervisor) ensureRunning() error {
 		return fmt.Errorf("supervise: cannot start the sentinel: %w", err)
 	}
 	var lines []byte
-	for pgid := range s.live { // a sentinel that died: its successor takes over
+	for pgid := range s.live {
 		lines = appendLine(lines, '+', pgid)
 	}
 	w.send(lines)
@@ -203,46 +188,6 @@ func (s *Supervisor) onSentinelExit(w *sentinel) {
 		s.watch = nil
 	}
 	s.mu.Unlock()
-}
-
-// spawnerCount is how many threads fork programs: a fork blocks its
-// thread until the child has exec'd, so one per CPU, a few at most.
-func spawnerCount() int { return min(max(runtime.GOMAXPROCS(0), 1), 4) }
-
-// spawner forks programs from an OS thread of its own that lives until
-// every program it started is released: Linux sends the parent-death
-// signal when the forking thread exits, not the process.
-func (s *Supervisor) spawner() {
-	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-	var mine sync.WaitGroup
-	defer mine.Wait()
-	for {
-		select {
-		case req := <-s.reqs:
-			req.done <- s.startHere(req.cmd, &mine)
-		case <-s.quit:
-			return
-		}
-	}
-}
-
-// startHere starts cmd on the current thread and registers its group.
-func (s *Supervisor) startHere(cmd *exec.Cmd, mine *sync.WaitGroup) error {
-	mine.Add(1)
-	if err := cmd.Start(); err != nil {
-		mine.Done()
-		return err
-	}
-	pgid := cmd.Process.Pid
-	s.mu.Lock()
-	s.live[pgid] = mine
-	lines, watch := appendLine(s.pending, '+', pgid), s.watch
-	s.pending = nil
-	s.mu.Unlock()
-	if watch != nil {
-		watch.send(lines)
-	}
-	return nil
 }
 
 // sentinel is a running sentinel process and the pipe to its stdin.

@@ -183,6 +183,7 @@ func BenchmarkTrueAlone(b *testing.B) {
 	}
 	req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
 	sides := map[string]func() error{
+		"direct": func() error { return exec.Command("/bin/true").Run() },
 		"handler": func() error {
 			_, err := h.Handle(context.Background(), req, &recorder{})
 			return err

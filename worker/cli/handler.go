@@ -229,6 +229,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	// Drain what is left so a program blocked on a full pipe can exit.
 	_, _ = io.Copy(io.Discard, p.stdout)
 	<-waited
+	p.sup.Release(p.pgid) // from the goroutine that spawned it, as Start requires
 	<-stopped
 	p.stdout.Close()
 	<-stderrDone
@@ -319,7 +320,6 @@ func (p *process) reap() (<-chan struct{}, *error) {
 		waitErr = p.cmd.Wait()
 		close(p.exited)
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		p.sup.Release(p.pgid)
 		close(waited)
 	}()
 	return waited, &waitErr
