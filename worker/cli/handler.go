@@ -219,7 +219,6 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 		_, _ = io.CopyBuffer(stderr, readerOnly{p.stderr}, make([]byte, 4<<10))
 		close(stderrDone)
 	}()
-	waited, waitErr := p.reap()
 
 	out := &cappedReader{r: p.stdout, max: h.limits.MaxOutputBytes}
 	parsed, readErr := h.readOutput(out, emit, bearer)
@@ -228,13 +227,12 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	}
 	// Drain what is left so a program blocked on a full pipe can exit.
 	_, _ = io.Copy(io.Discard, p.stdout)
-	<-waited
-	p.sup.Release(p.pgid) // from the goroutine that spawned it, as Start requires
+	<-p.waited
 	<-stopped
 	p.stdout.Close()
 	<-stderrDone
 	p.stderr.Close()
-	return h.outcome(ctx, parsed, readErr, *waitErr, stderr)
+	return h.outcome(ctx, parsed, readErr, p.waitErr, stderr)
 }
 
 // readerOnly hides a reader's WriteTo, which for an *os.File copies
@@ -248,8 +246,9 @@ type process struct {
 	stdout, stderr *os.File
 	feed           *stdinFeed
 	exited         chan struct{} // closed when the program has exited
+	waited         chan struct{} // closed when its group is swept; waitErr is set
+	waitErr        error
 	pgid           int
-	sup            *supervise.Supervisor
 }
 
 // spawn starts argv with env and its stdin, in a process group of its own.
@@ -274,15 +273,16 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
-	if err := h.sup.Start(cmd); err != nil {
+	p := &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed,
+		exited: make(chan struct{}), waited: make(chan struct{})}
+	if err := p.startAndReap(h.sup); err != nil {
 		feed.close()
 		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
 	supervise.CloseAll(stdoutW, stderrW)
 	feed.start()
-	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, exited: make(chan struct{}),
-		pgid: cmd.Process.Pid, sup: h.sup}, nil
+	return p, nil
 }
 
 // stopWhen stops the whole group on cancel, timeout, caller loss or
@@ -310,19 +310,29 @@ func (p *process) stopWhen(ctx context.Context, stop <-chan struct{}, grace time
 	return stopped
 }
 
-// reap waits for the program; when it exits, its group is swept at once:
-// a grandchild must not outlive the call, nor keep stdout open and stall
-// the read. The error is set before the returned channel closes.
-func (p *process) reap() (<-chan struct{}, *error) {
-	var waitErr error
-	waited := make(chan struct{})
+// startAndReap starts the program under sup from a goroutine that then
+// waits for it; when it exits, its group is swept at once: a grandchild
+// must not outlive the call, nor keep stdout open and stall the read.
+// That goroutine stays on its OS thread from Start to Release (the thread
+// the kernel watches for the parent-death signal) and never parks in
+// between, only blocks in fork and wait: a locked goroutine that parks
+// costs a thread hand-off each time.
+func (p *process) startAndReap(sup *supervise.Supervisor) error {
+	started := make(chan error, 1)
 	go func() {
-		waitErr = p.cmd.Wait()
+		if err := sup.Start(p.cmd); err != nil {
+			started <- err
+			return
+		}
+		p.pgid = p.cmd.Process.Pid
+		started <- nil
+		p.waitErr = p.cmd.Wait()
 		close(p.exited)
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		close(waited)
+		sup.Release(p.pgid)
+		close(p.waited)
 	}()
-	return waited, &waitErr
+	return <-started
 }
 
 // outcome is the call's answer once the program and its pipes are done.
