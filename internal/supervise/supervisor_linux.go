@@ -63,6 +63,7 @@ type Supervisor struct {
 	mu       sync.Mutex
 	closed   bool
 	watch    *sentinel
+	devNull  *os.File         // every program's stdin unless it has one: opened once, not per call
 	live     map[int]struct{} // the groups of programs not yet released
 	pending  []byte           // "- PGID" lines not yet sent to the sentinel
 	flushing bool             // a flush of pending is scheduled
@@ -87,8 +88,12 @@ func NewSupervisor(grace time.Duration) *Supervisor {
 // locked to its OS thread: it waits for cmd as usual, sweeps the group,
 // then calls Release(cmd.Process.Pid) itself, which unlocks it.
 func (s *Supervisor) Start(cmd *exec.Cmd) error {
-	if err := s.ensureSentinel(); err != nil {
+	devNull, err := s.ensureSentinel()
+	if err != nil {
 		return err
+	}
+	if cmd.Stdin == nil {
+		cmd.Stdin = devNull
 	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -156,19 +161,28 @@ func (s *Supervisor) Close() error {
 }
 
 // ensureSentinel starts a sentinel whenever none runs (the first program,
-// or the last sentinel died) and hands it the live groups.
-func (s *Supervisor) ensureSentinel() error {
+// or the last sentinel died) and hands it the live groups. It returns
+// /dev/null, opened with the first sentinel and kept open (a program may
+// be starting with it at any time; the garbage collector closes it).
+func (s *Supervisor) ensureSentinel() (*os.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if s.watch != nil {
-		return nil
+		return s.devNull, nil
+	}
+	if s.devNull == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		s.devNull = f
 	}
 	w, err := startSentinel(s.grace, s.onSentinelExit)
 	if err != nil {
-		return fmt.Errorf("supervise: cannot start the sentinel: %w", err)
+		return nil, fmt.Errorf("supervise: cannot start the sentinel: %w", err)
 	}
 	var lines []byte
 	for pgid := range s.live {
@@ -177,7 +191,7 @@ func (s *Supervisor) ensureSentinel() error {
 	w.send(lines)
 	s.pending = nil
 	s.watch = w
-	return nil
+	return s.devNull, nil
 }
 
 // onSentinelExit forgets a sentinel that died while the Supervisor was

@@ -258,11 +258,11 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
 	cmd := &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env}
-	stdoutR, stdoutW, err := os.Pipe()
+	stdoutR, stdoutW, err := supervise.OutputPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
-	stderrR, stderrW, err := os.Pipe()
+	stderrR, stderrW, err := supervise.OutputPipe()
 	if err != nil {
 		supervise.CloseAll(stdoutR, stdoutW)
 		return nil, fmt.Errorf("stderr pipe: %w", err)
