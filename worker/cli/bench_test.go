@@ -26,8 +26,8 @@ import (
 //	go test -run '^$' -bench Spawn -benchtime=1x ./worker/cli/
 
 const (
-	benchRounds = 7
-	benchSlice  = 400 * time.Millisecond
+	benchRounds = 11
+	benchSlice  = 250 * time.Millisecond
 )
 
 // sideStats is what one side did in one round.
