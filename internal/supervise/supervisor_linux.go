@@ -12,26 +12,24 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// sentinelScript is the one watchdog process of a Supervisor. The worker
-// writes "+ PGID" to its stdin when a program starts in group PGID and
-// "- PGID" once that group is gone; end of file on stdin means the worker
-// is gone (a kill -9 closes its end of the pipe too), and the sentinel then
-// does what the worker would have: SIGTERM to every group it still holds,
-// up to the kill grace for them to empty, then SIGKILL to what is left,
+// sentinelScript is the one watchdog process of a Supervisor. It sleeps
+// in a read of its stdin, a pipe nobody writes to; end of file there means
+// the worker is gone (a kill -9 closes the worker's end too). It then reads
+// the table of live process groups (fd 3, which the worker keeps up to
+// date) and does what the worker would have: SIGTERM to every group, up to
+// the kill grace for them to empty, then SIGKILL to what is left,
 // grandchildren included. It ignores the signals a terminal or a service
 // manager sends the worker's own group, so that it outlives a graceful
 // worker shutdown long enough to see the end of file.
 const sentinelScript = `trap '' TERM INT HUP
-g=' '
-while read -r op p; do
-	case $op in
-	+) g="$g$p " ;;
-	-) case $g in *" $p "*) g="${g%% $p *} ${g#* $p }" ;; esac ;;
-	esac
-done
-[ "$g" = ' ' ] && exit 0
+while read -r _; do :; done
+g=
+while read -r p; do [ -n "$p" ] && g="$g $p"; done <&3
+[ -z "$g" ] && exit 0
 for p in $g; do kill -TERM -"$p" 2>/dev/null; done
 i=0
 while [ $i -lt %d ]; do
@@ -43,44 +41,47 @@ while [ $i -lt %d ]; do
 done
 for p in $g; do kill -KILL -"$p" 2>/dev/null; done`
 
+// slotSize is the size of one record of the table of live groups: a
+// process group id right-aligned in 10 columns and a newline, or 10 blanks
+// and a newline for a free slot (Linux pids have at most 7 digits).
+const slotSize = 11
+
 // ErrClosed is Start's error once the Supervisor is closed.
 var ErrClosed = errors.New("supervise: supervisor closed")
 
 // Supervisor starts programs so that none of them, nor anything they fork,
 // outlives the worker, at the cost of one plain fork and exec per program
 // (a shell supervisor per program doubled the cost of a short-lived tool).
-// Each program leads a process group of its own; one long-lived sentinel
-// process per Supervisor holds the list of live groups and takes them down
-// when the worker dies. The kernel's parent-death signal (SIGTERM) on the
-// program itself covers the instant between its fork and its group's
-// registration with the sentinel; as Linux sends it when the forking
+//
+// Each program leads a process group of its own. The Supervisor keeps a
+// table of the live groups in an anonymous in-memory file (memfd), one
+// fixed-size record per group, rewritten in place with one pwrite when a
+// group starts and when it is released: no other process is woken for it.
+// One long-lived sentinel process per Supervisor holds that file and reads
+// it only when the worker has died, to take the groups down. The kernel's
+// parent-death signal (SIGTERM) on the program itself covers the instant
+// between its fork and its record; as Linux sends it when the forking
 // thread exits, not the process, the goroutine that calls Start stays
 // locked to its thread until it calls Release. It is safe for concurrent
 // use.
 type Supervisor struct {
 	grace time.Duration
 
-	mu       sync.Mutex
-	closed   bool
-	watch    *sentinel
-	devNull  *os.File         // every program's stdin unless it has one: opened once, not per call
-	live     map[int]struct{} // the groups of programs not yet released
-	pending  []byte           // "- PGID" lines not yet sent to the sentinel
-	flushing bool             // a flush of pending is scheduled
+	mu      sync.Mutex
+	closed  bool
+	table   *os.File // the memfd of live groups, opened with the first sentinel
+	devNull *os.File // every program's stdin unless it has one: opened once, not per call
+	watch   *sentinel
+	slots   map[int]int64 // group → its record's offset in table
+	free    []int64       // offsets of free records
+	size    int64         // the table's length
 }
-
-// releaseFlush is how long a released group may stay on the sentinel's
-// list when no program starts meanwhile: releases ride along with the next
-// start's line (one pipe write and one sentinel wake-up per call instead
-// of two), and a quiet worker still clears them out soon, so that the
-// sentinel never holds a group id long enough for the system to reuse it.
-const releaseFlush = 100 * time.Millisecond
 
 // NewSupervisor returns a Supervisor whose sentinel gives programs grace
 // between SIGTERM and SIGKILL when the worker dies. Nothing starts until
 // the first program does.
 func NewSupervisor(grace time.Duration) *Supervisor {
-	return &Supervisor{grace: grace, live: make(map[int]struct{})}
+	return &Supervisor{grace: grace, slots: make(map[int]int64)}
 }
 
 // Start starts cmd in a process group of its own (its pid is the group's
@@ -106,14 +107,7 @@ func (s *Supervisor) Start(cmd *exec.Cmd) error {
 		return err
 	}
 	pgid := cmd.Process.Pid
-	s.mu.Lock()
-	s.live[pgid] = struct{}{}
-	lines, watch := appendLine(s.pending, '+', pgid), s.watch
-	s.pending = nil
-	s.mu.Unlock()
-	if watch != nil {
-		watch.send(lines)
-	}
+	s.record(pgid)
 	return nil
 }
 
@@ -122,28 +116,45 @@ func (s *Supervisor) Start(cmd *exec.Cmd) error {
 // it, which must be the caller.
 func (s *Supervisor) Release(pgid int) {
 	s.mu.Lock()
-	if _, ok := s.live[pgid]; ok {
-		delete(s.live, pgid)
-		s.pending = appendLine(s.pending, '-', pgid)
-		if !s.flushing {
-			s.flushing = true
-			time.AfterFunc(releaseFlush, s.flush)
-		}
-	}
+	off, ok := s.slots[pgid]
+	delete(s.slots, pgid)
+	table := s.table
 	s.mu.Unlock()
+	if ok {
+		_, _ = table.WriteAt(appendRecord(make([]byte, 0, slotSize), 0), off)
+		s.mu.Lock()
+		s.free = append(s.free, off)
+		s.mu.Unlock()
+	}
 	runtime.UnlockOSThread()
 }
 
-// flush sends the releases no start has carried to the sentinel.
-func (s *Supervisor) flush() {
+// record writes group pgid into a free record of the table.
+func (s *Supervisor) record(pgid int) {
 	s.mu.Lock()
-	s.flushing = false
-	lines, watch := s.pending, s.watch
-	s.pending = nil
-	s.mu.Unlock()
-	if watch != nil {
-		watch.send(lines)
+	var off int64
+	if n := len(s.free); n > 0 {
+		off, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		off, s.size = s.size, s.size+slotSize
 	}
+	s.slots[pgid] = off
+	table := s.table
+	s.mu.Unlock()
+	// A failed write (the table is in memory) would leave the group to the
+	// parent-death signal alone; there is nobody to report it to.
+	_, _ = table.WriteAt(appendRecord(make([]byte, 0, slotSize), pgid), off)
+}
+
+// appendRecord appends pgid's record (a free one for 0) to b.
+func appendRecord(b []byte, pgid int) []byte {
+	n := len(b)
+	b = append(b, "          \n"...)
+	if pgid > 0 {
+		id := strconv.Itoa(pgid)
+		copy(b[n+slotSize-1-len(id):], id)
+	}
+	return b
 }
 
 // Close stops taking programs and ends the sentinel, which takes down any
@@ -161,9 +172,9 @@ func (s *Supervisor) Close() error {
 }
 
 // ensureSentinel starts a sentinel whenever none runs (the first program,
-// or the last sentinel died) and hands it the live groups. It returns
-// /dev/null, opened with the first sentinel and kept open (a program may
-// be starting with it at any time; the garbage collector closes it).
+// or the last sentinel died; the table outlives it, so its successor
+// knows every live group). It returns /dev/null, which, like the table,
+// stays open once opened: a program may be starting with it at any time.
 func (s *Supervisor) ensureSentinel() (*os.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,29 +184,38 @@ func (s *Supervisor) ensureSentinel() (*os.File, error) {
 	if s.watch != nil {
 		return s.devNull, nil
 	}
-	if s.devNull == nil {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, err
-		}
-		s.devNull = f
+	if err := s.openFiles(); err != nil {
+		return nil, err
 	}
-	w, err := startSentinel(s.grace, s.onSentinelExit)
+	w, err := startSentinel(s.grace, s.table, s.onSentinelExit)
 	if err != nil {
 		return nil, fmt.Errorf("supervise: cannot start the sentinel: %w", err)
 	}
-	var lines []byte
-	for pgid := range s.live {
-		lines = appendLine(lines, '+', pgid)
-	}
-	w.send(lines)
-	s.pending = nil
 	s.watch = w
 	return s.devNull, nil
 }
 
+// openFiles opens the table and /dev/null the first time.
+func (s *Supervisor) openFiles() error {
+	if s.table == nil {
+		fd, err := unix.MemfdCreate("toolmesh-groups", unix.MFD_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("supervise: cannot create the table of groups: %w", err)
+		}
+		s.table = os.NewFile(uintptr(fd), "toolmesh-groups")
+	}
+	if s.devNull == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return err
+		}
+		s.devNull = f
+	}
+	return nil
+}
+
 // onSentinelExit forgets a sentinel that died while the Supervisor was
-// open; the next Start starts another and hands it the live groups.
+// open; the next Start starts another.
 func (s *Supervisor) onSentinelExit(w *sentinel) {
 	s.mu.Lock()
 	if s.watch == w {
@@ -204,18 +224,20 @@ func (s *Supervisor) onSentinelExit(w *sentinel) {
 	s.mu.Unlock()
 }
 
-// sentinel is a running sentinel process and the pipe to its stdin.
+// sentinel is a running sentinel process and the write end of its stdin,
+// which only ever closes.
 type sentinel struct {
 	cmd *exec.Cmd
-	mu  sync.Mutex // one write at a time: lines never interleave
 	w   *os.File
 }
 
-// startSentinel starts a sentinel with grace; onExit runs if it ends.
-func startSentinel(grace time.Duration, onExit func(*sentinel)) (*sentinel, error) {
+// startSentinel starts a sentinel with grace that reads table when the
+// worker dies; onExit runs if it ends.
+func startSentinel(grace time.Duration, table *os.File, onExit func(*sentinel)) (*sentinel, error) {
 	polls := max(int(grace/(50*time.Millisecond)), 1)
 	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(sentinelScript, polls), "toolmesh-sentinel")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.ExtraFiles = []*os.File{table}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -233,24 +255,6 @@ func startSentinel(grace time.Duration, onExit func(*sentinel)) (*sentinel, erro
 		onExit(sn)
 	}()
 	return sn, nil
-}
-
-// appendLine appends the sentinel's line "OP PGID" to b.
-func appendLine(b []byte, op byte, pgid int) []byte {
-	b = append(b, op, ' ')
-	b = strconv.AppendInt(b, int64(pgid), 10)
-	return append(b, '\n')
-}
-
-// send writes whole lines to the sentinel. A sentinel that died makes it
-// fail; the Supervisor then starts another.
-func (sn *sentinel) send(lines []byte) {
-	if len(lines) == 0 {
-		return
-	}
-	sn.mu.Lock()
-	_, _ = sn.w.Write(lines)
-	sn.mu.Unlock()
 }
 
 // stop closes the pipe, which the sentinel takes as the worker's end.

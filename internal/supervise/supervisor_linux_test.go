@@ -111,7 +111,6 @@ func TestSentinelForgetsReleasedGroups(t *testing.T) {
 	// Release the middle one while it still runs: the sentinel now
 	// believes it gone, so Close must leave it alone.
 	s.Release(kept.cmd.Process.Pid)
-	s.flush()
 	sentinelPid := s.watch.cmd.Process.Pid
 	_ = s.Close()
 	testutil.WaitFor(t, "the other groups to be gone", func() bool { return fs[0].gone() && fs[2].gone() })
