@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"slices"
 	"sync"
@@ -152,21 +153,96 @@ func BenchmarkSpawnHandler(b *testing.B) {
 
 // BenchmarkSpawnMesh is a CLI-bound /bin/true called through the mesh
 // (embedded server, worker and caller in this process) against a direct
-// os/exec spawn.
+// os/exec spawn. The floor rows call a plain Go tool that runs
+// exec.Command("/bin/true").Run() instead: the best any CLI handler could
+// do through the mesh, so the difference is what the handler costs.
 func BenchmarkSpawnMesh(b *testing.B) {
-	for _, n := range []int{1, 8} {
-		b.Run(inFlight(n), func(b *testing.B) {
-			m := meshtest.New(b)
-			h := trueHandler(b)
-			if err := m.Worker.Register(h.spec, h); err != nil {
-				b.Fatal(err)
-			}
-			compare(b, n, func() error {
-				_, err := m.Caller.Call(context.Background(), "true", map[string]any{}, caller.WithTimeout(30*time.Second))
+	for _, tool := range []string{"true", "floor"} {
+		for _, n := range []int{1, 8} {
+			b.Run(map[string]string{"true": "", "floor": "floor-"}[tool]+inFlight(n), func(b *testing.B) {
+				m := meshtest.New(b)
+				registerTrue(b, m)
+				compare(b, n, func() error {
+					_, err := m.Caller.Call(context.Background(), tool, map[string]any{}, caller.WithTimeout(30*time.Second))
+					return err
+				})
+			})
+		}
+	}
+}
+
+// registerTrue registers on m the CLI-bound /bin/true as "true" and the
+// Go tool that spawns it as "floor".
+func registerTrue(b *testing.B, m *meshtest.Mesh) {
+	b.Helper()
+	h := trueHandler(b)
+	if err := m.Worker.Register(h.spec, h); err != nil {
+		b.Fatal(err)
+	}
+	floor := worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+		return map[string]any{}, exec.Command("/bin/true").Run()
+	})
+	if err := m.Worker.Register(envelope.ToolSpec{Name: "floor"}, floor); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkSpawnLatency pairs single calls at one in flight, a direct
+// spawn and a CLI call back to back (each first in half of the pairs), and
+// reports the ratio of their p50 latencies (direct over CLI, so 1 = as
+// fast, like the throughput ratios): pairs see the same moment of a
+// shared machine, which makes this the steadiest of the figures.
+// "mesh-floor" is a plain Go tool that runs exec.Command("/bin/true").Run()
+// called through the mesh: the best any CLI handler could do there.
+func BenchmarkSpawnLatency(b *testing.B) {
+	h := trueHandler(b)
+	m := meshtest.New(b)
+	registerTrue(b, m)
+	req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
+	b.Run("handler", func(b *testing.B) {
+		pairs(b, func() error {
+			_, err := h.Handle(context.Background(), req, &recorder{})
+			return err
+		})
+	})
+	for _, tool := range []string{"true", "floor"} {
+		b.Run(map[string]string{"true": "mesh", "floor": "mesh-floor"}[tool], func(b *testing.B) {
+			pairs(b, func() error {
+				_, err := m.Caller.Call(context.Background(), tool, map[string]any{}, caller.WithTimeout(30*time.Second))
 				return err
 			})
 		})
 	}
+}
+
+// pairs times 2,000 pairs of a direct spawn and f.
+func pairs(b *testing.B, f func() error) {
+	direct := func() error { return exec.Command("/bin/true").Run() }
+	var d, o []time.Duration
+	for i := range 2000 {
+		first, second := direct, f
+		if i%2 == 1 {
+			first, second = f, direct
+		}
+		t1, err1 := timed(first)
+		t2, err2 := timed(second)
+		if err := errors.Join(err1, err2); err != nil {
+			b.Fatal(err)
+		}
+		if i%2 == 1 {
+			t1, t2 = t2, t1
+		}
+		d, o = append(d, t1), append(o, t2)
+	}
+	b.ReportMetric(float64(median(d))/float64(median(o)), "p50-ratio")
+	b.ReportMetric(float64(median(d).Microseconds()), "direct-p50-µs")
+	b.ReportMetric(float64(median(o).Microseconds()), "p50-µs")
+}
+
+func timed(f func() error) (time.Duration, error) {
+	t0 := time.Now()
+	err := f()
+	return time.Since(t0), err
 }
 
 func inFlight(n int) string {
