@@ -35,6 +35,7 @@ lint: fmt-check vet
 # Benchmarks report each toolmesh figure beside raw NATS measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./tests/...
+	$(GO) test -run '^$$' -bench Spawn -benchtime 1x ./worker/cli/
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:

@@ -67,9 +67,9 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 }
 
 // Close releases what the Handler keeps between calls (its supervisor's
-// sentinel process and spawner threads); a program still running is
-// stopped as if the worker had died. Handlers made by Register share a
-// supervisor that lives as long as the process.
+// sentinel process); a program still running is stopped as if the worker
+// had died. Handlers made by Register share a supervisor per kill grace
+// that lives as long as the process, and their Close does nothing.
 func (h *Handler) Close() error {
 	if !h.ownSup {
 		return nil
