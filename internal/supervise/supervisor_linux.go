@@ -73,15 +73,18 @@ type Supervisor struct {
 	devNull *os.File // every program's stdin unless it has one: opened once, not per call
 	watch   *sentinel
 	slots   map[int]int64 // group → its record's offset in table
-	free    []int64       // offsets of free records
-	size    int64         // the table's length
+	// minSentinelAge is how long a sentinel must have run to be replaced
+	// at once when it dies.
+	minSentinelAge time.Duration
+	free           []int64 // offsets of free records
+	size           int64   // the table's length
 }
 
 // NewSupervisor returns a Supervisor whose sentinel gives programs grace
 // between SIGTERM and SIGKILL when the worker dies. Nothing starts until
 // the first program does.
 func NewSupervisor(grace time.Duration) *Supervisor {
-	return &Supervisor{grace: grace, slots: make(map[int]int64)}
+	return &Supervisor{grace: grace, slots: make(map[int]int64), minSentinelAge: time.Second}
 }
 
 // Start starts cmd in a process group of its own (its pid is the group's
@@ -214,21 +217,32 @@ func (s *Supervisor) openFiles() error {
 	return nil
 }
 
-// onSentinelExit forgets a sentinel that died while the Supervisor was
-// open; the next Start starts another.
+// onSentinelExit replaces a sentinel that died while the Supervisor was
+// open and programs run, at once (the table outlives it, so its successor
+// knows every live group) unless it died younger than minSentinelAge: a
+// sentinel that cannot run must not be restarted in a loop. Otherwise the
+// next Start starts one.
 func (s *Supervisor) onSentinelExit(w *sentinel) {
 	s.mu.Lock()
-	if s.watch == w {
-		s.watch = nil
+	defer s.mu.Unlock()
+	if s.watch != w {
+		return
 	}
-	s.mu.Unlock()
+	s.watch = nil
+	if s.closed || len(s.slots) == 0 || time.Since(w.started) < s.minSentinelAge {
+		return
+	}
+	if next, err := startSentinel(s.grace, s.table, s.onSentinelExit); err == nil {
+		s.watch = next
+	}
 }
 
 // sentinel is a running sentinel process and the write end of its stdin,
 // which only ever closes.
 type sentinel struct {
-	cmd *exec.Cmd
-	w   *os.File
+	cmd     *exec.Cmd
+	w       *os.File
+	started time.Time
 }
 
 // startSentinel starts a sentinel with grace that reads table when the
@@ -249,7 +263,7 @@ func startSentinel(grace time.Duration, table *os.File, onExit func(*sentinel)) 
 		CloseAll(w)
 		return nil, err
 	}
-	sn := &sentinel{cmd: cmd, w: w}
+	sn := &sentinel{cmd: cmd, w: w, started: time.Now()}
 	go func() {
 		_ = cmd.Wait()
 		onExit(sn)

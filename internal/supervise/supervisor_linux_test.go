@@ -122,10 +122,11 @@ func TestSentinelForgetsReleasedGroups(t *testing.T) {
 	fs[2].release(s)
 }
 
-// A sentinel that dies is replaced at the next start, and its successor
-// takes over the groups still live.
+// A sentinel that dies young is replaced at the next start, and its
+// successor takes over the groups still live.
 func TestSentinelReplacedAfterDeath(t *testing.T) {
 	s := NewSupervisor(100 * time.Millisecond)
+	s.minSentinelAge = time.Hour // never at once: this is the lazy path
 	first := startForker(t, s, sleeper)
 	old := s.watch.cmd.Process.Pid
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
@@ -144,6 +145,26 @@ func TestSentinelReplacedAfterDeath(t *testing.T) {
 	testutil.WaitFor(t, "both groups to be gone", func() bool { return first.gone() && second.gone() })
 	second.release(s)
 	first.release(s)
+}
+
+// A sentinel that dies while programs run is replaced at once, without
+// waiting for another start.
+func TestSentinelReplacedAtOnce(t *testing.T) {
+	s := NewSupervisor(100 * time.Millisecond)
+	s.minSentinelAge = 0
+	f := startForker(t, s, sleeper)
+	old := s.watch.cmd.Process.Pid
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "a new sentinel", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.watch != nil && s.watch.cmd.Process.Pid != old
+	})
+	_ = s.Close()
+	testutil.WaitFor(t, "the group to be gone", f.gone)
+	f.release(s)
 }
 
 func TestStartAfterClose(t *testing.T) {
