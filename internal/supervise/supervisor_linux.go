@@ -66,6 +66,9 @@ var ErrClosed = errors.New("supervise: supervisor closed")
 // use.
 type Supervisor struct {
 	grace time.Duration
+	// minSentinelAge is how long a sentinel must have run to be replaced
+	// at once when it dies.
+	minSentinelAge time.Duration
 
 	mu      sync.Mutex
 	closed  bool
@@ -73,11 +76,8 @@ type Supervisor struct {
 	devNull *os.File // every program's stdin unless it has one: opened once, not per call
 	watch   *sentinel
 	slots   map[int]int64 // group → its record's offset in table
-	// minSentinelAge is how long a sentinel must have run to be replaced
-	// at once when it dies.
-	minSentinelAge time.Duration
-	free           []int64 // offsets of free records
-	size           int64   // the table's length
+	free    []int64       // offsets of free records
+	size    int64         // the table's length
 }
 
 // NewSupervisor returns a Supervisor whose sentinel gives programs grace
