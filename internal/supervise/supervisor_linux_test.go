@@ -71,6 +71,16 @@ func (f *forker) release(s *Supervisor) {
 
 func (f *forker) gone() bool { return !alive(f.cmd.Process.Pid) && !alive(f.grandchild) }
 
+// watchPid is the pid of s's sentinel, 0 when none runs.
+func watchPid(s *Supervisor) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watch == nil {
+		return 0
+	}
+	return s.watch.cmd.Process.Pid
+}
+
 const sleeper = `sleep 1000 & echo $!; wait`
 
 // The end of the sentinel's pipe (what a kill -9 of the worker causes, and
@@ -111,7 +121,7 @@ func TestSentinelForgetsReleasedGroups(t *testing.T) {
 	// Release the middle one while it still runs: the sentinel now
 	// believes it gone, so Close must leave it alone.
 	s.Release(kept.cmd.Process.Pid)
-	sentinelPid := s.watch.cmd.Process.Pid
+	sentinelPid := watchPid(s)
 	_ = s.Close()
 	testutil.WaitFor(t, "the other groups to be gone", func() bool { return fs[0].gone() && fs[2].gone() })
 	testutil.WaitFor(t, "the sentinel to exit", func() bool { return !alive(sentinelPid) })
@@ -128,17 +138,13 @@ func TestSentinelReplacedAfterDeath(t *testing.T) {
 	s := NewSupervisor(100 * time.Millisecond)
 	s.minSentinelAge = time.Hour // never at once: this is the lazy path
 	first := startForker(t, s, sleeper)
-	old := s.watch.cmd.Process.Pid
+	old := watchPid(s)
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, "the supervisor to see its sentinel die", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.watch == nil
-	})
+	testutil.WaitFor(t, "the supervisor to see its sentinel die", func() bool { return watchPid(s) == 0 })
 	second := startForker(t, s, sleeper)
-	if s.watch.cmd.Process.Pid == old {
+	if watchPid(s) == old {
 		t.Fatal("no new sentinel")
 	}
 	_ = s.Close()
@@ -153,15 +159,11 @@ func TestSentinelReplacedAtOnce(t *testing.T) {
 	s := NewSupervisor(100 * time.Millisecond)
 	s.minSentinelAge = 0
 	f := startForker(t, s, sleeper)
-	old := s.watch.cmd.Process.Pid
+	old := watchPid(s)
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, "a new sentinel", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.watch != nil && s.watch.cmd.Process.Pid != old
-	})
+	testutil.WaitFor(t, "a new sentinel", func() bool { pid := watchPid(s); return pid != 0 && pid != old })
 	_ = s.Close()
 	testutil.WaitFor(t, "the group to be gone", f.gone)
 	f.release(s)
