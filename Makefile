@@ -38,6 +38,7 @@ lint: fmt-check vet
 BENCHFLAGS ?=
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./tests/...
+	$(GO) test -run '^$$' -bench Spawn -benchtime 1x ./worker/cli/
 	bin/toolmesh bench $(BENCHFLAGS)
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).

@@ -64,6 +64,46 @@ tools:
 	killAndWatch(t, p, pids)
 }
 
+// kill -9 of a `toolmesh worker` with eight calls running at once, half
+// of them in programs that ignore SIGTERM: every program and grandchild
+// is gone afterwards (the sentinel reads every live group from its table,
+// TERMs them and KILLs what is left after the kill grace).
+func TestNoOrphansOfManyCallsAfterWorkerKill9(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc (Linux)")
+	}
+	srv := meshtest.StartServer(t, embedded.Config{})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tools.yaml")
+	script := `sleep 1000 & echo $$ $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+	tool := func(name, prefix string) string {
+		return fmt.Sprintf(`
+  - name: %s
+    kill_grace: 300ms
+    input_schema: {type: object, properties: {file: {type: string}}, required: [file], additionalProperties: false}
+    binding:
+      cli:
+        cmd: sh
+        args: ["-c", %q, "forker"]
+        args_template: "{arg.file}"
+`, name, prefix+script)
+	}
+	_ = os.WriteFile(cfg, []byte("tools:"+tool("forker", "")+tool("stubborn", "trap '' TERM; ")), 0o644)
+	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
+	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var pids []int
+	for i := range 8 {
+		name := []string{"forker", "stubborn"}[i%2]
+		pidfile := filepath.Join(dir, fmt.Sprintf("pids-%d", i))
+		go func() { _, _ = c.Call(ctx, name, map[string]any{"file": pidfile}) }()
+		pids = append(pids, forkedPids(t, pidfile)...)
+	}
+	killAndWatchAll(t, p, pids)
+}
+
 // kill -9 of a `toolmesh worker` bridging a stdio MCP server that forked a
 // grandchild: neither the server nor what it forked survives the worker.
 func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {
@@ -112,11 +152,28 @@ func forkedPids(t *testing.T, pidfile string) []int {
 // pids runs any more.
 func killAndWatch(t *testing.T, p *proc, pids []int) {
 	t.Helper()
+	killAndWatchAll(t, p, pids[:2])
+}
+
+// killAndWatchAll kills the worker process p with -9 and waits until
+// none of pids runs any more.
+func killAndWatchAll(t *testing.T, p *proc, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		if !procAlive(pid) {
+			t.Fatalf("pid %d is not running before the kill", pid)
+		}
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = p.cmd.Wait()
-	waitFor(t, "the program and its grandchild to be gone", func() bool {
-		return !procAlive(pids[0]) && !procAlive(pids[1])
+	waitFor(t, "the programs and their grandchildren to be gone", func() bool {
+		for _, pid := range pids {
+			if procAlive(pid) {
+				return false
+			}
+		}
+		return true
 	})
 }

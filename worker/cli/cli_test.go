@@ -57,6 +57,7 @@ func handler(t *testing.T, b envelope.CliBindingConfig, lim Limits) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = h.Close() })
 	return h
 }
 

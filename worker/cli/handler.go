@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +37,8 @@ type Handler struct {
 	inherit []string
 	slots   chan struct{}
 	log     *slog.Logger
+	sup     *supervise.Supervisor
+	ownSup  bool // sup is this Handler's own, closed by Close
 }
 
 // NewHandler makes the Handler of a tool whose spec has a CLI binding.
@@ -59,7 +62,19 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 	}
 	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
 	return &Handler{spec: t.Spec, binding: t.Spec.Binding.CLI, limits: lim, inherit: inherit,
-		slots: make(chan struct{}, lim.MaxConcurrent), log: log}, nil
+		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
+		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true}, nil
+}
+
+// Close releases what the Handler keeps between calls (its supervisor's
+// sentinel process); a program still running is stopped as if the worker
+// had died. Handlers made by Register share a supervisor per kill grace
+// that lives as long as the process, and their Close does nothing.
+func (h *Handler) Close() error {
+	if !h.ownSup {
+		return nil
+	}
+	return h.sup.Close()
 }
 
 // Register loads every tool of f into w, logging f's load warnings.
@@ -70,11 +85,16 @@ func Register(w *worker.Worker, f *File, log *slog.Logger) error {
 	for _, warning := range f.Warnings {
 		log.Warn(warning)
 	}
+	sups := make(map[time.Duration]*supervise.Supervisor) // one sentinel per kill grace
 	for _, t := range f.Tools {
 		h, err := NewHandler(t, f.Env, log)
 		if err != nil {
 			return err
 		}
+		if sups[h.limits.KillGrace] == nil {
+			sups[h.limits.KillGrace] = h.sup
+		}
+		h.sup, h.ownSup = sups[h.limits.KillGrace], false
 		if err := w.Register(t.Spec, h); err != nil {
 			return err
 		}
@@ -186,59 +206,80 @@ func redactProblem(err error, bearer string) error {
 // run starts argv in its own process group and turns its output and exit
 // into the call's result or Problem. Whatever happens, no process of the
 // group outlives the call.
+//
+// The calling goroutine forks and then waits for the program, so it is
+// locked to its thread from spawn to reap (see supervise.Supervisor.Start);
+// it never parks in between (a locked goroutine that parks costs a thread
+// hand-off each time), and no goroutine hop delays the fork: other
+// goroutines read stdout and stderr, and stopping rides on
+// context.AfterFunc and a timer rather than a watching goroutine.
 func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, bearer string, emit streamer) (any, error) {
 	p, err := h.spawn(argv, env, stdinData)
 	if err != nil {
 		return nil, err
 	}
 	defer p.feed.close()
-	stop := make(chan struct{})
-	stopped := p.stopWhen(ctx, stop, h.limits.KillGrace)
+	grace := h.limits.KillGrace
+	dontStop := context.AfterFunc(ctx, func() { p.stop(grace) }) // cancel, timeout, caller loss
 	stderr := &tailBuffer{max: stderrTail, redact: bearer}
 	stderrDone := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(stderr, p.stderr)
+		_, _ = io.CopyBuffer(stderr, readerOnly{p.stderr}, make([]byte, 4<<10))
 		close(stderrDone)
 	}()
-	waited, waitErr := p.reap()
-
-	out := &cappedReader{r: p.stdout, max: h.limits.MaxOutputBytes}
-	parsed, readErr := h.readOutput(out, emit, bearer)
-	if readErr != nil {
-		close(stop) // nobody reads any more: stop the program
-	}
-	// Drain what is left so a program blocked on a full pipe can exit.
-	_, _ = io.Copy(io.Discard, p.stdout)
-	<-waited
-	<-stopped
+	var parsed output
+	var readErr error
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		parsed, readErr = h.readOutput(&cappedReader{r: p.stdout, max: h.limits.MaxOutputBytes}, emit, bearer)
+		if readErr != nil {
+			p.stop(grace) // nobody reads any more: stop the program
+		}
+		// Drain what is left so a program blocked on a full pipe can exit.
+		_, _ = io.Copy(io.Discard, p.stdout)
+	}()
+	waitErr := p.reap(h.sup)
+	dontStop()
+	<-readDone
 	p.stdout.Close()
 	<-stderrDone
 	p.stderr.Close()
-	return h.outcome(ctx, parsed, readErr, *waitErr, stderr)
+	return h.outcome(ctx, parsed, readErr, waitErr, stderr)
 }
+
+// readerOnly hides a reader's WriteTo, which for an *os.File copies
+// through a fresh 32 KiB buffer: with a small buffer of its own, a call's
+// usually short stderr costs one small allocation.
+type readerOnly struct{ io.Reader }
 
 // process is a started program: its group, its output pipes and its stdin.
 type process struct {
 	cmd            *exec.Cmd
 	stdout, stderr *os.File
 	feed           *stdinFeed
-	exited         chan struct{} // closed when the program has exited
 	pgid           int
+
+	mu       sync.Mutex
+	reaped   bool        // the group was swept: it must not be signalled again
+	stopping bool        // stop was called
+	kill     *time.Timer // SIGKILL after the grace, once stopping
 }
 
-// spawn starts argv with env and its stdin, in a process group of its own.
+// spawn starts argv with env and its stdin, in a process group of its own,
+// under the Handler's supervisor: on success the calling goroutine is
+// locked to its thread until it calls reap.
 func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
-	cmd := supervise.Command(path, argv[1:], h.limits.KillGrace)
-	cmd.Env = env
-	stdoutR, stdoutW, err := os.Pipe()
+	cmd := &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env}
+	stdoutR, stdoutW, err := supervise.OutputPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
-	stderrR, stderrW, err := os.Pipe()
+	stderrR, stderrW, err := supervise.OutputPipe()
 	if err != nil {
 		supervise.CloseAll(stdoutR, stdoutW)
 		return nil, fmt.Errorf("stderr pipe: %w", err)
@@ -249,55 +290,53 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
-	exited := make(chan struct{})
-	if err := supervise.Start(cmd, exited); err != nil {
+	if err := h.sup.Start(cmd); err != nil {
 		feed.close()
 		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
 	supervise.CloseAll(stdoutW, stderrW)
 	feed.start()
-	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, exited: exited, pgid: cmd.Process.Pid}, nil
+	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, pgid: cmd.Process.Pid}, nil
 }
 
-// stopWhen stops the whole group on cancel, timeout, caller loss or
-// output cap (ctx ending or stop closing): SIGTERM, then SIGKILL after
-// grace. The returned channel closes when nothing more will be sent.
-func (p *process) stopWhen(ctx context.Context, stop <-chan struct{}, grace time.Duration) <-chan struct{} {
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		select {
-		case <-ctx.Done():
-		case <-stop:
-		case <-p.exited:
-			return
-		}
-		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-p.exited:
-		case <-t.C:
-			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		}
-	}()
-	return stopped
+// stop stops the whole group (cancel, timeout, caller loss, output cap):
+// SIGTERM, then SIGKILL after grace. Only the first call acts.
+func (p *process) stop(grace time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped || p.stopping {
+		return
+	}
+	p.stopping = true
+	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	p.kill = time.AfterFunc(grace, func() { p.signal(syscall.SIGKILL) })
 }
 
-// reap waits for the program; when it exits, its group is swept at once:
-// a grandchild must not outlive the call, nor keep stdout open and stall
-// the read. The error is set before the returned channel closes.
-func (p *process) reap() (<-chan struct{}, *error) {
-	var waitErr error
-	waited := make(chan struct{})
-	go func() {
-		waitErr = p.cmd.Wait()
-		close(p.exited)
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		close(waited)
-	}()
-	return waited, &waitErr
+// signal sends sig to the group unless it was already swept.
+func (p *process) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reaped {
+		_ = syscall.Kill(-p.pgid, sig)
+	}
+}
+
+// reap waits for the program; when it exits, its group is swept at once
+// (a grandchild must not outlive the call, nor keep stdout open and stall
+// the read), nothing signals it any more, and sup is told it is gone,
+// which unlocks the calling goroutine from its thread.
+func (p *process) reap(sup *supervise.Supervisor) error {
+	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.reaped = true
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	if p.kill != nil {
+		p.kill.Stop()
+	}
+	p.mu.Unlock()
+	sup.Release(p.pgid)
+	return err
 }
 
 // outcome is the call's answer once the program and its pipes are done.
@@ -362,7 +401,7 @@ func (h *Handler) readOutput(r io.Reader, emit streamer, secret string) (output,
 		o.raw = raw
 		return o, err
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, 8<<10) // longer lines are gathered in pieces
 	for {
 		line, err := br.ReadBytes('\n')
 		line = bytes.TrimRight(line, "\r\n")

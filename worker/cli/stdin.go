@@ -3,6 +3,8 @@ package cli
 import (
 	"os"
 	"os/exec"
+
+	"github.com/toolmesh/toolmesh/internal/supervise"
 )
 
 // stdinFeed writes one call's stdin data into the program through a pipe
@@ -23,7 +25,7 @@ func newStdinFeed(cmd *exec.Cmd, data []byte) (*stdinFeed, error) {
 		close(f.done)
 		return f, nil
 	}
-	r, w, err := os.Pipe()
+	r, w, err := supervise.InputPipe()
 	if err != nil {
 		return nil, err
 	}
