@@ -19,14 +19,17 @@ import (
 // the group, grandchildren included. While the worker lives the
 // supervisor is transparent: it ignores the worker's own SIGTERM (the
 // group gets it anyway), passes stdin through, and exits with the tool's
-// status, dying by the tool's signal when the tool died by one.
+// status, dying by the tool's signal when the tool died by one. It waits
+// once before testing whether the tool lives: a tool that exits at once may
+// be reaped before any test, and then only wait still knows its status
+// (testing first lost the status of fast failures: exit 0 for exit 2).
 const superviseScript = `trap ':' TERM INT HUP
 trap 'trap "" USR1; kill -TERM 0 2>/dev/null; i=0; while [ $i -lt %d ] && kill -0 "$pid" 2>/dev/null; do sleep 0.05; i=$((i+1)); done; kill -KILL 0' USR1
 exec 3<&0
 "$@" <&3 3<&- &
 pid=$!
 exec 3<&-
-st=0
+wait "$pid"; st=$?
 while kill -0 "$pid" 2>/dev/null; do wait "$pid"; st=$?; done
 if [ "$st" -gt 128 ]; then trap - TERM INT HUP; kill -$((st - 128)) $$; fi
 exit "$st"`
