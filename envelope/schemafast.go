@@ -50,8 +50,9 @@ type fastSchema struct {
 // fastProp is one known member name and what its value must be (nil:
 // anything).
 type fastProp struct {
-	name  string
-	check *fastValue
+	name     string
+	check    *fastValue
+	declared bool // named in "properties", so never an additional property
 }
 
 // fastValue is a property's constraints; a constraint of one kind (a
@@ -162,7 +163,7 @@ func (fs *fastSchema) addProperties(v any) bool {
 		if !ok {
 			return false
 		}
-		fs.props = append(fs.props, fastProp{name: name, check: check})
+		fs.props = append(fs.props, fastProp{name: name, check: check, declared: true})
 	}
 	return true
 }
@@ -378,11 +379,11 @@ func (fs *fastSchema) member(doc []byte, i int, seen *uint64) (int, bool) {
 	switch {
 	case k >= 0 && *seen&(1<<k) != 0:
 		return 0, false // duplicate: the library keeps the last
-	case k >= 0:
+	case k >= 0 && (fs.props[k].declared || !fs.closed):
 		*seen |= 1 << k
 		check = fs.props[k].check
 	case fs.closed:
-		return 0, false
+		return 0, false // an additional property, or required but not declared
 	}
 	i = skipSpace(doc, end)
 	if i >= len(doc) || doc[i] != ':' {

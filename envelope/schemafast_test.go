@@ -95,6 +95,8 @@ func TestSchemaFastPathVerdicts(t *testing.T) {
 		{"leading zero", inferSleep, `{"seconds":01}`, false},
 		{"required missing", demoEcho, `{}`, false},
 		{"closed, extra", inferSleep, `{"seconds":1,"x":1}`, false},
+		{"closed, required but not declared", `{"type":"object","required":["a"],"additionalProperties":false}`, `{"a":1}`, false},
+		{"open, required but not declared", `{"type":"object","required":["a"]}`, `{"a":{"b":[]}}`, true},
 		{"number in range", inferSleep, `{"seconds":3599.999}`, true},
 		{"number at max", inferSleep, `{"seconds":36e2}`, true},
 		{"number above max", inferSleep, `{"seconds":3600.0000001}`, false},
@@ -152,36 +154,55 @@ func TestSchemaFastPathAllocs(t *testing.T) {
 }
 
 // fuzzSchemas are the schemas FuzzSchemaFastPath validates documents
-// against: the fast path's subset and a few outside it.
-var fuzzSchemas = []string{
-	echoSchema, demoEcho, inferCount, inferSleep, inferScalars,
-	`{"type":"object"}`,
-	`{"type":"object","additionalProperties":false}`,
-	`{"type":"object","properties":{"a":{"minLength":1,"maxLength":3,"enum":["a","é","ab","abc","\u00e9\u00e9"]}}}`,
-	`{"type":"object","properties":{"a":{"type":["integer","string"],"minimum":-1.5,"exclusiveMaximum":1e2,"maxLength":2}},"required":["a"]}`,
-	`{"type":"object","properties":{"a":{"const":0.1},"b":{"enum":[null,false,1e-3,"x"]},"c":true},"required":["c"]}`,
-	`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"integer","exclusiveMinimum":0}}}`,
-	`{"type":"object","properties":{"a":{"type":"string","pattern":"^a"}}}`,
+// against: the project's shapes, a few outside the subset, and a property
+// "a" under every combination of a type, a constraint and a root shape.
+func fuzzSchemas() []string {
+	out := []string{
+		echoSchema, demoEcho, inferCount, inferSleep, inferScalars,
+		`{"type":"object"}`,
+		`{"type":"object","additionalProperties":false}`,
+		`{"type":"object","properties":{"a":{"minLength":1,"maxLength":3,"enum":["a","é","ab","abc","\u00e9\u00e9"]}}}`,
+		`{"type":"object","properties":{"a":{"const":0.1},"b":{"enum":[null,false,1e-3,"x"]},"c":true},"required":["c"]}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"integer","exclusiveMinimum":0}}}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"integer","minimum":0,"exclusiveMinimum":true}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","pattern":"^a"}}}`,
+	}
+	types := []string{``, `"type":"string",`, `"type":"number",`, `"type":"integer",`, `"type":["null","integer"],`, `"type":["string","boolean"],`}
+	constraints := []string{`"title":"t"`, `"enum":[null,true,0,-1.5,1e2,"a","é"]`, `"const":100`, `"minimum":-1.5,"maximum":1e2`,
+		`"exclusiveMinimum":0,"exclusiveMaximum":0.3`, `"minLength":1,"maxLength":2`, `"const":"ab","maxLength":2`}
+	roots := []string{``, `,"required":["a"]`, `,"additionalProperties":false`, `,"required":["a","z"],"additionalProperties":false`}
+	for _, ty := range types {
+		for _, c := range constraints {
+			for _, r := range roots {
+				out = append(out, `{"type":"object","properties":{"a":{`+ty+c+`},"b":{"type":"string"}}`+r+`}`)
+			}
+		}
+	}
+	return out
 }
 
 // FuzzSchemaFastPath checks the fast path against the library: whenever
 // it vouches for a document the library accepts it too, and Validate's
 // violations are always the library's.
 func FuzzSchemaFastPath(f *testing.F) {
+	raws := fuzzSchemas()
 	for i, doc := range []string{`{"message":"hi"}`, `{"n":1.0,"interval_ms":2}`, `{"seconds":3600}`,
 		`{"b":true,"p":null,"u":0,"m":"fast","f":0}`, `{"x":{"y":[1,"2"]}}`, `{}`, `{"a":"é"}`, `{"a":-1.5}`,
 		`{"a":0.10,"b":0.001,"c":[]}`, `{"a":1}`, `{"a":"ab"}`, `{"a":"\u0061"}`} {
-		f.Add(uint8(i), []byte(doc))
+		for j := range 16 {
+			f.Add(uint16(i+j*37), []byte(doc))
+		}
 	}
-	schemas := make([]*Schema, len(fuzzSchemas))
-	for i, raw := range fuzzSchemas {
+	schemas := make([]*Schema, len(raws))
+	for i, raw := range raws {
 		schemas[i] = must(CompileSchema(json.RawMessage(raw)))
 	}
-	f.Fuzz(func(t *testing.T, which uint8, doc []byte) {
-		s := schemas[int(which)%len(schemas)]
+	f.Fuzz(func(t *testing.T, which uint16, doc []byte) {
+		i := int(which) % len(schemas)
+		s := schemas[i]
 		lib := s.validateLibrary(doc)
 		if s.fast != nil && s.fast.valid(doc) && len(lib) > 0 {
-			t.Fatalf("schema %s: fast path vouched for %q, the library says %v", fuzzSchemas[int(which)%len(schemas)], doc, lib)
+			t.Fatalf("schema %s: fast path vouched for %q, the library says %v", raws[i], doc, lib)
 		}
 		if got := s.Validate(doc); !reflect.DeepEqual(got, lib) {
 			t.Fatalf("Validate = %v, library = %v", got, lib)
