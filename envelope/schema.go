@@ -20,6 +20,7 @@ import (
 type Schema struct {
 	compiled *jsonschema.Schema
 	printer  *message.Printer
+	fast     *fastSchema // nil unless the schema is in the flat-object subset
 }
 
 // Violation is one way a document fails its schema: where (a JSON pointer
@@ -54,12 +55,23 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid schema: %w", err)
 	}
-	return &Schema{compiled: s, printer: message.NewPrinter(language.English)}, nil
+	return &Schema{compiled: s, printer: message.NewPrinter(language.English), fast: compileFast(doc)}, nil
 }
 
 // Validate checks doc against the schema and returns every violation
 // (none when doc conforms). Invalid JSON is one violation at the root.
+// A schema in the flat-object subset (see schemafast.go) first scans doc
+// without allocating; only a document it cannot vouch for is decoded.
 func (s *Schema) Validate(doc json.RawMessage) []Violation {
+	if s.fast != nil && s.fast.valid(doc) {
+		return nil
+	}
+	return s.validateLibrary(doc)
+}
+
+// validateLibrary is Validate by the library alone: the source of every
+// violation.
+func (s *Schema) validateLibrary(doc json.RawMessage) []Violation {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return []Violation{{Pointer: "", Message: "not valid JSON: " + err.Error()}}
