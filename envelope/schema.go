@@ -66,6 +66,11 @@ func (s *Schema) Validate(doc json.RawMessage) []Violation {
 	if s.fast != nil && s.fast.valid(doc) {
 		return nil
 	}
+	if !boundedNumbers(doc) {
+		return []Violation{{Pointer: "", Message: fmt.Sprintf(
+			"a number has more than %d digits or an exponent beyond ±%d; such numbers are not validated (pass them as strings)",
+			maxNumberDigits, maxNumberExponent)}}
+	}
 	return s.validateLibrary(doc)
 }
 
