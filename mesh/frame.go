@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unsafe"
 )
 
 // FrameKind names what a reply message carries (protocol v2, §5).
@@ -45,6 +46,10 @@ type Frame struct {
 	// Worker and Interval (ms) are a heartbeat's sender and beat interval.
 	Worker   string
 	Interval int64
+	// ID names the call an events or chunk frame belongs to when the
+	// frame arrives on a batch's shared reply subject (§4.3); "" otherwise.
+	// It aliases the body.
+	ID string
 	// Payload is what follows the frame line: the events, the piece, or a
 	// heartbeat's space-separated call ids. A bare frame's payload is the
 	// event's JSON.
@@ -106,6 +111,11 @@ func (f *Frame) setPair(key, v []byte) error {
 		f.Worker = string(v)
 	case "interval":
 		f.Interval, err = Digits(v)
+	case MetaID:
+		if !ValidCallID(v) {
+			return fmt.Errorf("malformed call id %.40q", v)
+		}
+		f.ID = unsafe.String(&v[0], len(v))
 	}
 	if err != nil {
 		return fmt.Errorf("frame %s: %w", key, err)
@@ -143,24 +153,9 @@ func parsePart(v []byte) (int, int, error) {
 // lengths must add up to the payload exactly: a frame that lies about its
 // contents is refused whole rather than half delivered.
 func (f Frame) Events() ([][]byte, error) {
-	n := bytes.Count(f.lens, []byte(",")) + 1
-	if n > MaxFrameEvents {
-		return nil, fmt.Errorf("frame holds %d events, more than %d", n, MaxFrameEvents)
-	}
-	out := make([][]byte, 0, n)
-	rest, lens := f.Payload, f.lens
-	for len(lens) > 0 {
-		v, tail, _ := bytes.Cut(lens, []byte(","))
-		lens = tail
-		size, err := Digits(v)
-		if err != nil || size == 0 || int(size) > len(rest) {
-			return nil, fmt.Errorf("frame lengths %.40q do not match its %d-byte payload", f.lens, len(f.Payload))
-		}
-		out = append(out, rest[:size])
-		rest = rest[size:]
-	}
-	if len(rest) != 0 {
-		return nil, fmt.Errorf("frame lengths %.40q leave %d bytes of its payload unread", f.lens, len(rest))
+	out, err := splitLens(f.lens, f.Payload, MaxFrameEvents)
+	if err != nil {
+		return nil, fmt.Errorf("events frame: %w", err)
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 // toolmesh worker hosting echo and count, plus a caller: both sides are
 // measured on the same server in the same run.
 type benchMesh struct {
+	srv *embedded.Server
 	raw *nats.Conn
 	c   *caller.Caller
 }
@@ -53,7 +55,7 @@ func newBenchMesh(b *testing.B) *benchMesh {
 	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{})
 	register(b, w, envelope.ToolSpec{Name: "echo"}, echo)
 	register(b, w, countSpec, count)
-	return &benchMesh{raw: meshtest.Connect(b, srv), c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
+	return &benchMesh{srv: srv, raw: meshtest.Connect(b, srv), c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
 }
 
 var benchArgs = json.RawMessage(`{"message":"hello"}`)
@@ -291,4 +293,75 @@ func BenchmarkNoResponders(b *testing.B) {
 		r.record("toolmesh", b, 0)
 	})
 	r.ratio(b, "no responders")
+}
+
+// BenchmarkUnary256Coalescing compares, at 256 calls in flight, raw
+// nats.go request/reply with toolmesh callers whose coalescing is on
+// (the default) and off, in interleaved blocks whose order rotates every
+// round, so that drift on a shared machine falls on all three alike. It
+// prints each round's throughput ratios, their medians, and the average
+// size of the batches the coalescing caller sent.
+func BenchmarkUnary256Coalescing(b *testing.B) {
+	m := newBenchMesh(b)
+	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{Coalescing: caller.CoalesceOff})
+	ctx := context.Background()
+	const block = 20000
+	run := func(call func() error) time.Duration {
+		var wg sync.WaitGroup
+		work := make(chan struct{}, 1024)
+		t0 := time.Now()
+		for range 256 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range work {
+					if err := call(); err != nil {
+						b.Error(err)
+					}
+				}
+			}()
+		}
+		for range block {
+			work <- struct{}{}
+		}
+		close(work)
+		wg.Wait()
+		return time.Since(t0)
+	}
+	arms := []func() error{
+		func() error { _, err := m.raw.Request("raw.echo", benchArgs, 30*time.Second); return err },
+		func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err },
+		func() error { _, err := off.Call(ctx, "echo", benchArgs); return err },
+	}
+	var onRatios, offRatios []float64
+	round := 0
+	for b.Loop() {
+		var took [3]time.Duration
+		for i := range arms {
+			k := (i + round) % len(arms)
+			took[k] = run(arms[k])
+		}
+		onRatios = append(onRatios, float64(took[0])/float64(took[1]))
+		offRatios = append(offRatios, float64(took[0])/float64(took[2]))
+		round++
+	}
+	median := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
+	st := m.c.CoalesceStats()
+	avg := 0.0
+	if st.Batches > 0 {
+		avg = float64(st.BatchedCalls) / float64(st.Batches)
+	}
+	b.ReportMetric(median(onRatios), "coalesce-on/raw")
+	b.ReportMetric(median(offRatios), "coalesce-off/raw")
+	fmt.Printf("unary, 256 in flight, throughput vs raw over %d rounds: coalescing on median %.2f %v, off median %.2f %v; %d batches, %.1f calls per batch, %.0f%% of calls batched\n",
+		round, median(onRatios), fmtRatios(onRatios), median(offRatios), fmtRatios(offRatios),
+		st.Batches, avg, 100*float64(st.BatchedCalls)/float64(max(1, int64(round)*block)))
+}
+
+func fmtRatios(v []float64) string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprintf("%.2f", x)
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
