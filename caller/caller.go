@@ -294,9 +294,15 @@ func (c *Caller) onMsg(m *nats.Msg) {
 		return // otherwise a worker closing a server-made reply stream after the terminal (see worker)
 	}
 	f, err := mesh.ParseFrame(m.Data)
-	if f.Kind == mesh.FrameBeat && err == nil {
-		c.onBeat(f)
-		return
+	if err == nil {
+		switch f.Kind {
+		case mesh.FrameBeat:
+			c.onBeat(f)
+			return
+		case mesh.FrameEnds:
+			c.onEnds(m.Subject, f)
+			return
+		}
 	}
 	p, b := c.route(m.Subject, f.ID)
 	switch {
@@ -347,6 +353,24 @@ func (c *Caller) onBatchMsg(b *batch, f mesh.Frame, err error) {
 		}
 	}
 	c.failBatch(b, prob)
+}
+
+// onEnds delivers the replies of several calls of one batch, each the
+// call's only event, numbered 1 (protocol v2, §4.3). A frame that does
+// not add up ends every call of the batch: its worker is broken.
+func (c *Caller) onEnds(subject string, f mesh.Frame) {
+	ids, events, err := f.Ends()
+	if err != nil {
+		if _, b := c.route(subject, ""); b != nil {
+			c.failBatch(b, c.problems.New(envelope.CodeInternal, "malformed message from the worker: "+err.Error()))
+		}
+		return
+	}
+	for i, id := range ids {
+		if p, _ := c.route(subject, id); p != nil {
+			p.deliverJSON(1, events[i])
+		}
+	}
 }
 
 // noResponders ends the call, or every call of the batch, sent to a

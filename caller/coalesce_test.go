@@ -61,31 +61,50 @@ func argsOf(call []byte) json.RawMessage {
 }
 
 // Calls queued behind a publish go out as one batch message, and each
-// gets its own result back, routed by the id in its reply frame — in
-// whatever order the worker answers.
+// gets its own result back, routed by the id its reply names — whether
+// the worker answers each call in a frame of its own (in any order) or
+// all of them in one ends frame.
 func TestBatchedCallsGetTheirOwnResults(t *testing.T) {
-	e := meshtest.StartServer(t, embedded.Config{})
-	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
-		calls, ids := batchOf(t, m)
-		for i := len(calls) - 1; i >= 0; i-- { // backwards, on purpose
-			ev := `{"type":"result","data":` + string(argsOf(calls[i])) + `}`
-			_ = fw.nc.Publish(m.Reply, mesh.WithCallID([]byte(ev), ids[i]))
-		}
-	})
-	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
-	release, out := queueCalls(t, c, "fake", 5)
-	release()
-	for range 5 {
-		r := <-out
-		if r.err != nil {
-			t.Fatalf("call %d: %v", r.i, r.err)
-		}
-		if want := fmt.Sprintf(`{"i":%d}`, r.i); string(r.res.Data) != want {
-			t.Fatalf("call %d got %s, want %s", r.i, r.res.Data, want)
-		}
+	answers := map[string]func(fw *fakeWorker, m *nats.Msg, calls [][]byte, ids []string){
+		"frames, backwards": func(fw *fakeWorker, m *nats.Msg, calls [][]byte, ids []string) {
+			for i := len(calls) - 1; i >= 0; i-- {
+				ev := `{"type":"result","data":` + string(argsOf(calls[i])) + `}`
+				_ = fw.nc.Publish(m.Reply, mesh.WithCallID([]byte(ev), ids[i]))
+			}
+		},
+		"one ends frame": func(fw *fakeWorker, m *nats.Msg, calls [][]byte, ids []string) {
+			var sizes []int
+			var evs []byte
+			for _, call := range calls {
+				ev := `{"type":"result","data":` + string(argsOf(call)) + `}`
+				sizes, evs = append(sizes, len(ev)), append(evs, ev...)
+			}
+			_ = fw.nc.Publish(m.Reply, append(mesh.AppendEndsHead(nil, ids, sizes), evs...))
+		},
 	}
-	if st := c.CoalesceStats(); st.Batches != 1 || st.BatchedCalls != 5 {
-		t.Fatalf("stats %+v, want one batch of 5", st)
+	for name, answer := range answers {
+		t.Run(name, func(t *testing.T) {
+			e := meshtest.StartServer(t, embedded.Config{})
+			newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+				calls, ids := batchOf(t, m)
+				answer(fw, m, calls, ids)
+			})
+			c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
+			release, out := queueCalls(t, c, "fake", 5)
+			release()
+			for range 5 {
+				r := <-out
+				if r.err != nil {
+					t.Fatalf("call %d: %v", r.i, r.err)
+				}
+				if want := fmt.Sprintf(`{"i":%d}`, r.i); string(r.res.Data) != want {
+					t.Fatalf("call %d got %s, want %s", r.i, r.res.Data, want)
+				}
+			}
+			if st := c.CoalesceStats(); st.Batches != 1 || st.BatchedCalls != 5 {
+				t.Fatalf("stats %+v, want one batch of 5", st)
+			}
+		})
 	}
 }
 
@@ -156,6 +175,7 @@ func TestBatchRefusedWhole(t *testing.T) {
 		{"error", `{"type":"error","code":"invalid_input","message":"malformed batch"}`, envelope.CodeInvalidInput},
 		{"result", `{"type":"result","data":{}}`, envelope.CodeInternal},
 		{"garbage", "tm2 ev seq=1 len=99\n{}", envelope.CodeInternal},
+		{"lying ends frame", "tm2 ends ids=A,B len=2\n{}", envelope.CodeInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := meshtest.StartServer(t, embedded.Config{})

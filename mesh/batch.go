@@ -165,3 +165,46 @@ func WithCallID(body []byte, id string) []byte {
 	out = AppendPair(append(out, body[:nl]...), MetaID, id)
 	return append(out, body[nl:]...)
 }
+
+// Ends returns the call ids of an ends frame and each call's event, in
+// order (both alias the body). The ids must be as many as the events,
+// each a valid call id: a frame that lies is refused whole.
+func (f Frame) Ends() ([]string, [][]byte, error) {
+	events, err := splitLens(f.lens, f.Payload, MaxBatchCalls)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ends frame: %w", err)
+	}
+	ids := make([]string, 0, len(events))
+	for rest := f.ids; len(rest) > 0 && len(ids) <= len(events); {
+		id, tail, _ := bytes.Cut(rest, []byte(","))
+		rest = tail
+		if !ValidCallID(id) {
+			return nil, nil, fmt.Errorf("ends frame: malformed call id %.40q", id)
+		}
+		ids = append(ids, unsafe.String(&id[0], len(id)))
+	}
+	if len(ids) != len(events) {
+		return nil, nil, fmt.Errorf("ends frame names %d calls for %d events", len(ids), len(events))
+	}
+	return ids, events, nil
+}
+
+// AppendEndsHead appends the line of an ends frame: the replies of the
+// calls ids, of the given encoded sizes, follow in the same order.
+func AppendEndsHead(b []byte, ids []string, sizes []int) []byte {
+	b = append(b, wireTag+" "+frameEnds+" ids="...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, id...)
+	}
+	b = append(b, " len="...)
+	for i, n := range sizes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return append(b, '\n')
+}

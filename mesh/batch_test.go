@@ -79,6 +79,8 @@ func TestBatchGolden(t *testing.T) {
 	out.Write(WithCallID(append(AppendEventsHead(nil, 3, []int{2, 2}), "{}{}"...), "B2"))
 	out.WriteString("\n# chunk of call B2\n")
 	out.Write(WithCallID(append(AppendChunkHead(nil, 4, 1, 2), "{\"ty"...), "B2"))
+	out.WriteString("\n# unary terminals of calls A1 and B2 together\n")
+	out.Write(append(AppendEndsHead(nil, []string{"A1", "B2"}, []int{17, 16}), `{"type":"result"}{"type":"error"}`...))
 	out.WriteString("\n")
 	golden := filepath.Join("testdata", "batch.golden")
 	if *update {
@@ -107,6 +109,27 @@ func TestBatchGolden(t *testing.T) {
 	f, err = ParseFrame(WithCallID(append(AppendChunkHead(nil, 4, 1, 2), "xy"...), "B2"))
 	if err != nil || f.Kind != FrameChunk || f.ID != "B2" || f.Part != 1 || string(f.Payload) != "xy" {
 		t.Fatalf("framed chunk: %+v %v", f, err)
+	}
+	f, err = ParseFrame(append(AppendEndsHead(nil, []string{"A1", "B2"}, []int{2, 3}), "{}[1]"...))
+	if err != nil || f.Kind != FrameEnds {
+		t.Fatalf("ends frame: %+v %v", f, err)
+	}
+	if ids, evs, err := f.Ends(); err != nil || strings.Join(ids, ",") != "A1,B2" || string(evs[1]) != "[1]" {
+		t.Fatalf("ends frame: %v %q %v", ids, evs, err)
+	}
+	for _, bad := range []string{
+		"tm2 ends ids=A,B len=2\n{}",       // more ids than events
+		"tm2 ends ids=A len=2,2\n{}{}",     // more events than ids
+		"tm2 ends ids=A,a.b len=2,2\n{}{}", // an id that is no token
+		"tm2 ends ids=A,,B len=2,2\n{}{}",  // an empty id
+		"tm2 ends len=2\n{}",               // no ids
+		"tm2 ends ids=A\n{}",               // no len
+	} {
+		if f, err := ParseFrame([]byte(bad)); err == nil {
+			if _, _, err := f.Ends(); err == nil {
+				t.Errorf("%q accepted", bad)
+			}
+		}
 	}
 	if _, err := ParseFrame([]byte("tm2 ev seq=1 len=2 id=a.b\n{}")); err == nil {
 		t.Fatal("a frame naming a call id that is not a token was accepted")

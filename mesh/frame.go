@@ -23,6 +23,10 @@ const (
 	// FrameBeat is a worker's heartbeat to one caller: it names the
 	// worker, its beat interval and every call of that caller it holds.
 	FrameBeat
+	// FrameEnds carries the replies of several unary calls of one batch
+	// (§4.3): each call's only event, its terminal, numbered 1, in the
+	// order of the frame's ids. See Frame.Ends.
+	FrameEnds
 )
 
 // Frame kinds on the wire.
@@ -30,6 +34,7 @@ const (
 	frameEvents = "ev"
 	frameChunk  = "chunk"
 	frameBeat   = "hb"
+	frameEnds   = "ends"
 )
 
 // MaxFrameEvents caps the events packed into one message, so that its
@@ -54,7 +59,8 @@ type Frame struct {
 	// heartbeat's space-separated call ids. A bare frame's payload is the
 	// event's JSON.
 	Payload []byte
-	lens    []byte // FrameEvents: the comma-separated byte lengths
+	lens    []byte // FrameEvents, FrameEnds: the comma-separated byte lengths
+	ids     []byte // FrameEnds: the comma-separated call ids
 }
 
 // ParseFrame decodes a reply body. Payload aliases body.
@@ -85,6 +91,8 @@ func ParseFrame(body []byte) (Frame, error) {
 		f.Kind = FrameChunk
 	case frameBeat:
 		f.Kind = FrameBeat
+	case frameEnds:
+		f.Kind = FrameEnds
 	default:
 		return Frame{}, fmt.Errorf("unknown frame kind %.16q", kind)
 	}
@@ -111,6 +119,8 @@ func (f *Frame) setPair(key, v []byte) error {
 		f.Worker = string(v)
 	case "interval":
 		f.Interval, err = Digits(v)
+	case "ids":
+		f.ids = v
 	case MetaID:
 		if !ValidCallID(v) {
 			return fmt.Errorf("malformed call id %.40q", v)
@@ -126,7 +136,9 @@ func (f *Frame) setPair(key, v []byte) error {
 // check tells whether the frame has what its kind needs.
 func (f *Frame) check() error {
 	switch {
-	case f.Kind != FrameBeat && f.Seq < 1:
+	case f.Kind == FrameEnds && (len(f.ids) == 0 || len(f.lens) == 0):
+		return errors.New("ends frame without ids or len")
+	case f.Kind != FrameBeat && f.Kind != FrameEnds && f.Seq < 1:
 		return errors.New("frame without seq (want seq=1 or more)")
 	case f.Kind == FrameEvents && len(f.lens) == 0:
 		return errors.New("events frame without len")

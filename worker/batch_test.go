@@ -23,8 +23,10 @@ func batchOf(calls ...string) []byte {
 	return append(mesh.AppendBatchHead(nil, sizes), body...)
 }
 
-// replies collects n messages on a fresh inbox after sending data to tool.
-func sendBatch(t *testing.T, raw *nats.Conn, tool string, data []byte, n int) []*nats.Msg {
+// sendBatch sends data to tool and returns the replies, by call id, as
+// they come: in events frames with id= or ends frames. It stops once the
+// replies name n calls (or once one message names none).
+func sendBatch(t *testing.T, raw *nats.Conn, tool string, data []byte, n int) (map[string]envelope.ToolEvent, []*nats.Msg) {
 	t.Helper()
 	inbox := nats.NewInbox()
 	sub, err := raw.SubscribeSync(inbox)
@@ -35,15 +37,42 @@ func sendBatch(t *testing.T, raw *nats.Conn, tool string, data []byte, n int) []
 	if err := raw.PublishRequest(mesh.Subjects{}.Call(tool), inbox, data); err != nil {
 		t.Fatal(err)
 	}
-	var out []*nats.Msg
-	for range n {
+	got := map[string]envelope.ToolEvent{}
+	var msgs []*nats.Msg
+	for len(got) < n {
 		m, err := sub.NextMsg(20 * time.Second)
 		if err != nil {
-			t.Fatalf("after %d of %d replies: %v", len(out), n, err)
+			t.Fatalf("after replies for %d of %d calls: %v", len(got), n, err)
 		}
-		out = append(out, m)
+		msgs = append(msgs, m)
+		f, err := mesh.ParseFrame(m.Data)
+		if err != nil {
+			t.Fatalf("reply %q: %v", m.Data, err)
+		}
+		ids, evs := []string{f.ID}, [][]byte{f.Payload}
+		switch f.Kind {
+		case mesh.FrameBare:
+			return got, msgs
+		case mesh.FrameEnds:
+			ids, evs, err = f.Ends()
+		case mesh.FrameEvents:
+			evs, err = f.Events()
+			if f.ID == "" || f.Seq != 1 || len(evs) != 1 {
+				t.Fatalf("reply %q: want one event numbered 1 naming its call", m.Data)
+			}
+		}
+		if err != nil {
+			t.Fatalf("reply %q: %v", m.Data, err)
+		}
+		for i, id := range ids {
+			ev, err := envelope.ParseEvent(evs[i])
+			if _, dup := got[id]; dup || err != nil {
+				t.Fatalf("reply %q: call %s answered twice, or %v", m.Data, id, err)
+			}
+			got[id] = ev
+		}
 	}
-	return out
+	return got, msgs
 }
 
 // Every call of a batch is run and answered on its own, its reply naming
@@ -66,27 +95,16 @@ func TestBatchCallsAnsweredEachAlone(t *testing.T) {
 		"tm2 id=E caller=C\nnot json",
 	)
 	want := map[string]string{"A": `{"i":1}`, "B": "invalid_input", "C": "invalid_input", "D": `{"i":4}`, "E": "invalid_input"}
-	for _, m := range sendBatch(t, raw, "echo", data, len(want)) {
-		f, err := mesh.ParseFrame(m.Data)
-		if err != nil || f.Kind != mesh.FrameEvents || f.ID == "" || f.Seq != 1 {
-			t.Fatalf("reply %q: %+v %v", m.Data, f, err)
-		}
-		evs, err := f.Events()
-		if err != nil || len(evs) != 1 {
-			t.Fatalf("reply %q: %v", m.Data, err)
-		}
-		ev, err := envelope.ParseEvent(evs[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := string(ev.Data)
+	got, _ := sendBatch(t, raw, "echo", data, len(want))
+	for id, ev := range got {
+		res := string(ev.Data)
 		if p := ev.Problem(); p != nil {
-			got = string(p.Code)
+			res = string(p.Code)
 		}
-		if got != want[f.ID] {
-			t.Fatalf("call %s: got %s, want %q", f.ID, got, want[f.ID])
+		if res != want[id] {
+			t.Fatalf("call %s: got %s, want %q", id, res, want[id])
 		}
-		delete(want, f.ID)
+		delete(want, id)
 	}
 	if len(want) != 0 {
 		t.Fatalf("unanswered: %v", want)
@@ -110,7 +128,8 @@ func TestMalformedBatchRefusedWhole(t *testing.T) {
 		"tm2 batch\n",                                     // no len
 		string(batchOf("tm2 id=A\n{}", "tm2 id=a.b\n{}")), // an id that is no token
 	} {
-		m := sendBatch(t, raw, "echo", []byte(data), 1)[0]
+		_, msgs := sendBatch(t, raw, "echo", []byte(data), 1)
+		m := msgs[0]
 		f, err := mesh.ParseFrame(m.Data)
 		if err != nil || f.Kind != mesh.FrameBare {
 			t.Fatalf("%q: reply %q", data, m.Data)
@@ -124,5 +143,44 @@ func TestMalformedBatchRefusedWhole(t *testing.T) {
 	case <-ran:
 		t.Fatal("a handler ran for a refused batch")
 	default:
+	}
+}
+
+// Terminals of a batch's calls that become ready while another of its
+// replies is being published travel together in one ends frame, sent by
+// the publishing goroutine before it returns; a lone one goes at once.
+func TestBatchRepliesCoalesce(t *testing.T) {
+	w, raw := newTestWorker(t, Config{})
+	inbox := nats.NewInbox()
+	sub, err := raw.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b := &batch{w: w, reply: inbox}
+	b.left.Store(4)
+	b.busy = true // as if a reply of the batch were being published
+	for _, id := range []string{"A", "B", "C"} {
+		b.terminal(&call{id: id}, []byte(`{"type":"result","data":"`+id+`"}`))
+	}
+	b.busy = false
+	b.terminal(&call{id: "D"}, []byte(`{"type":"result","data":"D"}`))
+	want := []string{
+		"tm2 ev seq=1 len=28 id=D\n" + `{"type":"result","data":"D"}`,
+		"tm2 ends ids=A,B,C len=28,28,28\n" + `{"type":"result","data":"A"}{"type":"result","data":"B"}{"type":"result","data":"C"}`,
+	}
+	for _, w := range want {
+		m, err := sub.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Data) != w {
+			t.Fatalf("got %q, want %q", m.Data, w)
+		}
+	}
+	if n := b.left.Load(); n != 0 {
+		t.Fatalf("%d calls of the batch still counted", n)
 	}
 }

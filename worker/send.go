@@ -76,6 +76,12 @@ func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.
 	case c.stream:
 		c.queueLocked(data) // the terminal travels with the events still queued
 		c.flushInlineLocked()
+	case c.batch != nil:
+		// Unary replies of a batch's calls coalesce; the batch releases
+		// the reply subject after its last call (see batch.terminal).
+		c.seq++
+		c.batch.terminal(c, data)
+		return p
 	default:
 		// A unary call gets exactly one message, a bare event: the reply
 		// stays as cheap as a plain NATS response.
@@ -229,7 +235,7 @@ func isServerReply(subject string) bool { return strings.HasPrefix(subject, serv
 // stream is done, and an empty message is how a streamed response says so.
 // Other replies (a single-account mesh) need nothing.
 func (c *call) releaseReplyLocked() {
-	if c.serverReply() && (c.batch == nil || c.batch.ended()) {
+	if c.serverReply() && (c.batch == nil || c.batch.ended(1)) {
 		_ = c.w.nc.Publish(c.reply, nil)
 	}
 }
