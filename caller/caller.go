@@ -666,10 +666,11 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 		return c.problems.New(envelope.CodeCancelled, "the caller is closed")
 	}
 	c.pending[p.id] = p
+	others := len(c.pending) > 1
 	c.mu.Unlock()
 	var err error
 	if s := c.coalescer(p); s != nil {
-		err = c.sendCoalesced(s, p, body)
+		err = c.sendCoalesced(s, p, body, others)
 	} else {
 		err = c.nc.PublishRequest(c.subjects.Call(p.tool), p.reply, body)
 	}

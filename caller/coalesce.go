@@ -106,13 +106,14 @@ func (c *Caller) senderFor(tool string) *sender {
 // call's own goroutine returns at once (its send failing ends the call
 // with the Problem, like any failure after the call was sent).
 //
-// After its own publish the goroutine yields the processor once
-// (runtime.Gosched, not a timer): calls whose goroutines are already
-// runnable — typically woken by replies that arrived together — get to
-// queue before it looks. Its own call is already out, so this costs the
-// call nothing; alone, the yield returns at once. Without it, measured at
+// When other calls of this caller are in flight, the goroutine yields the
+// processor once after its own publish (runtime.Gosched, not a timer):
+// calls whose goroutines are already runnable — typically woken by
+// replies that arrived together — get to queue before it looks. Its own
+// call is already out, so this costs that call nothing, and a lone call
+// (others false) does not yield at all. Without the yield, measured at
 // 256 calls in flight, 9% of calls travelled in batches; with it, 95%.
-func (c *Caller) sendCoalesced(s *sender, p *pending, body []byte) error {
+func (c *Caller) sendCoalesced(s *sender, p *pending, body []byte, others bool) error {
 	s.mu.Lock()
 	if s.busy {
 		s.queue = append(s.queue, queued{p, body})
@@ -122,7 +123,9 @@ func (c *Caller) sendCoalesced(s *sender, p *pending, body []byte) error {
 	s.busy = true
 	s.mu.Unlock()
 	err := c.nc.PublishRequest(s.subject, p.reply, body)
-	runtime.Gosched() // see above: lets calls already runnable queue up
+	if others {
+		runtime.Gosched() // see above: lets calls already runnable queue up
+	}
 	c.drain(s, handoffRounds)
 	return err
 }

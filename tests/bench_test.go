@@ -365,3 +365,37 @@ func fmtRatios(v []float64) string {
 	}
 	return "[" + strings.Join(out, " ") + "]"
 }
+
+// BenchmarkUnary1Coalescing checks that coalescing costs a lone call
+// nothing: one call in flight, blocks of raw, coalescing-on and
+// coalescing-off calls interleaved in rotating order, p50 latency of each.
+func BenchmarkUnary1Coalescing(b *testing.B) {
+	m := newBenchMesh(b)
+	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{Coalescing: caller.CoalesceOff})
+	ctx := context.Background()
+	const block = 500
+	arms := []func() error{
+		func() error { _, err := m.raw.Request("raw.echo", benchArgs, 10*time.Second); return err },
+		func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err },
+		func() error { _, err := off.Call(ctx, "echo", benchArgs); return err },
+	}
+	lat := make([][]time.Duration, len(arms))
+	round := 0
+	for b.Loop() {
+		for i := range arms {
+			k := (i + round) % len(arms)
+			for range block {
+				t0 := time.Now()
+				if err := arms[k](); err != nil {
+					b.Fatal(err)
+				}
+				lat[k] = append(lat[k], time.Since(t0))
+			}
+		}
+		round++
+	}
+	raw, on, offP := p50(lat[0]), p50(lat[1]), p50(lat[2])
+	b.ReportMetric(float64(on)/float64(offP), "p50-on/off")
+	fmt.Printf("unary, 1 in flight, p50: raw %s, coalescing on %s (%.2f of raw), off %s (%.2f of raw); on/off %.3f\n",
+		raw, on, float64(on)/float64(raw), offP, float64(offP)/float64(raw), float64(on)/float64(offP))
+}

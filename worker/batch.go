@@ -87,8 +87,9 @@ func (b *batch) terminal(c *call, data []byte) {
 	}
 	b.busy = true
 	b.mu.Unlock()
-	b.publish(mesh.WithCallID(data, c.id), 1)
-	runtime.Gosched() // calls already runnable may finish and queue (see caller.sendCoalesced)
+	if b.publish(mesh.WithCallID(data, c.id), 1) {
+		runtime.Gosched() // others' handlers already runnable may finish and queue (see caller.sendCoalesced)
+	}
 	for {
 		b.mu.Lock()
 		ids, ends := b.ids, b.ends
@@ -131,12 +132,17 @@ func (b *batch) sendEnds(ids []string, ends [][]byte) {
 }
 
 // publish sends one message carrying n calls' terminals on the batch's
-// reply subject, and releases a server-made mapping after the last.
-func (b *batch) publish(body []byte, n int) {
+// reply subject, and releases a server-made mapping after the last; it
+// reports whether calls of the batch are still running.
+func (b *batch) publish(body []byte, n int) bool {
 	if err := b.w.nc.Publish(b.reply, body); err != nil {
 		b.w.log.Warn("publish batch replies", "err", err)
 	}
-	if b.ended(n) && isServerReply(b.reply) {
+	if !b.ended(n) {
+		return true
+	}
+	if isServerReply(b.reply) {
 		_ = b.w.nc.Publish(b.reply, nil)
 	}
+	return false
 }
