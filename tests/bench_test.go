@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,16 +334,20 @@ func BenchmarkUnary256Coalescing(b *testing.B) {
 		func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err },
 		func() error { _, err := off.Call(ctx, "echo", benchArgs); return err },
 	}
-	var onRatios, offRatios []float64
+	var onRatios, offRatios, gains []float64
+	var cpu [3]time.Duration // process CPU time (server, worker and caller are all in it) per arm
 	round := 0
 	for b.Loop() {
 		var took [3]time.Duration
 		for i := range arms {
 			k := (i + round) % len(arms)
+			c0 := processCPU()
 			took[k] = run(arms[k])
+			cpu[k] += processCPU() - c0
 		}
 		onRatios = append(onRatios, float64(took[0])/float64(took[1]))
 		offRatios = append(offRatios, float64(took[0])/float64(took[2]))
+		gains = append(gains, float64(took[2])/float64(took[1]))
 		round++
 	}
 	median := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
@@ -353,9 +358,20 @@ func BenchmarkUnary256Coalescing(b *testing.B) {
 	}
 	b.ReportMetric(median(onRatios), "coalesce-on/raw")
 	b.ReportMetric(median(offRatios), "coalesce-off/raw")
-	fmt.Printf("unary, 256 in flight, throughput vs raw over %d rounds: coalescing on median %.2f %v, off median %.2f %v; %d batches, %.1f calls per batch, %.0f%% of calls batched\n",
-		round, median(onRatios), fmtRatios(onRatios), median(offRatios), fmtRatios(offRatios),
+	b.ReportMetric(median(gains), "on/off")
+	fmt.Printf("unary, 256 in flight, throughput vs raw over %d rounds: coalescing on median %.2f %v, off median %.2f %v; on/off median %.2f %v; %d batches, %.1f calls per batch, %.0f%% of calls batched\n",
+		round, median(onRatios), fmtRatios(onRatios), median(offRatios), fmtRatios(offRatios), median(gains), fmtRatios(gains),
 		st.Batches, avg, 100*float64(st.BatchedCalls)/float64(max(1, int64(round)*block)))
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(round*block) }
+	fmt.Printf("unary, 256 in flight, CPU per call (server, worker and caller): raw %.1f µs, coalescing on %.1f µs, off %.1f µs\n",
+		per(cpu[0]), per(cpu[1]), per(cpu[2]))
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func fmtRatios(v []float64) string {
