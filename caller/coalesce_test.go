@@ -214,3 +214,27 @@ func TestCoalesceOffSendsEachCallAlone(t *testing.T) {
 		}
 	}
 }
+
+// Streams are never batched: with the tool's sender held, as if a publish
+// were in progress, a stream still goes out at once, on its own.
+func TestStreamsAreNeverQueued(t *testing.T) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	got := make(chan bool, 1)
+	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+		got <- mesh.IsBatch(m.Data)
+		fw.send(m, 1, `{"type":"result","data":{}}`)
+	})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
+	queued, release := caller.HoldSender(c, "fake")
+	defer release()
+	s, err := c.Stream(context.Background(), "fake", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batched := <-got; batched || queued() != 0 {
+		t.Fatalf("stream batched %v, %d calls queued", batched, queued())
+	}
+	if _, err := s.Response(); err != nil {
+		t.Fatal(err)
+	}
+}
