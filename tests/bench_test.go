@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -336,14 +337,16 @@ func BenchmarkUnary256Coalescing(b *testing.B) {
 	}
 	var onRatios, offRatios, gains []float64
 	var cpu [3]time.Duration // process CPU time (server, worker and caller are all in it) per arm
+	var mallocs [3]uint64    // heap allocations, likewise
 	round := 0
 	for b.Loop() {
 		var took [3]time.Duration
 		for i := range arms {
 			k := (i + round) % len(arms)
-			c0 := processCPU()
+			c0, m0 := processCPU(), heapAllocs()
 			took[k] = run(arms[k])
 			cpu[k] += processCPU() - c0
+			mallocs[k] += heapAllocs() - m0
 		}
 		onRatios = append(onRatios, float64(took[0])/float64(took[1]))
 		offRatios = append(offRatios, float64(took[0])/float64(took[2]))
@@ -365,6 +368,16 @@ func BenchmarkUnary256Coalescing(b *testing.B) {
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(round*block) }
 	fmt.Printf("unary, 256 in flight, CPU per call (server, worker and caller): raw %.1f µs, coalescing on %.1f µs, off %.1f µs\n",
 		per(cpu[0]), per(cpu[1]), per(cpu[2]))
+	allocs := func(n uint64) float64 { return float64(n) / float64(round*block) }
+	fmt.Printf("unary, 256 in flight, heap allocations per call (server, worker, caller and the benchmark's own): raw %.1f, coalescing on %.1f, off %.1f\n",
+		allocs(mallocs[0]), allocs(mallocs[1]), allocs(mallocs[2]))
+}
+
+// heapAllocs is the count of heap allocations this process has made.
+func heapAllocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
 }
 
 // processCPU is the CPU time this process has used, user and system.
