@@ -75,6 +75,9 @@ type Config struct {
 	Options []Option
 	// Middleware wraps Call and CallAs, the first outermost (see Middleware).
 	Middleware []Middleware
+	// Coalescing says whether unary calls to one tool made while a
+	// publish to it is in progress travel together (default CoalesceAuto).
+	Coalescing CoalesceMode
 }
 
 // Caller invokes tools over one NATS connection.
@@ -109,8 +112,16 @@ type Caller struct {
 	// rather than under the connection's lock for every call.
 	payload atomic.Int64
 
+	// senders holds each tool's combining publisher (tool → *sender);
+	// nsenders counts them.
+	senders  sync.Map
+	nsenders atomic.Int32
+	// batchesSent and batchedCalls count batch messages and their calls.
+	batchesSent, batchedCalls atomic.Int64
+
 	mu      sync.Mutex
 	pending map[string]*pending
+	batches map[string]*batch // batch reply token → its calls, while any is registered
 	closed  bool
 }
 
@@ -177,6 +188,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		intervalPair: mesh.AppendIntPair(nil, mesh.MetaInterval, cfg.Heartbeat.Milliseconds()),
 		spanOpts:     []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 		pending:      map[string]*pending{},
+		batches:      map[string]*batch{},
 		done:         make(chan struct{}),
 	}
 	_, _ = rand.Read(c.salt[:])
@@ -264,6 +276,11 @@ func (c *Caller) snapshot() []*pending {
 
 func (c *Caller) remove(id string) {
 	c.mu.Lock()
+	if p := c.pending[id]; p != nil && p.batch != nil {
+		if p.batch.left--; p.batch.left == 0 {
+			delete(c.batches, p.batch.token)
+		}
+	}
 	delete(c.pending, id)
 	c.mu.Unlock()
 }
@@ -277,15 +294,21 @@ func (c *Caller) onMsg(m *nats.Msg) {
 		return // otherwise a worker closing a server-made reply stream after the terminal (see worker)
 	}
 	f, err := mesh.ParseFrame(m.Data)
-	if f.Kind == mesh.FrameBeat && err == nil {
-		c.onBeat(f)
-		return
+	if err == nil {
+		switch f.Kind {
+		case mesh.FrameBeat:
+			c.onBeat(f)
+			return
+		case mesh.FrameEnds:
+			c.onEnds(m.Subject, f)
+			return
+		}
 	}
-	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-	c.mu.Lock()
-	p := c.pending[id]
-	c.mu.Unlock()
+	p, b := c.route(m.Subject, f.ID)
 	switch {
+	case b != nil:
+		c.onBatchMsg(b, f, err)
+		return
 	case p == nil:
 		return // a call this caller no longer tracks; its worker's next beat gets a cancel
 	case err != nil:
@@ -299,12 +322,67 @@ func (c *Caller) onMsg(m *nats.Msg) {
 	}
 }
 
-// noResponders ends the call sent to a subject nobody subscribes to.
-func (c *Caller) noResponders(subject string) {
-	id := subject[strings.LastIndexByte(subject, '.')+1:]
+// route finds what a reply on subject is for: the call named by id (a
+// frame's id=, sent on a batch's subject) if it was sent on that subject
+// — a worker can answer only the calls it was sent — or else the call or
+// the batch the subject's last token names.
+func (c *Caller) route(subject, id string) (*pending, *batch) {
 	c.mu.Lock()
-	p := c.pending[id]
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if id != "" {
+		if p := c.pending[id]; p != nil && p.reply == subject {
+			return p, nil
+		}
+		return nil, nil
+	}
+	token := subject[strings.LastIndexByte(subject, '.')+1:]
+	if p := c.pending[token]; p != nil {
+		return p, nil
+	}
+	return nil, c.batches[token]
+}
+
+// onBatchMsg takes a message without id= on a batch's reply subject: it
+// concerns the batch as a whole, which the worker refused before running
+// any of its calls (protocol v2, §4.3). Its error ends every call of it.
+func (c *Caller) onBatchMsg(b *batch, f mesh.Frame, err error) {
+	prob := c.problems.New(envelope.CodeInternal, "the worker answered a batch of calls with a message that names no call")
+	if err == nil && f.Kind == mesh.FrameBare {
+		if ev, perr := envelope.ParseEvent(f.Payload); perr == nil && ev.Problem() != nil {
+			prob = ev.Problem()
+		}
+	}
+	c.failBatch(b, prob)
+}
+
+// onEnds delivers the replies of several calls of one batch, each the
+// call's only event, numbered 1 (protocol v2, §4.3). A frame that does
+// not add up ends every call of the batch: its worker is broken.
+func (c *Caller) onEnds(subject string, f mesh.Frame) {
+	ids, events, err := f.Ends()
+	if err != nil {
+		if _, b := c.route(subject, ""); b != nil {
+			c.failBatch(b, c.problems.New(envelope.CodeInternal, "malformed message from the worker: "+err.Error()))
+		}
+		return
+	}
+	for i, id := range ids {
+		if p, _ := c.route(subject, id); p != nil {
+			p.deliverJSON(1, events[i])
+		}
+	}
+}
+
+// noResponders ends the call, or every call of the batch, sent to a
+// subject nobody subscribes to.
+func (c *Caller) noResponders(subject string) {
+	p, b := c.route(subject, "")
+	if b != nil {
+		for _, p := range b.calls {
+			p.fail(c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", p.tool)), false)
+		}
+		return
+	}
 	if p != nil {
 		p.fail(c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", p.tool)), false)
 	}
@@ -591,20 +669,30 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 		return c.problems.New(envelope.CodeCancelled, "the caller is closed")
 	}
 	c.pending[p.id] = p
+	others := len(c.pending) > 1
 	c.mu.Unlock()
-	err := c.nc.PublishRequest(c.subjects.Call(p.tool), p.reply, body)
+	var err error
+	if s := c.coalescer(p); s != nil {
+		err = c.sendCoalesced(s, p, body, others)
+	} else {
+		err = c.nc.PublishRequest(c.subjects.Call(p.tool), p.reply, body)
+	}
 	if err == nil {
 		return nil
 	}
 	c.remove(p.id)
-	var prob *envelope.Problem
-	if errors.Is(err, nats.ErrMaxPayload) {
-		prob = c.problems.New(envelope.CodePayloadTooLarge, err.Error()).WithFix(largeArgsFix, envelope.MaybeIncorrect)
-	} else {
-		prob = c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
-	}
+	prob := c.sendProblem(err)
 	p.endSpan(prob)
 	return prob
+}
+
+// coalescer returns the sender p may be coalesced by: nil for a stream,
+// or when coalescing is off.
+func (c *Caller) coalescer(p *pending) *sender {
+	if p.stream || c.cfg.Coalescing == CoalesceOff {
+		return nil
+	}
+	return c.senderFor(p.tool)
 }
 
 func encodeArgs(args any) (json.RawMessage, error) {

@@ -21,7 +21,8 @@ import (
 type pending struct {
 	c      *Caller
 	id     string
-	reply  string // the call's reply subject: <inbox><id>
+	reply  string // the call's reply subject: <inbox><id>, or its batch's (guarded by Caller.mu)
+	batch  *batch // the batch it was sent in, or nil (guarded by Caller.mu)
 	tool   string
 	stream bool
 	window int

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unsafe"
 )
 
 // FrameKind names what a reply message carries (protocol v2, §5).
@@ -22,6 +23,10 @@ const (
 	// FrameBeat is a worker's heartbeat to one caller: it names the
 	// worker, its beat interval and every call of that caller it holds.
 	FrameBeat
+	// FrameEnds carries the replies of several unary calls of one batch
+	// (§4.3): each call's only event, its terminal, numbered 1, in the
+	// order of the frame's ids. See Frame.Ends.
+	FrameEnds
 )
 
 // Frame kinds on the wire.
@@ -29,6 +34,7 @@ const (
 	frameEvents = "ev"
 	frameChunk  = "chunk"
 	frameBeat   = "hb"
+	frameEnds   = "ends"
 )
 
 // MaxFrameEvents caps the events packed into one message, so that its
@@ -45,11 +51,16 @@ type Frame struct {
 	// Worker and Interval (ms) are a heartbeat's sender and beat interval.
 	Worker   string
 	Interval int64
+	// ID names the call an events or chunk frame belongs to when the
+	// frame arrives on a batch's shared reply subject (§4.3); "" otherwise.
+	// It aliases the body.
+	ID string
 	// Payload is what follows the frame line: the events, the piece, or a
 	// heartbeat's space-separated call ids. A bare frame's payload is the
 	// event's JSON.
 	Payload []byte
-	lens    []byte // FrameEvents: the comma-separated byte lengths
+	lens    []byte // FrameEvents, FrameEnds: the comma-separated byte lengths
+	ids     []byte // FrameEnds: the comma-separated call ids
 }
 
 // ParseFrame decodes a reply body. Payload aliases body.
@@ -80,6 +91,8 @@ func ParseFrame(body []byte) (Frame, error) {
 		f.Kind = FrameChunk
 	case frameBeat:
 		f.Kind = FrameBeat
+	case frameEnds:
+		f.Kind = FrameEnds
 	default:
 		return Frame{}, fmt.Errorf("unknown frame kind %.16q", kind)
 	}
@@ -106,6 +119,13 @@ func (f *Frame) setPair(key, v []byte) error {
 		f.Worker = string(v)
 	case "interval":
 		f.Interval, err = Digits(v)
+	case "ids":
+		f.ids = v
+	case MetaID:
+		if !ValidCallID(v) {
+			return fmt.Errorf("malformed call id %.40q", v)
+		}
+		f.ID = unsafe.String(&v[0], len(v))
 	}
 	if err != nil {
 		return fmt.Errorf("frame %s: %w", key, err)
@@ -116,7 +136,9 @@ func (f *Frame) setPair(key, v []byte) error {
 // check tells whether the frame has what its kind needs.
 func (f *Frame) check() error {
 	switch {
-	case f.Kind != FrameBeat && f.Seq < 1:
+	case f.Kind == FrameEnds && (len(f.ids) == 0 || len(f.lens) == 0):
+		return errors.New("ends frame without ids or len")
+	case f.Kind != FrameBeat && f.Kind != FrameEnds && f.Seq < 1:
 		return errors.New("frame without seq (want seq=1 or more)")
 	case f.Kind == FrameEvents && len(f.lens) == 0:
 		return errors.New("events frame without len")
@@ -143,24 +165,9 @@ func parsePart(v []byte) (int, int, error) {
 // lengths must add up to the payload exactly: a frame that lies about its
 // contents is refused whole rather than half delivered.
 func (f Frame) Events() ([][]byte, error) {
-	n := bytes.Count(f.lens, []byte(",")) + 1
-	if n > MaxFrameEvents {
-		return nil, fmt.Errorf("frame holds %d events, more than %d", n, MaxFrameEvents)
-	}
-	out := make([][]byte, 0, n)
-	rest, lens := f.Payload, f.lens
-	for len(lens) > 0 {
-		v, tail, _ := bytes.Cut(lens, []byte(","))
-		lens = tail
-		size, err := Digits(v)
-		if err != nil || size == 0 || int(size) > len(rest) {
-			return nil, fmt.Errorf("frame lengths %.40q do not match its %d-byte payload", f.lens, len(f.Payload))
-		}
-		out = append(out, rest[:size])
-		rest = rest[size:]
-	}
-	if len(rest) != 0 {
-		return nil, fmt.Errorf("frame lengths %.40q leave %d bytes of its payload unread", f.lens, len(rest))
+	out, err := splitLens(f.lens, f.Payload, MaxFrameEvents)
+	if err != nil {
+		return nil, fmt.Errorf("events frame: %w", err)
 	}
 	return out, nil
 }

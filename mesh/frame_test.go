@@ -103,7 +103,7 @@ func TestAppendPairEscapes(t *testing.T) {
 // FuzzParseFrame: any reply body either fails or decodes to a frame whose
 // parts lie within the body; events, when accepted, tile the payload.
 func FuzzParseFrame(f *testing.F) {
-	for _, s := range []string{"tm2 ev seq=1 len=2,2\n{}{}", "tm2 chunk seq=4 part=1/2\nab", "tm2 hb worker=w interval=100\nA B", `{"type":"result"}`, "tm2", "tm", ""} {
+	for _, s := range []string{"tm2 ev seq=1 len=2,2\n{}{}", "tm2 chunk seq=4 part=1/2\nab", "tm2 ends ids=A,B len=2,1\n{}1", "tm2 ev seq=1 len=2 id=X\n{}", "tm2 hb worker=w interval=100\nA B", `{"type":"result"}`, "tm2", "tm", ""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -125,6 +125,25 @@ func FuzzParseFrame(f *testing.F) {
 			}
 			if total != len(fr.Payload) {
 				t.Fatalf("events cover %d of %d bytes", total, len(fr.Payload))
+			}
+		}
+		if fr.ID != "" && !ValidCallID([]byte(fr.ID)) {
+			t.Fatalf("call id %q accepted", fr.ID)
+		}
+		if fr.Kind == FrameEnds {
+			ids, events, err := fr.Ends()
+			if err != nil {
+				return
+			}
+			total := 0
+			for i, e := range events {
+				total += len(e)
+				if !ValidCallID([]byte(ids[i])) {
+					t.Fatalf("call id %q accepted", ids[i])
+				}
+			}
+			if total != len(fr.Payload) || len(ids) != len(events) {
+				t.Fatalf("ends frame: %d ids, %d events covering %d of %d bytes", len(ids), len(events), total, len(fr.Payload))
 			}
 		}
 	})

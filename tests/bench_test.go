@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +32,7 @@ import (
 // and a CLI binding of /bin/true, plus a caller: every side is measured on
 // the same server in the same run.
 type benchMesh struct {
+	srv *embedded.Server
 	raw *nats.Conn
 	c   *caller.Caller
 }
@@ -88,7 +92,7 @@ func newBenchMesh(b *testing.B) *benchMesh {
 	register(b, w, benchEchoSpec, echo)
 	register(b, w, countSpec, count)
 	registerTrue(b, w)
-	return &benchMesh{raw: meshtest.Connect(b, srv), c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
+	return &benchMesh{srv: srv, raw: meshtest.Connect(b, srv), c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
 }
 
 var benchArgs = json.RawMessage(`{"message":"hello"}`)
@@ -355,4 +359,136 @@ func runInFlight(b *testing.B, n int, call func() error) {
 	}
 	close(work)
 	wg.Wait()
+}
+
+// BenchmarkUnary256Coalescing compares, at 256 calls in flight, raw
+// nats.go request/reply with toolmesh callers whose coalescing is on
+// (the default) and off, in interleaved blocks whose order rotates every
+// round, so that drift on a shared machine falls on all three alike. It
+// prints each round's throughput ratios, their medians, and the average
+// size of the batches the coalescing caller sent.
+func BenchmarkUnary256Coalescing(b *testing.B) {
+	m := newBenchMesh(b)
+	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{Coalescing: caller.CoalesceOff})
+	ctx := context.Background()
+	const block = 20000
+	run := func(call func() error) time.Duration {
+		var wg sync.WaitGroup
+		work := make(chan struct{}, 1024)
+		t0 := time.Now()
+		for range 256 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range work {
+					if err := call(); err != nil {
+						b.Error(err)
+					}
+				}
+			}()
+		}
+		for range block {
+			work <- struct{}{}
+		}
+		close(work)
+		wg.Wait()
+		return time.Since(t0)
+	}
+	arms := []func() error{
+		func() error { _, err := m.raw.Request("raw.echo", benchArgs, 30*time.Second); return err },
+		func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err },
+		func() error { _, err := off.Call(ctx, "echo", benchArgs); return err },
+	}
+	var onRatios, offRatios, gains []float64
+	var cpu [3]time.Duration // process CPU time (server, worker and caller are all in it) per arm
+	var mallocs [3]uint64    // heap allocations, likewise
+	round := 0
+	for b.Loop() {
+		var took [3]time.Duration
+		for i := range arms {
+			k := (i + round) % len(arms)
+			c0, m0 := processCPU(), heapAllocs()
+			took[k] = run(arms[k])
+			cpu[k] += processCPU() - c0
+			mallocs[k] += heapAllocs() - m0
+		}
+		onRatios = append(onRatios, float64(took[0])/float64(took[1]))
+		offRatios = append(offRatios, float64(took[0])/float64(took[2]))
+		gains = append(gains, float64(took[2])/float64(took[1]))
+		round++
+	}
+	median := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
+	st := m.c.CoalesceStats()
+	avg := 0.0
+	if st.Batches > 0 {
+		avg = float64(st.BatchedCalls) / float64(st.Batches)
+	}
+	b.ReportMetric(median(onRatios), "coalesce-on/raw")
+	b.ReportMetric(median(offRatios), "coalesce-off/raw")
+	b.ReportMetric(median(gains), "on/off")
+	fmt.Printf("unary, 256 in flight, throughput vs raw over %d rounds: coalescing on median %.2f %v, off median %.2f %v; on/off median %.2f %v; %d batches, %.1f calls per batch, %.0f%% of calls batched\n",
+		round, median(onRatios), fmtRatios(onRatios), median(offRatios), fmtRatios(offRatios), median(gains), fmtRatios(gains),
+		st.Batches, avg, 100*float64(st.BatchedCalls)/float64(max(1, int64(round)*block)))
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(round*block) }
+	fmt.Printf("unary, 256 in flight, CPU per call (server, worker and caller): raw %.1f µs, coalescing on %.1f µs, off %.1f µs\n",
+		per(cpu[0]), per(cpu[1]), per(cpu[2]))
+	allocs := func(n uint64) float64 { return float64(n) / float64(round*block) }
+	fmt.Printf("unary, 256 in flight, heap allocations per call (server, worker, caller and the benchmark's own): raw %.1f, coalescing on %.1f, off %.1f\n",
+		allocs(mallocs[0]), allocs(mallocs[1]), allocs(mallocs[2]))
+}
+
+// heapAllocs is the count of heap allocations this process has made.
+func heapAllocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func fmtRatios(v []float64) string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprintf("%.2f", x)
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+// BenchmarkUnary1Coalescing checks that coalescing costs a lone call
+// nothing: one call in flight, blocks of raw, coalescing-on and
+// coalescing-off calls interleaved in rotating order, p50 latency of each.
+func BenchmarkUnary1Coalescing(b *testing.B) {
+	m := newBenchMesh(b)
+	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{Coalescing: caller.CoalesceOff})
+	ctx := context.Background()
+	const block = 500
+	arms := []func() error{
+		func() error { _, err := m.raw.Request("raw.echo", benchArgs, 10*time.Second); return err },
+		func() error { _, err := m.c.Call(ctx, "echo", benchArgs); return err },
+		func() error { _, err := off.Call(ctx, "echo", benchArgs); return err },
+	}
+	lat := make([][]time.Duration, len(arms))
+	round := 0
+	for b.Loop() {
+		for i := range arms {
+			k := (i + round) % len(arms)
+			for range block {
+				t0 := time.Now()
+				if err := arms[k](); err != nil {
+					b.Fatal(err)
+				}
+				lat[k] = append(lat[k], time.Since(t0))
+			}
+		}
+		round++
+	}
+	raw, on, offP := p50(lat[0]), p50(lat[1]), p50(lat[2])
+	b.ReportMetric(float64(on)/float64(offP), "p50-on/off")
+	fmt.Printf("unary, 1 in flight, p50: raw %s, coalescing on %s (%.2f of raw), off %s (%.2f of raw); on/off %.3f\n",
+		raw, on, float64(on)/float64(raw), offP, float64(offP)/float64(raw), float64(on)/float64(offP))
 }

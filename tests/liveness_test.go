@@ -60,9 +60,9 @@ func (g *gate) waitStarted(t *testing.T, n int) {
 	}
 }
 
-// callAll starts n calls of tool on c, each on its own goroutine, and
+// startCalls starts n calls of tool on c, each on its own goroutine, and
 // returns the channel their outcomes arrive on.
-func callAll(c *caller.Caller, tool string, n int) chan error {
+func startCalls(c *caller.Caller, tool string, n int) chan error {
 	out := make(chan error, n)
 	for range n {
 		go func() {
@@ -89,7 +89,7 @@ func TestHeartbeatsArePerCallerNotPerCall(t *testing.T) {
 	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	done := callAll(f.c, "gate", calls)
+	done := startCalls(f.c, "gate", calls)
 	g.waitStarted(t, calls)
 	full := 0
 	for full < 3 {
@@ -132,9 +132,9 @@ func TestLostCallerEndsExactlyItsCalls(t *testing.T) {
 	register(t, f.w, envelope.ToolSpec{Name: "gate"}, g.handle)
 	doomedNC := meshtest.Connect(t, f.srv)
 	doomed := meshtest.NewCaller(t, doomedNC, caller.Config{Heartbeat: mesh.MinHeartbeat})
-	survivors := callAll(f.c, "gate", 5)
+	survivors := startCalls(f.c, "gate", 5)
 	g.waitStarted(t, 5)
-	_ = callAll(doomed, "gate", 5)
+	_ = startCalls(doomed, "gate", 5)
 	g.waitStarted(t, 5)
 	doomedNC.Close()
 	waitFor(t, "the dead caller's calls cancelled", func() bool { return g.cancelled() == 5 })
@@ -166,8 +166,8 @@ func TestLostWorkerEndsExactlyItsCalls(t *testing.T) {
 	doomedW := meshtest.NewWorker(t, doomedNC, worker.Config{})
 	dead := newGate()
 	register(t, doomedW, envelope.ToolSpec{Name: "gate.dead"}, dead.handle)
-	survivors := callAll(f.c, "gate.live", 4)
-	lost := callAll(f.c, "gate.dead", 4)
+	survivors := startCalls(f.c, "gate.live", 4)
+	lost := startCalls(f.c, "gate.dead", 4)
 	live.waitStarted(t, 4)
 	dead.waitStarted(t, 4)
 	doomedNC.Close()

@@ -26,6 +26,7 @@ type call struct {
 	w        *Worker
 	tool     *tool
 	reply    string
+	batch    *batch // the batch it came in (its replies name it), or nil
 	id       string
 	key      callKey // (identity, id): how control messages find the call
 	callerID string

@@ -77,3 +77,87 @@ func FuzzCallMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBatchMessage sends a worker arbitrary batch messages: a batch it
+// cannot split is refused whole with one error event, and every call of
+// one it can split ends with exactly one terminal naming the call — a
+// result or a Problem, never internal_error, never silence.
+func FuzzBatchMessage(f *testing.F) {
+	w, raw := newTestWorker(f, Config{MaxArgsBytes: 4096})
+	spec := envelope.ToolSpec{Name: "echo",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)}
+	if err := w.Register(spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+		return req.Args, nil
+	})); err != nil {
+		f.Fatal(err)
+	}
+	a, b := "tm2 id=A caller=C\n{\"args\":{\"message\":\"hi\"}}", "tm2 id=B mode=stream window=4\n{\"args\":{}}"
+	f.Add(string(batchOf(a, b)))
+	f.Add(string(batchOf(a, a)))
+	f.Add(string(batchOf("tm2 id=C timeout=0\n{\"args\":{}}", "tm2 id=D\nnot json", "tm2 id=E mode=x\n{}")))
+	f.Add("tm2 batch len=3,3\ntm2tm2")
+	f.Add("tm2 batch len=12\ntm2 id=A\n{}}")
+	f.Fuzz(func(t *testing.T, data string) {
+		if !mesh.IsBatch([]byte(data)) {
+			data = "tm2 batch " + data
+		}
+		calls, _, splitErr := mesh.SplitBatch([]byte(data))
+		inbox := nats.NewInbox()
+		sub, err := raw.SubscribeSync(inbox)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if err := raw.PublishRequest(mesh.Subjects{}.Call("echo"), inbox, []byte(data)); err != nil {
+			t.Skip(err) // larger than the server takes
+		}
+		for ended := 0; ended < max(len(calls), 1); {
+			m, err := sub.NextMsg(20 * time.Second)
+			if err != nil {
+				t.Fatalf("%d of %d calls ended, then: %v", ended, len(calls), err)
+			}
+			for _, ev := range fuzzReplyEvents(t, m.Data, splitErr != nil) {
+				if !ev.IsTerminal() {
+					continue
+				}
+				if p := ev.Problem(); p != nil && (p.Code == "" || p.Code == envelope.CodeInternal) {
+					t.Fatalf("unexplained error %+v", ev)
+				}
+				ended++
+			}
+		}
+	})
+}
+
+// fuzzReplyEvents decodes one reply to a batch: a bare event only when
+// the batch was refused whole, otherwise frames naming their calls.
+func fuzzReplyEvents(t *testing.T, data []byte, refused bool) []envelope.ToolEvent {
+	f, err := mesh.ParseFrame(data)
+	if err != nil {
+		t.Fatalf("malformed reply %q: %v", data, err)
+	}
+	var raws [][]byte
+	switch {
+	case f.Kind == mesh.FrameBare && refused:
+		raws = [][]byte{f.Payload}
+	case f.Kind == mesh.FrameEvents && f.ID != "" && !refused:
+		raws, err = f.Events()
+	case f.Kind == mesh.FrameEnds && !refused:
+		_, raws, err = f.Ends()
+	case f.Kind == mesh.FrameBeat:
+	default:
+		t.Fatalf("reply %q to a batch (refused: %v)", data, refused)
+	}
+	if err != nil {
+		t.Fatalf("malformed reply %q: %v", data, err)
+	}
+	out := make([]envelope.ToolEvent, 0, len(raws))
+	for _, r := range raws {
+		ev, err := envelope.ParseEvent(r)
+		if err != nil {
+			t.Fatalf("malformed event %q: %v", r, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}

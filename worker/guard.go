@@ -22,6 +22,7 @@ type callMsg struct {
 	reply  string
 	data   []byte
 	header nats.Header
+	batch  *batch // the batch message it came in, if any
 }
 
 // newCall builds a call from its message, answering it at once (and
@@ -29,7 +30,7 @@ type callMsg struct {
 // budget already spent. A call whose caller does not prove it is alive
 // gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
 func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
-	c := &call{w: w, tool: t, reply: m.reply, started: received, window: mesh.DefaultWindow, interval: w.cfg.Heartbeat}
+	c := &call{w: w, tool: t, reply: m.reply, batch: m.batch, started: received, window: mesh.DefaultWindow, interval: w.cfg.Heartbeat}
 	line, body, err := mesh.SplitCall(m.data)
 	var meta callMeta
 	var prob *envelope.Problem

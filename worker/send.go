@@ -77,6 +77,12 @@ func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.
 	case c.stream:
 		c.queueLocked(data) // the terminal travels with the events still queued
 		c.flushInlineLocked()
+	case c.batch != nil:
+		// Unary replies of a batch's calls coalesce; the batch releases
+		// the reply subject after its last call (see batch.terminal).
+		c.seq++
+		c.batch.terminal(c, data)
+		return p
 	default:
 		// A unary call gets exactly one message, a bare event: the reply
 		// stays as cheap as a plain NATS response.
@@ -217,6 +223,9 @@ func (c *call) takeFrameLocked() []byte {
 
 // publish sends one message on the call's reply subject.
 func (c *call) publish(body []byte) {
+	if c.batch != nil {
+		body = c.batch.frame(c, body)
+	}
 	if c.serverReply() {
 		c.markSent()
 	}
@@ -229,7 +238,9 @@ func (c *call) publish(body []byte) {
 // requests that crossed a service import (see deploy/secure).
 const serverReplyPrefix = "_R_."
 
-func (c *call) serverReply() bool { return strings.HasPrefix(c.reply, serverReplyPrefix) }
+func (c *call) serverReply() bool { return isServerReply(c.reply) }
+
+func isServerReply(subject string) bool { return strings.HasPrefix(subject, serverReplyPrefix) }
 
 // releaseReplyLocked ends a server-made reply mapping once the call is
 // over. The call export streams its responses, so the server keeps the
@@ -237,7 +248,7 @@ func (c *call) serverReply() bool { return strings.HasPrefix(c.reply, serverRepl
 // stream is done, and an empty message is how a streamed response says so.
 // Other replies (a single-account mesh) need nothing.
 func (c *call) releaseReplyLocked() {
-	if c.serverReply() {
+	if c.serverReply() && (c.batch == nil || c.batch.ended(1)) {
 		_ = c.w.nc.Publish(c.reply, nil)
 	}
 }

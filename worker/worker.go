@@ -631,6 +631,10 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
 		return
 	}
+	if mesh.IsBatch(m.Data) {
+		w.onBatch(t, m, received)
+		return
+	}
 	c := w.newCall(t, callMsg{reply: m.Reply, data: m.Data, header: m.Header}, received)
 	if c == nil || !w.admit(c) {
 		return

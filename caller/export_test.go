@@ -1,0 +1,18 @@
+package caller
+
+// HoldSender makes tool's sender busy, as if a publish to the tool were
+// in progress, so that unary calls to it queue; queued reports how many
+// wait, and release sends them as the publishing goroutine would.
+// Tests use it to form a batch without depending on timing.
+func HoldSender(c *Caller, tool string) (queued func() int, release func()) {
+	s := c.senderFor(tool)
+	s.mu.Lock()
+	s.busy = true
+	s.mu.Unlock()
+	queued = func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.queue)
+	}
+	return queued, func() { c.drain(s, 0) }
+}

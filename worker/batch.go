@@ -1,0 +1,148 @@
+package worker
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// batch is what the calls of one batch message share (protocol v2, §4.3):
+// the reply subject, on which every reply names its call with id=, and
+// the count of calls not yet ended, so that a server-made reply mapping
+// is released once, after the last of them.
+type batch struct {
+	w     *Worker
+	reply string
+	left  atomic.Int32
+
+	// Unary terminals of the batch's calls that became ready while
+	// another of them was being published (busy) wait here, and go out
+	// together in one ends frame: replies coalesce like calls.
+	mu   sync.Mutex
+	busy bool
+	ids  []string
+	ends [][]byte
+}
+
+// onBatch runs every call of a batch message as if it had come alone:
+// each is admitted, answered and counted on its own, so one bad call does
+// not spoil the others. A batch that cannot be split into calls it could
+// name is refused whole with one error event without id=, which the
+// caller applies to every call of the batch.
+func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
+	bodies, _, err := mesh.SplitBatch(m.Data)
+	if err != nil {
+		w.refuseBatch(m.Reply, w.problems.New(envelope.CodeInvalidInput, "malformed batch message: "+err.Error()))
+		return
+	}
+	b := &batch{w: w, reply: m.Reply}
+	b.left.Store(int32(len(bodies)))
+	for _, body := range bodies {
+		c := w.newCall(t, callMsg{reply: m.Reply, data: body, header: m.Header, batch: b}, received)
+		if c == nil || !w.admit(c) {
+			continue
+		}
+		w.dispatch(c)
+	}
+}
+
+// refuseBatch answers a batch refused whole, and releases a server-made
+// reply mapping at once: no call of the batch will run.
+func (w *Worker) refuseBatch(reply string, p *envelope.Problem) {
+	data, _ := envelope.ErrorEvent(p).AppendJSON(nil)
+	if err := w.nc.Publish(reply, data); err != nil {
+		w.log.Warn("publish batch refusal", "err", err)
+	}
+	if isServerReply(reply) {
+		_ = w.nc.Publish(reply, nil)
+	}
+}
+
+// frame names the call in a reply body bound for the batch's shared
+// subject; see mesh.WithCallID.
+func (b *batch) frame(c *call, body []byte) []byte { return mesh.WithCallID(body, c.id) }
+
+// ended counts n calls of the batch as over and reports whether they
+// were the last: only then may the shared reply mapping be released.
+func (b *batch) ended(n int) bool { return b.left.Add(int32(-n)) == 0 }
+
+// terminal sends the unary terminal event of batched call c (its only
+// message), at once when no other reply of the batch is being published;
+// otherwise it queues, and the publishing goroutine sends every queued
+// terminal in one ends frame before it returns. Nothing waits on a timer.
+// The batch, not the call, releases a server-made reply mapping, after
+// the last terminal is out. c.mu is held; it guards nothing used here.
+func (b *batch) terminal(c *call, data []byte) {
+	b.mu.Lock()
+	if b.busy {
+		b.ids, b.ends = append(b.ids, c.id), append(b.ends, data)
+		b.mu.Unlock()
+		return
+	}
+	b.busy = true
+	b.mu.Unlock()
+	if b.publish(mesh.WithCallID(data, c.id), 1) {
+		runtime.Gosched() // others' handlers already runnable may finish and queue (see caller.sendCoalesced)
+	}
+	for {
+		b.mu.Lock()
+		ids, ends := b.ids, b.ends
+		if len(ids) == 0 {
+			b.busy = false
+			b.mu.Unlock()
+			return
+		}
+		b.ids, b.ends = nil, nil
+		b.mu.Unlock()
+		b.sendEnds(ids, ends)
+	}
+}
+
+// sendEnds publishes queued terminals in ends frames that fit a message;
+// a lone terminal goes out as the events frame it would have been.
+func (b *batch) sendEnds(ids []string, ends [][]byte) {
+	room := b.w.maxPayload() - 64
+	for len(ids) > 0 {
+		n, size := 1, len(ends[0])+len(ids[0])+8
+		for n < len(ids) && n < mesh.MaxBatchCalls && size+len(ends[n])+len(ids[n])+8 <= room {
+			size += len(ends[n]) + len(ids[n]) + 8
+			n++
+		}
+		if n == 1 {
+			b.publish(mesh.WithCallID(ends[0], ids[0]), 1)
+		} else {
+			sizes := make([]int, n)
+			for i := range n {
+				sizes[i] = len(ends[i])
+			}
+			body := mesh.AppendEndsHead(make([]byte, 0, size+32), ids[:n], sizes)
+			for _, e := range ends[:n] {
+				body = append(body, e...)
+			}
+			b.publish(body, n)
+		}
+		ids, ends = ids[n:], ends[n:]
+	}
+}
+
+// publish sends one message carrying n calls' terminals on the batch's
+// reply subject, and releases a server-made mapping after the last; it
+// reports whether calls of the batch are still running.
+func (b *batch) publish(body []byte, n int) bool {
+	if err := b.w.nc.Publish(b.reply, body); err != nil {
+		b.w.log.Warn("publish batch replies", "err", err)
+	}
+	if !b.ended(n) {
+		return true
+	}
+	if isServerReply(b.reply) {
+		_ = b.w.nc.Publish(b.reply, nil)
+	}
+	return false
+}
