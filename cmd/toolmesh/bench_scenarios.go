@@ -40,9 +40,17 @@ func benchScenarios(o *benchOptions) []benchScenario {
 			toolmesh: func(b *bencher, ctx context.Context) error { return b.meshUnary(ctx) },
 			goals:    unaryGoals(n)})
 	}
-	// A "coalescing off" unary row at 256 in flight (target throughput ≥ 0.8×)
-	// goes here once the caller can switch coalescing off: the same entry as
-	// above with toolmesh calling b.meshUnary(ctx, <the caller option>).
+	if n := slices.Max(o.levels); n > 1 {
+		// At the highest level, the mesh with coalescing off: calls never
+		// travel together, so this is the per-call cost alone (issue 12's
+		// floor at 256 in flight).
+		var goals []benchGoal
+		if n == 256 {
+			goals = []benchGoal{{metric: metricThroughput, bound: 0.8}}
+		}
+		s = append(s, benchScenario{name: "unary, coalescing off", inFlight: n, peers: peersRequestReply,
+			raw: (*bencher).rawUnary, micro: (*bencher).microUnary, toolmesh: (*bencher).meshUnaryAlone, goals: goals})
+	}
 	s = append(s,
 		benchScenario{name: fmt.Sprintf("stream of %d deltas", o.deltas), inFlight: 1, peers: peersStream,
 			raw: (*bencher).rawStream, toolmesh: (*bencher).meshStream,

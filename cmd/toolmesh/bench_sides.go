@@ -32,6 +32,7 @@ type bencher struct {
 	conns      []*nats.Conn
 	w          *worker.Worker
 	c          *caller.Caller
+	cOff       *caller.Caller // the same, with coalescing switched off
 	svc        micro.Service
 	raw        *nats.Conn
 	rawSubject string
@@ -77,6 +78,9 @@ func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, del
 		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
 	b.c = c
+	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: g.log, Coalescing: caller.CoalesceOff}); err != nil {
+		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
 	for _, nc := range b.conns {
 		if err := nc.Flush(); err != nil {
 			return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
@@ -168,8 +172,10 @@ func (b *bencher) count(_ context.Context, _ *worker.Request, emit worker.Emitte
 }
 
 func (b *bencher) close() {
-	if b.c != nil {
-		_ = b.c.Close()
+	for _, c := range []*caller.Caller{b.c, b.cOff} {
+		if c != nil {
+			_ = c.Close()
+		}
 	}
 	if b.w != nil {
 		b.w.Stop()
@@ -192,10 +198,15 @@ func (b *bencher) microUnary(ctx context.Context) error {
 	return err
 }
 
-// meshUnary calls echo; opts select a variant of the caller (such as
-// coalescing switched off).
+// meshUnary calls echo; opts select a variant of the call.
 func (b *bencher) meshUnary(ctx context.Context, opts ...caller.Option) error {
 	_, err := b.c.Call(ctx, "echo", b.args, opts...)
+	return err
+}
+
+// meshUnaryAlone calls echo through the caller whose coalescing is off.
+func (b *bencher) meshUnaryAlone(ctx context.Context) error {
+	_, err := b.cOff.Call(ctx, "echo", b.args)
 	return err
 }
 
