@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,6 +343,11 @@ func (c *Caller) route(subject, id string) (*pending, *batch) {
 	return nil, c.batches[token]
 }
 
+// noSuchTool is the Problem of a call nobody answers.
+func (c *Caller) noSuchTool(tool string) *envelope.Problem {
+	return c.problems.New(envelope.CodeToolNotFound, "no worker hosts tool "+strconv.Quote(tool))
+}
+
 // onBatchMsg takes a message without id= on a batch's reply subject: it
 // concerns the batch as a whole, which the worker refused before running
 // any of its calls (protocol v2, §4.3). Its error ends every call of it.
@@ -379,12 +385,12 @@ func (c *Caller) noResponders(subject string) {
 	p, b := c.route(subject, "")
 	if b != nil {
 		for _, p := range b.calls {
-			p.fail(c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", p.tool)), false)
+			p.fail(c.noSuchTool(p.tool), false)
 		}
 		return
 	}
 	if p != nil {
-		p.fail(c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", p.tool)), false)
+		p.fail(c.noSuchTool(p.tool), false)
 	}
 }
 

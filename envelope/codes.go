@@ -36,6 +36,8 @@ const (
 // the code and to act on it.
 type CodeInfo struct {
 	Code Code
+	// defaultType is the type URI under DefaultBaseURI, made once.
+	defaultType string
 	// Slug is the path segment of the problem type URI, {base}/{slug}/{version}.
 	Slug string
 	// Version is the type URI's version segment; the meaning of a given
@@ -55,7 +57,9 @@ type CodeInfo struct {
 	Fix SuggestedFix
 }
 
-var registry = map[Code]CodeInfo{
+// registry is the one code registry, each entry complete with its code,
+// slug and version (filled in once by withSlugs: every Problem reads them).
+var registry = withSlugs(map[Code]CodeInfo{
 	CodeInvalidInput: {Title: "Invalid input", Status: 400, ExitCode: 2,
 		Fix: fix("Correct the arguments so they satisfy the tool's input schema (see violations), then retry.", MaybeIncorrect)},
 	CodeToolNotFound: {Title: "Tool not found", Status: 404, ExitCode: 3,
@@ -94,7 +98,7 @@ var registry = map[Code]CodeInfo{
 		Fix: fix("Give the call a larger budget (--timeout) or make it do less.", MaybeIncorrect)},
 	CodeCancelled: {Title: "Cancelled", Status: 499, ExitCode: 130,
 		Fix: fix("The call was cancelled by its caller; call again if it is still wanted.", Unspecified)},
-}
+})
 
 func fix(description string, a Applicability) SuggestedFix {
 	return SuggestedFix{Description: description, Applicability: a}
@@ -104,13 +108,18 @@ func fix(description string, a Applicability) SuggestedFix {
 // (a tool's own domain codes) report ok=false.
 func Lookup(code Code) (CodeInfo, bool) {
 	info, ok := registry[code]
-	if !ok {
-		return CodeInfo{}, false
+	return info, ok
+}
+
+// withSlugs completes every entry of a registry with its code, slug and
+// version, and its type URI under DefaultBaseURI.
+func withSlugs(r map[Code]CodeInfo) map[Code]CodeInfo {
+	for code, info := range r {
+		info.Code, info.Slug, info.Version = code, slugOf(code), "v1"
+		info.defaultType = DefaultBaseURI + "/" + info.Slug + "/" + info.Version
+		r[code] = info
 	}
-	info.Code = code
-	info.Slug = slugOf(code)
-	info.Version = "v1"
-	return info, true
+	return r
 }
 
 // Codes lists every registered code, sorted, so documentation and tests can

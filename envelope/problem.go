@@ -107,6 +107,9 @@ func (r Registry) TypeURI(code Code) string {
 	if !ok {
 		return "about:blank"
 	}
+	if base == DefaultBaseURI {
+		return info.defaultType
+	}
 	return strings.TrimRight(base, "/") + "/" + info.Slug + "/" + info.Version
 }
 
@@ -164,8 +167,19 @@ func NewInstance() string {
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return "urn:uuid:" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	const prefix = "urn:uuid:"
+	out := make([]byte, len(prefix)+36)
+	copy(out, prefix)
+	h := out[len(prefix):]
+	for i, j := 0, 0; i < 16; i++ {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			h[j] = '-'
+			j++
+		}
+		hex.Encode(h[j:j+2], b[i:i+1])
+		j += 2
+	}
+	return string(out)
 }
 
 // Error returns the detail, so the human line and the machine detail are the same text.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"testing"
 )
@@ -98,5 +99,18 @@ func TestAppendJSONFloatMatchesEncodingJSON(t *testing.T) {
 		if !ok || string(got) != string(want) {
 			t.Errorf("%v: got %s want %s", f, got, want)
 		}
+	}
+}
+
+// Instances are RFC 9562 version-4 UUID URNs, and fresh each time.
+func TestNewInstanceIsAUUIDv4URN(t *testing.T) {
+	re := regexp.MustCompile(`^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 1000 {
+		id := NewInstance()
+		if !re.MatchString(id) || seen[id] {
+			t.Fatalf("instance %q (seen before: %v)", id, seen[id])
+		}
+		seen[id] = true
 	}
 }
