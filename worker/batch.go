@@ -26,6 +26,7 @@ type batch struct {
 	// together in one ends frame: replies coalesce like calls.
 	mu   sync.Mutex
 	busy bool
+	held bool // the batch runs inline: terminals wait for it (see runInline)
 	ids  []string
 	ends [][]byte
 }
@@ -43,13 +44,68 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 	}
 	b := &batch{w: w, reply: m.Reply}
 	b.left.Store(int32(len(bodies)))
+	calls := make([]*call, 0, len(bodies))
 	for _, body := range bodies {
 		c := w.newCall(t, callMsg{reply: m.Reply, data: body, header: m.Header, batch: b}, received)
 		if c == nil || !w.admit(c) {
 			continue
 		}
-		w.dispatch(c)
+		calls = append(calls, c)
 	}
+	b.runInline(calls)
+}
+
+// handoffAfter is how long the calls of a batch may wait behind a sibling
+// that runs on the reader before each is handed a goroutine of its own: a
+// handler that blocks holds up its batch for this long at most.
+const handoffAfter = 200 * time.Microsecond
+
+// runInline runs the batch's calls one after another on this goroutine
+// (a reader's: fast handlers never change goroutine) and holds their
+// terminals, which then leave together in ends frames. If the run takes
+// longer than handoffAfter, the calls not yet started are handed off to
+// goroutines of their own and the terminals held so far go out at once.
+func (b *batch) runInline(calls []*call) {
+	b.mu.Lock()
+	b.held = true
+	b.mu.Unlock()
+	var next atomic.Int32
+	claim := func() *call {
+		if i := int(next.Add(1) - 1); i < len(calls) {
+			return calls[i]
+		}
+		return nil
+	}
+	timer := time.AfterFunc(handoffAfter, func() {
+		for c := claim(); c != nil; c = claim() {
+			b.w.dispatch(c)
+		}
+		b.letGo()
+	})
+	for c := claim(); c != nil; c = claim() {
+		c.tool.load.begin()
+		c.run()
+	}
+	timer.Stop()
+	b.letGo()
+}
+
+// letGo stops holding terminals: those held so far go out now, in ends
+// frames, and later ones as terminal sends them.
+func (b *batch) letGo() {
+	b.mu.Lock()
+	if !b.held {
+		b.mu.Unlock()
+		return
+	}
+	b.held = false
+	if b.busy { // the goroutine publishing takes the queue before it returns
+		b.mu.Unlock()
+		return
+	}
+	b.busy = true
+	b.mu.Unlock()
+	b.drain()
 }
 
 // refuseBatch answers a batch refused whole, and releases a server-made
@@ -80,7 +136,7 @@ func (b *batch) ended(n int) bool { return b.left.Add(int32(-n)) == 0 }
 // the last terminal is out. c.mu is held; it guards nothing used here.
 func (b *batch) terminal(c *call, data []byte) {
 	b.mu.Lock()
-	if b.busy {
+	if b.busy || b.held {
 		b.ids, b.ends = append(b.ids, c.id), append(b.ends, data)
 		b.mu.Unlock()
 		return
@@ -90,6 +146,12 @@ func (b *batch) terminal(c *call, data []byte) {
 	if b.publish(mesh.WithCallID(data, c.id), 1) {
 		runtime.Gosched() // others' handlers already runnable may finish and queue (see caller.sendCoalesced)
 	}
+	b.drain()
+}
+
+// drain sends the queued terminals until none is left, then stops being
+// the batch's publisher; b.busy must be set.
+func (b *batch) drain() {
 	for {
 		b.mu.Lock()
 		ids, ends := b.ids, b.ends

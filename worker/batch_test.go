@@ -184,3 +184,32 @@ func TestBatchRepliesCoalesce(t *testing.T) {
 		t.Fatalf("%d calls of the batch still counted", n)
 	}
 }
+
+// A batch runs on the reader that took it, one call after another; a
+// call that blocks holds up the rest only briefly: the calls not yet
+// started are handed goroutines of their own, so a fast call behind a
+// blocking one is answered while the blocking one still runs.
+func TestBatchCallBehindABlockingOneIsNotHeldUp(t *testing.T) {
+	w, raw := newTestWorker(t, Config{})
+	release := make(chan struct{})
+	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(ctx context.Context, req *Request, _ Emitter) (any, error) {
+		if string(req.Args) == `{"block":true}` {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return req.Args, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	defer close(release)
+	data := batchOf("tm2 id=slow\n"+`{"args":{"block":true}}`, "tm2 id=fast\n"+`{"args":{"block":false}}`)
+	got, _ := sendBatch(t, raw, "t", data, 1)
+	if ev, ok := got["fast"]; !ok || ev.Type != envelope.EventResult {
+		t.Fatalf("replies %v, want the fast call's result while the slow one blocks", got)
+	}
+	if _, ok := got["slow"]; ok {
+		t.Fatal("the blocking call answered before it was released")
+	}
+}
