@@ -35,7 +35,7 @@ type call struct {
 	unleased bool   // no caller liveness: the deadline is the worker's bound
 	bearer   string // redacted from everything this call reports
 	idem     string
-	trace    traceFields
+	trace    *traceFields // nil for an untraced call
 	interval time.Duration
 	started  time.Time
 	deadline time.Time
@@ -50,10 +50,10 @@ type call struct {
 
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
 	seq     int64
-	sent    int64 // non-terminal events accepted from the handler
-	granted int64 // non-terminal events the caller has allowed
-	ended   bool  // the terminal is decided: no more emits
-	out     outbox
+	sent    int64   // non-terminal events accepted from the handler
+	granted int64   // non-terminal events the caller has allowed
+	ended   bool    // the terminal is decided: no more emits
+	out     *outbox // stream mode only: events not yet published
 }
 
 // run runs one admitted call from its context to its terminal event.
@@ -93,8 +93,8 @@ func (c *call) run() {
 // startSpan starts the call's server span, a child of the caller's.
 func (c *call) startSpan() (context.Context, trace.Span) {
 	ctx := context.Background()
-	if c.trace != (traceFields{}) { // an untraced call costs no propagator work
-		ctx = c.w.prop.Extract(ctx, c.trace)
+	if c.trace != nil { // an untraced call costs no propagator work
+		ctx = c.w.prop.Extract(ctx, *c.trace)
 	}
 	ctx, span := c.w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)
 	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off

@@ -67,7 +67,14 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 func (c *call) setMeta(m callMeta) {
 	c.id, c.callerID, c.mode, c.stream = m.callID, m.callerID, m.mode, m.mode == mesh.ModeStream
 	c.interval, c.window, c.granted = m.interval, m.window, int64(m.window)
-	c.bearer, c.idem, c.trace = m.bearer, m.idem, m.trace
+	c.bearer, c.idem = m.bearer, m.idem
+	if m.trace != (traceFields{}) {
+		tf := m.trace // only a traced call pays for its own copy
+		c.trace = &tf
+	}
+	if c.stream {
+		c.out = &outbox{}
+	}
 }
 
 // refuseEarly is the Problem of a well-formed call that must not run: a

@@ -186,6 +186,9 @@ func (c *call) flushLoop() {
 // waitFlushedLocked waits until no flush goroutine is publishing, so the
 // caller of it may publish in order; c.mu must be held.
 func (c *call) waitFlushedLocked() {
+	if c.out == nil {
+		return // not a stream: nothing is ever queued
+	}
 	for c.out.flushing {
 		if c.out.idle == nil {
 			c.out.idle = sync.NewCond(&c.mu)
@@ -197,6 +200,9 @@ func (c *call) waitFlushedLocked() {
 // flushInlineLocked publishes the outbox on this goroutine; no flush
 // goroutine may be running. c.mu must be held.
 func (c *call) flushInlineLocked() {
+	if c.out == nil {
+		return
+	}
 	for len(c.out.sizes) > 0 {
 		c.publish(c.takeFrameLocked())
 	}
