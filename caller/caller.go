@@ -132,7 +132,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.ID = ulid.Make().String()
 	}
 	if len(cfg.ID) > 128 || !mesh.ValidWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
-		// Workers refuse calls whose Toolmesh-Caller-Id is not 1-128 of [A-Za-z0-9_-].
+		// Workers refuse calls whose caller= is not 1-128 of [A-Za-z0-9_-].
 		return cfg, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
 	}
 	if cfg.InboxPrefix == "" {

@@ -35,8 +35,8 @@ const MissedBeats = 3
 
 // ProbeToken is the last subject token of a caller's liveness probe:
 // <inbox>.<caller-id>.alive. A worker whose lease on a caller runs out
-// publishes there (header Toolmesh-Worker-Id, reply subject
-// <prefix>.ctl.<worker-id>.<caller-id>) before cancelling the caller's
+// publishes there (a heartbeat frame naming itself and no call, reply
+// subject <prefix>.ctl.<worker-id>.<caller-id>) before cancelling the caller's
 // calls: a live caller answers with a liveness control message — it may
 // not have been able to before, since it learns a worker's id only from
 // that worker's messages, which a flood can keep queued behind thousands

@@ -53,7 +53,7 @@ type Config struct {
 	// minimum mesh.MinHeartbeat, which callers floor their own intervals to).
 	MinHeartbeat time.Duration
 	// MaxUnleasedLife bounds calls whose caller does not prove it is alive
-	// (no Toolmesh-Caller-Id or no Toolmesh-Mode: a plain `nats req`): such
+	// (no caller= in the call's metadata line, as from a plain `nats req`): such
 	// a call ends with timeout after its budget or this, whichever is
 	// shorter, so a call for a dead inbox cannot run forever (default 5m).
 	MaxUnleasedLife time.Duration
