@@ -48,10 +48,7 @@ func ErrorResponse(id string, code Code, message string) Response {
 // ErrorResponseWithData builds an error response with code, message and the
 // extra members of extra (a JSON object) merged alongside them.
 func ErrorResponseWithData(id string, code Code, message string, extra json.RawMessage) (Response, error) {
-	head, _ := json.Marshal(struct {
-		Code    Code   `json:"code"`
-		Message string `json:"message"`
-	}{code, message})
+	head := appendErrorHead(make([]byte, 0, 32+len(message)), code, message)
 	if len(extra) == 0 {
 		return Response{ID: id, Data: head}, nil
 	}
@@ -86,14 +83,16 @@ func ProblemResponse(id string, p *Problem) Response {
 	// Assembled directly rather than through ErrorResponseWithData: the
 	// Problem's JSON is known valid and its one member name known safe,
 	// and every failed call takes this path.
-	head, _ := json.Marshal(struct {
-		Code    Code   `json:"code"`
-		Message string `json:"message"`
-	}{p.Code, p.Error()})
-	b := make([]byte, 0, len(head)+len(problem)+12)
-	b = append(append(b, head[:len(head)-1]...), `,"problem":`...)
-	b = append(append(b, problem...), '}')
-	return Response{ID: id, Data: b}
+	b := appendErrorHead(make([]byte, 0, 48+len(p.Detail)+len(problem)), p.Code, p.Error())
+	b = append(append(b[:len(b)-1], `,"problem":`...), problem...)
+	return Response{ID: id, Data: append(b, '}')}
+}
+
+// appendErrorHead appends {"code":…,"message":…} as encoding/json would
+// write that struct.
+func appendErrorHead(b []byte, code Code, message string) []byte {
+	b = appendJSONString(append(b, `{"code":`...), string(code))
+	return append(appendJSONString(append(b, `,"message":`...), message), '}')
 }
 
 // ResponseFromEvent turns a call's terminal event into its Response.
