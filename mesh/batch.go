@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
 	"unsafe"
 )
 
@@ -136,15 +135,8 @@ func ValidCallID(id []byte) bool {
 // AppendBatchHead appends the line of a batch of calls of the given
 // encoded sizes; the caller appends the calls' bodies in the same order.
 func AppendBatchHead(b []byte, sizes []int) []byte {
-	b = append(b, batchPrefix...)
-	b = append(b, "len="...)
-	for i, n := range sizes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(n), 10)
-	}
-	return append(b, '\n')
+	b = append(b, batchPrefix[:len(batchPrefix)-1]...) // appendLens adds the space
+	return append(appendLens(b, sizes), '\n')
 }
 
 // WithCallID returns the reply body of a batched call named by id: a bare
@@ -199,12 +191,5 @@ func AppendEndsHead(b []byte, ids []string, sizes []int) []byte {
 		}
 		b = append(b, id...)
 	}
-	b = append(b, " len="...)
-	for i, n := range sizes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(n), 10)
-	}
-	return append(b, '\n')
+	return append(appendLens(b, sizes), '\n')
 }

@@ -184,6 +184,11 @@ func (f Frame) EachCallID(fn func(id string)) {
 func AppendEventsHead(b []byte, seq int64, sizes []int) []byte {
 	b = append(b, wireTag+" "+frameEvents...)
 	b = AppendIntPair(b, "seq", seq)
+	return append(appendLens(b, sizes), '\n')
+}
+
+// appendLens appends " len=a,b,…": the sizes of what follows a line.
+func appendLens(b []byte, sizes []int) []byte {
 	b = append(b, " len="...)
 	for i, n := range sizes {
 		if i > 0 {
@@ -191,7 +196,7 @@ func AppendEventsHead(b []byte, seq int64, sizes []int) []byte {
 		}
 		b = strconv.AppendInt(b, int64(n), 10)
 	}
-	return append(b, '\n')
+	return b
 }
 
 // AppendChunkHead appends the line of piece i of n, numbered seq.
