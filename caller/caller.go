@@ -617,8 +617,9 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	// Trace context only when there is some: an untraced call pays for
 	// one check, not for a propagator.
 	if sc := span.SpanContext(); sc.IsValid() || baggage.FromContext(ctx).Len() > 0 {
-		carrier := metaCarrier{b: &b}
-		c.prop.Inject(trace.ContextWithSpan(ctx, span), carrier)
+		traced := b // only a traced call's buffer escapes to the carrier
+		c.prop.Inject(trace.ContextWithSpan(ctx, span), metaCarrier{b: &traced})
+		b = traced
 	}
 	return append(b, '\n')
 }
