@@ -109,6 +109,10 @@ type Caller struct {
 	// notifiers holds the wake-up channels of ended calls, for reuse.
 	notifiers sync.Pool
 
+	// scratch holds a frame's events while they are parsed; only the
+	// inbox callback (one goroutine) uses it.
+	scratch []envelope.ToolEvent
+
 	// payload is the connection's max_payload, read once per connection
 	// rather than under the connection's lock for every call.
 	payload atomic.Int64

@@ -90,7 +90,15 @@ func (p *pending) deliverFrame(f mesh.Frame) {
 		p.fail(p.c.problems.New(envelope.CodeInternal, "malformed events frame from the worker: "+err.Error()), true)
 		return
 	}
-	events := make([]envelope.ToolEvent, len(raw))
+	// The inbox callback runs on one goroutine, so one scratch slice
+	// serves every frame: no garbage of a ToolEvent per event.
+	events := p.c.scratch[:0]
+	if cap(events) < len(raw) {
+		events = make([]envelope.ToolEvent, len(raw))
+		p.c.scratch = events
+	}
+	events = events[:len(raw)]
+	defer clear(events) // hold no frame's bytes past this one
 	for i, r := range raw {
 		// ParseEvent, not json.Unmarshal: one validation pass instead of
 		// two, and the event's data aliases the message nats.go allocated.
