@@ -2,6 +2,7 @@ package worker
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +38,7 @@ type batch struct {
 // name is refused whole with one error event without id=, which the
 // caller applies to every call of the batch.
 func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
-	bodies, _, err := mesh.SplitBatch(m.Data)
+	bodies, ids, err := mesh.SplitBatch(m.Data)
 	if err != nil {
 		w.refuseBatch(m.Reply, w.problems.New(envelope.CodeInvalidInput, "malformed batch message: "+err.Error()))
 		return
@@ -45,8 +46,10 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 	b := &batch{w: w, reply: m.Reply}
 	b.left.Store(int32(len(bodies)))
 	calls := make([]*call, 0, len(bodies))
-	for _, body := range bodies {
-		c := w.newCall(t, callMsg{reply: m.Reply, data: body, header: m.Header, batch: b}, received)
+	for i, body := range bodies {
+		// Named by the id the batch line read, whatever the call's own
+		// line later says: its reply must reach the call the caller sent.
+		c := w.newCall(t, callMsg{reply: m.Reply, data: body, header: m.Header, batch: b, batchID: ids[i]}, received)
 		if c == nil || !w.admit(c) {
 			continue
 		}
@@ -170,10 +173,13 @@ func (b *batch) drain() {
 // a lone terminal goes out as the events frame it would have been.
 func (b *batch) sendEnds(ids []string, ends [][]byte) {
 	room := b.w.maxPayload() - 64
+	// What one terminal adds to the message: its id and its length on the
+	// line, each with a separator, and its bytes.
+	cost := func(i int) int { return len(ids[i]) + 1 + len(strconv.Itoa(len(ends[i]))) + 1 + len(ends[i]) }
 	for len(ids) > 0 {
-		n, size := 1, len(ends[0])+len(ids[0])+8
-		for n < len(ids) && n < mesh.MaxBatchCalls && size+len(ends[n])+len(ids[n])+8 <= room {
-			size += len(ends[n]) + len(ids[n]) + 8
+		n, size := 1, cost(0)
+		for n < len(ids) && n < mesh.MaxBatchCalls && size+cost(n) <= room {
+			size += cost(n)
 			n++
 		}
 		if n == 1 {

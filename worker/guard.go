@@ -23,6 +23,8 @@ type callMsg struct {
 	data   []byte
 	header nats.Header
 	batch  *batch // the batch message it came in, if any
+	// batchID is the call's id as its batch line gave it (batched calls only).
+	batchID string
 }
 
 // newCall builds a call from its message, answering it at once (and
@@ -40,8 +42,17 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 		meta, prob = w.meta.parse(line)
 	}
 	c.setMeta(meta)
+	if m.batch != nil {
+		c.id = m.batchID
+		if prob == nil && c.stream {
+			prob = w.problems.New(envelope.CodeInvalidInput, "a batch carries unary calls only; send a stream call on its own").WithFix(metaFix, envelope.MaybeIncorrect)
+		}
+	}
 	if c.id == "" {
 		c.id = ulid.Make().String()
+	}
+	if c.serverReply() {
+		c.markSent() // the mapping is fresh: no keepalive is due for a minute
 	}
 	c.key = callKey{mesh.Identity(m.header), c.id}
 	if prob == nil {
@@ -54,7 +65,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	if meta.hasBudget {
 		c.deadline = received.Add(meta.budget)
 	}
-	if c.callerID == "" { // nobody will prove the caller alive
+	if c.callerID == "" || !c.repliesToCaller() { // nobody will prove the caller alive
 		if life := received.Add(w.cfg.MaxUnleasedLife); c.deadline.IsZero() || c.deadline.After(life) {
 			c.deadline, c.unleased = life, true
 		}

@@ -49,7 +49,7 @@ func (w *Worker) track(c *call) bool {
 	}
 	w.calls[c.key] = c
 	c.tracked = true
-	if c.callerID == "" {
+	if c.callerID == "" || !c.repliesToCaller() {
 		return true
 	}
 	k := c.callerKey()
@@ -65,6 +65,24 @@ func (w *Worker) track(c *call) bool {
 		p.seen = c.started // a caller sending calls is alive
 	}
 	return true
+}
+
+// repliesToCaller reports whether c's reply subject can be its caller's:
+// <inbox>.<caller-id>.<token>, or one the server made across an account
+// boundary (whose identity is then part of the peer's key). A call naming
+// a caller id its reply subject does not carry gets no peer: it may not
+// take over that caller's heartbeats and probes, nor end its calls.
+func (c *call) repliesToCaller() bool {
+	if c.serverReply() {
+		return true
+	}
+	r := c.reply
+	last := strings.LastIndexByte(r, '.')
+	if last < 0 {
+		return false
+	}
+	r = r[:last]
+	return strings.HasSuffix(r, c.callerID) && (len(r) == len(c.callerID) || r[len(r)-len(c.callerID)-1] == '.')
 }
 
 // untrack forgets c. It runs before c's terminal goes out, so no heartbeat sent after

@@ -133,15 +133,21 @@ func (c *call) enqueueLocked(ev envelope.ToolEvent) error {
 		c.out.buf = buf[:start]
 		return err
 	}
-	c.sent++
 	if size := len(buf) - start; size > c.w.piece() {
 		data := append([]byte(nil), buf[start:]...)
 		c.out.buf = buf[:start]
-		c.waitFlushedLocked()
+		c.waitFlushedLocked() // releases c.mu while it waits
+		if c.ended {
+			// The terminal was decided meanwhile (a goroutine of the
+			// handler's emitted this): nothing may follow it.
+			return errCallEnded
+		}
+		c.sent++
 		c.flushInlineLocked()
 		c.sendChunksLocked(data)
 		return nil
 	}
+	c.sent++
 	c.out.buf = buf
 	c.numberLocked(len(buf) - start)
 	if !c.out.flushing {

@@ -152,10 +152,17 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
-	// A caller that proves it is alive: an unleased call's life is bounded.
-	m.Data = []byte("tm2 timeout=9999999999999 caller=c1\n" + `{"args":{}}`)
-	reply, err := raw.RequestMsg(m, 20*time.Second)
+	// A caller that proves it is alive (its reply subject carries its id):
+	// an unleased call's life is bounded.
+	sub, err := raw.SubscribeSync("_INBOX.c1.call1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.PublishRequest(mesh.Subjects{}.Call("t"), "_INBOX.c1.call1",
+		[]byte("tm2 timeout=9999999999999 caller=c1\n"+`{"args":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := sub.NextMsg(20 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,5 +243,50 @@ func TestHeadersAreIgnored(t *testing.T) {
 	}
 	if got := <-seen; got.Streaming || got.Bearer != "" || got.IdempotencyKey != "" || !got.Deadline.After(time.Now()) {
 		t.Fatalf("headers reached the handler: %+v", got)
+	}
+}
+
+// A call naming a caller id its reply subject does not carry cannot take
+// over that caller's heartbeats (nor, through them, its probes and its
+// calls): it gets no peer, and no heartbeat goes to it.
+func TestForeignCallerIDTakesOverNothing(t *testing.T) {
+	w, raw := newTestWorker(t, Config{})
+	release := make(chan struct{})
+	if err := w.Register(envelope.ToolSpec{Name: "block"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "ok", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	defer close(release)
+	victim, _ := raw.SubscribeSync("_INBOX.victim.*")
+	attacker, _ := raw.SubscribeSync("_INBOX.attacker.*")
+	send := func(reply, id string) {
+		body := "tm2 id=" + id + " caller=victim interval=100\n" + `{"args":{}}`
+		if err := raw.PublishRequest(mesh.Subjects{}.Call("block"), reply, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("_INBOX.victim.V1", "V1")
+	send("_INBOX.attacker.A1", "A1")
+	for beats := 0; beats < 3; {
+		m, err := victim.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := mesh.ParseFrame(m.Data); err == nil && f.Kind == mesh.FrameBeat && len(f.Payload) > 0 {
+			if strings.Contains(string(f.Payload), "A1") {
+				t.Fatalf("the victim's heartbeat names the foreign call: %q", m.Data)
+			}
+			beats++
+		}
+	}
+	// Any beat the worker sent the foreign subject went out before the
+	// victim's third, on the same connection, so it would be queued by now.
+	if m, err := attacker.NextMsg(time.Millisecond); err == nil {
+		t.Fatalf("the foreign call's subject got %q", m.Data)
 	}
 }
