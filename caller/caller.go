@@ -11,11 +11,11 @@ package caller
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,9 +103,9 @@ type Caller struct {
 	done     chan struct{}
 	wg       sync.WaitGroup
 
-	// salt is the random part of every call id (see newReply); seq counts the calls.
-	salt [10]byte
-	seq  atomic.Uint64
+	// ids makes the random part of every call id (see newReply).
+	idsMu sync.Mutex
+	ids   *mrand.ChaCha8
 	// notifiers holds the wake-up channels of ended calls, for reuse.
 	notifiers sync.Pool
 
@@ -196,7 +196,9 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		batches:      map[string]*batch{},
 		done:         make(chan struct{}),
 	}
-	_, _ = rand.Read(c.salt[:])
+	var seed [32]byte
+	_, _ = rand.Read(seed[:])
+	c.ids = mrand.NewChaCha8(seed)
 	c.payload.Store(nc.MaxPayload())
 	c.invoker = chain(c.send, cfg.Middleware)
 	if err := c.subscribe(); err != nil {
@@ -321,7 +323,7 @@ func (c *Caller) onMsg(m *nats.Msg) {
 	case f.Kind == mesh.FrameChunk:
 		p.chunk(f.Seq, f.Part, f.Parts, f.Payload)
 	case f.Kind == mesh.FrameBare && p.stream:
-		p.fail(c.problems.New(envelope.CodeInternal, "the worker sent a stream event without its number"), true)
+		p.deliverBareInStream(f.Payload)
 	default:
 		p.deliverFrame(f)
 	}
@@ -371,8 +373,12 @@ func (c *Caller) onBatchMsg(b *batch, f mesh.Frame, err error) {
 func (c *Caller) onEnds(subject string, f mesh.Frame) {
 	ids, events, err := f.Ends()
 	if err != nil {
-		if _, b := c.route(subject, ""); b != nil {
-			c.failBatch(b, c.problems.New(envelope.CodeInternal, "malformed message from the worker: "+err.Error()))
+		prob := c.problems.New(envelope.CodeInternal, "malformed message from the worker: "+err.Error())
+		switch p, b := c.route(subject, ""); {
+		case b != nil:
+			c.failBatch(b, prob)
+		case p != nil:
+			p.fail(prob, true)
 		}
 		return
 	}
@@ -398,6 +404,10 @@ func (c *Caller) noResponders(subject string) {
 	}
 }
 
+// maxCancelsPerBeat bounds the cancels one heartbeat can cause (for calls
+// it names that this caller no longer tracks); the rest go at later beats.
+const maxCancelsPerBeat = 16
+
 // onBeat takes a worker's heartbeat: every call it names has been heard
 // from. A named call this caller no longer tracks (cancelled, timed out,
 // abandoned before its worker was known) is still running there, so the
@@ -405,12 +415,18 @@ func (c *Caller) noResponders(subject string) {
 func (c *Caller) onBeat(f mesh.Frame) {
 	interval := mesh.Millis(f.Interval)
 	now := time.Now()
+	cancels := 0
 	f.EachCallID(func(id string) {
 		c.mu.Lock()
 		p := c.pending[id]
 		c.mu.Unlock()
 		if p == nil {
-			c.sendControl(f.Worker, mesh.Control{Op: mesh.OpCancel, CallID: id})
+			// Bounded: a heartbeat naming thousands of unknown ids must not
+			// make this caller publish thousands of messages.
+			if cancels < maxCancelsPerBeat {
+				cancels++
+				c.sendControl(f.Worker, mesh.Control{Op: mesh.OpCancel, CallID: id})
+			}
 			return
 		}
 		p.heard(f.Worker, interval, now)
@@ -558,6 +574,11 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	span := c.startSpan(ctx, tool, id, mode)
 	body := c.appendMeta(make([]byte, 0, 160+len(rawArgs)), ctx, span, id, o, mode, window)
+	if len(body) > mesh.MaxMetaLine {
+		span.End()
+		return nil, c.problems.New(envelope.CodeInvalidInput, fmt.Sprintf(
+			"the call's metadata line is %d bytes, more than the %d a worker reads: the bearer or idempotency key is too large", len(body), mesh.MaxMetaLine))
+	}
 	body, prob := c.appendCall(body, rawArgs, o)
 	if prob != nil {
 		span.End()
@@ -572,16 +593,16 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 }
 
 // newReply makes a new call's reply subject, <inbox><call-id>, in one
-// allocation; the call id, its last token, is a ULID. Its 80 "random"
-// bits are this caller's random salt plus a counter, so ids are unique
-// among this caller's calls for its whole life (the worker's rule) and
-// unlike any other caller's but by chance, with no per-call entropy,
-// lock or allocation of their own.
+// allocation; the call id, its last token, is a ULID whose 80 random bits
+// come from this caller's own ChaCha8 stream, seeded from crypto/rand:
+// cryptographically strong, so no worker can guess the id of a call it
+// was not sent (and name it in a heartbeat), without a system call per id.
 func (c *Caller) newReply(now time.Time) string {
 	var id ulid.ULID
 	_ = id.SetTime(ulid.Timestamp(now))
-	copy(id[6:], c.salt[:])
-	binary.BigEndian.PutUint64(id[8:], binary.BigEndian.Uint64(c.salt[2:])+c.seq.Add(1))
+	c.idsMu.Lock()
+	_, _ = c.ids.Read(id[6:])
+	c.idsMu.Unlock()
 	b := make([]byte, len(c.inbox)+ulid.EncodedSize)
 	copy(b, c.inbox)
 	_ = id.MarshalTextTo(b[len(c.inbox):])
@@ -602,13 +623,15 @@ func (c *Caller) notifier() chan struct{} {
 // interval, mode, budget, options, and trace context when there is any.
 func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id string, o callOptions, mode callMode, window int) []byte {
 	b = mesh.AppendMetaStart(b)
-	b = mesh.AppendPair(b, mesh.MetaID, id)
-	b = mesh.AppendPair(b, mesh.MetaCaller, c.cfg.ID)
-	b = append(b, c.intervalPair...)
 	if mode == stream {
+		// First, so that a worker refusing anything later in the line
+		// answers in stream form (docs/protocol.md §6).
 		b = mesh.AppendPair(b, mesh.MetaMode, mesh.ModeStream)
 		b = mesh.AppendIntPair(b, mesh.MetaWindow, int64(window))
 	}
+	b = mesh.AppendPair(b, mesh.MetaID, id)
+	b = mesh.AppendPair(b, mesh.MetaCaller, c.cfg.ID)
+	b = append(b, c.intervalPair...)
 	if deadline, ok := ctx.Deadline(); ok {
 		b = mesh.AppendIntPair(b, mesh.MetaTimeout, max(time.Until(deadline).Milliseconds(), 1))
 	}

@@ -187,27 +187,41 @@ func (c *Caller) sendQueued(subject string, q []queued) {
 // find the calls.
 func (c *Caller) sendBatch(subject string, q []queued, size int) {
 	reply := c.newReply(time.Now())
-	b := &batch{token: reply[len(c.inbox):], calls: make([]*pending, len(q)), left: len(q)}
-	sizes := make([]int, len(q))
-	for i, e := range q {
-		b.calls[i], sizes[i] = e.p, len(e.body)
-	}
-	msg := mesh.AppendBatchHead(make([]byte, 0, batchLineRoom+size), sizes)
-	for _, e := range q {
-		msg = append(msg, e.body...)
-	}
+	b := &batch{token: reply[len(c.inbox):]}
+	kept := make([]queued, 0, len(q))
+	// Registered under the lock that abandoning a call takes: a call
+	// abandoned while it waited in the queue is not sent, and the batch
+	// counts only the calls it carries, so its entry goes with the last.
 	c.mu.Lock()
-	c.batches[b.token] = b
-	for _, p := range b.calls {
-		p.reply, p.batch = reply, b
+	for _, e := range q {
+		if c.pending[e.p.id] == e.p {
+			kept = append(kept, e)
+			b.calls = append(b.calls, e.p)
+			e.p.reply, e.p.batch = reply, b
+		}
+	}
+	b.left = len(b.calls)
+	if b.left > 0 {
+		c.batches[b.token] = b
 	}
 	c.mu.Unlock()
+	if len(kept) == 0 {
+		return
+	}
+	sizes := make([]int, len(kept))
+	for i, e := range kept {
+		sizes[i] = len(e.body)
+	}
+	msg := mesh.AppendBatchHead(make([]byte, 0, batchLineRoom+size), sizes)
+	for _, e := range kept {
+		msg = append(msg, e.body...)
+	}
 	if err := c.nc.PublishRequest(subject, reply, msg); err != nil {
 		c.failBatch(b, c.sendProblem(err))
 		return
 	}
 	c.batchesSent.Add(1)
-	c.batchedCalls.Add(int64(len(q)))
+	c.batchedCalls.Add(int64(len(kept)))
 }
 
 // failBatch ends every call of b that has not ended with prob.

@@ -110,6 +110,22 @@ func (p *pending) deliverFrame(f mesh.Frame) {
 	p.deliver(f.Seq, events...)
 }
 
+// deliverBareInStream takes an unnumbered event on a stream call: only a
+// worker's refusal of the call before it read the call's mode may be one
+// (docs/protocol.md §6), so it is accepted as event 1 when it is an error
+// and nothing has come before it; anything else is a broken stream.
+func (p *pending) deliverBareInStream(data []byte) {
+	ev, err := envelope.ParseEvent(data)
+	p.mu.Lock()
+	first := p.nextSeq == 1
+	p.mu.Unlock()
+	if err != nil || ev.Type != envelope.EventError || !first {
+		p.fail(p.c.problems.New(envelope.CodeInternal, "the worker sent a stream event without its number"), true)
+		return
+	}
+	p.deliver(1, ev)
+}
+
 // deliverJSON parses and queues one event; false once the call has ended.
 func (p *pending) deliverJSON(seq int64, data []byte) bool {
 	// ParseEvent, not json.Unmarshal: one validation pass instead of two,

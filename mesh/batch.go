@@ -50,6 +50,9 @@ func SplitBatch(body []byte) (calls [][]byte, ids []string, err error) {
 	var lens []byte
 	err = EachPair(body[len(batchPrefix):nl], func(key, v []byte) error {
 		if string(key) == "len" {
+			if lens != nil {
+				return errors.New("len given twice")
+			}
 			lens = v
 		}
 		return nil

@@ -96,10 +96,31 @@ func ParseFrame(body []byte) (Frame, error) {
 	default:
 		return Frame{}, fmt.Errorf("unknown frame kind %.16q", kind)
 	}
-	if err := EachPair(pairs, f.setPair); err != nil {
+	var seen uint8
+	err := EachPair(pairs, func(key, v []byte) error {
+		if bit := frameKeyBit(key); bit != 0 {
+			if seen&bit != 0 {
+				return fmt.Errorf("frame %s given twice", key)
+			}
+			seen |= bit
+		}
+		return f.setPair(key, v)
+	})
+	if err != nil {
 		return Frame{}, err
 	}
 	return f, f.check()
+}
+
+// frameKeyBit numbers the keys a frame line knows, so that one given
+// twice is refused (0 for a key it does not know, which is ignored).
+func frameKeyBit(key []byte) uint8 {
+	for i, k := range [...]string{"seq", "part", "len", "worker", "interval", "ids", MetaID} {
+		if string(key) == k {
+			return 1 << i
+		}
+	}
+	return 0
 }
 
 // setPair reads one key of a frame line; unknown keys are ignored.

@@ -58,6 +58,8 @@ func TestFrameRefusesLies(t *testing.T) {
 		"tm2 ev seq=1 len=2 bare\n{}",    // pair without =
 		"tm2ev seq=1 len=2\n{}",          // no space after the tag
 		"tm2 ev seq=99999999999999999\n", // too many digits
+		"tm2 ev seq=1 seq=7 len=2\n{}",   // a key given twice
+		"tm2 hb worker=a worker=b\nA",    // a key given twice
 	} {
 		f, err := ParseFrame([]byte(body))
 		if err == nil && f.Kind == FrameEvents {
