@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +241,58 @@ func TestUntracedCallCarriesNoTraceContext(t *testing.T) {
 		if strings.Contains(string(line), " "+key+"=") {
 			t.Errorf("untraced call's metadata %q carries %s", line, key)
 		}
+	}
+}
+
+// A worker that refuses a stream call before it has read the call's mode
+// answers with a bare error; the caller hands over that error, not an
+// internal_error about a missing number.
+func TestStreamRefusedEarlyKeepsItsError(t *testing.T) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+		p := envelope.NewProblem(envelope.CodeInvalidInput, "metadata id: character '.' is not allowed")
+		data, _ := envelope.ErrorEvent(p).AppendJSON(nil)
+		_ = m.Respond(data)
+	})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
+	s, err := c.Stream(context.Background(), "fake", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Response()
+	if code := problemCode(t, err); code != envelope.CodeInvalidInput {
+		t.Fatalf("code = %s, want the worker's invalid_input", code)
+	}
+}
+
+// A heartbeat naming thousands of ids the caller does not know makes it
+// send a bounded number of cancels, not one per id.
+func TestUnknownIDsInABeatCauseBoundedCancels(t *testing.T) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	wnc := meshtest.Connect(t, e)
+	fw := newFakeWorker(t, wnc, func(fw *fakeWorker, m *nats.Msg) {
+		beat := mesh.AppendBeatHead(nil, fakeWorkerID, 1000)
+		for i := range 1000 {
+			beat = append(beat, fmt.Sprintf("UNKNOWN%d ", i)...)
+		}
+		_ = fw.nc.Publish(m.Reply, beat)
+		_ = m.Respond([]byte(`{"type":"result","data":{}}`))
+	})
+	cnc := meshtest.Connect(t, e)
+	c := meshtest.NewCaller(t, cnc, caller.Config{})
+	if _, err := c.Call(context.Background(), "fake", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	// The beat was handled before the result: its cancels were published
+	// before Call returned. Two round trips put them all in the channel.
+	if err := cnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fw.controls); n == 0 || n > 16 {
+		t.Fatalf("%d cancels for one heartbeat naming 1000 unknown ids, want 1 to 16", n)
 	}
 }
