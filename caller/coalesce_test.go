@@ -238,3 +238,57 @@ func TestStreamsAreNeverQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A call abandoned while it waits in the queue is not sent with the
+// batch, and the batch is forgotten once the calls it carried end.
+func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	sent := make(chan []string, 1)
+	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
+		calls, ids := [][]byte{m.Data}, []string{"(alone)"}
+		if mesh.IsBatch(m.Data) {
+			calls, ids = batchOf(t, m)
+		}
+		sent <- ids
+		for i, call := range calls {
+			ev := `{"type":"result","data":` + string(argsOf(call)) + `}`
+			if mesh.IsBatch(m.Data) {
+				_ = fw.nc.Publish(m.Reply, mesh.WithCallID([]byte(ev), ids[i]))
+			} else {
+				_ = m.Respond([]byte(ev))
+			}
+		}
+	})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
+	queued, release := caller.HoldSender(c, "fake")
+	gone, cancel := context.WithCancel(context.Background())
+	abandoned := make(chan error, 1)
+	go func() {
+		_, err := c.Call(gone, "fake", map[string]int{"i": 0}, caller.WithRetries(0))
+		abandoned <- err
+	}()
+	kept := make(chan error, 2)
+	for i := 1; i <= 2; i++ {
+		go func() {
+			_, err := c.Call(context.Background(), "fake", map[string]int{"i": i}, caller.WithRetries(0))
+			kept <- err
+		}()
+	}
+	testutil.WaitFor(t, "3 calls queued", func() bool { return queued() == 3 })
+	cancel()
+	if code := problemCode(t, <-abandoned); code != envelope.CodeCancelled {
+		t.Fatalf("the abandoned call ended %s", code)
+	}
+	release()
+	if ids := <-sent; len(ids) != 2 {
+		t.Fatalf("the batch carried %d calls, want the 2 still wanted", len(ids))
+	}
+	for range 2 {
+		if err := <-kept; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := caller.OpenBatches(c); n != 0 {
+		t.Fatalf("%d batches still routed after their calls ended", n)
+	}
+}

@@ -16,3 +16,10 @@ func HoldSender(c *Caller, tool string) (queued func() int, release func()) {
 	}
 	return queued, func() { c.drain(s, 0) }
 }
+
+// OpenBatches counts the batches c still routes replies for.
+func OpenBatches(c *Caller) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.batches)
+}
