@@ -12,21 +12,10 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
-
-// procAlive reports whether pid runs (exists and is not a zombie), read
-// from /proc.
-func procAlive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
-}
 
 // kill -9 of a `toolmesh worker` running a tool that forked a grandchild:
 // nothing of the tool survives (the supervisor's parent-death signal takes
@@ -57,7 +46,7 @@ tools:
 
 	pids := forkedPids(t, pidfile)
 	for _, pid := range pids {
-		if !procAlive(pid) {
+		if !testutil.ProcAlive(pid) {
 			t.Fatalf("pid %d is not running before the kill", pid)
 		}
 	}
@@ -160,7 +149,7 @@ func killAndWatch(t *testing.T, p *proc, pids []int) {
 func killAndWatchAll(t *testing.T, p *proc, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
-		if !procAlive(pid) {
+		if !testutil.ProcAlive(pid) {
 			t.Fatalf("pid %d is not running before the kill", pid)
 		}
 	}
@@ -170,7 +159,7 @@ func killAndWatchAll(t *testing.T, p *proc, pids []int) {
 	_ = p.cmd.Wait()
 	waitFor(t, "the programs and their grandchildren to be gone", func() bool {
 		for _, pid := range pids {
-			if procAlive(pid) {
+			if testutil.ProcAlive(pid) {
 				return false
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -16,17 +15,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
-
-// alive reports whether pid runs (exists and is not a zombie).
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
-}
 
 // forker is a started program that forked a grandchild.
 type forker struct {
@@ -69,7 +57,9 @@ func (f *forker) release(s *Supervisor) {
 	s.Release(f.cmd.Process.Pid)
 }
 
-func (f *forker) gone() bool { return !alive(f.cmd.Process.Pid) && !alive(f.grandchild) }
+func (f *forker) gone() bool {
+	return !testutil.ProcAlive(f.cmd.Process.Pid) && !testutil.ProcAlive(f.grandchild)
+}
 
 // watchPid is the pid of s's sentinel, 0 when none runs.
 func watchPid(s *Supervisor) int {
@@ -124,8 +114,8 @@ func TestSentinelForgetsReleasedGroups(t *testing.T) {
 	sentinelPid := watchPid(s)
 	_ = s.Close()
 	testutil.WaitFor(t, "the other groups to be gone", func() bool { return fs[0].gone() && fs[2].gone() })
-	testutil.WaitFor(t, "the sentinel to exit", func() bool { return !alive(sentinelPid) })
-	if !alive(kept.cmd.Process.Pid) || !alive(kept.grandchild) {
+	testutil.WaitFor(t, "the sentinel to exit", func() bool { return !testutil.ProcAlive(sentinelPid) })
+	if !testutil.ProcAlive(kept.cmd.Process.Pid) || !testutil.ProcAlive(kept.grandchild) {
 		t.Fatal("the sentinel signalled a group that had been released")
 	}
 	fs[0].release(s)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,4 +41,17 @@ func BuildBinary(pkg, name string) (string, error) {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin, nil
+}
+
+// ProcAlive reports whether pid runs: it exists and is not a zombie, as
+// /proc says (Linux; elsewhere it reports false). Orphan tests use it to
+// see that a process tree is gone.
+func ProcAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
