@@ -30,6 +30,8 @@ const (
 	CodeConnectionLost        Code = "connection_lost"
 	CodeInvalidConfig         Code = "invalid_config"
 	CodeInternal              Code = "internal_error"
+	CodeTaskNotFound          Code = "task_not_found"
+	CodeTaskExpired           Code = "task_expired"
 )
 
 // CodeInfo is one registry entry: everything needed to build a Problem for
@@ -88,6 +90,10 @@ var registry = withSlugs(map[Code]CodeInfo{
 		Fix: fix("The worker stopped answering mid-call; retry if the tool is idempotent.", MaybeIncorrect)},
 	CodeOverloaded: {Title: "Overloaded", Status: 503, ExitCode: 15, Transient: true, RetryAfter: 1,
 		Fix: fix("Every worker slot is busy; retry after retry_after seconds or start more workers.", MachineApplicable)},
+	CodeTaskNotFound: {Title: "Task not found", Status: 404, ExitCode: 16,
+		Fix: fix("Check the task id with `toolmesh tasks ls`; a task is visible only to the identity that submitted it.", MaybeIncorrect)},
+	CodeTaskExpired: {Title: "Task expired", Status: 410, ExitCode: 17,
+		Fix: fix("The task is older than the task service's retention and its events and result are gone; submit it again if it is still wanted.", MaybeIncorrect)},
 	CodeConnectionLost: {Title: "Connection lost", Status: 503, ExitCode: 69, Transient: true, RetryAfter: 2,
 		Fix: fix("Check that a NATS server is reachable at --server; for local development run `toolmesh dev`.", MaybeIncorrect)},
 	CodeInternal: {Title: "Internal error", Status: 500, ExitCode: 70,
