@@ -2,14 +2,12 @@ package mesh
 
 import (
 	"time"
-
-	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // WireVersion is the version of the wire protocol (docs/protocol.md) this
 // module's workers and callers speak: the digit of the tag that starts
 // every metadata line and reply frame, "tm2".
-const WireVersion = wire.Version
+const WireVersion = 2
 
 // DefaultPrefix is the subject prefix of a mesh unless configured otherwise;
 // several meshes can share one NATS account under different prefixes.
