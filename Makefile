@@ -50,7 +50,7 @@ fuzz:
 	done
 
 # MCP interop with software nobody here wrote: the official TypeScript SDK
-# client and @modelcontextprotocol/server-everything, installed by npm into
+# client, @modelcontextprotocol/server-everything and server-memory, installed by npm into
 # a temporary directory. Needs node and npm; `make test` does not.
 interop-mcp:
 	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -timeout 9m -run '^TestMCPInterop' ./tests/

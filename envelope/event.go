@@ -79,6 +79,14 @@ func ProgressEvent(pct float64, message string) ToolEvent {
 	return ToolEvent{Type: EventProgress, Pct: &pct, Message: message}
 }
 
+// Percent returns a progress event's pct (0..100) and whether it has one.
+func (e ToolEvent) Percent() (float64, bool) {
+	if e.Pct == nil {
+		return 0, false
+	}
+	return *e.Pct, true
+}
+
 // DeltaEvent carries partial output.
 func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDelta, Data: data} }
 
