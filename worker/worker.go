@@ -567,7 +567,7 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 	if ok {
 		return s, nil
 	}
-	s, err := envelope.CompileSchema(raw)
+	s, err := envelope.CompileFormatSchema(raw)
 	if err != nil {
 		return nil, err
 	}
