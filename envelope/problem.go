@@ -129,7 +129,7 @@ func (r Registry) New(code Code, detail string) *Problem {
 		Title:    info.Title,
 		Status:   info.Status,
 		Detail:   detail,
-		Instance: NewInstance(),
+		Instance: newInstance(),
 		Code:     code,
 		ExitCode: info.ExitCode,
 	}
@@ -161,8 +161,8 @@ func Problemf(code Code, format string, args ...any) *Problem {
 	return NewProblem(code, fmt.Sprintf(format, args...))
 }
 
-// NewInstance returns a fresh urn:uuid (version 4) identifying one occurrence.
-func NewInstance() string {
+// newInstance returns a fresh urn:uuid (version 4) identifying one occurrence.
+func newInstance() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40

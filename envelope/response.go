@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // Response is what a unary call returns and what `toolmesh call` prints:
@@ -115,7 +117,7 @@ func ResponseFromEvent(id string, ev ToolEvent) (Response, error) {
 
 // asObjectValid is asObject for data already known to be valid JSON.
 func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
-	if !IsJSONObject(data) {
+	if !jsonx.IsObject(data) {
 		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
 	}
 	err := scanRawMembers(data, func(name, _ []byte) error {
@@ -136,8 +138,8 @@ func asObject(data json.RawMessage) (json.RawMessage, error) {
 	if len(data) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if !IsJSONObject(data) {
-		if !ValidJSON(data) {
+	if !jsonx.IsObject(data) {
+		if !jsonx.Valid(data) {
 			return nil, errors.New("data is not valid JSON in UTF-8")
 		}
 		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
