@@ -104,6 +104,7 @@ type Caller struct {
 	spanOpts []trace.SpanStartOption
 	sub      *nats.Subscription
 	probe    *nats.Subscription // answers workers' liveness probes
+	probes   *workerProbes      // this caller's probes of silent workers
 	statusCh chan nats.Status
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -199,6 +200,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		spanOpts:     []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 		pending:      map[string]*pending{},
 		batches:      map[string]*batch{},
+		probes:       newWorkerProbes(),
 		done:         make(chan struct{}),
 	}
 	var seed [32]byte
@@ -300,7 +302,7 @@ func (c *Caller) remove(id string) {
 // onMsg routes one inbox message to its call (protocol v2, §5).
 func (c *Caller) onMsg(m *nats.Msg) {
 	if len(m.Data) == 0 {
-		if status := wire.Header(m.Header, "Status"); status == "503" {
+		if status := wire.Header(m.Header, "Status"); status == "503" && !c.probes.gone(m.Subject) {
 			c.noResponders(m.Subject)
 		}
 		return // otherwise a worker closing a server-made reply stream after the terminal (see worker)
@@ -356,7 +358,7 @@ func (c *Caller) route(subject, id string) (*pending, *batch) {
 
 // noSuchTool is the Problem of a call nobody answers.
 func (c *Caller) noSuchTool(tool string) *envelope.Problem {
-	return c.problems.New(envelope.CodeToolNotFound, "no worker hosts tool "+strconv.Quote(tool))
+	return c.problems.New(envelope.CodeToolNotFound, "no worker hosts tool "+strconv.Quote(tool)).WithRan(envelope.RanNo)
 }
 
 // onBatchMsg takes a message without id= on a batch's reply subject: it
@@ -480,67 +482,106 @@ func (c *Caller) watchConnection() {
 	}
 }
 
-// watchdog ends calls whose worker fell silent and proves this caller alive
-// to every worker it has calls on.
+// watchdog ends calls whose worker is gone or fell silent and proves this
+// caller alive to every worker it has calls on.
 func (c *Caller) watchdog() {
 	defer c.wg.Done()
 	tick := time.NewTicker(max(c.cfg.Heartbeat/2, 5*time.Millisecond))
 	defer tick.Stop()
-	silence := mesh.MissedBeats * c.cfg.Heartbeat
 	for {
 		select {
 		case <-c.done:
 			return
 		case now := <-tick.C:
-			c.mu.Lock()
-			calls := c.snapshot()
-			c.mu.Unlock()
-			// A heartbeat may be waiting unread in the inbox, so while there
-			// is a backlog a worker gets one more silent period before it
-			// is judged lost.
-			backlog, _, _ := c.sub.Pending()
-			workers := map[string]bool{}
-			for _, p := range calls {
-				live := p.liveness()
-				if live.over {
-					continue
-				}
-				quiet, limit, grace := now.Sub(live.last), silence, silence
-				switch {
-				case !live.spoken:
-					limit = c.cfg.PickupTimeout
-				case live.interval > 0:
-					// Judged by the interval the worker says it beats at
-					// (at least ours: workers may floor intervals higher).
-					limit = mesh.MissedBeats * min(max(live.interval, c.cfg.Heartbeat), mesh.MaxHeartbeat)
-					grace = limit
-				}
-				if quiet > limit && (backlog == 0 || quiet > limit+grace) {
-					p.fail(c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)), true)
-					continue
-				}
-				if live.workerID != "" {
-					workers[live.workerID] = true
-				}
-			}
-			alive := wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID}
-			for wid := range workers {
-				c.sendControl(wid, alive)
-			}
+			c.checkCalls(now)
 		}
 	}
 }
+
+// checkCalls judges every call in flight once (see judge), probes the
+// workers that fell silent and sends alive to every worker with calls.
+func (c *Caller) checkCalls(now time.Time) {
+	c.mu.Lock()
+	calls := c.snapshot()
+	c.mu.Unlock()
+	// A heartbeat may be waiting unread in the inbox, so while there is a
+	// backlog a worker gets one more silent period before it is judged.
+	backlog, _, _ := c.sub.Pending()
+	workers := map[string]bool{}
+	for _, p := range calls {
+		live := p.liveness()
+		if live.over {
+			continue
+		}
+		switch prob, probe := c.judge(now, live, backlog > 0); {
+		case prob != nil:
+			p.fail(prob, true)
+			continue
+		case probe:
+			c.probeWorker(live.workerID, now)
+		}
+		if live.workerID != "" {
+			workers[live.workerID] = true
+		}
+	}
+	c.probes.keepOnly(workers)
+	alive := wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID}
+	for wid := range workers {
+		c.sendControl(wid, alive)
+	}
+}
+
+// judge decides one call's fate on a watchdog tick: the Problem that ends
+// it, or whether its worker should be probed (protocol v2, §8.2). A call
+// no worker has spoken for by its pickup deadline did not run (a worker
+// reading it later refuses it). A call whose worker spoke and fell silent
+// ends only once the worker is known gone (its probe came back 503), or
+// after silentLimit of silence however busy it may be.
+func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Problem, bool) {
+	quiet := now.Sub(live.last)
+	if !live.spoken {
+		// One interval more than the deadline the worker holds calls to:
+		// a call taken up just in time is named by a heartbeat in flight.
+		limit := c.cfg.PickupTimeout + c.cfg.Heartbeat
+		if quiet > limit && (!backlog || quiet > limit+c.cfg.Heartbeat*mesh.MissedBeats) {
+			return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanNo), false
+		}
+		return nil, false
+	}
+	limit := mesh.MissedBeats * c.cfg.Heartbeat
+	if live.interval > 0 {
+		// Judged by the interval the worker says it beats at (at least
+		// ours: workers may floor intervals higher).
+		limit = mesh.MissedBeats * min(max(live.interval, c.cfg.Heartbeat), mesh.MaxHeartbeat)
+	}
+	switch {
+	case quiet <= limit:
+		return nil, false
+	case live.workerID == "":
+		return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe), false
+	case c.probes.isGone(live.workerID):
+		return c.problems.New(envelope.CodeWorkerLost, fmt.Sprintf(
+			"worker %s is gone (the NATS server has no subscription of it) after taking up the call; the call may have run", live.workerID)).WithRan(envelope.RanMaybe), false
+	case quiet > silentBeats*limit/mesh.MissedBeats:
+		return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe), false
+	}
+	return nil, true
+}
+
+// silentBeats is how many of its intervals a worker that is still
+// connected may stay silent on a call before the call ends worker_lost.
+const silentBeats = 30
 
 // silenceDetail says why a silent call was judged lost.
 func silenceDetail(live liveness, quiet time.Duration) string {
 	quiet = quiet.Round(time.Millisecond)
 	switch {
 	case !live.spoken:
-		return fmt.Sprintf("no worker took up the call in %s; a worker may have died before reading it", quiet)
+		return fmt.Sprintf("no worker took up the call in %s, by its pickup deadline; it did not run, and a worker that reads it later refuses it", quiet)
 	case live.workerID != "":
-		return fmt.Sprintf("worker %s: no word from the worker for %s (%d heartbeat intervals)", live.workerID, quiet, mesh.MissedBeats)
+		return fmt.Sprintf("worker %s: no word from the worker for %s although it is still connected; the call may have run", live.workerID, quiet)
 	default:
-		return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals)", quiet, mesh.MissedBeats)
+		return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals); the call may have run", quiet, mesh.MissedBeats)
 	}
 }
 
@@ -637,6 +678,10 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	b = wire.AppendPair(b, wire.MetaID, id)
 	b = wire.AppendPair(b, wire.MetaCaller, c.cfg.ID)
 	b = append(b, c.intervalPair...)
+	// The wall-clock time after which this caller reports the call not
+	// run if no worker has spoken for it; a worker reading it later
+	// refuses it (protocol §8.2).
+	b = wire.AppendIntPair(b, wire.MetaPickup, time.Now().Add(c.cfg.PickupTimeout).UnixMilli())
 	if deadline, ok := ctx.Deadline(); ok {
 		b = wire.AppendIntPair(b, wire.MetaTimeout, max(time.Until(deadline).Milliseconds(), 1))
 	}

@@ -51,6 +51,7 @@ type call struct {
 	req      Request
 	sentAt   sentClock // when the reply subject last carried a message
 	tracked  bool      // in w.calls (and its peer); guarded by w.callsMu
+	share    string    // the sender whose share the call holds (see shares)
 
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
 	seq     int64
@@ -65,6 +66,7 @@ func (c *call) run() {
 	w := c.w
 	defer w.inflight.Done()
 	defer w.admitted.Add(-1)
+	defer w.shares.give(c)
 	defer c.tool.load.end()
 
 	ctx, span := c.startSpan()
@@ -134,26 +136,58 @@ func (c *call) grant(n int) {
 	}
 }
 
-// execute runs everything between admission and the terminal event.
+// execute runs everything between admission and the terminal event, and
+// says in every Problem whether the handler ran: a call refused or ended
+// before its handler began did not run (envelope.RanNo), one that failed
+// after did (envelope.RanYes).
 func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
+	res, p := c.prepare(ctx)
+	if p != nil {
+		return nil, p.WithRan(envelope.RanNo)
+	}
+	defer func() { <-c.w.slots }()
+	data, p := c.runHandler(ctx, res)
+	return data, p.WithRan(envelope.RanYes)
+}
+
+// prepared is a call ready for its handler: its body and compiled
+// response format, holding an execution slot.
+type prepared struct {
+	body   envelope.Call
+	format *envelope.Schema
+}
+
+// prepare parses and checks the call and takes a slot (and, in stream
+// mode, sends start): everything before the handler, which has not run
+// when prepare fails. On success the caller must give the slot back.
+func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 	w := c.w
 	body, format, p := c.parseBody()
 	if p != nil {
-		return nil, p
+		return prepared{}, p
 	}
 	if !c.acquireSlot(ctx) {
-		return nil, c.contextProblem(ctx)
+		return prepared{}, c.contextProblem(ctx)
 	}
-	defer func() { <-w.slots }()
+	p = nil
 	if ctx.Err() != nil {
-		return nil, c.contextProblem(ctx)
-	}
-	if c.stream {
+		p = c.contextProblem(ctx)
+	} else if c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
 		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.id, meta)); err != nil {
-			return nil, c.contextProblem(ctx)
+			p = c.contextProblem(ctx)
 		}
 	}
+	if p != nil {
+		<-w.slots
+		return prepared{}, p
+	}
+	return prepared{body: body, format: format}, nil
+}
+
+// runHandler runs the handler of a prepared call and checks its result.
+func (c *call) runHandler(ctx context.Context, pc prepared) (json.RawMessage, *envelope.Problem) {
+	w, body, format := c.w, pc.body, pc.format
 	res, err := c.invoke(ctx, c.request(body))
 	if ctx.Err() != nil {
 		return nil, c.contextProblem(ctx)

@@ -101,7 +101,23 @@ func (w *Worker) refuseEarly(m callMsg, meta callMeta) *envelope.Problem {
 	if meta.hasBudget && meta.budget <= 0 {
 		return w.problems.New(envelope.CodeTimeout, "the call's budget was spent before it started; the handler did not run")
 	}
+	if late := w.lateForPickup(meta); late > 0 {
+		return w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
+			"worker %s read the call %s too late for its caller's pickup deadline; the handler did not run and will not", w.cfg.ID, late.Round(time.Millisecond))).
+			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds())
+	}
 	return nil
+}
+
+// lateForPickup is how far past its pickup deadline (less the two
+// intervals its first heartbeat may take to reach the caller) the worker
+// reads a call; 0 when the call is in time or carries no deadline. Such a
+// call's caller reports it not run (or soon will), so it must not run.
+func (w *Worker) lateForPickup(meta callMeta) time.Duration {
+	if meta.pickup.IsZero() {
+		return 0
+	}
+	return max(time.Since(meta.pickup.Add(-2*meta.interval)), 0)
 }
 
 // onViolation stops the calls whose events the server refused to carry,
