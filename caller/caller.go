@@ -122,6 +122,10 @@ type Caller struct {
 	// payload is the connection's max_payload, read once per connection
 	// rather than under the connection's lock for every call.
 	payload atomic.Int64
+	// reconnected is when the connection last came back (unix ns; 0: never
+	// lost): for a while after, "no responders" may only mean that workers
+	// have not yet re-subscribed (see noSuchTool).
+	reconnected atomic.Int64
 
 	// senders holds each tool's combining publisher (tool → *sender);
 	// nsenders counts them.
@@ -357,9 +361,24 @@ func (c *Caller) route(subject, id string) (*pending, *batch) {
 }
 
 // noSuchTool is the Problem of a call nobody answers.
+// Within PickupTimeout of this caller's reconnect, workers may simply not
+// have re-subscribed yet (they reconnect on their own schedule), so the
+// answer is transient — connection_lost, unrun, which Call retries —
+// rather than a permanent tool_not_found.
 func (c *Caller) noSuchTool(tool string) *envelope.Problem {
+	if at := c.reconnected.Load(); at != 0 {
+		if since := time.Since(time.Unix(0, at)); since < c.cfg.PickupTimeout {
+			return c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf(
+				"no worker hosts tool %s yet: the NATS connection came back %s ago and workers re-subscribe after their own reconnect; the call did not run",
+				strconv.Quote(tool), since.Round(time.Millisecond))).WithRetryAfter(retryAfterReconnect.Seconds()).WithRan(envelope.RanNo)
+		}
+	}
 	return c.problems.New(envelope.CodeToolNotFound, "no worker hosts tool "+strconv.Quote(tool)).WithRan(envelope.RanNo)
 }
+
+// retryAfterReconnect is the retry_after of a call that found no worker
+// just after a reconnect.
+const retryAfterReconnect = 250 * time.Millisecond
 
 // onBatchMsg takes a message without id= on a batch's reply subject: it
 // concerns the batch as a whole, which the worker refused before running
@@ -423,10 +442,15 @@ func (c *Caller) onBeat(f wire.Frame) {
 	interval := wire.Millis(f.Interval)
 	now := time.Now()
 	cancels := 0
+	last := ""
 	f.EachCallID(func(id string) {
 		c.mu.Lock()
 		p := c.pending[id]
 		c.mu.Unlock()
+		if p != nil && p.tool != last {
+			last = p.tool
+			c.probes.hosts(p.tool, f.Worker, now)
+		}
 		if p == nil {
 			// Bounded: a heartbeat naming thousands of unknown ids must not
 			// make this caller publish thousands of messages.
@@ -467,13 +491,14 @@ func (c *Caller) watchConnection() {
 			}
 			if st == nats.CONNECTED {
 				c.payload.Store(c.nc.MaxPayload()) // the new server may differ
+				c.reconnected.Store(time.Now().UnixNano())
 				continue
 			}
 			c.mu.Lock()
 			calls := c.snapshot()
 			c.mu.Unlock()
 			for _, p := range calls {
-				p.fail(c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf("the NATS connection was lost (%s) while the call was in flight", st)), false)
+				p.fail(c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf("the NATS connection was lost (%s) while the call was in flight; it may have run", st)).WithRan(envelope.RanMaybe), false)
 			}
 			if st == nats.CLOSED {
 				return
@@ -540,13 +565,7 @@ func (c *Caller) checkCalls(now time.Time) {
 func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Problem, bool) {
 	quiet := now.Sub(live.last)
 	if !live.spoken {
-		// One interval more than the deadline the worker holds calls to:
-		// a call taken up just in time is named by a heartbeat in flight.
-		limit := c.cfg.PickupTimeout + c.cfg.Heartbeat
-		if quiet > limit && (!backlog || quiet > limit+c.cfg.Heartbeat*mesh.MissedBeats) {
-			return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanNo), false
-		}
-		return nil, false
+		return c.judgeUnpicked(now, live, quiet, backlog), false
 	}
 	limit := mesh.MissedBeats * c.cfg.Heartbeat
 	if live.interval > 0 {
@@ -568,6 +587,34 @@ func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Pr
 	return nil, true
 }
 
+// judgeUnpicked decides the fate of a call no worker has spoken for.
+// Workers refuse, unrun, a call they read past its pickup cutoff (half
+// the pickup timeout after it was sent, §8.2), so once that cutoff and the
+// time a heartbeat takes are past, a call nobody named has not run and
+// never will. It is then reported at once when a worker that hosts its
+// tool is known gone (the call may sit in the dead worker's buffer); when
+// those workers all live, the call sits unread in a live one's buffer,
+// which will answer it (refused, unrun), so the caller waits for that
+// answer — up to silentBeats intervals — instead of blaming a busy worker.
+func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration, backlog bool) *envelope.Problem {
+	beat := c.cfg.Heartbeat
+	cutoff := c.cfg.PickupTimeout/2 + 2*beat
+	limit := c.cfg.PickupTimeout + beat
+	hosts := c.probes.hostsOf(live.tool, now, mesh.MissedBeats*beat)
+	switch {
+	case quiet <= cutoff || backlog && quiet <= silentBeats*beat:
+		// While the inbox has a backlog, the heartbeat naming the call
+		// may be among the messages not yet read.
+		return nil
+	case hosts.gone:
+	case quiet <= limit:
+		return nil
+	case hosts.alive && quiet <= silentBeats*beat:
+		return nil
+	}
+	return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanNo)
+}
+
 // silentBeats is how many of its intervals a worker that is still
 // connected may stay silent on a call before the call ends worker_lost.
 const silentBeats = 30
@@ -577,7 +624,7 @@ func silenceDetail(live liveness, quiet time.Duration) string {
 	quiet = quiet.Round(time.Millisecond)
 	switch {
 	case !live.spoken:
-		return fmt.Sprintf("no worker took up the call in %s, by its pickup deadline; it did not run, and a worker that reads it later refuses it", quiet)
+		return fmt.Sprintf("no worker took up the call in %s; it did not run, and a worker that reads it later refuses it (its pickup deadline has passed)", quiet)
 	case live.workerID != "":
 		return fmt.Sprintf("worker %s: no word from the worker for %s although it is still connected; the call may have run", live.workerID, quiet)
 	default:
@@ -678,10 +725,11 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	b = wire.AppendPair(b, wire.MetaID, id)
 	b = wire.AppendPair(b, wire.MetaCaller, c.cfg.ID)
 	b = append(b, c.intervalPair...)
-	// The wall-clock time after which this caller reports the call not
-	// run if no worker has spoken for it; a worker reading it later
-	// refuses it (protocol §8.2).
-	b = wire.AppendIntPair(b, wire.MetaPickup, time.Now().Add(c.cfg.PickupTimeout).UnixMilli())
+	// The wall-clock time after which a worker that reads the call refuses
+	// it unrun: half the pickup timeout, so that a heartbeat naming a call
+	// taken up in time reaches this caller before it reports the call not
+	// run (protocol §8.2).
+	b = wire.AppendIntPair(b, wire.MetaPickup, time.Now().Add(c.cfg.PickupTimeout/2).UnixMilli())
 	if deadline, ok := ctx.Deadline(); ok {
 		b = wire.AppendIntPair(b, wire.MetaTimeout, max(time.Until(deadline).Milliseconds(), 1))
 	}
@@ -751,6 +799,15 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 		c.mu.Unlock()
 		p.span.End()
 		return c.problems.New(envelope.CodeCancelled, "the caller is closed")
+	}
+	if st := c.nc.Status(); st != nats.CONNECTED {
+		// nats.go would hold the call in its reconnect buffer and send it
+		// whenever the connection comes back, while this caller's clock
+		// runs: say what is true now instead.
+		c.mu.Unlock()
+		prob := c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf("the NATS connection is %s: the call was not sent", st)).WithRan(envelope.RanNo)
+		p.endSpan(prob)
+		return prob
 	}
 	c.pending[p.id] = p
 	others := len(c.pending) > 1
@@ -825,7 +882,7 @@ func retrySafe(p *envelope.Problem, o callOptions) bool {
 	if !p.Transient() {
 		return false
 	}
-	if p.Code == envelope.CodeOverloaded {
+	if p.Code == envelope.CodeOverloaded || p.Ran() == envelope.RanNo {
 		return true // the handler never ran
 	}
 	return o.idempotent || o.idempotencyKey != ""

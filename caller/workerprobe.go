@@ -23,12 +23,62 @@ type workerProbes struct {
 	worker map[string]string    // reply token → worker id
 	sent   map[string]time.Time // worker id → when it was last probed
 	goneAt map[string]time.Time // worker id → when its probe came back 503
+	// hosting holds, per tool, the workers heard on its calls lately.
+	hosting map[string]map[string]time.Time
+}
+
+// hostState is what the caller knows of the workers of one tool.
+type hostState struct {
+	alive bool // one was heard within the window
+	gone  bool // one's probe came back 503
+}
+
+// hosts records that worker wid spoke on a call to tool.
+func (w *workerProbes) hosts(tool, wid string, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.hosting[tool]
+	if m == nil {
+		if len(w.hosting) >= maxToolsTracked {
+			clear(w.hosting)
+		}
+		m = map[string]time.Time{}
+		w.hosting[tool] = m
+	}
+	m[wid] = now
+}
+
+// maxToolsTracked bounds the tools whose workers a caller remembers.
+const maxToolsTracked = 4096
+
+// hostsOf says whether tool's workers were heard within window, and
+// whether one of them is gone; workers not heard for 10 windows are
+// forgotten.
+func (w *workerProbes) hostsOf(tool string, now time.Time, window time.Duration) hostState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var st hostState
+	for wid, at := range w.hosting[tool] {
+		if _, gone := w.goneAt[wid]; gone {
+			st.gone = true
+		}
+		switch age := now.Sub(at); {
+		case age <= window:
+			st.alive = true
+		case age > 10*window:
+			delete(w.hosting[tool], wid)
+		}
+	}
+	return st
 }
 
 func newWorkerProbes() *workerProbes {
 	return &workerProbes{token: map[string]string{}, worker: map[string]string{},
-		sent: map[string]time.Time{}, goneAt: map[string]time.Time{}}
+		sent: map[string]time.Time{}, goneAt: map[string]time.Time{}, hosting: map[string]map[string]time.Time{}}
 }
+
+// goneMemory is how long a worker found gone is remembered.
+const goneMemory = time.Minute
 
 // probeTokenPrefix starts a probe's reply token: no call or batch id (an
 // upper-case ULID) starts with it.
@@ -83,6 +133,12 @@ func (w *workerProbes) keepOnly(live map[string]bool) {
 			delete(w.worker, w.token[wid])
 			delete(w.token, wid)
 			delete(w.sent, wid)
+		}
+	}
+	// A gone worker is remembered a while after its calls have ended: its
+	// unread calls still tell on it (see Caller.judgeUnpicked).
+	for wid, at := range w.goneAt {
+		if time.Since(at) > goneMemory {
 			delete(w.goneAt, wid)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolmesh/toolmesh/internal/jsonx"
@@ -49,9 +50,11 @@ type call struct {
 	credit   chan struct{}   // stream mode: signalled on each grant
 	ctx      context.Context // the handler's, for its emits
 	req      Request
-	sentAt   sentClock // when the reply subject last carried a message
-	tracked  bool      // in w.calls (and its peer); guarded by w.callsMu
-	share    string    // the sender whose share the call holds (see shares)
+	sentAt   sentClock   // when the reply subject last carried a message
+	tracked  bool        // in w.calls (and its peer); guarded by w.callsMu
+	share    string      // the sender whose share the call holds (see shares)
+	pickup   time.Time   // the caller's pickup cutoff (zero: none)
+	named    atomic.Bool // a heartbeat has named the call: its caller knows it is taken up
 
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
 	seq     int64
@@ -94,6 +97,13 @@ func (c *call) run() {
 	}
 	cancel(nil)
 	telemetry.EndSpan(span, p)
+}
+
+// unannounced reports whether c is about to start although its caller may
+// already have reported it not run: past its pickup cutoff, and never yet
+// named in a heartbeat (protocol v2, §8.2).
+func (c *call) unannounced() bool {
+	return !c.pickup.IsZero() && !c.named.Load() && time.Now().After(c.pickup)
 }
 
 // startSpan starts the call's server span, a child of the caller's.
@@ -170,7 +180,11 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 		return prepared{}, c.contextProblem(ctx)
 	}
 	p = nil
-	if ctx.Err() != nil {
+	if c.unannounced() {
+		p = w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
+			"worker %s got to the call after its caller's pickup cutoff, before any heartbeat had named it; the handler did not run and will not", w.cfg.ID)).
+			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds())
+	} else if ctx.Err() != nil {
 		p = c.contextProblem(ctx)
 	} else if c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}

@@ -67,6 +67,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	if meta.hasBudget {
 		c.deadline = received.Add(meta.budget)
 	}
+	c.pickup = meta.pickup
 	if c.callerID == "" || !c.repliesToCaller() { // nobody will prove the caller alive
 		if life := received.Add(w.cfg.MaxUnleasedLife); c.deadline.IsZero() || c.deadline.After(life) {
 			c.deadline, c.unleased = life, true
@@ -109,15 +110,14 @@ func (w *Worker) refuseEarly(m callMsg, meta callMeta) *envelope.Problem {
 	return nil
 }
 
-// lateForPickup is how far past its pickup deadline (less the two
-// intervals its first heartbeat may take to reach the caller) the worker
-// reads a call; 0 when the call is in time or carries no deadline. Such a
-// call's caller reports it not run (or soon will), so it must not run.
+// lateForPickup is how far past its pickup cutoff the worker reads a
+// call; 0 when the call is in time or carries no cutoff. Its caller
+// reports such a call not run (or soon will), so it must not run.
 func (w *Worker) lateForPickup(meta callMeta) time.Duration {
 	if meta.pickup.IsZero() {
 		return 0
 	}
-	return max(time.Since(meta.pickup.Add(-2*meta.interval)), 0)
+	return max(time.Since(meta.pickup), 0)
 }
 
 // onViolation stops the calls whose events the server refused to carry,

@@ -156,6 +156,7 @@ func (w *Worker) sendBeats(p *peer) {
 			buf = append(buf[:0], head...)
 		}
 		buf = append(append(buf, c.id...), ' ')
+		c.named.Store(true)
 	}
 	w.publishBeat(p.latest, buf)
 }
