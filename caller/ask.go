@@ -10,7 +10,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // maxOpenQuestions bounds the questions of one call waiting for an
@@ -119,7 +120,7 @@ func (p *pending) askLocked(ev envelope.ToolEvent) *envelope.Problem {
 		p.asking.questions = map[string]Question{}
 	}
 	p.asking.questions[q.ID] = q
-	if p.workerID == "" && mesh.ValidWorkerID(q.workerID) {
+	if p.workerID == "" && wire.ValidWorkerID(q.workerID) {
 		p.workerID = q.workerID
 	}
 	p.span.AddEvent("toolmesh.question", trace.WithAttributes(attribute.String("toolmesh.question_id", q.ID)))
@@ -175,7 +176,7 @@ func (p *pending) answer(id string, a Answer) error {
 	if err := checkAnswer(q, a); err != nil {
 		return p.c.problems.Rebase(err)
 	}
-	ctl := mesh.Control{Op: mesh.OpAnswer, CallID: p.id, QuestionID: id, Action: a.Action}
+	ctl := wire.Control{Op: wire.OpAnswer, CallID: p.id, QuestionID: id, Action: a.Action}
 	if a.Action == envelope.ActionAccept {
 		ctl.Content = a.Content
 	}
@@ -192,13 +193,13 @@ func checkAnswer(q Question, a Answer) *envelope.Problem {
 	if !envelope.ValidAction(a.Action) {
 		return envelope.Problemf(envelope.CodeInvalidInput, "answer action %q: want accept, decline or cancel", a.Action)
 	}
-	if !mesh.ValidWorkerID(q.workerID) {
+	if !wire.ValidWorkerID(q.workerID) {
 		return envelope.Problemf(envelope.CodeInternal, "question %s names no valid worker to answer", q.ID)
 	}
 	if a.Action != envelope.ActionAccept {
 		return nil
 	}
-	if !envelope.IsJSONObject(a.Content) {
+	if !jsonx.IsObject(a.Content) {
 		return envelope.Problemf(envelope.CodeInvalidInput, "the answer to question %s must be a JSON object", q.ID)
 	}
 	schema, err := envelope.CompileSchema(q.Schema)

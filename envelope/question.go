@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // The event types of asking (docs/protocol.md §23): a worker sends them only
@@ -78,7 +80,7 @@ func (e ToolEvent) appendQuestion(b []byte) ([]byte, error) {
 		}
 		return appendString(b, "action", q.Action), nil
 	}
-	if len(q.Schema) == 0 || !IsJSONObject(q.Schema) {
+	if len(q.Schema) == 0 || !jsonx.IsObject(q.Schema) {
 		return nil, errors.New("question event: schema must be a JSON object")
 	}
 	b = appendString(b, "message", e.Message)
@@ -151,7 +153,7 @@ func (ev *ToolEvent) parseQuestionBody(obj string, m *eventMembers, raw map[stri
 	if ev.Message, err = optString(obj, "message", m.message); err != nil {
 		return err
 	}
-	if s := raw["schema"]; len(s) > 0 && IsJSONObject(s) {
+	if s := raw["schema"]; len(s) > 0 && jsonx.IsObject(s) {
 		q.Schema = append(json.RawMessage(nil), s...)
 	} else {
 		return fmt.Errorf("%s: field schema is required and must be an object", obj)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -293,7 +294,7 @@ func TestSecureForgedAnswerIsRefused(t *testing.T) {
 			break
 		}
 	}
-	forged := mesh.Control{Op: mesh.OpAnswer, CallID: s.CallID(), QuestionID: q.ID, Action: envelope.ActionAccept,
+	forged := wire.Control{Op: wire.OpAnswer, CallID: s.CallID(), QuestionID: q.ID, Action: envelope.ActionAccept,
 		Content: json.RawMessage(`{"approve":true}`)}
 	workerID := w.ID()
 	if err := bnc.Publish(mesh.Subjects{}.Control(workerID), forged.Encode()); err != nil {

@@ -12,7 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // DefaultQuestionTimeout is how long a question waits for its answer when
@@ -104,12 +105,12 @@ func (e inputTimeoutError) Error() string {
 // ask sends one question (an approval when approval is set) and waits.
 func (c *call) ask(ctx context.Context, q Question, approval *envelope.Approval) (Answer, error) {
 	schema, err := envelope.CompileSchema(q.Schema)
-	if err != nil || !envelope.IsJSONObject(q.Schema) {
+	if err != nil || !jsonx.IsObject(q.Schema) {
 		return Answer{}, fmt.Errorf("ask: the question's schema must be a JSON Schema object: %v", err)
 	}
 	if !c.ask1 {
 		return Answer{}, c.w.problems.New(envelope.CodeInputRequired,
-			fmt.Sprintf("tool %s asked a question this call cannot answer (the caller did not declare %s=1): %s", c.tool.spec.Name, mesh.MetaAsk, q.Message)).
+			fmt.Sprintf("tool %s asked a question this call cannot answer (the caller did not declare %s=1): %s", c.tool.spec.Name, wire.MetaAsk, q.Message)).
 			WithExtension("question", questionInfo("", q.Message, q.Schema, approval))
 	}
 	timeout := c.questionTimeout(q)
@@ -206,7 +207,7 @@ func (c *call) forget(id string) {
 // caller has already matched the sender's identity with the call's. A
 // message for no open question, with an unknown action, or with content
 // the schema refuses is dropped and the question stays open.
-func (c *call) answer(ctl mesh.Control) {
+func (c *call) answer(ctl wire.Control) {
 	c.mu.Lock()
 	oq := c.questions[ctl.QuestionID]
 	reason := answerFault(oq, ctl)
@@ -234,7 +235,7 @@ func (c *call) answer(ctl mesh.Control) {
 }
 
 // answerFault says why an answer cannot settle oq ("" when it can).
-func answerFault(oq *openQuestion, ctl mesh.Control) string {
+func answerFault(oq *openQuestion, ctl wire.Control) string {
 	switch {
 	case oq == nil:
 		return "no such open question"
@@ -242,7 +243,7 @@ func answerFault(oq *openQuestion, ctl mesh.Control) string {
 		return "unknown action"
 	case ctl.Action != envelope.ActionAccept:
 		return ""
-	case !envelope.IsJSONObject(ctl.Content):
+	case !jsonx.IsObject(ctl.Content):
 		return "accept without an object content"
 	case len(oq.schema.Validate(ctl.Content)) > 0:
 		return "content does not match the question's schema"
