@@ -30,6 +30,11 @@ const (
 	CodeConnectionLost        Code = "connection_lost"
 	CodeInvalidConfig         Code = "invalid_config"
 	CodeInternal              Code = "internal_error"
+	CodeTaskNotFound          Code = "task_not_found"
+	CodeTaskExpired           Code = "task_expired"
+	CodeInputRequired         Code = "input_required"
+	CodeInputTimeout          Code = "input_timeout"
+	CodeDeclined              Code = "declined"
 )
 
 // CodeInfo is one registry entry: everything needed to build a Problem for
@@ -88,6 +93,16 @@ var registry = withSlugs(map[Code]CodeInfo{
 		Fix: fix("The worker stopped answering mid-call; retry if the tool is idempotent.", MaybeIncorrect)},
 	CodeOverloaded: {Title: "Overloaded", Status: 503, ExitCode: 15, Transient: true, RetryAfter: 1,
 		Fix: fix("Every worker slot is busy; retry after retry_after seconds or start more workers.", MachineApplicable)},
+	CodeTaskNotFound: {Title: "Task not found", Status: 404, ExitCode: 16,
+		Fix: fix("Check the task id with `toolmesh tasks ls`; a task is visible only to the identity that submitted it.", MaybeIncorrect)},
+	CodeTaskExpired: {Title: "Task expired", Status: 410, ExitCode: 17,
+		Fix: fix("The task is older than the task service's retention and its events and result are gone; submit it again if it is still wanted.", MaybeIncorrect)},
+	CodeInputRequired: {Title: "Input required", Status: 428, ExitCode: 18,
+		Fix: fix("The tool asked a question (see the question extension) that this call could not answer; call again able to answer: on a terminal, or with --answer JSON, or from a caller that declares it answers questions.", HasPlaceholders)},
+	CodeInputTimeout: {Title: "Input timeout", Status: 408, ExitCode: 19,
+		Fix: fix("The tool's question was not answered in time; call again and answer it sooner, or ask the operator for a longer question timeout.", MaybeIncorrect)},
+	CodeDeclined: {Title: "Declined", Status: 403, ExitCode: 20,
+		Fix: fix("The caller declined what the tool asked (an approval or a question it cannot go on without); call again only if the answer should now be yes.", Unspecified)},
 	CodeConnectionLost: {Title: "Connection lost", Status: 503, ExitCode: 69, Transient: true, RetryAfter: 2,
 		Fix: fix("Check that a NATS server is reachable at --server; for local development run `toolmesh dev`.", MaybeIncorrect)},
 	CodeInternal: {Title: "Internal error", Status: 500, ExitCode: 70,
