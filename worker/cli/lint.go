@@ -93,7 +93,7 @@ func bindingWarnings(label string, raw json.RawMessage) []string {
 	if json.Unmarshal(raw, &members) != nil {
 		return nil
 	}
-	known := envelope.CliBindingFields()
+	known := append(envelope.CliBindingFields(), hardeningFields()...)
 	var out []string
 	for _, name := range sortedKeys(members) {
 		if contains(known, name) {

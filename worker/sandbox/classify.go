@@ -127,7 +127,9 @@ func networkDenial(p *Policy, lines []string) *Denial {
 	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := lines[i]
-		if reNoNet.MatchString(l) || (reDenied.MatchString(l) && reNetVerb.MatchString(l) && !hasUngrantedPath(p, l)) {
+		// A runtime's traceback puts the call (sock.connect) above the error.
+		context := strings.Join(lines[max(0, i-3):i+1], "\n")
+		if reNoNet.MatchString(l) || (reDenied.MatchString(l) && reNetVerb.MatchString(context) && !hasUngrantedPath(p, l)) {
 			d := &Denial{Rule: RuleNetwork, Attribution: ByStderr, Evidence: l}
 			for _, near := range []string{l, strings.Join(lines, "\n")} {
 				if m := reAddr.FindStringSubmatch(near); m != nil {
@@ -149,12 +151,16 @@ func fileDenial(p *Policy, lines []string) *Denial {
 		if !reDenied.MatchString(l) {
 			continue
 		}
-		for _, m := range rePath.FindAllString(l, -1) {
-			path := strings.TrimRight(m, ".")
+		locs := rePath.FindAllStringIndex(l, -1)
+		for _, loc := range locs {
+			if len(locs) > 1 && programPrefix(l, loc) {
+				continue
+			}
+			path := strings.TrimRight(l[loc[0]:loc[1]], ".")
 			if covered(path, p.Write) || covered(path, devicesRW()) {
 				continue
 			}
-			if rule := fileRule(p, path, l); rule != "" {
+			if rule := fileRule(p, path, l); rule != "" && dacAllows(path, rule == RuleWrite) {
 				return &Denial{Rule: rule, Path: path, Attribution: ByStderr, Evidence: l}
 			}
 		}
@@ -180,6 +186,38 @@ func fileRule(p *Policy, path, line string) string {
 		return RuleExec
 	}
 	return RuleRead
+}
+
+// dacAllows reports whether the file permissions alone let a confined
+// program (the worker's uid, or nobody for a root worker) read or write
+// path: if they do not, a "permission denied" is theirs, not the sandbox's.
+func dacAllows(path string, write bool) bool {
+	target := path
+	if _, err := os.Stat(path); os.IsNotExist(err) {
+		target = dirOf(path) // creating: the directory must be writable
+	}
+	if os.Getuid() != 0 {
+		mode := uint32(4)
+		if write {
+			mode = 2
+		}
+		return syscall.Access(target, mode) == nil
+	}
+	st, err := os.Stat(target)
+	if err != nil {
+		return false
+	}
+	bit := os.FileMode(0o004)
+	if write {
+		bit = 0o002
+	}
+	return st.Mode().Perm()&bit != 0
+}
+
+// programPrefix reports whether the match at loc is the program's name
+// that starts an error line ("/usr/bin/cat: /etc/hostname: …").
+func programPrefix(line string, loc []int) bool {
+	return strings.TrimSpace(line[:loc[0]]) == "" && strings.HasPrefix(line[loc[1]:], ":")
 }
 
 func dirOf(path string) string {

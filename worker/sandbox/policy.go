@@ -175,34 +175,18 @@ func (p *Policy) Validate() error {
 	return nil
 }
 
-// Summary is what a tool's spec shows of its sandbox: how much is
-// granted, never which paths (they can name private places).
-type Summary struct {
-	// Confined is true for a sandboxed tool.
-	Confined bool `json:"confined"`
-	// ReadPaths and WritePaths count the granted paths (the program's own
-	// executable and libraries not included).
-	ReadPaths  int `json:"read_paths"`
-	WritePaths int `json:"write_paths"`
-	// Network is "none", "any" or "tcp ports 443,8080".
-	Network string `json:"network"`
-	Limits  Limits `json:"limits"`
-}
-
-// Summary returns the policy's summary.
-func (p *Policy) Summary() Summary {
-	s := Summary{Confined: true, ReadPaths: len(p.Read), WritePaths: len(p.Write), Limits: p.Limits}
+// NetworkText says in a few words where the program may connect: none,
+// any, or "tcp ports 443,8080".
+func (n Network) NetworkText() string {
 	switch {
-	case p.Network.Any:
-		s.Network = "any"
-	case p.Network.None():
-		s.Network = "none"
-	default:
-		ports := make([]string, len(p.Network.Ports))
-		for i, port := range p.Network.Ports {
-			ports[i] = strconv.Itoa(int(port))
-		}
-		s.Network = "tcp ports " + strings.Join(ports, ",")
+	case n.Any:
+		return "any"
+	case n.None():
+		return "none"
 	}
-	return s
+	ports := make([]string, len(n.Ports))
+	for i, port := range n.Ports {
+		ports[i] = strconv.Itoa(int(port))
+	}
+	return "tcp ports " + strings.Join(ports, ",")
 }

@@ -28,10 +28,16 @@ type Support struct {
 // what this package relies on: unprivileged user namespaces, network
 // namespaces, and Landlock (ABI 1 for files, 4 for TCP ports).
 func Probe(ctx context.Context) Support {
+	return ProbeHelpers(ctx, helperCandidates())
+}
+
+// ProbeHelpers is Probe over the given helper candidates, in order: the
+// first that works is the Support's helper.
+func ProbeHelpers(ctx context.Context, candidates []string) Support {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var reasons []string
-	for _, h := range helperCandidates() {
+	for _, h := range candidates {
 		if st, err := os.Stat(h); err != nil || st.IsDir() {
 			continue
 		}
@@ -65,21 +71,30 @@ func probeHelper(ctx context.Context, helper string) (int, error) {
 	return abi, nil
 }
 
+// RootRunsAs is the uid and gid a root worker's confined programs run
+// as (nobody): the kernel exempts real root from RLIMIT_NPROC, so a
+// process limit binds only a program that is not root.
+const RootRunsAs = 65534
+
 // namespaceAttr starts a process in a user namespace of its own (its
-// limits then count only its own processes and cannot be raised again,
-// even by root), mapping the worker's uid and gid to themselves, and with
-// noNet in an empty network namespace too.
+// limits then count only its own processes, and no capability it holds
+// there reaches the host), and with noNet in an empty network namespace
+// too. The worker's uid and gid map to themselves; a root worker's
+// programs run as RootRunsAs instead.
 func namespaceAttr(noNet bool) *syscall.SysProcAttr {
 	flags := uintptr(syscall.CLONE_NEWUSER)
 	if noNet {
 		flags |= syscall.CLONE_NEWNET
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	return &syscall.SysProcAttr{
-		Cloneflags:  flags,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+	attr := &syscall.SysProcAttr{Cloneflags: flags}
+	if uid == 0 {
+		uid, gid = RootRunsAs, RootRunsAs
+		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 	}
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	return attr
 }
 
 // SysProcAttr is the process attributes a confined program starts with

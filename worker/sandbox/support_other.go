@@ -20,6 +20,9 @@ func Probe(context.Context) Support {
 	return Support{Problem: "sandboxes need Linux (Landlock, user namespaces)"}
 }
 
+// ProbeHelpers reports that sandboxes need Linux.
+func ProbeHelpers(ctx context.Context, _ []string) Support { return Probe(ctx) }
+
 // Check always fails outside Linux.
 func (s Support) Check(*Policy) error { return errors.New(s.Problem) }
 
