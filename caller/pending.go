@@ -8,10 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // pending is one call in flight. The inbox callback appends to its queue
@@ -80,8 +81,8 @@ func (p *pending) heard(workerID string, interval time.Duration, now time.Time) 
 // deliverFrame queues the events of one message: a bare event (numbered
 // 1) or an events frame, parsed first and then queued under one lock with
 // one wake-up for the reader, however many events the frame packs.
-func (p *pending) deliverFrame(f mesh.Frame) {
-	if f.Kind == mesh.FrameBare {
+func (p *pending) deliverFrame(f wire.Frame) {
+	if f.Kind == wire.FrameBare {
 		p.deliverJSON(1, f.Payload)
 		return
 	}
@@ -244,7 +245,7 @@ func (p *pending) fail(prob *envelope.Problem, cancelWorker bool) {
 	p.mu.Unlock()
 	p.signal()
 	if cancelWorker && wid != "" {
-		p.c.sendControl(wid, mesh.Control{Op: mesh.OpCancel, CallID: p.id})
+		p.c.sendControl(wid, wire.Control{Op: wire.OpCancel, CallID: p.id})
 	}
 }
 
@@ -279,7 +280,7 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 			}
 			p.mu.Unlock()
 			if grant > 0 {
-				p.c.sendControl(wid, mesh.Control{Op: mesh.OpCredit, CallID: p.id, N: grant})
+				p.c.sendControl(wid, wire.Control{Op: wire.OpCredit, CallID: p.id, N: grant})
 			}
 			if ev.IsTerminal() {
 				p.c.remove(p.id)

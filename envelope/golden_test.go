@@ -101,6 +101,7 @@ func TestGoldenResponses(t *testing.T) {
 		{"response_partial.json", Response{ID: "5", Success: true, Data: partialData}},
 		{"response_empty_scope.json", Response{ID: "6", Success: true, Data: empty}},
 		{"response_non_object.json", must(Success("8", json.RawMessage(`[1,2,3]`)))},
+		{"response_result_collision.json", must(Success("9", json.RawMessage(`{"success":true,"message":"Entities deleted successfully"}`)))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

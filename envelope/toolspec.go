@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // MaxToolNameLen is the longest tool name the wire protocol allows.
@@ -178,7 +180,7 @@ func (s ToolSpec) Compile() (input, output *Schema, err error) {
 		var head struct {
 			Type any `json:"type"`
 		}
-		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !IsJSONObject(s.InputSchema) {
+		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !jsonx.IsObject(s.InputSchema) {
 			return nil, nil, fmt.Errorf("tool %q: field input_schema: want a JSON Schema object", s.Name)
 		}
 		if head.Type != "object" {

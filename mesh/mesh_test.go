@@ -2,21 +2,10 @@ package mesh
 
 import (
 	"context"
-	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"testing"
 
-	"github.com/nats-io/nats.go"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
-
-func TestHeaderIsCaseInsensitive(t *testing.T) {
-	h := nats.Header{"status": {"503"}}
-	if Header(h, "Status") != "503" {
-		t.Error("lower-case name not found")
-	}
-	if Header(h, HeaderRequestInfo) != "" {
-		t.Error("absent header found")
-	}
-}
 
 func TestSubjects(t *testing.T) {
 	s := Subjects{}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
@@ -211,7 +213,7 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 1000 {
-		b, _ := json.Marshal(mesh.Beacon{WorkerID: fmt.Sprintf("FAKE%04d", i), State: mesh.BeaconUp, Revision: 1, IntervalMS: 1 << 40})
+		b, _ := json.Marshal(wire.Beacon{WorkerID: fmt.Sprintf("FAKE%04d", i), State: wire.BeaconUp, Revision: 1, IntervalMS: 1 << 40})
 		if err := hostile.Publish(mesh.Subjects{}.Presence(fmt.Sprintf("FAKE%04d", i)), b); err != nil {
 			t.Fatal(err)
 		}

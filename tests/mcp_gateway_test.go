@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -520,7 +522,7 @@ func TestMCPGatewayIncompleteCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ghost, _ := json.Marshal(mesh.Beacon{WorkerID: "GHOST", State: mesh.BeaconUp, Revision: 1, IntervalMS: 1000})
+	ghost, _ := json.Marshal(wire.Beacon{WorkerID: "GHOST", State: wire.BeaconUp, Revision: 1, IntervalMS: 1000})
 	if _, err := kv.Put(context.Background(), "GHOST", ghost); err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/jsonx"
+
+	"github.com/toolmesh/toolmesh/internal/telemetry"
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // errCallEnded is returned by an emit after the call's terminal event.
@@ -87,7 +91,7 @@ func (c *call) run() {
 		p = c.finish(c.execute(ctx)) // untracks c before its terminal goes out
 	}
 	cancel(nil)
-	mesh.EndSpan(span, p)
+	telemetry.EndSpan(span, p)
 }
 
 // startSpan starts the call's server span, a child of the caller's.
@@ -98,7 +102,7 @@ func (c *call) startSpan() (context.Context, trace.Span) {
 	}
 	ctx, span := c.w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)
 	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off
-		span.SetAttributes(append(mesh.SpanAttributes(c.tool.spec.Name, c.id, c.stream),
+		span.SetAttributes(append(telemetry.SpanAttributes(c.tool.spec.Name, c.id, c.stream),
 			attribute.String("toolmesh.worker_id", c.w.cfg.ID))...)
 	}
 	return ctx, span
@@ -210,7 +214,7 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 		if data, err = json.Marshal(res); err != nil {
 			return nil, w.problems.New(envelope.CodeOutputInvalid, "result cannot be encoded as JSON: "+err.Error())
 		}
-	} else if !envelope.ValidJSON(data) {
+	} else if !jsonx.Valid(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
 	}
 	for _, s := range []*envelope.Schema{t.output, format} {
@@ -221,7 +225,7 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 			return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
 		}
 	}
-	if rf != nil && rf.Type == envelope.FormatJSONObject && !envelope.IsJSONObject(data) {
+	if rf != nil && rf.Type == envelope.FormatJSONObject && !jsonx.IsObject(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
 	}
 	return data, nil
@@ -275,7 +279,7 @@ func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && c.unleased:
 		return c.w.problems.New(envelope.CodeTimeout, fmt.Sprintf(
 			"the call reached this worker's limit of %s for calls whose caller does not prove it is alive (send %s= in the call's metadata line, or a shorter %s=)",
-			c.w.cfg.MaxUnleasedLife, mesh.MetaCaller, mesh.MetaTimeout))
+			c.w.cfg.MaxUnleasedLife, wire.MetaCaller, wire.MetaTimeout))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return c.w.problems.New(envelope.CodeTimeout, fmt.Sprintf("the call's budget ran out after %s", time.Since(c.started).Round(time.Millisecond)))
 	}

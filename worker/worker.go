@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/telemetry"
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"go.opentelemetry.io/otel/propagation"
@@ -98,7 +101,7 @@ type Worker struct {
 	cfg      Config
 	subjects mesh.Subjects
 	problems envelope.Registry
-	tracer   *mesh.Tracer
+	tracer   *telemetry.Tracer
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
 	started  time.Time
@@ -242,7 +245,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		}
 	}
 	cfg = cfg.withDefaults(nc)
-	if !mesh.ValidWorkerID(cfg.ID) {
+	if !wire.ValidWorkerID(cfg.ID) {
 		// Callers ignore a worker id they could not put in a subject, so
 		// such a worker could never be cancelled, credited or kept alive.
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig,
@@ -253,7 +256,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg:         cfg,
 		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
 		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:      mesh.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
+		tracer:      telemetry.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
 		prop:        cfg.Propagator,
 		log:         cfg.Logger.With("worker_id", cfg.ID),
 		started:     time.Now().UTC(),
@@ -269,7 +272,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
-	mesh.OnViolation(nc, w.onViolation)
+	wire.OnViolation(nc, w.onViolation)
 	err := w.subscribeControl()
 	if err == nil {
 		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
@@ -513,7 +516,7 @@ func (w *Worker) subscribeControl() error {
 		for i := range specs {
 			specs[i] = publicSpec(specs[i])
 		}
-		b, _ := json.Marshal(mesh.CatalogEntry{WorkerID: w.cfg.ID, Tools: specs, IntervalMS: w.cfg.Heartbeat.Milliseconds()})
+		b, _ := json.Marshal(wire.CatalogEntry{WorkerID: w.cfg.ID, Tools: specs, IntervalMS: w.cfg.Heartbeat.Milliseconds()})
 		_ = m.Respond(b)
 	}
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
@@ -527,7 +530,7 @@ func (w *Worker) subscribeControl() error {
 }
 
 func (w *Worker) onControl(m *nats.Msg) {
-	var c mesh.Control
+	var c wire.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		w.log.Debug("malformed control message", "err", err) // debug: anyone can send these
 		return
@@ -535,16 +538,16 @@ func (w *Worker) onControl(m *nats.Msg) {
 	// A control message acts only on calls made by the same identity: the
 	// server-stamped identity is part of every key, so naming another
 	// tenant's call id (or caller id) finds nothing.
-	who := mesh.Identity(m.Header)
+	who := wire.Identity(m.Header)
 	switch c.Op {
-	case mesh.OpAlive:
+	case wire.OpAlive:
 		w.heard(callKey{who, c.CallerID})
-	case mesh.OpCancel:
+	case wire.OpCancel:
 		// Idempotent and race-tolerant: an unknown call id is ignored.
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
 			cl.cancel(errCallerCancelled)
 		}
-	case mesh.OpCredit:
+	case wire.OpCredit:
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil && c.N > 0 {
 			cl.grant(c.N)
 		}
@@ -631,7 +634,7 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
 		return
 	}
-	if mesh.IsBatch(m.Data) {
+	if wire.IsBatch(m.Data) {
 		w.onBatch(t, m, received)
 		return
 	}
@@ -750,4 +753,4 @@ func (w *Worker) maxPayload() int { return int(w.payload.Load()) }
 
 // piece is the largest event that goes out in one message; larger ones
 // are chunked. The rest of max_payload is room for the frame line.
-func (w *Worker) piece() int { return w.maxPayload() - mesh.ChunkOverhead }
+func (w *Worker) piece() int { return w.maxPayload() - wire.ChunkOverhead }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolmesh/toolmesh/internal/jsonx"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -167,7 +169,7 @@ func resultOf(data json.RawMessage, deltas deltaLog) *mcp.CallToolResult {
 
 // structured returns data as an MCP structuredContent object.
 func structured(data json.RawMessage) json.RawMessage {
-	if envelope.IsJSONObject(data) {
+	if jsonx.IsObject(data) {
 		return data
 	}
 	b, _ := json.Marshal(map[string]json.RawMessage{"result": data})

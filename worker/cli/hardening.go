@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
 )
 
 // Hardening is what a binding states about the values callers put into
@@ -79,7 +80,7 @@ func (h Hardening) template(t string) string {
 		if tok == "--" {
 			return t
 		}
-		segs := envelope.ParseTemplateToken(tok)
+		segs := argtemplate.ParseToken(tok)
 		if len(segs) > 0 && segs[0].Arg != "" && segs[0].Flag == "" {
 			out := append(append(append([]string{}, toks[:i]...), "--"), toks[i:]...)
 			return strings.Join(out, " ")
