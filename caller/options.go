@@ -46,7 +46,7 @@ func Idempotent() Option { return func(o *callOptions) { o.idempotent = true } }
 // DryRun asks the tool to report what it would do without doing it.
 func DryRun() Option { return func(o *callOptions) { o.dryRun = true } }
 
-// WithPage selects paging: envelope.Page{All: true} or a cursor.
+// WithPage selects paging: Page{All: true} or a cursor.
 func WithPage(p envelope.Page) Option { return func(o *callOptions) { o.page = &p } }
 
 // WithResponseFormat constrains the result's shape; the worker answers

@@ -148,15 +148,12 @@ type Worker struct {
 }
 
 type tool struct {
-	// readers counts the goroutines taking this tool's calls, idle those
-	// of them waiting for one (see Worker.read).
-	readers, idle atomic.Int32
-	spec          envelope.ToolSpec
-	handler       Handler
-	input         *envelope.Schema
-	output        *envelope.Schema
-	sub           *nats.Subscription
-	dsub          *nats.Subscription // the describe subject
+	spec    envelope.ToolSpec
+	handler Handler
+	input   *envelope.Schema
+	output  *envelope.Schema
+	sub     *nats.Subscription
+	dsub    *nats.Subscription // the describe subject
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
@@ -354,9 +351,6 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	}
 	w.tools[spec.Name] = t
 	w.ctlSubs = append(w.ctlSubs, t.dsub)
-	t.readers.Add(1)
-	t.idle.Add(1)
-	go w.read(t)
 	go w.presence.changed()
 	return nil
 }
@@ -381,9 +375,11 @@ func (w *Worker) reserve(t *tool) error {
 	if err != nil {
 		return fmt.Errorf("register %q: %w", name, err)
 	}
-	// A synchronous subscription: the tool's readers take calls from it
-	// themselves (see read), so a call runs on the goroutine that took it.
-	sub, err := w.nc.QueueSubscribeSync(w.subjects.Call(name), w.subjects.QueueGroup())
+	// A handler subscription: nats.go queues its unread calls in a list
+	// that grows with what is pending, where a synchronous one would
+	// allocate a 65,536-slot channel (512 KiB the GC scans) per tool
+	// whatever the load: 1,000 idle tools would cost half a gigabyte.
+	sub, err := w.nc.QueueSubscribe(w.subjects.Call(name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
 	if err != nil {
 		_ = dsub.Unsubscribe()
 		return fmt.Errorf("register %q: %w", name, err)
@@ -601,51 +597,9 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 	return s, nil
 }
 
-// read takes t's calls from its subscription and runs each on this
-// goroutine: a call is never handed off. Before running one it makes sure
-// another reader is waiting, so a handler that blocks never holds up the
-// next call, and a worker grows exactly as many readers as calls run at
-// once. Readers beyond one that wait runnerIdle for work exit, so the
-// goroutines of a burst do not outlive it.
-func (w *Worker) read(t *tool) {
-	defer t.readers.Add(-1)
-	for {
-		m, err := t.sub.NextMsg(runnerIdle)
-		if errors.Is(err, nats.ErrTimeout) {
-			if t.retireIdle() {
-				return
-			}
-			continue
-		}
-		if err != nil {
-			t.idle.Add(-1)
-			return // unsubscribed (drain, stop) or the connection closed
-		}
-		if t.idle.Add(-1) == 0 {
-			t.readers.Add(1)
-			t.idle.Add(1)
-			go w.read(t)
-		}
-		w.onCall(t, m)
-		t.idle.Add(1)
-	}
-}
-
-// retireIdle lets one idle reader go while another stays waiting.
-func (t *tool) retireIdle() bool {
-	for {
-		n := t.idle.Load()
-		if n <= 1 {
-			return false
-		}
-		if t.idle.CompareAndSwap(n, n-1) {
-			return true
-		}
-	}
-}
-
-// onCall admits a call and runs it on this goroutine; cheap refusals
-// (malformed metadata, overload) are answered at once.
+// onCall admits a call on the subscription's goroutine, answering cheap
+// refusals (malformed metadata, overload) at once, and hands an admitted
+// call to a runner, so a handler that blocks never holds up the next call.
 func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	received := time.Now()
 	if m.Reply == "" {
@@ -660,12 +614,11 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	if c == nil || !w.admit(c) {
 		return
 	}
-	c.tool.load.begin()
-	c.run()
+	w.dispatch(c)
 }
 
-// dispatch runs an admitted call on a runner goroutine: for calls that
-// arrive together in one message, which must not run one after another.
+// dispatch runs an admitted call on a runner goroutine, an idle one when
+// there is one: the subscription's goroutine only admits.
 func (w *Worker) dispatch(c *call) {
 	c.tool.load.begin()
 	select {
