@@ -3,6 +3,7 @@ package caller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,7 +61,11 @@ func Decline() Answer { return Answer{Action: envelope.ActionDecline} }
 func Dismiss() Answer { return Answer{Action: envelope.ActionCancel} }
 
 // AnswerFunc answers one question of a call; ctx ends when the call does.
-// An error is sent as a cancel (the question dismissed).
+// A *envelope.Problem error ends the call with that Problem (the worker is
+// told to cancel it): input_required is how an answerer with nobody to ask
+// says so (docs/protocol.md §23.5). Any other error is sent as a cancel
+// (the question dismissed). An answer its question's schema refuses ends
+// the call with invalid_input.
 type AnswerFunc func(ctx context.Context, q Question) (Answer, error)
 
 // OnQuestion declares that the call answers questions and answers each
@@ -152,14 +157,23 @@ func (p *pending) handOver(ev envelope.ToolEvent) {
 	q.CallID, q.Tool = p.id, p.tool
 	go func() {
 		a, err := p.asking.fn(p.asking.ctx, q)
-		if err != nil {
-			a = Dismiss()
-		}
 		if p.asking.ctx.Err() != nil {
 			return // the call ended meanwhile: nobody waits for it
 		}
-		if err := p.answer(q.ID, a); err != nil {
-			p.c.log.Warn("answer not sent", "call_id", p.id, "question_id", q.ID, "err", err)
+		var prob *envelope.Problem
+		switch {
+		case errors.As(err, &prob):
+		case err != nil:
+			a = Dismiss()
+		}
+		if prob == nil {
+			if err := p.answer(q.ID, a); err != nil {
+				prob = envelope.AsProblem(err, envelope.CodeInvalidInput)
+			}
+		}
+		if prob != nil {
+			p.stopAsking()
+			p.fail(p.c.problems.Rebase(prob), true)
 		}
 	}()
 }
