@@ -12,8 +12,11 @@ all: build test
 
 # -buildvcs=auto stamps the commit for `toolmesh --version` even where the
 # environment's GOFLAGS turn VCS stamping off.
+# toolmesh-sandbox is the small helper a worker starts in front of each
+# sandboxed program (the toolmesh binary can serve too, but starts slower).
 build:
 	$(GO) build -buildvcs=auto -o bin/toolmesh ./cmd/toolmesh
+	$(GO) build -buildvcs=auto -o bin/toolmesh-sandbox ./cmd/toolmesh-sandbox
 
 # The README's test command, and exactly what .ci/run calls.
 test: fmt-check vet
@@ -50,7 +53,7 @@ fuzz:
 	done
 
 # MCP interop with software nobody here wrote: the official TypeScript SDK
-# client and @modelcontextprotocol/server-everything, installed by npm into
+# client, @modelcontextprotocol/server-everything and server-memory, installed by npm into
 # a temporary directory. Needs node and npm; `make test` does not.
 interop-mcp:
 	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -timeout 9m -run '^TestMCPInterop' ./tests/

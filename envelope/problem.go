@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DefaultBaseURI is the base of every problem type URI unless a Registry
@@ -190,8 +191,30 @@ func (p *Problem) Error() string {
 	return p.Title
 }
 
+// Is makes a timeout Problem match context.DeadlineExceeded and a
+// cancelled one context.Canceled, so errors.Is answers the same question
+// for a Problem that crossed the wire as for the local context error.
+func (p *Problem) Is(target error) bool {
+	switch p.Code {
+	case CodeTimeout:
+		return target == context.DeadlineExceeded
+	case CodeCancelled:
+		return target == context.Canceled
+	}
+	return false
+}
+
 // Transient reports whether retrying may succeed (retry_after is set).
 func (p *Problem) Transient() bool { return p.RetryAfter != nil }
+
+// RetryAfterDuration returns retry_after as a time.Duration, and whether
+// the Problem has one (it is transient). The wire keeps seconds.
+func (p *Problem) RetryAfterDuration() (time.Duration, bool) {
+	if p.RetryAfter == nil {
+		return 0, false
+	}
+	return time.Duration(*p.RetryAfter * float64(time.Second)), true
+}
 
 // WithRetryAfter sets retry_after in seconds and returns p.
 func (p *Problem) WithRetryAfter(seconds float64) *Problem {

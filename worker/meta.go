@@ -36,6 +36,7 @@ type callMeta struct {
 	interval         time.Duration
 	idem, bearer     string
 	trace            traceFields
+	ask              bool      // ask=1: the caller answers questions
 	pickup           time.Time // zero: the caller set no pickup deadline
 }
 
@@ -118,12 +119,18 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
 		return 1 << 9, text(&m.trace.state, v, maxTraceLen)
 	case wire.MetaBaggage:
 		return 1 << 10, text(&m.trace.baggage, v, maxTraceLen)
+	case wire.MetaAsk:
+		m.ask = string(v) == "1"
+		if !m.ask {
+			return 1 << 11, fmt.Errorf("want 1, got %.32q", v)
+		}
+		return 1 << 11, nil
 	case wire.MetaPickup:
 		ms, err := wire.Digits(v)
 		if err == nil {
 			m.pickup = time.UnixMilli(min(ms, maxUnixMilli))
 		}
-		return 1 << 11, err
+		return 1 << 12, err
 	}
 	return 0, nil
 }

@@ -33,9 +33,9 @@ const (
 	MetaTraceparent = "traceparent" // W3C Trace Context
 	MetaTracestate  = "tracestate"
 	MetaBaggage     = "baggage" // W3C Baggage
-	// MetaPickup is the wall-clock time (unix ms) after which the caller
-	// reports a call no worker took up as not run: a worker that reads the
-	// call later refuses it unrun (docs/protocol.md §8.2).
+	MetaAsk         = "ask"     // "1": the caller answers questions (§23)
+	// MetaPickup is the wall-clock time (unix ms) after which a worker
+	// that reads the call refuses it unrun (docs/protocol.md §8.2).
 	MetaPickup = "pickup"
 )
 

@@ -95,6 +95,8 @@ const (
 	// a worker that is gone has no subscription, so the server answers the
 	// reply subject 503 at once.
 	OpBeat = "beat"
+	// OpAnswer settles an open question of a call (§23.3).
+	OpAnswer = "answer"
 )
 
 // Control is one caller → worker control message.
@@ -104,6 +106,10 @@ type Control struct {
 	CallerID string `json:"caller_id,omitempty"`
 	// N is the number of events granted by a credit.
 	N int `json:"n,omitempty"`
+	// QuestionID, Action and Content are an answer's (OpAnswer).
+	QuestionID string          `json:"question_id,omitempty"`
+	Action     string          `json:"action,omitempty"`
+	Content    json.RawMessage `json:"content,omitempty"`
 }
 
 // Encode returns the control message's JSON.
