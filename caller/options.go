@@ -26,6 +26,7 @@ type callOptions struct {
 	timeout        time.Duration
 	retries        int
 	window         int
+	taskMode       string
 }
 
 // WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound
