@@ -12,8 +12,11 @@ all: build test
 
 # -buildvcs=auto stamps the commit for `toolmesh --version` even where the
 # environment's GOFLAGS turn VCS stamping off.
+# toolmesh-sandbox is the small helper a worker starts in front of each
+# sandboxed program (the toolmesh binary can serve too, but starts slower).
 build:
 	$(GO) build -buildvcs=auto -o bin/toolmesh ./cmd/toolmesh
+	$(GO) build -buildvcs=auto -o bin/toolmesh-sandbox ./cmd/toolmesh-sandbox
 
 # The README's test command, and exactly what .ci/run calls.
 test: fmt-check vet
@@ -43,14 +46,14 @@ bench: build
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:
-	@for pkg in ./envelope ./envelope/provider ./mesh ./caller ./worker ./worker/cli ./worker/mcpbridge ./internal/redact; do \
+	@for pkg in ./envelope ./envelope/provider ./mesh ./internal/wire ./internal/argtemplate ./caller ./worker ./worker/cli ./worker/mcpbridge ./internal/redact; do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 			echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
 
 # MCP interop with software nobody here wrote: the official TypeScript SDK
-# client and @modelcontextprotocol/server-everything, installed by npm into
+# client, @modelcontextprotocol/server-everything and server-memory, installed by npm into
 # a temporary directory. Needs node and npm; `make test` does not.
 interop-mcp:
 	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -timeout 9m -run '^TestMCPInterop' ./tests/

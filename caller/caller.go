@@ -23,6 +23,11 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/toolmesh/toolmesh/internal/jsonx"
+
+	"github.com/toolmesh/toolmesh/internal/telemetry"
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"go.opentelemetry.io/otel/baggage"
@@ -87,7 +92,7 @@ type Caller struct {
 	cfg      Config
 	subjects mesh.Subjects
 	problems envelope.Registry
-	tracer   *mesh.Tracer
+	tracer   *telemetry.Tracer
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
 	inbox    string // <inbox-prefix>.<caller-id>.
@@ -138,7 +143,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.ID == "" {
 		cfg.ID = ulid.Make().String()
 	}
-	if len(cfg.ID) > 128 || !mesh.ValidWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
+	if len(cfg.ID) > 128 || !wire.ValidWorkerID(cfg.ID) || strings.Contains(cfg.ID, ".") {
 		// Workers refuse calls whose caller= is not 1-128 of [A-Za-z0-9_-].
 		return cfg, envelope.Problemf(envelope.CodeInvalidConfig, "caller id %.40q: want 1-128 characters of A-Z a-z 0-9 _ -", cfg.ID)
 	}
@@ -189,11 +194,11 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		cfg:          cfg,
 		subjects:     mesh.Subjects{Prefix: cfg.Prefix},
 		problems:     envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:       mesh.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/caller"),
+		tracer:       telemetry.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/caller"),
 		prop:         cfg.Propagator,
 		log:          cfg.Logger.With("caller_id", cfg.ID),
 		inbox:        cfg.InboxPrefix + "." + cfg.ID + ".",
-		intervalPair: mesh.AppendIntPair(nil, mesh.MetaInterval, cfg.Heartbeat.Milliseconds()),
+		intervalPair: wire.AppendIntPair(nil, wire.MetaInterval, cfg.Heartbeat.Milliseconds()),
 		spanOpts:     []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 		pending:      map[string]*pending{},
 		batches:      map[string]*batch{},
@@ -207,7 +212,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	if err := c.subscribe(); err != nil {
 		return nil, err
 	}
-	mesh.OnViolation(nc, c.onViolation)
+	wire.OnViolation(nc, c.onViolation)
 	c.statusCh = nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	c.wg.Add(2)
 	go c.watchConnection()
@@ -230,9 +235,9 @@ func (c *Caller) subscribe() error {
 	// Liveness probes get their own subscription (and so their own
 	// goroutine): a worker asking whether this caller lives is answered
 	// at once, however many events wait unread in the inbox.
-	probe, err := c.nc.Subscribe(c.inbox+mesh.ProbeToken, func(m *nats.Msg) {
-		if f, err := mesh.ParseFrame(m.Data); err == nil && f.Kind == mesh.FrameBeat {
-			c.sendControl(f.Worker, mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID})
+	probe, err := c.nc.Subscribe(c.inbox+wire.ProbeToken, func(m *nats.Msg) {
+		if f, err := wire.ParseFrame(m.Data); err == nil && f.Kind == wire.FrameBeat {
+			c.sendControl(f.Worker, wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID})
 		}
 	})
 	if err != nil {
@@ -302,18 +307,18 @@ func (c *Caller) remove(id string) {
 // onMsg routes one inbox message to its call (protocol v2, §5).
 func (c *Caller) onMsg(m *nats.Msg) {
 	if len(m.Data) == 0 {
-		if status := mesh.Header(m.Header, "Status"); status == "503" {
+		if status := wire.Header(m.Header, "Status"); status == "503" {
 			c.noResponders(m.Subject)
 		}
 		return // otherwise a worker closing a server-made reply stream after the terminal (see worker)
 	}
-	f, err := mesh.ParseFrame(m.Data)
+	f, err := wire.ParseFrame(m.Data)
 	if err == nil {
 		switch f.Kind {
-		case mesh.FrameBeat:
+		case wire.FrameBeat:
 			c.onBeat(f)
 			return
-		case mesh.FrameEnds:
+		case wire.FrameEnds:
 			c.onEnds(m.Subject, f)
 			return
 		}
@@ -327,9 +332,9 @@ func (c *Caller) onMsg(m *nats.Msg) {
 		return // a call this caller no longer tracks; its worker's next beat gets a cancel
 	case err != nil:
 		p.fail(c.problems.New(envelope.CodeInternal, "malformed message from the worker: "+err.Error()), true)
-	case f.Kind == mesh.FrameChunk:
+	case f.Kind == wire.FrameChunk:
 		p.chunk(f.Seq, f.Part, f.Parts, f.Payload)
-	case f.Kind == mesh.FrameBare && p.stream:
+	case f.Kind == wire.FrameBare && p.stream:
 		p.deliverBareInStream(f.Payload)
 	default:
 		p.deliverFrame(f)
@@ -364,9 +369,9 @@ func (c *Caller) noSuchTool(tool string) *envelope.Problem {
 // onBatchMsg takes a message without id= on a batch's reply subject: it
 // concerns the batch as a whole, which the worker refused before running
 // any of its calls (protocol v2, §4.3). Its error ends every call of it.
-func (c *Caller) onBatchMsg(b *batch, f mesh.Frame, err error) {
+func (c *Caller) onBatchMsg(b *batch, f wire.Frame, err error) {
 	prob := c.problems.New(envelope.CodeInternal, "the worker answered a batch of calls with a message that names no call")
-	if err == nil && f.Kind == mesh.FrameBare {
+	if err == nil && f.Kind == wire.FrameBare {
 		if ev, perr := envelope.ParseEvent(f.Payload); perr == nil && ev.Problem() != nil {
 			prob = ev.Problem()
 		}
@@ -377,7 +382,7 @@ func (c *Caller) onBatchMsg(b *batch, f mesh.Frame, err error) {
 // onEnds delivers the replies of several calls of one batch, each the
 // call's only event, numbered 1 (protocol v2, §4.3). A frame that does
 // not add up ends every call of the batch: its worker is broken.
-func (c *Caller) onEnds(subject string, f mesh.Frame) {
+func (c *Caller) onEnds(subject string, f wire.Frame) {
 	ids, events, err := f.Ends()
 	if err != nil {
 		prob := c.problems.New(envelope.CodeInternal, "malformed message from the worker: "+err.Error())
@@ -419,8 +424,8 @@ const maxCancelsPerBeat = 16
 // from. A named call this caller no longer tracks (cancelled, timed out,
 // abandoned before its worker was known) is still running there, so the
 // worker is told to stop it.
-func (c *Caller) onBeat(f mesh.Frame) {
-	interval := mesh.Millis(f.Interval)
+func (c *Caller) onBeat(f wire.Frame) {
+	interval := wire.Millis(f.Interval)
 	now := time.Now()
 	cancels := 0
 	f.EachCallID(func(id string) {
@@ -432,7 +437,7 @@ func (c *Caller) onBeat(f mesh.Frame) {
 			// make this caller publish thousands of messages.
 			if cancels < maxCancelsPerBeat {
 				cancels++
-				c.sendControl(f.Worker, mesh.Control{Op: mesh.OpCancel, CallID: id})
+				c.sendControl(f.Worker, wire.Control{Op: wire.OpCancel, CallID: id})
 			}
 			return
 		}
@@ -443,8 +448,8 @@ func (c *Caller) onBeat(f mesh.Frame) {
 // maxPayload is the largest message the server takes.
 func (c *Caller) maxPayload() int64 { return c.payload.Load() }
 
-func (c *Caller) sendControl(workerID string, ctl mesh.Control) {
-	if !mesh.ValidWorkerID(workerID) {
+func (c *Caller) sendControl(workerID string, ctl wire.Control) {
+	if !wire.ValidWorkerID(workerID) {
 		return // a worker's id comes off the wire: never let it shape a subject
 	}
 	if err := c.nc.Publish(c.subjects.Control(workerID), ctl.Encode()); err != nil {
@@ -525,7 +530,7 @@ func (c *Caller) watchdog() {
 					workers[live.workerID] = true
 				}
 			}
-			alive := mesh.Control{Op: mesh.OpAlive, CallerID: c.cfg.ID}
+			alive := wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID}
 			for wid := range workers {
 				c.sendControl(wid, alive)
 			}
@@ -581,10 +586,10 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	span := c.startSpan(ctx, tool, id, mode)
 	body := c.appendMeta(make([]byte, 0, 160+len(rawArgs)), ctx, span, id, o, mode, window)
-	if len(body) > mesh.MaxMetaLine {
+	if len(body) > wire.MaxMetaLine {
 		span.End()
 		return nil, c.problems.New(envelope.CodeInvalidInput, fmt.Sprintf(
-			"the call's metadata line is %d bytes, more than the %d a worker reads: the bearer or idempotency key is too large", len(body), mesh.MaxMetaLine))
+			"the call's metadata line is %d bytes, more than the %d a worker reads: the bearer or idempotency key is too large", len(body), wire.MaxMetaLine))
 	}
 	body, prob := c.appendCall(body, rawArgs, o)
 	if prob != nil {
@@ -593,6 +598,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	p := &pending{c: c, id: id, reply: reply, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
 		lastHeard: now, notify: c.notifier(), span: span}
+	p.startAsking(ctx, o)
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
 	}
@@ -629,24 +635,27 @@ func (c *Caller) notifier() chan struct{} {
 // appendMeta appends the call's metadata line (protocol v2, §4.1): ids,
 // interval, mode, budget, options, and trace context when there is any.
 func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id string, o callOptions, mode callMode, window int) []byte {
-	b = mesh.AppendMetaStart(b)
+	b = wire.AppendMetaStart(b)
 	if mode == stream {
 		// First, so that a worker refusing anything later in the line
 		// answers in stream form (docs/protocol.md §6).
-		b = mesh.AppendPair(b, mesh.MetaMode, mesh.ModeStream)
-		b = mesh.AppendIntPair(b, mesh.MetaWindow, int64(window))
+		b = wire.AppendPair(b, wire.MetaMode, wire.ModeStream)
+		b = wire.AppendIntPair(b, wire.MetaWindow, int64(window))
 	}
-	b = mesh.AppendPair(b, mesh.MetaID, id)
-	b = mesh.AppendPair(b, mesh.MetaCaller, c.cfg.ID)
+	b = wire.AppendPair(b, wire.MetaID, id)
+	b = wire.AppendPair(b, wire.MetaCaller, c.cfg.ID)
 	b = append(b, c.intervalPair...)
 	if deadline, ok := ctx.Deadline(); ok {
-		b = mesh.AppendIntPair(b, mesh.MetaTimeout, max(time.Until(deadline).Milliseconds(), 1))
+		b = wire.AppendIntPair(b, wire.MetaTimeout, max(time.Until(deadline).Milliseconds(), 1))
 	}
 	if o.idempotencyKey != "" {
-		b = mesh.AppendPair(b, mesh.MetaIdempotency, o.idempotencyKey)
+		b = wire.AppendPair(b, wire.MetaIdempotency, o.idempotencyKey)
 	}
 	if o.bearer != "" {
-		b = mesh.AppendPair(b, mesh.MetaBearer, o.bearer)
+		b = wire.AppendPair(b, wire.MetaBearer, o.bearer)
+	}
+	if o.ask {
+		b = wire.AppendPair(b, wire.MetaAsk, "1")
 	}
 	// Trace context only when there is some: an untraced call pays for
 	// one check, not for a propagator.
@@ -665,7 +674,7 @@ type metaCarrier struct{ b *[]byte }
 func (metaCarrier) Get(string) string { return "" }
 
 // Set appends one pair.
-func (m metaCarrier) Set(key, value string) { *m.b = mesh.AppendPair(*m.b, key, value) }
+func (m metaCarrier) Set(key, value string) { *m.b = wire.AppendPair(*m.b, key, value) }
 
 // Keys returns nothing: the carrier is write-only.
 func (metaCarrier) Keys() []string { return nil }
@@ -695,7 +704,7 @@ func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) 
 	}
 	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
 	if span.IsRecording() {
-		span.SetAttributes(mesh.SpanAttributes(tool, id, mode == stream)...)
+		span.SetAttributes(telemetry.SpanAttributes(tool, id, mode == stream)...)
 	}
 	return span
 }
@@ -730,7 +739,7 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 // coalescer returns the sender p may be coalesced by: nil for a stream,
 // or when coalescing is off.
 func (c *Caller) coalescer(p *pending) *sender {
-	if p.stream || c.cfg.Coalescing == CoalesceOff {
+	if p.stream || p.asking.on || c.cfg.Coalescing == CoalesceOff {
 		return nil
 	}
 	return c.senderFor(p.tool)
@@ -752,15 +761,15 @@ func encodeArgs(args any) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !envelope.IsJSONObject(b) {
+		if !jsonx.IsObject(b) {
 			return nil, errors.New("want a JSON object")
 		}
 		return b, nil
 	}
-	if !envelope.ValidJSON(raw) {
+	if !jsonx.Valid(raw) {
 		return nil, errors.New("not valid JSON")
 	}
-	if !envelope.IsJSONObject(raw) {
+	if !jsonx.IsObject(raw) {
 		return nil, errors.New("want a JSON object")
 	}
 	return raw, nil
@@ -870,7 +879,7 @@ func (c *Caller) waitRetry(ctx context.Context, p *envelope.Problem) bool {
 	}
 }
 
-func (p *pending) endSpan(prob *envelope.Problem) { mesh.EndSpan(p.span, prob) }
+func (p *pending) endSpan(prob *envelope.Problem) { telemetry.EndSpan(p.span, prob) }
 
 // badToolName is the Problem of a malformed tool name: invalid_input with
 // a fix about names, not the schema violations a call's args would have.

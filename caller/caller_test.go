@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -27,18 +29,18 @@ const fakeWorkerID = "FAKEWORKER"
 // messages sent to it.
 type fakeWorker struct {
 	nc       *nats.Conn
-	controls chan mesh.Control
+	controls chan wire.Control
 }
 
 func newFakeWorker(t *testing.T, nc *nats.Conn, reply func(fw *fakeWorker, m *nats.Msg)) *fakeWorker {
 	t.Helper()
-	fw := &fakeWorker{nc: nc, controls: make(chan mesh.Control, 64)}
+	fw := &fakeWorker{nc: nc, controls: make(chan wire.Control, 64)}
 	subjects := mesh.Subjects{}
 	if _, err := nc.Subscribe(subjects.Call("fake"), func(m *nats.Msg) { reply(fw, m) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := nc.Subscribe(subjects.Control(fakeWorkerID), func(m *nats.Msg) {
-		var c mesh.Control
+		var c wire.Control
 		if json.Unmarshal(m.Data, &c) == nil {
 			fw.controls <- c
 		}
@@ -53,7 +55,7 @@ func newFakeWorker(t *testing.T, nc *nats.Conn, reply func(fw *fakeWorker, m *na
 
 // send publishes one numbered event to the call's inbox, as an events frame.
 func (fw *fakeWorker) send(m *nats.Msg, seq int, event string) {
-	body := mesh.AppendEventsHead(nil, int64(seq), []int{len(event)})
+	body := wire.AppendEventsHead(nil, int64(seq), []int{len(event)})
 	_ = fw.nc.Publish(m.Reply, append(body, event...))
 }
 
@@ -74,7 +76,7 @@ func waitForCancel(t *testing.T, fw *fakeWorker) {
 	for {
 		select {
 		case c := <-fw.controls:
-			if c.Op == mesh.OpCancel {
+			if c.Op == wire.OpCancel {
 				return
 			}
 		case <-time.After(20 * time.Second):
@@ -233,11 +235,11 @@ func TestUntracedCallCarriesNoTraceContext(t *testing.T) {
 	if _, err := c.Call(context.Background(), "fake", map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
-	line, _, err := mesh.SplitCall(<-bodies)
+	line, _, err := wire.SplitCall(<-bodies)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{mesh.MetaTraceparent, mesh.MetaTracestate, mesh.MetaBaggage} {
+	for _, key := range []string{wire.MetaTraceparent, wire.MetaTracestate, wire.MetaBaggage} {
 		if strings.Contains(string(line), " "+key+"=") {
 			t.Errorf("untraced call's metadata %q carries %s", line, key)
 		}
@@ -272,7 +274,7 @@ func TestUnknownIDsInABeatCauseBoundedCancels(t *testing.T) {
 	e := meshtest.StartServer(t, embedded.Config{})
 	wnc := meshtest.Connect(t, e)
 	fw := newFakeWorker(t, wnc, func(fw *fakeWorker, m *nats.Msg) {
-		beat := mesh.AppendBeatHead(nil, fakeWorkerID, 1000)
+		beat := wire.AppendBeatHead(nil, fakeWorkerID, 1000)
 		for i := range 1000 {
 			beat = append(beat, fmt.Sprintf("UNKNOWN%d ", i)...)
 		}
@@ -287,7 +289,7 @@ func TestUnknownIDsInABeatCauseBoundedCancels(t *testing.T) {
 	// The beat was handled before the result, so its cancels went out on
 	// cnc before Call returned; a marker sent after them on the same
 	// connection arrives after all of them.
-	if err := cnc.Publish(mesh.Subjects{}.Control(fakeWorkerID), mesh.Control{Op: "marker"}.Encode()); err != nil {
+	if err := cnc.Publish(mesh.Subjects{}.Control(fakeWorkerID), wire.Control{Op: "marker"}.Encode()); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

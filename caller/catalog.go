@@ -9,11 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // CatalogTool is one tool as the catalogue sees it across the fleet.
@@ -37,7 +38,7 @@ type Catalog struct {
 }
 
 // catalogEntry is one worker's catalogue answer.
-type catalogEntry = mesh.CatalogEntry
+type catalogEntry = wire.CatalogEntry
 
 // specDecoder decodes the specs of catalogue answers, each distinct spec
 // once: ToolSpec's decoder validates schemas, and a fleet's replicas send

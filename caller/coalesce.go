@@ -6,10 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // CoalesceMode says whether unary calls to one tool that queue up while
@@ -212,7 +213,7 @@ func (c *Caller) sendBatch(subject string, q []queued, size int) {
 	for i, e := range kept {
 		sizes[i] = len(e.body)
 	}
-	msg := mesh.AppendBatchHead(make([]byte, 0, batchLineRoom+size), sizes)
+	msg := wire.AppendBatchHead(make([]byte, 0, batchLineRoom+size), sizes)
 	for _, e := range kept {
 		msg = append(msg, e.body...)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -45,7 +47,7 @@ func queueCalls(t *testing.T, c *caller.Caller, tool string, n int) (release fun
 // batchOf splits a batch message the fake worker received, failing the
 // test when it is not one.
 func batchOf(t *testing.T, m *nats.Msg) (calls [][]byte, ids []string) {
-	calls, ids, err := mesh.SplitBatch(m.Data)
+	calls, ids, err := wire.SplitBatch(m.Data)
 	if err != nil {
 		t.Errorf("not a batch: %v: %q", err, m.Data)
 	}
@@ -54,7 +56,7 @@ func batchOf(t *testing.T, m *nats.Msg) (calls [][]byte, ids []string) {
 
 // argsOf returns a call body's args.
 func argsOf(call []byte) json.RawMessage {
-	_, body, _ := mesh.SplitCall(call)
+	_, body, _ := wire.SplitCall(call)
 	var v struct{ Args json.RawMessage }
 	_ = json.Unmarshal(body, &v)
 	return v.Args
@@ -69,7 +71,7 @@ func TestBatchedCallsGetTheirOwnResults(t *testing.T) {
 		"frames, backwards": func(fw *fakeWorker, m *nats.Msg, calls [][]byte, ids []string) {
 			for i := len(calls) - 1; i >= 0; i-- {
 				ev := `{"type":"result","data":` + string(argsOf(calls[i])) + `}`
-				_ = fw.nc.Publish(m.Reply, mesh.WithCallID([]byte(ev), ids[i]))
+				_ = fw.nc.Publish(m.Reply, wire.WithCallID([]byte(ev), ids[i]))
 			}
 		},
 		"one ends frame": func(fw *fakeWorker, m *nats.Msg, calls [][]byte, ids []string) {
@@ -79,7 +81,7 @@ func TestBatchedCallsGetTheirOwnResults(t *testing.T) {
 				ev := `{"type":"result","data":` + string(argsOf(call)) + `}`
 				sizes, evs = append(sizes, len(ev)), append(evs, ev...)
 			}
-			_ = fw.nc.Publish(m.Reply, append(mesh.AppendEndsHead(nil, ids, sizes), evs...))
+			_ = fw.nc.Publish(m.Reply, append(wire.AppendEndsHead(nil, ids, sizes), evs...))
 		},
 	}
 	for name, answer := range answers {
@@ -115,7 +117,7 @@ func TestBatchReplyCannotAnswerAnotherCall(t *testing.T) {
 	e := meshtest.StartServer(t, embedded.Config{})
 	var batchReply = make(chan string, 1)
 	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
-		if mesh.IsBatch(m.Data) {
+		if wire.IsBatch(m.Data) {
 			batchReply <- m.Reply // answered below, once the other call is out
 			return
 		}
@@ -131,7 +133,7 @@ func TestBatchReplyCannotAnswerAnotherCall(t *testing.T) {
 	nc := meshtest.Connect(t, e)
 	if _, err := nc.Subscribe(mesh.Subjects{}.Call("other"), func(m *nats.Msg) {
 		id := m.Reply[strings.LastIndexByte(m.Reply, '.')+1:]
-		_ = nc.Publish(reply, mesh.WithCallID([]byte(`{"type":"result","data":{"from":"the batch's worker"}}`), id))
+		_ = nc.Publish(reply, wire.WithCallID([]byte(`{"type":"result","data":{"from":"the batch's worker"}}`), id))
 		_ = nc.Publish(m.Reply, []byte(`{"type":"result","data":{"from":"its own worker"}}`))
 	}); err != nil {
 		t.Fatal(err)
@@ -199,7 +201,7 @@ func TestCoalesceOffSendsEachCallAlone(t *testing.T) {
 	e := meshtest.StartServer(t, embedded.Config{})
 	batches := make(chan bool, 64)
 	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
-		batches <- mesh.IsBatch(m.Data)
+		batches <- wire.IsBatch(m.Data)
 		_ = m.Respond([]byte(`{"type":"result","data":{}}`))
 	})
 	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{Coalescing: caller.CoalesceOff})
@@ -221,7 +223,7 @@ func TestStreamsAreNeverQueued(t *testing.T) {
 	e := meshtest.StartServer(t, embedded.Config{})
 	got := make(chan bool, 1)
 	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
-		got <- mesh.IsBatch(m.Data)
+		got <- wire.IsBatch(m.Data)
 		fw.send(m, 1, `{"type":"result","data":{}}`)
 	})
 	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
@@ -246,14 +248,14 @@ func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
 	sent := make(chan []string, 1)
 	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
 		calls, ids := [][]byte{m.Data}, []string{"(alone)"}
-		if mesh.IsBatch(m.Data) {
+		if wire.IsBatch(m.Data) {
 			calls, ids = batchOf(t, m)
 		}
 		sent <- ids
 		for i, call := range calls {
 			ev := `{"type":"result","data":` + string(argsOf(call)) + `}`
-			if mesh.IsBatch(m.Data) {
-				_ = fw.nc.Publish(m.Reply, mesh.WithCallID([]byte(ev), ids[i]))
+			if wire.IsBatch(m.Data) {
+				_ = fw.nc.Publish(m.Reply, wire.WithCallID([]byte(ev), ids[i]))
 			} else {
 				_ = m.Respond([]byte(ev))
 			}

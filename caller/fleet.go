@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
@@ -57,7 +59,7 @@ func (c *Caller) SampleFleet(ctx context.Context, wait time.Duration) (FleetSamp
 			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
 		}
 		defer func() { _ = sub.Unsubscribe() }()
-		if err := c.nc.PublishRequest(mesh.Discovery(verb, mesh.ServiceName, ""), inbox, nil); err != nil {
+		if err := c.nc.PublishRequest(wire.Discovery(verb, mesh.ServiceName, ""), inbox, nil); err != nil {
 			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
 		}
 	}

@@ -22,7 +22,7 @@ type Invoker func(ctx context.Context, inv *Invocation) (callID string, terminal
 
 // Middleware wraps an Invoker, net/http style: it may act before and
 // after the call or answer itself without calling next (a short circuit,
-// returning envelope.ErrorEvent of its Problem). Config.Middleware wraps
+// returning ErrorEvent of its Problem). Config.Middleware wraps
 // Call and CallAs, the first outermost; Stream is not wrapped.
 type Middleware func(next Invoker) Invoker
 

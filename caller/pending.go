@@ -8,10 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // pending is one call in flight. The inbox callback appends to its queue
@@ -42,6 +43,7 @@ type pending struct {
 	consumed       int    // events read since the last credit grant
 	chunks         []byte // the event being reassembled from chunks
 	chunkNext      int    // the piece expected next (1-based; 0: none in progress)
+	asking         askState
 }
 
 func (p *pending) signal() {
@@ -80,8 +82,8 @@ func (p *pending) heard(workerID string, interval time.Duration, now time.Time) 
 // deliverFrame queues the events of one message: a bare event (numbered
 // 1) or an events frame, parsed first and then queued under one lock with
 // one wake-up for the reader, however many events the frame packs.
-func (p *pending) deliverFrame(f mesh.Frame) {
-	if f.Kind == mesh.FrameBare {
+func (p *pending) deliverFrame(f wire.Frame) {
+	if f.Kind == wire.FrameBare {
 		p.deliverJSON(1, f.Payload)
 		return
 	}
@@ -169,7 +171,11 @@ func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *
 	if seq != p.nextSeq {
 		return p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d of call %s, got %d: events were lost in transit", p.nextSeq, p.id, seq))
 	}
-	if p.stream && !ev.IsTerminal() && len(p.queue)-p.head >= p.window {
+	if isAsk(ev) {
+		if prob := p.askLocked(ev); prob != nil {
+			return prob
+		}
+	} else if p.stream && !ev.IsTerminal() && len(p.queue)-p.head >= p.window {
 		// The reader has not yet consumed the whole window, so a correct
 		// worker cannot have sent this: ending the call keeps the caller's
 		// memory bounded whatever a worker does.
@@ -244,13 +250,14 @@ func (p *pending) fail(prob *envelope.Problem, cancelWorker bool) {
 	p.mu.Unlock()
 	p.signal()
 	if cancelWorker && wid != "" {
-		p.c.sendControl(wid, mesh.Control{Op: mesh.OpCancel, CallID: p.id})
+		p.c.sendControl(wid, wire.Control{Op: wire.OpCancel, CallID: p.id})
 	}
 }
 
 // abandon fails the call, stops routing its events and ends its span. Any
 // heartbeat that still arrives for it makes the caller send a cancel.
 func (p *pending) abandon(prob *envelope.Problem) {
+	p.stopAsking()
 	p.fail(prob, true)
 	p.c.remove(p.id)
 }
@@ -268,7 +275,7 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 				p.queue, p.head = p.queue[:0], 0 // the backing array is reused
 			}
 			grant, wid := 0, ""
-			if p.stream && !ev.IsTerminal() {
+			if p.stream && !ev.IsTerminal() && !isAsk(ev) {
 				p.consumed++
 				if p.consumed >= p.window/2 && p.workerID != "" {
 					grant, wid, p.consumed = p.consumed, p.workerID, 0
@@ -279,9 +286,11 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 			}
 			p.mu.Unlock()
 			if grant > 0 {
-				p.c.sendControl(wid, mesh.Control{Op: mesh.OpCredit, CallID: p.id, N: grant})
+				p.c.sendControl(wid, wire.Control{Op: wire.OpCredit, CallID: p.id, N: grant})
 			}
+			p.handOver(ev)
 			if ev.IsTerminal() {
+				p.stopAsking()
 				p.c.remove(p.id)
 				p.endSpan(ev.Problem())
 				p.c.notifiers.Put(p.notify)

@@ -3,7 +3,7 @@ package caller
 import (
 	"time"
 
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // confirmInbox round-trips to the server so a subscription its
@@ -14,18 +14,18 @@ func (c *Caller) confirmInbox() error {
 	if err := c.nc.FlushTimeout(5 * time.Second); err != nil {
 		return nil
 	}
-	if op, subject, ok := mesh.Violation(c.nc.LastError()); ok && op == mesh.OpSubscribe && (subject == c.sub.Subject || subject == c.probe.Subject) {
-		return mesh.ForbiddenProblem(c.problems, op, subject,
+	if op, subject, ok := wire.Violation(c.nc.LastError()); ok && op == wire.OpSubscribe && (subject == c.sub.Subject || subject == c.probe.Subject) {
+		return wire.ForbiddenProblem(c.problems, op, subject,
 			"the caller's inbox cannot receive events; grant the subject to the caller's NATS user, or set Config.InboxPrefix to one it may subscribe to")
 	}
 	return nil
 }
 
 // onViolation routes a permissions violation NATS reported (see
-// mesh.OnViolation) to the calls it concerns: a call the server refused to
+// wire.OnViolation) to the calls it concerns: a call the server refused to
 // publish fails at once with forbidden instead of waiting out its pickup
 // timeout.
-func (c *Caller) onViolation(op mesh.Operation, subject string) {
+func (c *Caller) onViolation(op wire.Operation, subject string) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -35,12 +35,12 @@ func (c *Caller) onViolation(op mesh.Operation, subject string) {
 	c.mu.Unlock()
 	for _, p := range calls {
 		switch {
-		case op == mesh.OpSubscribe && subject == c.sub.Subject:
+		case op == wire.OpSubscribe && subject == c.sub.Subject:
 			// The inbox was refused (say, after a reconnect to a server
 			// with other permissions): no call can hear its worker.
-			p.fail(mesh.ForbiddenProblem(c.problems, op, subject, "the caller's inbox receives nothing"), true)
-		case op == mesh.OpPublish && c.subjects.Call(p.tool) == subject && !p.liveness().spoken:
-			p.fail(mesh.ForbiddenProblem(c.problems, op, subject,
+			p.fail(wire.ForbiddenProblem(c.problems, op, subject, "the caller's inbox receives nothing"), true)
+		case op == wire.OpPublish && c.subjects.Call(p.tool) == subject && !p.liveness().spoken:
+			p.fail(wire.ForbiddenProblem(c.problems, op, subject,
 				"this identity may not call tool "+p.tool), false)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -98,7 +100,7 @@ const maxBeaconInterval = 10 * time.Minute
 // fetched is the outcome of fetching one worker's tools.
 type fetched struct {
 	token    uint64
-	beacon   mesh.Beacon
+	beacon   wire.Beacon
 	interval time.Duration
 	tools    []envelope.ToolSpec
 	err      error
@@ -127,7 +129,7 @@ func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *
 		case r := <-f.results:
 			f.land(r)
 		case m := <-beacons:
-			var b mesh.Beacon
+			var b wire.Beacon
 			if json.Unmarshal(m.Data, &b) != nil || b.WorkerID == "" {
 				continue
 			}
@@ -141,9 +143,9 @@ func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *
 
 // apply records one beacon, starting a fetch of the worker's tools when
 // they are new to the view or have changed.
-func (f *follower) apply(ctx context.Context, b mesh.Beacon) {
+func (f *follower) apply(ctx context.Context, b wire.Beacon) {
 	interval := beaconInterval(b.IntervalMS, f.v.interval)
-	if b.State == mesh.BeaconGone {
+	if b.State == wire.BeaconGone {
 		delete(f.inflight, b.WorkerID) // a fetch still out must not bring it back
 		f.v.dropWorker(b.WorkerID)
 		return
@@ -255,7 +257,7 @@ func (v *liveView) dropWorker(id string) {
 // heard records a beacon of a worker whose tools the view already has; it
 // reports false when the tools must be fetched (a new worker, or a new
 // revision). This is the steady-state path: O(1), no allocation.
-func (v *liveView) heard(b mesh.Beacon, now time.Time, interval time.Duration) bool {
+func (v *liveView) heard(b wire.Beacon, now time.Time, interval time.Duration) bool {
 	w, ok := v.workers[b.WorkerID]
 	if !ok || (w.revision != b.Revision && w.revision != -1) {
 		return false

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // The live catalogue at the scale the issue names: 10,000 workers hosting
@@ -51,13 +52,13 @@ func BenchmarkWatchBeacon(b *testing.B) {
 	v := benchView(b)
 	msgs := make([][]byte, benchWorkers)
 	for w := range msgs {
-		msgs[w], _ = json.Marshal(mesh.Beacon{WorkerID: fmt.Sprint("W", w), State: mesh.BeaconUp, Revision: 1, IntervalMS: 1000})
+		msgs[w], _ = json.Marshal(wire.Beacon{WorkerID: fmt.Sprint("W", w), State: wire.BeaconUp, Revision: 1, IntervalMS: 1000})
 	}
 	b.SetBytes(int64(len(msgs[0])))
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		var bc mesh.Beacon
+		var bc wire.Beacon
 		if err := json.Unmarshal(msgs[i%benchWorkers], &bc); err != nil {
 			b.Fatal(err)
 		}

@@ -1,10 +1,11 @@
 package envelope
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // Call is the body of a call message: the tool's arguments plus the
@@ -51,7 +52,7 @@ func parseCall(data []byte, copyArgs bool) (Call, error) {
 	err := scanRawMembers(data, func(name, v []byte) error {
 		switch string(name) {
 		case "args":
-			if !IsJSONObject(v) {
+			if !jsonx.IsObject(v) {
 				return errors.New("call: field args: want a JSON object")
 			}
 			out.Args = json.RawMessage(v)
@@ -131,14 +132,6 @@ func (c Call) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// IsJSONObject reports whether b (valid JSON) is an object: its first
-// character past white space is '{'. The one check of "is this an
-// object?" for every package, since only objects flatten into responses.
-func IsJSONObject(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	return len(b) > 0 && b[0] == '{'
-}
-
 // ResponseFormatType names the three kinds of ResponseFormat.
 type ResponseFormatType string
 
@@ -196,7 +189,7 @@ func (r ResponseFormat) Validate() error {
 		if !validFormatName(r.JSONSchema.Name) {
 			return fmt.Errorf("response_format: field json_schema.name: %q must be 1-64 of [A-Za-z0-9_-]", r.JSONSchema.Name)
 		}
-		if !IsJSONObject(r.JSONSchema.Schema) {
+		if !jsonx.IsObject(r.JSONSchema.Schema) {
 			return errors.New("response_format: field json_schema.schema: want a JSON Schema object")
 		}
 	case "":

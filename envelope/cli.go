@@ -68,13 +68,6 @@ const ExitOKEmpty = "ok_empty"
 // StdinParamsJSON is the Stdin value that feeds the call's args as JSON.
 const StdinParamsJSON = "params_json"
 
-// CliBindingFields lists the JSON field names of a CLI binding, so loaders
-// can warn about a misspelt field, which the binding format requires them to
-// tolerate (later versions add fields that older parsers must skip).
-func CliBindingFields() []string {
-	return []string{"cmd", "args", "args_template", "env", "output_format", "page_all_flag", "dry_run_flag", "exit_code_map", "stdin"}
-}
-
 // StdinArg returns the arg named by a Stdin of the form "arg.NAME".
 func (c CliBindingConfig) StdinArg() (string, bool) {
 	name, ok := strings.CutPrefix(c.Stdin, "arg.")

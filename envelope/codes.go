@@ -32,6 +32,15 @@ const (
 	CodeInternal              Code = "internal_error"
 	CodeTaskNotFound          Code = "task_not_found"
 	CodeTaskExpired           Code = "task_expired"
+	CodeInputRequired         Code = "input_required"
+	CodeInputTimeout          Code = "input_timeout"
+	CodeDeclined              Code = "declined"
+	// The sandbox codes: a confined program was refused by its sandbox.
+	CodeSandboxReadDenied    Code = "sandbox_read_denied"
+	CodeSandboxWriteDenied   Code = "sandbox_write_denied"
+	CodeSandboxExecDenied    Code = "sandbox_exec_denied"
+	CodeSandboxConnectDenied Code = "sandbox_connect_denied"
+	CodeSandboxLimit         Code = "sandbox_limit_exceeded"
 )
 
 // CodeInfo is one registry entry: everything needed to build a Problem for
@@ -94,6 +103,22 @@ var registry = withSlugs(map[Code]CodeInfo{
 		Fix: fix("Check the task id with `toolmesh tasks ls`; a task is visible only to the identity that submitted it.", MaybeIncorrect)},
 	CodeTaskExpired: {Title: "Task expired", Status: 410, ExitCode: 17,
 		Fix: fix("The task is older than the task service's retention and its events and result are gone; submit it again if it is still wanted.", MaybeIncorrect)},
+	CodeInputRequired: {Title: "Input required", Status: 428, ExitCode: 18,
+		Fix: fix("The tool asked a question (see the question extension) that this call could not answer; call again able to answer: on a terminal, or with --answer JSON, or from a caller that declares it answers questions.", HasPlaceholders)},
+	CodeInputTimeout: {Title: "Input timeout", Status: 408, ExitCode: 19,
+		Fix: fix("The tool's question was not answered in time; call again and answer it sooner, or ask the operator for a longer question timeout.", MaybeIncorrect)},
+	CodeDeclined: {Title: "Declined", Status: 403, ExitCode: 20,
+		Fix: fix("The caller declined what the tool asked (an approval or a question it cannot go on without); call again only if the answer should now be yes.", Unspecified)},
+	CodeSandboxReadDenied: {Title: "Sandbox denied a read", Status: 403, ExitCode: 40,
+		Fix: fix("The tool's sandbox does not let its program read the path named in the extension path; use a path inside the tool's grants, or ask the operator to add it to sandbox.read.", MaybeIncorrect)},
+	CodeSandboxWriteDenied: {Title: "Sandbox denied a write", Status: 403, ExitCode: 41,
+		Fix: fix("The tool's sandbox does not let its program write the path named in the extension path; write inside the tool's grants, or ask the operator to add it to sandbox.write.", MaybeIncorrect)},
+	CodeSandboxExecDenied: {Title: "Sandbox denied an exec", Status: 403, ExitCode: 42,
+		Fix: fix("The tool's sandbox does not let its program run the program named in the extension path; ask the operator to add it to sandbox.read.", MaybeIncorrect)},
+	CodeSandboxConnectDenied: {Title: "Sandbox denied a connection", Status: 403, ExitCode: 43,
+		Fix: fix("The tool's sandbox does not let its program reach the network (or that port); do not retry unchanged; ask the operator to change sandbox.network if the tool needs it.", Unspecified)},
+	CodeSandboxLimit: {Title: "Sandbox limit exceeded", Status: 422, ExitCode: 44,
+		Fix: fix("The program hit the resource limit named in the extension limit; ask for less work in one call (smaller input, fewer files), or ask the operator to raise sandbox.limits.", MaybeIncorrect)},
 	CodeConnectionLost: {Title: "Connection lost", Status: 503, ExitCode: 69, Transient: true, RetryAfter: 2,
 		Fix: fix("Check that a NATS server is reachable at --server; for local development run `toolmesh dev`.", MaybeIncorrect)},
 	CodeInternal: {Title: "Internal error", Status: 500, ExitCode: 70,

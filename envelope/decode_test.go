@@ -1,9 +1,13 @@
 package envelope
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Each malformed input is rejected with an error that names the field.
@@ -133,11 +137,42 @@ func TestApplicabilityDefaultsToUnspecified(t *testing.T) {
 	}
 }
 
-func TestFlatteningRefusesReservedMembers(t *testing.T) {
-	for _, data := range []string{`{"id":"x"}`, `{"a":1,"success":false}`} {
-		if _, err := Success("1", json.RawMessage(data)); err == nil {
-			t.Errorf("Success accepted %s", data)
+// A result object that has a Response's own member (id, success) is
+// carried whole under "result", as a non-object result is: the result-
+// collision rule of docs/protocol.md §5.6. Only an error's extra members,
+// which the sender chooses, are refused.
+func TestResultCollisionWrapsWhole(t *testing.T) {
+	cases := []struct{ data, want string }{
+		{`{"id":"x"}`, `{"id":"1","success":true,"result":{"id":"x"}}`},
+		{`{"success":true,"message":"Entities deleted successfully"}`, `{"id":"1","success":true,"result":{"success":true,"message":"Entities deleted successfully"}}`},
+		{`{"a":1,"success":"yes"}`, `{"id":"1","success":true,"result":{"a":1,"success":"yes"}}`},
+		{`{"a":1}`, `{"id":"1","success":true,"a":1}`},
+	}
+	for _, c := range cases {
+		for name, build := range map[string]func() (Response, error){
+			"Success": func() (Response, error) { return Success("1", json.RawMessage(c.data)) },
+			"ResponseFromEvent": func() (Response, error) {
+				var ev ToolEvent
+				if err := json.Unmarshal([]byte(`{"type":"result","data":`+c.data+`}`), &ev); err != nil {
+					return Response{}, err
+				}
+				return ResponseFromEvent("1", ev)
+			},
+		} {
+			r, err := build()
+			if err != nil {
+				t.Errorf("%s(%s): %v", name, c.data, err)
+				continue
+			}
+			if b, err := json.Marshal(r); err != nil || string(b) != c.want {
+				t.Errorf("%s(%s) = %s, %v; want %s", name, c.data, b, err, c.want)
+			}
 		}
+	}
+}
+
+func TestErrorExtraRefusesReservedMembers(t *testing.T) {
+	for _, data := range []string{`{"id":"x"}`, `{"a":1,"success":false}`} {
 		if _, err := ErrorResponseWithData("1", "c", "m", json.RawMessage(data)); err == nil {
 			t.Errorf("ErrorResponseWithData accepted %s", data)
 		}
@@ -164,6 +199,63 @@ func TestSchemaDrafts(t *testing.T) {
 	}
 	if v := local.Validate(json.RawMessage(`{"a":`)); len(v) != 1 {
 		t.Errorf("invalid JSON: %+v", v)
+	}
+}
+
+// A timeout or cancelled Problem is the context error it stands for, so a
+// caller's errors.Is(err, context.DeadlineExceeded) works across the wire.
+func TestProblemIsContextError(t *testing.T) {
+	cases := []struct {
+		code                Code
+		deadline, cancelled bool
+	}{
+		{CodeTimeout, true, false},
+		{CodeCancelled, false, true},
+		{CodeOverloaded, false, false},
+		{CodeToolFailed, false, false},
+	}
+	for _, c := range cases {
+		var err error = fmt.Errorf("call: %w", NewProblem(c.code, "x"))
+		if got := errors.Is(err, context.DeadlineExceeded); got != c.deadline {
+			t.Errorf("%s: errors.Is(DeadlineExceeded) = %v", c.code, got)
+		}
+		if got := errors.Is(err, context.Canceled); got != c.cancelled {
+			t.Errorf("%s: errors.Is(Canceled) = %v", c.code, got)
+		}
+		var p *Problem
+		if !errors.As(err, &p) || p.Code != c.code {
+			t.Errorf("%s: errors.As lost the Problem", c.code)
+		}
+	}
+}
+
+func TestProblemRetryAfterDuration(t *testing.T) {
+	cases := []struct {
+		p    *Problem
+		want time.Duration
+		ok   bool
+	}{
+		{NewProblem(CodeToolFailed, "x"), 0, false},
+		{NewProblem(CodeOverloaded, "x"), time.Second, true},
+		{NewProblem(CodeOverloaded, "x").WithRetryAfter(0.25), 250 * time.Millisecond, true},
+		{NewProblem(CodeConnectionLost, "x"), 2 * time.Second, true},
+	}
+	for _, c := range cases {
+		if d, ok := c.p.RetryAfterDuration(); d != c.want || ok != c.ok {
+			t.Errorf("%s: RetryAfterDuration() = %v, %v; want %v, %v", c.p.Code, d, ok, c.want, c.ok)
+		}
+	}
+	if b, _ := json.Marshal(NewProblem(CodeOverloaded, "x").WithRetryAfter(0.25)); !strings.Contains(string(b), `"retry_after":0.25`) {
+		t.Errorf("the wire form changed: %s", b)
+	}
+}
+
+func TestProgressPercent(t *testing.T) {
+	if pct, ok := ProgressEvent(40, "m").Percent(); pct != 40 || !ok {
+		t.Errorf("Percent() = %v, %v", pct, ok)
+	}
+	if _, ok := (ToolEvent{Type: EventProgress}).Percent(); ok {
+		t.Error("a progress event without pct reported one")
 	}
 }
 
@@ -194,8 +286,8 @@ func TestEscapedNamesDecode(t *testing.T) {
 	if string(c.Args) != `{"x":1}` || !c.DryRun {
 		t.Errorf("escaped call decoded as %+v", c)
 	}
-	if _, err := Success("1", json.RawMessage(`{"\u0069d":"x"}`)); err == nil {
-		t.Error("an escaped id still overwrites the envelope's id")
+	if r, err := Success("1", json.RawMessage(`{"\u0069d":"x"}`)); err != nil || string(r.Data) != `{"result":{"\u0069d":"x"}}` {
+		t.Errorf("an escaped id was not wrapped like a plain one: %s, %v", r.Data, err)
 	}
 }
 

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
+
+	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // EventType tags a ToolEvent on the wire.
@@ -54,6 +55,9 @@ type ToolEvent struct {
 	// callIDNumber records that the call id arrived as a JSON number (the
 	// shared ToolEvent format declares it an unsigned 64-bit integer), so it is written back as one.
 	callIDNumber bool
+	// Question holds a question or answered event's members (§23).
+	Question *Question
+
 	// extra holds members the typed fields cannot carry (unknown names,
 	// nulls, members of another event type, a metadata that is not an
 	// object), verbatim, so decoding then encoding loses nothing.
@@ -78,6 +82,14 @@ func ProgressEvent(pct float64, message string) ToolEvent {
 	return ToolEvent{Type: EventProgress, Pct: &pct, Message: message}
 }
 
+// Percent returns a progress event's pct (0..100) and whether it has one.
+func (e ToolEvent) Percent() (float64, bool) {
+	if e.Pct == nil {
+		return 0, false
+	}
+	return *e.Pct, true
+}
+
 // DeltaEvent carries partial output.
 func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDelta, Data: data} }
 
@@ -85,7 +97,7 @@ func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDe
 func ResultEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventResult, Data: data} }
 
 // ValidResultEvent is ResultEvent for data already known to be valid JSON
-// in UTF-8 — json.Marshal's output, or data checked with ValidJSON — so
+// in UTF-8 — json.Marshal's output, or data checked with jsonx.Valid — so
 // encoding the event skips a second validation pass. Data that is not
 // valid JSON makes an invalid event: check it first.
 func ValidResultEvent(data json.RawMessage) ToolEvent {
@@ -156,7 +168,7 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 		if len(e.Data) == 0 {
 			b = append(b, "null"...)
 		} else {
-			if !e.validData && !ValidJSON(e.Data) {
+			if !e.validData && !jsonx.Valid(e.Data) {
 				return nil, fmt.Errorf("%s: data is not valid JSON in UTF-8", e.Type)
 			}
 			b = append(b, e.Data...)
@@ -172,10 +184,14 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 				return nil, fmt.Errorf("event details: %w", err)
 			}
 		} else if len(e.DetailsRaw) > 0 {
-			if !ValidJSON(e.DetailsRaw) {
+			if !jsonx.Valid(e.DetailsRaw) {
 				return nil, errors.New("error event: details is not valid JSON")
 			}
 			b = append(append(b, `,"details":`...), e.DetailsRaw...)
+		}
+	case EventQuestion, EventAnswered:
+		if b, err = e.appendQuestion(b); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("event: unknown type %q", e.Type)
@@ -209,6 +225,9 @@ func (e ToolEvent) appendExtra(b []byte) []byte {
 
 // writes reports whether the typed fields of e put member name on the wire.
 func (e ToolEvent) writes(name string) bool {
+	if e.Type == EventQuestion || e.Type == EventAnswered {
+		return name == "type" || e.questionWrites(name)
+	}
 	switch name {
 	case "type":
 		return true
@@ -286,6 +305,10 @@ func eventType(raw []byte) (EventType, bool) {
 		return EventResult, true
 	case `"error"`:
 		return EventError, true
+	case `"question"`:
+		return EventQuestion, true
+	case `"answered"`:
+		return EventAnswered, true
 	}
 	return "", false
 }
@@ -379,6 +402,8 @@ func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
 		ev.validData = true
 	case EventError:
 		err = ev.parseError(&m)
+	case EventQuestion, EventAnswered:
+		err = ev.parseQuestion(&m)
 	}
 	if err != nil {
 		return none, err
@@ -486,72 +511,5 @@ func losslessProblem(raw []byte) (*Problem, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return &p, SameJSON(raw, enc)
-}
-
-// SameJSON reports whether a and b are the same JSON value: the same
-// members (in any order) with the same values, numbers compared by value.
-func SameJSON(a, b []byte) bool {
-	va, errA := decodeNumbers(a)
-	vb, errB := decodeNumbers(b)
-	return errA == nil && errB == nil && sameValue(va, vb)
-}
-
-func decodeNumbers(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	return v, err
-}
-
-func sameValue(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !sameValue(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameValue(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && sameNumber(x, y)
-	}
-	return a == b
-}
-
-// sameNumber compares two JSON numbers by value: exactly when both are
-// integers, else as float64 (the precision every JSON peer can rely on).
-func sameNumber(x, y json.Number) bool {
-	if x == y {
-		return true
-	}
-	if i, err := x.Int64(); err == nil {
-		if j, err := y.Int64(); err == nil {
-			return i == j
-		}
-	}
-	if strings.ContainsAny(string(x)+string(y), ".eE") {
-		f, errF := x.Float64()
-		g, errG := y.Float64()
-		return errF == nil && errG == nil && f == g
-	}
-	return false
+	return &p, jsonx.Same(raw, enc)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // Events from other implementations of the ToolEvent seed decode, and
@@ -41,7 +43,7 @@ func TestSeedEventsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("encode: %v", err)
 			}
-			if !SameJSON([]byte(tc.in), out) {
+			if !jsonx.Same([]byte(tc.in), out) {
 				t.Fatalf("round trip changed the members:\n in  %s\n out %s", tc.in, out)
 			}
 		})
@@ -130,7 +132,7 @@ func FuzzToolEventLossless(f *testing.F) {
 		if ev.Type == EventError && !hasStringMember(data, "message") {
 			return
 		}
-		if !SameJSON(data, out) {
+		if !jsonx.Same(data, out) {
 			t.Fatalf("round trip changed members:\n in  %s\n out %s", data, out)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DefaultBaseURI is the base of every problem type URI unless a Registry
@@ -129,7 +130,7 @@ func (r Registry) New(code Code, detail string) *Problem {
 		Title:    info.Title,
 		Status:   info.Status,
 		Detail:   detail,
-		Instance: NewInstance(),
+		Instance: newInstance(),
 		Code:     code,
 		ExitCode: info.ExitCode,
 	}
@@ -161,8 +162,8 @@ func Problemf(code Code, format string, args ...any) *Problem {
 	return NewProblem(code, fmt.Sprintf(format, args...))
 }
 
-// NewInstance returns a fresh urn:uuid (version 4) identifying one occurrence.
-func NewInstance() string {
+// newInstance returns a fresh urn:uuid (version 4) identifying one occurrence.
+func newInstance() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
@@ -190,8 +191,30 @@ func (p *Problem) Error() string {
 	return p.Title
 }
 
+// Is makes a timeout Problem match context.DeadlineExceeded and a
+// cancelled one context.Canceled, so errors.Is answers the same question
+// for a Problem that crossed the wire as for the local context error.
+func (p *Problem) Is(target error) bool {
+	switch p.Code {
+	case CodeTimeout:
+		return target == context.DeadlineExceeded
+	case CodeCancelled:
+		return target == context.Canceled
+	}
+	return false
+}
+
 // Transient reports whether retrying may succeed (retry_after is set).
 func (p *Problem) Transient() bool { return p.RetryAfter != nil }
+
+// RetryAfterDuration returns retry_after as a time.Duration, and whether
+// the Problem has one (it is transient). The wire keeps seconds.
+func (p *Problem) RetryAfterDuration() (time.Duration, bool) {
+	if p.RetryAfter == nil {
+		return 0, false
+	}
+	return time.Duration(*p.RetryAfter * float64(time.Second)), true
+}
 
 // WithRetryAfter sets retry_after in seconds and returns p.
 func (p *Problem) WithRetryAfter(seconds float64) *Problem {

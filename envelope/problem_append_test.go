@@ -107,7 +107,7 @@ func TestNewInstanceIsAUUIDv4URN(t *testing.T) {
 	re := regexp.MustCompile(`^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	seen := map[string]bool{}
 	for range 1000 {
-		id := NewInstance()
+		id := newInstance()
 		if !re.MatchString(id) || seen[id] {
 			t.Fatalf("instance %q (seen before: %v)", id, seen[id])
 		}

@@ -6,21 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // Response is what a unary call returns and what `toolmesh call` prints:
 // {"id":…,"success":…} with Data's members flattened to the top level.
 //
 // Data is a JSON object whose bytes are kept verbatim (member order
-// included). A result that is not an object is carried as {"result": …},
-// since only an object can be flattened.
+// included). A result that cannot be flattened is carried whole as
+// {"result": …}: one that is not an object, and one that is an object with
+// a member named id or success (the result-collision rule of
+// docs/protocol.md §5.6), which flattening would overwrite.
 type Response struct {
 	ID      string
 	Success bool
 	Data    json.RawMessage
 }
 
-// ErrReservedMember is returned when flattened data would overwrite id or success.
+// ErrReservedMember is returned when an error's extra members would
+// overwrite id or success (a result with such members is wrapped instead).
 var ErrReservedMember = errors.New(`data may not contain the members "id" or "success"`)
 
 // reserved reports whether name is a Response's own member, which
@@ -115,8 +120,8 @@ func ResponseFromEvent(id string, ev ToolEvent) (Response, error) {
 
 // asObjectValid is asObject for data already known to be valid JSON.
 func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
-	if !IsJSONObject(data) {
-		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
+	if !jsonx.IsObject(data) {
+		return wrapResult(data), nil
 	}
 	err := scanRawMembers(data, func(name, _ []byte) error {
 		if reserved(name) {
@@ -124,23 +129,27 @@ func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrReservedMember) {
+		return wrapResult(data), nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	return data, nil
 }
 
-// asObject returns data as a JSON object: itself when it is one (after
-// checking for reserved members), else wrapped as {"result": data}.
+// asObject returns data as a JSON object: itself when it is one that
+// flattens without overwriting id or success, else wrapped whole as
+// {"result": data}.
 func asObject(data json.RawMessage) (json.RawMessage, error) {
 	if len(data) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if !IsJSONObject(data) {
-		if !ValidJSON(data) {
+	if !jsonx.IsObject(data) {
+		if !jsonx.Valid(data) {
 			return nil, errors.New("data is not valid JSON in UTF-8")
 		}
-		return append(append(json.RawMessage(`{"result":`), data...), '}'), nil
+		return wrapResult(data), nil
 	}
 	members, err := objectMembers(data)
 	if err != nil {
@@ -148,10 +157,15 @@ func asObject(data json.RawMessage) (json.RawMessage, error) {
 	}
 	for _, m := range members {
 		if reserved(m.name) {
-			return nil, ErrReservedMember
+			return wrapResult(data), nil
 		}
 	}
 	return data, nil
+}
+
+// wrapResult carries a result that cannot be flattened as {"result": data}.
+func wrapResult(data json.RawMessage) json.RawMessage {
+	return append(append(json.RawMessage(`{"result":`), data...), '}')
 }
 
 type member struct {

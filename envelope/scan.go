@@ -153,7 +153,3 @@ func validJSON(data []byte) error {
 	}
 	return fmt.Errorf("invalid JSON")
 }
-
-// ValidJSON reports whether data is one JSON document in valid UTF-8: what
-// json.Valid checks, plus the encoding RFC 8259 requires of JSON text.
-func ValidJSON(data []byte) bool { return json.Valid(data) && utf8.Valid(data) }

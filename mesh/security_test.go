@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -27,31 +29,12 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
-func TestIdentity(t *testing.T) {
-	stamp := `{"acc":"ALICE","user":"alice","rtt":123}`
-	for _, c := range []struct {
-		name string
-		h    nats.Header
-		want string
-	}{
-		{"none", nats.Header{}, ""},
-		{"stamped", nats.Header{HeaderRequestInfo: {stamp}}, "ALICE/alice"},
-		{"server's value is last", nats.Header{HeaderRequestInfo: {`{"acc":"BOB","user":"bob"}`, stamp}}, "ALICE/alice"},
-		{"other spellings are not identity", nats.Header{"nats-request-info": {stamp}}, ""},
-		{"unreadable", nats.Header{HeaderRequestInfo: {"{"}}, "?"},
-	} {
-		if got := Identity(c.h); got != c.want {
-			t.Errorf("%s: Identity = %q, want %q", c.name, got, c.want)
-		}
-	}
-}
-
 func TestViolationAndDialProblem(t *testing.T) {
 	err := fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Subscription to "toolmesh.call.x" using queue "toolmesh"`)
-	if op, subj, ok := Violation(err); !ok || op != OpSubscribe || subj != "toolmesh.call.x" {
+	if op, subj, ok := wire.Violation(err); !ok || op != wire.OpSubscribe || subj != "toolmesh.call.x" {
 		t.Errorf("Violation = %s %q %v", op, subj, ok)
 	}
-	if _, _, ok := Violation(errors.New("something else")); ok {
+	if _, _, ok := wire.Violation(errors.New("something else")); ok {
 		t.Error("a plain error read as a violation")
 	}
 	p := DialProblem("nats://alice:pw123456@h:1", errors.New("nats: Authorization Violation"))
@@ -71,7 +54,7 @@ func FuzzRedactURL(f *testing.F) {
 	f.Add("", "tok/en@x", "h")
 	f.Add("a:b", "p@ss:word", "[::1]:4222")
 	f.Fuzz(func(t *testing.T, user, pass, host string) {
-		_ = Identity(nats.Header{HeaderRequestInfo: {pass}})
+		_ = wire.Identity(nats.Header{wire.HeaderRequestInfo: {pass}})
 		if len(pass) < 6 || strings.Contains(user+host, pass) || strings.ContainsAny(pass, ",") || strings.ContainsAny(host, "@,") {
 			return
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // queuedCall is a queue message: everything an attempt needs. It is the
@@ -275,7 +275,7 @@ func (s *Service) record(ctx context.Context, r *attemptRun, ev envelope.ToolEve
 	}
 	n := r.events + 1
 	e := &entry{Kind: kindEvent, TaskRecord: caller.TaskRecord{Attempt: r.attempt}, N: n, Event: data}
-	if len(data) > int(s.nc.MaxPayload())-mesh.ChunkOverhead {
+	if len(data) > int(s.nc.MaxPayload())-wire.ChunkOverhead {
 		name := r.q.TaskID + "." + strconv.Itoa(n)
 		if _, err := retry(ctx, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 			return s.objs.PutBytes(ctx, name, data)

@@ -137,8 +137,8 @@ func namesFor(prefix string) names {
 }
 
 func (n names) logSubject(owner, id string) string { return n.base + ".log." + owner + "." + id }
-func (n names) queueSubject(tool string) string   { return n.base + ".q." + tool }
-func (n names) killSubject(id string) string      { return n.base + ".kill." + id }
+func (n names) queueSubject(tool string) string    { return n.base + ".q." + tool }
+func (n names) killSubject(id string) string       { return n.base + ".kill." + id }
 func (n names) doneSubject(owner, id string) string {
 	return n.base + ".done." + owner + "." + id
 }

@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -233,10 +234,10 @@ func BenchmarkUnary256(b *testing.B) {
 	// is what any implementation of the protocol pays before doing any
 	// work of its own.
 	withLine := func() []byte {
-		b := mesh.AppendMetaStart(nil)
-		b = mesh.AppendPair(b, mesh.MetaID, ulid.Make().String())
-		b = mesh.AppendPair(b, mesh.MetaCaller, "BENCHCALLER")
-		b = mesh.AppendIntPair(b, mesh.MetaInterval, 1000)
+		b := wire.AppendMetaStart(nil)
+		b = wire.AppendPair(b, wire.MetaID, ulid.Make().String())
+		b = wire.AppendPair(b, wire.MetaCaller, "BENCHCALLER")
+		b = wire.AppendIntPair(b, wire.MetaInterval, 1000)
 		return append(append(b, '\n'), benchArgs...)
 	}
 	b.Run("raw-with-meta-line", func(b *testing.B) {

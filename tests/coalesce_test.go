@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -110,7 +111,7 @@ func TestSecureBatchRepliesAndReleaseAfterTheLastCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := []string{"tm2 id=FAST\n{\"args\":{\"fast\":true}}", "tm2 id=SLOW\n{\"args\":{\"wait\":true}}"}
-	body := mesh.AppendBatchHead(nil, []int{len(calls[0]), len(calls[1])})
+	body := wire.AppendBatchHead(nil, []int{len(calls[0]), len(calls[1])})
 	body = append(append(body, calls[0]...), calls[1]...)
 	if err := anc.PublishRequest("toolmesh.call.demo.mixed", inbox, body); err != nil {
 		t.Fatal(err)
@@ -121,7 +122,7 @@ func TestSecureBatchRepliesAndReleaseAfterTheLastCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := mesh.ParseFrame(msg.Data)
+		f, err := wire.ParseFrame(msg.Data)
 		if err != nil || f.ID == "" {
 			t.Fatalf("reply %q: %v", msg.Data, err)
 		}

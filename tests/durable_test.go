@@ -2,7 +2,7 @@ package tests
 
 import (
 	"context"
-		"errors"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -32,7 +32,7 @@ type durableMesh struct {
 // cfg and a caller; workers are the test's to start.
 func startDurable(t *testing.T, cfg tasks.Config) *durableMesh {
 	t.Helper()
-	srv := meshtest.StartServer(t, embedded.Config{JetStream: true, StoreDir: t.TempDir()})
+	srv := meshtest.StartServer(t, embedded.Config{StoreDir: t.TempDir()})
 	return &durableMesh{srv: srv, svc: startService(t, meshtest.Connect(t, srv), cfg),
 		c: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})}
 }

@@ -8,11 +8,12 @@ import (
 	"iter"
 	"testing"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -99,15 +100,15 @@ func replyEvents(t *testing.T, m *nats.Msg) []envelope.ToolEvent {
 	if len(m.Data) == 0 {
 		return nil
 	}
-	f, err := mesh.ParseFrame(m.Data)
+	f, err := wire.ParseFrame(m.Data)
 	if err != nil {
 		t.Fatalf("reply %q: %v", m.Data, err)
 	}
 	var raw [][]byte
 	switch f.Kind {
-	case mesh.FrameBare:
+	case wire.FrameBare:
 		raw = [][]byte{f.Payload}
-	case mesh.FrameEvents:
+	case wire.FrameEvents:
 		if raw, err = f.Events(); err != nil {
 			t.Fatalf("reply %q: %v", m.Data, err)
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -94,11 +96,11 @@ func TestHeartbeatsArePerCallerNotPerCall(t *testing.T) {
 	full := 0
 	for full < 3 {
 		m := <-beats
-		fr, err := mesh.ParseFrame(m.Data)
+		fr, err := wire.ParseFrame(m.Data)
 		if err != nil {
 			t.Fatalf("reply %q: %v", m.Data, err)
 		}
-		if fr.Kind != mesh.FrameBeat {
+		if fr.Kind != wire.FrameBeat {
 			t.Fatalf("unexpected reply %q while every call blocks", m.Data)
 		}
 		named := 0

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -119,8 +121,8 @@ func wantDenied(t *testing.T, nc *nats.Conn, queue, subject string) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	op, denied, ok := mesh.Violation(nc.LastError())
-	if !ok || op != mesh.OpSubscribe || denied != subject {
+	op, denied, ok := wire.Violation(nc.LastError())
+	if !ok || op != wire.OpSubscribe || denied != subject {
 		t.Fatalf("subscribing %q was not refused (last error %v)", subject, nc.LastError())
 	}
 }
@@ -228,10 +230,10 @@ func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
 		t.Fatalf("bob's first event %+v %v", ev, err)
 	}
 	ctl := mesh.Subjects{}.Control(workerID)
-	for _, c := range []mesh.Control{
-		{Op: mesh.OpCredit, CallID: as.CallID(), N: math.MaxInt64},
-		{Op: mesh.OpCancel, CallID: as.CallID()},
-		{Op: mesh.OpAlive, CallerID: alice.ID()},
+	for _, c := range []wire.Control{
+		{Op: wire.OpCredit, CallID: as.CallID(), N: math.MaxInt64},
+		{Op: wire.OpCancel, CallID: as.CallID()},
+		{Op: wire.OpAlive, CallerID: alice.ID()},
 	} {
 		if err := bnc.Publish(ctl, c.Encode()); err != nil {
 			t.Fatal(err)
@@ -299,12 +301,12 @@ func TestSecureCancelOfAnotherCallersCallIsIgnored(t *testing.T) {
 	// stamp, and the worker reads only that.
 	forgedAlice := `{"acc":"ALICE","user":"alice"}`
 	for _, h := range []nats.Header{nil, {
-		mesh.HeaderRequestInfo: {forgedAlice, forgedAlice},
+		wire.HeaderRequestInfo: {forgedAlice, forgedAlice},
 		"nats-request-info":    {forgedAlice},
 		"NATS-REQUEST-INFO":    {forgedAlice},
 	}} {
 		msg := &nats.Msg{Subject: mesh.Subjects{}.Control(w.ID()), Header: h,
-			Data: mesh.Control{Op: mesh.OpCancel, CallID: as.CallID()}.Encode()}
+			Data: wire.Control{Op: wire.OpCancel, CallID: as.CallID()}.Encode()}
 		if err := bnc.PublishMsg(msg); err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +391,7 @@ func TestSecureWorkerScopedToItsTools(t *testing.T) {
 		if err := nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		if op, denied, ok := mesh.Violation(nc.LastError()); !ok || op != mesh.OpPublish || denied != subj {
+		if op, denied, ok := wire.Violation(nc.LastError()); !ok || op != wire.OpPublish || denied != subj {
 			t.Fatalf("publishing %q was not refused (last error %v)", subj, nc.LastError())
 		}
 	}
@@ -540,7 +542,7 @@ func TestSecureHugeCreditDoesNotFreezeTheStream(t *testing.T) {
 			switch ev.Type {
 			case envelope.EventStart:
 				wid, _ := ev.Metadata["worker_id"].(string)
-				huge := mesh.Control{Op: mesh.OpCredit, CallID: "raw1", N: math.MaxInt64}
+				huge := wire.Control{Op: wire.OpCredit, CallID: "raw1", N: math.MaxInt64}
 				if err := anc.Publish(mesh.Subjects{}.Control(wid), huge.Encode()); err != nil {
 					t.Fatal(err)
 				}
@@ -566,16 +568,16 @@ func TestSecureMalformedMetadataIsInvalidInput(t *testing.T) {
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	anc, _ := m.dial(t, "alice")
 	for _, h := range []struct{ name, value string }{
-		{mesh.MetaTimeout, "soon"},
-		{mesh.MetaTimeout, "-5"},
-		{mesh.MetaTimeout, "99999999999999999999"},
-		{mesh.MetaMode, "firehose"},
-		{mesh.MetaWindow, "lots"},
-		{mesh.MetaInterval, "1.5"},
-		{mesh.MetaID, "a.b.>"},
-		{mesh.MetaCaller, strings.Repeat("c", 200)},
-		{mesh.MetaIdempotency, strings.Repeat("k", 300)},
-		{mesh.MetaBearer, "bad%escape"},
+		{wire.MetaTimeout, "soon"},
+		{wire.MetaTimeout, "-5"},
+		{wire.MetaTimeout, "99999999999999999999"},
+		{wire.MetaMode, "firehose"},
+		{wire.MetaWindow, "lots"},
+		{wire.MetaInterval, "1.5"},
+		{wire.MetaID, "a.b.>"},
+		{wire.MetaCaller, strings.Repeat("c", 200)},
+		{wire.MetaIdempotency, strings.Repeat("k", 300)},
+		{wire.MetaBearer, "bad%escape"},
 	} {
 		msg := nats.NewMsg(mesh.Subjects{}.Call("demo.echo"))
 		msg.Data = []byte("tm2 " + h.name + "=" + h.value + "\n" + `{"args":{}}`)
@@ -806,7 +808,7 @@ func TestSecureCallerLivenessCrossesTheImport(t *testing.T) {
 	for seen := 0; seen < 8; {
 		select {
 		case msg := <-alive:
-			if strings.Contains(string(msg.Data), `"alive"`) && mesh.Identity(msg.Header) == "ALICE/alice" {
+			if strings.Contains(string(msg.Data), `"alive"`) && wire.Identity(msg.Header) == "ALICE/alice" {
 				seen++
 			}
 		case err := <-errc:

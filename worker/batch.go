@@ -7,10 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // batch is what the calls of one batch message share (protocol v2, §4.3):
@@ -38,7 +39,7 @@ type batch struct {
 // name is refused whole with one error event without id=, which the
 // caller applies to every call of the batch.
 func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
-	bodies, ids, err := mesh.SplitBatch(m.Data)
+	bodies, ids, err := wire.SplitBatch(m.Data)
 	if err != nil {
 		w.refuseBatch(m.Reply, w.problems.New(envelope.CodeInvalidInput, "malformed batch message: "+err.Error()))
 		return
@@ -124,8 +125,8 @@ func (w *Worker) refuseBatch(reply string, p *envelope.Problem) {
 }
 
 // frame names the call in a reply body bound for the batch's shared
-// subject; see mesh.WithCallID.
-func (b *batch) frame(c *call, body []byte) []byte { return mesh.WithCallID(body, c.id) }
+// subject; see wire.WithCallID.
+func (b *batch) frame(c *call, body []byte) []byte { return wire.WithCallID(body, c.id) }
 
 // ended counts n calls of the batch as over and reports whether they
 // were the last: only then may the shared reply mapping be released.
@@ -146,7 +147,7 @@ func (b *batch) terminal(c *call, data []byte) {
 	}
 	b.busy = true
 	b.mu.Unlock()
-	if b.publish(mesh.WithCallID(data, c.id), 1) {
+	if b.publish(wire.WithCallID(data, c.id), 1) {
 		runtime.Gosched() // others' handlers already runnable may finish and queue (see caller.sendCoalesced)
 	}
 	b.drain()
@@ -178,18 +179,18 @@ func (b *batch) sendEnds(ids []string, ends [][]byte) {
 	cost := func(i int) int { return len(ids[i]) + 1 + len(strconv.Itoa(len(ends[i]))) + 1 + len(ends[i]) }
 	for len(ids) > 0 {
 		n, size := 1, cost(0)
-		for n < len(ids) && n < mesh.MaxBatchCalls && size+cost(n) <= room {
+		for n < len(ids) && n < wire.MaxBatchCalls && size+cost(n) <= room {
 			size += cost(n)
 			n++
 		}
 		if n == 1 {
-			b.publish(mesh.WithCallID(ends[0], ids[0]), 1)
+			b.publish(wire.WithCallID(ends[0], ids[0]), 1)
 		} else {
 			sizes := make([]int, n)
 			for i := range n {
 				sizes[i] = len(ends[i])
 			}
-			body := mesh.AppendEndsHead(make([]byte, 0, size+32), ids[:n], sizes)
+			body := wire.AppendEndsHead(make([]byte, 0, size+32), ids[:n], sizes)
 			for _, e := range ends[:n] {
 				body = append(body, e...)
 			}

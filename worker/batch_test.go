@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -20,7 +22,7 @@ func batchOf(calls ...string) []byte {
 		sizes[i] = len(c)
 		body = append(body, c...)
 	}
-	return append(mesh.AppendBatchHead(nil, sizes), body...)
+	return append(wire.AppendBatchHead(nil, sizes), body...)
 }
 
 // sendBatch sends data to tool and returns the replies, by call id, as
@@ -45,17 +47,17 @@ func sendBatch(t *testing.T, raw *nats.Conn, tool string, data []byte, n int) (m
 			t.Fatalf("after replies for %d of %d calls: %v", len(got), n, err)
 		}
 		msgs = append(msgs, m)
-		f, err := mesh.ParseFrame(m.Data)
+		f, err := wire.ParseFrame(m.Data)
 		if err != nil {
 			t.Fatalf("reply %q: %v", m.Data, err)
 		}
 		ids, evs := []string{f.ID}, [][]byte{f.Payload}
 		switch f.Kind {
-		case mesh.FrameBare:
+		case wire.FrameBare:
 			return got, msgs
-		case mesh.FrameEnds:
+		case wire.FrameEnds:
 			ids, evs, err = f.Ends()
-		case mesh.FrameEvents:
+		case wire.FrameEvents:
 			evs, err = f.Events()
 			if f.ID == "" || f.Seq != 1 || len(evs) != 1 {
 				t.Fatalf("reply %q: want one event numbered 1 naming its call", m.Data)
@@ -130,8 +132,8 @@ func TestMalformedBatchRefusedWhole(t *testing.T) {
 	} {
 		_, msgs := sendBatch(t, raw, "echo", []byte(data), 1)
 		m := msgs[0]
-		f, err := mesh.ParseFrame(m.Data)
-		if err != nil || f.Kind != mesh.FrameBare {
+		f, err := wire.ParseFrame(m.Data)
+		if err != nil || f.Kind != wire.FrameBare {
 			t.Fatalf("%q: reply %q", data, m.Data)
 		}
 		ev, err := envelope.ParseEvent(f.Payload)

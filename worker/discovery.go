@@ -2,10 +2,11 @@ package worker
 
 import (
 	"encoding/json"
-	"github.com/toolmesh/toolmesh/mesh"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -26,7 +27,7 @@ func (w *Worker) subscribeDiscovery() error {
 		"STATS": w.statsResponse,
 	}
 	for verb, build := range verbs {
-		for _, subj := range []string{mesh.Discovery(verb, "", ""), mesh.Discovery(verb, w.cfg.Name, ""), mesh.Discovery(verb, w.cfg.Name, w.cfg.ID)} {
+		for _, subj := range []string{wire.Discovery(verb, "", ""), wire.Discovery(verb, w.cfg.Name, ""), wire.Discovery(verb, w.cfg.Name, w.cfg.ID)} {
 			build := build
 			sub, err := w.nc.Subscribe(subj, func(m *nats.Msg) {
 				b, _ := json.Marshal(build())

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -36,8 +38,8 @@ func FuzzCallMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, mode, window, timeout, interval string, body []byte) {
 		m := nats.NewMsg(mesh.Subjects{}.Call("echo"))
 		line := "tm2"
-		for _, kv := range [][2]string{{mesh.MetaMode, mode}, {mesh.MetaWindow, window},
-			{mesh.MetaTimeout, timeout}, {mesh.MetaInterval, interval}} {
+		for _, kv := range [][2]string{{wire.MetaMode, mode}, {wire.MetaWindow, window},
+			{wire.MetaTimeout, timeout}, {wire.MetaInterval, interval}} {
 			if kv[1] != "" {
 				line += " " + kv[0] + "=" + kv[1] // raw: spaces and newlines in v break the line on purpose
 			}
@@ -50,12 +52,12 @@ func FuzzCallMessage(f *testing.F) {
 		if err != nil {
 			t.Fatalf("no answer: %v", err)
 		}
-		f, err := mesh.ParseFrame(reply.Data)
+		f, err := wire.ParseFrame(reply.Data)
 		if err != nil {
 			t.Fatalf("malformed answer %q: %v", reply.Data, err)
 		}
 		first := f.Payload
-		if f.Kind == mesh.FrameEvents {
+		if f.Kind == wire.FrameEvents {
 			events, err := f.Events()
 			if err != nil {
 				t.Fatalf("malformed answer %q: %v", reply.Data, err)
@@ -98,10 +100,10 @@ func FuzzBatchMessage(f *testing.F) {
 	f.Add("tm2 batch len=3,3\ntm2tm2")
 	f.Add("tm2 batch len=12\ntm2 id=A\n{}}")
 	f.Fuzz(func(t *testing.T, data string) {
-		if !mesh.IsBatch([]byte(data)) {
+		if !wire.IsBatch([]byte(data)) {
 			data = "tm2 batch " + data
 		}
-		calls, _, splitErr := mesh.SplitBatch([]byte(data))
+		calls, _, splitErr := wire.SplitBatch([]byte(data))
 		inbox := nats.NewInbox()
 		sub, err := raw.SubscribeSync(inbox)
 		if err != nil {
@@ -132,19 +134,19 @@ func FuzzBatchMessage(f *testing.F) {
 // fuzzReplyEvents decodes one reply to a batch: a bare event only when
 // the batch was refused whole, otherwise frames naming their calls.
 func fuzzReplyEvents(t *testing.T, data []byte, refused bool) []envelope.ToolEvent {
-	f, err := mesh.ParseFrame(data)
+	f, err := wire.ParseFrame(data)
 	if err != nil {
 		t.Fatalf("malformed reply %q: %v", data, err)
 	}
 	var raws [][]byte
 	switch {
-	case f.Kind == mesh.FrameBare && refused:
+	case f.Kind == wire.FrameBare && refused:
 		raws = [][]byte{f.Payload}
-	case f.Kind == mesh.FrameEvents && f.ID != "" && !refused:
+	case f.Kind == wire.FrameEvents && f.ID != "" && !refused:
 		raws, err = f.Events()
-	case f.Kind == mesh.FrameEnds && !refused:
+	case f.Kind == wire.FrameEnds && !refused:
 		_, raws, err = f.Ends()
-	case f.Kind == mesh.FrameBeat:
+	case f.Kind == wire.FrameBeat:
 	default:
 		t.Fatalf("reply %q to a batch (refused: %v)", data, refused)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 
@@ -33,7 +35,7 @@ type callMsg struct {
 // gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
 func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	c := &call{w: w, tool: t, reply: m.reply, batch: m.batch, started: received, window: mesh.DefaultWindow, interval: w.cfg.Heartbeat}
-	line, body, err := mesh.SplitCall(m.data)
+	line, body, err := wire.SplitCall(m.data)
 	var meta callMeta
 	var prob *envelope.Problem
 	if err != nil {
@@ -43,7 +45,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	}
 	c.setMeta(meta)
 	if m.batch != nil {
-		c.id = m.batchID
+		c.id, c.ask1 = m.batchID, false // a batched call is never asked (§23.1)
 		if prob == nil && c.stream {
 			prob = w.problems.New(envelope.CodeInvalidInput, "a batch carries unary calls only; send a stream call on its own").WithFix(metaFix, envelope.MaybeIncorrect)
 		}
@@ -54,7 +56,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	if c.serverReply() {
 		c.markSent() // the mapping is fresh: no keepalive is due for a minute
 	}
-	c.key = callKey{mesh.Identity(m.header), c.id}
+	c.key = callKey{wire.Identity(m.header), c.id}
 	if prob == nil {
 		prob = w.refuseEarly(m, meta)
 	}
@@ -76,9 +78,9 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 
 // setMeta copies a call's metadata into it.
 func (c *call) setMeta(m callMeta) {
-	c.id, c.callerID, c.mode, c.stream = m.callID, m.callerID, m.mode, m.mode == mesh.ModeStream
+	c.id, c.callerID, c.mode, c.stream = m.callID, m.callerID, m.mode, m.mode == wire.ModeStream
 	c.interval, c.window, c.granted = m.interval, m.window, int64(m.window)
-	c.bearer, c.idem = m.bearer, m.idem
+	c.bearer, c.idem, c.ask1 = m.bearer, m.idem, m.ask
 	if m.trace != (traceFields{}) {
 		tf := m.trace // only a traced call pays for its own copy
 		c.trace = &tf
@@ -104,12 +106,12 @@ func (w *Worker) refuseEarly(m callMsg, meta callMeta) *envelope.Problem {
 
 // onViolation stops the calls whose events the server refused to carry,
 // and logs a refused subscription (Register reports its own at once); see
-// mesh.OnViolation.
-func (w *Worker) onViolation(op mesh.Operation, subject string) {
+// wire.OnViolation.
+func (w *Worker) onViolation(op wire.Operation, subject string) {
 	if w.stopCtx.Err() != nil {
 		return
 	}
-	if op == mesh.OpSubscribe {
+	if op == wire.OpSubscribe {
 		w.log.Error("the NATS server refused a subscription: this worker does not receive its messages", "subject", subject)
 		return
 	}
@@ -135,13 +137,13 @@ func (w *Worker) confirmSubscriptions(subjects ...string) error {
 	if err := w.nc.FlushTimeout(w.cfg.ConfirmTimeout); err != nil {
 		return fmt.Errorf("subscriptions not confirmed by the server: %w", err)
 	}
-	op, denied, ok := mesh.Violation(w.nc.LastError())
-	if !ok || op != mesh.OpSubscribe {
+	op, denied, ok := wire.Violation(w.nc.LastError())
+	if !ok || op != wire.OpSubscribe {
 		return nil
 	}
 	for _, s := range subjects {
 		if s == denied {
-			return mesh.ForbiddenProblem(w.problems, op, denied,
+			return wire.ForbiddenProblem(w.problems, op, denied,
 				"this worker cannot take the messages it needs; grant the subject to the worker's NATS user, or host only the tools (and use the --pool) it is permitted")
 		}
 	}

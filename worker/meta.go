@@ -5,6 +5,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -25,13 +27,14 @@ const (
 // callMeta is a call's validated metadata (protocol v2, §4.1).
 type callMeta struct {
 	callID, callerID string
-	mode             string // "" (a plain NATS request), mesh.ModeUnary or mesh.ModeStream
+	mode             string // "" (a plain NATS request), wire.ModeUnary or wire.ModeStream
 	budget           time.Duration
 	hasBudget        bool
 	window           int
 	interval         time.Duration
 	idem, bearer     string
 	trace            traceFields
+	ask              bool // ask=1: the caller answers questions
 }
 
 // traceFields carry W3C trace context and baggage; empty when the caller
@@ -53,10 +56,10 @@ func (mp metaParser) parse(line []byte) (callMeta, *envelope.Problem) {
 	if line == nil {
 		return m, nil
 	}
-	m.mode = mesh.ModeUnary
+	m.mode = wire.ModeUnary
 	var seen uint16
 	var badKey string
-	err := mesh.EachPair(line, func(key, v []byte) error {
+	err := wire.EachPair(line, func(key, v []byte) error {
 		bit, err := m.set(mp, key, v)
 		if err == nil && bit != 0 && seen&bit != 0 {
 			err = fmt.Errorf("given twice")
@@ -85,46 +88,52 @@ const metaFix = "Fix the calling client: the call's metadata line breaks the wir
 // version does not know, which is ignored).
 func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
 	switch string(key) {
-	case mesh.MetaID:
+	case wire.MetaID:
 		return 1 << 0, token(&m.callID, v)
-	case mesh.MetaCaller:
+	case wire.MetaCaller:
 		return 1 << 1, token(&m.callerID, v)
-	case mesh.MetaMode:
+	case wire.MetaMode:
 		return 1 << 2, m.setMode(v)
-	case mesh.MetaTimeout:
-		ms, err := mesh.Digits(v)
-		m.budget, m.hasBudget = mesh.Millis(ms), err == nil
+	case wire.MetaTimeout:
+		ms, err := wire.Digits(v)
+		m.budget, m.hasBudget = wire.Millis(ms), err == nil
 		return 1 << 3, err
-	case mesh.MetaWindow:
-		n, err := mesh.Digits(v)
+	case wire.MetaWindow:
+		n, err := wire.Digits(v)
 		m.window = int(min(max(n, 2), MaxWindow))
 		return 1 << 4, err
-	case mesh.MetaInterval:
-		ms, err := mesh.Digits(v)
-		m.interval = min(max(mesh.Millis(ms), mp.minInterval), mesh.MaxHeartbeat)
+	case wire.MetaInterval:
+		ms, err := wire.Digits(v)
+		m.interval = min(max(wire.Millis(ms), mp.minInterval), mesh.MaxHeartbeat)
 		return 1 << 5, err
-	case mesh.MetaIdempotency:
+	case wire.MetaIdempotency:
 		return 1 << 6, text(&m.idem, v, maxIdemKeyLen)
-	case mesh.MetaBearer:
+	case wire.MetaBearer:
 		return 1 << 7, text(&m.bearer, v, maxBearerLen)
-	case mesh.MetaTraceparent:
+	case wire.MetaTraceparent:
 		return 1 << 8, text(&m.trace.parent, v, maxTraceLen)
-	case mesh.MetaTracestate:
+	case wire.MetaTracestate:
 		return 1 << 9, text(&m.trace.state, v, maxTraceLen)
-	case mesh.MetaBaggage:
+	case wire.MetaBaggage:
 		return 1 << 10, text(&m.trace.baggage, v, maxTraceLen)
+	case wire.MetaAsk:
+		m.ask = string(v) == "1"
+		if !m.ask {
+			return 1 << 11, fmt.Errorf("want 1, got %.32q", v)
+		}
+		return 1 << 11, nil
 	}
 	return 0, nil
 }
 
 func (m *callMeta) setMode(v []byte) error {
 	switch string(v) {
-	case mesh.ModeUnary:
-		m.mode = mesh.ModeUnary
-	case mesh.ModeStream:
-		m.mode = mesh.ModeStream
+	case wire.ModeUnary:
+		m.mode = wire.ModeUnary
+	case wire.ModeStream:
+		m.mode = wire.ModeStream
 	default:
-		return fmt.Errorf("want %q or %q, got %.32q", mesh.ModeUnary, mesh.ModeStream, v)
+		return fmt.Errorf("want %q or %q, got %.32q", wire.ModeUnary, wire.ModeStream, v)
 	}
 	return nil
 }
@@ -150,7 +159,7 @@ func text(dst *string, v []byte, limit int) error {
 	if len(v) > 3*limit {
 		return fmt.Errorf("more than %d bytes", limit)
 	}
-	s, err := mesh.Unescape(v)
+	s, err := wire.Unescape(v)
 	if err != nil {
 		return err
 	}
@@ -169,11 +178,11 @@ func isTokenByte(b byte) bool {
 // propagation.TextMapCarrier over a call's metadata.
 func (t traceFields) Get(key string) string {
 	switch key {
-	case mesh.MetaTraceparent:
+	case wire.MetaTraceparent:
 		return t.parent
-	case mesh.MetaTracestate:
+	case wire.MetaTracestate:
 		return t.state
-	case mesh.MetaBaggage:
+	case wire.MetaBaggage:
 		return t.baggage
 	}
 	return ""
@@ -185,7 +194,7 @@ func (t traceFields) Set(string, string) {}
 // Keys lists the fields present.
 func (t traceFields) Keys() []string {
 	var out []string
-	for _, k := range []string{mesh.MetaTraceparent, mesh.MetaTracestate, mesh.MetaBaggage} {
+	for _, k := range []string{wire.MetaTraceparent, wire.MetaTracestate, wire.MetaBaggage} {
 		if t.Get(k) != "" {
 			out = append(out, k)
 		}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -19,27 +21,29 @@ func TestParseCallMeta(t *testing.T) {
 		bad              bool
 		check            func(callMeta) bool
 	}{
-		{"interval 0 is floored", mesh.MetaInterval, "0", false, func(m callMeta) bool { return m.interval == mesh.MinHeartbeat }},
-		{"interval 1ms is floored", mesh.MetaInterval, "1", false, func(m callMeta) bool { return m.interval == mesh.MinHeartbeat }},
-		{"interval capped", mesh.MetaInterval, "999999999999", false, func(m callMeta) bool { return m.interval == mesh.MaxHeartbeat }},
-		{"window clamped up", mesh.MetaWindow, "0", false, func(m callMeta) bool { return m.window == 2 }},
-		{"window clamped down", mesh.MetaWindow, "999999999999999", false, func(m callMeta) bool { return m.window == MaxWindow }},
-		{"budget 0 kept (spent)", mesh.MetaTimeout, "0", false, func(m callMeta) bool { return m.hasBudget && m.budget == 0 }},
-		{"budget", mesh.MetaTimeout, "1500", false, func(m callMeta) bool { return m.budget == 1500*time.Millisecond }},
-		{"mode stream", mesh.MetaMode, "stream", false, func(m callMeta) bool { return m.mode == mesh.ModeStream }},
-		{"bearer percent-decoded", mesh.MetaBearer, "a%20b%25", false, func(m callMeta) bool { return m.bearer == "a b%" }},
-		{"unknown key ignored", "future", "x", false, func(m callMeta) bool { return m.mode == mesh.ModeUnary }},
-		{"garbage budget", mesh.MetaTimeout, "soon", true, nil},
-		{"negative budget", mesh.MetaTimeout, "-1", true, nil},
-		{"empty budget", mesh.MetaTimeout, "", true, nil},
-		{"too many digits", mesh.MetaTimeout, "1234567890123456", true, nil},
-		{"unknown mode", mesh.MetaMode, "UNARY", true, nil},
-		{"window garbage", mesh.MetaWindow, "4x", true, nil},
-		{"interval fraction", mesh.MetaInterval, "0.5", true, nil},
-		{"call id wildcard", mesh.MetaID, "a.*", true, nil},
-		{"caller id too long", mesh.MetaCaller, strings.Repeat("c", 129), true, nil},
-		{"idempotency key too long", mesh.MetaIdempotency, strings.Repeat("k", 257), true, nil},
-		{"bad percent-encoding", mesh.MetaBearer, "abc%4", true, nil},
+		{"interval 0 is floored", wire.MetaInterval, "0", false, func(m callMeta) bool { return m.interval == mesh.MinHeartbeat }},
+		{"interval 1ms is floored", wire.MetaInterval, "1", false, func(m callMeta) bool { return m.interval == mesh.MinHeartbeat }},
+		{"interval capped", wire.MetaInterval, "999999999999", false, func(m callMeta) bool { return m.interval == mesh.MaxHeartbeat }},
+		{"window clamped up", wire.MetaWindow, "0", false, func(m callMeta) bool { return m.window == 2 }},
+		{"window clamped down", wire.MetaWindow, "999999999999999", false, func(m callMeta) bool { return m.window == MaxWindow }},
+		{"budget 0 kept (spent)", wire.MetaTimeout, "0", false, func(m callMeta) bool { return m.hasBudget && m.budget == 0 }},
+		{"budget", wire.MetaTimeout, "1500", false, func(m callMeta) bool { return m.budget == 1500*time.Millisecond }},
+		{"mode stream", wire.MetaMode, "stream", false, func(m callMeta) bool { return m.mode == wire.ModeStream }},
+		{"bearer percent-decoded", wire.MetaBearer, "a%20b%25", false, func(m callMeta) bool { return m.bearer == "a b%" }},
+		{"unknown key ignored", "future", "x", false, func(m callMeta) bool { return m.mode == wire.ModeUnary }},
+		{"ask", wire.MetaAsk, "1", false, func(m callMeta) bool { return m.ask }},
+		{"ask other than 1", wire.MetaAsk, "yes", true, nil},
+		{"garbage budget", wire.MetaTimeout, "soon", true, nil},
+		{"negative budget", wire.MetaTimeout, "-1", true, nil},
+		{"empty budget", wire.MetaTimeout, "", true, nil},
+		{"too many digits", wire.MetaTimeout, "1234567890123456", true, nil},
+		{"unknown mode", wire.MetaMode, "UNARY", true, nil},
+		{"window garbage", wire.MetaWindow, "4x", true, nil},
+		{"interval fraction", wire.MetaInterval, "0.5", true, nil},
+		{"call id wildcard", wire.MetaID, "a.*", true, nil},
+		{"caller id too long", wire.MetaCaller, strings.Repeat("c", 129), true, nil},
+		{"idempotency key too long", wire.MetaIdempotency, strings.Repeat("k", 257), true, nil},
+		{"bad percent-encoding", wire.MetaBearer, "abc%4", true, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			line := " " + c.key + "=" + c.value

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/mesh"
@@ -25,7 +27,7 @@ type peer struct {
 }
 
 // callKey names a call (or a caller) as seen by one identity: the
-// identity the NATS server vouches for (mesh.Identity) and the id the
+// identity the NATS server vouches for (wire.Identity) and the id the
 // caller chose.
 type callKey struct {
 	identity, id string
@@ -141,7 +143,7 @@ func (w *Worker) beat(p *peer) {
 // message. callsMu must be held.
 func (w *Worker) sendBeats(p *peer) {
 	limit := w.piece()
-	head := mesh.AppendBeatHead(nil, w.cfg.ID, p.interval.Milliseconds())
+	head := wire.AppendBeatHead(nil, w.cfg.ID, p.interval.Milliseconds())
 	buf := append(make([]byte, 0, len(head)+len(p.calls)*27), head...)
 	for c := range p.calls {
 		if len(buf)+len(c.id)+1 > limit {
@@ -161,7 +163,7 @@ func (w *Worker) keepRepliesAlive(p *peer, now time.Time) {
 		if c == p.latest || !strings.HasPrefix(c.reply, serverReplyPrefix) || now.Sub(c.lastSent()) < replyKeepalive {
 			continue
 		}
-		b := mesh.AppendBeatHead(nil, w.cfg.ID, p.interval.Milliseconds())
+		b := wire.AppendBeatHead(nil, w.cfg.ID, p.interval.Milliseconds())
 		w.publishBeat(c, append(b, c.id...))
 	}
 }
@@ -199,6 +201,6 @@ type sentClock = atomic.Int64
 // probeMsg is the liveness probe sent to a suspect caller (see suspectCaller).
 func (w *Worker) probeMsg(c *call) *nats.Msg {
 	inbox := c.reply[:strings.LastIndexByte(c.reply, '.')+1]
-	return &nats.Msg{Subject: inbox + mesh.ProbeToken, Reply: w.subjects.Control(w.cfg.ID) + "." + c.callerID,
-		Data: mesh.AppendBeatHead(nil, w.cfg.ID, c.interval.Milliseconds())}
+	return &nats.Msg{Subject: inbox + wire.ProbeToken, Reply: w.subjects.Control(w.cfg.ID) + "." + c.callerID,
+		Data: wire.AppendBeatHead(nil, w.cfg.ID, c.interval.Milliseconds())}
 }

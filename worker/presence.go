@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // presence announces the worker: a beacon every heartbeat interval on its
@@ -31,7 +31,7 @@ func (w *Worker) startPresence() {
 	p := &presence{w: w, done: make(chan struct{}), exited: make(chan struct{})}
 	w.presence = p
 	p.registry = w.openRegistry()
-	p.beacon(mesh.BeaconUp)
+	p.beacon(wire.BeaconUp)
 	p.register()
 	go p.loop()
 }
@@ -77,12 +77,12 @@ func (p *presence) loop() {
 		case <-p.done:
 			return
 		case <-beat.C:
-			p.beacon(mesh.BeaconUp)
+			p.beacon(wire.BeaconUp)
 		case <-refresh.C:
 			p.register()
 		case <-reconnected:
 			p.w.payload.Store(p.w.nc.MaxPayload()) // the new server may differ
-			p.beacon(mesh.BeaconUp)
+			p.beacon(wire.BeaconUp)
 			p.register()
 		}
 	}
@@ -99,7 +99,7 @@ func (p *presence) changed() {
 	p.mu.Lock()
 	p.revision++
 	p.mu.Unlock()
-	p.beacon(mesh.BeaconUp)
+	p.beacon(wire.BeaconUp)
 	p.register()
 }
 
@@ -107,7 +107,7 @@ func (p *presence) current(state string) []byte {
 	p.mu.Lock()
 	rev := p.revision
 	p.mu.Unlock()
-	b, _ := json.Marshal(mesh.Beacon{WorkerID: p.w.cfg.ID, State: state, Revision: rev, IntervalMS: p.w.cfg.Heartbeat.Milliseconds()})
+	b, _ := json.Marshal(wire.Beacon{WorkerID: p.w.cfg.ID, State: state, Revision: rev, IntervalMS: p.w.cfg.Heartbeat.Milliseconds()})
 	return b
 }
 
@@ -123,7 +123,7 @@ func (p *presence) register() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := p.registry.Put(ctx, p.w.cfg.ID, p.current(mesh.BeaconUp)); err != nil {
+	if _, err := p.registry.Put(ctx, p.w.cfg.ID, p.current(wire.BeaconUp)); err != nil {
 		p.w.log.Warn("worker registry refresh failed", "err", err)
 	}
 }
@@ -137,7 +137,7 @@ func (p *presence) goodbye() {
 		if p.w.nc.IsClosed() {
 			return
 		}
-		p.beacon(mesh.BeaconGone)
+		p.beacon(wire.BeaconGone)
 		if p.registry != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

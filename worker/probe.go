@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/mesh"
@@ -14,7 +16,7 @@ import (
 // send liveness to a worker it has heard from, and a flood can keep this
 // worker's words queued unread — so the worker asks the caller itself,
 // once per caller however many of its calls wait: a probe on
-// <inbox>.<caller-id>.alive (mesh.ProbeToken) carrying this worker's id,
+// <inbox>.<caller-id>.alive (wire.ProbeToken) carrying this worker's id,
 // with the reply subject <ctl>.<worker-id>.<caller-id>. A live caller
 // answers with a liveness control message; a gone caller has no
 // subscription left, so the server answers the reply subject with "503 no
@@ -85,7 +87,7 @@ func (w *Worker) cancelCaller(k callKey) {
 // forging "no responders" to end another's calls. It is ignored.
 func (w *Worker) onProbeReply(m *nats.Msg) {
 	callerID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-	if mesh.Header(m.Header, "Status") != "503" || mesh.Identity(m.Header) != "" {
+	if wire.Header(m.Header, "Status") != "503" || wire.Identity(m.Header) != "" {
 		return // liveness itself arrives as a control message
 	}
 	w.callsMu.Lock()

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -188,14 +190,14 @@ func TestHandlerProblemsAreHonest(t *testing.T) {
 func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	var probes atomic.Int64
-	if _, err := raw.Subscribe("_INBOX.SILENT."+mesh.ProbeToken, func(m *nats.Msg) {
+	if _, err := raw.Subscribe("_INBOX.SILENT."+wire.ProbeToken, func(m *nats.Msg) {
 		probes.Add(1)
-		f, err := mesh.ParseFrame(m.Data)
-		if err != nil || f.Kind != mesh.FrameBeat {
+		f, err := wire.ParseFrame(m.Data)
+		if err != nil || f.Kind != wire.FrameBeat {
 			t.Errorf("probe %q is not a heartbeat frame: %v", m.Data, err)
 			return
 		}
-		_ = raw.Publish(mesh.Subjects{}.Control(f.Worker), mesh.Control{Op: mesh.OpAlive, CallerID: "SILENT"}.Encode())
+		_ = raw.Publish(mesh.Subjects{}.Control(f.Worker), wire.Control{Op: wire.OpAlive, CallerID: "SILENT"}.Encode())
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +280,6 @@ func TestCallArrivingAfterStopIsRefused(t *testing.T) {
 
 // isBeat reports whether m is a worker's heartbeat frame.
 func isBeat(m *nats.Msg) bool {
-	f, err := mesh.ParseFrame(m.Data)
-	return err == nil && f.Kind == mesh.FrameBeat
+	f, err := wire.ParseFrame(m.Data)
+	return err == nil && f.Kind == wire.FrameBeat
 }

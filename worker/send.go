@@ -8,9 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // outbox holds a stream's events accepted from the handler and not yet
@@ -48,7 +49,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	}
 	c.ended = true
 	c.mu.Unlock()
-	// checkResult made data with json.Marshal or checked it with ValidJSON.
+	// checkResult made data with json.Marshal or checked it with jsonx.Valid.
 	ev := envelope.ValidResultEvent(data)
 	if p != nil {
 		// Redacted before anything reads it: the error event, the tool's
@@ -74,7 +75,7 @@ func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.
 	case len(data) > c.w.piece():
 		c.flushInlineLocked()
 		c.sendChunksLocked(data)
-	case c.stream:
+	case c.stream || c.asked:
 		c.queueLocked(data) // the terminal travels with the events still queued
 		c.flushInlineLocked()
 	case c.batch != nil:
@@ -220,11 +221,11 @@ func (c *call) takeFrameLocked() []byte {
 	// A frame line costs at most 48 bytes plus 8 per event; one event of
 	// up to piece() bytes always fits (enqueueLocked chunks larger ones).
 	room, n, size := c.w.maxPayload(), 0, 0
-	for n < len(c.out.sizes) && n < mesh.MaxFrameEvents && (n == 0 || 48+8*(n+1)+size+c.out.sizes[n] <= room) {
+	for n < len(c.out.sizes) && n < wire.MaxFrameEvents && (n == 0 || 48+8*(n+1)+size+c.out.sizes[n] <= room) {
 		size += c.out.sizes[n]
 		n++
 	}
-	head := mesh.AppendEventsHead(make([]byte, 0, 32+6*n+size), c.out.firstSeq, c.out.sizes[:n])
+	head := wire.AppendEventsHead(make([]byte, 0, 32+6*n+size), c.out.firstSeq, c.out.sizes[:n])
 	body := append(head, c.out.buf[:size]...)
 	c.out.firstSeq += int64(n)
 	rest := copy(c.out.buf, c.out.buf[size:])
@@ -306,7 +307,7 @@ func (c *call) sendChunksLocked(data []byte) {
 	for i := 0; i < n; i++ {
 		c.seq++
 		part := data[i*piece : min((i+1)*piece, len(data))]
-		body := mesh.AppendChunkHead(make([]byte, 0, 48+len(part)), c.seq, i+1, n)
+		body := wire.AppendChunkHead(make([]byte, 0, 48+len(part)), c.seq, i+1, n)
 		c.publish(append(body, part...))
 	}
 }

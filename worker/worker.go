@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/telemetry"
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"go.opentelemetry.io/otel/propagation"
@@ -86,6 +89,12 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
+	// Approvals requires the caller's approval before matching tools run
+	// (docs/protocol.md §23.7).
+	Approvals Approvals
+	// QuestionTimeout bounds how long a question waits for its answer
+	// when the handler gives no timeout (default DefaultQuestionTimeout).
+	QuestionTimeout time.Duration
 	// Middleware wraps every tool's handler, the first outermost, outside
 	// the tool's own middleware (see Register). Package worker/middleware
 	// has auth, limits, access logs and metrics.
@@ -98,7 +107,7 @@ type Worker struct {
 	cfg      Config
 	subjects mesh.Subjects
 	problems envelope.Registry
-	tracer   *mesh.Tracer
+	tracer   *telemetry.Tracer
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
 	started  time.Time
@@ -139,18 +148,16 @@ type Worker struct {
 }
 
 type tool struct {
-	// readers counts the goroutines taking this tool's calls, idle those
-	// of them waiting for one (see Worker.read).
-	readers, idle atomic.Int32
-	spec          envelope.ToolSpec
-	handler       Handler
-	input         *envelope.Schema
-	output        *envelope.Schema
-	sub           *nats.Subscription
-	dsub          *nats.Subscription // the describe subject
+	spec    envelope.ToolSpec
+	handler Handler
+	input   *envelope.Schema
+	output  *envelope.Schema
+	sub     *nats.Subscription
+	dsub    *nats.Subscription // the describe subject
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
+	approve  bool // calls wait for the caller's approval (Config.Approvals)
 
 	load      loadStats // in flight, errors by code, latency (stats.go)
 	statsMu   sync.Mutex
@@ -205,6 +212,9 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.MaxUnleasedLife <= 0 {
 		cfg.MaxUnleasedLife = 5 * time.Minute
 	}
+	if cfg.QuestionTimeout <= 0 {
+		cfg.QuestionTimeout = DefaultQuestionTimeout
+	}
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
 	}
@@ -241,8 +251,11 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: want 1-64 characters of A-Z a-z 0-9 _ -", cfg.Pool)
 		}
 	}
+	if err := cfg.Approvals.check(); err != nil {
+		return nil, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
+	}
 	cfg = cfg.withDefaults(nc)
-	if !mesh.ValidWorkerID(cfg.ID) {
+	if !wire.ValidWorkerID(cfg.ID) {
 		// Callers ignore a worker id they could not put in a subject, so
 		// such a worker could never be cancelled, credited or kept alive.
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig,
@@ -253,7 +266,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg:         cfg,
 		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
 		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:      mesh.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
+		tracer:      telemetry.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
 		prop:        cfg.Propagator,
 		log:         cfg.Logger.With("worker_id", cfg.ID),
 		started:     time.Now().UTC(),
@@ -269,7 +282,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
-	mesh.OnViolation(nc, w.onViolation)
+	wire.OnViolation(nc, w.onViolation)
 	err := w.subscribeControl()
 	if err == nil {
 		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
@@ -313,7 +326,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
 	t := &tool{spec: spec, handler: h, input: in, output: out,
-		spanName: "toolmesh.serve " + spec.Name,
+		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	if err := w.reserve(t); err != nil {
 		return err
@@ -338,9 +351,6 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	}
 	w.tools[spec.Name] = t
 	w.ctlSubs = append(w.ctlSubs, t.dsub)
-	t.readers.Add(1)
-	t.idle.Add(1)
-	go w.read(t)
 	go w.presence.changed()
 	return nil
 }
@@ -365,9 +375,11 @@ func (w *Worker) reserve(t *tool) error {
 	if err != nil {
 		return fmt.Errorf("register %q: %w", name, err)
 	}
-	// A synchronous subscription: the tool's readers take calls from it
-	// themselves (see read), so a call runs on the goroutine that took it.
-	sub, err := w.nc.QueueSubscribeSync(w.subjects.Call(name), w.subjects.QueueGroup())
+	// A handler subscription: nats.go queues its unread calls in a list
+	// that grows with what is pending, where a synchronous one would
+	// allocate a 65,536-slot channel (512 KiB the GC scans) per tool
+	// whatever the load: 1,000 idle tools would cost half a gigabyte.
+	sub, err := w.nc.QueueSubscribe(w.subjects.Call(name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
 	if err != nil {
 		_ = dsub.Unsubscribe()
 		return fmt.Errorf("register %q: %w", name, err)
@@ -513,7 +525,7 @@ func (w *Worker) subscribeControl() error {
 		for i := range specs {
 			specs[i] = publicSpec(specs[i])
 		}
-		b, _ := json.Marshal(mesh.CatalogEntry{WorkerID: w.cfg.ID, Tools: specs, IntervalMS: w.cfg.Heartbeat.Milliseconds()})
+		b, _ := json.Marshal(wire.CatalogEntry{WorkerID: w.cfg.ID, Tools: specs, IntervalMS: w.cfg.Heartbeat.Milliseconds()})
 		_ = m.Respond(b)
 	}
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
@@ -527,7 +539,7 @@ func (w *Worker) subscribeControl() error {
 }
 
 func (w *Worker) onControl(m *nats.Msg) {
-	var c mesh.Control
+	var c wire.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		w.log.Debug("malformed control message", "err", err) // debug: anyone can send these
 		return
@@ -535,16 +547,21 @@ func (w *Worker) onControl(m *nats.Msg) {
 	// A control message acts only on calls made by the same identity: the
 	// server-stamped identity is part of every key, so naming another
 	// tenant's call id (or caller id) finds nothing.
-	who := mesh.Identity(m.Header)
+	who := wire.Identity(m.Header)
 	switch c.Op {
-	case mesh.OpAlive:
+	case wire.OpAlive:
 		w.heard(callKey{who, c.CallerID})
-	case mesh.OpCancel:
+	case wire.OpCancel:
 		// Idempotent and race-tolerant: an unknown call id is ignored.
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
 			cl.cancel(errCallerCancelled)
 		}
-	case mesh.OpCredit:
+	case wire.OpAnswer:
+		// Only the call's own identity finds the call (§23.3).
+		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
+			cl.answer(c)
+		}
+	case wire.OpCredit:
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil && c.N > 0 {
 			cl.grant(c.N)
 		}
@@ -580,58 +597,16 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 	return s, nil
 }
 
-// read takes t's calls from its subscription and runs each on this
-// goroutine: a call is never handed off. Before running one it makes sure
-// another reader is waiting, so a handler that blocks never holds up the
-// next call, and a worker grows exactly as many readers as calls run at
-// once. Readers beyond one that wait runnerIdle for work exit, so the
-// goroutines of a burst do not outlive it.
-func (w *Worker) read(t *tool) {
-	defer t.readers.Add(-1)
-	for {
-		m, err := t.sub.NextMsg(runnerIdle)
-		if errors.Is(err, nats.ErrTimeout) {
-			if t.retireIdle() {
-				return
-			}
-			continue
-		}
-		if err != nil {
-			t.idle.Add(-1)
-			return // unsubscribed (drain, stop) or the connection closed
-		}
-		if t.idle.Add(-1) == 0 {
-			t.readers.Add(1)
-			t.idle.Add(1)
-			go w.read(t)
-		}
-		w.onCall(t, m)
-		t.idle.Add(1)
-	}
-}
-
-// retireIdle lets one idle reader go while another stays waiting.
-func (t *tool) retireIdle() bool {
-	for {
-		n := t.idle.Load()
-		if n <= 1 {
-			return false
-		}
-		if t.idle.CompareAndSwap(n, n-1) {
-			return true
-		}
-	}
-}
-
-// onCall admits a call and runs it on this goroutine; cheap refusals
-// (malformed metadata, overload) are answered at once.
+// onCall admits a call on the subscription's goroutine, answering cheap
+// refusals (malformed metadata, overload) at once, and hands an admitted
+// call to a runner, so a handler that blocks never holds up the next call.
 func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	received := time.Now()
 	if m.Reply == "" {
 		w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
 		return
 	}
-	if mesh.IsBatch(m.Data) {
+	if wire.IsBatch(m.Data) {
 		w.onBatch(t, m, received)
 		return
 	}
@@ -639,12 +614,11 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	if c == nil || !w.admit(c) {
 		return
 	}
-	c.tool.load.begin()
-	c.run()
+	w.dispatch(c)
 }
 
-// dispatch runs an admitted call on a runner goroutine: for calls that
-// arrive together in one message, which must not run one after another.
+// dispatch runs an admitted call on a runner goroutine, an idle one when
+// there is one: the subscription's goroutine only admits.
 func (w *Worker) dispatch(c *call) {
 	c.tool.load.begin()
 	select {
@@ -750,4 +724,4 @@ func (w *Worker) maxPayload() int { return int(w.payload.Load()) }
 
 // piece is the largest event that goes out in one message; larger ones
 // are chunked. The rest of max_payload is room for the frame line.
-func (w *Worker) piece() int { return w.maxPayload() - mesh.ChunkOverhead }
+func (w *Worker) piece() int { return w.maxPayload() - wire.ChunkOverhead }

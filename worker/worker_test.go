@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -183,7 +185,7 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 func TestAliveWithoutCallsIsIgnored(t *testing.T) {
 	w, _ := newTestWorker(t, Config{})
 	for i := range 1000 {
-		w.onControl(&nats.Msg{Data: mesh.Control{Op: mesh.OpAlive, CallerID: fmt.Sprint("made-up-", i)}.Encode()})
+		w.onControl(&nats.Msg{Data: wire.Control{Op: wire.OpAlive, CallerID: fmt.Sprint("made-up-", i)}.Encode()})
 	}
 	w.callsMu.Lock()
 	defer w.callsMu.Unlock()
@@ -277,7 +279,7 @@ func TestForeignCallerIDTakesOverNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f, err := mesh.ParseFrame(m.Data); err == nil && f.Kind == mesh.FrameBeat && len(f.Payload) > 0 {
+		if f, err := wire.ParseFrame(m.Data); err == nil && f.Kind == wire.FrameBeat && len(f.Payload) > 0 {
 			if strings.Contains(string(f.Payload), "A1") {
 				t.Fatalf("the victim's heartbeat names the foreign call: %q", m.Data)
 			}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
+
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -40,7 +42,7 @@ func Argv(b *envelope.CliBindingConfig, toolID string, params []byte, dryRun, pa
 		r.args = decodeArgs(params)
 	}
 	for _, tok := range strings.Fields(b.ArgsTemplate) {
-		argv = append(argv, r.token(envelope.ParseTemplateToken(tok))...)
+		argv = append(argv, r.token(argtemplate.ParseToken(tok))...)
 	}
 	return argv
 }
@@ -104,7 +106,7 @@ func scalarText(raw json.RawMessage) string {
 }
 
 // token renders one parsed token into zero or more argv slots.
-func (r renderer) token(segs []envelope.TemplateSegment) []string {
+func (r renderer) token(segs []argtemplate.Segment) []string {
 	if len(segs) == 1 && segs[0].Flag != "" {
 		return r.flagPair(segs[0])
 	}
@@ -160,7 +162,7 @@ func (r renderer) isArray(name string) bool {
 func (r renderer) wholeText(name string) string { return scalarText(r.args[name]) }
 
 // flagPair renders {arg.NAME?FLAG}.
-func (r renderer) flagPair(s envelope.TemplateSegment) []string {
+func (r renderer) flagPair(s argtemplate.Segment) []string {
 	raw := bytes.TrimSpace(r.args[s.Arg])
 	switch string(raw) {
 	case "", "null", "false":

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
+
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -93,7 +95,7 @@ func bindingWarnings(label string, raw json.RawMessage) []string {
 	if json.Unmarshal(raw, &members) != nil {
 		return nil
 	}
-	known := envelope.CliBindingFields()
+	known := append(argtemplate.BindingFields(), hardeningFields()...)
 	var out []string
 	for _, name := range sortedKeys(members) {
 		if contains(known, name) {
@@ -145,7 +147,7 @@ func checkArgRefs(label string, spec envelope.ToolSpec, b *envelope.CliBindingCo
 		warnings = append(warnings, label+": "+msg)
 		return nil
 	}
-	refs := envelope.TemplateArgs(b.ArgsTemplate)
+	refs := argtemplate.Args(b.ArgsTemplate)
 	for _, name := range refs {
 		if err := check("args_template", name); err != nil {
 			return nil, err

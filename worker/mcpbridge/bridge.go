@@ -101,7 +101,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: cannot start or reach the server: %s", cfg.Entry.Namespace, b.redact(err))
 	}
-	if err := b.sync(ctx, sess); err != nil {
+	if err := b.sync(ctx, sess, true); err != nil {
 		_ = sess.Close()
 		b.stopWorkers(ctx)
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: %s", cfg.Entry.Namespace, b.redact(err))
@@ -261,7 +261,7 @@ func (b *Bridge) follow(ctx context.Context, sess *mcp.ClientSession) {
 		case <-ended:
 			return
 		case <-b.relist:
-			if err := b.sync(ctx, sess); err != nil && ctx.Err() == nil {
+			if err := b.sync(ctx, sess, false); err != nil && ctx.Err() == nil {
 				b.log.Warn("mcp bridge: re-listing tools failed", "err", b.redact(err))
 			}
 		}
@@ -288,7 +288,7 @@ func (b *Bridge) restart(ctx context.Context) *mcp.ClientSession {
 			b.log.Warn("mcp bridge: restart failed", "err", b.redact(err))
 			continue
 		}
-		if err := b.sync(ctx, sess); err != nil {
+		if err := b.sync(ctx, sess, false); err != nil {
 			b.log.Warn("mcp bridge: listing tools after restart failed", "err", b.redact(err))
 			_ = sess.Close()
 			continue

@@ -25,6 +25,10 @@ type ServerConfig struct {
 	// URL is a streamable HTTP endpoint; Headers go with every request.
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// Skip names the server's tools (by their MCP names) the bridge does
+	// not host. A tool the mesh cannot host fails the worker's start
+	// unless it is listed here.
+	Skip []string `yaml:"skip"`
 }
 
 // Entry is one MCP server bound in a tools file: its tools appear on the

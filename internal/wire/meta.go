@@ -1,4 +1,4 @@
-package mesh
+package wire
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"strconv"
 )
 
-// WireVersion is the version of the wire protocol this package speaks
+// Version is the version of the wire protocol this package speaks
 // (docs/protocol.md). It is the digit of the tag that starts every
 // metadata line and reply frame: "tm2".
-const WireVersion = 2
+const Version = 2
 
 // wireTag starts a v2 metadata line or reply frame.
 const wireTag = "tm2"
@@ -33,11 +33,12 @@ const (
 	MetaTraceparent = "traceparent" // W3C Trace Context
 	MetaTracestate  = "tracestate"
 	MetaBaggage     = "baggage" // W3C Baggage
+	MetaAsk         = "ask"     // "1": the caller answers questions (§23)
 )
 
 // ErrVersion is the error of a metadata line or frame of a protocol
 // version this package does not speak.
-var ErrVersion = fmt.Errorf("unsupported wire protocol version (this side speaks %d)", WireVersion)
+var ErrVersion = fmt.Errorf("unsupported wire protocol version (this side speaks %d)", Version)
 
 // SplitCall splits a call body into its metadata line (without the tag and
 // the newline; nil when the body has none) and the JSON object that

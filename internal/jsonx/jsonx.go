@@ -1,0 +1,90 @@
+// Package jsonx holds the JSON checks every toolmesh package shares: is
+// this one valid UTF-8 document, is it an object, are two documents the
+// same value.
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// IsObject reports whether b (valid JSON) is an object: its first
+// character past white space is '{'. The one check of "is this an
+// object?" for every package, since only objects flatten into responses.
+func IsObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
+}
+
+// Valid reports whether data is one JSON document in valid UTF-8: what
+// json.Valid checks, plus the encoding RFC 8259 requires of JSON text.
+func Valid(data []byte) bool { return json.Valid(data) && utf8.Valid(data) }
+
+// Same reports whether a and b are the same JSON value: the same
+// members (in any order) with the same values, numbers compared by value.
+func Same(a, b []byte) bool {
+	va, errA := decodeNumbers(a)
+	vb, errB := decodeNumbers(b)
+	return errA == nil && errB == nil && sameValue(va, vb)
+}
+
+func decodeNumbers(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && sameNumber(x, y)
+	}
+	return a == b
+}
+
+// sameNumber compares two JSON numbers by value: exactly when both are
+// integers, else as float64 (the precision every JSON peer can rely on).
+func sameNumber(x, y json.Number) bool {
+	if x == y {
+		return true
+	}
+	if i, err := x.Int64(); err == nil {
+		if j, err := y.Int64(); err == nil {
+			return i == j
+		}
+	}
+	if strings.ContainsAny(string(x)+string(y), ".eE") {
+		f, errF := x.Float64()
+		g, errG := y.Float64()
+		return errF == nil && errG == nil && f == g
+	}
+	return false
+}

@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/internal/testutil"
+)
+
+// npmMemory is the reference knowledge-graph server, pinned like npmSDK.
+const npmMemory = "@modelcontextprotocol/server-memory@2026.8.31"
+
+// npmInstallInto installs pkgs into a fresh temporary directory and
+// returns it; the test runs only under `make interop-mcp`.
+func npmInstallInto(t *testing.T, pkgs ...string) string {
+	t.Helper()
+	if os.Getenv("TOOLMESH_INTEROP_MCP") == "" {
+		t.Skip("set TOOLMESH_INTEROP_MCP=1 (make interop-mcp) to run the npm interop tests")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		{"init", "-y"},
+		append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...),
+	} {
+		cmd := exec.CommandContext(ctx, "npm", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return dir
+}
+
+// The server-memory delete tools answer {"success":true,"message":…} on
+// success. Through `toolmesh call` that result has members named like the
+// Response's own, and must arrive whole under "result" (the result-
+// collision rule, docs/protocol.md §5.6), exit 0 — never internal_error
+// after the deletion went through.
+func TestMCPInteropServerMemoryDeletes(t *testing.T) {
+	dir := npmInstallInto(t, npmMemory)
+	_, url := startDev(t)
+	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
+	yaml := fmt.Sprintf("tools:\n  - namespace: memory\n    binding:\n      mcp: {command: node, args: [%q], env: {MEMORY_FILE_PATH: %q}}\n",
+		server, filepath.Join(dir, "memory.jsonl"))
+	tools := filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, "worker", "--config", tools, "--server", url)
+	call := func(tool, args string) result {
+		return runCmd(t, "", "call", "memory."+tool, "--server", url, "--args", args)
+	}
+	testutil.WaitFor(t, "memory.create_entities on the mesh", func() bool {
+		return call("create_entities", `{"entities":[{"name":"a","entityType":"t","observations":["x","y"]},{"name":"b","entityType":"t","observations":[]}]}`).code == 0
+	})
+	if r := call("create_relations", `{"relations":[{"from":"a","to":"b","relationType":"knows"}]}`); r.code != 0 {
+		t.Fatalf("create_relations: %+v", r)
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"delete_observations", `{"deletions":[{"entityName":"a","observations":["x"]}]}`},
+		{"delete_relations", `{"relations":[{"from":"a","to":"b","relationType":"knows"}]}`},
+		{"delete_entities", `{"entityNames":["a","b"]}`},
+	} {
+		r := call(c.tool, c.args)
+		var resp struct {
+			Success bool `json:"success"`
+			Result  struct {
+				Success bool `json:"success"`
+			} `json:"result"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &resp) != nil || !resp.Success || !resp.Result.Success {
+			t.Errorf("%s: want exit 0 and the tool's result whole under \"result\": %+v", c.tool, r)
+		}
+	}
+	r := call("read_graph", `{}`)
+	if r.code != 0 || strings.Contains(r.stdout, `"name":"a"`) {
+		t.Fatalf("read_graph after the deletes: %+v", r)
+	}
+}
