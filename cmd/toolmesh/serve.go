@@ -33,6 +33,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) of command-line tools to host as well")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	addAllowUnconfined(cmd, g)
 	return cmd
 }
 
@@ -45,6 +46,7 @@ func runDev(ctx context.Context, g *globals, listen, config string, drain time.D
 		if err != nil {
 			return err
 		}
+		f.AllowUnconfined = g.allowUnconfined
 		file = f
 	}
 	if err := checkListen(listen); err != nil {
@@ -107,6 +109,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			file.AllowUnconfined = g.allowUnconfined
 			shutdown := setupTelemetry(ctx, "toolmesh-worker", g.log)
 			defer shutdown()
 			nc, err := g.dial(ctx, "worker")
@@ -132,7 +135,16 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
 	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	addAllowUnconfined(cmd, g)
 	return cmd
+}
+
+// addAllowUnconfined adds --allow-unconfined, the operator's explicit
+// consent to run sandboxed tools unconfined where the host cannot confine
+// them (each is logged as a warning); without it they are refused.
+func addAllowUnconfined(cmd *cobra.Command, g *globals) {
+	cmd.Flags().BoolVar(&g.allowUnconfined, "allow-unconfined", false,
+		"run tools whose sandbox this host cannot enforce UNCONFINED (logged) instead of refusing to start")
 }
 
 // commandMiddleware is what the command's workers run every call through:
