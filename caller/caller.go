@@ -591,6 +591,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	p := &pending{c: c, id: id, reply: reply, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
 		lastHeard: now, notify: c.notifier(), span: span}
+	p.startAsking(ctx, o)
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
 	}
@@ -645,6 +646,9 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	}
 	if o.bearer != "" {
 		b = wire.AppendPair(b, wire.MetaBearer, o.bearer)
+	}
+	if o.ask {
+		b = wire.AppendPair(b, wire.MetaAsk, "1")
 	}
 	// Trace context only when there is some: an untraced call pays for
 	// one check, not for a propagator.
@@ -728,7 +732,7 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 // coalescer returns the sender p may be coalesced by: nil for a stream,
 // or when coalescing is off.
 func (c *Caller) coalescer(p *pending) *sender {
-	if p.stream || c.cfg.Coalescing == CoalesceOff {
+	if p.stream || p.asking.on || c.cfg.Coalescing == CoalesceOff {
 		return nil
 	}
 	return c.senderFor(p.tool)

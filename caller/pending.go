@@ -43,6 +43,7 @@ type pending struct {
 	consumed       int    // events read since the last credit grant
 	chunks         []byte // the event being reassembled from chunks
 	chunkNext      int    // the piece expected next (1-based; 0: none in progress)
+	asking         askState
 }
 
 func (p *pending) signal() {
@@ -170,7 +171,11 @@ func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *
 	if seq != p.nextSeq {
 		return p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d of call %s, got %d: events were lost in transit", p.nextSeq, p.id, seq))
 	}
-	if p.stream && !ev.IsTerminal() && len(p.queue)-p.head >= p.window {
+	if isAsk(ev) {
+		if prob := p.askLocked(ev); prob != nil {
+			return prob
+		}
+	} else if p.stream && !ev.IsTerminal() && len(p.queue)-p.head >= p.window {
 		// The reader has not yet consumed the whole window, so a correct
 		// worker cannot have sent this: ending the call keeps the caller's
 		// memory bounded whatever a worker does.
@@ -252,6 +257,7 @@ func (p *pending) fail(prob *envelope.Problem, cancelWorker bool) {
 // abandon fails the call, stops routing its events and ends its span. Any
 // heartbeat that still arrives for it makes the caller send a cancel.
 func (p *pending) abandon(prob *envelope.Problem) {
+	p.stopAsking()
 	p.fail(prob, true)
 	p.c.remove(p.id)
 }
@@ -269,7 +275,7 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 				p.queue, p.head = p.queue[:0], 0 // the backing array is reused
 			}
 			grant, wid := 0, ""
-			if p.stream && !ev.IsTerminal() {
+			if p.stream && !ev.IsTerminal() && !isAsk(ev) {
 				p.consumed++
 				if p.consumed >= p.window/2 && p.workerID != "" {
 					grant, wid, p.consumed = p.consumed, p.workerID, 0
@@ -282,7 +288,9 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 			if grant > 0 {
 				p.c.sendControl(wid, wire.Control{Op: wire.OpCredit, CallID: p.id, N: grant})
 			}
+			p.handOver(ev)
 			if ev.IsTerminal() {
+				p.stopAsking()
 				p.c.remove(p.id)
 				p.endSpan(ev.Problem())
 				p.c.notifiers.Put(p.notify)

@@ -57,7 +57,12 @@ type call struct {
 	sent    int64   // non-terminal events accepted from the handler
 	granted int64   // non-terminal events the caller has allowed
 	ended   bool    // the terminal is decided: no more emits
-	out     *outbox // stream mode only: events not yet published
+	out     *outbox // stream mode, or a call that asked: events not yet published
+
+	ask1      bool                     // the caller answers questions (ask=1)
+	asked     bool                     // a question went out: every message is a numbered frame
+	qseq      int                      // questions asked so far
+	questions map[string]*openQuestion // open questions by id
 }
 
 // run runs one admitted call from its context to its terminal event.
@@ -154,6 +159,11 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 			return nil, c.contextProblem(ctx)
 		}
 	}
+	if c.tool.approve {
+		if p := c.approve(ctx, body.Args); p != nil {
+			return nil, p
+		}
+	}
 	res, err := c.invoke(ctx, c.request(body))
 	if ctx.Err() != nil {
 		return nil, c.contextProblem(ctx)
@@ -195,7 +205,7 @@ func (c *call) request(body envelope.Call) *Request {
 		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
 		ResponseFormat: body.ResponseFormat, Bearer: c.bearer,
 		IdempotencyKey: c.idem,
-		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec,
+		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec, call: c,
 	}
 	return &c.req // part of the call: no allocation of its own
 }
@@ -217,11 +227,11 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 	} else if !jsonx.Valid(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
 	}
-	for _, s := range []*envelope.Schema{t.output, format} {
-		if s == nil {
-			continue
-		}
-		if v := s.Validate(data); len(v) > 0 {
+	if p := c.checkOutput(data); p != nil {
+		return nil, p
+	}
+	if format != nil {
+		if v := format.Validate(data); len(v) > 0 {
 			return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
 		}
 	}
@@ -229,6 +239,30 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
 	}
 	return data, nil
+}
+
+// checkOutput checks a result against the tool's output schema: the whole
+// result, or for an MCPResult tool its shape and its structuredContent.
+func (c *call) checkOutput(data json.RawMessage) *envelope.Problem {
+	w, t := c.w, c.tool
+	target, field := data, "result"
+	if t.spec.MCPResult {
+		sc, err := mcpStructured(data)
+		if err != nil {
+			return w.problems.New(envelope.CodeOutputInvalid, "mcp_result: "+err.Error())
+		}
+		if sc == nil && t.output != nil {
+			return w.problems.New(envelope.CodeOutputInvalid, "mcp_result: the tool has an output schema but the result has no structuredContent")
+		}
+		target, field = sc, "result.structuredContent"
+	}
+	if t.output == nil {
+		return nil
+	}
+	if v := t.output.Validate(target); len(v) > 0 {
+		return withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, field, v), w.problems)
+	}
+	return nil
 }
 
 // withBase rewrites a Problem's type under the worker's base URI.
@@ -269,6 +303,9 @@ func (c *call) invoke(ctx context.Context, req *Request) (res any, err error) {
 // contextProblem names why ctx ended.
 func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
 	cause := context.Cause(ctx)
+	if p := askProblem(cause, c.w.problems); p != nil {
+		return p
+	}
 	switch {
 	case errors.Is(cause, errCallerCancelled):
 		return c.w.problems.New(envelope.CodeCancelled, "the call was cancelled by its caller")

@@ -45,7 +45,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	}
 	c.setMeta(meta)
 	if m.batch != nil {
-		c.id = m.batchID
+		c.id, c.ask1 = m.batchID, false // a batched call is never asked (§23.1)
 		if prob == nil && c.stream {
 			prob = w.problems.New(envelope.CodeInvalidInput, "a batch carries unary calls only; send a stream call on its own").WithFix(metaFix, envelope.MaybeIncorrect)
 		}
@@ -80,7 +80,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 func (c *call) setMeta(m callMeta) {
 	c.id, c.callerID, c.mode, c.stream = m.callID, m.callerID, m.mode, m.mode == wire.ModeStream
 	c.interval, c.window, c.granted = m.interval, m.window, int64(m.window)
-	c.bearer, c.idem = m.bearer, m.idem
+	c.bearer, c.idem, c.ask1 = m.bearer, m.idem, m.ask
 	if m.trace != (traceFields{}) {
 		tf := m.trace // only a traced call pays for its own copy
 		c.trace = &tf

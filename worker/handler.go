@@ -75,6 +75,8 @@ type Request struct {
 	Streaming bool
 	// Spec is the tool's spec.
 	Spec *envelope.ToolSpec
+
+	call *call // the live call Ask asks through (nil outside a call)
 }
 
 // Bind decodes the arguments into v. Arguments that do not fit v are the

@@ -34,6 +34,7 @@ type callMeta struct {
 	interval         time.Duration
 	idem, bearer     string
 	trace            traceFields
+	ask              bool // ask=1: the caller answers questions
 }
 
 // traceFields carry W3C trace context and baggage; empty when the caller
@@ -115,6 +116,12 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
 		return 1 << 9, text(&m.trace.state, v, maxTraceLen)
 	case wire.MetaBaggage:
 		return 1 << 10, text(&m.trace.baggage, v, maxTraceLen)
+	case wire.MetaAsk:
+		m.ask = string(v) == "1"
+		if !m.ask {
+			return 1 << 11, fmt.Errorf("want 1, got %.32q", v)
+		}
+		return 1 << 11, nil
 	}
 	return 0, nil
 }

@@ -75,7 +75,7 @@ func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.
 	case len(data) > c.w.piece():
 		c.flushInlineLocked()
 		c.sendChunksLocked(data)
-	case c.stream:
+	case c.stream || c.asked:
 		c.queueLocked(data) // the terminal travels with the events still queued
 		c.flushInlineLocked()
 	case c.batch != nil:

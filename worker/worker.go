@@ -89,6 +89,12 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
+	// Approvals requires the caller's approval before matching tools run
+	// (docs/protocol.md §23.7).
+	Approvals Approvals
+	// QuestionTimeout bounds how long a question waits for its answer
+	// when the handler gives no timeout (default DefaultQuestionTimeout).
+	QuestionTimeout time.Duration
 	// Middleware wraps every tool's handler, the first outermost, outside
 	// the tool's own middleware (see Register). Package worker/middleware
 	// has auth, limits, access logs and metrics.
@@ -151,6 +157,7 @@ type tool struct {
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
+	approve  bool // calls wait for the caller's approval (Config.Approvals)
 
 	load      loadStats // in flight, errors by code, latency (stats.go)
 	statsMu   sync.Mutex
@@ -205,6 +212,9 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.MaxUnleasedLife <= 0 {
 		cfg.MaxUnleasedLife = 5 * time.Minute
 	}
+	if cfg.QuestionTimeout <= 0 {
+		cfg.QuestionTimeout = DefaultQuestionTimeout
+	}
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
 	}
@@ -240,6 +250,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		if err := token(&pool, []byte(cfg.Pool)); err != nil || len(cfg.Pool) > 64 {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: want 1-64 characters of A-Z a-z 0-9 _ -", cfg.Pool)
 		}
+	}
+	if err := cfg.Approvals.check(); err != nil {
+		return nil, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
 	}
 	cfg = cfg.withDefaults(nc)
 	if !wire.ValidWorkerID(cfg.ID) {
@@ -313,7 +326,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
 	t := &tool{spec: spec, handler: h, input: in, output: out,
-		spanName: "toolmesh.serve " + spec.Name,
+		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	if err := w.reserve(t); err != nil {
 		return err
@@ -542,6 +555,11 @@ func (w *Worker) onControl(m *nats.Msg) {
 		// Idempotent and race-tolerant: an unknown call id is ignored.
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
 			cl.cancel(errCallerCancelled)
+		}
+	case wire.OpAnswer:
+		// Only the call's own identity finds the call (§23.3).
+		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
+			cl.answer(c)
 		}
 	case wire.OpCredit:
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil && c.N > 0 {

@@ -33,6 +33,7 @@ const (
 	MetaTraceparent = "traceparent" // W3C Trace Context
 	MetaTracestate  = "tracestate"
 	MetaBaggage     = "baggage" // W3C Baggage
+	MetaAsk         = "ask"     // "1": the caller answers questions (§23)
 )
 
 // ErrVersion is the error of a metadata line or frame of a protocol

@@ -89,6 +89,8 @@ const (
 	OpCancel = "cancel"
 	OpCredit = "credit"
 	OpAlive  = "alive"
+	// OpAnswer settles an open question of a call (§23.3).
+	OpAnswer = "answer"
 )
 
 // Control is one caller → worker control message.
@@ -98,6 +100,10 @@ type Control struct {
 	CallerID string `json:"caller_id,omitempty"`
 	// N is the number of events granted by a credit.
 	N int `json:"n,omitempty"`
+	// QuestionID, Action and Content are an answer's (OpAnswer).
+	QuestionID string          `json:"question_id,omitempty"`
+	Action     string          `json:"action,omitempty"`
+	Content    json.RawMessage `json:"content,omitempty"`
 }
 
 // Encode returns the control message's JSON.

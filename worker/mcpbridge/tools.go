@@ -127,7 +127,7 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 // SDK decodes an absent readOnlyHint or idempotentHint as false, MCP's
 // default, so false is left unset rather than declared.
 func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) {
-	s := envelope.ToolSpec{Name: namespace + "." + t.Name, Title: t.Title, Description: t.Description, Tags: []string{"mcp"}}
+	s := envelope.ToolSpec{Name: namespace + "." + t.Name, Title: t.Title, Description: t.Description, Tags: []string{"mcp"}, MCPResult: true}
 	if err := envelope.ValidateToolName(s.Name); err != nil {
 		return s, nil, fmt.Errorf("its name cannot be a mesh tool name: %v", err)
 	}
@@ -225,22 +225,44 @@ func (b *Bridge) callProblem(mcpName string, err error) *envelope.Problem {
 	return envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered an error: %s", b.redact(err))
 }
 
-// resultOf maps an MCP result: structuredContent is the mesh result; a
-// result with only content becomes {"content": [...]}; isError becomes a
-// tool_failed Problem carrying the text and the content.
+// resultOf maps an MCP result onto the mesh: the result is the MCP
+// result itself (content blocks, structuredContent, _meta: the spec sets
+// MCPResult), so both round-trip unchanged; isError becomes a tool_failed
+// Problem carrying the text and, as mcp_content, the blocks.
 func resultOf(res *mcp.CallToolResult) (any, error) {
 	if res.IsError {
 		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+clip(contentText(res.Content), 2000))
 		return nil, p.WithExtension("mcp_content", res.Content)
 	}
-	if res.StructuredContent != nil {
-		return res.StructuredContent, nil
-	}
 	content := res.Content
 	if content == nil {
 		content = []mcp.Content{}
 	}
-	return map[string]any{"content": content}, nil
+	out := map[string]any{"content": content}
+	if res.StructuredContent != nil {
+		out["structuredContent"] = res.StructuredContent
+	}
+	if meta := resultMeta(res.Meta); len(meta) > 0 {
+		out["_meta"] = meta
+	}
+	return out, nil
+}
+
+// resultMeta is a result's _meta without the keys the MCP project reserves
+// (io.modelcontextprotocol/…, such as serverInfo): they describe the
+// connection the result came over, and the gateway writes its own.
+func resultMeta(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func contentText(cs []mcp.Content) string {
