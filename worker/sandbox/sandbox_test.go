@@ -103,7 +103,9 @@ func TestProgramFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	real, _ := os.Readlink("/bin/sh")
-	if !slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(f, "/"+strings.TrimPrefix(real, "/")) || strings.HasSuffix(f, "/sh") || strings.HasSuffix(f, "/dash") }) {
+	if !slices.ContainsFunc(files, func(f string) bool {
+		return strings.HasSuffix(f, "/"+strings.TrimPrefix(real, "/")) || strings.HasSuffix(f, "/sh") || strings.HasSuffix(f, "/dash")
+	}) {
 		t.Errorf("script: %v lacks its interpreter", files)
 	}
 }
