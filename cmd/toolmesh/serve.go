@@ -70,7 +70,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 	}
 	shutdown := setupTelemetry(ctx, "toolmesh-dev", g.log)
 	defer shutdown()
-	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen, JetStream: true}) // JetStream holds the worker registry
+	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen}) // with JetStream: it holds the worker registry
 	if err != nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
 			WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
