@@ -111,7 +111,7 @@ type Config struct {
 	// when the handler gives no timeout (default DefaultQuestionTimeout).
 	QuestionTimeout time.Duration
 	// Middleware wraps every tool's handler, the first outermost, outside
-	// the tool's own middleware (see Register). Package worker/middleware
+	// the tool's own middleware (see Register). Package worker/workermw
 	// has auth, limits, access logs and metrics.
 	Middleware []Middleware
 }
