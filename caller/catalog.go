@@ -301,4 +301,3 @@ func (c *Caller) Describe(ctx context.Context, tool string) (envelope.ToolSpec, 
 	}
 	return spec, nil
 }
-

@@ -25,6 +25,12 @@ const (
 	EventError    EventType = envelope.EventError
 )
 
+// The event types of asking (docs/protocol.md §23): a worker sends them only on calls whose caller declared that it answers questions.
+const (
+	EventQuestion EventType = envelope.EventQuestion
+	EventAnswered EventType = envelope.EventAnswered
+)
+
 // Problem is envelope.Problem: an RFC 9457 problem detail with toolmesh's
 // agent extensions: code (the registry code), retry_after (always present,
 // null unless transient), suggested_fix, code_actions and exit_code.
@@ -60,6 +66,11 @@ const (
 	CodeInputRequired         Code = envelope.CodeInputRequired
 	CodeInputTimeout          Code = envelope.CodeInputTimeout
 	CodeDeclined              Code = envelope.CodeDeclined
+	CodeSandboxReadDenied     Code = envelope.CodeSandboxReadDenied
+	CodeSandboxWriteDenied    Code = envelope.CodeSandboxWriteDenied
+	CodeSandboxExecDenied     Code = envelope.CodeSandboxExecDenied
+	CodeSandboxConnectDenied  Code = envelope.CodeSandboxConnectDenied
+	CodeSandboxLimit          Code = envelope.CodeSandboxLimit
 )
 
 // Applicability is envelope.Applicability: says how safely an agent may

@@ -132,7 +132,7 @@ func rawGather(tb testing.TB, nc *nats.Conn, workers int) {
 //	go test -run '^$' -bench BenchmarkCatalog -benchtime 5x ./tests/
 func BenchmarkCatalog(b *testing.B) {
 	for _, workers := range []int{1_000, 10_000} {
-		srv := meshtest.StartServer(b, embedded.Config{JetStream: true})
+		srv := meshtest.StartServer(b, embedded.Config{})
 		f := newSimFleet(b, srv, "W", workers, 5, 500)
 		f.register(b)
 		b.Run(fmt.Sprintf("workers=%d/raw", workers), func(b *testing.B) {
@@ -172,7 +172,7 @@ func BenchmarkCatalog(b *testing.B) {
 // BenchmarkWatchSeesReady measures how long after 1,000 workers' READY
 // (their first beacon) a Watch has reported every one of their tools.
 func BenchmarkWatchSeesReady(b *testing.B) {
-	srv := meshtest.StartServer(b, embedded.Config{JetStream: true})
+	srv := meshtest.StartServer(b, embedded.Config{})
 	for b.Loop() {
 		f := newSimFleet(b, srv, fmt.Sprintf("R%d.", b.N), 1_000, 5, 1_000)
 		c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})

@@ -79,7 +79,7 @@ func TestIdleWorkerWith1000ToolsIsSmall(t *testing.T) {
 // catalogue is never complete without one.
 func TestCatalogUnderRegistryChurnMissesNoWorker(t *testing.T) {
 	const workers = 200
-	srv := meshtest.StartServer(t, embedded.Config{JetStream: true})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	f := newSimFleet(t, srv, "C", workers, 5, 20)
 	f.register(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -109,10 +109,10 @@ func TestCatalogUnderRegistryChurnMissesNoWorker(t *testing.T) {
 	t.Logf("registry keys rewritten during 100 catalogues: %d", <-churned)
 }
 
-// A catalogue gather after the connection has made requests (so nats.go's
+// A catalogue gather (no registry) after the connection has made requests (so nats.go's
 // response wildcard exists) receives each worker's answer once.
 func TestCatalogAnswersArriveOnce(t *testing.T) {
-	srv := meshtest.StartServer(t, embedded.Config{})
+	srv := meshtest.StartServer(t, embedded.Config{NoJetStream: true}) // the broadcast gather
 	for i := range 5 {
 		w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{})
 		register(t, w, envelope.ToolSpec{Name: fmt.Sprintf("once.t%d", i)}, echo)

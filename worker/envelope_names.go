@@ -48,6 +48,11 @@ const (
 	CodeInputRequired         Code = envelope.CodeInputRequired
 	CodeInputTimeout          Code = envelope.CodeInputTimeout
 	CodeDeclined              Code = envelope.CodeDeclined
+	CodeSandboxReadDenied     Code = envelope.CodeSandboxReadDenied
+	CodeSandboxWriteDenied    Code = envelope.CodeSandboxWriteDenied
+	CodeSandboxExecDenied     Code = envelope.CodeSandboxExecDenied
+	CodeSandboxConnectDenied  Code = envelope.CodeSandboxConnectDenied
+	CodeSandboxLimit          Code = envelope.CodeSandboxLimit
 )
 
 // Applicability is envelope.Applicability: says how safely an agent may

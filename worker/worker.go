@@ -72,6 +72,21 @@ type Config struct {
 	// worker_lost) rather than letting the worker's memory grow unbounded.
 	MaxPendingCalls int
 	MaxPendingBytes int
+	// MaxControlPending and MaxControlPendingBytes bound the control
+	// messages (cancel, credit, alive, beat) and probe answers waiting
+	// unread (defaults 4096 and 4 MiB): every caller — every tenant, under
+	// deploy/secure — may publish on the control subject, so a flood of
+	// them is dropped past these rather than growing the worker's memory.
+	MaxControlPending      int
+	MaxControlPendingBytes int
+	// MaxPerIdentity bounds the calls one identity may hold admitted here
+	// (running and queued) — a tenant account and user under deploy/secure,
+	// a caller id in a single account, and each sender's unleased calls
+	// together (default half of MaxConcurrent, at least 1: one sender can
+	// never hold every execution slot, so another's calls always find
+	// one). Past it the sender's calls are refused overloaded, unrun,
+	// while others' are still admitted.
+	MaxPerIdentity int
 	// RegistryTTL is how long the worker's key in the JetStream worker
 	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
 	RegistryTTL time.Duration
@@ -89,8 +104,14 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
+	// Approvals requires the caller's approval before matching tools run
+	// (docs/protocol.md §23.7).
+	Approvals Approvals
+	// QuestionTimeout bounds how long a question waits for its answer
+	// when the handler gives no timeout (default DefaultQuestionTimeout).
+	QuestionTimeout time.Duration
 	// Middleware wraps every tool's handler, the first outermost, outside
-	// the tool's own middleware (see Register). Package worker/middleware
+	// the tool's own middleware (see Register). Package worker/workermw
 	// has auth, limits, access logs and metrics.
 	Middleware []Middleware
 }
@@ -137,6 +158,7 @@ type Worker struct {
 	probing map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 
 	presence *presence
+	shares   shares // calls admitted per sender (Config.MaxPerIdentity)
 
 	// The encoded catalogue (see catalogue), for toolsVersion catVersion.
 	catMu      sync.Mutex
@@ -158,6 +180,7 @@ type tool struct {
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
+	approve  bool // calls wait for the caller's approval (Config.Approvals)
 
 	load      loadStats // in flight, errors by code, latency (stats.go)
 	statsMu   sync.Mutex
@@ -212,6 +235,9 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.MaxUnleasedLife <= 0 {
 		cfg.MaxUnleasedLife = 5 * time.Minute
 	}
+	if cfg.QuestionTimeout <= 0 {
+		cfg.QuestionTimeout = DefaultQuestionTimeout
+	}
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
 	}
@@ -226,6 +252,15 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	}
 	if cfg.MaxPendingBytes <= 0 {
 		cfg.MaxPendingBytes = 64 << 20
+	}
+	if cfg.MaxControlPending <= 0 {
+		cfg.MaxControlPending = 4096
+	}
+	if cfg.MaxControlPendingBytes <= 0 {
+		cfg.MaxControlPendingBytes = 4 << 20
+	}
+	if cfg.MaxPerIdentity <= 0 {
+		cfg.MaxPerIdentity = max(cfg.MaxConcurrent/2, 1)
 	}
 	if cfg.MaxArgsBytes <= 0 {
 		cfg.MaxArgsBytes = int(nc.MaxPayload())
@@ -247,6 +282,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		if err := token(&pool, []byte(cfg.Pool)); err != nil || len(cfg.Pool) > 64 {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: want 1-64 characters of A-Z a-z 0-9 _ -", cfg.Pool)
 		}
+	}
+	if err := cfg.Approvals.check(); err != nil {
+		return nil, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
 	}
 	cfg = cfg.withDefaults(nc)
 	if !wire.ValidWorkerID(cfg.ID) {
@@ -273,6 +311,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		probing:     map[callKey]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
+	w.shares = shares{limit: cfg.MaxPerIdentity, held: map[string]int{}}
 	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
@@ -320,7 +359,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
 	t := &tool{spec: spec, handler: h, input: in, output: out,
-		spanName: "toolmesh.serve " + spec.Name,
+		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	if err := w.reserve(t); err != nil {
 		return err
@@ -503,7 +542,11 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
-	_ = ctl.SetPendingLimits(-1, -1)
+	// Anyone allowed on the subject can send here, so what waits unread is
+	// bounded: past the limits NATS drops control messages (a cancel or
+	// alive lost to a flood is resent at the sender's next tick) instead of
+	// the worker's memory growing with a neighbour's flood.
+	_ = ctl.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, ctl)
 	// Confirmed on its own: when the pool is wrong, the control subject is
 	// the one to name (discovery subjects would be refused too).
@@ -514,6 +557,7 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
+	_ = probes.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, probes)
 	answer := func(m *nats.Msg) { _ = m.Respond(w.catalogueEntry()) }
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
@@ -527,6 +571,9 @@ func (w *Worker) subscribeControl() error {
 }
 
 func (w *Worker) onControl(m *nats.Msg) {
+	if len(m.Data) > maxControlBytes {
+		return // no control message is this large: not worth decoding
+	}
 	var c wire.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		w.log.Debug("malformed control message", "err", err) // debug: anyone can send these
@@ -539,10 +586,18 @@ func (w *Worker) onControl(m *nats.Msg) {
 	switch c.Op {
 	case wire.OpAlive:
 		w.heard(callKey{who, c.CallerID})
+	case wire.OpBeat:
+		w.heard(callKey{who, c.CallerID})
+		w.beatNow(callKey{who, c.CallerID})
 	case wire.OpCancel:
 		// Idempotent and race-tolerant: an unknown call id is ignored.
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
 			cl.cancel(errCallerCancelled)
+		}
+	case wire.OpAnswer:
+		// Only the call's own identity finds the call (§23.3).
+		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
+			cl.answer(c)
 		}
 	case wire.OpCredit:
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil && c.N > 0 {
@@ -567,7 +622,7 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 	if ok {
 		return s, nil
 	}
-	s, err := envelope.CompileSchema(raw)
+	s, err := envelope.CompileFormatSchema(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -620,8 +675,11 @@ func (w *Worker) admit(c *call) bool {
 	switch {
 	case w.stopping:
 		detail = fmt.Sprintf("worker %s is stopping; the handler did not run", w.cfg.ID)
+	case !w.shares.take(c):
+		detail = fmt.Sprintf("worker %s already holds this sender's share of %d calls; the handler did not run", w.cfg.ID, w.cfg.MaxPerIdentity)
 	case w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued):
 		w.admitted.Add(-1)
+		w.shares.give(c)
 		detail = fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)
 	default:
 		w.inflight.Add(1)
