@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,6 +86,53 @@ func TestMCPInteropElicitation(t *testing.T) {
 			}
 			if !s.Result.IsError || !strings.Contains(all, `"code":"input_required"`) || !strings.Contains(all, "Delete /tmp/ts?") {
 				t.Fatalf("without elicitation: %+v, want an input_required isError result", s)
+			}
+		})
+	}
+}
+
+// TestMCPInteropElicitationBridged: server-everything, bridged onto the
+// mesh, elicits in trigger-elicitation-request. A mesh caller (`toolmesh
+// call --answer`) answers it; and end to end, the official TypeScript
+// client's elicitation handler answers it through toolmesh mcp → mesh →
+// bridge → server-everything and back.
+func TestMCPInteropElicitationBridged(t *testing.T) {
+	dir := interopDir(t)
+	_, url := startDev(t)
+	tools := filepath.Join(dir, "tools.yaml")
+	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	yaml := fmt.Sprintf("tools:\n  - namespace: everything\n    binding:\n      mcp: {command: node, args: [%q, stdio]}\n", server)
+	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, "worker", "--config", tools, "--server", url)
+	const tool = "everything.trigger-elicitation-request"
+	var r result
+	waitFor(t, tool+" on the mesh", func() bool {
+		r = runCmd(t, "", "call", tool, "--server", url, "--answer", `{"name":"Ann Mesh","check":true}`)
+		return r.code == 0
+	})
+	if !strings.Contains(r.stdout, "Name: Ann Mesh") || !strings.Contains(r.stdout, "Agreed to terms: true") {
+		t.Fatalf("a mesh caller's answer did not reach server-everything: %+v", r)
+	}
+	r = runCmd(t, "", "call", tool, "--server", url, "--answer", "decline")
+	if r.code != 0 || !strings.Contains(r.stdout, "declined") {
+		t.Fatalf("a mesh caller's decline: %+v", r)
+	}
+	p := startProc(t, "mcp", "--server", url, "--http", "127.0.0.1:0")
+	endpoint := p.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]
+	for name, transport := range map[string][]string{"stdio": {"stdio", toolmeshBin(t), url}, "http": {"http", endpoint}} {
+		t.Run(name, func(t *testing.T) {
+			s := runElicitClient(t, dir, append([]string{"elicit", tool, `{}`, `{"name":"Ann TypeScript","check":false}`}, transport...)...)
+			var text string
+			for _, c := range s.Result.Content {
+				text += c.Text
+			}
+			if s.Thrown != "" || s.Result.IsError || !strings.Contains(text+string(s.Result.StructuredContent), "Name: Ann TypeScript") {
+				t.Fatalf("end to end: %+v", s)
+			}
+			if len(s.Asked) != 1 || s.Asked[0].Message != "Please provide inputs for the following fields:" || s.Asked[0].RequestedSchema["properties"] == nil {
+				t.Fatalf("the TypeScript client was asked %+v", s.Asked)
 			}
 		})
 	}

@@ -61,6 +61,7 @@ type Bridge struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	drains sync.WaitGroup // replaced workers still finishing their calls
+	askers askers         // calls a server's elicitation may be put to (elicit.go)
 
 	mu      sync.Mutex
 	sess    *mcp.ClientSession // nil while the server is down
@@ -96,6 +97,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 			}
 		},
 		ProgressNotificationHandler: b.onProgress,
+		ElicitationHandler:          b.onElicit,
 	})
 	sess, err := b.connect(ctx)
 	if err != nil {
