@@ -124,6 +124,14 @@ type ToolSpec struct {
 	// OutputSchema, when present, is enforced on every result.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
+	// MCPResult says every result is an MCP tool result: an object with
+	// "content" (an array of MCP content blocks — text, image, audio,
+	// resource, resource_link — which a host passes to a model as they
+	// are), "structuredContent" (an object) when the tool has one, and
+	// optionally "_meta". OutputSchema then describes structuredContent.
+	// The MCP bridge sets it on every tool it hosts, and the MCP gateway
+	// serves such a result unchanged.
+	MCPResult bool `json:"mcp_result,omitempty"`
 	// Streaming says the tool emits deltas worth watching.
 	Streaming bool     `json:"streaming,omitempty"`
 	Tags      []string `json:"tags,omitempty"`

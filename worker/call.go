@@ -227,11 +227,11 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 	} else if !jsonx.Valid(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
 	}
-	for _, s := range []*envelope.Schema{t.output, format} {
-		if s == nil {
-			continue
-		}
-		if v := s.Validate(data); len(v) > 0 {
+	if p := c.checkOutput(data); p != nil {
+		return nil, p
+	}
+	if format != nil {
+		if v := format.Validate(data); len(v) > 0 {
 			return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
 		}
 	}
@@ -239,6 +239,30 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
 	}
 	return data, nil
+}
+
+// checkOutput checks a result against the tool's output schema: the whole
+// result, or for an MCPResult tool its shape and its structuredContent.
+func (c *call) checkOutput(data json.RawMessage) *envelope.Problem {
+	w, t := c.w, c.tool
+	target, field := data, "result"
+	if t.spec.MCPResult {
+		sc, err := mcpStructured(data)
+		if err != nil {
+			return w.problems.New(envelope.CodeOutputInvalid, "mcp_result: "+err.Error())
+		}
+		if sc == nil && t.output != nil {
+			return w.problems.New(envelope.CodeOutputInvalid, "mcp_result: the tool has an output schema but the result has no structuredContent")
+		}
+		target, field = sc, "result.structuredContent"
+	}
+	if t.output == nil {
+		return nil
+	}
+	if v := t.output.Validate(target); len(v) > 0 {
+		return withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, field, v), w.problems)
+	}
+	return nil
 }
 
 // withBase rewrites a Problem's type under the worker's base URI.

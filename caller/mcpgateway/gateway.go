@@ -273,6 +273,7 @@ func gapsOf(cat caller.Catalog) []string {
 func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
+	mcpResult := map[string]bool{}
 	for _, ct := range view.tools {
 		if !g.filter.allows(ct.Spec.Name) {
 			continue
@@ -284,6 +285,7 @@ func (g *Gateway) apply(view fleetView) {
 		}
 		want[t.Name] = t
 		meshName[t.Name] = ct.Spec.Name
+		mcpResult[t.Name] = ct.Spec.MCPResult
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -306,7 +308,7 @@ func (g *Gateway) apply(view fleetView) {
 			continue
 		}
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
-		g.srv.AddTool(t, g.callHandler(meshName[name], t))
+		g.srv.AddTool(t, g.callHandler(meshName[name], t, mcpResult[name]))
 	}
 }
 

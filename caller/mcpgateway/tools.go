@@ -31,7 +31,10 @@ func mcpTool(prefix string, s envelope.ToolSpec) (*mcp.Tool, error) {
 		InputSchema: in,
 		Annotations: hints(s),
 	}
-	if len(s.OutputSchema) > 0 {
+	if len(s.OutputSchema) > 0 && s.MCPResult {
+		// It describes structuredContent already.
+		t.OutputSchema = s.OutputSchema
+	} else if len(s.OutputSchema) > 0 {
 		out, err := outputSchema(s.OutputSchema)
 		if err != nil {
 			return nil, err
@@ -44,18 +47,19 @@ func mcpTool(prefix string, s envelope.ToolSpec) (*mcp.Tool, error) {
 	return t, nil
 }
 
-// hints maps the mesh's annotations onto MCP's, which share their defaults
-// (not read-only, destructive, not idempotent, open-world): every hint is
-// written explicitly so a client never has to guess a default.
+// hints maps the mesh's annotations onto MCP's, passing through only what
+// the tool declared: nil when it declared none. (The SDK always writes
+// readOnlyHint and idempotentHint; unset, they are MCP's default false.)
 func hints(s envelope.ToolSpec) *mcp.ToolAnnotations {
 	a := s.Annotations
-	destructive, openWorld := a.IsDestructive(), a.IsOpenWorld()
+	if a == nil || *a == (envelope.Annotations{}) {
+		return nil
+	}
 	return &mcp.ToolAnnotations{
-		Title:           s.Title,
 		ReadOnlyHint:    a.IsReadOnly(),
-		DestructiveHint: &destructive,
+		DestructiveHint: a.Destructive,
 		IdempotentHint:  a.IsIdempotent(),
-		OpenWorldHint:   &openWorld,
+		OpenWorldHint:   a.OpenWorld,
 	}
 }
 

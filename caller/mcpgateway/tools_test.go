@@ -103,6 +103,11 @@ func TestMCPToolMapping(t *testing.T) {
 		{"tool_full.json", envelope.ToolSpec{Name: "count", Title: "Count", Description: "d", Streaming: true,
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`), OutputSchema: json.RawMessage(`{"type":"array"}`),
 			Annotations: &envelope.Annotations{ReadOnly: &yes, Destructive: &no, Idempotent: &yes, OpenWorld: &no}}},
+		// Only what the tool declared: no destructiveHint or openWorldHint invented.
+		{"tool_readonly.json", envelope.ToolSpec{Name: "fs.read", Annotations: &envelope.Annotations{ReadOnly: &yes}}},
+		// An MCP result's output schema describes structuredContent: verbatim.
+		{"tool_mcp_result.json", envelope.ToolSpec{Name: "fs.stat", MCPResult: true,
+			InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: json.RawMessage(`{"properties":{"size":{"type":"integer"}}}`)}},
 	}
 	for _, c := range cases {
 		tool, err := mcpTool("mesh_", c.spec)

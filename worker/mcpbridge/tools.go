@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/cli"
 )
 
 // hosted is one MCP tool as registered on the mesh.
@@ -109,6 +110,9 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 			refused = append(refused, fmt.Sprintf("%q: %v", t.Name, err))
 			continue
 		}
+		if b.plan != nil {
+			spec.Sandbox = cli.SandboxSummary(b.plan.Policy)
+		}
 		if len(changes) > 0 {
 			b.log.Info("mcp bridge: schema normalised (recorded in its $comment)", "tool", spec.Name, "changes", strings.Join(changes, "; "))
 		}
@@ -123,7 +127,7 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 // SDK decodes an absent readOnlyHint or idempotentHint as false, MCP's
 // default, so false is left unset rather than declared.
 func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) {
-	s := envelope.ToolSpec{Name: namespace + "." + t.Name, Title: t.Title, Description: t.Description, Tags: []string{"mcp"}}
+	s := envelope.ToolSpec{Name: namespace + "." + t.Name, Title: t.Title, Description: t.Description, Tags: []string{"mcp"}, MCPResult: true}
 	if err := envelope.ValidateToolName(s.Name); err != nil {
 		return s, nil, fmt.Errorf("its name cannot be a mesh tool name: %v", err)
 	}
@@ -188,7 +192,7 @@ func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
 		res, err := sess.CallTool(ctx, params)
 		switch {
 		case err == nil:
-			return resultOf(res)
+			return b.sandboxed(resultOf(res))
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errClosed(err):
@@ -222,22 +226,44 @@ func (b *Bridge) callProblem(mcpName string, err error) *envelope.Problem {
 	return envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered an error: %s", b.redact(err))
 }
 
-// resultOf maps an MCP result: structuredContent is the mesh result; a
-// result with only content becomes {"content": [...]}; isError becomes a
-// tool_failed Problem carrying the text and the content.
+// resultOf maps an MCP result onto the mesh: the result is the MCP
+// result itself (content blocks, structuredContent, _meta: the spec sets
+// MCPResult), so both round-trip unchanged; isError becomes a tool_failed
+// Problem carrying the text and, as mcp_content, the blocks.
 func resultOf(res *mcp.CallToolResult) (any, error) {
 	if res.IsError {
 		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+clip(contentText(res.Content), 2000))
 		return nil, p.WithExtension("mcp_content", res.Content)
 	}
-	if res.StructuredContent != nil {
-		return res.StructuredContent, nil
-	}
 	content := res.Content
 	if content == nil {
 		content = []mcp.Content{}
 	}
-	return map[string]any{"content": content}, nil
+	out := map[string]any{"content": content}
+	if res.StructuredContent != nil {
+		out["structuredContent"] = res.StructuredContent
+	}
+	if meta := resultMeta(res.Meta); len(meta) > 0 {
+		out["_meta"] = meta
+	}
+	return out, nil
+}
+
+// resultMeta is a result's _meta without the keys the MCP project reserves
+// (io.modelcontextprotocol/…, such as serverInfo): they describe the
+// connection the result came over, and the gateway writes its own.
+func resultMeta(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func contentText(cs []mcp.Content) string {

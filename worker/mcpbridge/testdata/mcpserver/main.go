@@ -5,7 +5,9 @@
 // Tools: echo (structured result), count (progress with a total),
 // block (reports progress, then waits for cancellation), cancelled (how many block calls saw
 // their context end), crash (exits the process), add_tool (adds "extra",
-// which sends list_changed), text (content only), fail (isError), pid.
+// which sends list_changed), text (content only), fail (isError), pid,
+// blocks (every content block kind, structuredContent and _meta),
+// fail_image (isError with an image).
 // With -wild it also lists tools whose schemas servers in the wild emit
 // (no "type", {}, true, a type list, 2020-12 keywords), and with
 // -unhostable one whose inputSchema no argument object can match.
@@ -114,6 +116,27 @@ func addControlTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "text", Description: "content only"},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "plain " + os.Getenv("TESTSERVER_GREETING")}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "blocks", Description: "every content block kind, structuredContent and _meta"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
+			pixel := []byte("\x89PNG\r\n\x1a\n")
+			return &mcp.CallToolResult{
+				Meta: mcp.Meta{"example.com/k": "v"},
+				Content: []mcp.Content{
+					&mcp.TextContent{Text: "hello\n", Annotations: &mcp.Annotations{Audience: []mcp.Role{"user"}, Priority: 0.5}},
+					&mcp.ImageContent{Data: pixel, MIMEType: "image/png"},
+					&mcp.AudioContent{Data: []byte("RIFF"), MIMEType: "audio/wav"},
+					&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://r", MIMEType: "text/plain", Text: "embedded"}},
+					&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://b", MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2}}},
+					&mcp.ResourceLink{URI: "file:///tmp/x", Name: "x", Title: "X", MIMEType: "text/plain"},
+				},
+				StructuredContent: map[string]any{"content": "hello\n", "n": 2},
+			}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail_image", Description: "reports an error with an image"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad frame"},
+				&mcp.ImageContent{Data: []byte("GIF89a"), MIMEType: "image/gif"}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "reports an error"},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
