@@ -19,7 +19,7 @@ import (
 // askingGateway is a mesh hosting askingTool's "rm" behind a gateway.
 func askingGateway(t *testing.T) *mcpgateway.Gateway {
 	t.Helper()
-	srv := meshtest.StartServer(t, embedded.Config{JetStream: true})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	askingTool(t, meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{}))
 	g, err := mcpgateway.New(mcpgateway.Config{Caller: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{}),
 		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
