@@ -90,7 +90,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	if file != nil {
-		if err := cli.Register(w, file, g.log); err != nil {
+		if err := cli.RegisterFile(w, file, g.log); err != nil {
 			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 		}
 	}
@@ -140,7 +140,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
 			}
-			if err := cli.Register(w, file, g.log); err != nil {
+			if err := cli.RegisterFile(w, file, g.log); err != nil {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 			}
 			drainBridges, err := startBridges(ctx, nc, config, g)
