@@ -129,6 +129,9 @@ type Caller struct {
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 
+	// tasks is the caller of the task API (§22), made on first use.
+	tasks taskClient
+
 	mu      sync.Mutex
 	pending map[string]*pending
 	batches map[string]*batch // batch reply token → its calls, while any is registered
@@ -268,6 +271,10 @@ func (c *Caller) Close() error {
 		p.abandon(c.problems.New(envelope.CodeCancelled, "the caller was closed"))
 	}
 	close(c.done)
+	c.tasks.once.Do(func() {}) // a task caller being made is finished first
+	if c.tasks.c != nil {
+		_ = c.tasks.c.Close()
+	}
 	c.nc.RemoveStatusListener(c.statusCh)
 	err := c.sub.Unsubscribe()
 	_ = c.probe.Unsubscribe()

@@ -40,7 +40,7 @@ type mcpMesh struct {
 func startMCPMesh(t *testing.T) *mcpMesh {
 	t.Helper()
 	// JetStream holds the worker registry, so the catalogue can be complete.
-	m := &mcpMesh{srv: meshtest.StartServer(t, embedded.Config{JetStream: true}),
+	m := &mcpMesh{srv: meshtest.StartServer(t, embedded.Config{}),
 		blockStarted: make(chan struct{}, 8), blockEnded: make(chan struct{}, 8)}
 	w := meshtest.NewWorker(t, meshtest.Connect(t, m.srv), worker.Config{})
 	obj := json.RawMessage(`{"type":"object"}`)
@@ -583,7 +583,7 @@ func TestMCPGatewayStreamCloseCancels(t *testing.T) {
 // official TypeScript SDK throws when it does not match), so a failing
 // tool that declares one gets its problem+json as text instead.
 func TestMCPGatewayProblemFitsTheOutputSchema(t *testing.T) {
-	m := &mcpMesh{srv: meshtest.StartServer(t, embedded.Config{JetStream: true})}
+	m := &mcpMesh{srv: meshtest.StartServer(t, embedded.Config{})}
 	w := meshtest.NewWorker(t, meshtest.Connect(t, m.srv), worker.Config{})
 	out := json.RawMessage(`{"type":"object","properties":{"count":{"type":"integer"}},"required":["count"]}`)
 	register(t, w, envelope.ToolSpec{Name: "typed", InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: out},

@@ -21,7 +21,6 @@ import (
 const (
 	npmSDK        = "@modelcontextprotocol/sdk@1.32.2"
 	npmEverything = "@modelcontextprotocol/server-everything@2026.8.31"
-	npmFilesystem = "@modelcontextprotocol/server-filesystem@2026.8.31"
 )
 
 // interopDir installs the npm packages into a temporary directory and

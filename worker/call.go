@@ -206,6 +206,7 @@ func (c *call) request(body envelope.Call) *Request {
 		ResponseFormat: body.ResponseFormat, Bearer: c.bearer,
 		IdempotencyKey: c.idem,
 		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec, call: c,
+		Identity: c.key.identity,
 	}
 	return &c.req // part of the call: no allocation of its own
 }

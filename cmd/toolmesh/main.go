@@ -34,6 +34,8 @@ type globals struct {
 	prefix   string
 	format   string
 	logLevel string
+	// allowUnconfined is worker's and dev's --allow-unconfined.
+	allowUnconfined bool
 
 	stdout, stderr io.Writer
 	stdin          io.Reader

@@ -35,6 +35,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) of command-line tools to host as well")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	addAllowUnconfined(cmd, g)
 	return cmd
 }
 
@@ -61,6 +62,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		if err != nil {
 			return err
 		}
+		f.AllowUnconfined = g.allowUnconfined
 		file = f
 	}
 	if err := checkListen(listen); err != nil {
@@ -68,7 +70,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 	}
 	shutdown := setupTelemetry(ctx, "toolmesh-dev", g.log)
 	defer shutdown()
-	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen, JetStream: true}) // JetStream holds the worker registry
+	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen}) // with JetStream: it holds the worker registry
 	if err != nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
 			WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
@@ -126,6 +128,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			file.AllowUnconfined = g.allowUnconfined
 			shutdown := setupTelemetry(ctx, "toolmesh-worker", g.log)
 			defer shutdown()
 			nc, err := g.dial(ctx, "worker")
@@ -152,7 +155,16 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	approvalFlags(cmd, &approvals)
 	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	addAllowUnconfined(cmd, g)
 	return cmd
+}
+
+// addAllowUnconfined adds --allow-unconfined, the operator's explicit
+// consent to run sandboxed tools unconfined where the host cannot confine
+// them (each is logged as a warning); without it they are refused.
+func addAllowUnconfined(cmd *cobra.Command, g *globals) {
+	cmd.Flags().BoolVar(&g.allowUnconfined, "allow-unconfined", false,
+		"run tools whose sandbox this host cannot enforce UNCONFINED (logged) instead of refusing to start")
 }
 
 // commandMiddleware is what the command's workers run every call through:

@@ -76,8 +76,9 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 	binding := *t.Spec.Binding.CLI
 	binding.ArgsTemplate = t.Hardening.template(binding.ArgsTemplate)
 	spec := t.Spec
+	spec.Sandbox = &envelope.SandboxSummary{Confined: false, Network: "any"} // says so rather than nothing
 	if plan != nil {
-		spec.Sandbox = summary(plan.Policy)
+		spec.Sandbox = SandboxSummary(plan.Policy)
 	}
 	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
 	return &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,

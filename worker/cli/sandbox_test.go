@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -242,5 +243,138 @@ tools:
 	got, _ := os.ReadFile(mark)
 	if want := "-- 3 " + filepath.Join(root, "in.txt") + "\n"; string(got) != want {
 		t.Errorf("argv %q, want %q (-- first, the path resolved)", got, want)
+	}
+}
+
+// The file's sandbox is every tool's default; a tool's own block replaces
+// it and the word unconfined opts out; mistakes are refused at load.
+func TestToolsFileSandboxBlocks(t *testing.T) {
+	f, err := Parse([]byte(`
+sandbox: {read: [/usr/share], network: none, limits: {cpu_seconds: 5}}
+tools:
+  - {name: a, binding: {cli: {cmd: cat}}}
+  - {name: b, sandbox: {write: [/tmp], network: ["*:443", "*:80"]}, binding: {cli: {cmd: cat}}}
+  - {name: c, sandbox: unconfined, binding: {cli: {cmd: cat}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tl := range f.Tools {
+		b, _ := json.Marshal(tl.Sandbox)
+		got[tl.Spec.Name] = string(b)
+	}
+	want := map[string]string{
+		"a": `{"read":["/usr/share"],"network":"none","limits":{"cpu_seconds":5}}`,
+		"b": `{"write":["/tmp"],"network":["*:80","*:443"],"limits":{}}`,
+		"c": `null`,
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: %s, want %s", name, got[name], w)
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{`{read: [relative/dir]}`, "not an absolute path"},
+		{`{network: ["example.com:443"]}`, "Landlock restricts TCP ports, not hosts"},
+		{`{network: everything}`, `unknown "everything"`},
+		{`{limits: {cpu_seconds: -1}}`, "must not be negative"},
+		{`{limits: {memory: 5}}`, `unknown field "memory"`},
+		{`{reads: [/tmp]}`, `unknown field "reads"`},
+	} {
+		_, err := Parse([]byte("tools:\n  - {name: x, sandbox: " + c.yaml + ", binding: {cli: {cmd: cat}}}\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// Where the host cannot confine, a sandboxed tool is refused at load,
+// unless the operator allowed running it unconfined (then it runs, and
+// its spec says it is not confined).
+func TestSandboxDegradesLoudly(t *testing.T) {
+	f, err := Parse([]byte(`
+tools:
+  - {name: t, sandbox: {network: none}, binding: {cli: {cmd: echo, output_format: lines}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := &sandbox.Support{Problem: "the kernel has no Landlock"}
+	_, err = newHandler(f.Tools[0], nil, meshtest.Quiet(), none)
+	p := wantProblem(t, err, envelope.CodeInvalidConfig)
+	if !strings.Contains(p.Detail, "cannot enforce") || !strings.Contains(p.Detail, "no Landlock") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	tool := f.Tools[0]
+	tool.AllowUnconfined = true
+	h, err := newHandler(tool, nil, meshtest.Quiet(), none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.Spec().Sandbox == nil || h.Spec().Sandbox.Confined {
+		t.Errorf("an unconfined tool's spec says %+v", h.Spec().Sandbox)
+	}
+	if _, err, _ := call(t, h, `{}`); err != nil {
+		t.Fatal(err)
+	}
+	old := &sandbox.Support{ABI: 3, Helper: sandboxHelper}
+	g, err := Parse([]byte(`
+tools:
+  - {name: t, sandbox: {network: ["*:443"]}, binding: {cli: {cmd: echo}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newHandler(g.Tools[0], nil, meshtest.Quiet(), old)
+	if p := wantProblem(t, err, envelope.CodeInvalidConfig); !strings.Contains(p.Detail, "ABI 4") {
+		t.Errorf("detail %q", p.Detail)
+	}
+}
+
+// A confined tool's spec counts its grants and never names them.
+func TestSandboxedSpecSummarises(t *testing.T) {
+	dir := openDir(t, true)
+	h := sandboxed(t, `
+tools:
+  - name: t
+    sandbox: {read: [/usr/share, /etc/ssl], write: [`+dir+`], network: ["*:443"], limits: {memory_mb: 128}}
+    binding: {cli: {cmd: echo}}
+`)
+	b, _ := json.Marshal(h.Spec().Sandbox)
+	want := `{"confined":true,"read_paths":2,"write_paths":1,"network":"tcp ports 443","limits":{"memory_mb":128}}`
+	if string(b) != want {
+		t.Errorf("summary %s, want %s", b, want)
+	}
+}
+
+// Lint names unconfined tools and values in option positions, and is
+// quiet about what the binding protects.
+func TestLintFindsOptionPositions(t *testing.T) {
+	f, err := Parse([]byte(`
+tools:
+  - name: bare
+    input_schema: {type: object, properties: {dst: {type: string}, f: {type: string}}}
+    sandbox: {}
+    binding: {cli: {cmd: cat, args_template: "{arg.dst} {arg.f?-f}"}}
+  - name: guarded
+    input_schema: {type: object, properties: {dst: {type: string}, n: {type: integer}}}
+    sandbox: {}
+    binding: {cli: {cmd: head, args_template: "-c {arg.n} --max={arg.n} {arg.dst}", end_of_options: true, arg_rules: {n: {no_dash: true}}}}
+  - {name: open, binding: {cli: {cmd: cat}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(Lint(f), "\n")
+	for _, want := range []string{"bare: args_template token {arg.dst} puts a caller's value where the program reads options",
+		"bare: args_template token {arg.f?-f}: the value of f follows -f", "open: no sandbox"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lint lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "guarded") {
+		t.Errorf("lint warns about a guarded template:\n%s", got)
 	}
 }

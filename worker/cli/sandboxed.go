@@ -73,9 +73,15 @@ func (h *Handler) sandboxProblem(waitErr error, code int, stderr *tailBuffer) *e
 	if d == nil {
 		return nil
 	}
-	p := envelope.Problemf(sandboxCode(d.Rule), "tool %s: %s", h.spec.Name, denialText(d)).
-		WithExtension("sandbox_rule", d.Rule).WithExtension("attribution", d.Attribution).
-		WithExtension("program_exit_code", code).WithExtension("stderr_tail", tail)
+	return SandboxProblem(h.spec.Name, d).WithExtension("program_exit_code", code).WithExtension("stderr_tail", tail)
+}
+
+// SandboxProblem is the registry Problem of a sandbox's refusal d of tool:
+// its code by rule, the rule, how it was attributed, and the path,
+// address or limit.
+func SandboxProblem(tool string, d *sandbox.Denial) *envelope.Problem {
+	p := envelope.Problemf(sandboxCode(d.Rule), "tool %s: %s", tool, denialText(d)).
+		WithExtension("sandbox_rule", d.Rule).WithExtension("attribution", d.Attribution)
 	for _, kv := range []struct{ name, value string }{{"path", d.Path}, {"address", d.Address}, {"limit", d.Limit}, {"evidence", d.Evidence}} {
 		if kv.value != "" {
 			p.WithExtension(kv.name, kv.value)
@@ -108,8 +114,9 @@ func denialText(d *sandbox.Denial) string {
 	return fmt.Sprintf("the sandbox refused to let the program %s %s (%s)", d.Rule, d.Path, how)
 }
 
-// summary is what the tool's spec shows of its sandbox: counts, never paths.
-func summary(p *sandbox.Policy) *envelope.SandboxSummary {
+// SandboxSummary is what a tool's spec shows of its sandbox: counts,
+// never paths (worker/mcpbridge shows bridged servers' the same way).
+func SandboxSummary(p *sandbox.Policy) *envelope.SandboxSummary {
 	l := p.Limits
 	return &envelope.SandboxSummary{Confined: true, ReadPaths: len(p.Read), WritePaths: len(p.Write),
 		Network: p.Network.NetworkText(),

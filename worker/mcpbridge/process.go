@@ -27,6 +27,9 @@ type processTransport struct {
 	args  []string
 	env   []string
 	grace time.Duration
+	// confine holds the namespaces and credentials of a sandboxed server
+	// (path is then the sandbox helper); nil for an unconfined one.
+	confine *syscall.SysProcAttr
 	// onProgress receives each notifications/progress as it is read, in
 	// wire order (see processConn.Read).
 	onProgress func(*mcp.ProgressNotificationParams)
@@ -37,6 +40,10 @@ type processTransport struct {
 func (t *processTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd := supervise.Command(t.path, t.args, t.grace)
 	cmd.Env = t.env
+	if c := t.confine; c != nil {
+		a := cmd.SysProcAttr
+		a.Cloneflags, a.UidMappings, a.GidMappings, a.Credential = c.Cloneflags, c.UidMappings, c.GidMappings, c.Credential
+	}
 	// Pipes of our own: exec's copying goroutines would tie Wait to a
 	// grandchild holding stdout open, and Wait would close what the
 	// session still reads.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/cli"
 )
 
 // hosted is one MCP tool as registered on the mesh.
@@ -109,6 +110,9 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 			refused = append(refused, fmt.Sprintf("%q: %v", t.Name, err))
 			continue
 		}
+		if b.plan != nil {
+			spec.Sandbox = cli.SandboxSummary(b.plan.Policy)
+		}
 		if len(changes) > 0 {
 			b.log.Info("mcp bridge: schema normalised (recorded in its $comment)", "tool", spec.Name, "changes", strings.Join(changes, "; "))
 		}
@@ -187,7 +191,7 @@ func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
 		res, err := sess.CallTool(ctx, params)
 		switch {
 		case err == nil:
-			return resultOf(res)
+			return b.sandboxed(resultOf(res))
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errClosed(err):
