@@ -9,7 +9,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/middleware"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 // Pair is the add tool's input: its schema (two required integers, no
@@ -93,7 +93,7 @@ func ExampleAddStreamTool() {
 // caller sends on every call; "slow" may also run only once at a time.
 func ExampleConfig_middleware() {
 	m, err := meshtest.Start(meshtest.Config{
-		Worker: worker.Config{Middleware: []worker.Middleware{middleware.BearerTokens("s3cret")}},
+		Worker: worker.Config{Middleware: []worker.Middleware{workermw.BearerTokens("s3cret")}},
 		Caller: caller.Config{Options: []caller.Option{caller.WithBearer("s3cret")}},
 	})
 	if err != nil {
@@ -105,7 +105,7 @@ func ExampleConfig_middleware() {
 		func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 			return map[string]bool{"ok": true}, nil
 		}),
-		middleware.Concurrency(1))
+		workermw.Concurrency(1))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
-	"github.com/toolmesh/toolmesh/worker/middleware"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -171,7 +171,7 @@ func addAllowUnconfined(cmd *cobra.Command, g *globals) {
 // metrics into the global meter provider (a no-op unless setupTelemetry
 // installed one).
 func commandMiddleware() []worker.Middleware {
-	return []worker.Middleware{middleware.Metrics(otel.GetMeterProvider())}
+	return []worker.Middleware{workermw.Metrics(otel.GetMeterProvider())}
 }
 
 // serveUntil serves w until ctx ends or its connection closes (see
