@@ -17,7 +17,7 @@ import (
 	"github.com/toolmesh/toolmesh/tasks"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
-	"github.com/toolmesh/toolmesh/worker/middleware"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -94,7 +94,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	if file != nil {
-		if err := cli.Register(w, file, g.log); err != nil {
+		if err := cli.RegisterFile(w, file, g.log); err != nil {
 			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 		}
 	}
@@ -164,7 +164,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
 			}
-			if err := cli.Register(w, file, g.log); err != nil {
+			if err := cli.RegisterFile(w, file, g.log); err != nil {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 			}
 			drainBridges, err := startBridges(ctx, nc, config, g)
@@ -195,7 +195,7 @@ func addAllowUnconfined(cmd *cobra.Command, g *globals) {
 // metrics into the global meter provider (a no-op unless setupTelemetry
 // installed one).
 func commandMiddleware() []worker.Middleware {
-	return []worker.Middleware{middleware.Metrics(otel.GetMeterProvider())}
+	return []worker.Middleware{workermw.Metrics(otel.GetMeterProvider())}
 }
 
 // serveUntil serves w until ctx ends or its connection closes (see
