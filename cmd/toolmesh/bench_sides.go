@@ -169,7 +169,7 @@ func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, g 
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
-	if err := cli.Register(w, file, g.log); err != nil {
+	if err := cli.RegisterFile(w, file, g.log); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	return nil
