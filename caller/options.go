@@ -26,6 +26,7 @@ type callOptions struct {
 	timeout        time.Duration
 	retries        int
 	window         int
+	taskMode       string
 	ask            bool       // ask=1: the call answers questions
 	onQuestion     AnswerFunc // answers them, or nil (a Stream's reader does)
 }

@@ -55,6 +55,7 @@ func (p *pending) signal() {
 
 // liveness is what the watchdog needs to judge one call.
 type liveness struct {
+	tool     string
 	workerID string
 	interval time.Duration // the worker's own beat interval, 0 if not yet known
 	last     time.Time     // the last word, or the call's start before any
@@ -65,7 +66,7 @@ type liveness struct {
 func (p *pending) liveness() liveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return liveness{workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued}
+	return liveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued}
 }
 
 // heard records a heartbeat naming this call: the worker holding it and
@@ -211,7 +212,12 @@ func (p *pending) chunk(seq int64, i, n int, data []byte) {
 	switch {
 	case seq != p.nextSeq || i != max(p.chunkNext, 1):
 		prob = p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d (piece %d) of call %s, got %d (piece %d/%d): chunks were lost in transit", p.nextSeq, max(p.chunkNext, 1), p.id, seq, i, n))
-	case len(p.chunks)+len(data) > p.c.cfg.MaxResultBytes:
+	case len(p.chunks)+len(data) > p.c.cfg.MaxResultBytes,
+		// Every piece but the last is as large as the first, so an event
+		// announced in n pieces of this size is larger than the cap
+		// before they come: end the call now, not after the server has
+		// queued the whole of it for this connection.
+		i == 1 && int64(n-1)*int64(len(data)) >= int64(p.c.cfg.MaxResultBytes):
 		prob = p.c.problems.New(envelope.CodePayloadTooLarge, fmt.Sprintf("an event of call %s is larger than this caller's max_result_bytes (%d); the call was stopped", p.id, p.c.cfg.MaxResultBytes)).
 			WithFix("Ask the tool for less (narrower arguments, paging), or raise the caller's MaxResultBytes.", envelope.MaybeIncorrect)
 	}
@@ -312,7 +318,7 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 
 func (p *pending) contextProblem(ctx context.Context) *envelope.Problem {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return p.c.problems.New(envelope.CodeTimeout, fmt.Sprintf("call %s to %s ran out of budget", p.id, p.tool))
+		return p.c.problems.New(envelope.CodeTimeout, fmt.Sprintf("call %s to %s ran out of budget", p.id, p.tool)).WithRan(envelope.RanMaybe)
 	}
-	return p.c.problems.New(envelope.CodeCancelled, fmt.Sprintf("call %s to %s was cancelled by the caller", p.id, p.tool))
+	return p.c.problems.New(envelope.CodeCancelled, fmt.Sprintf("call %s to %s was cancelled by the caller", p.id, p.tool)).WithRan(envelope.RanMaybe)
 }

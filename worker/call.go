@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolmesh/toolmesh/internal/jsonx"
@@ -49,8 +50,11 @@ type call struct {
 	credit   chan struct{}   // stream mode: signalled on each grant
 	ctx      context.Context // the handler's, for its emits
 	req      Request
-	sentAt   sentClock // when the reply subject last carried a message
-	tracked  bool      // in w.calls (and its peer); guarded by w.callsMu
+	sentAt   sentClock   // when the reply subject last carried a message
+	tracked  bool        // in w.calls (and its peer); guarded by w.callsMu
+	share    string      // the sender whose share the call holds (see shares)
+	pickup   time.Time   // the caller's pickup cutoff (zero: none)
+	named    atomic.Bool // a heartbeat has named the call: its caller knows it is taken up
 
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
 	seq     int64
@@ -70,6 +74,7 @@ func (c *call) run() {
 	w := c.w
 	defer w.inflight.Done()
 	defer w.admitted.Add(-1)
+	defer w.shares.give(c)
 	defer c.tool.load.end()
 
 	ctx, span := c.startSpan()
@@ -97,6 +102,13 @@ func (c *call) run() {
 	}
 	cancel(nil)
 	telemetry.EndSpan(span, p)
+}
+
+// unannounced reports whether c is about to start although its caller may
+// already have reported it not run: past its pickup cutoff, and never yet
+// named in a heartbeat (protocol v2, §8.2).
+func (c *call) unannounced() bool {
+	return !c.pickup.IsZero() && !c.named.Load() && time.Now().After(c.pickup)
 }
 
 // startSpan starts the call's server span, a child of the caller's.
@@ -139,31 +151,65 @@ func (c *call) grant(n int) {
 	}
 }
 
-// execute runs everything between admission and the terminal event.
+// execute runs everything between admission and the terminal event, and
+// says in every Problem whether the handler ran: a call refused or ended
+// before its handler began did not run (envelope.RanNo), one that failed
+// after did (envelope.RanYes).
 func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
+	res, p := c.prepare(ctx)
+	if p != nil {
+		return nil, p.WithRan(envelope.RanNo)
+	}
+	defer func() { <-c.w.slots }()
+	data, p := c.runHandler(ctx, res)
+	return data, p.WithRan(envelope.RanYes)
+}
+
+// prepared is a call ready for its handler: its body and compiled
+// response format, holding an execution slot.
+type prepared struct {
+	body   envelope.Call
+	format *envelope.Schema
+}
+
+// prepare parses and checks the call and takes a slot (and, in stream
+// mode, sends start): everything before the handler, which has not run
+// when prepare fails. On success the caller must give the slot back.
+func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 	w := c.w
 	body, format, p := c.parseBody()
 	if p != nil {
-		return nil, p
+		return prepared{}, p
 	}
 	if !c.acquireSlot(ctx) {
-		return nil, c.contextProblem(ctx)
+		return prepared{}, c.contextProblem(ctx)
 	}
-	defer func() { <-w.slots }()
-	if ctx.Err() != nil {
-		return nil, c.contextProblem(ctx)
-	}
-	if c.stream {
+	p = nil
+	if c.unannounced() {
+		p = w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
+			"worker %s got to the call after its caller's pickup cutoff, before any heartbeat had named it; the handler did not run and will not", w.cfg.ID)).
+			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds())
+	} else if ctx.Err() != nil {
+		p = c.contextProblem(ctx)
+	} else if c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
 		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.id, meta)); err != nil {
-			return nil, c.contextProblem(ctx)
+			p = c.contextProblem(ctx)
 		}
 	}
-	if c.tool.approve {
-		if p := c.approve(ctx, body.Args); p != nil {
-			return nil, p
-		}
+	if p == nil && c.tool.approve {
+		p = c.approve(ctx, body.Args) // the handler has not run while approval waits
 	}
+	if p != nil {
+		<-w.slots
+		return prepared{}, p
+	}
+	return prepared{body: body, format: format}, nil
+}
+
+// runHandler runs the handler of a prepared call and checks its result.
+func (c *call) runHandler(ctx context.Context, pc prepared) (json.RawMessage, *envelope.Problem) {
+	w, body, format := c.w, pc.body, pc.format
 	res, err := c.invoke(ctx, c.request(body))
 	if ctx.Err() != nil {
 		return nil, c.contextProblem(ctx)
@@ -206,6 +252,7 @@ func (c *call) request(body envelope.Call) *Request {
 		ResponseFormat: body.ResponseFormat, Bearer: c.bearer,
 		IdempotencyKey: c.idem,
 		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec, call: c,
+		Identity: c.key.identity,
 	}
 	return &c.req // part of the call: no allocation of its own
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/middleware"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 // Pair is the add tool's input: its schema (two required integers, no
@@ -93,7 +93,7 @@ func ExampleAddStreamTool() {
 // caller sends on every call; "slow" may also run only once at a time.
 func ExampleConfig_middleware() {
 	m, err := meshtest.Start(meshtest.Config{
-		Worker: worker.Config{Middleware: []worker.Middleware{middleware.BearerTokens("s3cret")}},
+		Worker: worker.Config{Middleware: []worker.Middleware{workermw.BearerTokens("s3cret")}},
 		Caller: caller.Config{Options: []caller.Option{caller.WithBearer("s3cret")}},
 	})
 	if err != nil {
@@ -105,7 +105,7 @@ func ExampleConfig_middleware() {
 		func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 			return map[string]bool{"ok": true}, nil
 		}),
-		middleware.Concurrency(1))
+		workermw.Concurrency(1))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -113,4 +113,32 @@ func ExampleConfig_middleware() {
 	fmt.Println(string(resp.Data), err)
 	// Output:
 	// {"ok":true} <nil>
+}
+
+// A `toolmesh:"default=…"` fills in a member the call leaves out, never
+// one it sends: a caller that shares the struct needs omitempty on the
+// field, or it sends the zero value and the default never applies.
+func ExampleAddTool_defaults() {
+	m, err := meshtest.Start(meshtest.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	type Scaled struct {
+		N     int `json:"n"`
+		Times int `json:"times,omitempty" toolmesh:"default=10"`
+	}
+	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "scale"},
+		func(_ context.Context, _ *worker.Request, in Scaled) (int, error) { return in.N * in.Times, nil }); err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	omitted, _ := caller.CallAs[int](ctx, m.Caller, "scale", Scaled{N: 2}) // times left out: 10
+	type noOmitempty struct {
+		N     int `json:"n"`
+		Times int `json:"times"`
+	}
+	sent, _ := caller.CallAs[int](ctx, m.Caller, "scale", noOmitempty{N: 2}) // "times":0 sent
+	fmt.Println(omitted, sent)
+	// Output: 20 0
 }

@@ -75,6 +75,11 @@ type Request struct {
 	Streaming bool
 	// Spec is the tool's spec.
 	Spec *envelope.ToolSpec
+	// Identity is who made the call, as the server stamped it
+	// (docs/protocol.md §13.1): "acc/user" across accounts, "?" when the
+	// stamp is unreadable, "" in a single-account mesh. A tool that keeps
+	// per-caller state (the task service, §22.1) keys it by this.
+	Identity string
 
 	call *call // the live call Ask asks through (nil outside a call)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,21 @@ type Config struct {
 	// worker_lost) rather than letting the worker's memory grow unbounded.
 	MaxPendingCalls int
 	MaxPendingBytes int
+	// MaxControlPending and MaxControlPendingBytes bound the control
+	// messages (cancel, credit, alive, beat) and probe answers waiting
+	// unread (defaults 4096 and 4 MiB): every caller — every tenant, under
+	// deploy/secure — may publish on the control subject, so a flood of
+	// them is dropped past these rather than growing the worker's memory.
+	MaxControlPending      int
+	MaxControlPendingBytes int
+	// MaxPerIdentity bounds the calls one identity may hold admitted here
+	// (running and queued) — a tenant account and user under deploy/secure,
+	// a caller id in a single account, and each sender's unleased calls
+	// together (default half of MaxConcurrent, at least 1: one sender can
+	// never hold every execution slot, so another's calls always find
+	// one). Past it the sender's calls are refused overloaded, unrun,
+	// while others' are still admitted.
+	MaxPerIdentity int
 	// RegistryTTL is how long the worker's key in the JetStream worker
 	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
 	RegistryTTL time.Duration
@@ -96,7 +112,7 @@ type Config struct {
 	// when the handler gives no timeout (default DefaultQuestionTimeout).
 	QuestionTimeout time.Duration
 	// Middleware wraps every tool's handler, the first outermost, outside
-	// the tool's own middleware (see Register). Package worker/middleware
+	// the tool's own middleware (see Register). Package worker/workermw
 	// has auth, limits, access logs and metrics.
 	Middleware []Middleware
 }
@@ -142,6 +158,7 @@ type Worker struct {
 	probing map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 
 	presence *presence
+	shares   shares // calls admitted per sender (Config.MaxPerIdentity)
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
@@ -230,6 +247,15 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.MaxPendingBytes <= 0 {
 		cfg.MaxPendingBytes = 64 << 20
 	}
+	if cfg.MaxControlPending <= 0 {
+		cfg.MaxControlPending = 4096
+	}
+	if cfg.MaxControlPendingBytes <= 0 {
+		cfg.MaxControlPendingBytes = 4 << 20
+	}
+	if cfg.MaxPerIdentity <= 0 {
+		cfg.MaxPerIdentity = max(cfg.MaxConcurrent/2, 1)
+	}
 	if cfg.MaxArgsBytes <= 0 {
 		cfg.MaxArgsBytes = int(nc.MaxPayload())
 	}
@@ -279,6 +305,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		probing:     map[callKey]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
+	w.shares = shares{limit: cfg.MaxPerIdentity, held: map[string]int{}}
 	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
@@ -353,6 +380,28 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	w.ctlSubs = append(w.ctlSubs, t.dsub)
 	go w.presence.changed()
 	return nil
+}
+
+// Unregister stops taking calls for the tool named name: its call and
+// describe subscriptions end, discovery and catalogues stop listing it,
+// and calls already taken run to their end. It reports whether the tool
+// was registered. cli.RegisterFile uses it to undo a partly registered
+// tools file.
+func (w *Worker) Unregister(name string) bool {
+	w.mu.Lock()
+	t, ok := w.tools[name]
+	if ok {
+		delete(w.tools, name)
+		w.ctlSubs = slices.DeleteFunc(w.ctlSubs, func(s *nats.Subscription) bool { return s == t.dsub })
+	}
+	w.mu.Unlock()
+	if !ok {
+		return false
+	}
+	_ = t.sub.Unsubscribe()
+	_ = t.dsub.Unsubscribe()
+	go w.presence.changed()
+	return true
 }
 
 // reserve claims t's name and subscribes its call and describe subjects.
@@ -508,7 +557,11 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
-	_ = ctl.SetPendingLimits(-1, -1)
+	// Anyone allowed on the subject can send here, so what waits unread is
+	// bounded: past the limits NATS drops control messages (a cancel or
+	// alive lost to a flood is resent at the sender's next tick) instead of
+	// the worker's memory growing with a neighbour's flood.
+	_ = ctl.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, ctl)
 	// Confirmed on its own: when the pool is wrong, the control subject is
 	// the one to name (discovery subjects would be refused too).
@@ -519,6 +572,7 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
+	_ = probes.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, probes)
 	answer := func(m *nats.Msg) {
 		specs := w.Specs()
@@ -539,6 +593,9 @@ func (w *Worker) subscribeControl() error {
 }
 
 func (w *Worker) onControl(m *nats.Msg) {
+	if len(m.Data) > maxControlBytes {
+		return // no control message is this large: not worth decoding
+	}
 	var c wire.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		w.log.Debug("malformed control message", "err", err) // debug: anyone can send these
@@ -551,6 +608,9 @@ func (w *Worker) onControl(m *nats.Msg) {
 	switch c.Op {
 	case wire.OpAlive:
 		w.heard(callKey{who, c.CallerID})
+	case wire.OpBeat:
+		w.heard(callKey{who, c.CallerID})
+		w.beatNow(callKey{who, c.CallerID})
 	case wire.OpCancel:
 		// Idempotent and race-tolerant: an unknown call id is ignored.
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
@@ -584,7 +644,7 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 	if ok {
 		return s, nil
 	}
-	s, err := envelope.CompileSchema(raw)
+	s, err := envelope.CompileFormatSchema(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -637,8 +697,11 @@ func (w *Worker) admit(c *call) bool {
 	switch {
 	case w.stopping:
 		detail = fmt.Sprintf("worker %s is stopping; the handler did not run", w.cfg.ID)
+	case !w.shares.take(c):
+		detail = fmt.Sprintf("worker %s already holds this sender's share of %d calls; the handler did not run", w.cfg.ID, w.cfg.MaxPerIdentity)
 	case w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued):
 		w.admitted.Add(-1)
+		w.shares.give(c)
 		detail = fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)
 	default:
 		w.inflight.Add(1)

@@ -89,6 +89,12 @@ const (
 	OpCancel = "cancel"
 	OpCredit = "credit"
 	OpAlive  = "alive"
+	// OpBeat asks the worker for the caller's heartbeat now (§8.2): a
+	// caller sends it, with a reply subject, before judging a silent
+	// worker, which answers with the heartbeat on its calls' subjects;
+	// a worker that is gone has no subscription, so the server answers the
+	// reply subject 503 at once.
+	OpBeat = "beat"
 	// OpAnswer settles an open question of a call (§23.3).
 	OpAnswer = "answer"
 )

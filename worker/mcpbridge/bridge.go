@@ -186,10 +186,11 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace}
+		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress}
 		if b.plan != nil {
 			argv := b.plan.Argv(sc.Args)
-			t = &processTransport{path: argv[0], args: argv[1:], env: b.childEnv(), grace: b.cfg.KillGrace, confine: b.plan.SysProcAttr()}
+			t = &processTransport{path: argv[0], args: argv[1:], env: b.childEnv(), grace: b.cfg.KillGrace, confine: b.plan.SysProcAttr(),
+				onProgress: b.routeProgress}
 		}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
