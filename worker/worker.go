@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -387,6 +388,28 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	w.ctlSubs = append(w.ctlSubs, t.dsub)
 	go w.presence.changed()
 	return nil
+}
+
+// Unregister stops taking calls for the tool named name: its call and
+// describe subscriptions end, discovery and catalogues stop listing it,
+// and calls already taken run to their end. It reports whether the tool
+// was registered. cli.RegisterFile uses it to undo a partly registered
+// tools file.
+func (w *Worker) Unregister(name string) bool {
+	w.mu.Lock()
+	t, ok := w.tools[name]
+	if ok {
+		delete(w.tools, name)
+		w.ctlSubs = slices.DeleteFunc(w.ctlSubs, func(s *nats.Subscription) bool { return s == t.dsub })
+	}
+	w.mu.Unlock()
+	if !ok {
+		return false
+	}
+	_ = t.sub.Unsubscribe()
+	_ = t.dsub.Unsubscribe()
+	go w.presence.changed()
+	return true
 }
 
 // reserve claims t's name and subscribes its call and describe subjects.
