@@ -53,7 +53,9 @@ fuzz:
 	done
 
 # MCP interop with software nobody here wrote: the official TypeScript SDK
-# client, @modelcontextprotocol/server-everything and server-memory, installed by npm into
+# client, @modelcontextprotocol/server-everything, server-memory and
+# server-filesystem, and the official conformance suite (directly against
+# our fixture server and through the mesh), installed by npm into
 # a temporary directory. Needs node and npm; `make test` does not.
 interop-mcp:
-	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -timeout 9m -run '^TestMCPInterop' ./tests/
+	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -p 1 -timeout 15m -run '^TestMCPInterop' ./tests/
