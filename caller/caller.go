@@ -131,6 +131,8 @@ type Caller struct {
 	// nsenders counts them.
 	senders  sync.Map
 	nsenders atomic.Int32
+	// specs caches decoded catalogue spec sets by digest (catalog.go).
+	specs specCache
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 

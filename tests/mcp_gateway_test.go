@@ -664,3 +664,40 @@ func TestMCPGatewayClosesIdleSessions(t *testing.T) {
 		t.Fatal("an idle session was never closed")
 	}
 }
+
+// TestMCPGatewayNamespace: with Namespace "secret" the gateway serves only
+// secret.* tools, under their names without "secret.", and refuses every
+// other tool, listed or not.
+func TestMCPGatewayNamespace(t *testing.T) {
+	m := startMCPMesh(t)
+	c := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
+	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Namespace: "secret", CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Tools(); !slices.Equal(got, []string{"delete"}) {
+		t.Fatalf("served under namespace secret: %v, want [delete]", got)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	mc := connectMCP(t, ct, "")
+	res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete", Arguments: map[string]any{}})
+	if got, _ := json.Marshal(res.StructuredContent); err != nil || res.IsError || string(got) != `{"deleted":true}` {
+		t.Fatalf("delete (secret.delete) = %s %v", got, err)
+	}
+	for _, name := range []string{"echo", "secret.delete"} {
+		if _, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Errorf("%s outside the namespace's names: %v, want unknown tool", name, err)
+		}
+	}
+	if _, err := mcpgateway.New(mcpgateway.Config{Caller: c, Namespace: "a b"}); err == nil {
+		t.Error("an invalid namespace must be refused")
+	}
+}

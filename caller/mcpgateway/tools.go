@@ -15,17 +15,17 @@ import (
 // accepts any argument object, and MCP requires an object schema.
 var anyObject = json.RawMessage(`{"type":"object"}`)
 
-// mcpTool maps a mesh ToolSpec onto an MCP tool: name (with the prefix),
+// mcpTool maps a mesh ToolSpec onto the MCP tool name: its name as served,
 // title, description, both schemas and the annotations as MCP hints.
 // A non-object output schema is wrapped as {"result": …}, because MCP's
 // structuredContent is always an object (see structured).
-func mcpTool(prefix string, s envelope.ToolSpec) (*mcp.Tool, error) {
+func mcpTool(name string, s envelope.ToolSpec) (*mcp.Tool, error) {
 	in := s.InputSchema
 	if len(in) == 0 {
 		in = anyObject
 	}
 	t := &mcp.Tool{
-		Name:        prefix + s.Name,
+		Name:        name,
 		Title:       s.Title,
 		Description: s.Description,
 		InputSchema: in,
@@ -88,8 +88,12 @@ func fingerprint(t *mcp.Tool) string {
 	return string(b)
 }
 
-// filter is the allow and deny lists: path.Match globs over mesh names.
-type filter struct{ allow, deny []string }
+// filter is the allow and deny lists (path.Match globs over mesh names)
+// and the namespace served ("" or "<ns>.").
+type filter struct {
+	allow, deny []string
+	namespace   string
+}
 
 func newFilter(allow, deny []string) (filter, error) {
 	clean := func(list []string, what string) ([]string, error) {
@@ -119,7 +123,7 @@ func newFilter(allow, deny []string) (filter, error) {
 
 // allows reports whether a mesh tool may be listed and called.
 func (f filter) allows(name string) bool {
-	if matchAny(f.deny, name) {
+	if !strings.HasPrefix(name, f.namespace) || name == f.namespace || matchAny(f.deny, name) {
 		return false
 	}
 	return len(f.allow) == 0 || matchAny(f.allow, name)

@@ -67,6 +67,7 @@ type Bridge struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	drains sync.WaitGroup // replaced workers still finishing their calls
+	askers askers         // calls a server's elicitation may be put to (elicit.go)
 
 	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
 
@@ -104,6 +105,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 			}
 		},
 		ProgressNotificationHandler: b.onProgress,
+		ElicitationHandler:          b.onElicit,
 	})
 	if err := b.prepareSandbox(ctx); err != nil {
 		return nil, err
@@ -184,10 +186,11 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace}
+		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress}
 		if b.plan != nil {
 			argv := b.plan.Argv(sc.Args)
-			t = &processTransport{path: argv[0], args: argv[1:], env: b.childEnv(), grace: b.cfg.KillGrace, confine: b.plan.SysProcAttr()}
+			t = &processTransport{path: argv[0], args: argv[1:], env: b.childEnv(), grace: b.cfg.KillGrace, confine: b.plan.SysProcAttr(),
+				onProgress: b.routeProgress}
 		}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
