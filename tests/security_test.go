@@ -606,7 +606,7 @@ func registerToolsFile(t *testing.T, w *worker.Worker, yaml string, log *slog.Lo
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.Register(w, f, log); err != nil {
+	if err := cli.RegisterFile(w, f, log); err != nil {
 		t.Fatal(err)
 	}
 }
