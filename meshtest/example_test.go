@@ -10,7 +10,9 @@ import (
 )
 
 // double is the tool of ExampleNew.
-func double(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) { return 2 * in.N, nil }
+func double(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) {
+	return 2 * in.N, nil
+}
 
 // In a test, three lines give a server, a worker and a caller, all
 // stopped when the test ends (the README's test kit, line for line).

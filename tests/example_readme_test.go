@@ -59,7 +59,9 @@ func Example_questions() {
 	args := Path{Path: "/tmp/x"}
 	deleted := make(chan bool, 1)
 
-	type Confirm struct{ Confirm bool `json:"confirm"` }
+	type Confirm struct {
+		Confirm bool `json:"confirm"`
+	}
 	worker.AddTool(w, worker.ToolSpec{Name: "rm"}, func(ctx context.Context, req *worker.Request, in Path) (Out, error) {
 		ok, err := worker.AskAs[Confirm](ctx, req, "Delete "+in.Path+"?") // schema inferred from Confirm
 		if err != nil {
