@@ -168,30 +168,3 @@ func BenchmarkCatalog(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkWatchSeesReady measures how long after 1,000 workers' READY
-// (their first beacon) a Watch has reported every one of their tools.
-func BenchmarkWatchSeesReady(b *testing.B) {
-	srv := meshtest.StartServer(b, embedded.Config{})
-	for b.Loop() {
-		f := newSimFleet(b, srv, fmt.Sprintf("R%d.", b.N), 1_000, 5, 1_000)
-		c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})
-		ctx, cancel := context.WithCancel(context.Background())
-		changes, stop := iterPull(c.Watch(ctx))
-		start := time.Now()
-		for _, id := range f.order {
-			_ = f.nc.Publish("toolmesh.presence."+id, f.beacons[id])
-		}
-		seen := map[string]bool{}
-		for len(seen) < 1_000*5 {
-			ch, err, ok := changes()
-			if !ok || err != nil {
-				b.Fatalf("watch ended: %v", err)
-			}
-			seen[ch.Tool.Spec.Name] = true
-		}
-		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms_to_all_tools")
-		stop()
-		cancel()
-	}
-}
