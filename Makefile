@@ -12,8 +12,11 @@ all: build test
 
 # -buildvcs=auto stamps the commit for `toolmesh --version` even where the
 # environment's GOFLAGS turn VCS stamping off.
+# toolmesh-sandbox is the small helper a worker starts in front of each
+# sandboxed program (the toolmesh binary can serve too, but starts slower).
 build:
 	$(GO) build -buildvcs=auto -o bin/toolmesh ./cmd/toolmesh
+	$(GO) build -buildvcs=auto -o bin/toolmesh-sandbox ./cmd/toolmesh-sandbox
 
 # The README's test command, and exactly what .ci/run calls.
 test: fmt-check vet

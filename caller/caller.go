@@ -105,6 +105,7 @@ type Caller struct {
 	spanOpts []trace.SpanStartOption
 	sub      *nats.Subscription
 	probe    *nats.Subscription // answers workers' liveness probes
+	probes   *workerProbes      // this caller's probes of silent workers
 	statusCh chan nats.Status
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -122,6 +123,10 @@ type Caller struct {
 	// payload is the connection's max_payload, read once per connection
 	// rather than under the connection's lock for every call.
 	payload atomic.Int64
+	// reconnected is when the connection last came back (unix ns; 0: never
+	// lost): for a while after, "no responders" may only mean that workers
+	// have not yet re-subscribed (see noSuchTool).
+	reconnected atomic.Int64
 
 	// senders holds each tool's combining publisher (tool → *sender);
 	// nsenders counts them.
@@ -129,6 +134,9 @@ type Caller struct {
 	nsenders atomic.Int32
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
+
+	// tasks is the caller of the task API (§22), made on first use.
+	tasks taskClient
 
 	mu      sync.Mutex
 	pending map[string]*pending
@@ -200,6 +208,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		spanOpts:     []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 		pending:      map[string]*pending{},
 		batches:      map[string]*batch{},
+		probes:       newWorkerProbes(),
 		done:         make(chan struct{}),
 	}
 	var seed [32]byte
@@ -269,6 +278,10 @@ func (c *Caller) Close() error {
 		p.abandon(c.problems.New(envelope.CodeCancelled, "the caller was closed"))
 	}
 	close(c.done)
+	c.tasks.once.Do(func() {}) // a task caller being made is finished first
+	if c.tasks.c != nil {
+		_ = c.tasks.c.Close()
+	}
 	c.nc.RemoveStatusListener(c.statusCh)
 	err := c.sub.Unsubscribe()
 	_ = c.probe.Unsubscribe()
@@ -301,7 +314,7 @@ func (c *Caller) remove(id string) {
 // onMsg routes one inbox message to its call (protocol v2, §5).
 func (c *Caller) onMsg(m *nats.Msg) {
 	if len(m.Data) == 0 {
-		if status := wire.Header(m.Header, "Status"); status == "503" {
+		if status := wire.Header(m.Header, "Status"); status == "503" && !c.probes.gone(m.Subject) {
 			c.noResponders(m.Subject)
 		}
 		return // otherwise a worker closing a server-made reply stream after the terminal (see worker)
@@ -356,9 +369,24 @@ func (c *Caller) route(subject, id string) (*pending, *batch) {
 }
 
 // noSuchTool is the Problem of a call nobody answers.
+// Within PickupTimeout of this caller's reconnect, workers may simply not
+// have re-subscribed yet (they reconnect on their own schedule), so the
+// answer is transient — connection_lost, unrun, which Call retries —
+// rather than a permanent tool_not_found.
 func (c *Caller) noSuchTool(tool string) *envelope.Problem {
-	return c.problems.New(envelope.CodeToolNotFound, "no worker hosts tool "+strconv.Quote(tool))
+	if at := c.reconnected.Load(); at != 0 {
+		if since := time.Since(time.Unix(0, at)); since < c.cfg.PickupTimeout {
+			return c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf(
+				"no worker hosts tool %s yet: the NATS connection came back %s ago and workers re-subscribe after their own reconnect; the call did not run",
+				strconv.Quote(tool), since.Round(time.Millisecond))).WithRetryAfter(retryAfterReconnect.Seconds()).WithRan(envelope.RanNo)
+		}
+	}
+	return c.problems.New(envelope.CodeToolNotFound, "no worker hosts tool "+strconv.Quote(tool)).WithRan(envelope.RanNo)
 }
+
+// retryAfterReconnect is the retry_after of a call that found no worker
+// just after a reconnect.
+const retryAfterReconnect = 250 * time.Millisecond
 
 // onBatchMsg takes a message without id= on a batch's reply subject: it
 // concerns the batch as a whole, which the worker refused before running
@@ -422,10 +450,15 @@ func (c *Caller) onBeat(f wire.Frame) {
 	interval := wire.Millis(f.Interval)
 	now := time.Now()
 	cancels := 0
+	last := ""
 	f.EachCallID(func(id string) {
 		c.mu.Lock()
 		p := c.pending[id]
 		c.mu.Unlock()
+		if p != nil && p.tool != last {
+			last = p.tool
+			c.probes.hosts(p.tool, f.Worker, now)
+		}
 		if p == nil {
 			// Bounded: a heartbeat naming thousands of unknown ids must not
 			// make this caller publish thousands of messages.
@@ -466,13 +499,14 @@ func (c *Caller) watchConnection() {
 			}
 			if st == nats.CONNECTED {
 				c.payload.Store(c.nc.MaxPayload()) // the new server may differ
+				c.reconnected.Store(time.Now().UnixNano())
 				continue
 			}
 			c.mu.Lock()
 			calls := c.snapshot()
 			c.mu.Unlock()
 			for _, p := range calls {
-				p.fail(c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf("the NATS connection was lost (%s) while the call was in flight", st)), false)
+				p.fail(c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf("the NATS connection was lost (%s) while the call was in flight; it may have run", st)).WithRan(envelope.RanMaybe), false)
 			}
 			if st == nats.CLOSED {
 				return
@@ -481,67 +515,128 @@ func (c *Caller) watchConnection() {
 	}
 }
 
-// watchdog ends calls whose worker fell silent and proves this caller alive
-// to every worker it has calls on.
+// watchdog ends calls whose worker is gone or fell silent and proves this
+// caller alive to every worker it has calls on.
 func (c *Caller) watchdog() {
 	defer c.wg.Done()
 	tick := time.NewTicker(max(c.cfg.Heartbeat/2, 5*time.Millisecond))
 	defer tick.Stop()
-	silence := mesh.MissedBeats * c.cfg.Heartbeat
 	for {
 		select {
 		case <-c.done:
 			return
 		case now := <-tick.C:
-			c.mu.Lock()
-			calls := c.snapshot()
-			c.mu.Unlock()
-			// A heartbeat may be waiting unread in the inbox, so while there
-			// is a backlog a worker gets one more silent period before it
-			// is judged lost.
-			backlog, _, _ := c.sub.Pending()
-			workers := map[string]bool{}
-			for _, p := range calls {
-				live := p.liveness()
-				if live.over {
-					continue
-				}
-				quiet, limit, grace := now.Sub(live.last), silence, silence
-				switch {
-				case !live.spoken:
-					limit = c.cfg.PickupTimeout
-				case live.interval > 0:
-					// Judged by the interval the worker says it beats at
-					// (at least ours: workers may floor intervals higher).
-					limit = mesh.MissedBeats * min(max(live.interval, c.cfg.Heartbeat), mesh.MaxHeartbeat)
-					grace = limit
-				}
-				if quiet > limit && (backlog == 0 || quiet > limit+grace) {
-					p.fail(c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)), true)
-					continue
-				}
-				if live.workerID != "" {
-					workers[live.workerID] = true
-				}
-			}
-			alive := wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID}
-			for wid := range workers {
-				c.sendControl(wid, alive)
-			}
+			c.checkCalls(now)
 		}
 	}
 }
+
+// checkCalls judges every call in flight once (see judge), probes the
+// workers that fell silent and sends alive to every worker with calls.
+func (c *Caller) checkCalls(now time.Time) {
+	c.mu.Lock()
+	calls := c.snapshot()
+	c.mu.Unlock()
+	// A heartbeat may be waiting unread in the inbox, so while there is a
+	// backlog a worker gets one more silent period before it is judged.
+	backlog, _, _ := c.sub.Pending()
+	workers := map[string]bool{}
+	for _, p := range calls {
+		live := p.liveness()
+		if live.over {
+			continue
+		}
+		switch prob, probe := c.judge(now, live, backlog > 0); {
+		case prob != nil:
+			p.fail(prob, true)
+			continue
+		case probe:
+			c.probeWorker(live.workerID, now)
+		}
+		if live.workerID != "" {
+			workers[live.workerID] = true
+		}
+	}
+	c.probes.keepOnly(workers)
+	alive := wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID}
+	for wid := range workers {
+		c.sendControl(wid, alive)
+	}
+}
+
+// judge decides one call's fate on a watchdog tick: the Problem that ends
+// it, or whether its worker should be probed (protocol v2, §8.2). A call
+// no worker has spoken for by its pickup deadline did not run (a worker
+// reading it later refuses it). A call whose worker spoke and fell silent
+// ends only once the worker is known gone (its probe came back 503), or
+// after silentLimit of silence however busy it may be.
+func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Problem, bool) {
+	quiet := now.Sub(live.last)
+	if !live.spoken {
+		return c.judgeUnpicked(now, live, quiet, backlog), false
+	}
+	limit := mesh.MissedBeats * c.cfg.Heartbeat
+	if live.interval > 0 {
+		// Judged by the interval the worker says it beats at (at least
+		// ours: workers may floor intervals higher).
+		limit = mesh.MissedBeats * min(max(live.interval, c.cfg.Heartbeat), mesh.MaxHeartbeat)
+	}
+	switch {
+	case quiet <= limit:
+		return nil, false
+	case live.workerID == "":
+		return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe), false
+	case c.probes.isGone(live.workerID):
+		return c.problems.New(envelope.CodeWorkerLost, fmt.Sprintf(
+			"worker %s is gone (the NATS server has no subscription of it) after taking up the call; the call may have run", live.workerID)).WithRan(envelope.RanMaybe), false
+	case quiet > silentBeats*limit/mesh.MissedBeats:
+		return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe), false
+	}
+	return nil, true
+}
+
+// judgeUnpicked decides the fate of a call no worker has spoken for.
+// Workers refuse, unrun, a call they read past its pickup cutoff (half
+// the pickup timeout after it was sent, §8.2), so once that cutoff and the
+// time a heartbeat takes are past, a call nobody named has not run and
+// never will. It is then reported at once when a worker that hosts its
+// tool is known gone (the call may sit in the dead worker's buffer); when
+// those workers all live, the call sits unread in a live one's buffer,
+// which will answer it (refused, unrun), so the caller waits for that
+// answer — up to silentBeats intervals — instead of blaming a busy worker.
+func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration, backlog bool) *envelope.Problem {
+	beat := c.cfg.Heartbeat
+	cutoff := c.cfg.PickupTimeout/2 + 2*beat
+	limit := c.cfg.PickupTimeout + beat
+	hosts := c.probes.hostsOf(live.tool, now, mesh.MissedBeats*beat)
+	switch {
+	case quiet <= cutoff || backlog && quiet <= silentBeats*beat:
+		// While the inbox has a backlog, the heartbeat naming the call
+		// may be among the messages not yet read.
+		return nil
+	case hosts.gone:
+	case quiet <= limit:
+		return nil
+	case hosts.alive && quiet <= silentBeats*beat:
+		return nil
+	}
+	return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanNo)
+}
+
+// silentBeats is how many of its intervals a worker that is still
+// connected may stay silent on a call before the call ends worker_lost.
+const silentBeats = 30
 
 // silenceDetail says why a silent call was judged lost.
 func silenceDetail(live liveness, quiet time.Duration) string {
 	quiet = quiet.Round(time.Millisecond)
 	switch {
 	case !live.spoken:
-		return fmt.Sprintf("no worker took up the call in %s; a worker may have died before reading it", quiet)
+		return fmt.Sprintf("no worker took up the call in %s; it did not run, and a worker that reads it later refuses it (its pickup deadline has passed)", quiet)
 	case live.workerID != "":
-		return fmt.Sprintf("worker %s: no word from the worker for %s (%d heartbeat intervals)", live.workerID, quiet, mesh.MissedBeats)
+		return fmt.Sprintf("worker %s: no word from the worker for %s although it is still connected; the call may have run", live.workerID, quiet)
 	default:
-		return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals)", quiet, mesh.MissedBeats)
+		return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals); the call may have run", quiet, mesh.MissedBeats)
 	}
 }
 
@@ -592,6 +687,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	p := &pending{c: c, id: id, reply: reply, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
 		lastHeard: now, notify: c.notifier(), span: span}
+	p.startAsking(ctx, o)
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
 	}
@@ -638,6 +734,11 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	b = wire.AppendPair(b, wire.MetaID, id)
 	b = wire.AppendPair(b, wire.MetaCaller, c.cfg.ID)
 	b = append(b, c.intervalPair...)
+	// The wall-clock time after which a worker that reads the call refuses
+	// it unrun: half the pickup timeout, so that a heartbeat naming a call
+	// taken up in time reaches this caller before it reports the call not
+	// run (protocol §8.2).
+	b = wire.AppendIntPair(b, wire.MetaPickup, time.Now().Add(c.cfg.PickupTimeout/2).UnixMilli())
 	if deadline, ok := ctx.Deadline(); ok {
 		b = wire.AppendIntPair(b, wire.MetaTimeout, max(time.Until(deadline).Milliseconds(), 1))
 	}
@@ -646,6 +747,9 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	}
 	if o.bearer != "" {
 		b = wire.AppendPair(b, wire.MetaBearer, o.bearer)
+	}
+	if o.ask {
+		b = wire.AppendPair(b, wire.MetaAsk, "1")
 	}
 	// Trace context only when there is some: an untraced call pays for
 	// one check, not for a propagator.
@@ -708,6 +812,15 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 		p.span.End()
 		return c.problems.New(envelope.CodeCancelled, "the caller is closed")
 	}
+	if st := c.nc.Status(); st != nats.CONNECTED {
+		// nats.go would hold the call in its reconnect buffer and send it
+		// whenever the connection comes back, while this caller's clock
+		// runs: say what is true now instead.
+		c.mu.Unlock()
+		prob := c.problems.New(envelope.CodeConnectionLost, fmt.Sprintf("the NATS connection is %s: the call was not sent", st)).WithRan(envelope.RanNo)
+		p.endSpan(prob)
+		return prob
+	}
 	c.pending[p.id] = p
 	others := len(c.pending) > 1
 	c.mu.Unlock()
@@ -729,7 +842,7 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 // coalescer returns the sender p may be coalesced by: nil for a stream,
 // or when coalescing is off.
 func (c *Caller) coalescer(p *pending) *sender {
-	if p.stream || c.cfg.Coalescing == CoalesceOff {
+	if p.stream || p.asking.on || c.cfg.Coalescing == CoalesceOff {
 		return nil
 	}
 	return c.senderFor(p.tool)
@@ -781,7 +894,7 @@ func retrySafe(p *envelope.Problem, o callOptions) bool {
 	if !p.Transient() {
 		return false
 	}
-	if p.Code == envelope.CodeOverloaded {
+	if p.Code == envelope.CodeOverloaded || p.Ran() == envelope.RanNo {
 		return true // the handler never ran
 	}
 	return o.idempotent || o.idempotencyKey != ""

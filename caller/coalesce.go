@@ -235,7 +235,7 @@ func (c *Caller) failBatch(b *batch, prob *envelope.Problem) {
 // sendProblem is the Problem of a call that could not be sent.
 func (c *Caller) sendProblem(err error) *envelope.Problem {
 	if errors.Is(err, nats.ErrMaxPayload) {
-		return c.problems.New(envelope.CodePayloadTooLarge, err.Error()).WithFix(largeArgsFix, envelope.MaybeIncorrect)
+		return c.problems.New(envelope.CodePayloadTooLarge, err.Error()).WithFix(largeArgsFix, envelope.MaybeIncorrect).WithRan(envelope.RanNo)
 	}
-	return c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error())
+	return c.problems.New(envelope.CodeConnectionLost, "the call could not be sent: "+err.Error()).WithRan(envelope.RanNo)
 }

@@ -6,7 +6,6 @@ import (
 	"log"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -22,7 +21,7 @@ func ExampleCallAs() {
 	type in struct {
 		N int `json:"n"`
 	}
-	if err := worker.AddTool(m.Worker, envelope.ToolSpec{Name: "squares"},
+	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "squares"},
 		func(_ context.Context, _ *worker.Request, a in) ([]int, error) {
 			out := make([]int, a.N)
 			for i := range out {
@@ -47,9 +46,9 @@ func ExampleCallAs() {
 // inside it) and may answer without sending anything.
 func ExampleMiddleware() {
 	onlyReads := func(next caller.Invoker) caller.Invoker {
-		return func(ctx context.Context, inv *caller.Invocation) (string, envelope.ToolEvent) {
+		return func(ctx context.Context, inv *caller.Invocation) (string, caller.ToolEvent) {
 			if inv.Tool != "read" {
-				return "", envelope.ErrorEvent(envelope.NewProblem(envelope.CodeForbidden, "this caller only reads"))
+				return "", caller.ErrorEvent(caller.NewProblem(caller.CodeForbidden, "this caller only reads"))
 			}
 			return next(ctx, inv)
 		}
@@ -61,7 +60,7 @@ func ExampleMiddleware() {
 	defer m.Close()
 
 	_, err = m.Caller.Call(context.Background(), "write", nil)
-	fmt.Println(err.(*envelope.Problem).Code)
+	fmt.Println(err.(*caller.Problem).Code)
 	// Output:
 	// forbidden
 }
@@ -84,7 +83,7 @@ func ExampleStreamAs() {
 	type total struct {
 		Lines int `json:"lines"`
 	}
-	if err := worker.AddStreamTool(m.Worker, envelope.ToolSpec{Name: "lines"},
+	if err := worker.AddStreamTool(m.Worker, worker.ToolSpec{Name: "lines"},
 		func(_ context.Context, _ *worker.Request, a in, emit worker.TypedEmitter[line]) (total, error) {
 			for i := 1; i <= a.N; i++ {
 				if err := emit.Delta(line{I: i, Text: fmt.Sprint("line ", i)}); err != nil {

@@ -29,7 +29,7 @@ type Invoker func(ctx context.Context, inv *Invocation) (callID string, terminal
 
 // Middleware wraps an Invoker, net/http style: it may act before and
 // after the call or answer itself without calling next (a short circuit,
-// returning envelope.ErrorEvent of its Problem). Config.Middleware wraps
+// returning ErrorEvent of its Problem). Config.Middleware wraps
 // every call — Call, CallAs, Stream, StreamAs and Dispatch's calls — the
 // first outermost; each middleware runs once per logical call, around its
 // retries.

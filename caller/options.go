@@ -26,6 +26,9 @@ type callOptions struct {
 	timeout        time.Duration
 	retries        int
 	window         int
+	taskMode       string
+	ask            bool       // ask=1: the call answers questions
+	onQuestion     AnswerFunc // answers them, or nil (a Stream's reader does)
 }
 
 // WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound
@@ -44,7 +47,7 @@ func Idempotent() Option { return func(o *callOptions) { o.idempotent = true } }
 // DryRun asks the tool to report what it would do without doing it.
 func DryRun() Option { return func(o *callOptions) { o.dryRun = true } }
 
-// WithPage selects paging: envelope.Page{All: true} or a cursor.
+// WithPage selects paging: Page{All: true} or a cursor.
 func WithPage(p envelope.Page) Option { return func(o *callOptions) { o.page = &p } }
 
 // WithResponseFormat constrains the result's shape; the worker answers

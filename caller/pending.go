@@ -43,6 +43,7 @@ type pending struct {
 	consumed       int    // events read since the last credit grant
 	chunks         []byte // the event being reassembled from chunks
 	chunkNext      int    // the piece expected next (1-based; 0: none in progress)
+	asking         askState
 }
 
 func (p *pending) signal() {
@@ -54,6 +55,7 @@ func (p *pending) signal() {
 
 // liveness is what the watchdog needs to judge one call.
 type liveness struct {
+	tool     string
 	workerID string
 	interval time.Duration // the worker's own beat interval, 0 if not yet known
 	last     time.Time     // the last word, or the call's start before any
@@ -64,7 +66,7 @@ type liveness struct {
 func (p *pending) liveness() liveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return liveness{workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued}
+	return liveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued}
 }
 
 // heard records a heartbeat naming this call: the worker holding it and
@@ -170,7 +172,11 @@ func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *
 	if seq != p.nextSeq {
 		return p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d of call %s, got %d: events were lost in transit", p.nextSeq, p.id, seq))
 	}
-	if p.stream && !ev.IsTerminal() && len(p.queue)-p.head >= p.window {
+	if isAsk(ev) {
+		if prob := p.askLocked(ev); prob != nil {
+			return prob
+		}
+	} else if p.stream && !ev.IsTerminal() && len(p.queue)-p.head >= p.window {
 		// The reader has not yet consumed the whole window, so a correct
 		// worker cannot have sent this: ending the call keeps the caller's
 		// memory bounded whatever a worker does.
@@ -206,7 +212,12 @@ func (p *pending) chunk(seq int64, i, n int, data []byte) {
 	switch {
 	case seq != p.nextSeq || i != max(p.chunkNext, 1):
 		prob = p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d (piece %d) of call %s, got %d (piece %d/%d): chunks were lost in transit", p.nextSeq, max(p.chunkNext, 1), p.id, seq, i, n))
-	case len(p.chunks)+len(data) > p.c.cfg.MaxResultBytes:
+	case len(p.chunks)+len(data) > p.c.cfg.MaxResultBytes,
+		// Every piece but the last is as large as the first, so an event
+		// announced in n pieces of this size is larger than the cap
+		// before they come: end the call now, not after the server has
+		// queued the whole of it for this connection.
+		i == 1 && int64(n-1)*int64(len(data)) >= int64(p.c.cfg.MaxResultBytes):
 		prob = p.c.problems.New(envelope.CodePayloadTooLarge, fmt.Sprintf("an event of call %s is larger than this caller's max_result_bytes (%d); the call was stopped", p.id, p.c.cfg.MaxResultBytes)).
 			WithFix("Ask the tool for less (narrower arguments, paging), or raise the caller's MaxResultBytes.", envelope.MaybeIncorrect)
 	}
@@ -252,6 +263,7 @@ func (p *pending) fail(prob *envelope.Problem, cancelWorker bool) {
 // abandon fails the call, stops routing its events and ends its span. Any
 // heartbeat that still arrives for it makes the caller send a cancel.
 func (p *pending) abandon(prob *envelope.Problem) {
+	p.stopAsking()
 	p.fail(prob, true)
 	p.c.remove(p.id)
 }
@@ -260,7 +272,10 @@ func (p *pending) abandon(prob *envelope.Problem) {
 // the worker credit for every half window read (protocol §10). It is
 // called when the reader takes the event, not when it leaves the queue,
 // so the events the Stream holds in hand count against the window too.
-func (p *pending) read() {
+func (p *pending) read(ev envelope.ToolEvent) {
+	if isAsk(ev) {
+		return // questions and answers take no credit (protocol §23)
+	}
 	p.mu.Lock()
 	grant, wid := 0, ""
 	p.consumed++
@@ -289,7 +304,9 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 				p.over = true
 			}
 			p.mu.Unlock()
+			p.handOver(ev)
 			if ev.IsTerminal() {
+				p.stopAsking()
 				p.c.remove(p.id)
 				p.endSpan(ev.Problem())
 				p.c.notifiers.Put(p.notify)
@@ -315,7 +332,7 @@ func (p *pending) contextProblem(ctx context.Context) *envelope.Problem {
 		return cause // e.g. Stream.Close's: closed by its reader
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return p.c.problems.New(envelope.CodeTimeout, fmt.Sprintf("call %s to %s ran out of budget", p.id, p.tool))
+		return p.c.problems.New(envelope.CodeTimeout, fmt.Sprintf("call %s to %s ran out of budget", p.id, p.tool)).WithRan(envelope.RanMaybe)
 	}
-	return p.c.problems.New(envelope.CodeCancelled, fmt.Sprintf("call %s to %s was cancelled by the caller", p.id, p.tool))
+	return p.c.problems.New(envelope.CodeCancelled, fmt.Sprintf("call %s to %s was cancelled by the caller", p.id, p.tool)).WithRan(envelope.RanMaybe)
 }

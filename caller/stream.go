@@ -29,6 +29,7 @@ type Stream struct {
 	sent   chan struct{}           // closed when an attempt is sent, or the call ended unsent
 
 	mu       sync.Mutex
+	p        *pending           // the current attempt
 	id       string             // the current attempt's call id
 	terminal envelope.ToolEvent // set before done is closed
 	over     bool               // the reader has had the terminal
@@ -68,10 +69,10 @@ func (s *Stream) pump(tool string, args any, opts []Option) {
 
 func (s *Stream) markSent() { s.sentOnce.Do(func() { close(s.sent) }) }
 
-// attach records a sent attempt's call id.
-func (s *Stream) attach(id string) {
+// attach records a sent attempt.
+func (s *Stream) attach(p *pending) {
 	s.mu.Lock()
-	s.id = id
+	s.p, s.id = p, p.id
 	s.mu.Unlock()
 	s.markSent()
 }
@@ -91,7 +92,7 @@ func (s *Stream) hand(ctx context.Context, p *pending, ev envelope.ToolEvent) bo
 	if !s.forward(ctx, ev) {
 		return false
 	}
-	p.read()
+	p.read(ev)
 	return true
 }
 
@@ -120,7 +121,7 @@ func (c *Caller) streamOnce(ctx context.Context, s *Stream, tool string, args an
 	if prob != nil {
 		return "", envelope.ErrorEvent(prob), false
 	}
-	s.attach(p.id)
+	s.attach(p)
 	for {
 		ev, err := p.next(ctx)
 		if err != nil { // only after the terminal, which is returned below
@@ -133,6 +134,13 @@ func (c *Caller) streamOnce(ctx context.Context, s *Stream, tool string, args an
 			delivered = true
 		}
 	}
+}
+
+// attempt returns the current attempt, nil before the first is sent.
+func (s *Stream) attempt() *pending {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p
 }
 
 // CallID returns the call's id, a ULID: the current attempt's when the

@@ -35,6 +35,12 @@ const (
 	CodeInputRequired         Code = "input_required"
 	CodeInputTimeout          Code = "input_timeout"
 	CodeDeclined              Code = "declined"
+	// The sandbox codes: a confined program was refused by its sandbox.
+	CodeSandboxReadDenied    Code = "sandbox_read_denied"
+	CodeSandboxWriteDenied   Code = "sandbox_write_denied"
+	CodeSandboxExecDenied    Code = "sandbox_exec_denied"
+	CodeSandboxConnectDenied Code = "sandbox_connect_denied"
+	CodeSandboxLimit         Code = "sandbox_limit_exceeded"
 )
 
 // CodeInfo is one registry entry: everything needed to build a Problem for
@@ -103,6 +109,16 @@ var registry = withSlugs(map[Code]CodeInfo{
 		Fix: fix("The tool's question was not answered in time; call again and answer it sooner, or ask the operator for a longer question timeout.", MaybeIncorrect)},
 	CodeDeclined: {Title: "Declined", Status: 403, ExitCode: 20,
 		Fix: fix("The caller declined what the tool asked (an approval or a question it cannot go on without); call again only if the answer should now be yes.", Unspecified)},
+	CodeSandboxReadDenied: {Title: "Sandbox denied a read", Status: 403, ExitCode: 40,
+		Fix: fix("The tool's sandbox does not let its program read the path named in the extension path; use a path inside the tool's grants, or ask the operator to add it to sandbox.read.", MaybeIncorrect)},
+	CodeSandboxWriteDenied: {Title: "Sandbox denied a write", Status: 403, ExitCode: 41,
+		Fix: fix("The tool's sandbox does not let its program write the path named in the extension path; write inside the tool's grants, or ask the operator to add it to sandbox.write.", MaybeIncorrect)},
+	CodeSandboxExecDenied: {Title: "Sandbox denied an exec", Status: 403, ExitCode: 42,
+		Fix: fix("The tool's sandbox does not let its program run the program named in the extension path; ask the operator to add it to sandbox.read.", MaybeIncorrect)},
+	CodeSandboxConnectDenied: {Title: "Sandbox denied a connection", Status: 403, ExitCode: 43,
+		Fix: fix("The tool's sandbox does not let its program reach the network (or that port); do not retry unchanged; ask the operator to change sandbox.network if the tool needs it.", Unspecified)},
+	CodeSandboxLimit: {Title: "Sandbox limit exceeded", Status: 422, ExitCode: 44,
+		Fix: fix("The program hit the resource limit named in the extension limit; ask for less work in one call (smaller input, fewer files), or ask the operator to raise sandbox.limits.", MaybeIncorrect)},
 	CodeConnectionLost: {Title: "Connection lost", Status: 503, ExitCode: 69, Transient: true, RetryAfter: 2,
 		Fix: fix("Check that a NATS server is reachable at --server; for local development run `toolmesh dev`.", MaybeIncorrect)},
 	CodeInternal: {Title: "Internal error", Status: 500, ExitCode: 70,

@@ -55,6 +55,9 @@ type ToolEvent struct {
 	// callIDNumber records that the call id arrived as a JSON number (the
 	// shared ToolEvent format declares it an unsigned 64-bit integer), so it is written back as one.
 	callIDNumber bool
+	// Question holds a question or answered event's members (§23).
+	Question *Question
+
 	// extra holds members the typed fields cannot carry (unknown names,
 	// nulls, members of another event type, a metadata that is not an
 	// object), verbatim, so decoding then encoding loses nothing.
@@ -186,6 +189,10 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 			}
 			b = append(append(b, `,"details":`...), e.DetailsRaw...)
 		}
+	case EventQuestion, EventAnswered:
+		if b, err = e.appendQuestion(b); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("event: unknown type %q", e.Type)
 	}
@@ -218,6 +225,9 @@ func (e ToolEvent) appendExtra(b []byte) []byte {
 
 // writes reports whether the typed fields of e put member name on the wire.
 func (e ToolEvent) writes(name string) bool {
+	if e.Type == EventQuestion || e.Type == EventAnswered {
+		return name == "type" || e.questionWrites(name)
+	}
 	switch name {
 	case "type":
 		return true
@@ -295,6 +305,10 @@ func eventType(raw []byte) (EventType, bool) {
 		return EventResult, true
 	case `"error"`:
 		return EventError, true
+	case `"question"`:
+		return EventQuestion, true
+	case `"answered"`:
+		return EventAnswered, true
 	}
 	return "", false
 }
@@ -388,6 +402,8 @@ func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
 		ev.validData = true
 	case EventError:
 		err = ev.parseError(&m)
+	case EventQuestion, EventAnswered:
+		err = ev.parseQuestion(&m)
 	}
 	if err != nil {
 		return none, err

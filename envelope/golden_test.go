@@ -52,6 +52,12 @@ func TestGoldenEvents(t *testing.T) {
 		{"event_result_null.json", ResultEvent(nil)},
 		{"event_error.json", ErrorEvent(fixedProblem(CodeWorkerLost, "worker w1 went silent"))},
 		{"event_error_bare.json", ToolEvent{Type: EventError, Code: "auth_required", Message: "token expired"}},
+		{"event_question.json", QuestionEvent("Delete 3 files?", Question{ID: "Q1", WorkerID: "w1", TimeoutMS: 300000,
+			Schema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}`)})},
+		{"event_question_approval.json", QuestionEvent("Approve running fs.delete?", Question{ID: "Q2", WorkerID: "w1",
+			Schema:   json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve"}},"required":["approve"]}`),
+			Approval: &Approval{Tool: "fs.delete", Args: json.RawMessage(`{"path":"/tmp/x"}`)}})},
+		{"event_answered.json", AnsweredEvent("Q1", ActionDecline)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -237,5 +243,26 @@ func TestCliBindingRoundTrip(t *testing.T) {
 	}
 	if c.Format() != OutputJSON {
 		t.Errorf("default output format = %q, want json", c.Format())
+	}
+}
+
+// Question and answered events with a member missing or of the wrong
+// shape are refused, naming the member.
+func TestQuestionEventRefusals(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"no id", `{"type":"question","message":"m","schema":{},"worker_id":"w"}`, "question_id is required"},
+		{"schema not object", `{"type":"question","question_id":"Q","message":"m","schema":[],"worker_id":"w"}`, "schema is required"},
+		{"bad timeout", `{"type":"question","question_id":"Q","message":"m","schema":{},"worker_id":"w","timeout_ms":-1}`, "timeout_ms"},
+		{"bad action", `{"type":"answered","question_id":"Q","action":"maybe"}`, "action"},
+		{"no action", `{"type":"answered","question_id":"Q"}`, "action"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var ev ToolEvent
+			err := json.Unmarshal([]byte(c.in), &ev)
+			if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
+				t.Fatalf("err %v, want one naming %q", err, c.want)
+			}
+		})
 	}
 }

@@ -410,3 +410,49 @@ func (p *Problem) UnmarshalJSON(data []byte) error {
 func fieldError(object, field string, err error) error {
 	return fmt.Errorf("%s: field %s: %w", object, field, err)
 }
+
+// Ran says whether a failed call's handler ran: the Problem member "ran",
+// which an agent reads before retrying something that is not idempotent.
+type Ran string
+
+// The values of a Problem's "ran" member.
+const (
+	// RanNo: the handler did not run and never will for this call; a
+	// retry cannot do the work twice.
+	RanNo Ran = "no"
+	// RanMaybe: the handler may have run (a worker took the call up and
+	// then went silent or away, or the connection dropped).
+	RanMaybe Ran = "maybe"
+	// RanYes: the handler ran (it failed, was cancelled or timed out while
+	// running, or its result was refused).
+	RanYes Ran = "yes"
+)
+
+// ExtRan is the name of the Problem member that carries Ran.
+const ExtRan = "ran"
+
+// WithRan returns a copy of p that says whether the call's handler ran
+// (p itself is left alone: handlers may return shared Problems). A Problem
+// that already says so is returned as it is: the side closest to the
+// handler knows best.
+func (p *Problem) WithRan(r Ran) *Problem {
+	if p == nil || p.Ran() != "" {
+		return p
+	}
+	q := *p
+	q.Extensions = make(map[string]any, len(p.Extensions)+1)
+	for k, v := range p.Extensions {
+		q.Extensions[k] = v
+	}
+	q.Extensions[ExtRan] = string(r)
+	return &q
+}
+
+// Ran returns the Problem's "ran" member, or "" when it says nothing.
+func (p *Problem) Ran() Ran {
+	if p == nil {
+		return ""
+	}
+	s, _ := p.Extensions[ExtRan].(string)
+	return Ran(s)
+}

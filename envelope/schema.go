@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -134,9 +135,9 @@ func pointer(tokens []string) string {
 	return b.String()
 }
 
-// ViolationsFix is the suggested fix of an invalid_input Problem that
+// violationsFix is the suggested fix of an invalid_input Problem that
 // lists schema violations; one without violations keeps the registry's.
-const ViolationsFix = "Correct the arguments so they satisfy the tool's input schema (see violations), then retry."
+const violationsFix = "Correct the arguments so they satisfy the tool's input schema (see violations), then retry."
 
 // ValidationProblem turns violations into one invalid_input Problem that
 // lists every violation (extension "violations") with a code action per
@@ -160,8 +161,53 @@ func ValidationProblem(code Code, what string, violations []Violation) *Problem 
 	}
 	p := Problemf(code, "%s do not match the schema: %s", what, strings.Join(msgs, "; "))
 	if code == CodeInvalidInput {
-		p.WithFix(ViolationsFix, MaybeIncorrect)
+		p.WithFix(violationsFix, MaybeIncorrect)
 	}
 	p.CodeActions = actions
 	return p.WithExtension("violations", violations)
+}
+
+// MaxFormatSchemaBytes bounds a caller-supplied response_format schema:
+// a caller's schema is compiled and held by the worker, so its size is
+// bounded like any other input a neighbour can send.
+const MaxFormatSchemaBytes = 64 << 10
+
+// CompileFormatSchema compiles a caller's response_format schema and
+// refuses one that no result could satisfy — the schema false, or one
+// whose $ref chain loops without consuming the document (such as
+// {"$ref":"#"}), which fails on every value — so that the call is refused
+// before its tool runs rather than after its side effects.
+func CompileFormatSchema(raw json.RawMessage) (*Schema, error) {
+	if len(raw) > MaxFormatSchemaBytes {
+		return nil, fmt.Errorf("schema is %d bytes, more than the %d a worker compiles", len(raw), MaxFormatSchemaBytes)
+	}
+	s, err := CompileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	if s.compiled.Bool != nil && !*s.compiled.Bool {
+		return nil, fmt.Errorf("schema is false: no result can satisfy it")
+	}
+	for _, probe := range []any{nil, map[string]any{}, []any{}, "", json.Number("0"), true} {
+		var ve *jsonschema.ValidationError
+		if err := s.compiled.Validate(probe); err != nil && errors.As(err, &ve) {
+			if k := refCycle(ve); k != nil {
+				return nil, fmt.Errorf("schema's $ref chain loops (%s): no result can satisfy it", k.LocalizedString(s.printer))
+			}
+		}
+	}
+	return s, nil
+}
+
+// refCycle finds the reference cycle a validation failed on, if any.
+func refCycle(e *jsonschema.ValidationError) *kind.RefCycle {
+	if k, ok := e.ErrorKind.(*kind.RefCycle); ok {
+		return k
+	}
+	for _, c := range e.Causes {
+		if k := refCycle(c); k != nil {
+			return k
+		}
+	}
+	return nil
 }

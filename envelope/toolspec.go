@@ -124,6 +124,14 @@ type ToolSpec struct {
 	// OutputSchema, when present, is enforced on every result.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
+	// MCPResult says every result is an MCP tool result: an object with
+	// "content" (an array of MCP content blocks — text, image, audio,
+	// resource, resource_link — which a host passes to a model as they
+	// are), "structuredContent" (an object) when the tool has one, and
+	// optionally "_meta". OutputSchema then describes structuredContent.
+	// The MCP bridge sets it on every tool it hosts, and the MCP gateway
+	// serves such a result unchanged.
+	MCPResult bool `json:"mcp_result,omitempty"`
 	// Streaming says the tool emits deltas worth watching.
 	Streaming bool     `json:"streaming,omitempty"`
 	Tags      []string `json:"tags,omitempty"`
@@ -131,6 +139,32 @@ type ToolSpec struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// Binding says how a worker runs the tool when it is not a Go handler.
 	Binding *Binding `json:"binding,omitempty"`
+	// Sandbox summarises how the worker confines the tool's program
+	// (absent: the worker says nothing, e.g. a Go handler or an
+	// unconfined program). It counts grants and never names paths.
+	Sandbox *SandboxSummary `json:"sandbox,omitempty"`
+}
+
+// SandboxSummary is what callers see of a tool's sandbox.
+type SandboxSummary struct {
+	// Confined is true when the program runs in a kernel-enforced sandbox.
+	Confined bool `json:"confined"`
+	// ReadPaths and WritePaths count the granted paths (the program's own
+	// executable and libraries are granted besides).
+	ReadPaths  int `json:"read_paths"`
+	WritePaths int `json:"write_paths"`
+	// Network is "none", "any" or "tcp ports 443,8080".
+	Network string `json:"network"`
+	// Limits are the resource limits; zero members are unlimited.
+	Limits SandboxLimits `json:"limits"`
+}
+
+// SandboxLimits are a sandbox's resource limits as a spec shows them.
+type SandboxLimits struct {
+	CPUSeconds int `json:"cpu_seconds,omitempty"`
+	MemoryMB   int `json:"memory_mb,omitempty"`
+	Files      int `json:"files,omitempty"`
+	Processes  int `json:"processes,omitempty"`
 }
 
 // Binding is a tool's implementation outside Go: today a command line.

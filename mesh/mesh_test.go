@@ -1,25 +1,27 @@
-package mesh
+package mesh_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/toolmesh/toolmesh/mesh"
+
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
 func TestSubjects(t *testing.T) {
-	s := Subjects{}
+	s := mesh.Subjects{}
 	if s.Call("fs.read") != "toolmesh.call.fs.read" || s.Control("w1") != "toolmesh.ctl.w1" ||
 		s.Catalog() != "toolmesh.catalog" || s.Describe("x") != "toolmesh.describe.x" {
 		t.Error("default subjects")
 	}
-	if (Subjects{Prefix: "team-a"}).Call("x") != "team-a.call.x" {
+	if (mesh.Subjects{Prefix: "team-a"}).Call("x") != "team-a.call.x" {
 		t.Error("prefix not applied")
 	}
 }
 
 func TestEmbeddedInProcessWithJetStream(t *testing.T) {
-	e, err := embedded.Start(context.Background(), embedded.Config{InProcessOnly: true, JetStream: true, StoreDir: t.TempDir()})
+	e, err := embedded.Start(context.Background(), embedded.Config{InProcessOnly: true, StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +50,10 @@ func TestEmbeddedListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = e.Shutdown(context.Background()) }()
-	if e.ClientURL() == "" || e.ClientURL() == DefaultURL {
+	if e.ClientURL() == "" || e.ClientURL() == mesh.DefaultURL {
 		t.Errorf("port 0 should pick a free port, got %q", e.ClientURL())
 	}
-	nc, err := Connect(context.Background(), ConnectOptions{URL: e.ClientURL(), Name: "t"})
+	nc, err := mesh.Connect(context.Background(), mesh.ConnectOptions{URL: e.ClientURL(), Name: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestEmbeddedListen(t *testing.T) {
 	if _, err := embedded.Start(context.Background(), embedded.Config{Listen: "nonsense"}); err == nil {
 		t.Error("a malformed listen address was accepted")
 	}
-	if _, err := (ConnectOptions{TLSCert: "c.pem"}).NATSOptions(); err == nil {
+	if _, err := (mesh.ConnectOptions{TLSCert: "c.pem"}).NATSOptions(); err == nil {
 		t.Error("a TLS cert without its key was accepted")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -16,7 +15,7 @@ func ExampleNew() {
 	var t *testing.T // the test's own: func TestUpper(t *testing.T)
 
 	m := meshtest.New(t)
-	_ = worker.AddTool(m.Worker, envelope.ToolSpec{Name: "double"},
+	_ = worker.AddTool(m.Worker, worker.ToolSpec{Name: "double"},
 		func(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) { return 2 * in.N, nil })
 	n, err := caller.CallAs[int](context.Background(), m.Caller, "double", map[string]int{"N": 21})
 	if err != nil || n != 42 {
@@ -26,7 +25,7 @@ func ExampleNew() {
 
 func TestExampleNew(t *testing.T) {
 	m := meshtest.New(t)
-	if err := worker.AddTool(m.Worker, envelope.ToolSpec{Name: "double"},
+	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "double"},
 		func(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) { return 2 * in.N, nil }); err != nil {
 		t.Fatal(err)
 	}

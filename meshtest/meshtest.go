@@ -1,30 +1,36 @@
 // Package meshtest starts a whole toolmesh inside a test, the way
 // net/http/httptest starts an HTTP server: an embedded nats-server (no
-// port, in-process connections), a worker and a caller, all stopped when
-// the test ends.
+// port, in-process connections, JetStream on so a Catalog is complete and
+// returns as soon as every worker answered), a worker and a caller that log
+// to the test's output, all stopped when the test ends.
 //
 //	m := meshtest.New(t)
-//	worker.AddTool(m.Worker, envelope.ToolSpec{Name: "add"}, add)
+//	worker.AddTool(m.Worker, worker.ToolSpec{Name: "add"}, add)
 //	sum, err := caller.CallAs[int](ctx, m.Caller, "add", Pair{1, 2})
 package meshtest
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolmesh/toolmesh"
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// Config adjusts what New starts; the zero value is usable.
+// Config adjusts what New starts; the zero value is usable. It is
+// toolmesh.MeshConfig under the test kit's name.
 type Config struct {
-	// Server configures the embedded server (default: in-process only).
+	// Server configures the embedded server (default: in-process only,
+	// JetStream on, stored under the test's temporary directory).
 	Server embedded.Config
-	// Worker and Caller configure the two ends (default loggers discard).
+	// Worker and Caller configure the two ends (default loggers: the
+	// test's output under New, discarded under Start).
 	Worker worker.Config
 	Caller caller.Config
 }
@@ -37,16 +43,24 @@ type Mesh struct {
 	Worker *worker.Worker
 	Caller *caller.Caller
 
-	conns [2]*nats.Conn
+	mesh *toolmesh.Mesh
 }
 
 // New starts a mesh for t with the default configuration.
 func New(t testing.TB) *Mesh { return NewWith(t, Config{}) }
 
-// NewWith starts a mesh for t as cfg says. Anything that fails to start
-// fails t at once; everything is stopped by t.Cleanup.
+// NewWith starts a mesh for t as cfg says. The worker and the caller log
+// to t's output (see Logger) unless cfg names loggers, and JetStream
+// stores under t.TempDir. Anything that fails to start fails t at once;
+// everything is stopped by t.Cleanup.
 func NewWith(t testing.TB, cfg Config) *Mesh {
 	t.Helper()
+	if cfg.Worker.Logger == nil || cfg.Caller.Logger == nil {
+		log := Logger(t)
+		cfg.Worker.Logger = cmp.Or(cfg.Worker.Logger, log)
+		cfg.Caller.Logger = cmp.Or(cfg.Caller.Logger, log)
+	}
+	storeInTemp(t, &cfg.Server)
 	m, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -56,57 +70,21 @@ func NewWith(t testing.TB, cfg Config) *Mesh {
 }
 
 // Start starts a mesh without a test: for examples, benchmarks harnesses
-// and programs. Close stops it.
+// and programs (toolmesh.StartMesh is the same without the test kit).
+// Unset loggers discard. Close stops it.
 func Start(cfg Config) (*Mesh, error) {
-	if cfg.Server.Listen == "" {
-		cfg.Server.InProcessOnly = true
-	}
 	quietIfUnset(&cfg.Worker.Logger)
 	quietIfUnset(&cfg.Caller.Logger)
-	s, err := embedded.Start(context.Background(), cfg.Server)
+	em, err := toolmesh.StartMesh(context.Background(), toolmesh.MeshConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
-	m := &Mesh{Server: s}
-	if err := m.startEnds(cfg); err != nil {
-		m.Close()
-		return nil, err
-	}
-	return m, nil
-}
-
-// startEnds connects the worker and the caller, each on its own connection.
-func (m *Mesh) startEnds(cfg Config) error {
-	var err error
-	if m.conns[0], err = m.Server.Connect(); err != nil {
-		return err
-	}
-	if m.conns[1], err = m.Server.Connect(); err != nil {
-		return err
-	}
-	if m.Worker, err = worker.New(m.conns[0], cfg.Worker); err != nil {
-		return err
-	}
-	m.Caller, err = caller.New(m.conns[1], cfg.Caller)
-	return err
+	return &Mesh{Server: em.Server, Worker: em.Worker, Caller: em.Caller, mesh: em}, nil
 }
 
 // Close stops the worker, closes the caller and the connections, and
 // shuts the server down.
-func (m *Mesh) Close() {
-	if m.Worker != nil {
-		m.Worker.Stop()
-	}
-	if m.Caller != nil {
-		_ = m.Caller.Close()
-	}
-	for _, nc := range m.conns {
-		if nc != nil {
-			nc.Close()
-		}
-	}
-	_ = m.Server.Shutdown(context.Background())
-}
+func (m *Mesh) Close() { _ = m.mesh.Close(context.Background()) }
 
 // Connect opens one more connection to the mesh's server, closed when t
 // ends: for a second worker or caller, or for raw NATS.
@@ -115,9 +93,11 @@ func (m *Mesh) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 	return Connect(t, m.Server, opts...)
 }
 
-// StartServer starts an embedded nats-server, shut down when t ends.
+// StartServer starts an embedded nats-server, shut down when t ends; its
+// JetStream store, unless cfg names one, is under t.TempDir.
 func StartServer(t testing.TB, cfg embedded.Config) *embedded.Server {
 	t.Helper()
+	storeInTemp(t, &cfg)
 	s, err := embedded.Start(context.Background(), cfg)
 	return stopAtEnd(t, s, err, func(s *embedded.Server) { _ = s.Shutdown(context.Background()) })
 }
@@ -129,20 +109,24 @@ func Connect(t testing.TB, s *embedded.Server, opts ...nats.Option) *nats.Conn {
 	return stopAtEnd(t, nc, err, (*nats.Conn).Close)
 }
 
-// NewWorker starts a worker on nc, stopped when t ends; its logs are
-// discarded unless cfg names a logger.
+// NewWorker starts a worker on nc, stopped when t ends; it logs to t's
+// output unless cfg names a logger.
 func NewWorker(t testing.TB, nc *nats.Conn, cfg worker.Config) *worker.Worker {
 	t.Helper()
-	quietIfUnset(&cfg.Logger)
+	if cfg.Logger == nil {
+		cfg.Logger = Logger(t)
+	}
 	w, err := worker.New(nc, cfg)
 	return stopAtEnd(t, w, err, (*worker.Worker).Stop)
 }
 
-// NewCaller starts a caller on nc, closed when t ends; its logs are
-// discarded unless cfg names a logger.
+// NewCaller starts a caller on nc, closed when t ends; it logs to t's
+// output unless cfg names a logger.
 func NewCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Caller {
 	t.Helper()
-	quietIfUnset(&cfg.Logger)
+	if cfg.Logger == nil {
+		cfg.Logger = Logger(t)
+	}
 	c, err := caller.New(nc, cfg)
 	return stopAtEnd(t, c, err, func(c *caller.Caller) { _ = c.Close() })
 }
@@ -167,3 +151,11 @@ func quietIfUnset(l **slog.Logger) {
 
 // Quiet is a logger that discards everything, for the noise of tests.
 func Quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// storeInTemp puts a JetStream store the config leaves unnamed under
+// t.TempDir, which the testing package removes.
+func storeInTemp(t testing.TB, cfg *embedded.Config) {
+	if !cfg.NoJetStream && cfg.StoreDir == "" {
+		cfg.StoreDir = t.TempDir()
+	}
+}

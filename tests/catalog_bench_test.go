@@ -24,7 +24,7 @@ import (
 // the caller's and the server's cost, not 10,000 worker processes'.
 func BenchmarkCatalog10kWorkers(b *testing.B) {
 	const workers, toolsEach = 10_000, 10
-	srv := meshtest.StartServer(b, embedded.Config{JetStream: true})
+	srv := meshtest.StartServer(b, embedded.Config{})
 	fleet := meshtest.Connect(b, srv)
 	subjects := mesh.Subjects{}
 	js, _ := jetstream.New(fleet)

@@ -29,7 +29,7 @@ import (
 // 20 workers started together: every catalogue lists all 20, or says
 // complete:false with a reason — 50 times in a row.
 func TestCatalogIsHonestAbout20Workers(t *testing.T) {
-	srv := meshtest.StartServer(t, embedded.Config{JetStream: true})
+	srv := meshtest.StartServer(t, embedded.Config{})
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Add(1)
@@ -64,7 +64,7 @@ func TestCatalogIsHonestAbout20Workers(t *testing.T) {
 // Without JetStream there is no registry: the catalogue cannot know the
 // fleet's size and says so.
 func TestCatalogWithoutRegistryIsIncomplete(t *testing.T) {
-	f := newMesh(t, worker.Config{}, caller.Config{})
+	f := newMeshOn(t, embedded.Config{NoJetStream: true}, worker.Config{}, caller.Config{})
 	register(t, f.w, envelope.ToolSpec{Name: "echo"}, echo)
 	cat, err := f.c.Catalog(context.Background(), 0)
 	if err != nil {

@@ -31,7 +31,13 @@ type meshFixture struct {
 
 func newMesh(t *testing.T, wcfg worker.Config, ccfg caller.Config) *meshFixture {
 	t.Helper()
-	f := &meshFixture{srv: meshtest.StartServer(t, embedded.Config{})}
+	return newMeshOn(t, embedded.Config{}, wcfg, ccfg)
+}
+
+// newMeshOn is newMesh on a server configured as scfg.
+func newMeshOn(t *testing.T, scfg embedded.Config, wcfg worker.Config, ccfg caller.Config) *meshFixture {
+	t.Helper()
+	f := &meshFixture{srv: meshtest.StartServer(t, scfg)}
 	f.wnc = meshtest.Connect(t, f.srv)
 	f.cnc = meshtest.Connect(t, f.srv)
 	f.w = meshtest.NewWorker(t, f.wnc, wcfg)

@@ -109,9 +109,9 @@ func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
 // A 3-node cluster on loopback: the caller on one node, workers on the
 // others; calls succeed, and keep succeeding when a node shuts down.
 func TestClusterSurvivesNodeLoss(t *testing.T) {
-	a := meshtest.StartServer(t, embedded.Config{Name: "a", Cluster: &embedded.ClusterConfig{Name: "tm"}})
-	b := meshtest.StartServer(t, embedded.Config{Name: "b", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
-	cn := meshtest.StartServer(t, embedded.Config{Name: "c", Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	a := meshtest.StartServer(t, embedded.Config{Name: "a", NoJetStream: true, Cluster: &embedded.ClusterConfig{Name: "tm"}})
+	b := meshtest.StartServer(t, embedded.Config{Name: "b", NoJetStream: true, Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	cn := meshtest.StartServer(t, embedded.Config{Name: "c", NoJetStream: true, Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
 	nodes := []*embedded.Server{a, b, cn}
 	waitFor(t, "a full mesh of routes", func() bool {
 		for _, n := range nodes {

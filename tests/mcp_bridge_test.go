@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -55,6 +56,9 @@ func startBridge(t *testing.T, entry mcpbridge.Entry) (*mcpbridge.Bridge, *calle
 	return b, meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 }
 
+// callBridged calls a bridged tool and returns its structuredContent, or
+// the whole MCP result when it has none (TestMCPContentRoundTrip checks
+// the content blocks beside it).
 func callBridged(t *testing.T, c *caller.Caller, tool string, args any) (string, *envelope.Problem) {
 	t.Helper()
 	resp, err := c.Call(context.Background(), tool, args)
@@ -62,7 +66,19 @@ func callBridged(t *testing.T, c *caller.Caller, tool string, args any) (string,
 		return "", err.(*envelope.Problem)
 	}
 	b, _ := json.Marshal(resp.Data)
-	return string(b), nil
+	return structuredOf(b), nil
+}
+
+// structuredOf is an MCP result's structuredContent, or the result itself
+// when it has none.
+func structuredOf(result []byte) string {
+	var r struct {
+		SC json.RawMessage `json:"structuredContent"`
+	}
+	if json.Unmarshal(result, &r) == nil && r.SC != nil {
+		return string(r.SC)
+	}
+	return string(result)
 }
 
 func TestMCPBridgeStdio(t *testing.T) {
@@ -131,7 +147,7 @@ func serverPID(t *testing.T, c *caller.Caller) int {
 	}
 	var v struct{ PID int }
 	b, _ := json.Marshal(resp.Data)
-	if err := json.Unmarshal(b, &v); err != nil || v.PID == 0 {
+	if err := json.Unmarshal([]byte(structuredOf(b)), &v); err != nil || v.PID == 0 {
 		t.Fatalf("t.pid = %s", b)
 	}
 	return v.PID
@@ -171,7 +187,7 @@ func checkBridgeProgress(t *testing.T, c *caller.Caller) {
 		case envelope.EventProgress:
 			pcts = append(pcts, *ev.Pct)
 		case envelope.EventResult:
-			result = string(ev.Data)
+			result = structuredOf(ev.Data)
 		case envelope.EventError:
 			t.Fatal(ev.Problem())
 		}
@@ -370,4 +386,63 @@ func TestMCPBothWays(t *testing.T) {
 		got, _ := json.Marshal(res.StructuredContent)
 		return string(got) == `{"cancelled":1}`
 	})
+}
+
+// TestMCPContentRoundTrip calls the same tools of an MCP server directly
+// and through the mesh (go-sdk client → gateway → mesh → bridge → server):
+// content blocks of every kind, structuredContent, _meta and an isError
+// result's blocks arrive unchanged.
+func TestMCPContentRoundTrip(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{})
+	entry := mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}}
+	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry,
+		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	g := startGateway(t, &mcpMesh{srv: srv})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	viaMesh := connectMCP(t, ct, "")
+	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
+	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = direct.Close() })
+	cases := []struct{ tool, args string }{
+		{"blocks", `{}`}, {"text", `{}`}, {"echo", `{"message":"hi"}`}, {"fail_image", `{}`},
+	}
+	for _, c := range cases {
+		want := callRaw(t, direct, c.tool, c.args)
+		got := callRaw(t, viaMesh.cs, "far."+c.tool, c.args)
+		if c.tool == "fail_image" {
+			// The mesh adds the problem+json as structuredContent; the
+			// server's own blocks and isError are what must survive.
+			got.StructuredContent = nil
+		}
+		// Each server names itself in the protocol's own _meta key.
+		delete(want.Meta, "io.modelcontextprotocol/serverInfo")
+		delete(got.Meta, "io.modelcontextprotocol/serverInfo")
+		w, _ := json.Marshal(want)
+		gj, _ := json.Marshal(got)
+		if string(w) != string(gj) {
+			t.Errorf("%s through the mesh:\n got %s\nwant %s", c.tool, gj, w)
+		}
+	}
+}
+
+// callRaw calls tool and returns its result.
+func callRaw(t *testing.T, cs *mcp.ClientSession, tool, args string) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return res
 }

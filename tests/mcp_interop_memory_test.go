@@ -42,9 +42,10 @@ func npmInstallInto(t *testing.T, pkgs ...string) string {
 
 // The server-memory delete tools answer {"success":true,"message":…} on
 // success. Through `toolmesh call` that result has members named like the
-// Response's own, and must arrive whole under "result" (the result-
-// collision rule, docs/protocol.md §5.6), exit 0 — never internal_error
-// after the deletion went through.
+// Response's own, and must arrive whole, exit 0 — never internal_error
+// after the deletion went through. (The bridge's result is the MCP result,
+// so it arrives under "structuredContent"; a Go tool's colliding result
+// arrives under "result", docs/protocol.md §5.6.)
 func TestMCPInteropServerMemoryDeletes(t *testing.T) {
 	dir := npmInstallInto(t, npmMemory)
 	_, url := startDev(t)
@@ -71,14 +72,16 @@ func TestMCPInteropServerMemoryDeletes(t *testing.T) {
 		{"delete_entities", `{"entityNames":["a","b"]}`},
 	} {
 		r := call(c.tool, c.args)
+		// A bridged tool's mesh result is the MCP result (mcp_result), so
+		// the server's {"success":true,…} is its structuredContent.
 		var resp struct {
 			Success bool `json:"success"`
 			Result  struct {
 				Success bool `json:"success"`
-			} `json:"result"`
+			} `json:"structuredContent"`
 		}
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &resp) != nil || !resp.Success || !resp.Result.Success {
-			t.Errorf("%s: want exit 0 and the tool's result whole under \"result\": %+v", c.tool, r)
+			t.Errorf("%s: want exit 0 and the tool's result whole under \"structuredContent\": %+v", c.tool, r)
 		}
 	}
 	r := call("read_graph", `{}`)

@@ -12,11 +12,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/toolmesh/toolmesh/caller"
-	cmw "github.com/toolmesh/toolmesh/caller/middleware"
+	"github.com/toolmesh/toolmesh/caller/callermw"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/middleware"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 // trail records the order middleware runs in.
@@ -128,7 +128,7 @@ func TestCallerMiddlewareOrderAndShortCircuit(t *testing.T) {
 }
 
 func TestBearerMiddlewareAndDefaultOptions(t *testing.T) {
-	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Middleware: []worker.Middleware{middleware.BearerTokens("s3cret", "")}}})
+	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Middleware: []worker.Middleware{workermw.BearerTokens("s3cret", "")}}})
 	register(t, m.Worker, envelope.ToolSpec{Name: "echo"}, echo)
 	ctx := context.Background()
 	_, err := m.Caller.Call(ctx, "echo", nil)
@@ -157,10 +157,10 @@ func TestLimitMiddleware(t *testing.T) {
 		<-release
 		return map[string]int{}, nil
 	})
-	if err := m.Worker.Register(envelope.ToolSpec{Name: "one"}, block, middleware.Concurrency(1)); err != nil {
+	if err := m.Worker.Register(envelope.ToolSpec{Name: "one"}, block, workermw.Concurrency(1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Worker.Register(envelope.ToolSpec{Name: "rare"}, worker.HandlerFunc(echo), middleware.RateLimit(0.0001, 1)); err != nil {
+	if err := m.Worker.Register(envelope.ToolSpec{Name: "rare"}, worker.HandlerFunc(echo), workermw.RateLimit(0.0001, 1)); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -185,7 +185,7 @@ func TestLimitMiddleware(t *testing.T) {
 func TestAccessLogMiddleware(t *testing.T) {
 	var buf syncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Middleware: []worker.Middleware{middleware.AccessLog(log)}}})
+	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Middleware: []worker.Middleware{workermw.AccessLog(log)}}})
 	register(t, m.Worker, envelope.ToolSpec{Name: "fail"}, func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 		return nil, envelope.NewProblem(envelope.CodeToolFailed, "no")
 	})
@@ -197,7 +197,7 @@ func TestAccessLogMiddleware(t *testing.T) {
 func TestMetricsMiddleware(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Middleware: []worker.Middleware{middleware.Metrics(mp)}}})
+	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Middleware: []worker.Middleware{workermw.Metrics(mp)}}})
 	register(t, m.Worker, envelope.ToolSpec{Name: "echo"}, echo)
 	register(t, m.Worker, envelope.ToolSpec{Name: "fail"}, func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 		return nil, envelope.NewProblem(envelope.CodeUnauthorized, "no")
@@ -212,15 +212,15 @@ func TestMetricsMiddleware(t *testing.T) {
 	wantCode(t, err, envelope.CodeUnauthorized)
 
 	got := wantMetrics(t, reader, map[string]int64{
-		middleware.MetricCalls + "/echo/":              2,
-		middleware.MetricCalls + "/fail/":              1,
-		middleware.MetricErrors + "/fail/unauthorized": 1,
-		middleware.MetricDuration + "/echo/":           2,
-		middleware.MetricDuration + "/fail/":           1,
-		middleware.MetricInFlight + "/echo/":           0,
-		middleware.MetricInFlight + "/fail/":           0,
+		workermw.MetricCalls + "/echo/":              2,
+		workermw.MetricCalls + "/fail/":              1,
+		workermw.MetricErrors + "/fail/unauthorized": 1,
+		workermw.MetricDuration + "/echo/":           2,
+		workermw.MetricDuration + "/fail/":           1,
+		workermw.MetricInFlight + "/echo/":           0,
+		workermw.MetricInFlight + "/fail/":           0,
 	})
-	if _, ok := got[middleware.MetricErrors+"/echo/"]; ok {
+	if _, ok := got[workermw.MetricErrors+"/echo/"]; ok {
 		t.Errorf("errors counted for a tool that never failed: %v", got)
 	}
 }
@@ -317,8 +317,8 @@ func TestCallerMetricsAndAccessLog(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	var buf syncBuffer
 	m := meshtest.NewWith(t, meshtest.Config{Caller: caller.Config{Middleware: []caller.Middleware{
-		cmw.Metrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
-		cmw.AccessLog(slog.New(slog.NewTextHandler(&buf, nil))),
+		callermw.Metrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		callermw.AccessLog(slog.New(slog.NewTextHandler(&buf, nil))),
 	}}})
 	register(t, m.Worker, envelope.ToolSpec{Name: "echo"}, echo)
 	ctx := context.Background()
@@ -328,11 +328,11 @@ func TestCallerMetricsAndAccessLog(t *testing.T) {
 	_, err := m.Caller.Call(ctx, "absent", nil)
 	wantCode(t, err, envelope.CodeToolNotFound)
 	wantMetrics(t, reader, map[string]int64{
-		cmw.MetricCalls + "/echo/":                  1,
-		cmw.MetricCalls + "/absent/":                1,
-		cmw.MetricErrors + "/absent/tool_not_found": 1,
-		cmw.MetricDuration + "/echo/":               1,
-		cmw.MetricInFlight + "/echo/":               0,
+		callermw.MetricCalls + "/echo/":                  1,
+		callermw.MetricCalls + "/absent/":                1,
+		callermw.MetricErrors + "/absent/tool_not_found": 1,
+		callermw.MetricDuration + "/echo/":               1,
+		callermw.MetricInFlight + "/echo/":               0,
 	})
 	wantLogged(t, buf.String(), []string{"tool=echo", "tool=absent", "outcome=tool_not_found", "level=WARN"}, "hidden-token")
 }

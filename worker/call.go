@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolmesh/toolmesh/internal/jsonx"
@@ -49,15 +50,23 @@ type call struct {
 	credit   chan struct{}   // stream mode: signalled on each grant
 	ctx      context.Context // the handler's, for its emits
 	req      Request
-	sentAt   sentClock // when the reply subject last carried a message
-	tracked  bool      // in w.calls (and its peer); guarded by w.callsMu
+	sentAt   sentClock   // when the reply subject last carried a message
+	tracked  bool        // in w.calls (and its peer); guarded by w.callsMu
+	share    string      // the sender whose share the call holds (see shares)
+	pickup   time.Time   // the caller's pickup cutoff (zero: none)
+	named    atomic.Bool // a heartbeat has named the call: its caller knows it is taken up
 
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
 	seq     int64
 	sent    int64   // non-terminal events accepted from the handler
 	granted int64   // non-terminal events the caller has allowed
 	ended   bool    // the terminal is decided: no more emits
-	out     *outbox // stream mode only: events not yet published
+	out     *outbox // stream mode, or a call that asked: events not yet published
+
+	ask1      bool                     // the caller answers questions (ask=1)
+	asked     bool                     // a question went out: every message is a numbered frame
+	qseq      int                      // questions asked so far
+	questions map[string]*openQuestion // open questions by id
 }
 
 // run runs one admitted call from its context to its terminal event.
@@ -65,6 +74,7 @@ func (c *call) run() {
 	w := c.w
 	defer w.inflight.Done()
 	defer w.admitted.Add(-1)
+	defer w.shares.give(c)
 	defer c.tool.load.end()
 
 	ctx, span := c.startSpan()
@@ -92,6 +102,13 @@ func (c *call) run() {
 	}
 	cancel(nil)
 	telemetry.EndSpan(span, p)
+}
+
+// unannounced reports whether c is about to start although its caller may
+// already have reported it not run: past its pickup cutoff, and never yet
+// named in a heartbeat (protocol v2, §8.2).
+func (c *call) unannounced() bool {
+	return !c.pickup.IsZero() && !c.named.Load() && time.Now().After(c.pickup)
 }
 
 // startSpan starts the call's server span, a child of the caller's.
@@ -134,26 +151,65 @@ func (c *call) grant(n int) {
 	}
 }
 
-// execute runs everything between admission and the terminal event.
+// execute runs everything between admission and the terminal event, and
+// says in every Problem whether the handler ran: a call refused or ended
+// before its handler began did not run (envelope.RanNo), one that failed
+// after did (envelope.RanYes).
 func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
+	res, p := c.prepare(ctx)
+	if p != nil {
+		return nil, p.WithRan(envelope.RanNo)
+	}
+	defer func() { <-c.w.slots }()
+	data, p := c.runHandler(ctx, res)
+	return data, p.WithRan(envelope.RanYes)
+}
+
+// prepared is a call ready for its handler: its body and compiled
+// response format, holding an execution slot.
+type prepared struct {
+	body   envelope.Call
+	format *envelope.Schema
+}
+
+// prepare parses and checks the call and takes a slot (and, in stream
+// mode, sends start): everything before the handler, which has not run
+// when prepare fails. On success the caller must give the slot back.
+func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 	w := c.w
 	body, format, p := c.parseBody()
 	if p != nil {
-		return nil, p
+		return prepared{}, p
 	}
 	if !c.acquireSlot(ctx) {
-		return nil, c.contextProblem(ctx)
+		return prepared{}, c.contextProblem(ctx)
 	}
-	defer func() { <-w.slots }()
-	if ctx.Err() != nil {
-		return nil, c.contextProblem(ctx)
-	}
-	if c.stream {
+	p = nil
+	if c.unannounced() {
+		p = w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
+			"worker %s got to the call after its caller's pickup cutoff, before any heartbeat had named it; the handler did not run and will not", w.cfg.ID)).
+			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds())
+	} else if ctx.Err() != nil {
+		p = c.contextProblem(ctx)
+	} else if c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
 		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.id, meta)); err != nil {
-			return nil, c.contextProblem(ctx)
+			p = c.contextProblem(ctx)
 		}
 	}
+	if p == nil && c.tool.approve {
+		p = c.approve(ctx, body.Args) // the handler has not run while approval waits
+	}
+	if p != nil {
+		<-w.slots
+		return prepared{}, p
+	}
+	return prepared{body: body, format: format}, nil
+}
+
+// runHandler runs the handler of a prepared call and checks its result.
+func (c *call) runHandler(ctx context.Context, pc prepared) (json.RawMessage, *envelope.Problem) {
+	w, body, format := c.w, pc.body, pc.format
 	res, err := c.invoke(ctx, c.request(body))
 	if ctx.Err() != nil {
 		return nil, c.contextProblem(ctx)
@@ -195,7 +251,8 @@ func (c *call) request(body envelope.Call) *Request {
 		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
 		ResponseFormat: body.ResponseFormat, Bearer: c.bearer,
 		IdempotencyKey: c.idem,
-		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec,
+		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec, call: c,
+		Identity: c.key.identity,
 	}
 	return &c.req // part of the call: no allocation of its own
 }
@@ -217,11 +274,11 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 	} else if !jsonx.Valid(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
 	}
-	for _, s := range []*envelope.Schema{t.output, format} {
-		if s == nil {
-			continue
-		}
-		if v := s.Validate(data); len(v) > 0 {
+	if p := c.checkOutput(data); p != nil {
+		return nil, p
+	}
+	if format != nil {
+		if v := format.Validate(data); len(v) > 0 {
 			return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
 		}
 	}
@@ -229,6 +286,30 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
 	}
 	return data, nil
+}
+
+// checkOutput checks a result against the tool's output schema: the whole
+// result, or for an MCPResult tool its shape and its structuredContent.
+func (c *call) checkOutput(data json.RawMessage) *envelope.Problem {
+	w, t := c.w, c.tool
+	target, field := data, "result"
+	if t.spec.MCPResult {
+		sc, err := mcpStructured(data)
+		if err != nil {
+			return w.problems.New(envelope.CodeOutputInvalid, "mcp_result: "+err.Error())
+		}
+		if sc == nil && t.output != nil {
+			return w.problems.New(envelope.CodeOutputInvalid, "mcp_result: the tool has an output schema but the result has no structuredContent")
+		}
+		target, field = sc, "result.structuredContent"
+	}
+	if t.output == nil {
+		return nil
+	}
+	if v := t.output.Validate(target); len(v) > 0 {
+		return withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, field, v), w.problems)
+	}
+	return nil
 }
 
 // withBase rewrites a Problem's type under the worker's base URI.
@@ -269,6 +350,9 @@ func (c *call) invoke(ctx context.Context, req *Request) (res any, err error) {
 // contextProblem names why ctx ended.
 func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
 	cause := context.Cause(ctx)
+	if p := askProblem(cause, c.w.problems); p != nil {
+		return p
+	}
 	switch {
 	case errors.Is(cause, errCallerCancelled):
 		return c.w.problems.New(envelope.CodeCancelled, "the call was cancelled by its caller")

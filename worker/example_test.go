@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/middleware"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 // Pair is the add tool's input: its schema (two required integers, no
@@ -29,7 +28,7 @@ func ExampleAddTool() {
 	}
 	defer m.Close()
 
-	err = worker.AddTool(m.Worker, envelope.ToolSpec{Name: "add"},
+	err = worker.AddTool(m.Worker, worker.ToolSpec{Name: "add"},
 		func(_ context.Context, _ *worker.Request, in Pair) (int, error) { return in.A + in.B, nil })
 	if err != nil {
 		log.Fatal(err)
@@ -38,7 +37,7 @@ func ExampleAddTool() {
 	sum, err := caller.CallAs[int](context.Background(), m.Caller, "add", Pair{A: 2, B: 3})
 	fmt.Println(sum, err)
 	_, err = m.Caller.Call(context.Background(), "add", map[string]any{"a": "two"})
-	fmt.Println(err.(*envelope.Problem).Code)
+	fmt.Println(err.(*worker.Problem).Code)
 	// Output:
 	// 5 <nil>
 	// invalid_input
@@ -59,7 +58,7 @@ func ExampleAddStreamTool() {
 	}
 	defer m.Close()
 
-	err = worker.AddStreamTool(m.Worker, envelope.ToolSpec{Name: "greet"},
+	err = worker.AddStreamTool(m.Worker, worker.ToolSpec{Name: "greet"},
 		func(_ context.Context, _ *worker.Request, in Greeting, emit worker.TypedEmitter[string]) (int, error) {
 			for range in.Times {
 				if err := emit.Delta("hello " + in.Name); err != nil {
@@ -94,7 +93,7 @@ func ExampleAddStreamTool() {
 // caller sends on every call; "slow" may also run only once at a time.
 func ExampleConfig_middleware() {
 	m, err := meshtest.Start(meshtest.Config{
-		Worker: worker.Config{Middleware: []worker.Middleware{middleware.BearerTokens("s3cret")}},
+		Worker: worker.Config{Middleware: []worker.Middleware{workermw.BearerTokens("s3cret")}},
 		Caller: caller.Config{Options: []caller.Option{caller.WithBearer("s3cret")}},
 	})
 	if err != nil {
@@ -102,11 +101,11 @@ func ExampleConfig_middleware() {
 	}
 	defer m.Close()
 
-	err = m.Worker.Register(envelope.ToolSpec{Name: "slow"}, worker.HandlerFunc(
+	err = m.Worker.Register(worker.ToolSpec{Name: "slow"}, worker.HandlerFunc(
 		func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 			return map[string]bool{"ok": true}, nil
 		}),
-		middleware.Concurrency(1))
+		workermw.Concurrency(1))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	}
 	c.setMeta(meta)
 	if m.batch != nil {
-		c.id = m.batchID
+		c.id, c.ask1 = m.batchID, false // a batched call is never asked (§23.1)
 		if prob == nil && c.stream {
 			prob = w.problems.New(envelope.CodeInvalidInput, "a batch carries unary calls only; send a stream call on its own").WithFix(metaFix, envelope.MaybeIncorrect)
 		}
@@ -67,6 +67,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	if meta.hasBudget {
 		c.deadline = received.Add(meta.budget)
 	}
+	c.pickup = meta.pickup
 	if c.callerID == "" || !c.repliesToCaller() { // nobody will prove the caller alive
 		if life := received.Add(w.cfg.MaxUnleasedLife); c.deadline.IsZero() || c.deadline.After(life) {
 			c.deadline, c.unleased = life, true
@@ -80,7 +81,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 func (c *call) setMeta(m callMeta) {
 	c.id, c.callerID, c.mode, c.stream = m.callID, m.callerID, m.mode, m.mode == wire.ModeStream
 	c.interval, c.window, c.granted = m.interval, m.window, int64(m.window)
-	c.bearer, c.idem = m.bearer, m.idem
+	c.bearer, c.idem, c.ask1 = m.bearer, m.idem, m.ask
 	if m.trace != (traceFields{}) {
 		tf := m.trace // only a traced call pays for its own copy
 		c.trace = &tf
@@ -101,7 +102,22 @@ func (w *Worker) refuseEarly(m callMsg, meta callMeta) *envelope.Problem {
 	if meta.hasBudget && meta.budget <= 0 {
 		return w.problems.New(envelope.CodeTimeout, "the call's budget was spent before it started; the handler did not run")
 	}
+	if late := w.lateForPickup(meta); late > 0 {
+		return w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
+			"worker %s read the call %s too late for its caller's pickup deadline; the handler did not run and will not", w.cfg.ID, late.Round(time.Millisecond))).
+			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds())
+	}
 	return nil
+}
+
+// lateForPickup is how far past its pickup cutoff the worker reads a
+// call; 0 when the call is in time or carries no cutoff. Its caller
+// reports such a call not run (or soon will), so it must not run.
+func (w *Worker) lateForPickup(meta callMeta) time.Duration {
+	if meta.pickup.IsZero() {
+		return 0
+	}
+	return max(time.Since(meta.pickup), 0)
 }
 
 // onViolation stops the calls whose events the server refused to carry,

@@ -6,7 +6,7 @@
 // A minimal worker:
 //
 //	w, _ := worker.New(nc, worker.Config{})
-//	w.Register(envelope.ToolSpec{Name: "echo"}, worker.HandlerFunc(
+//	w.Register(worker.ToolSpec{Name: "echo"}, worker.HandlerFunc(
 //		func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 //			return json.RawMessage(req.Args), nil
 //		}))
@@ -23,7 +23,7 @@ import (
 
 // Handler runs one tool call. It returns the result (any JSON-marshalable
 // value; json.RawMessage passes through verbatim) or an error, which becomes
-// the terminal error event: an *envelope.Problem reaches the caller as it
+// the terminal error event: a *Problem reaches the caller as it
 // is, any other error becomes tool_failed. Progress and deltas go through
 // emit while the handler runs. ctx ends when the caller cancels, the budget
 // is spent, the caller is lost or the worker stops.
@@ -75,6 +75,13 @@ type Request struct {
 	Streaming bool
 	// Spec is the tool's spec.
 	Spec *envelope.ToolSpec
+	// Identity is who made the call, as the server stamped it
+	// (docs/protocol.md §13.1): "acc/user" across accounts, "?" when the
+	// stamp is unreadable, "" in a single-account mesh. A tool that keeps
+	// per-caller state (the task service, §22.1) keys it by this.
+	Identity string
+
+	call *call // the live call Ask asks through (nil outside a call)
 }
 
 // Bind decodes the arguments into v. Arguments that do not fit v are the

@@ -22,6 +22,8 @@ const (
 	// MaxWindow is the largest initial credit a stream call may ask for;
 	// larger values are clamped (credit only bounds the caller's own memory).
 	MaxWindow = 1 << 16
+	// maxUnixMilli keeps a pickup deadline within time.Time's range.
+	maxUnixMilli = 1 << 50
 )
 
 // callMeta is a call's validated metadata (protocol v2, §4.1).
@@ -34,6 +36,8 @@ type callMeta struct {
 	interval         time.Duration
 	idem, bearer     string
 	trace            traceFields
+	ask              bool      // ask=1: the caller answers questions
+	pickup           time.Time // zero: the caller set no pickup deadline
 }
 
 // traceFields carry W3C trace context and baggage; empty when the caller
@@ -115,6 +119,18 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
 		return 1 << 9, text(&m.trace.state, v, maxTraceLen)
 	case wire.MetaBaggage:
 		return 1 << 10, text(&m.trace.baggage, v, maxTraceLen)
+	case wire.MetaAsk:
+		m.ask = string(v) == "1"
+		if !m.ask {
+			return 1 << 11, fmt.Errorf("want 1, got %.32q", v)
+		}
+		return 1 << 11, nil
+	case wire.MetaPickup:
+		ms, err := wire.Digits(v)
+		if err == nil {
+			m.pickup = time.UnixMilli(min(ms, maxUnixMilli))
+		}
+		return 1 << 12, err
 	}
 	return 0, nil
 }

@@ -31,6 +31,8 @@ func TestParseCallMeta(t *testing.T) {
 		{"mode stream", wire.MetaMode, "stream", false, func(m callMeta) bool { return m.mode == wire.ModeStream }},
 		{"bearer percent-decoded", wire.MetaBearer, "a%20b%25", false, func(m callMeta) bool { return m.bearer == "a b%" }},
 		{"unknown key ignored", "future", "x", false, func(m callMeta) bool { return m.mode == wire.ModeUnary }},
+		{"ask", wire.MetaAsk, "1", false, func(m callMeta) bool { return m.ask }},
+		{"ask other than 1", wire.MetaAsk, "yes", true, nil},
 		{"garbage budget", wire.MetaTimeout, "soon", true, nil},
 		{"negative budget", wire.MetaTimeout, "-1", true, nil},
 		{"empty budget", wire.MetaTimeout, "", true, nil},

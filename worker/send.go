@@ -29,6 +29,7 @@ type outbox struct {
 
 // reject answers a call that is refused before it runs.
 func (c *call) reject(p *envelope.Problem) {
+	p = p.WithRan(envelope.RanNo) // refused before admission: nothing ran
 	c.mu.Lock()
 	c.ended = true
 	ev, data, _ := c.encode(envelope.ErrorEvent(p)) // a terminal event always encodes, if only as an error
@@ -75,7 +76,7 @@ func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.
 	case len(data) > c.w.piece():
 		c.flushInlineLocked()
 		c.sendChunksLocked(data)
-	case c.stream:
+	case c.stream || c.asked:
 		c.queueLocked(data) // the terminal travels with the events still queued
 		c.flushInlineLocked()
 	case c.batch != nil:

@@ -29,6 +29,11 @@ type StreamToolHandler[In, D, Out any] func(ctx context.Context, req *Request, i
 // the wrong shape by accident.
 type TypedEmitter[D any] struct{ e Emitter }
 
+// NewTypedEmitter makes e the emitter of a streaming typed handler: to
+// call a StreamToolHandler directly, as a test does with a
+// workertest.Recorder.
+func NewTypedEmitter[D any](e Emitter) TypedEmitter[D] { return TypedEmitter[D]{e} }
+
 // Progress reports coarse progress, pct in 0..100 (see Emitter.Progress).
 func (t TypedEmitter[D]) Progress(pct float64, message string) error {
 	return t.e.Progress(pct, message)
@@ -49,7 +54,7 @@ func (t TypedEmitter[D]) Delta(d D) error { return t.e.Delta(d) }
 // {"result": …}, and caller.CallAs decodes it back. mw wraps this tool
 // only, inside the worker-wide chain (Config.Middleware).
 //
-//	worker.AddTool(w, envelope.ToolSpec{Name: "add"},
+//	worker.AddTool(w, worker.ToolSpec{Name: "add"},
 //		func(ctx context.Context, _ *worker.Request, in Pair) (int, error) {
 //			return in.A + in.B, nil
 //		})

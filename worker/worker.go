@@ -72,6 +72,21 @@ type Config struct {
 	// worker_lost) rather than letting the worker's memory grow unbounded.
 	MaxPendingCalls int
 	MaxPendingBytes int
+	// MaxControlPending and MaxControlPendingBytes bound the control
+	// messages (cancel, credit, alive, beat) and probe answers waiting
+	// unread (defaults 4096 and 4 MiB): every caller — every tenant, under
+	// deploy/secure — may publish on the control subject, so a flood of
+	// them is dropped past these rather than growing the worker's memory.
+	MaxControlPending      int
+	MaxControlPendingBytes int
+	// MaxPerIdentity bounds the calls one identity may hold admitted here
+	// (running and queued) — a tenant account and user under deploy/secure,
+	// a caller id in a single account, and each sender's unleased calls
+	// together (default half of MaxConcurrent, at least 1: one sender can
+	// never hold every execution slot, so another's calls always find
+	// one). Past it the sender's calls are refused overloaded, unrun,
+	// while others' are still admitted.
+	MaxPerIdentity int
 	// RegistryTTL is how long the worker's key in the JetStream worker
 	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
 	RegistryTTL time.Duration
@@ -89,8 +104,14 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
+	// Approvals requires the caller's approval before matching tools run
+	// (docs/protocol.md §23.7).
+	Approvals Approvals
+	// QuestionTimeout bounds how long a question waits for its answer
+	// when the handler gives no timeout (default DefaultQuestionTimeout).
+	QuestionTimeout time.Duration
 	// Middleware wraps every tool's handler, the first outermost, outside
-	// the tool's own middleware (see Register). Package worker/middleware
+	// the tool's own middleware (see Register). Package worker/workermw
 	// has auth, limits, access logs and metrics.
 	Middleware []Middleware
 }
@@ -136,24 +157,23 @@ type Worker struct {
 	probing map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 
 	presence *presence
+	shares   shares // calls admitted per sender (Config.MaxPerIdentity)
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
 }
 
 type tool struct {
-	// readers counts the goroutines taking this tool's calls, idle those
-	// of them waiting for one (see Worker.read).
-	readers, idle atomic.Int32
-	spec          envelope.ToolSpec
-	handler       Handler
-	input         *envelope.Schema
-	output        *envelope.Schema
-	sub           *nats.Subscription
-	dsub          *nats.Subscription // the describe subject
+	spec    envelope.ToolSpec
+	handler Handler
+	input   *envelope.Schema
+	output  *envelope.Schema
+	sub     *nats.Subscription
+	dsub    *nats.Subscription // the describe subject
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
+	approve  bool // calls wait for the caller's approval (Config.Approvals)
 
 	load      loadStats // in flight, errors by code, latency (stats.go)
 	statsMu   sync.Mutex
@@ -208,6 +228,9 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.MaxUnleasedLife <= 0 {
 		cfg.MaxUnleasedLife = 5 * time.Minute
 	}
+	if cfg.QuestionTimeout <= 0 {
+		cfg.QuestionTimeout = DefaultQuestionTimeout
+	}
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
 	}
@@ -222,6 +245,15 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	}
 	if cfg.MaxPendingBytes <= 0 {
 		cfg.MaxPendingBytes = 64 << 20
+	}
+	if cfg.MaxControlPending <= 0 {
+		cfg.MaxControlPending = 4096
+	}
+	if cfg.MaxControlPendingBytes <= 0 {
+		cfg.MaxControlPendingBytes = 4 << 20
+	}
+	if cfg.MaxPerIdentity <= 0 {
+		cfg.MaxPerIdentity = max(cfg.MaxConcurrent/2, 1)
 	}
 	if cfg.MaxArgsBytes <= 0 {
 		cfg.MaxArgsBytes = int(nc.MaxPayload())
@@ -243,6 +275,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		if err := token(&pool, []byte(cfg.Pool)); err != nil || len(cfg.Pool) > 64 {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: want 1-64 characters of A-Z a-z 0-9 _ -", cfg.Pool)
 		}
+	}
+	if err := cfg.Approvals.check(); err != nil {
+		return nil, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
 	}
 	cfg = cfg.withDefaults(nc)
 	if !wire.ValidWorkerID(cfg.ID) {
@@ -269,6 +304,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		probing:     map[callKey]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
+	w.shares = shares{limit: cfg.MaxPerIdentity, held: map[string]int{}}
 	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
@@ -316,7 +352,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
 	t := &tool{spec: spec, handler: h, input: in, output: out,
-		spanName: "toolmesh.serve " + spec.Name,
+		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	if err := w.reserve(t); err != nil {
 		return err
@@ -341,9 +377,6 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	}
 	w.tools[spec.Name] = t
 	w.ctlSubs = append(w.ctlSubs, t.dsub)
-	t.readers.Add(1)
-	t.idle.Add(1)
-	go w.read(t)
 	go w.presence.changed()
 	return nil
 }
@@ -368,9 +401,11 @@ func (w *Worker) reserve(t *tool) error {
 	if err != nil {
 		return fmt.Errorf("register %q: %w", name, err)
 	}
-	// A synchronous subscription: the tool's readers take calls from it
-	// themselves (see read), so a call runs on the goroutine that took it.
-	sub, err := w.nc.QueueSubscribeSync(w.subjects.Call(name), w.subjects.QueueGroup())
+	// A handler subscription: nats.go queues its unread calls in a list
+	// that grows with what is pending, where a synchronous one would
+	// allocate a 65,536-slot channel (512 KiB the GC scans) per tool
+	// whatever the load: 1,000 idle tools would cost half a gigabyte.
+	sub, err := w.nc.QueueSubscribe(w.subjects.Call(name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
 	if err != nil {
 		_ = dsub.Unsubscribe()
 		return fmt.Errorf("register %q: %w", name, err)
@@ -499,7 +534,11 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
-	_ = ctl.SetPendingLimits(-1, -1)
+	// Anyone allowed on the subject can send here, so what waits unread is
+	// bounded: past the limits NATS drops control messages (a cancel or
+	// alive lost to a flood is resent at the sender's next tick) instead of
+	// the worker's memory growing with a neighbour's flood.
+	_ = ctl.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, ctl)
 	// Confirmed on its own: when the pool is wrong, the control subject is
 	// the one to name (discovery subjects would be refused too).
@@ -510,6 +549,7 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
+	_ = probes.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, probes)
 	answer := func(m *nats.Msg) {
 		specs := w.Specs()
@@ -530,6 +570,9 @@ func (w *Worker) subscribeControl() error {
 }
 
 func (w *Worker) onControl(m *nats.Msg) {
+	if len(m.Data) > maxControlBytes {
+		return // no control message is this large: not worth decoding
+	}
 	var c wire.Control
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		w.log.Debug("malformed control message", "err", err) // debug: anyone can send these
@@ -542,10 +585,18 @@ func (w *Worker) onControl(m *nats.Msg) {
 	switch c.Op {
 	case wire.OpAlive:
 		w.heard(callKey{who, c.CallerID})
+	case wire.OpBeat:
+		w.heard(callKey{who, c.CallerID})
+		w.beatNow(callKey{who, c.CallerID})
 	case wire.OpCancel:
 		// Idempotent and race-tolerant: an unknown call id is ignored.
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
 			cl.cancel(errCallerCancelled)
+		}
+	case wire.OpAnswer:
+		// Only the call's own identity finds the call (§23.3).
+		if cl := w.lookup(callKey{who, c.CallID}); cl != nil {
+			cl.answer(c)
 		}
 	case wire.OpCredit:
 		if cl := w.lookup(callKey{who, c.CallID}); cl != nil && c.N > 0 {
@@ -570,7 +621,7 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 	if ok {
 		return s, nil
 	}
-	s, err := envelope.CompileSchema(raw)
+	s, err := envelope.CompileFormatSchema(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -583,51 +634,9 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 	return s, nil
 }
 
-// read takes t's calls from its subscription and runs each on this
-// goroutine: a call is never handed off. Before running one it makes sure
-// another reader is waiting, so a handler that blocks never holds up the
-// next call, and a worker grows exactly as many readers as calls run at
-// once. Readers beyond one that wait runnerIdle for work exit, so the
-// goroutines of a burst do not outlive it.
-func (w *Worker) read(t *tool) {
-	defer t.readers.Add(-1)
-	for {
-		m, err := t.sub.NextMsg(runnerIdle)
-		if errors.Is(err, nats.ErrTimeout) {
-			if t.retireIdle() {
-				return
-			}
-			continue
-		}
-		if err != nil {
-			t.idle.Add(-1)
-			return // unsubscribed (drain, stop) or the connection closed
-		}
-		if t.idle.Add(-1) == 0 {
-			t.readers.Add(1)
-			t.idle.Add(1)
-			go w.read(t)
-		}
-		w.onCall(t, m)
-		t.idle.Add(1)
-	}
-}
-
-// retireIdle lets one idle reader go while another stays waiting.
-func (t *tool) retireIdle() bool {
-	for {
-		n := t.idle.Load()
-		if n <= 1 {
-			return false
-		}
-		if t.idle.CompareAndSwap(n, n-1) {
-			return true
-		}
-	}
-}
-
-// onCall admits a call and runs it on this goroutine; cheap refusals
-// (malformed metadata, overload) are answered at once.
+// onCall admits a call on the subscription's goroutine, answering cheap
+// refusals (malformed metadata, overload) at once, and hands an admitted
+// call to a runner, so a handler that blocks never holds up the next call.
 func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	received := time.Now()
 	if m.Reply == "" {
@@ -642,12 +651,11 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	if c == nil || !w.admit(c) {
 		return
 	}
-	c.tool.load.begin()
-	c.run()
+	w.dispatch(c)
 }
 
-// dispatch runs an admitted call on a runner goroutine: for calls that
-// arrive together in one message, which must not run one after another.
+// dispatch runs an admitted call on a runner goroutine, an idle one when
+// there is one: the subscription's goroutine only admits.
 func (w *Worker) dispatch(c *call) {
 	c.tool.load.begin()
 	select {
@@ -666,8 +674,11 @@ func (w *Worker) admit(c *call) bool {
 	switch {
 	case w.stopping:
 		detail = fmt.Sprintf("worker %s is stopping; the handler did not run", w.cfg.ID)
+	case !w.shares.take(c):
+		detail = fmt.Sprintf("worker %s already holds this sender's share of %d calls; the handler did not run", w.cfg.ID, w.cfg.MaxPerIdentity)
 	case w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued):
 		w.admitted.Add(-1)
+		w.shares.give(c)
 		detail = fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)
 	default:
 		w.inflight.Add(1)

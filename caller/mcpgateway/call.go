@@ -22,9 +22,10 @@ const maxDeltaBytes = 1 << 20
 // callHandler returns the MCP handler of one mesh tool. The SDK cancels
 // ctx on notifications/cancelled (and, over 2026-07-28 HTTP, when the
 // response stream closes); the mesh stream then cancels the worker's call.
-func (g *Gateway) callHandler(meshTool string, tool *mcp.Tool) mcp.ToolHandler {
+// An MCPResult tool's results are MCP tool results already (mcpResult).
+func (g *Gateway) callHandler(meshTool string, tool *mcp.Tool, mcpResult bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := g.call(ctx, req, meshTool)
+		res, err := g.call(ctx, req, meshTool, mcpResult)
 		if res != nil {
 			res = fitOutputSchema(res, tool)
 		}
@@ -33,7 +34,7 @@ func (g *Gateway) callHandler(meshTool string, tool *mcp.Tool) mcp.ToolHandler {
 }
 
 // call runs one tools/call as a mesh stream and relays it.
-func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool string) (*mcp.CallToolResult, error) {
+func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool string, mcpResult bool) (*mcp.CallToolResult, error) {
 	if !g.filter.allows(meshTool) {
 		// Defence in depth: a denied tool is never registered.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
@@ -51,7 +52,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool s
 		return problemResult(envelope.AsProblem(err, envelope.CodeInternal)), nil
 	}
 	defer st.Close()
-	return relay(ctx, req, st), nil
+	return relay(ctx, req, st, mcpResult), nil
 }
 
 // fitOutputSchema keeps an error result valid for a tool that declares an
@@ -84,7 +85,7 @@ func bearerOf(req *mcp.CallToolRequest) string {
 // relay forwards a mesh stream's events: progress and deltas become
 // notifications/progress when the client gave a progressToken, deltas are
 // gathered into the result, and the terminal event becomes the result.
-func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream) *mcp.CallToolResult {
+func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream, mcpResult bool) *mcp.CallToolResult {
 	p := progress{ctx: ctx, req: req, token: req.Params.GetProgressToken()}
 	var deltas deltaLog
 	for ev := range st.Events() { // a failure is the terminal error event, handled below
@@ -99,6 +100,9 @@ func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream) *mc
 			deltas.add(ev.Data)
 			p.send("delta " + clip(string(ev.Data), 200))
 		case envelope.EventResult:
+			if mcpResult {
+				return mcpResultOf(ev.Data, deltas)
+			}
 			return resultOf(ev.Data, deltas)
 		case envelope.EventError:
 			return problemResult(ev.Problem())
@@ -152,16 +156,44 @@ func resultOf(data json.RawMessage, deltas deltaLog) *mcp.CallToolResult {
 	}
 	structured := structured(data)
 	res := &mcp.CallToolResult{StructuredContent: structured}
-	for _, d := range deltas.items {
-		res.Content = append(res.Content, &mcp.TextContent{Text: string(d)})
-	}
-	if deltas.dropped > 0 {
-		res.Content = append(res.Content, &mcp.TextContent{Text: fmt.Sprintf("(%d further deltas were not kept: over %d bytes)", deltas.dropped, maxDeltaBytes)})
-		res.Meta = mcp.Meta{"io.toolmesh/deltas_dropped": deltas.dropped}
-	}
+	deltas.prepend(res)
 	text, _ := json.Marshal(structured)
 	res.Content = append(res.Content, &mcp.TextContent{Text: string(text)})
 	return res
+}
+
+// mcpResultOf serves the result of an MCPResult tool (an MCP tool result,
+// as the bridge hosts one) unchanged: its content blocks, structuredContent
+// and _meta; deltas, if the tool sent any, precede the blocks as text.
+func mcpResultOf(data json.RawMessage, deltas deltaLog) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		return problemResult(envelope.NewProblem(envelope.CodeOutputInvalid, "the tool's MCP result cannot be decoded: "+err.Error()))
+	}
+	deltas.prepend(&res)
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	return &res
+}
+
+// prepend puts the deltas before res's content as text blocks, and says
+// in the text and in _meta how many were not kept.
+func (d *deltaLog) prepend(res *mcp.CallToolResult) {
+	var blocks []mcp.Content
+	for _, item := range d.items {
+		blocks = append(blocks, &mcp.TextContent{Text: string(item)})
+	}
+	if d.dropped > 0 {
+		blocks = append(blocks, &mcp.TextContent{Text: fmt.Sprintf("(%d further deltas were not kept: over %d bytes)", d.dropped, maxDeltaBytes)})
+		if res.Meta == nil {
+			res.Meta = mcp.Meta{}
+		}
+		res.Meta["io.toolmesh/deltas_dropped"] = d.dropped
+	}
+	if len(blocks) > 0 {
+		res.Content = append(blocks, res.Content...)
+	}
 }
 
 // structured returns data as an MCP structuredContent object.
@@ -175,13 +207,34 @@ func structured(data json.RawMessage) json.RawMessage {
 
 // problemResult turns a Problem into an MCP tool error: isError, the
 // problem+json as structuredContent, and one line an LLM can act on.
+// A Problem that carries an MCP server's own error content (mcp_content,
+// as the bridge reports isError) has those blocks as its content instead,
+// so the server's words reach the client unchanged.
 func problemResult(p *envelope.Problem) *mcp.CallToolResult {
 	body, _ := json.Marshal(p)
-	return &mcp.CallToolResult{
-		IsError:           true,
-		StructuredContent: json.RawMessage(body),
-		Content:           []mcp.Content{&mcp.TextContent{Text: problemLine(p)}},
+	content := []mcp.Content{&mcp.TextContent{Text: problemLine(p)}}
+	if own := problemContent(p); len(own) > 0 {
+		content = own
 	}
+	return &mcp.CallToolResult{IsError: true, StructuredContent: json.RawMessage(body), Content: content}
+}
+
+// problemContent decodes a Problem's mcp_content extension (nil when it
+// has none or it is not a list of MCP content blocks).
+func problemContent(p *envelope.Problem) []mcp.Content {
+	raw, ok := p.Extensions["mcp_content"]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(map[string]any{"content": raw})
+	if err != nil {
+		return nil
+	}
+	var res mcp.CallToolResult
+	if json.Unmarshal(b, &res) != nil {
+		return nil
+	}
+	return res.Content
 }
 
 // problemLine is "<code>: <detail> Fix: … Retry after Ns." on one line.

@@ -18,12 +18,14 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // Config configures a Gateway. Caller is required; the rest has defaults.
@@ -37,6 +39,12 @@ type Config struct {
 	// NamePrefix is put before every mesh tool name in MCP ("mesh_" makes
 	// "echo" appear as "mesh_echo"), for hosts that merge several servers.
 	NamePrefix string
+	// Namespace, when set, serves one namespace as if it were the server
+	// behind it: only tools named "<Namespace>.<tool>" are served, under
+	// "<tool>" (after NamePrefix), and every other tool is neither listed
+	// nor callable. With a bridged MCP server's namespace, a host uses the
+	// server through the mesh under its own tool names.
+	Namespace string
 	// CatalogWait bounds one catalogue gathering (default 500ms).
 	CatalogWait time.Duration
 	// Settle is how long a burst of fleet changes (caller.Watch) must go
@@ -85,6 +93,12 @@ func New(cfg Config) (*Gateway, error) {
 	f, err := newFilter(cfg.Allow, cfg.Deny)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Namespace != "" {
+		if err := envelope.ValidateToolName(cfg.Namespace); err != nil {
+			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "namespace: %v", err)
+		}
+		f.namespace = cfg.Namespace + "."
 	}
 	if cfg.CatalogWait <= 0 {
 		cfg.CatalogWait = 500 * time.Millisecond
@@ -273,17 +287,19 @@ func gapsOf(cat caller.Catalog) []string {
 func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
+	mcpResult := map[string]bool{}
 	for _, ct := range view.tools {
 		if !g.filter.allows(ct.Spec.Name) {
 			continue
 		}
-		t, err := mcpTool(g.cfg.NamePrefix, ct.Spec)
+		t, err := mcpTool(g.cfg.NamePrefix+strings.TrimPrefix(ct.Spec.Name, g.filter.namespace), ct.Spec)
 		if err != nil {
 			g.log.Warn("mcp gateway: tool not served", "tool", ct.Spec.Name, "err", err)
 			continue
 		}
 		want[t.Name] = t
 		meshName[t.Name] = ct.Spec.Name
+		mcpResult[t.Name] = ct.Spec.MCPResult
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -306,7 +322,7 @@ func (g *Gateway) apply(view fleetView) {
 			continue
 		}
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
-		g.srv.AddTool(t, g.callHandler(meshName[name], t))
+		g.srv.AddTool(t, g.callHandler(meshName[name], t, mcpResult[name]))
 	}
 }
 

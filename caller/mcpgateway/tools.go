@@ -15,23 +15,26 @@ import (
 // accepts any argument object, and MCP requires an object schema.
 var anyObject = json.RawMessage(`{"type":"object"}`)
 
-// mcpTool maps a mesh ToolSpec onto an MCP tool: name (with the prefix),
+// mcpTool maps a mesh ToolSpec onto the MCP tool name: its name as served,
 // title, description, both schemas and the annotations as MCP hints.
 // A non-object output schema is wrapped as {"result": …}, because MCP's
 // structuredContent is always an object (see structured).
-func mcpTool(prefix string, s envelope.ToolSpec) (*mcp.Tool, error) {
+func mcpTool(name string, s envelope.ToolSpec) (*mcp.Tool, error) {
 	in := s.InputSchema
 	if len(in) == 0 {
 		in = anyObject
 	}
 	t := &mcp.Tool{
-		Name:        prefix + s.Name,
+		Name:        name,
 		Title:       s.Title,
 		Description: s.Description,
 		InputSchema: in,
 		Annotations: hints(s),
 	}
-	if len(s.OutputSchema) > 0 {
+	if len(s.OutputSchema) > 0 && s.MCPResult {
+		// It describes structuredContent already.
+		t.OutputSchema = s.OutputSchema
+	} else if len(s.OutputSchema) > 0 {
 		out, err := outputSchema(s.OutputSchema)
 		if err != nil {
 			return nil, err
@@ -44,18 +47,19 @@ func mcpTool(prefix string, s envelope.ToolSpec) (*mcp.Tool, error) {
 	return t, nil
 }
 
-// hints maps the mesh's annotations onto MCP's, which share their defaults
-// (not read-only, destructive, not idempotent, open-world): every hint is
-// written explicitly so a client never has to guess a default.
+// hints maps the mesh's annotations onto MCP's, passing through only what
+// the tool declared: nil when it declared none. (The SDK always writes
+// readOnlyHint and idempotentHint; unset, they are MCP's default false.)
 func hints(s envelope.ToolSpec) *mcp.ToolAnnotations {
 	a := s.Annotations
-	destructive, openWorld := a.IsDestructive(), a.IsOpenWorld()
+	if a == nil || *a == (envelope.Annotations{}) {
+		return nil
+	}
 	return &mcp.ToolAnnotations{
-		Title:           s.Title,
 		ReadOnlyHint:    a.IsReadOnly(),
-		DestructiveHint: &destructive,
+		DestructiveHint: a.Destructive,
 		IdempotentHint:  a.IsIdempotent(),
-		OpenWorldHint:   &openWorld,
+		OpenWorldHint:   a.OpenWorld,
 	}
 }
 
@@ -84,8 +88,12 @@ func fingerprint(t *mcp.Tool) string {
 	return string(b)
 }
 
-// filter is the allow and deny lists: path.Match globs over mesh names.
-type filter struct{ allow, deny []string }
+// filter is the allow and deny lists (path.Match globs over mesh names)
+// and the namespace served ("" or "<ns>.").
+type filter struct {
+	allow, deny []string
+	namespace   string
+}
 
 func newFilter(allow, deny []string) (filter, error) {
 	clean := func(list []string, what string) ([]string, error) {
@@ -115,7 +123,7 @@ func newFilter(allow, deny []string) (filter, error) {
 
 // allows reports whether a mesh tool may be listed and called.
 func (f filter) allows(name string) bool {
-	if matchAny(f.deny, name) {
+	if !strings.HasPrefix(name, f.namespace) || name == f.namespace || matchAny(f.deny, name) {
 		return false
 	}
 	return len(f.allow) == 0 || matchAny(f.allow, name)

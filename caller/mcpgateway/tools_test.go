@@ -30,6 +30,13 @@ func TestFilter(t *testing.T) {
 	if _, err := newFilter([]string{"fs.[" /* bad glob */}, nil); err == nil {
 		t.Fatal("a malformed pattern must be refused")
 	}
+	ns, _ := newFilter([]string{"fs.*", "git.*"}, []string{"fs.delete"})
+	ns.namespace = "fs."
+	for name, want := range map[string]bool{"fs.read": true, "fs.delete": false, "git.status": false, "fs": false, "fsx.read": false} {
+		if got := ns.allows(name); got != want {
+			t.Errorf("namespace fs: allows(%q) = %v, want %v", name, got, want)
+		}
+	}
 	open, _ := newFilter(nil, []string{"x"})
 	if !open.allows("anything") || open.allows("x") {
 		t.Fatal("an empty allow list serves everything not denied")
@@ -103,9 +110,14 @@ func TestMCPToolMapping(t *testing.T) {
 		{"tool_full.json", envelope.ToolSpec{Name: "count", Title: "Count", Description: "d", Streaming: true,
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`), OutputSchema: json.RawMessage(`{"type":"array"}`),
 			Annotations: &envelope.Annotations{ReadOnly: &yes, Destructive: &no, Idempotent: &yes, OpenWorld: &no}}},
+		// Only what the tool declared: no destructiveHint or openWorldHint invented.
+		{"tool_readonly.json", envelope.ToolSpec{Name: "fs.read", Annotations: &envelope.Annotations{ReadOnly: &yes}}},
+		// An MCP result's output schema describes structuredContent: verbatim.
+		{"tool_mcp_result.json", envelope.ToolSpec{Name: "fs.stat", MCPResult: true,
+			InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: json.RawMessage(`{"properties":{"size":{"type":"integer"}}}`)}},
 	}
 	for _, c := range cases {
-		tool, err := mcpTool("mesh_", c.spec)
+		tool, err := mcpTool("mesh_"+c.spec.Name, c.spec)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (
 		return nil
 	}
 	for _, e := range entries {
-		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{Entry: e, Logger: g.log,
+		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{Entry: e, Logger: g.log, AllowUnconfined: g.allowUnconfined,
 			Worker: worker.Config{Prefix: g.prefix, Logger: g.log}})
 		if err != nil {
 			_ = drainAll(5 * time.Second)

@@ -16,18 +16,25 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
+// callFlags are what `toolmesh call`'s flags set.
+type callFlags struct {
+	args, bearer        string
+	stream, dryRun, all bool
+	timeout             time.Duration
+	answers             []string
+}
+
 func newCallCmd(g *globals) *cobra.Command {
-	var (
-		argsFlag, bearer    string
-		stream, dryRun, all bool
-		timeout             time.Duration
-	)
+	var cf callFlags
 	cmd := &cobra.Command{
 		Use:   "call TOOL",
 		Short: "Call a tool and print its Response (or, with --stream, its events as NDJSON)",
 		Long: `Call a tool. Arguments come from --args (JSON, or @file), else from stdin when it is
 not a terminal, else {}. Stdout gets the Response JSON: {"id":…,"success":…, …}.
 With --stream, stdout gets every event as one JSON line, ending with the result or error.
+A tool may ask a question mid-call (a confirmation, a choice): on a terminal, call shows it
+and a small form; otherwise --answer JSON answers it (repeat for several questions, or
+--answer decline), and without one the call ends with input_required saying what was asked.
 Failures are also reported on stderr as a Problem, and the exit code is the Problem's.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -36,45 +43,53 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 			}
 			return checkToolName(args[0])
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			tool := args[0]
-			raw, err := g.callArgs(ctx, argsFlag)
-			if err != nil {
-				return err
-			}
-			if bearer == "" {
-				bearer = os.Getenv("TOOLMESH_BEARER")
-			}
-			shutdown := setupTelemetry(ctx, "toolmesh-call", g.log)
-			defer shutdown()
-			c, done, err := g.newCaller(cmd, "call")
-			if err != nil {
-				return err
-			}
-			defer done()
-			opts := callOptions(bearer, dryRun, timeout)
-			switch {
-			case all:
-				resp, err := c.CallAll(ctx, tool, raw, opts...)
-				return printResponse(g.stdout, resp, err)
-			case stream:
-				return streamEvents(ctx, g, c, tool, raw, opts)
-			case isTerminal(g.stderr):
-				return callWithProgress(ctx, g, c, tool, raw, opts)
-			}
-			resp, err := c.Call(ctx, tool, raw, opts...)
-			return printResponse(g.stdout, resp, err)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runCall(cmd, g, args[0], cf) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&argsFlag, "args", "", "arguments as a JSON object, or @file to read them from a file")
-	f.BoolVar(&stream, "stream", false, "print every event as NDJSON instead of the final Response")
-	f.BoolVar(&dryRun, "dry-run", false, "ask the tool to report what it would do without doing it")
-	f.BoolVar(&all, "all", false, "gather every page (page.all, or walking next_cursor)")
-	f.DurationVar(&timeout, "timeout", 0, "budget for the call, e.g. 30s (default: none; a silent worker still ends the call)")
-	f.StringVar(&bearer, "bearer", "", "bearer token for the tool (default $TOOLMESH_BEARER)")
+	f.StringVar(&cf.args, "args", "", "arguments as a JSON object, or @file to read them from a file")
+	f.BoolVar(&cf.stream, "stream", false, "print every event as NDJSON instead of the final Response")
+	f.BoolVar(&cf.dryRun, "dry-run", false, "ask the tool to report what it would do without doing it")
+	f.BoolVar(&cf.all, "all", false, "gather every page (page.all, or walking next_cursor)")
+	f.DurationVar(&cf.timeout, "timeout", 0, "budget for the call, e.g. 30s (default: none; a silent worker still ends the call)")
+	f.StringVar(&cf.bearer, "bearer", "", "bearer token for the tool (default $TOOLMESH_BEARER)")
+	f.StringArrayVar(&cf.answers, "answer", nil, "answer to the tool's next question: a JSON object, or decline or cancel (repeatable, used in order)")
 	return cmd
+}
+
+// runCall makes the call the flags describe and prints its outcome.
+func runCall(cmd *cobra.Command, g *globals, tool string, cf callFlags) error {
+	ctx := cmd.Context()
+	raw, err := g.callArgs(ctx, cf.args)
+	if err != nil {
+		return err
+	}
+	if cf.bearer == "" {
+		cf.bearer = os.Getenv("TOOLMESH_BEARER")
+	}
+	shutdown := setupTelemetry(ctx, "toolmesh-call", g.log)
+	defer shutdown()
+	c, done, err := g.newCaller(cmd, "call")
+	if err != nil {
+		return err
+	}
+	defer done()
+	opts := callOptions(cf.bearer, cf.dryRun, cf.timeout)
+	asking, err := g.answerOptions(cf.answers)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, asking...)
+	switch {
+	case cf.all:
+		resp, err := c.CallAll(ctx, tool, raw, opts...)
+		return printResponse(g.stdout, resp, err)
+	case cf.stream:
+		return streamEvents(ctx, g, c, tool, raw, opts)
+	case isTerminal(g.stderr):
+		return callWithProgress(ctx, g, c, tool, raw, opts)
+	}
+	resp, err := c.Call(ctx, tool, raw, opts...)
+	return printResponse(g.stdout, resp, err)
 }
 
 // callOptions are the call options the flags ask for.
@@ -216,6 +231,9 @@ func callWithProgress(ctx context.Context, g *globals, c *caller.Caller, tool st
 			if ev.Pct != nil {
 				_ = bar.Set(int(*ev.Pct))
 			}
+		case envelope.EventQuestion:
+			_ = bar.Clear() // the form takes the terminal (see answerOptions)
+		case envelope.EventAnswered:
 		case envelope.EventDelta:
 			_ = bar.Clear()
 			fmt.Fprintf(g.stderr, "%s\n", deltaText(ev.Data))

@@ -59,9 +59,44 @@ func registerDemo(w *worker.Worker) error {
 		Annotations: demoHints()}, demoCount); err != nil {
 		return err
 	}
-	return worker.AddTool(w, envelope.ToolSpec{Name: "sleep", Title: "Sleep",
+	if err := worker.AddTool(w, envelope.ToolSpec{Name: "sleep", Title: "Sleep",
 		Description: "Sleeps for seconds, honouring cancellation; returns {\"slept_seconds\":s}.",
-		Annotations: demoHints()}, demoSleep)
+		Annotations: demoHints()}, demoSleep); err != nil {
+		return err
+	}
+	return worker.AddTool(w, envelope.ToolSpec{Name: "remove", Title: "Remove",
+		Description: "Pretends to delete path, after asking its caller to confirm (nothing is deleted); returns {\"removed\":path} or {\"kept\":path}.",
+		Annotations: &envelope.Annotations{ReadOnly: no(), Destructive: yes(), Idempotent: yes(), OpenWorld: no()}}, demoRemove)
+}
+
+// removeArgs are the remove tool's arguments.
+type removeArgs struct {
+	Path string `json:"path" jsonschema:"what to (pretend to) delete"`
+}
+
+// removeConfirm is the answer remove asks for.
+type removeConfirm struct {
+	Confirm bool `json:"confirm" jsonschema:"delete it?"`
+}
+
+// removeResult says what remove did.
+type removeResult struct {
+	Removed string `json:"removed,omitempty"`
+	Kept    string `json:"kept,omitempty"`
+}
+
+// demoRemove asks before it "deletes": the demo of a tool asking its
+// caller mid-call (docs/protocol.md §23). A caller that cannot answer gets
+// input_required; a decline is the Problem declined.
+func demoRemove(ctx context.Context, req *worker.Request, a removeArgs) (removeResult, error) {
+	ok, err := worker.AskAs[removeConfirm](ctx, req, "Delete "+a.Path+"? (a demo: nothing is deleted)")
+	if err != nil {
+		return removeResult{}, err
+	}
+	if !ok.Confirm {
+		return removeResult{Kept: a.Path}, nil
+	}
+	return removeResult{Removed: a.Path}, nil
 }
 
 func demoEcho(_ context.Context, _ *worker.Request, args json.RawMessage) (json.RawMessage, error) {

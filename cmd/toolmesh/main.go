@@ -7,6 +7,8 @@
 package main
 
 import (
+	"github.com/toolmesh/toolmesh/worker/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +34,8 @@ type globals struct {
 	prefix   string
 	format   string
 	logLevel string
+	// allowUnconfined is worker's and dev's --allow-unconfined.
+	allowUnconfined bool
 
 	stdout, stderr io.Writer
 	stdin          io.Reader
@@ -39,6 +43,7 @@ type globals struct {
 }
 
 func main() {
+	sandbox.Main() // started as the sandbox helper: confine, exec the tool's program, never return
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

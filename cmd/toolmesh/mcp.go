@@ -21,6 +21,7 @@ type mcpFlags struct {
 	http        string
 	tools, deny string
 	namePrefix  string
+	namespace   string
 	bearerEnv   string
 	bearer      string // read from bearerEnv by checkHTTP
 	origins     []string
@@ -48,7 +49,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 			}
 			defer done()
 			gw, err := mcpgateway.New(mcpgateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
-				NamePrefix: f.namePrefix, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log})
+				NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log})
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 			}
@@ -70,6 +71,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.http, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8080) instead of stdio")
 	fl.StringVar(&f.tools, "tools", "", "comma-separated tool names or globs to serve, e.g. 'fs.*,git.status' (default: all)")
 	fl.StringVar(&f.deny, "deny", "", "comma-separated tool names or globs never to serve or call, e.g. 'fs.delete'")
+	fl.StringVar(&f.namespace, "namespace", "", "serve only the tools NS.* under their names without \"NS.\" (one bridged MCP server as itself); refuse every other tool")
 	fl.StringVar(&f.namePrefix, "name-prefix", "", "prefix every tool name with this (for hosts that merge several servers)")
 	fl.StringVar(&f.bearerEnv, "bearer-env", "", "HTTP: name of an environment variable holding the bearer clients must present; it is forwarded to tools")
 	fl.StringSliceVar(&f.origins, "allow-origin", nil, "HTTP: browser origin accepted besides localhost (repeatable)")

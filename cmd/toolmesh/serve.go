@@ -16,35 +16,53 @@ import (
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
-	"github.com/toolmesh/toolmesh/worker/middleware"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
 	var listen, config string
 	var drain time.Duration
+	var approvals worker.Approvals
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDev(cmd.Context(), g, listen, config, drain)
+			return runDev(cmd.Context(), g, devConfig{listen, config, drain, approvals})
 		},
 	}
+	approvalFlags(cmd, &approvals)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) of command-line tools to host as well")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	addAllowUnconfined(cmd, g)
 	return cmd
+}
+
+// devConfig is what `toolmesh dev`'s flags set.
+type devConfig struct {
+	listen, config string
+	drain          time.Duration
+	approvals      worker.Approvals
+}
+
+// approvalFlags adds the approval policy's flags (docs/protocol.md §23.7).
+func approvalFlags(cmd *cobra.Command, a *worker.Approvals) {
+	cmd.Flags().StringArrayVar(&a.Tools, "approve", nil, "require the caller's approval before tools matching this pattern run (path.Match over the name, e.g. 'fs.*'; repeatable)")
+	cmd.Flags().BoolVar(&a.Destructive, "approve-destructive", false, "require the caller's approval before every tool that is not read-only and whose destructive hint is not false runs")
 }
 
 // runDev runs `toolmesh dev`: an embedded server, the demo tools and
 // the tools file's, until a signal drains them.
-func runDev(ctx context.Context, g *globals, listen, config string, drain time.Duration) error {
+func runDev(ctx context.Context, g *globals, dc devConfig) error {
+	listen, config, drain := dc.listen, dc.config, dc.drain
 	var file *cli.File
 	if config != "" {
 		f, err := cli.LoadFile(config)
 		if err != nil {
 			return err
 		}
+		f.AllowUnconfined = g.allowUnconfined
 		file = f
 	}
 	if err := checkListen(listen); err != nil {
@@ -52,7 +70,7 @@ func runDev(ctx context.Context, g *globals, listen, config string, drain time.D
 	}
 	shutdown := setupTelemetry(ctx, "toolmesh-dev", g.log)
 	defer shutdown()
-	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen, JetStream: true}) // JetStream holds the worker registry
+	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen}) // with JetStream: it holds the worker registry
 	if err != nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "cannot start the embedded NATS server on %s: %v", listen, err).
 			WithFix("Choose another address with --listen, or stop whatever uses it.", envelope.HasPlaceholders)
@@ -63,9 +81,10 @@ func runDev(ctx context.Context, g *globals, listen, config string, drain time.D
 		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
 	defer nc.Close()
-	w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware()})
+	w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware(),
+		Approvals: dc.approvals})
 	if err != nil {
-		return envelope.NewProblem(envelope.CodeInternal, err.Error())
+		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	if err := registerDemo(w); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
@@ -83,6 +102,7 @@ func runDev(ctx context.Context, g *globals, listen, config string, drain time.D
 	fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
 	fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
 	fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n")
+	fmt.Fprintf(g.stdout, "       toolmesh call remove --args '{\"path\":\"/tmp/x\"}'   (it asks first)\n")
 	if url != mesh.DefaultURL {
 		fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
 	}
@@ -93,6 +113,7 @@ func runDev(ctx context.Context, g *globals, listen, config string, drain time.D
 func newWorkerCmd(g *globals) *cobra.Command {
 	var config, pool string
 	var drain time.Duration
+	var approvals worker.Approvals
 	cmd := &cobra.Command{
 		Use:   "worker --config tools.yaml",
 		Short: "Join a mesh and host the command-line tools of a tools file",
@@ -107,6 +128,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			file.AllowUnconfined = g.allowUnconfined
 			shutdown := setupTelemetry(ctx, "toolmesh-worker", g.log)
 			defer shutdown()
 			nc, err := g.dial(ctx, "worker")
@@ -114,7 +136,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware()})
+			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware(), Approvals: approvals})
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
 			}
@@ -130,16 +152,26 @@ func newWorkerCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
+	approvalFlags(cmd, &approvals)
 	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	addAllowUnconfined(cmd, g)
 	return cmd
+}
+
+// addAllowUnconfined adds --allow-unconfined, the operator's explicit
+// consent to run sandboxed tools unconfined where the host cannot confine
+// them (each is logged as a warning); without it they are refused.
+func addAllowUnconfined(cmd *cobra.Command, g *globals) {
+	cmd.Flags().BoolVar(&g.allowUnconfined, "allow-unconfined", false,
+		"run tools whose sandbox this host cannot enforce UNCONFINED (logged) instead of refusing to start")
 }
 
 // commandMiddleware is what the command's workers run every call through:
 // metrics into the global meter provider (a no-op unless setupTelemetry
 // installed one).
 func commandMiddleware() []worker.Middleware {
-	return []worker.Middleware{middleware.Metrics(otel.GetMeterProvider())}
+	return []worker.Middleware{workermw.Metrics(otel.GetMeterProvider())}
 }
 
 // serveUntil serves w until ctx ends or its connection closes (see

@@ -15,7 +15,7 @@ import (
 
 func newToolsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "List and describe the mesh's tools"}
-	cmd.AddCommand(newToolsListCmd(g), newToolsDescribeCmd(g), newToolsExportCmd(g))
+	cmd.AddCommand(newToolsListCmd(g), newToolsDescribeCmd(g), newToolsExportCmd(g), newToolsLintCmd(g))
 	return cmd
 }
 
@@ -107,6 +107,7 @@ func printSpec(g *globals, spec envelope.ToolSpec) {
 		}
 	}
 	fmt.Fprintf(g.stdout, "streaming:   %v\nannotations: %s\n", spec.Streaming, annotationText(spec.Annotations))
+	fmt.Fprintf(g.stdout, "sandbox:     %s\n", sandboxText(spec.Sandbox))
 	for _, s := range []struct {
 		name string
 		raw  json.RawMessage

@@ -102,5 +102,8 @@ func buildContext() *build.Context {
 
 // goldenName is the golden file of a package: its path with / as _.
 func goldenName(rel string) string {
+	if rel == "." {
+		return "toolmesh.api"
+	}
 	return strings.ReplaceAll(rel, "/", "_") + ".api"
 }

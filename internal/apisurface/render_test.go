@@ -18,23 +18,8 @@ import (
 // constructors and methods, all in go/doc's (sorted) order.
 func surface(t *testing.T, dir, importPath string) []byte {
 	t.Helper()
-	bp, err := buildContext().ImportDir(dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range bp.GoFiles {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	pkg, err := doc.NewFromFiles(fset, files, importPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pkg := parseDoc(t, fset, dir, importPath, 0) // no comments: rewording one changes no API
 	r := renderer{fset: fset}
 	r.line("package " + pkg.Name + " // import " + importPath)
 	r.values(pkg.Consts)
@@ -51,6 +36,30 @@ func surface(t *testing.T, dir, importPath string) []byte {
 		t.Fatal(r.err)
 	}
 	return r.buf.Bytes()
+}
+
+// parseDoc reads the package in dir (its linux/amd64 files, no tests) as
+// go/doc sees it: exported declarations only, with comments when mode
+// says parser.ParseComments.
+func parseDoc(t *testing.T, fset *token.FileSet, dir, importPath string, mode parser.Mode) *doc.Package {
+	t.Helper()
+	bp, err := buildContext().ImportDir(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range bp.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, mode|parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	pkg, err := doc.NewFromFiles(fset, files, importPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkg
 }
 
 // renderer prints declarations one after the other, a blank line apart.

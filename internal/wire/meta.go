@@ -33,6 +33,10 @@ const (
 	MetaTraceparent = "traceparent" // W3C Trace Context
 	MetaTracestate  = "tracestate"
 	MetaBaggage     = "baggage" // W3C Baggage
+	MetaAsk         = "ask"     // "1": the caller answers questions (§23)
+	// MetaPickup is the wall-clock time (unix ms) after which a worker
+	// that reads the call refuses it unrun (docs/protocol.md §8.2).
+	MetaPickup = "pickup"
 )
 
 // ErrVersion is the error of a metadata line or frame of a protocol

@@ -89,6 +89,14 @@ const (
 	OpCancel = "cancel"
 	OpCredit = "credit"
 	OpAlive  = "alive"
+	// OpBeat asks the worker for the caller's heartbeat now (§8.2): a
+	// caller sends it, with a reply subject, before judging a silent
+	// worker, which answers with the heartbeat on its calls' subjects;
+	// a worker that is gone has no subscription, so the server answers the
+	// reply subject 503 at once.
+	OpBeat = "beat"
+	// OpAnswer settles an open question of a call (§23.3).
+	OpAnswer = "answer"
 )
 
 // Control is one caller → worker control message.
@@ -98,6 +106,10 @@ type Control struct {
 	CallerID string `json:"caller_id,omitempty"`
 	// N is the number of events granted by a credit.
 	N int `json:"n,omitempty"`
+	// QuestionID, Action and Content are an answer's (OpAnswer).
+	QuestionID string          `json:"question_id,omitempty"`
+	Action     string          `json:"action,omitempty"`
+	Content    json.RawMessage `json:"content,omitempty"`
 }
 
 // Encode returns the control message's JSON.

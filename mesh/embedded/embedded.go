@@ -1,7 +1,8 @@
-// Package embedded runs a nats-server inside the process: for tests (see
-// package meshtest), `toolmesh dev` and benchmarks. It lives apart from
-// package mesh so that importing worker or caller does not compile
-// nats-server.
+// Package embedded runs a nats-server inside the process, with JetStream
+// (the worker registry) on: for tests (see package meshtest), `toolmesh
+// dev` and benchmarks (toolmesh.StartMesh adds a worker and a caller). It
+// lives apart from package mesh so that importing worker or caller does
+// not compile nats-server.
 package embedded
 
 import (
@@ -27,9 +28,13 @@ type Config struct {
 	InProcessOnly bool
 	// Name is the server name (defaults to a generated one).
 	Name string
-	// JetStream enables JetStream, storing under StoreDir (a temporary dir if empty).
-	JetStream bool
-	StoreDir  string
+	// NoJetStream turns JetStream off. It is on by default, storing under
+	// StoreDir (a temporary directory, removed on Shutdown, when empty):
+	// it holds the worker registry that lets a caller's Catalog know the
+	// fleet is complete and return as soon as every worker has answered.
+	// A clustered JetStream needs every server named (Name).
+	NoJetStream bool
+	StoreDir    string
 	// Cluster joins or forms a cluster with routes to the given peers.
 	Cluster *ClusterConfig
 	// MaxPayload overrides the server's max message size in bytes (default 1 MiB).
@@ -60,7 +65,7 @@ type Server struct {
 // accepts connections.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	var tmpDir string
-	if cfg.JetStream && cfg.StoreDir == "" {
+	if !cfg.NoJetStream && cfg.StoreDir == "" {
 		// nats-server's own default is one shared directory under $TMPDIR,
 		// which two embedded servers would fight over.
 		dir, err := os.MkdirTemp("", "toolmesh-jetstream-")
@@ -109,7 +114,7 @@ func (cfg Config) serverOptions() (*server.Options, error) {
 		NoSigs:     true,
 		NoLog:      !cfg.Logs,
 		MaxPayload: cfg.MaxPayload,
-		JetStream:  cfg.JetStream,
+		JetStream:  !cfg.NoJetStream,
 		StoreDir:   cfg.StoreDir,
 	}
 	if cfg.InProcessOnly {

@@ -17,18 +17,30 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
-var argvecho string
+var argvecho, sandboxHelper string
 
 func TestMain(m *testing.M) {
+	sandbox.Main() // the test binary serves as its own sandbox helper too
 	bin, err := testutil.BuildBinary("./testdata/argvecho", "argvecho")
 	if err != nil {
 		panic(err)
 	}
 	argvecho = bin
+	helper, err := testutil.BuildBinary("../../cmd/toolmesh-sandbox", sandbox.HelperName)
+	if err != nil {
+		panic(err)
+	}
+	sandboxHelper = helper
+	// A root worker's confined programs run as nobody, who must reach the helper.
+	if err := os.Chmod(filepath.Dir(helper), 0o755); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	os.RemoveAll(filepath.Dir(bin))
+	os.RemoveAll(filepath.Dir(helper))
 	os.Exit(code)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/internal/supervise"
 	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // stderrTail is how much of a program's stderr a Problem or result carries.
@@ -38,7 +39,9 @@ type Handler struct {
 	slots   chan struct{}
 	log     *slog.Logger
 	sup     *supervise.Supervisor
-	ownSup  bool // sup is this Handler's own, closed by Close
+	ownSup  bool          // sup is this Handler's own, closed by Close
+	plan    *sandbox.Plan // the program's sandbox; nil: unconfined
+	harden  Hardening     // argument rules checked before the program runs
 }
 
 // NewHandler makes the Handler of a tool whose spec has a CLI binding.
@@ -60,11 +63,32 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
-	return &Handler{spec: t.Spec, binding: t.Spec.Binding.CLI, limits: lim, inherit: inherit,
-		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
-		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true}, nil
+	return newHandler(t, inherit, log, nil)
 }
+
+// newHandler is NewHandler with the host's sandbox support already probed
+// (nil: probe when the tool has a sandbox).
+func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Support) (*Handler, error) {
+	plan, err := prepareSandbox(t, support, log)
+	if err != nil {
+		return nil, err
+	}
+	binding := *t.Spec.Binding.CLI
+	binding.ArgsTemplate = t.Hardening.template(binding.ArgsTemplate)
+	spec := t.Spec
+	spec.Sandbox = &envelope.SandboxSummary{Confined: false, Network: "any"} // says so rather than nothing
+	if plan != nil {
+		spec.Sandbox = SandboxSummary(plan.Policy)
+	}
+	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
+	return &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
+		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
+		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening}, nil
+}
+
+// Spec is the tool's spec as the Handler serves it: with its sandbox
+// summary when it is confined.
+func (h *Handler) Spec() envelope.ToolSpec { return h.spec }
 
 // Close releases what the Handler keeps between calls (its supervisor's
 // sentinel process); a program still running is stopped as if the worker
@@ -86,8 +110,16 @@ func Register(w *worker.Worker, f *File, log *slog.Logger) error {
 		log.Warn(warning)
 	}
 	sups := make(map[time.Duration]*supervise.Supervisor) // one sentinel per kill grace
+	var support *sandbox.Support
 	for _, t := range f.Tools {
-		h, err := NewHandler(t, f.Env, log)
+		if t.Sandbox == nil {
+			log.Warn("tool runs unconfined, with the worker's own rights (give it a sandbox block)", "tool", t.Spec.Name)
+		} else if support == nil {
+			s := sandbox.Probe(context.Background())
+			support = &s
+		}
+		t.AllowUnconfined = t.AllowUnconfined || f.AllowUnconfined
+		h, err := newHandler(t, f.Env, log, support)
 		if err != nil {
 			return err
 		}
@@ -95,7 +127,7 @@ func Register(w *worker.Worker, f *File, log *slog.Logger) error {
 			sups[h.limits.KillGrace] = h.sup
 		}
 		h.sup, h.ownSup = sups[h.limits.KillGrace], false
-		if err := w.Register(t.Spec, h); err != nil {
+		if err := w.Register(h.spec, h); err != nil {
 			return err
 		}
 	}
@@ -186,8 +218,12 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 		ctx, cancel = context.WithTimeout(ctx, h.limits.Timeout)
 		defer cancel()
 	}
-	argv := Argv(b, h.spec.Name, req.Args, req.DryRun, pageAll)
-	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, req.Args), req.Bearer, streamer{emit, req.Streaming})
+	args, err := h.harden.apply(h.spec.Name, req.Args)
+	if err != nil {
+		return nil, err
+	}
+	argv := Argv(b, h.spec.Name, args, req.DryRun, pageAll)
+	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, args), req.Bearer, streamer{emit, req.Streaming})
 	return res, redactProblem(err, req.Bearer)
 }
 
@@ -270,11 +306,10 @@ type process struct {
 // under the Handler's supervisor: on success the calling goroutine is
 // locked to its thread until it calls reap.
 func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
-	path, err := exec.LookPath(argv[0])
+	cmd, err := h.command(argv, env)
 	if err != nil {
-		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+		return nil, err
 	}
-	cmd := &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env}
 	stdoutR, stdoutW, err := supervise.OutputPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -298,6 +333,20 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 	supervise.CloseAll(stdoutW, stderrW)
 	feed.start()
 	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, pgid: cmd.Process.Pid}, nil
+}
+
+// command is the exec.Cmd of argv: the program itself, or the sandbox
+// helper in front of it in namespaces of its own.
+func (h *Handler) command(argv []string, env []string) (*exec.Cmd, error) {
+	if h.plan != nil {
+		args := h.plan.Argv(argv[1:])
+		return &exec.Cmd{Path: h.plan.Helper(), Args: args, Env: env, SysProcAttr: h.plan.SysProcAttr()}, nil
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+	}
+	return &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env}, nil
 }
 
 // stop stops the whole group (cancel, timeout, caller loss, output cap):
@@ -355,6 +404,9 @@ func (h *Handler) outcome(ctx context.Context, parsed output, readErr, waitErr e
 		return nil, readErr
 	}
 	if code := exitCode(waitErr); code != 0 {
+		if p := h.sandboxProblem(waitErr, code, stderr); p != nil {
+			return nil, p
+		}
 		return h.exitResult(code, waitErr, parsed, stderr)
 	}
 	return h.finalResult(parsed, stderr)

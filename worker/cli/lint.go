@@ -95,7 +95,7 @@ func bindingWarnings(label string, raw json.RawMessage) []string {
 	if json.Unmarshal(raw, &members) != nil {
 		return nil
 	}
-	known := argtemplate.BindingFields()
+	known := append(argtemplate.BindingFields(), hardeningFields()...)
 	var out []string
 	for _, name := range sortedKeys(members) {
 		if contains(known, name) {

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // DefaultMaxOutputBytes is the default stdout cap: a quarter of the
@@ -66,6 +67,17 @@ func (l Limits) withDefaults(d Limits) Limits {
 type Tool struct {
 	Spec   envelope.ToolSpec
 	Limits Limits
+	// Sandbox confines the program (see package worker/sandbox); nil runs
+	// it with the worker's own rights.
+	Sandbox *sandbox.Policy
+	// AllowUnconfined runs the tool unconfined, with a warning, when this
+	// host cannot enforce its Sandbox; without it such a tool is refused
+	// at load. Only the operator sets it (toolmesh worker
+	// --allow-unconfined), never a tools file.
+	AllowUnconfined bool
+	// Hardening holds the binding's argument rules (arg_rules,
+	// end_of_options), checked before anything runs.
+	Hardening Hardening
 }
 
 // File is a loaded tools file.
@@ -77,6 +89,9 @@ type File struct {
 	// Warnings are what the loader tolerated but a human should see, such
 	// as a misspelt binding field; Register logs them.
 	Warnings []string
+	// AllowUnconfined is the operator's consent to run a sandboxed tool
+	// unconfined where the host cannot confine it (see Tool.AllowUnconfined).
+	AllowUnconfined bool
 }
 
 // defaultInheritedEnv is what a bound program inherits from the worker
@@ -90,6 +105,7 @@ func defaultInheritedEnv() []string { return []string{"PATH", "HOME", "LANG", "T
 type fileJSON struct {
 	Defaults *limitsJSON       `json:"defaults"`
 	Env      []string          `json:"inherit_env"`
+	Sandbox  json.RawMessage   `json:"sandbox"`
 	Tools    []json.RawMessage `json:"tools"`
 }
 
@@ -120,6 +136,9 @@ type toolJSON struct {
 		MCP json.RawMessage `json:"mcp"`
 	} `json:"binding"`
 	Namespace string `json:"namespace"` // with binding.mcp
+	// Sandbox overrides the file's default sandbox (the word unconfined
+	// opts out of it).
+	Sandbox json.RawMessage `json:"sandbox"`
 }
 
 // LoadFile reads and validates a tools file. Any error is an
@@ -161,11 +180,15 @@ func toolLabel(i int, rawTool json.RawMessage) string {
 
 // parseTool decodes and checks tools[i]; a nil Tool and nil error mean an
 // MCP server's entry, which worker/mcpbridge hosts.
-func parseTool(i int, rawTool json.RawMessage, defaults Limits) (*Tool, []string, error) {
+func parseTool(i int, rawTool json.RawMessage, defaults Limits, defaultBox *sandbox.Policy) (*Tool, []string, error) {
 	label := toolLabel(i, rawTool)
 	var tj toolJSON
 	if err := strictDecode(rawTool, &tj); err != nil {
 		return nil, nil, bad("%s: %s", label, decodeError(rawTool, err, jsonFields(toolJSON{})))
+	}
+	box, err := ToolSandbox(tj.Sandbox, defaultBox)
+	if err != nil {
+		return nil, nil, bad("%s: %v", label, err)
 	}
 	if tj.Binding != nil && len(tj.Binding.MCP) > 0 && len(tj.Binding.CLI) == 0 {
 		return nil, nil, nil
@@ -191,12 +214,16 @@ func parseTool(i int, rawTool json.RawMessage, defaults Limits) (*Tool, []string
 	if err != nil {
 		return nil, nil, bad("%s: %v", label, err)
 	}
+	hard, err := parseHardening(tj.Binding.CLI, spec)
+	if err != nil {
+		return nil, nil, bad("%s: %v", label, err)
+	}
 	if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 {
 		return nil, nil, bad("%s: limits must not be negative", label)
 	}
 	lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent, KillGrace: time.Duration(tj.KillGrace)}
 	warnings := append(bindingWarnings(label, tj.Binding.CLI), refWarnings...)
-	return &Tool{Spec: spec, Limits: lim.withDefaults(defaults)}, warnings, nil
+	return &Tool{Spec: spec, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, warnings, nil
 }
 
 func Parse(data []byte) (*File, error) {
@@ -222,13 +249,24 @@ func Parse(data []byte) (*File, error) {
 			return nil, bad("field defaults: limits must not be negative")
 		}
 	}
+	var defaultBox *sandbox.Policy
+	if len(fj.Sandbox) > 0 {
+		box, unconfined, err := sandbox.Decode(fj.Sandbox)
+		if err != nil || unconfined {
+			if err == nil {
+				err = errors.New("sandbox: unconfined is a tool's opt-out of the default; leave the default out instead")
+			}
+			return nil, bad("field %v", err)
+		}
+		defaultBox = box
+	}
 	out := &File{Env: fj.Env}
 	if out.Env == nil {
 		out.Env = defaultInheritedEnv()
 	}
 	seen := map[string]int{}
 	for i, rawTool := range fj.Tools {
-		t, warnings, err := parseTool(i, rawTool, defaults)
+		t, warnings, err := parseTool(i, rawTool, defaults, defaultBox)
 		if err != nil || t == nil {
 			if err != nil {
 				return nil, err
@@ -277,4 +315,17 @@ func jsonable(v any) any {
 		return t.Format(time.RFC3339Nano)
 	}
 	return v
+}
+
+// ToolSandbox is a tool's sandbox: its own block, the file's default when
+// it has none, nil when it says unconfined or neither is set.
+func ToolSandbox(raw json.RawMessage, fileDefault *sandbox.Policy) (*sandbox.Policy, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return fileDefault, nil
+	}
+	box, _, err := sandbox.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("field %v", err)
+	}
+	return box, nil
 }

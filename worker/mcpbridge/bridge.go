@@ -31,6 +31,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // Config configures a Bridge. Entry is required.
@@ -48,6 +49,11 @@ type Config struct {
 	// KillGrace is how long a stdio server has to exit after its stdin
 	// closes before it is terminated (default 5s).
 	KillGrace time.Duration
+	// AllowUnconfined runs a server whose sandbox this host cannot
+	// enforce unconfined, with a warning, instead of refusing to start.
+	AllowUnconfined bool
+	// Sandbox is the host's sandbox support, when already probed.
+	Sandbox *sandbox.Support
 }
 
 // Bridge is one MCP server hosted on the mesh.
@@ -61,6 +67,8 @@ type Bridge struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	drains sync.WaitGroup // replaced workers still finishing their calls
+
+	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
 
 	mu      sync.Mutex
 	sess    *mcp.ClientSession // nil while the server is down
@@ -97,11 +105,14 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 		},
 		ProgressNotificationHandler: b.onProgress,
 	})
+	if err := b.prepareSandbox(ctx); err != nil {
+		return nil, err
+	}
 	sess, err := b.connect(ctx)
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: cannot start or reach the server: %s", cfg.Entry.Namespace, b.redact(err))
 	}
-	if err := b.sync(ctx, sess); err != nil {
+	if err := b.sync(ctx, sess, true); err != nil {
 		_ = sess.Close()
 		b.stopWorkers(ctx)
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "mcp namespace %s: %s", cfg.Entry.Namespace, b.redact(err))
@@ -173,7 +184,12 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace}
+		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress}
+		if b.plan != nil {
+			argv := b.plan.Argv(sc.Args)
+			t = &processTransport{path: argv[0], args: argv[1:], env: b.childEnv(), grace: b.cfg.KillGrace, confine: b.plan.SysProcAttr(),
+				onProgress: b.routeProgress}
+		}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
 			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport}}}
@@ -261,7 +277,7 @@ func (b *Bridge) follow(ctx context.Context, sess *mcp.ClientSession) {
 		case <-ended:
 			return
 		case <-b.relist:
-			if err := b.sync(ctx, sess); err != nil && ctx.Err() == nil {
+			if err := b.sync(ctx, sess, false); err != nil && ctx.Err() == nil {
 				b.log.Warn("mcp bridge: re-listing tools failed", "err", b.redact(err))
 			}
 		}
@@ -288,7 +304,7 @@ func (b *Bridge) restart(ctx context.Context) *mcp.ClientSession {
 			b.log.Warn("mcp bridge: restart failed", "err", b.redact(err))
 			continue
 		}
-		if err := b.sync(ctx, sess); err != nil {
+		if err := b.sync(ctx, sess, false); err != nil {
 			b.log.Warn("mcp bridge: listing tools after restart failed", "err", b.redact(err))
 			_ = sess.Close()
 			continue

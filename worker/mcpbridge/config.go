@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // ServerConfig is one tools-file entry's `binding.mcp`: either a command
@@ -25,6 +27,10 @@ type ServerConfig struct {
 	// URL is a streamable HTTP endpoint; Headers go with every request.
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// Skip names the server's tools (by their MCP names) the bridge does
+	// not host. A tool the mesh cannot host fails the worker's start
+	// unless it is listed here.
+	Skip []string `yaml:"skip"`
 }
 
 // Entry is one MCP server bound in a tools file: its tools appear on the
@@ -34,6 +40,9 @@ type Entry struct {
 	Server    ServerConfig
 	// InheritEnv lists the worker's variables the server process inherits.
 	InheritEnv []string
+	// Sandbox confines a stdio server (the entry's sandbox block, or the
+	// file's default); nil runs it with the worker's rights.
+	Sandbox *sandbox.Policy
 }
 
 // quotedValue matches the values yaml quotes in its decoding errors.
@@ -61,10 +70,12 @@ func LoadFile(path string) ([]Entry, error) {
 // Parse reads the MCP-bound entries of a tools file's contents.
 func Parse(data []byte) ([]Entry, error) {
 	var doc struct {
-		InheritEnv []string `yaml:"inherit_env"`
+		InheritEnv []string  `yaml:"inherit_env"`
+		Sandbox    yaml.Node `yaml:"sandbox"`
 		Tools      []struct {
-			Name      string `yaml:"name"`
-			Namespace string `yaml:"namespace"`
+			Name      string    `yaml:"name"`
+			Namespace string    `yaml:"namespace"`
+			Sandbox   yaml.Node `yaml:"sandbox"`
 			Binding   struct {
 				CLI yaml.Node `yaml:"cli"`
 				MCP yaml.Node `yaml:"mcp"`
@@ -77,6 +88,10 @@ func Parse(data []byte) ([]Entry, error) {
 	inherit := doc.InheritEnv
 	if inherit == nil {
 		inherit = defaultInheritEnv
+	}
+	fileBox, _, err := decodeSandbox(&doc.Sandbox, nil)
+	if err != nil {
+		return nil, fmt.Errorf("field %v", err)
 	}
 	var out []Entry
 	seen := map[string]int{}
@@ -100,6 +115,12 @@ func Parse(data []byte) ([]Entry, error) {
 		}
 		seen[e.Namespace] = i
 		e.InheritEnv = inherit
+		if e.Sandbox, _, err = decodeSandbox(&t.Sandbox, fileBox); err != nil {
+			return nil, fmt.Errorf("%s: field %v", label, err)
+		}
+		if e.Sandbox != nil && e.Server.Command == "" {
+			return nil, fmt.Errorf("%s: field sandbox: only a stdio server (command) runs under a sandbox, not a url", label)
+		}
 		out = append(out, e)
 	}
 	return out, nil
@@ -145,4 +166,21 @@ func parseEntry(namespace, name string, node *yaml.Node) (Entry, error) {
 		}
 	}
 	return Entry{Namespace: namespace, Server: sc}, nil
+}
+
+// decodeSandbox reads a sandbox block (a YAML node): the entry's own, or
+// fallback when it has none; the word unconfined opts out of the fallback.
+func decodeSandbox(node *yaml.Node, fallback *sandbox.Policy) (*sandbox.Policy, bool, error) {
+	if node.Kind == 0 {
+		return fallback, false, nil
+	}
+	var v any
+	if err := node.Decode(&v); err != nil {
+		return nil, false, err
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, false, err
+	}
+	return sandbox.Decode(raw)
 }

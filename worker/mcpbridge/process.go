@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/internal/supervise"
@@ -25,6 +27,12 @@ type processTransport struct {
 	args  []string
 	env   []string
 	grace time.Duration
+	// confine holds the namespaces and credentials of a sandboxed server
+	// (path is then the sandbox helper); nil for an unconfined one.
+	confine *syscall.SysProcAttr
+	// onProgress receives each notifications/progress as it is read, in
+	// wire order (see processConn.Read).
+	onProgress func(*mcp.ProgressNotificationParams)
 }
 
 // Connect starts the server and speaks newline-delimited JSON-RPC over its
@@ -32,6 +40,10 @@ type processTransport struct {
 func (t *processTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd := supervise.Command(t.path, t.args, t.grace)
 	cmd.Env = t.env
+	if c := t.confine; c != nil {
+		a := cmd.SysProcAttr
+		a.Cloneflags, a.UidMappings, a.GidMappings, a.Credential = c.Cloneflags, c.UidMappings, c.GidMappings, c.Credential
+	}
 	// Pipes of our own: exec's copying goroutines would tie Wait to a
 	// grandchild holding stdout open, and Wait would close what the
 	// session still reads.
@@ -57,7 +69,7 @@ func (t *processTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		p.stop()
 		return nil, err
 	}
-	return &processConn{Connection: conn, p: p}, nil
+	return &processConn{Connection: conn, p: p, onProgress: t.onProgress}, nil
 }
 
 // process is one running server's process group.
@@ -93,7 +105,25 @@ func (p *process) stop() {
 // processConn is the session's connection; closing it stops the server.
 type processConn struct {
 	mcp.Connection
-	p *process
+	p          *process
+	onProgress func(*mcp.ProgressNotificationParams)
+}
+
+// Read hands each progress notification to onProgress as it is read,
+// before the SDK sees the messages behind it. The SDK runs notification
+// handlers on a queue but hands a response to its caller at once, so a
+// handler would see progress a server sends just before its result only
+// after the call has returned; read here, progress keeps its wire order
+// and reaches the mesh call before its result.
+func (c *processConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.onProgress != nil && !req.IsCall() && req.Method == "notifications/progress" {
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			c.onProgress(&p)
+		}
+	}
+	return msg, err
 }
 
 // Close closes the pipes (the server sees end of input) and stops the

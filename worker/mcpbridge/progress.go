@@ -68,14 +68,24 @@ func (s *sink) close() {
 	<-s.done
 }
 
-// onProgress routes a server's progress notification to its call.
+// onProgress routes a progress notification the SDK handled to its call.
+// A stdio server's progress is routed as it is read instead (processConn),
+// so here only an HTTP server's is.
 func (b *Bridge) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	token, ok := req.Params.ProgressToken.(string)
+	if b.cfg.Entry.Server.Command != "" {
+		return
+	}
+	b.routeProgress(req.Params)
+}
+
+// routeProgress hands a server's progress notification to its call.
+func (b *Bridge) routeProgress(p *mcp.ProgressNotificationParams) {
+	token, ok := p.ProgressToken.(string)
 	if !ok {
 		return
 	}
 	if v, ok := b.sinks.Load(token); ok {
-		v.(*sink).offer(req.Params)
+		v.(*sink).offer(p)
 	}
 }
 

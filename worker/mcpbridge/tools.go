@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/cli"
 )
 
 // hosted is one MCP tool as registered on the mesh.
@@ -26,19 +28,23 @@ type hosted struct {
 // sync lists the server's tools and, when the set changed, moves them to
 // a fresh worker: the new one registers everything first, then the old one
 // drains, so no call is refused during the swap. (worker.Worker cannot
-// unregister a tool, which a removed or changed tool needs.)
-func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession) error {
-	var tools []hosted
-	for t, err := range sess.Tools(ctx, nil) {
-		if err != nil {
-			return fmt.Errorf("tools/list: %w", err)
+// unregister a tool, which a removed or changed tool needs.) On the first
+// listing (strict) a tool the mesh cannot host fails the start, naming
+// every such tool and why, unless the tools file lists it under skip; on a
+// later re-listing the worker is already serving, so such a tool is
+// logged as an error and the rest are hosted.
+func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession, strict bool) error {
+	tools, refused, err := b.list(ctx, sess)
+	if err != nil {
+		return err
+	}
+	if len(refused) > 0 {
+		msg := fmt.Sprintf("cannot host %d of the server's tools: %s (list them under binding.mcp.skip to start without them)",
+			len(refused), strings.Join(refused, "; "))
+		if strict {
+			return errors.New(msg)
 		}
-		spec, err := specOf(b.cfg.Entry.Namespace, t)
-		if err != nil {
-			b.log.Warn("mcp bridge: tool not hosted", "tool", t.Name, "err", err)
-			continue
-		}
-		tools = append(tools, hosted{spec: spec, mcpName: t.Name})
+		b.log.Error("mcp bridge: " + msg)
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].spec.Name < tools[j].spec.Name })
 	fp, _ := json.Marshal(tools)
@@ -85,34 +91,84 @@ func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession) error {
 	return nil
 }
 
-// specOf maps an MCP tool onto a mesh ToolSpec named <namespace>.<name>.
-func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, error) {
-	s := envelope.ToolSpec{Name: namespace + "." + t.Name, Title: t.Title, Description: t.Description, Tags: []string{"mcp"}}
-	if err := envelope.ValidateToolName(s.Name); err != nil {
-		return s, err
-	}
-	if t.InputSchema != nil {
-		b, err := json.Marshal(t.InputSchema)
+// list reads the server's tools and maps each onto a mesh spec: the
+// hostable ones, and "<tool>: <why>" for each the mesh cannot host. Tools
+// the tools file says to skip are neither.
+func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, []string, error) {
+	var tools []hosted
+	var refused []string
+	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			return s, fmt.Errorf("inputSchema: %w", err)
+			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
-		s.InputSchema = b
+		if slices.Contains(b.cfg.Entry.Server.Skip, t.Name) {
+			b.log.Info("mcp bridge: tool skipped as the tools file says", "tool", t.Name)
+			continue
+		}
+		spec, changes, err := specOf(b.cfg.Entry.Namespace, t)
+		if err != nil {
+			refused = append(refused, fmt.Sprintf("%q: %v", t.Name, err))
+			continue
+		}
+		if b.plan != nil {
+			spec.Sandbox = cli.SandboxSummary(b.plan.Policy)
+		}
+		if len(changes) > 0 {
+			b.log.Info("mcp bridge: schema normalised (recorded in its $comment)", "tool", spec.Name, "changes", strings.Join(changes, "; "))
+		}
+		tools = append(tools, hosted{spec: spec, mcpName: t.Name})
+	}
+	return tools, refused, nil
+}
+
+// specOf maps an MCP tool onto a mesh ToolSpec named <namespace>.<name>,
+// normalising its schemas (see normaliseInput) and returning what it
+// changed. Only the hints the server declared become annotations: the
+// SDK decodes an absent readOnlyHint or idempotentHint as false, MCP's
+// default, so false is left unset rather than declared.
+func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) {
+	s := envelope.ToolSpec{Name: namespace + "." + t.Name, Title: t.Title, Description: t.Description, Tags: []string{"mcp"}, MCPResult: true}
+	if err := envelope.ValidateToolName(s.Name); err != nil {
+		return s, nil, fmt.Errorf("its name cannot be a mesh tool name: %v", err)
+	}
+	in, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return s, nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	var changes []string
+	if s.InputSchema, changes, err = normaliseInput(in); err != nil {
+		return s, nil, err
 	}
 	if t.OutputSchema != nil {
-		b, err := json.Marshal(t.OutputSchema)
+		out, err := json.Marshal(t.OutputSchema)
 		if err != nil {
-			return s, fmt.Errorf("outputSchema: %w", err)
+			return s, nil, fmt.Errorf("outputSchema: %w", err)
 		}
-		s.OutputSchema = b
+		var more []string
+		if s.OutputSchema, more, err = normaliseOutput(out); err != nil {
+			return s, nil, err
+		}
+		changes = append(changes, more...)
 	}
 	if a := t.Annotations; a != nil {
 		if s.Title == "" {
 			s.Title = a.Title
 		}
-		s.Annotations = &envelope.Annotations{ReadOnly: &a.ReadOnlyHint, Destructive: a.DestructiveHint,
-			Idempotent: &a.IdempotentHint, OpenWorld: a.OpenWorldHint}
+		ann := envelope.Annotations{ReadOnly: trueOnly(a.ReadOnlyHint), Destructive: a.DestructiveHint,
+			Idempotent: trueOnly(a.IdempotentHint), OpenWorld: a.OpenWorldHint}
+		if ann != (envelope.Annotations{}) {
+			s.Annotations = &ann
+		}
 	}
-	return s, s.Validate()
+	return s, changes, s.Validate()
+}
+
+// trueOnly is &v when v is true, else nil (unset: MCP's default false).
+func trueOnly(v bool) *bool {
+	if !v {
+		return nil
+	}
+	return &v
 }
 
 // handler forwards one mesh call to the MCP tool mcpName. Cancelling the
@@ -135,7 +191,7 @@ func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
 		res, err := sess.CallTool(ctx, params)
 		switch {
 		case err == nil:
-			return resultOf(res)
+			return b.sandboxed(resultOf(res))
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errClosed(err):
@@ -169,22 +225,44 @@ func (b *Bridge) callProblem(mcpName string, err error) *envelope.Problem {
 	return envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered an error: %s", b.redact(err))
 }
 
-// resultOf maps an MCP result: structuredContent is the mesh result; a
-// result with only content becomes {"content": [...]}; isError becomes a
-// tool_failed Problem carrying the text and the content.
+// resultOf maps an MCP result onto the mesh: the result is the MCP
+// result itself (content blocks, structuredContent, _meta: the spec sets
+// MCPResult), so both round-trip unchanged; isError becomes a tool_failed
+// Problem carrying the text and, as mcp_content, the blocks.
 func resultOf(res *mcp.CallToolResult) (any, error) {
 	if res.IsError {
 		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+clip(contentText(res.Content), 2000))
 		return nil, p.WithExtension("mcp_content", res.Content)
 	}
-	if res.StructuredContent != nil {
-		return res.StructuredContent, nil
-	}
 	content := res.Content
 	if content == nil {
 		content = []mcp.Content{}
 	}
-	return map[string]any{"content": content}, nil
+	out := map[string]any{"content": content}
+	if res.StructuredContent != nil {
+		out["structuredContent"] = res.StructuredContent
+	}
+	if meta := resultMeta(res.Meta); len(meta) > 0 {
+		out["_meta"] = meta
+	}
+	return out, nil
+}
+
+// resultMeta is a result's _meta without the keys the MCP project reserves
+// (io.modelcontextprotocol/…, such as serverInfo): they describe the
+// connection the result came over, and the gateway writes its own.
+func resultMeta(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func contentText(cs []mcp.Content) string {

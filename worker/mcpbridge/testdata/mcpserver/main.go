@@ -5,11 +5,17 @@
 // Tools: echo (structured result), count (progress with a total),
 // block (reports progress, then waits for cancellation), cancelled (how many block calls saw
 // their context end), crash (exits the process), add_tool (adds "extra",
-// which sends list_changed), text (content only), fail (isError), pid.
+// which sends list_changed), text (content only), fail (isError), pid,
+// blocks (every content block kind, structuredContent and _meta),
+// fail_image (isError with an image).
+// With -wild it also lists tools whose schemas servers in the wild emit
+// (no "type", {}, true, a type list, 2020-12 keywords), and with
+// -unhostable one whose inputSchema no argument object can match.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -33,10 +39,15 @@ type empty struct{}
 
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP on ADDR instead of stdio")
+	wild := flag.Bool("wild", false, "also list tools with the schemas servers in the wild emit")
+	unhostable := flag.Bool("unhostable", false, `also list a tool whose inputSchema is {"type":"string"}`)
 	flag.Parse()
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
 	addTools(s)
 	addControlTools(s)
+	if *wild || *unhostable {
+		addWildTools(s, *wild, *unhostable)
+	}
 	if *addr == "" {
 		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			log.Fatal(err)
@@ -106,6 +117,27 @@ func addControlTools(s *mcp.Server) {
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "plain " + os.Getenv("TESTSERVER_GREETING")}}}, nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "blocks", Description: "every content block kind, structuredContent and _meta"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
+			pixel := []byte("\x89PNG\r\n\x1a\n")
+			return &mcp.CallToolResult{
+				Meta: mcp.Meta{"example.com/k": "v"},
+				Content: []mcp.Content{
+					&mcp.TextContent{Text: "hello\n", Annotations: &mcp.Annotations{Audience: []mcp.Role{"user"}, Priority: 0.5}},
+					&mcp.ImageContent{Data: pixel, MIMEType: "image/png"},
+					&mcp.AudioContent{Data: []byte("RIFF"), MIMEType: "audio/wav"},
+					&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://r", MIMEType: "text/plain", Text: "embedded"}},
+					&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://b", MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2}}},
+					&mcp.ResourceLink{URI: "file:///tmp/x", Name: "x", Title: "X", MIMEType: "text/plain"},
+				},
+				StructuredContent: map[string]any{"content": "hello\n", "n": 2},
+			}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail_image", Description: "reports an error with an image"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad frame"},
+				&mcp.ImageContent{Data: []byte("GIF89a"), MIMEType: "image/gif"}}}, nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "reports an error"},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}}, nil, nil
@@ -127,4 +159,52 @@ func serveHTTP(s *mcp.Server, addr string) {
 	}, nil)
 	fmt.Fprintf(os.Stderr, "listening on http://%s/\n", ln.Addr())
 	log.Fatal(http.Serve(ln, h))
+}
+
+// wildSchemas are the inputSchemas the -wild tools are listed with. The
+// SDK's AddTool insists on "type":"object", so they are written into the
+// tools/list result by a middleware, as a server built on another SDK
+// would send them.
+var wildSchemas = map[string]string{
+	"zero_empty":   `{}`,
+	"zero_true":    `true`,
+	"props_notype": `{"properties":{"q":{"type":"string"}},"required":["q"]}`,
+	"type_list":    `{"type":["object","null"],"properties":{"n":{"type":"integer","maximum":9007199254740993}}}`,
+	"dialect_2020": `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"addr":{"type":"object","properties":{"city":{"type":"string"}}}},"properties":{"address":{"$ref":"#/$defs/addr"}},"additionalProperties":false}`,
+}
+
+// addWildTools adds the -wild tools (each answers {"tool": its name}) and
+// the -unhostable one, and the middleware that lists their schemas.
+func addWildTools(s *mcp.Server, wild, unhostable bool) {
+	schemas := map[string]string{}
+	if wild {
+		for k, v := range wildSchemas {
+			schemas[k] = v
+		}
+	}
+	if unhostable {
+		schemas["stringy"] = `{"type":"string"}`
+	}
+	for name := range schemas {
+		s.AddTool(&mcp.Tool{Name: name, Description: "wild schema " + name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{StructuredContent: map[string]string{"tool": name},
+					Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
+			})
+	}
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				for i, t := range lr.Tools {
+					if raw, ok := schemas[t.Name]; ok {
+						c := *t // the server's own tool stays as registered
+						c.InputSchema = json.RawMessage(raw)
+						lr.Tools[i] = &c
+					}
+				}
+			}
+			return res, err
+		}
+	})
 }

@@ -1,12 +1,12 @@
-// Package middleware holds caller.Middleware for the caller's side of a
+// Package callermw holds caller.Middleware for the caller's side of a
 // call: an slog access log and OpenTelemetry metrics. They see each
 // logical Call or CallAs once, retries included:
 //
 //	c, _ := caller.New(nc, caller.Config{Middleware: []caller.Middleware{
-//		middleware.Metrics(otel.GetMeterProvider()),
-//		middleware.AccessLog(slog.Default()),
+//		callermw.Metrics(otel.GetMeterProvider()),
+//		callermw.AccessLog(slog.Default()),
 //	}})
-package middleware
+package callermw
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func AccessLog(log *slog.Logger) caller.Middleware {
 // caller's own such as worker_lost included), the time to the terminal
 // event as a histogram in seconds, and the calls in flight.
 func Metrics(mp metric.MeterProvider) caller.Middleware {
-	inst := callmetrics.New(mp.Meter("github.com/toolmesh/toolmesh/caller/middleware"), "toolmesh.caller", "made")
+	inst := callmetrics.New(mp.Meter("github.com/toolmesh/toolmesh/caller/callermw"), "toolmesh.caller", "made")
 	return func(next caller.Invoker) caller.Invoker {
 		return func(ctx context.Context, inv *caller.Invocation) (string, envelope.ToolEvent) {
 			end := inst.Begin(ctx, inv.Tool)

@@ -1,4 +1,4 @@
-package middleware
+package workermw
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const (
 // The library only uses the API; the program installs an SDK and an
 // exporter (the toolmesh command does so from OTEL_EXPORTER_OTLP_*).
 func Metrics(mp metric.MeterProvider) worker.Middleware {
-	inst := callmetrics.New(mp.Meter("github.com/toolmesh/toolmesh/worker/middleware"), "toolmesh.worker", "that reached the handler")
+	inst := callmetrics.New(mp.Meter("github.com/toolmesh/toolmesh/worker/workermw"), "toolmesh.worker", "that reached the handler")
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 			end := inst.Begin(ctx, req.Tool)

@@ -1,0 +1,219 @@
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// apiSpecs are the task API's tools (§22.4) and their input schemas.
+func apiSpecs() []envelope.ToolSpec {
+	return []envelope.ToolSpec{
+		{Name: "submit", Description: "Submit a durable call; answers the task record.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"tool":{"type":"string"},"args":{"type":"object"},"mode":{"enum":["unary","stream"]},"timeout_ms":{"type":"integer","minimum":1},"idempotency_key":{"type":"string","maxLength":256},"idempotent":{"type":"boolean"},"wait":{"type":"boolean"}},"required":["tool","args"]}`)},
+		{Name: "watch", Streaming: true, Description: "Every event of a task from the first, in order, then live.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"},"from":{"type":"integer","minimum":1}},"required":["task_id"]}`)},
+		{Name: "get", Description: "A task's record, its terminal included once ended.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"},"wait":{"type":"boolean"}},"required":["task_id"]}`)},
+		{Name: "cancel", Description: "Cancel a task.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`)},
+		{Name: "ls", Description: "The caller's own tasks, newest first.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"state":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":1000}}}`)},
+	}
+}
+
+// startAPI starts the worker that hosts the task API under <p>.tasks.
+func (s *Service) startAPI() error {
+	w, err := worker.New(s.nc, worker.Config{Prefix: s.names.base, Name: "toolmesh-tasks",
+		Description: "toolmesh task service (durable calls)", MaxConcurrent: s.cfg.MaxConcurrent,
+		Heartbeat: s.cfg.Heartbeat, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.api = w
+	handlers := map[string]worker.HandlerFunc{"submit": s.submit, "watch": s.watch, "get": s.get,
+		"cancel": s.cancelTask, "ls": s.list}
+	for _, spec := range apiSpecs() {
+		if err := w.Register(spec, handlers[spec.Name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// submitReq is the submit tool's args.
+type submitReq struct {
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args"`
+	Mode       string          `json:"mode"`
+	TimeoutMS  int64           `json:"timeout_ms"`
+	IdemKey    string          `json:"idempotency_key"`
+	Idempotent bool            `json:"idempotent"`
+	Wait       bool            `json:"wait"`
+}
+
+// submit records a task and queues its call (§22.6).
+func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
+	var a submitReq
+	if err := req.Bind(&a); err != nil {
+		return nil, err
+	}
+	if err := envelope.ValidateToolName(a.Tool); err != nil {
+		return nil, envelope.Problemf(envelope.CodeInvalidInput, "submit: %v", err).WithExtension("pointer", "/tool")
+	}
+	q := s.newQueued(req, a)
+	rec, seq, dup, err := s.recordQueued(ctx, &q)
+	if err != nil {
+		return nil, err
+	}
+	if !dup {
+		if err := s.enqueue(ctx, &q, seq); err != nil {
+			return nil, err
+		}
+	}
+	if a.Wait {
+		return s.waitEnded(ctx, q.Owner, rec.TaskID)
+	}
+	return rec, nil
+}
+
+// newQueued makes a new task's queued call.
+func (s *Service) newQueued(req *worker.Request, a submitReq) queuedCall {
+	now := time.Now()
+	budget := s.cfg.MaxTaskTimeout
+	if a.TimeoutMS > 0 {
+		budget = min(budget, time.Duration(a.TimeoutMS)*time.Millisecond)
+	}
+	mode := a.Mode
+	if mode == "" {
+		mode = "stream"
+	}
+	return queuedCall{TaskID: ulid.MustNew(ulid.Timestamp(now), rand.Reader).String(), Owner: ownerKey(req.Identity),
+		Tool: a.Tool, Args: a.Args, Mode: mode, Bearer: req.Bearer, IdemKey: a.IdemKey, Idempotent: a.Idempotent,
+		Created: now, Deadline: now.Add(budget)}
+}
+
+// recordQueued appends the queued record; with an idempotency key, a
+// task already submitted under it is answered instead (dup).
+func (s *Service) recordQueued(ctx context.Context, q *queuedCall) (rec caller.TaskRecord, seq uint64, dup bool, err error) {
+	r := q.record("queued", 0, 0)
+	msgID := q.TaskID
+	if q.IdemKey != "" {
+		sum := sha256.Sum256([]byte(q.IdemKey))
+		msgID = q.Owner + "." + hex.EncodeToString(sum[:16])
+	}
+	for range 8 {
+		ack, err := s.appendEntry(ctx, s.names.logSubject(q.Owner, q.TaskID), &entry{Kind: kindTask, TaskRecord: r}, msgID, 0)
+		if err != nil {
+			return caller.TaskRecord{}, 0, false, err
+		}
+		if !ack.Duplicate {
+			return r, ack.Sequence, false, nil
+		}
+		first, err := s.entryAt(ctx, ack.Sequence, "")
+		if err != nil {
+			return caller.TaskRecord{}, 0, false, err
+		}
+		if first != nil {
+			found, prob := s.lookup(ctx, q.Owner, first.TaskID, false)
+			if prob != nil {
+				return caller.TaskRecord{}, 0, false, prob
+			}
+			found.Deduplicated = true
+			q.TaskID = found.TaskID
+			return found, 0, true, nil
+		}
+		// The first submission under this key was refused (overloaded) and
+		// its record deleted: every retry derives the same next id.
+		msgID += "." + strconv.FormatUint(ack.Sequence, 10)
+	}
+	return caller.TaskRecord{}, 0, false, envelope.NewProblem(envelope.CodeOverloaded, "this idempotency key was refused too often").WithRetryAfter(1)
+}
+
+// enqueue publishes the queued call; a full per-tool queue deletes the
+// record again and answers overloaded (§22.6).
+func (s *Service) enqueue(ctx context.Context, q *queuedCall, seq uint64) error {
+	data, err := json.Marshal(q)
+	if err != nil {
+		return err
+	}
+	_, err = retry(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
+		return s.js.PublishMsg(ctx, &nats.Msg{Subject: s.names.queueSubject(q.Tool), Data: data}, jetstream.WithMsgID(q.TaskID))
+	})
+	if err == nil {
+		return nil
+	}
+	_, _ = retry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.logs.DeleteMsg(ctx, seq) })
+	if strings.Contains(err.Error(), "maximum messages per subject") {
+		return envelope.Problemf(envelope.CodeOverloaded, "the task queue of tool %s is full (%d tasks not yet ended); no task was made",
+			q.Tool, s.cfg.MaxQueuedPerTool).WithRetryAfter(1)
+	}
+	return err
+}
+
+// taskIDReq is the args of get, cancel and watch.
+type taskIDReq struct {
+	TaskID string `json:"task_id"`
+	Wait   bool   `json:"wait"`
+	From   int    `json:"from"`
+}
+
+// get answers a task's record (§22.4).
+func (s *Service) get(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
+	var a taskIDReq
+	if err := req.Bind(&a); err != nil {
+		return nil, err
+	}
+	owner := ownerKey(req.Identity)
+	if a.Wait {
+		return s.waitEnded(ctx, owner, a.TaskID)
+	}
+	rec, prob := s.lookup(ctx, owner, a.TaskID, true)
+	if prob != nil {
+		return nil, prob
+	}
+	return rec, nil
+}
+
+// waitEnded answers a task's record once the task has ended.
+func (s *Service) waitEnded(ctx context.Context, owner, id string) (any, error) {
+	sub, err := s.nc.SubscribeSync(s.names.doneSubject(owner, id))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for {
+		rec, prob := s.lookup(ctx, owner, id, true)
+		if prob != nil {
+			return nil, prob
+		}
+		if rec.TerminalSeq != 0 {
+			return rec, nil
+		}
+		if _, err := sub.NextMsgWithContext(ctx); err != nil {
+			return nil, ctxProblem(ctx, err)
+		}
+	}
+}
+
+// ctxProblem is the Problem of a wait its context ended.
+func ctxProblem(ctx context.Context, err error) *envelope.Problem {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return envelope.NewProblem(envelope.CodeTimeout, "the wait's budget ran out; the task goes on")
+	}
+	return envelope.Problemf(envelope.CodeCancelled, "the wait ended (%v); the task goes on", err)
+}

@@ -1,0 +1,376 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
+)
+
+// queuedCall is a queue message: everything an attempt needs. It is the
+// only place the task's bearer is kept (§22.4).
+type queuedCall struct {
+	TaskID     string          `json:"task_id"`
+	Owner      string          `json:"owner"`
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args"`
+	Mode       string          `json:"mode"`
+	Bearer     string          `json:"bearer,omitempty"`
+	IdemKey    string          `json:"idempotency_key,omitempty"`
+	Idempotent bool            `json:"idempotent,omitempty"`
+	Created    time.Time       `json:"created"`
+	Deadline   time.Time       `json:"deadline"`
+}
+
+// record is the task's record as the queue message knows it.
+func (q *queuedCall) record(state string, attempt, events int) caller.TaskRecord {
+	return caller.TaskRecord{TaskID: q.TaskID, Tool: q.Tool, State: state, Mode: q.Mode, Attempt: attempt,
+		Created: stamp(q.Created), Updated: stamp(time.Now()), Deadline: stamp(q.Deadline),
+		Idempotent: q.Idempotent, Rerunnable: q.Idempotent || q.IdemKey != "", Events: events}
+}
+
+// startRunners makes the shared pull consumer and starts consuming.
+func (s *Service) startRunners(ctx context.Context) error {
+	cons, err := s.queue.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: s.names.consumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.cfg.AckWait,
+		MaxDeliver: -1, MaxAckPending: 100000, Replicas: s.cfg.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("task queue consumer: %w", err)
+	}
+	s.cons, err = cons.Consume(func(m jetstream.Msg) {
+		s.wg.Add(1)
+		go s.handle(m)
+	}, jetstream.PullMaxMessages(256))
+	return err
+}
+
+// attemptRun is where one task's attempts stand while a runner holds it.
+type attemptRun struct {
+	m       jetstream.Msg
+	q       queuedCall
+	subject string
+	attempt int // the attempt running or last run
+	events  int // events recorded so far
+	worker  string
+}
+
+// handle takes one queued call: settles a task already ended, ends one
+// whose deadline passed, judges a lost attempt, or runs the next attempt.
+func (s *Service) handle(m jetstream.Msg) {
+	defer s.wg.Done()
+	ctx := s.ctx
+	r := &attemptRun{m: m}
+	if err := json.Unmarshal(m.Data(), &r.q); err != nil {
+		_ = m.Term()
+		return
+	}
+	r.subject = s.names.logSubject(r.q.Owner, r.q.TaskID)
+	last, err := s.lastEntry(ctx, r.subject)
+	if err != nil {
+		_ = m.Nak()
+		return
+	}
+	if last == nil { // the log is past its retention
+		_ = m.Term()
+		return
+	}
+	stop := s.keepAlive(m)
+	defer stop()
+	r.attempt, r.events = last.Attempt, max(last.Events, last.N)
+	s.proceed(ctx, r, last)
+}
+
+// proceed decides what a delivered task needs (§22.6).
+func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
+	if ev, ok := last.terminal(); ok { // ended, its final record not yet written
+		s.finalize(ctx, r, ev, last.seq)
+		return
+	}
+	if last.Kind == kindTask && caller.TaskTerminal(last.State) {
+		s.settle(r)
+		return
+	}
+	if time.Now().After(r.q.Deadline) {
+		s.finish(ctx, r, envelope.ErrorEvent(envelope.NewProblem(envelope.CodeTimeout,
+			"the task's deadline passed before it could run")))
+		return
+	}
+	if last.State == caller.TaskRunning || last.Kind == kindEvent {
+		// Redelivered while an attempt was running: its runner died.
+		lost := envelope.Problemf(envelope.CodeWorkerLost,
+			"the task service instance running attempt %d stopped", r.attempt)
+		s.afterAttempt(ctx, r, envelope.ErrorEvent(lost))
+		return
+	}
+	s.runFrom(ctx, r, last.seq)
+}
+
+// runFrom runs attempts from a queued state whose last entry is seq.
+func (s *Service) runFrom(ctx context.Context, r *attemptRun, seq uint64) {
+	// Registered before the task shows running, so a cancel that reads
+	// running always finds this attempt (§22.6 cancel).
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	s.running[r.q.TaskID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, r.q.TaskID)
+		s.mu.Unlock()
+	}()
+	r.attempt++
+	rec := r.q.record(caller.TaskRunning, r.attempt, r.events)
+	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", seq); err != nil {
+		_ = r.m.Nak() // cancelled meanwhile, or JetStream is away: judge again
+		return
+	}
+	ev := s.attempt(ctx, actx, r)
+	s.afterAttempt(ctx, r, ev)
+}
+
+// afterAttempt acts on an attempt's terminal: requeue on no worker, retry
+// or fail a lost attempt, or finish the task.
+func (s *Service) afterAttempt(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) {
+	switch {
+	case ctx.Err() != nil: // this instance is stopping: another judges the attempt
+		_ = r.m.Nak()
+	case ev.Code == envelope.CodeToolNotFound:
+		s.requeue(ctx, r)
+	case ev.Code == envelope.CodeWorkerLost || ev.Code == envelope.CodeConnectionLost:
+		s.lost(ctx, r, ev)
+	default:
+		s.finish(ctx, r, ev)
+	}
+}
+
+// requeue puts a task no worker took back in the queue: the handler did
+// not run, so the attempt does not count (§22.6).
+func (s *Service) requeue(ctx context.Context, r *attemptRun) {
+	r.attempt--
+	rec := r.q.record(caller.TaskQueued, r.attempt, r.events)
+	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", 0); err != nil {
+		_ = r.m.Nak()
+		return
+	}
+	n := uint64(1)
+	if md, err := r.m.Metadata(); err == nil {
+		n = md.NumDelivered
+	}
+	delay := 250 * time.Millisecond << min(n-1, 5)
+	_ = r.m.NakWithDelay(min(delay, 5*time.Second))
+	s.changed(r)
+}
+
+// lost handles a lost attempt: another attempt when the task is
+// re-runnable and attempts remain, else the terminal worker_lost.
+func (s *Service) lost(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) {
+	if !s.rerunnable(ctx, &r.q) || r.attempt >= s.cfg.MaxAttempts {
+		s.finish(ctx, r, ev)
+		return
+	}
+	delay := min(s.cfg.RetryBackoff<<(r.attempt-1), 30*time.Second)
+	msg := fmt.Sprintf("attempt %d ended %s (%s); attempt %d in %s", r.attempt, ev.Code, ev.Message, r.attempt+1, delay)
+	if err := s.record(ctx, r, envelope.ToolEvent{Type: envelope.EventProgress, Message: msg}); err != nil {
+		_ = r.m.Nak()
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(delay):
+	}
+	last, err := s.lastEntry(ctx, r.subject)
+	if err != nil || last == nil {
+		_ = r.m.Nak()
+		return
+	}
+	s.runFrom(ctx, r, last.seq)
+}
+
+// rerunnable says whether a task may run again after a lost attempt.
+func (s *Service) rerunnable(ctx context.Context, q *queuedCall) bool {
+	if q.Idempotent || q.IdemKey != "" {
+		return true
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	spec, err := s.call.Describe(dctx, q.Tool)
+	return err == nil && spec.Annotations.IsIdempotent()
+}
+
+// attempt runs one attempt as a stream-mode call and records its events;
+// it returns the attempt's terminal, not yet recorded.
+func (s *Service) attempt(ctx, actx context.Context, r *attemptRun) envelope.ToolEvent {
+	opts := []caller.Option{caller.WithTimeout(time.Until(r.q.Deadline))}
+	if r.q.Bearer != "" {
+		opts = append(opts, caller.WithBearer(r.q.Bearer))
+	}
+	if r.q.IdemKey != "" {
+		opts = append(opts, caller.WithIdempotencyKey(r.q.IdemKey))
+	}
+	st, err := s.call.Stream(actx, r.q.Tool, r.q.Args, opts...)
+	if err != nil {
+		return envelope.ErrorEvent(asProblem(err))
+	}
+	defer st.Close()
+	return s.follow(ctx, actx, r, st)
+}
+
+// follow records an attempt's events until its terminal.
+func (s *Service) follow(ctx, actx context.Context, r *attemptRun, st *caller.Stream) envelope.ToolEvent {
+	for {
+		ev, err := st.Next()
+		if errors.Is(err, io.EOF) || err != nil {
+			return envelope.ErrorEvent(envelope.NewProblem(envelope.CodeInternal, "the call ended without a terminal"))
+		}
+		if ev.IsTerminal() {
+			if errors.Is(context.Cause(actx), errKilled) && ev.Code != envelope.CodeCancelled {
+				return envelope.ErrorEvent(envelope.NewProblem(envelope.CodeCancelled, "the task was cancelled"))
+			}
+			return ev
+		}
+		if ev.Type == envelope.EventStart {
+			ev = s.markStart(r, ev)
+		}
+		if r.q.Mode == "unary" {
+			continue
+		}
+		if err := s.record(ctx, r, ev); err != nil {
+			return envelope.ErrorEvent(envelope.Problemf(envelope.CodeInternal, "recording the task's event: %v", err))
+		}
+	}
+}
+
+// markStart notes the attempt's worker and numbers the start event.
+func (s *Service) markStart(r *attemptRun, ev envelope.ToolEvent) envelope.ToolEvent {
+	md := map[string]any{}
+	for k, v := range ev.Metadata {
+		md[k] = v
+	}
+	if w, ok := md["worker_id"].(string); ok {
+		r.worker = w
+	}
+	md["attempt"] = r.attempt
+	ev.Metadata = md
+	return ev
+}
+
+// record appends one event to the task's log (§22.2, §22.8).
+func (s *Service) record(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) error {
+	data, err := ev.AppendJSON(nil)
+	if err != nil {
+		return err
+	}
+	n := r.events + 1
+	e := &entry{Kind: kindEvent, TaskRecord: caller.TaskRecord{Attempt: r.attempt}, N: n, Event: data}
+	if len(data) > int(s.nc.MaxPayload())-wire.ChunkOverhead {
+		name := r.q.TaskID + "." + strconv.Itoa(n)
+		if _, err := retry(ctx, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+			return s.objs.PutBytes(ctx, name, data)
+		}); err != nil {
+			return err
+		}
+		e.Event, e.Object, e.Size = nil, name, len(data)
+	}
+	ack, err := s.appendEntry(ctx, r.subject, e, r.q.TaskID+".e"+strconv.Itoa(n), 0)
+	if err != nil {
+		return err
+	}
+	r.events = n
+	_ = ack
+	return nil
+}
+
+// finish records a task's terminal event and its final record.
+func (s *Service) finish(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) {
+	if err := s.record(ctx, r, ev); err != nil {
+		_ = r.m.Nak()
+		return
+	}
+	last, err := s.lastEntry(ctx, r.subject)
+	if err != nil || last == nil {
+		_ = r.m.Nak()
+		return
+	}
+	s.finalize(ctx, r, ev, last.seq)
+}
+
+// finalize appends the final record after the terminal event at seq, acks
+// the queued call and tells whoever waits.
+func (s *Service) finalize(ctx context.Context, r *attemptRun, ev envelope.ToolEvent, seq uint64) {
+	rec := r.q.record(stateOf(ev), r.attempt, r.events)
+	rec.Code, rec.TerminalSeq, rec.WorkerID = string(ev.Code), seq, r.worker
+	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec},
+		r.q.TaskID+".final", 0); err != nil {
+		_ = r.m.Nak()
+		return
+	}
+	s.settle(r)
+}
+
+// settle acks a queued call whose task has ended and wakes its waiters.
+func (s *Service) settle(r *attemptRun) {
+	_ = r.m.DoubleAck(s.ctx)
+	s.changed(r)
+}
+
+// changed tells whoever waits on a task (get with wait, cancel) that its
+// state changed: they read it again.
+func (s *Service) changed(r *attemptRun) {
+	_ = s.nc.Publish(s.names.doneSubject(r.q.Owner, r.q.TaskID), nil)
+}
+
+// stateOf is the final state a terminal event gives a task.
+func stateOf(ev envelope.ToolEvent) string {
+	switch {
+	case ev.Type == envelope.EventResult:
+		return caller.TaskSucceeded
+	case ev.Code == envelope.CodeCancelled:
+		return caller.TaskCancelled
+	default:
+		return caller.TaskFailed
+	}
+}
+
+// keepAlive proves to the stream that the queued call is being worked
+// on: an in-progress ack every AckWait/3 until stop.
+func (s *Service) keepAlive(m jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(s.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// asProblem is err as a Problem (internal_error when it is not one).
+func asProblem(err error) *envelope.Problem {
+	var p *envelope.Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	return envelope.NewProblem(envelope.CodeInternal, err.Error())
+}

@@ -1,0 +1,245 @@
+// Package tasks runs durable calls (docs/protocol.md §22): a task service
+// that keeps calls in JetStream so that they outlive their caller, their
+// worker and a server. Towards callers the service is a worker hosting the
+// task API (submit, watch, get, cancel, ls) under the prefix <p>.tasks;
+// towards workers it is an ordinary caller that runs each attempt of a
+// task as a stream-mode call and records every event. Only the service
+// touches JetStream.
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// Config configures a Service. The zero value is usable.
+type Config struct {
+	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix); the
+	// task API lives under Prefix+".tasks".
+	Prefix string
+	// Retention is how long a task's log, events and result are kept
+	// (default 24h); then the task answers task_expired.
+	Retention time.Duration
+	// MaxQueuedPerTool bounds each tool's tasks not yet ended (default
+	// 1024); past it submit answers overloaded.
+	MaxQueuedPerTool int64
+	// MaxAttempts bounds the attempts of a re-runnable task (default 3).
+	MaxAttempts int
+	// MaxTaskTimeout is the largest (and the default) task budget
+	// (default and at most Retention).
+	MaxTaskTimeout time.Duration
+	// DedupeWindow is how long an idempotency key finds its task
+	// (default 1h, at most Retention).
+	DedupeWindow time.Duration
+	// Replicas is the streams' replica count: 1, or 3 on a cluster.
+	Replicas int
+	// AckWait is how long a queued call may go without an in-progress ack
+	// before JetStream hands it to another instance (default 30s).
+	AckWait time.Duration
+	// RetryBackoff is the first pause before re-running a lost attempt
+	// (default 1s, doubling up to 30s).
+	RetryBackoff time.Duration
+	// Heartbeat is the liveness interval of the service's own calls to
+	// workers and of its API worker (default 1s).
+	Heartbeat time.Duration
+	// MaxConcurrent bounds the task API calls served at once (default 4096).
+	MaxConcurrent int
+	// Logger receives the service's log (default: discarded).
+	Logger *slog.Logger
+}
+
+func (cfg Config) withDefaults() Config {
+	if cfg.Prefix == "" {
+		cfg.Prefix = mesh.DefaultPrefix
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 24 * time.Hour
+	}
+	if cfg.MaxQueuedPerTool <= 0 {
+		cfg.MaxQueuedPerTool = 1024
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.MaxTaskTimeout <= 0 || cfg.MaxTaskTimeout > cfg.Retention {
+		cfg.MaxTaskTimeout = cfg.Retention
+	}
+	if cfg.DedupeWindow <= 0 {
+		cfg.DedupeWindow = time.Hour
+	}
+	cfg.DedupeWindow = min(cfg.DedupeWindow, cfg.Retention)
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = 30 * time.Second
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 4096
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// Service is one instance of the task service. Any number may run on a
+// mesh; they share the streams and divide the work.
+type Service struct {
+	nc    *nats.Conn
+	cfg   Config
+	log   *slog.Logger
+	js    jetstream.JetStream
+	names names
+	logs  jetstream.Stream
+	queue jetstream.Stream
+	objs  jetstream.ObjectStore
+	api   *worker.Worker
+	call  *caller.Caller
+	cons  jetstream.ConsumeContext
+	kill  *nats.Subscription
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc // task id → its attempt's cancel
+}
+
+// names are the subjects and JetStream names of one mesh's task service.
+type names struct {
+	base, logStream, queueStream, objects, consumer string
+}
+
+func namesFor(prefix string) names {
+	flat := strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(prefix)
+	return names{base: prefix + ".tasks", logStream: "TOOLMESH_TASKS_" + flat,
+		queueStream: "TOOLMESH_TASKQ_" + flat, objects: "TOOLMESH_TASKOBJ_" + flat, consumer: "runners"}
+}
+
+func (n names) logSubject(owner, id string) string { return n.base + ".log." + owner + "." + id }
+func (n names) queueSubject(tool string) string    { return n.base + ".q." + tool }
+func (n names) killSubject(id string) string       { return n.base + ".kill." + id }
+func (n names) doneSubject(owner, id string) string {
+	return n.base + ".done." + owner + "." + id
+}
+
+// New starts a task service on nc: it makes (or updates) the streams, then
+// starts serving the task API and running queued tasks.
+func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{nc: nc, cfg: cfg, log: cfg.Logger, js: js, names: namesFor(cfg.Prefix),
+		running: map[string]context.CancelCauseFunc{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.openStorage(ctx); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	if err := s.start(ctx); err != nil {
+		s.Close(ctx)
+		return nil, err
+	}
+	return s, nil
+}
+
+// openStorage makes the task log, the queue and the object store.
+func (s *Service) openStorage(ctx context.Context) error {
+	var err error
+	s.logs, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: s.names.logStream, Subjects: []string{s.names.base + ".log.>"},
+		Retention: jetstream.LimitsPolicy, MaxAge: s.cfg.Retention, Duplicates: s.cfg.DedupeWindow,
+		Replicas: s.cfg.Replicas, AllowDirect: true,
+	})
+	if err != nil {
+		return fmt.Errorf("task log stream: %w", err)
+	}
+	s.queue, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: s.names.queueStream, Subjects: []string{s.names.base + ".q.>"},
+		Retention: jetstream.WorkQueuePolicy, MaxAge: s.cfg.Retention,
+		MaxMsgsPerSubject: s.cfg.MaxQueuedPerTool, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
+		Replicas: s.cfg.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("task queue stream: %w", err)
+	}
+	s.objs, err = s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: s.names.objects, TTL: s.cfg.Retention, Replicas: s.cfg.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("task object store: %w", err)
+	}
+	return nil
+}
+
+// start opens the inner caller, the kill subscription, the API worker and
+// the queue consumer.
+func (s *Service) start(ctx context.Context) error {
+	var err error
+	if s.call, err = caller.New(s.nc, caller.Config{Prefix: s.cfg.Prefix, Heartbeat: s.cfg.Heartbeat,
+		Retries: caller.NoRetries, Logger: s.log}); err != nil {
+		return err
+	}
+	if s.kill, err = s.nc.Subscribe(s.names.base+".kill.*", s.onKill); err != nil {
+		return err
+	}
+	if err := s.startAPI(); err != nil {
+		return err
+	}
+	return s.startRunners(ctx)
+}
+
+// Close stops taking work: the API worker drains, the consumer stops, and
+// attempts in flight are left to JetStream (another instance takes them
+// after AckWait), their calls cancelled.
+func (s *Service) Close(ctx context.Context) {
+	if s.api != nil {
+		_ = s.api.Drain(ctx)
+	}
+	if s.cons != nil {
+		s.cons.Stop()
+	}
+	s.cancel()
+	s.wg.Wait()
+	if s.kill != nil {
+		_ = s.kill.Unsubscribe()
+	}
+	if s.call != nil {
+		_ = s.call.Close()
+	}
+}
+
+// onKill cancels the attempt of a task running here (§22.6 cancel).
+func (s *Service) onKill(m *nats.Msg) {
+	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	s.mu.Lock()
+	cancel := s.running[id]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel(errKilled)
+	}
+}
+
+var errKilled = errors.New("the task was cancelled")

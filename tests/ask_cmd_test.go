@@ -1,0 +1,140 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// TestCommandCallAnswers: `toolmesh call` without a terminal answers a
+// tool's question from --answer, in order, and without one ends with
+// input_required (exit 18) saying what was asked; a declined approval
+// (dev --approve-destructive) is declined (exit 20) and the tool never ran.
+func TestCommandCallAnswers(t *testing.T) {
+	_, url := startDev(t, "--approve", "remove")
+	args := []string{"call", "remove", "--server", url, "--args", `{"path":"/tmp/x"}`}
+	cases := []struct {
+		name    string
+		answers []string
+		code    int
+		stdout  string // a regexp
+		stderr  string // a substring
+	}{
+		{"approved and confirmed", []string{`{"approve":true}`, `{"confirm":true}`}, 0, `"success":true,"removed":"/tmp/x"`, ""},
+		{"approved, then kept", []string{`{"approve":true}`, `{"confirm":false}`}, 0, `"success":true,"kept":"/tmp/x"`, ""},
+		{"approval declined", []string{"decline"}, 20, `"code":"declined"`, `did not approve running remove`},
+		{"answers used up", []string{`{"approve":true}`}, 18, `"code":"input_required"`, `Delete /tmp/x?`},
+		{"no answers", nil, 18, `"code":"input_required"`, `Approve running remove?`},
+		{"answer not fitting the schema", []string{`{"approve":"yes"}`}, 2, `"code":"invalid_input"`, `/approve`},
+		{"answer not JSON", []string{`yes`}, 2, ``, `--answer`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := append([]string(nil), args...)
+			for _, ans := range c.answers {
+				a = append(a, "--answer", ans)
+			}
+			r := runCmd(t, "", a...)
+			if r.code != c.code {
+				t.Fatalf("exit %d, want %d; stdout %q stderr %q", r.code, c.code, r.stdout, r.stderr)
+			}
+			if !regexp.MustCompile(c.stdout).MatchString(r.stdout) || !strings.Contains(r.stderr, c.stderr) {
+				t.Errorf("stdout %q (want %s), stderr %q (want %q)", r.stdout, c.stdout, r.stderr, c.stderr)
+			}
+		})
+	}
+}
+
+// screen collects what a program writes to a pseudo-terminal.
+type screen struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	s.buf.Write(p)
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+func (s *screen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// waitFor waits until the screen shows want.
+func (s *screen) waitFor(t *testing.T, want string) {
+	t.Helper()
+	giveUp := time.After(60 * time.Second)
+	for !strings.Contains(s.String(), want) {
+		select {
+		case <-s.changed:
+		case <-giveUp:
+			t.Fatalf("the terminal never showed %q: %q", want, s.String())
+		}
+	}
+}
+
+// TestCommandCallAsksOnTerminal: on a terminal, `toolmesh call` shows the
+// tool's question and a form built from its schema; typing the answer
+// completes the call, and stdout gets only the Response.
+func TestCommandCallAsksOnTerminal(t *testing.T) {
+	_, url := startDev(t)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal on this machine: %v", err)
+	}
+	defer ptmx.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolmeshBin(t), "call", "remove", "--server", url, "--args", `{"path":"/tmp/demo"}`)
+	var stdout bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &stdout, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tty.Close()
+	sc := &screen{changed: make(chan struct{}, 1)}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			_, _ = sc.Write(buf[:n])
+			if err != nil {
+				return // EIO once the child closes the terminal
+			}
+		}
+	}()
+	sc.waitFor(t, "Delete /tmp/demo? (a demo: nothing is deleted)")
+	sc.waitFor(t, "delete it?) [y/n]: ")
+	if _, err := ptmx.Write([]byte("maybe\n")); err != nil {
+		t.Fatal(err)
+	}
+	sc.waitFor(t, "y or n")
+	if _, err := ptmx.Write([]byte("y\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("call on a terminal: %v; terminal showed %q", err, sc.String())
+	}
+	<-copied
+	if !regexp.MustCompile(`^\{"id":"` + ulidRe + `","success":true,"removed":"/tmp/demo"\}\n$`).MatchString(stdout.String()) {
+		t.Errorf("stdout = %q, want only the Response", stdout.String())
+	}
+}

@@ -1,0 +1,71 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
+)
+
+// rssBytes reads a process's resident set size from /proc (Linux).
+func rssBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc to read RSS from: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS line %q: %v", sc.Text(), err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// An idle worker process hosting 1,000 tools stays under 64 MiB resident:
+// a tool costs its subscription, not a 65,536-slot channel (512 KiB the
+// GC scans) as nats.go's synchronous subscriptions allocate.
+func TestIdleWorkerWith1000ToolsIsSmall(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{})
+	var b strings.Builder
+	b.WriteString("tools:\n")
+	for i := range 1000 {
+		fmt.Fprintf(&b, "  - name: many.t%04d\n    binding: {cli: {cmd: \"true\"}}\n", i)
+	}
+	cfg := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--log-level", "info")
+	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	cat, err := c.Catalog(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Tools) != 1000 {
+		t.Fatalf("the worker serves %d tools, want 1000", len(cat.Tools))
+	}
+	const limit = 64 << 20
+	if rss := rssBytes(t, p.cmd.Process.Pid); rss >= limit {
+		t.Fatalf("idle worker with 1,000 tools: RSS %d MiB, want under %d MiB", rss>>20, limit>>20)
+	} else {
+		t.Logf("idle worker with 1,000 tools: RSS %.1f MiB", float64(rss)/(1<<20))
+	}
+}

@@ -1,0 +1,58 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// Issue 20: a response_format schema no result can satisfy is refused
+// invalid_input before the tool runs — not after its side effects — and a
+// satisfiable recursive schema is still taken.
+func TestResponseFormatCheckedBeforeTheToolRuns(t *testing.T) {
+	f := newMesh(t, worker.Config{}, caller.Config{})
+	var runs atomic.Int32
+	register(t, f.w, envelope.ToolSpec{Name: "sideeffect"}, func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+		runs.Add(1)
+		return map[string]any{"name": "root", "children": []any{}}, nil
+	})
+	cases := []struct {
+		name, schema string
+		wantRun      bool
+	}{
+		{"self reference", `{"$ref":"#"}`, false},
+		{"reference loop", `{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, false},
+		{"loop under allOf", `{"allOf":[{"$ref":"#"}]}`, false},
+		{"false", `false`, false},
+		{"too large", `{"description":"` + strings.Repeat("x", envelope.MaxFormatSchemaBytes) + `"}`, false},
+		{"not a schema", `{"type":"no-such-type"}`, false},
+		{"recursive tree", `{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#"}}}}`, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runs.Load()
+			rf := envelope.ResponseFormat{Type: envelope.FormatJSONSchema, JSONSchema: &envelope.JSONSchemaFormat{Name: "f", Schema: json.RawMessage(tc.schema)}}
+			_, err := f.c.Call(context.Background(), "sideeffect", nil, caller.WithResponseFormat(rf), caller.WithRetries(0))
+			ran := runs.Load() != before
+			if ran != tc.wantRun {
+				t.Fatalf("the tool ran: %v, want %v (err %v)", ran, tc.wantRun, err)
+			}
+			if tc.wantRun {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			p := wantCode(t, err, envelope.CodeInvalidInput)
+			if !strings.Contains(p.Detail, "response_format") {
+				t.Errorf("detail %q does not name response_format", p.Detail)
+			}
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/mcpbridge"
+	"github.com/toolmesh/toolmesh/worker/sandbox"
+)
+
+// npmFilesystem is the reference filesystem server, pinned.
+const npmFilesystem = "@modelcontextprotocol/server-filesystem@2026.8.31"
+
+// The reference filesystem server, told it may serve dir and /etc, runs
+// bridged under a sandbox that grants it only dir (and node's own
+// OpenSSL configuration): it reads dir, and /etc/hostname — a path it
+// would itself allow — is refused by the kernel with sandbox_read_denied.
+func TestMCPInteropSandboxedFilesystem(t *testing.T) {
+	if os.Getenv("TOOLMESH_INTEROP_MCP") == "" {
+		t.Skip("set TOOLMESH_INTEROP_MCP=1 (make interop-mcp) to run the npm interop tests")
+	}
+	pkgs, data := openTempDir(t), openTempDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{{"init", "-y"}, {"install", "--no-audit", "--no-fund", "--loglevel=error", npmFilesystem}} {
+		cmd := exec.CommandContext(ctx, "npm", args...)
+		cmd.Dir = pkgs
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(data, "a.txt"), []byte("inside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	support := sandbox.ProbeHelpers(ctx, []string{filepath.Join(sandboxBins(t), sandbox.HelperName)})
+	modules := filepath.Join(pkgs, "node_modules")
+	entry := mcpbridge.Entry{Namespace: "fs", InheritEnv: []string{"PATH", "HOME"},
+		Server:  mcpbridge.ServerConfig{Command: "node", Args: []string{filepath.Join(modules, "@modelcontextprotocol/server-filesystem/dist/index.js"), data, "/etc"}},
+		Sandbox: &sandbox.Policy{Read: []string{modules, "/etc/ssl/openssl.cnf"}, Write: []string{data}}}
+	srv := meshtest.StartServer(t, embedded.Config{})
+	b, err := mcpbridge.Start(ctx, meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry, Sandbox: &support,
+		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	spec, err := c.Describe(ctx, "fs.read_text_file")
+	if err != nil || spec.Sandbox == nil || !spec.Sandbox.Confined || spec.Sandbox.Network != "none" {
+		t.Fatalf("spec %+v: %v", spec.Sandbox, err)
+	}
+	allowed, p := callBridged(t, c, "fs.list_allowed_directories", map[string]any{})
+	if p != nil || !strings.Contains(allowed, "/etc") {
+		t.Fatalf("the server should think it may serve /etc: %s %v", allowed, p)
+	}
+	if out, p := callBridged(t, c, "fs.read_text_file", map[string]any{"path": filepath.Join(data, "a.txt")}); p != nil || !strings.Contains(out, "inside") {
+		t.Fatalf("a granted read: %s %v", out, p)
+	}
+	out, p := callBridged(t, c, "fs.read_text_file", map[string]any{"path": "/etc/hostname"})
+	if p == nil || p.Code != envelope.CodeSandboxReadDenied || p.Extensions["path"] != "/etc/hostname" {
+		t.Fatalf("reading /etc/hostname: %s %+v", out, p)
+	}
+}
+
+// openTempDir is a new directory anyone may enter (a root worker's
+// confined programs run as nobody).
+func openTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sandbox-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

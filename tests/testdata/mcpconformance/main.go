@@ -1,0 +1,68 @@
+// Command mcpconformance is toolmesh's own MCP server implementing the
+// server specification of the official conformance suite
+// (@modelcontextprotocol/conformance 0.1.12): its test tools, resources,
+// prompts, completion and logging, written from the suite's scenario
+// descriptions on the official Go SDK. It serves stdio, or streamable HTTP
+// with -http ADDR (printing "listening on URL" to stderr).
+//
+// The suite is run against it directly (the baseline) and through the
+// mesh (suite → toolmesh mcp --namespace → mesh → bridge → this server).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	addr := flag.String("http", "", "serve streamable HTTP on ADDR instead of stdio")
+	flag.Parse()
+	s := newServer()
+	if *addr == "" {
+		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
+	log.Fatal(http.Serve(ln, h))
+}
+
+// newServer builds the server with every capability the suite tests.
+func newServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "toolmesh-conformance-fixture", Version: "1.0.0"}, &mcp.ServerOptions{
+		CompletionHandler:  complete,
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		Capabilities: &mcp.ServerCapabilities{
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+		},
+	})
+	addContentTools(s)
+	addBehaviourTools(s)
+	addAskingTools(s)
+	addResources(s)
+	addPrompts(s)
+	return s
+}
+
+// complete answers completion/complete (the suite checks the shape).
+func complete(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}, Total: 0, HasMore: false}}, nil
+}

@@ -1,0 +1,188 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Main makes the running program the sandbox helper when it was started
+// as one (its first argument is the helper flag): it confines itself and
+// execs the tool's program, never returning. Otherwise it returns at once.
+// Call it first thing in main (and in TestMain of tests that run confined
+// programs) so the program can serve as its own helper.
+func Main() {
+	if len(os.Args) < 2 || os.Args[1] != helperFlag {
+		return
+	}
+	os.Exit(runHelper(os.Args[2:]))
+}
+
+// runHelper confines this process per args[0] (the spec, or --probe) and
+// execs args[1] with args[1:] as its argv.
+func runHelper(args []string) int {
+	if len(args) == 1 && args[0] == "--probe" {
+		abi, err := landlockABI()
+		if err != nil {
+			abi = 0
+		}
+		fmt.Printf("%sok abi=%d uid=%d\n", stderrPrefix, abi, os.Getuid())
+		return 0
+	}
+	if len(args) < 2 {
+		fmt.Fprintf(os.Stderr, "%susage: %s SPEC PROGRAM [ARG…]\n", stderrPrefix, helperFlag)
+		return ExitSetup
+	}
+	var s spec
+	if err := json.Unmarshal([]byte(args[0]), &s); err != nil {
+		fmt.Fprintf(os.Stderr, "%sbad spec: %v\n", stderrPrefix, err)
+		return ExitSetup
+	}
+	// Landlock and no_new_privs bind the calling thread, and execve keeps
+	// that thread's credentials: stay on it until the exec.
+	runtime.LockOSThread()
+	if err := restrict(s); err != nil {
+		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
+		return ExitSetup
+	}
+	if err := setLimits(s.Limits); err != nil {
+		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
+		return ExitSetup
+	}
+	err := syscall.Exec(args[1], args[1:], os.Environ())
+	fmt.Fprintf(os.Stderr, "%sexec %s: %v\n", stderrPrefix, args[1], err)
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		return ExitExecDenied
+	}
+	return ExitSetup
+}
+
+// Filesystem rights (see the Landlock documentation).
+const (
+	fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	readRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+)
+
+// handledFS is every filesystem right the kernel's ABI knows: all of them
+// are denied unless granted.
+func handledFS(abi int) uint64 {
+	h := uint64(unix.LANDLOCK_ACCESS_FS_MAKE_SYM<<1) - 1 // ABI 1: execute … make_sym
+	if abi >= 2 {
+		h |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		h |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		h |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return h
+}
+
+// restrict applies the spec's Landlock ruleset to the calling thread.
+func restrict(s spec) error {
+	abi, err := landlockABI()
+	if err != nil || abi < 1 {
+		return fmt.Errorf("landlock is not available (%v)", err)
+	}
+	attr := rulesetAttr{handledFS: handledFS(abi)}
+	if s.NetHandled && abi >= 4 {
+		attr.handledNet = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	}
+	if abi >= 6 {
+		attr.scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	fd, err := createRuleset(&attr)
+	if err != nil {
+		return fmt.Errorf("landlock_create_ruleset: %v", err)
+	}
+	defer syscall.Close(fd)
+	for _, g := range []struct {
+		paths  []string
+		rights uint64
+	}{{s.RX, readRights}, {s.RW, attr.handledFS}} {
+		for _, p := range g.paths {
+			if err := addPath(fd, p, g.rights&attr.handledFS); err != nil {
+				return err
+			}
+		}
+	}
+	if attr.handledNet != 0 {
+		for _, port := range s.Ports {
+			na := netPortAttr{allowed: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
+			if err := addPortRule(fd, &na); err != nil {
+				return fmt.Errorf("landlock port rule %d: %v", port, err)
+			}
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	if err := restrictSelf(fd); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %v", err)
+	}
+	return nil
+}
+
+// addPath grants rights beneath path (a file gets only the rights that
+// apply to files). A path that no longer exists is skipped: it grants
+// nothing, which only denies more.
+func addPath(ruleset int, path string, rights uint64) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %v", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		rights &= fileRights
+	}
+	attr := pathBeneathAttr{allowed: rights, parentFD: int32(fd)}
+	if err := addPathRule(ruleset, &attr); err != nil {
+		return fmt.Errorf("landlock rule for %s: %v", path, err)
+	}
+	return nil
+}
+
+// setLimits sets the resource limits, soft and hard alike (CPU's hard
+// limit a second later, so SIGXCPU comes first and says why).
+func setLimits(l Limits) error {
+	set := func(name string, res int, soft, hard uint64) error {
+		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: soft, Max: hard}); err != nil {
+			return fmt.Errorf("setrlimit %s: %v", name, err)
+		}
+		return nil
+	}
+	if n := uint64(l.CPUSeconds); n > 0 {
+		if err := set("cpu", unix.RLIMIT_CPU, n, n+1); err != nil {
+			return err
+		}
+	}
+	if n := uint64(l.MemoryMB); n > 0 {
+		if err := set("data", unix.RLIMIT_DATA, n<<20, n<<20); err != nil {
+			return err
+		}
+	}
+	if n := uint64(l.Files); n > 0 {
+		if err := set("nofile", unix.RLIMIT_NOFILE, n, n); err != nil {
+			return err
+		}
+	}
+	if n := uint64(l.Processes); n > 0 {
+		if err := set("nproc", unix.RLIMIT_NPROC, n, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// HelperName is the sandbox helper's file name: `make build` puts it
+// beside the toolmesh binary, and it is looked for there first.
+const HelperName = "toolmesh-sandbox"
+
+// helperFlag is the helper's first argument: a program whose main calls
+// Main first becomes the helper when started with it.
+const helperFlag = "--toolmesh-sandbox"
+
+// Exit codes of the helper itself, before the program runs.
+const (
+	// ExitSetup: the sandbox could not be set up; the program never ran.
+	ExitSetup = 125
+	// ExitExecDenied: exec of the program was refused.
+	ExitExecDenied = 126
+)
+
+// stderrPrefix starts every line the helper itself writes.
+const stderrPrefix = "toolmesh-sandbox: "
+
+// devices are granted to every confined program: nothing can be learnt or
+// harmed through them, and programs fail oddly without them.
+func devicesRW() []string { return []string{"/dev/null", "/dev/zero", "/dev/full"} }
+
+// devicesR are granted read-only, with the loader's cache.
+func devicesR() []string { return []string{"/dev/random", "/dev/urandom", "/etc/ld.so.cache"} }
+
+// spec is what the helper is told, as JSON in its argv: the program's
+// grants already resolved.
+type spec struct {
+	// RX are read-and-execute grants, RW read-write ones.
+	RX []string `json:"rx,omitempty"`
+	RW []string `json:"rw,omitempty"`
+	// NetHandled says TCP is restricted to Ports (none when empty).
+	NetHandled bool     `json:"net,omitempty"`
+	Ports      []uint16 `json:"ports,omitempty"`
+	Limits     Limits   `json:"limits,omitempty"`
+}
+
+// Plan is a Policy resolved for one program: ready to start it confined.
+type Plan struct {
+	Policy  *Policy
+	Program string // the program's absolute path
+	// Auto lists what was granted without being asked: the program, its
+	// interpreter and shared libraries, and a few harmless devices.
+	Auto   []string
+	helper string
+	spec   string
+}
+
+// Prepare resolves p for the program at path (absolute, as exec.LookPath
+// returns it): the program, the interpreter of a script (#!), an ELF
+// program's loader and libraries become readable and executable. helper is
+// the helper's path (Support.Helper). Every granted path must exist.
+func Prepare(p *Policy, path, helper string) (*Plan, error) {
+	for _, list := range [][]string{p.Read, p.Write} {
+		for _, g := range list {
+			if _, err := os.Stat(g); err != nil {
+				return nil, fmt.Errorf("sandbox: granted path %s: %v", g, err)
+			}
+		}
+	}
+	auto, err := programFiles(path)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %v", err)
+	}
+	s := spec{Limits: p.Limits}
+	s.RX = append(append(append([]string(nil), auto...), devicesR()...), p.Read...)
+	s.RW = append(append([]string(nil), devicesRW()...), p.Write...)
+	if !p.Network.Any {
+		s.NetHandled, s.Ports = true, p.Network.Ports
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Policy: p, Program: path, Auto: auto, helper: helper, spec: string(b)}, nil
+}
+
+// Argv is the helper's argument vector that runs the program with args
+// (the program's own argv[0] is its path).
+func (pl *Plan) Argv(args []string) []string {
+	return append([]string{pl.helper, helperFlag, pl.spec, pl.Program}, args...)
+}
+
+// Helper is the helper's path.
+func (pl *Plan) Helper() string { return pl.helper }
+
+// covered reports whether path lies beneath one of roots (or is one).
+func covered(path string, roots []string) bool {
+	for _, r := range roots {
+		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// helperCandidates are where the helper is looked for, in order: beside
+// the running program, on PATH, and the running program itself (which
+// serves as the helper when its main calls Main first).
+func helperCandidates() []string {
+	var out []string
+	self, err := os.Executable()
+	if err == nil {
+		out = append(out, filepath.Join(filepath.Dir(self), HelperName))
+	}
+	if dirs := os.Getenv("PATH"); dirs != "" {
+		for _, d := range filepath.SplitList(dirs) {
+			if d != "" {
+				out = append(out, filepath.Join(d, HelperName))
+			}
+		}
+	}
+	if self != "" {
+		out = append(out, self)
+	}
+	return out
+}

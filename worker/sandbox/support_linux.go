@@ -1,0 +1,116 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Support is what this host offers a sandbox, as Probe found it.
+type Support struct {
+	// ABI is the kernel's Landlock ABI version (0: no Landlock).
+	ABI int
+	// Helper is the path of a working sandbox helper ("" when none).
+	Helper string
+	// Problem says why sandboxed programs cannot run here ("" when they can).
+	Problem string
+}
+
+// Probe looks for a working helper and checks, by running it in a fresh
+// user and network namespace, that the kernel gives a confined program
+// what this package relies on: unprivileged user namespaces, network
+// namespaces, and Landlock (ABI 1 for files, 4 for TCP ports).
+func Probe(ctx context.Context) Support {
+	return ProbeHelpers(ctx, helperCandidates())
+}
+
+// ProbeHelpers is Probe over the given helper candidates, in order: the
+// first that works is the Support's helper.
+func ProbeHelpers(ctx context.Context, candidates []string) Support {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var reasons []string
+	for _, h := range candidates {
+		if st, err := os.Stat(h); err != nil || st.IsDir() {
+			continue
+		}
+		abi, err := probeHelper(ctx, h)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("%s: %v", h, err))
+			continue
+		}
+		s := Support{ABI: abi, Helper: h}
+		if abi < 1 {
+			s.Problem = "the kernel has no Landlock (landlock_create_ruleset fails): Linux 5.13 or newer with lsm=landlock is needed"
+		}
+		return s
+	}
+	return Support{Problem: fmt.Sprintf("no working sandbox helper: build %s beside the worker (make build), or call sandbox.Main first in main (%s)",
+		HelperName, strings.Join(reasons, "; "))}
+}
+
+func probeHelper(ctx context.Context, helper string) (int, error) {
+	cmd := exec.CommandContext(ctx, helper, helperFlag, "--probe")
+	cmd.SysProcAttr = namespaceAttr(true)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("probe in a new user and network namespace failed: %v: %s", err, strings.TrimSpace(out.String()))
+	}
+	var abi, uid int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out.String()), stderrPrefix+"ok abi=%d uid=%d", &abi, &uid); err != nil {
+		return 0, fmt.Errorf("not a sandbox helper (it answered %q)", strings.TrimSpace(out.String()))
+	}
+	return abi, nil
+}
+
+// RootRunsAs is the uid and gid a root worker's confined programs run
+// as (nobody): the kernel exempts real root from RLIMIT_NPROC, so a
+// process limit binds only a program that is not root.
+const RootRunsAs = 65534
+
+// namespaceAttr starts a process in a user namespace of its own (its
+// limits then count only its own processes, and no capability it holds
+// there reaches the host), and with noNet in an empty network namespace
+// too. The worker's uid and gid map to themselves; a root worker's
+// programs run as RootRunsAs instead.
+func namespaceAttr(noNet bool) *syscall.SysProcAttr {
+	flags := uintptr(syscall.CLONE_NEWUSER)
+	if noNet {
+		flags |= syscall.CLONE_NEWNET
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	attr := &syscall.SysProcAttr{Cloneflags: flags}
+	if uid == 0 {
+		uid, gid = RootRunsAs, RootRunsAs
+		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
+	}
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	return attr
+}
+
+// SysProcAttr is the process attributes a confined program starts with
+// (the caller adds its own process group and parent-death signal).
+func (pl *Plan) SysProcAttr() *syscall.SysProcAttr {
+	return namespaceAttr(pl.Policy.Network.None())
+}
+
+// Check says whether s can enforce the plan's policy; the error names
+// what is missing.
+func (s Support) Check(p *Policy) error {
+	if s.Problem != "" {
+		return fmt.Errorf("%s", s.Problem)
+	}
+	if len(p.Network.Ports) > 0 && s.ABI < 4 {
+		return fmt.Errorf("network ports need Landlock ABI 4 (Linux 6.7), the kernel has ABI %d", s.ABI)
+	}
+	return nil
+}
