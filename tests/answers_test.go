@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,5 +78,59 @@ func TestCommandKeepsTheToolsFixAndShowsStderr(t *testing.T) {
 	r = runCmd(t, "", "call", "picky", "--server", url, "--format", "pretty")
 	if !strings.Contains(r.stderr, "stderr (tail):\n    picky: --level must be 1-3\n") || strings.Contains(r.stderr, "violations") {
 		t.Fatalf("pretty stderr %q: want the program's stderr tail under its heading", r.stderr)
+	}
+}
+
+// catalogue is what `toolmesh tools list --format json` prints.
+type catalogue struct {
+	Tools []struct {
+		Spec struct{ Name string } `json:"spec"`
+	} `json:"tools"`
+	Workers  int  `json:"workers"`
+	Complete bool `json:"complete"`
+}
+
+func listTools(t *testing.T, url string) catalogue {
+	t.Helper()
+	r := runCmd(t, "", "tools", "list", "--server", url, "--json")
+	var c catalogue
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &c) != nil {
+		t.Fatalf("tools list: %+v", r)
+	}
+	return c
+}
+
+// A worker whose tools file fails to load after it has joined the mesh (an
+// MCP server's command not on PATH: exit 78) leaves nothing behind: the catalogue stays
+// complete with the one worker that serves. A tools file that only bridges
+// MCP servers starts no empty worker of its own.
+func TestCommandWorkerLeavesNoPhantom(t *testing.T) {
+	_, url := startDev(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	yaml := "tools:\n  - name: fine\n    binding: {cli: {cmd: \"true\"}}\n  - namespace: gone\n    binding:\n      mcp: {command: no-such-program-on-path-21}\n"
+	if err := os.WriteFile(bad, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCmd(t, "", "worker", "--config", bad, "--server", url); r.code != 78 {
+		t.Fatalf("worker with a missing program: %+v, want exit 78", r)
+	}
+	if c := listTools(t, url); c.Workers != 1 || !c.Complete {
+		t.Fatalf("after the failed worker: %d workers, complete %v; want the dev worker alone, complete", c.Workers, c.Complete)
+	}
+
+	bridgeOnly := filepath.Join(dir, "bridge.yaml")
+	yaml = fmt.Sprintf("tools:\n  - namespace: fake\n    binding:\n      mcp: {command: %q}\n", mcpServerBin(t))
+	if err := os.WriteFile(bridgeOnly, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, "worker", "--config", bridgeOnly, "--server", url)
+	var c catalogue
+	testutil.WaitFor(t, "the bridged tools in the catalogue", func() bool {
+		c = listTools(t, url)
+		return c.Complete && len(c.Tools) > 4
+	})
+	if c.Workers != 2 {
+		t.Fatalf("dev and a bridge-only tools file: %d workers, want 2 (the dev worker and the bridge's)", c.Workers)
 	}
 }
