@@ -6,7 +6,7 @@ PKGS      := ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: all build test test-sdk lint vet fmt-check bench fuzz fuzz-smoke interop-mcp
+.PHONY: all build test test-sdk lint vet fmt-check bench fuzz fuzz-smoke interop-mcp flood
 
 all: build test
 
@@ -21,6 +21,12 @@ build:
 # The README's test command, and exactly what .ci/run calls.
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+
+# Issue 20's floods at full size (20,000 CLI calls at 2 `toolmesh worker`s
+# on a stock nats-server, with and without a kill -9): opt-in, since they
+# take a few minutes of a 2-core box; `make test` runs small versions.
+flood:
+	TOOLMESH_FLOOD=1 TOOLMESH_REQUIRE_NATS_SERVER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestHonestFlood' ./tests/
 
 # Provider output decoded by the official OpenAI, Anthropic and Gemini SDKs;
 # its own module (tests/providersdk) so the product never depends on them.
@@ -53,7 +59,9 @@ fuzz:
 	done
 
 # MCP interop with software nobody here wrote: the official TypeScript SDK
-# client, @modelcontextprotocol/server-everything and server-memory, installed by npm into
+# client, @modelcontextprotocol/server-everything, server-memory and
+# server-filesystem, and the official conformance suite (directly against
+# our fixture server and through the mesh), installed by npm into
 # a temporary directory. Needs node and npm; `make test` does not.
 interop-mcp:
-	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -timeout 9m -run '^TestMCPInterop' ./tests/
+	TOOLMESH_INTEROP_MCP=1 $(GO) test -race -count=1 -p 1 -timeout 15m -run '^TestMCPInterop' ./tests/

@@ -132,6 +132,8 @@ type Caller struct {
 	// nsenders counts them.
 	senders  sync.Map
 	nsenders atomic.Int32
+	// specs caches decoded catalogue spec sets by digest (catalog.go).
+	specs specCache
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 
@@ -597,13 +599,14 @@ func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Pr
 
 // judgeUnpicked decides the fate of a call no worker has spoken for.
 // Workers refuse, unrun, a call they read past its pickup cutoff (half
-// the pickup timeout after it was sent, §8.2), so once that cutoff and the
-// time a heartbeat takes are past, a call nobody named has not run and
-// never will. It is then reported at once when a worker that hosts its
-// tool is known gone (the call may sit in the dead worker's buffer); when
-// those workers all live, the call sits unread in a live one's buffer,
-// which will answer it (refused, unrun), so the caller waits for that
-// answer — up to silentBeats intervals — instead of blaming a busy worker.
+// the pickup timeout after it was sent, §8.2), and never start one past
+// it that no heartbeat has named; so once that cutoff and the time a
+// heartbeat takes are past, a call nobody named is either in a dead
+// worker's hands or unread in a live worker's buffer. It is reported at
+// once when a worker that hosts its tool is known gone; when those
+// workers all live, the live one holding it will answer it (refused,
+// unrun), so the caller waits for that answer — up to silentBeats
+// intervals — instead of blaming a busy worker.
 func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration, backlog bool) *envelope.Problem {
 	beat := c.cfg.Heartbeat
 	cutoff := c.cfg.PickupTimeout/2 + 2*beat
@@ -620,7 +623,10 @@ func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration
 	case hosts.alive && quiet <= silentBeats*beat:
 		return nil
 	}
-	return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanNo)
+	// Maybe, not no: a worker may start a call with a free slot before its
+	// first heartbeat names it, and die in between. Only a worker's own
+	// refusal says a call did not run.
+	return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe)
 }
 
 // silentBeats is how many of its intervals a worker that is still
@@ -632,7 +638,7 @@ func silenceDetail(live liveness, quiet time.Duration) string {
 	quiet = quiet.Round(time.Millisecond)
 	switch {
 	case !live.spoken:
-		return fmt.Sprintf("no worker took up the call in %s; it did not run, and a worker that reads it later refuses it (its pickup deadline has passed)", quiet)
+		return fmt.Sprintf("no worker took up the call in %s (no heartbeat named it): a worker that reads it from now on refuses it unrun (its pickup cutoff has passed), but one that died may have started it", quiet)
 	case live.workerID != "":
 		return fmt.Sprintf("worker %s: no word from the worker for %s although it is still connected; the call may have run", live.workerID, quiet)
 	default:

@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mesh"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -40,159 +42,203 @@ type Catalog struct {
 // catalogEntry is one worker's catalogue answer.
 type catalogEntry = wire.CatalogEntry
 
-// specDecoder decodes the specs of catalogue answers, each distinct spec
-// once: ToolSpec's decoder validates schemas, and a fleet's replicas send
-// the same specs over and over (at 10,000 workers this is most of a
-// catalogue's cost). Not safe for concurrent use.
-type specDecoder map[string]envelope.ToolSpec
-
-// entry decodes one worker's answer.
-func (d specDecoder) entry(data []byte) (catalogEntry, error) {
-	var raw struct {
-		WorkerID   string            `json:"worker_id"`
-		Tools      []json.RawMessage `json:"tools"`
-		IntervalMS int64             `json:"interval_ms"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return catalogEntry{}, err
-	}
-	if raw.WorkerID == "" {
-		return catalogEntry{}, errors.New("catalogue answer without worker_id")
-	}
-	e := catalogEntry{WorkerID: raw.WorkerID, IntervalMS: raw.IntervalMS, Tools: make([]envelope.ToolSpec, 0, len(raw.Tools))}
-	for _, r := range raw.Tools {
-		spec, ok := d[string(r)]
-		if !ok {
-			if err := json.Unmarshal(r, &spec); err != nil {
-				return catalogEntry{}, err
-			}
-			d[string(r)] = spec
-		}
-		e.Tools = append(e.Tools, spec)
-	}
-	return e, nil
-}
-
-// DefaultCatalogWait bounds a catalogue gather when the caller names no wait.
+// DefaultCatalogWait bounds a catalogue gather (a mesh without a worker
+// registry) when the caller names no wait.
 const DefaultCatalogWait = 300 * time.Millisecond
 
-// Catalog gathers every worker's ToolSpecs. NATS alone cannot say how many
-// workers exist, so Catalog reads the worker registry (a JetStream
-// key-value bucket every worker registers in, when the server has
-// JetStream), asks the whole fleet at once, and returns as soon as every
-// registered worker has answered, or when wait (default
-// DefaultCatalogWait) runs out. Without a registry it gathers for the
-// whole wait and says complete:false: it cannot know.
+// defaultRegistryWait bounds reading the registry and fetching unknown
+// spec sets when the caller names no wait; both end as soon as they are
+// done, so the bound is only reached when JetStream or workers are stuck.
+const defaultRegistryWait = 10 * time.Second
+
+// Catalog returns every worker's tools, one entry per tool with the
+// workers hosting it. When the server has JetStream it reads the worker
+// registry — one key per worker naming its spec set by digest — in one
+// pass, and asks one worker for each spec set it has not seen before: one
+// round trip for the registry at any fleet size, and complete:true when
+// every registered worker's tools are in. Without a registry it asks the
+// whole fleet at once and gathers answers for the whole wait (default
+// DefaultCatalogWait), and says complete:false: NATS cannot say how many
+// workers exist.
 func (c *Caller) Catalog(ctx context.Context, wait time.Duration) (Catalog, error) {
-	if wait <= 0 {
-		wait = DefaultCatalogWait
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	// The registry is read while the fleet answers: a server that denies
-	// or lacks JetStream must not eat the gather's time.
-	var (
-		regMu      sync.Mutex
-		registered map[string]bool
-		regErr     error
-		regDone    = make(chan struct{})
-	)
-	go func() {
-		ids, err := c.registeredWorkers(ctx)
-		regMu.Lock()
-		registered, regErr = ids, err
-		regMu.Unlock()
-		close(regDone)
-	}()
-	entries, err := c.gatherCatalog(ctx, regDone, func(got map[string]catalogEntry) bool {
-		regMu.Lock()
-		defer regMu.Unlock()
-		// Fewer answers than registered workers cannot be whole: the
-		// scan below then runs only at the end, not once per answer.
-		if registered == nil || len(got) < len(registered) {
-			return false
-		}
-		for id := range registered {
-			if _, ok := got[id]; !ok {
-				return false
-			}
-		}
-		return true
-	})
+	entries, warnings, complete, err := c.catalogEntries(ctx, wait)
 	if err != nil {
 		return Catalog{}, err
 	}
-	<-regDone // ends with ctx at the latest
 	cat := buildCatalog(entries)
-	cat.Complete = registered != nil
-	if registered == nil {
-		cat.ScopeWarnings = append(cat.ScopeWarnings, fmt.Sprintf(
-			"no worker registry (%v): NATS cannot say how many workers exist, so the %d that answered within %s may not be all",
-			regErr, len(entries), wait))
-	}
-	var silent []string
-	for id := range registered {
-		if _, ok := entries[id]; !ok {
-			silent = append(silent, id)
-		}
-	}
-	sort.Strings(silent)
-	for _, id := range silent {
-		cat.Complete = false
-		cat.ScopeWarnings = append(cat.ScopeWarnings, fmt.Sprintf("worker %s is registered but did not answer within %s", id, wait))
-	}
+	cat.ScopeWarnings, cat.Complete = warnings, complete
 	return cat, nil
 }
 
-// registeredWorkers lists the registry's worker ids; nil (with the reason)
-// when the mesh has no registry.
-func (c *Caller) registeredWorkers(ctx context.Context) (map[string]bool, error) {
-	if on, _ := c.nc.ConnectedServerJetStream(); !on {
-		return nil, errors.New("JetStream is not enabled on this server")
+// catalogEntries gathers every worker's entry as Catalog describes, with
+// the warnings that say what may be missing.
+func (c *Caller) catalogEntries(ctx context.Context, wait time.Duration) (map[string]catalogEntry, []string, bool, error) {
+	bound := wait
+	if bound <= 0 {
+		bound = defaultRegistryWait
 	}
-	js, err := jetstream.New(c.nc)
-	if err != nil {
-		return nil, err
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	reg, regErr := c.registrySnapshot(rctx)
+	if reg != nil {
+		entries, warnings := c.registryEntries(rctx, reg, bound)
+		return entries, warnings, len(warnings) == 0, nil
 	}
-	kv, err := js.KeyValue(ctx, c.subjects.RegistryBucket())
+	if ctx.Err() != nil {
+		return nil, nil, false, c.problems.Rebase(envelope.AsProblem(ctx.Err(), envelope.CodeTimeout))
+	}
+	if wait <= 0 {
+		wait = DefaultCatalogWait
+	}
+	gctx, gcancel := context.WithTimeout(ctx, wait)
+	defer gcancel()
+	entries, err := c.gatherCatalog(gctx, nil)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-			err = errors.New("JetStream is not enabled on this server")
+		return nil, nil, false, err
+	}
+	return entries, []string{fmt.Sprintf(
+		"no worker registry (%v): NATS cannot say how many workers exist, so the %d that answered within %s may not be all",
+		regErr, len(entries), wait)}, false, nil
+}
+
+// staleAfter is how long past its refresh period a registry key may go
+// unrewritten before its worker is taken for gone (kill -9 leaves a key
+// until the bucket's TTL); the slack absorbs clock skew between hosts.
+func staleAfter(b wire.Beacon) time.Duration {
+	refresh := time.Duration(b.RefreshMS) * time.Millisecond
+	if refresh <= 0 {
+		refresh = max(mesh.DefaultRegistryTTL/3, time.Second)
+	}
+	return 2*refresh + 5*time.Second
+}
+
+// registryEntries gives the entries of the registered workers: fresh keys
+// grouped by spec set, each unknown set fetched once; the warnings name
+// every worker left out.
+func (c *Caller) registryEntries(ctx context.Context, reg map[string]registered, wait time.Duration) (map[string]catalogEntry, []string) {
+	now := time.Now()
+	bySet := map[string][]string{} // digest ("" + id for a worker without one) → worker ids
+	var warnings []string
+	for id, r := range reg {
+		if age := now.Sub(r.written); age > staleAfter(r.beacon) {
+			warnings = append(warnings, fmt.Sprintf("worker %s has not refreshed its registry key for %s: it may be gone, and is not listed", id, age.Round(time.Second)))
+			continue
 		}
-		return nil, err
+		key := r.beacon.Specs
+		if key == "" {
+			key = "worker:" + id
+		}
+		bySet[key] = append(bySet[key], id)
 	}
-	keys, err := kv.Keys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, err
+	sets := c.resolveSets(ctx, bySet)
+	entries := make(map[string]catalogEntry, len(reg))
+	for key, ids := range bySet {
+		specs, ok := sets[key]
+		for _, id := range ids {
+			if !ok {
+				warnings = append(warnings, fmt.Sprintf("worker %s is registered but its tools could not be fetched within %s", id, wait))
+				continue
+			}
+			entries[id] = catalogEntry{WorkerID: id, Tools: specs, IntervalMS: reg[id].beacon.IntervalMS}
+		}
 	}
-	out := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		out[k] = true
+	sort.Strings(warnings)
+	return entries, warnings
+}
+
+// fetchAlone is how many unknown spec sets are fetched one worker each;
+// past it one catalogue broadcast fetches them all (a fleet of workers
+// with different tools), gathered only until every one is in.
+const fetchAlone = 32
+
+// resolveSets returns every spec set of bySet, fetching those not yet
+// cached; a set that no worker would give is left out.
+func (c *Caller) resolveSets(ctx context.Context, bySet map[string][]string) map[string][]envelope.ToolSpec {
+	out := make(map[string][]envelope.ToolSpec, len(bySet))
+	need := map[string][]string{}
+	for key, ids := range bySet {
+		if specs, ok := c.specs.get(key); ok {
+			out[key] = specs
+		} else {
+			need[key] = ids
+		}
 	}
-	return out, nil
+	if len(need) > fetchAlone {
+		c.gatherSets(ctx, need, out)
+		return out
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for key, ids := range need {
+		digest := key
+		if strings.HasPrefix(key, "worker:") {
+			digest = ""
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			specs, err := c.fetchSpecs(ctx, digest, ids)
+			if err != nil {
+				c.log.Debug("catalogue: spec set not fetched", "specs", key, "err", err)
+				return
+			}
+			mu.Lock()
+			out[key] = specs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// gatherSets fills out with the spec sets of need from one catalogue
+// broadcast, ending as soon as every set is in (or ctx ends).
+func (c *Caller) gatherSets(ctx context.Context, need map[string][]string, out map[string][]envelope.ToolSpec) {
+	byWorker := map[string]string{} // a worker without a digest → its key
+	for key, ids := range need {
+		if strings.HasPrefix(key, "worker:") {
+			byWorker[ids[0]] = key
+		}
+	}
+	missing := len(need)
+	_, _ = c.gatherCatalog(ctx, func(got map[string]catalogEntry, last catalogEntry) bool {
+		key := last.Specs
+		if k, ok := byWorker[last.WorkerID]; ok {
+			key = k
+		}
+		if _, wanted := need[key]; wanted {
+			if _, have := out[key]; !have {
+				out[key] = last.Tools
+				missing--
+			}
+		}
+		return missing == 0
+	})
 }
 
 // gatherCatalog asks every worker for its specs and collects the answers
-// until done says the set is whole or ctx ends; done is asked again after
-// every answer and when wake closes.
-func (c *Caller) gatherCatalog(ctx context.Context, wake <-chan struct{}, done func(map[string]catalogEntry) bool) (map[string]catalogEntry, error) {
+// until done (given the answers so far and the latest) says the set is
+// whole, or ctx ends.
+func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]catalogEntry, last catalogEntry) bool) (map[string]catalogEntry, error) {
 	var mu sync.Mutex
 	entries := map[string]catalogEntry{}
-	changed := make(chan struct{}, 1)
-	specs := specDecoder{} // used only by the subscription's one goroutine
-	inbox := c.nc.NewRespInbox()
+	whole := make(chan struct{})
+	finished := false
+	// NewInbox, not NewRespInbox: a response inbox also matches the
+	// connection's request wildcard, and every answer would arrive twice.
+	inbox := c.nc.NewInbox()
 	sub, err := c.nc.Subscribe(inbox, func(m *nats.Msg) {
-		e, err := specs.entry(m.Data)
-		if err != nil {
+		e, err := c.verifiedEntry(m.Data, "")
+		if err != nil || !wire.ValidWorkerID(e.WorkerID) {
 			c.log.Debug("malformed catalogue answer ignored", "err", err)
 			return
 		}
 		mu.Lock()
+		defer mu.Unlock()
 		entries[e.WorkerID] = e
-		mu.Unlock()
-		select {
-		case changed <- struct{}{}:
-		default:
+		if !finished && done != nil && done(entries, e) {
+			finished = true
+			close(whole)
 		}
 	})
 	if err != nil {
@@ -202,30 +248,14 @@ func (c *Caller) gatherCatalog(ctx context.Context, wake <-chan struct{}, done f
 	if err := c.nc.PublishRequest(c.subjects.Catalog(), inbox, nil); err != nil {
 		return nil, c.problems.New(envelope.CodeConnectionLost, err.Error())
 	}
-	for {
-		mu.Lock()
-		whole := done(entries)
-		mu.Unlock()
-		if whole {
-			break
-		}
-		select {
-		case <-changed:
-			continue
-		case <-wake:
-			wake = nil
-			continue
-		case <-ctx.Done():
-		}
-		break
+	select {
+	case <-whole:
+	case <-ctx.Done():
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	out := make(map[string]catalogEntry, len(entries))
-	for k, v := range entries {
-		out[k] = v
-	}
-	return out, nil
+	finished = true
+	return maps.Clone(entries), nil
 }
 
 func buildCatalog(entries map[string]catalogEntry) Catalog {

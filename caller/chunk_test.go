@@ -46,6 +46,12 @@ func TestChunkReassembly(t *testing.T) {
 			piece(fw, m, 1, "1/2", event[:20])
 			piece(fw, m, 2, "2/2", event[20:])
 		}, envelope.CodePayloadTooLarge, 25},
+		// 1,000 pieces the size of the first are past the cap before they
+		// come: the call ends at the first piece, not after the server has
+		// queued the rest for this connection (and it sends no more here).
+		{"announced past the cap", func(fw *fakeWorker, m *nats.Msg) {
+			piece(fw, m, 1, "1/1000", event[:10])
+		}, envelope.CodePayloadTooLarge, 5000},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

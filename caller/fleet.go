@@ -53,7 +53,7 @@ func (c *Caller) SampleFleet(ctx context.Context, wait time.Duration) (FleetSamp
 	defer cancel()
 	g := newGatherer(c.subjects.Root())
 	for _, verb := range []string{"PING", "STATS"} {
-		inbox := c.nc.NewRespInbox()
+		inbox := c.nc.NewInbox() // not NewRespInbox: it matches the request wildcard too, and answers would arrive twice
 		sub, err := c.nc.Subscribe(inbox, g.take)
 		if err != nil {
 			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())

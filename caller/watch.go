@@ -3,7 +3,6 @@ package caller
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"reflect"
 	"sort"
@@ -60,16 +59,16 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 		// which costs nothing but a refresh: every worker beacons again.
 		defer func() { _ = sub.Unsubscribe() }()
 		v := newLiveView(c.cfg.Heartbeat)
-		seedCtx, cancel := context.WithTimeout(ctx, DefaultCatalogWait)
-		entries, err := c.gatherCatalog(seedCtx, nil, func(map[string]catalogEntry) bool { return false })
-		cancel()
+		// Seeded from the catalogue: the registry when there is one (the
+		// whole fleet in one pass), else a gather for DefaultCatalogWait.
+		entries, _, _, err := c.catalogEntries(ctx, 0)
 		if err != nil {
 			yield(CatalogChange{}, err)
 			return
 		}
 		now := time.Now()
-		for _, e := range entries {
-			v.setWorker(e.WorkerID, -1, now, beaconInterval(e.IntervalMS, v.interval), e.Tools)
+		for _, w := range entries {
+			v.setWorker(w.WorkerID, -1, now, beaconInterval(w.IntervalMS, v.interval), w.Tools)
 		}
 		if !v.flush(yield) {
 			return
@@ -153,6 +152,12 @@ func (f *follower) apply(ctx context.Context, b wire.Beacon) {
 	if f.v.heard(b, time.Now(), interval) {
 		return
 	}
+	if specs, ok := f.c.specs.get(b.Specs); ok && b.Specs != "" {
+		// A spec set already known (a replica's): nothing to fetch.
+		delete(f.inflight, b.WorkerID)
+		f.v.setWorker(b.WorkerID, b.Revision, time.Now(), interval, specs)
+		return
+	}
 	if _, out := f.inflight[b.WorkerID]; out || len(f.inflight) >= maxFetches {
 		return // its next beacon tries again
 	}
@@ -187,20 +192,8 @@ func (f *follower) land(r fetched) {
 
 // workerTools asks one worker for its specs.
 func (c *Caller) workerTools(ctx context.Context, workerID string, wait time.Duration) ([]envelope.ToolSpec, error) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, c.subjects.WorkerCatalog(workerID), nil)
-	if err != nil {
-		return nil, err
-	}
-	var e catalogEntry
-	if err := json.Unmarshal(msg.Data, &e); err != nil {
-		return nil, err
-	}
-	if e.WorkerID != workerID {
-		return nil, fmt.Errorf("worker %s answered for %q", workerID, e.WorkerID)
-	}
-	return e.Tools, nil
+	e, err := c.askWorker(ctx, workerID, wait)
+	return e.Tools, err
 }
 
 // liveView is Watch's state: the workers heard from and, per tool, who

@@ -61,7 +61,7 @@ func registerTrue(b *testing.B, w *worker.Worker) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cli.Register(w, file, meshtest.Quiet()); err != nil {
+	if err := cli.RegisterFile(w, file, meshtest.Quiet()); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -75,7 +75,7 @@ tools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.Register(f.w, file, meshtest.Quiet()); err != nil {
+	if err := cli.RegisterFile(f.w, file, meshtest.Quiet()); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := f.c.Call(context.Background(), "numbers", nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,53 +13,185 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
 
-// BenchmarkCatalog10kWorkers measures one Catalog of a fleet of 10,000
-// registered workers hosting 100,000 tools (10 each). The fleet is
-// impersonated by one responder answering the catalogue broadcast once per
-// worker, with the registry holding one key per worker, so the figure is
-// the caller's and the server's cost, not 10,000 worker processes'.
-func BenchmarkCatalog10kWorkers(b *testing.B) {
-	const workers, toolsEach = 10_000, 10
-	srv := meshtest.StartServer(b, embedded.Config{})
-	fleet := meshtest.Connect(b, srv)
+// simFleet impersonates workers on one connection: each has a registry
+// key (an up beacon naming its spec set) and answers the catalogue
+// broadcast and its own catalogue subject exactly as a worker does, so a
+// figure is the caller's and the server's cost, not worker processes'.
+type simFleet struct {
+	nc      *nats.Conn
+	kv      jetstream.KeyValue
+	answers map[string][]byte // worker id → its catalogue answer
+	order   []string
+	beacons map[string][]byte
+}
+
+// specSet builds the public specs of set number n and their encoding.
+func specSet(n, toolsEach int) []byte {
+	specs := make([]envelope.ToolSpec, toolsEach)
+	for i := range specs {
+		specs[i] = envelope.ToolSpec{Name: fmt.Sprintf("ns%d.tool%d", n, i), Description: "a tool of the benchmark fleet",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}
+	}
+	b, _ := json.Marshal(specs)
+	return b
+}
+
+// newSimFleet makes workers workers of toolsEach tools in sets distinct
+// spec sets (worker w hosts set w%sets), registered as ids prefix+number.
+func newSimFleet(tb testing.TB, srv *embedded.Server, prefix string, workers, toolsEach, sets int) *simFleet {
+	f := &simFleet{nc: meshtest.Connect(tb, srv), answers: map[string][]byte{}, beacons: map[string][]byte{}}
 	subjects := mesh.Subjects{}
-	js, _ := jetstream.New(fleet)
-	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket(), History: 1})
+	js, _ := jetstream.New(f.nc)
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket(), History: 1, TTL: time.Minute})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	answers := make([][]byte, workers)
+	f.kv = kv
+	encoded := make([][]byte, sets)
+	for i := range encoded {
+		encoded[i] = specSet(i, toolsEach)
+	}
 	for w := range workers {
-		id := fmt.Sprintf("W%05d", w)
-		specs := make([]envelope.ToolSpec, toolsEach)
-		for i := range specs {
-			specs[i] = envelope.ToolSpec{Name: fmt.Sprintf("ns%d.tool%d", w%5000, i), Description: "a tool of the benchmark fleet",
-				InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}
+		id := fmt.Sprintf("%s%05d", prefix, w)
+		tools := encoded[w%sets]
+		digest := wire.SpecsDigest(tools)
+		f.answers[id], _ = json.Marshal(map[string]any{"worker_id": id, "tools": json.RawMessage(tools), "interval_ms": 1000, "specs": digest})
+		f.beacons[id], _ = json.Marshal(wire.Beacon{WorkerID: id, State: wire.BeaconUp, IntervalMS: 1000, Specs: digest, RefreshMS: 600000}) // a 30 min TTL: the bench does not refresh
+		f.order = append(f.order, id)
+	}
+	answer := func(m *nats.Msg) {
+		id := strings.TrimPrefix(m.Subject, subjects.Catalog()+".")
+		if m.Subject == subjects.Catalog() {
+			for _, id := range f.order {
+				_ = f.nc.Publish(m.Reply, f.answers[id])
+			}
+			return
 		}
-		answers[w], _ = json.Marshal(map[string]any{"worker_id": id, "tools": specs})
-		if _, err := kv.Put(context.Background(), id, []byte("{}")); err != nil {
-			b.Fatal(err)
+		if a, ok := f.answers[id]; ok {
+			_ = m.Respond(a)
 		}
 	}
-	if _, err := fleet.Subscribe(subjects.Catalog(), func(m *nats.Msg) {
-		for _, a := range answers {
-			_ = fleet.Publish(m.Reply, a)
+	for _, subj := range []string{subjects.Catalog(), subjects.Catalog() + ".>"} {
+		if _, err := f.nc.Subscribe(subj, answer); err != nil {
+			tb.Fatal(err)
 		}
-	}); err != nil {
-		b.Fatal(err)
 	}
-	_ = fleet.Flush()
-	c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})
-	b.ResetTimer()
+	_ = f.nc.Flush()
+	return f
+}
+
+// register writes every worker's registry key (a worker's READY).
+func (f *simFleet) register(tb testing.TB) {
+	for _, id := range f.order {
+		if _, err := f.kv.Put(context.Background(), id, f.beacons[id]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// rawGather is the peer: one request on the catalogue subject, answers
+// counted until every worker's is in, each decoded as a caller must.
+func rawGather(tb testing.TB, nc *nats.Conn, workers int) {
+	inbox := nc.NewInbox()
+	ch := make(chan *nats.Msg, workers)
+	sub, err := nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := nc.PublishRequest(mesh.Subjects{}.Catalog(), inbox, nil); err != nil {
+		tb.Fatal(err)
+	}
+	giveUp := time.After(time.Minute)
+	for range workers {
+		select {
+		case m := <-ch:
+			var e wire.CatalogEntry
+			if err := json.Unmarshal(m.Data, &e); err != nil {
+				tb.Fatal(err)
+			}
+		case <-giveUp:
+			tb.Fatal("raw gather: answers missing after a minute")
+		}
+	}
+}
+
+// BenchmarkCatalog measures one Catalog of 1,000 and 10,000 registered
+// workers of 5 tools each (in 500 distinct spec sets, as replicas share
+// them) beside a raw scatter-gather of the same catalogue subject that
+// knows the fleet's size, in the same run: wall time per op, and bytes
+// the caller's connection received per op.
+//
+//	go test -run '^$' -bench BenchmarkCatalog -benchtime 5x ./tests/
+func BenchmarkCatalog(b *testing.B) {
+	for _, workers := range []int{1_000, 10_000} {
+		srv := meshtest.StartServer(b, embedded.Config{})
+		f := newSimFleet(b, srv, "W", workers, 5, 500)
+		f.register(b)
+		b.Run(fmt.Sprintf("workers=%d/raw", workers), func(b *testing.B) {
+			nc := meshtest.Connect(b, srv)
+			in := nc.Stats().InBytes
+			for b.Loop() {
+				rawGather(b, nc, workers)
+			}
+			b.ReportMetric(float64(nc.Stats().InBytes-in)/float64(b.N), "B_in/op")
+		})
+		b.Run(fmt.Sprintf("workers=%d/toolmesh", workers), func(b *testing.B) {
+			nc := meshtest.Connect(b, srv)
+			c := meshtest.NewCaller(b, nc, caller.Config{})
+			in := nc.Stats().InBytes
+			for b.Loop() {
+				cat, err := c.Catalog(context.Background(), 0)
+				if err != nil || !cat.Complete || cat.Workers != workers || len(cat.Tools) != 500*5 {
+					b.Fatalf("catalogue: %v complete=%v workers=%d tools=%d %v", err, cat.Complete, cat.Workers, len(cat.Tools), cat.ScopeWarnings)
+				}
+			}
+			b.ReportMetric(float64(nc.Stats().InBytes-in)/float64(b.N), "B_in/op")
+		})
+		b.Run(fmt.Sprintf("workers=%d/toolmesh-cold", workers), func(b *testing.B) {
+			// A new caller each time (a `toolmesh tools list`): every
+			// spec set is fetched, none cached.
+			for b.Loop() {
+				c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})
+				cat, err := c.Catalog(context.Background(), 0)
+				if err != nil || !cat.Complete || cat.Workers != workers {
+					b.Fatalf("catalogue: %v complete=%v workers=%d %v", err, cat.Complete, cat.Workers, cat.ScopeWarnings)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWatchSeesReady measures how long after 1,000 workers' READY
+// (their first beacon) a Watch has reported every one of their tools.
+func BenchmarkWatchSeesReady(b *testing.B) {
+	srv := meshtest.StartServer(b, embedded.Config{})
 	for b.Loop() {
-		cat, err := c.Catalog(context.Background(), time.Minute)
-		if err != nil || !cat.Complete || cat.Workers != workers || len(cat.Tools) != workers/2*toolsEach {
-			b.Fatalf("catalogue: %v complete=%v workers=%d tools=%d %v", err, cat.Complete, cat.Workers, len(cat.Tools), cat.ScopeWarnings)
+		f := newSimFleet(b, srv, fmt.Sprintf("R%d.", b.N), 1_000, 5, 1_000)
+		c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		changes, stop := iterPull(c.Watch(ctx))
+		start := time.Now()
+		for _, id := range f.order {
+			_ = f.nc.Publish("toolmesh.presence."+id, f.beacons[id])
 		}
+		seen := map[string]bool{}
+		for len(seen) < 1_000*5 {
+			ch, err, ok := changes()
+			if !ok || err != nil {
+				b.Fatalf("watch ended: %v", err)
+			}
+			seen[ch.Tool.Spec.Name] = true
+		}
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms_to_all_tools")
+		stop()
+		cancel()
 	}
 }

@@ -10,10 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/worker"
 )
 
 // rssBytes reads a process's resident set size from /proc (Linux).
@@ -67,5 +70,64 @@ func TestIdleWorkerWith1000ToolsIsSmall(t *testing.T) {
 		t.Fatalf("idle worker with 1,000 tools: RSS %d MiB, want under %d MiB", rss>>20, limit>>20)
 	} else {
 		t.Logf("idle worker with 1,000 tools: RSS %.1f MiB", float64(rss)/(1<<20))
+	}
+}
+
+// While 200 workers rewrite their registry keys as fast as the server
+// takes them (refresh churn), every catalogue lists all 200 and says
+// complete: reading the registry never drops a live worker's key, and a
+// catalogue is never complete without one.
+func TestCatalogUnderRegistryChurnMissesNoWorker(t *testing.T) {
+	const workers = 200
+	srv := meshtest.StartServer(t, embedded.Config{})
+	f := newSimFleet(t, srv, "C", workers, 5, 20)
+	f.register(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	churned := make(chan int)
+	go func() {
+		n := 0
+		defer func() { churned <- n }()
+		for ctx.Err() == nil {
+			for _, id := range f.order {
+				if _, err := f.kv.Put(ctx, id, f.beacons[id]); err == nil {
+					n++
+				}
+			}
+		}
+	}()
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	for run := range 100 {
+		cat, err := c.Catalog(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cat.Workers != workers || !cat.Complete {
+			t.Fatalf("run %d under churn: %d of %d workers, complete=%v, %v", run, cat.Workers, workers, cat.Complete, cat.ScopeWarnings)
+		}
+	}
+	cancel()
+	t.Logf("registry keys rewritten during 100 catalogues: %d", <-churned)
+}
+
+// A catalogue gather (no registry) after the connection has made requests (so nats.go's
+// response wildcard exists) receives each worker's answer once.
+func TestCatalogAnswersArriveOnce(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{NoJetStream: true}) // the broadcast gather
+	for i := range 5 {
+		w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{})
+		register(t, w, envelope.ToolSpec{Name: fmt.Sprintf("once.t%d", i)}, echo)
+	}
+	nc := meshtest.Connect(t, srv)
+	c := meshtest.NewCaller(t, nc, caller.Config{})
+	if _, err := nc.Request("toolmesh.describe.once.t0", nil, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	before := nc.Stats().InMsgs
+	cat, err := c.Catalog(context.Background(), 0)
+	if err != nil || cat.Workers != 5 {
+		t.Fatalf("catalogue of 5 workers: %v %+v", err, cat)
+	}
+	if got := nc.Stats().InMsgs - before; got != 5 {
+		t.Fatalf("5 workers answered; the caller's connection received %d messages", got)
 	}
 }

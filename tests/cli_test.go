@@ -27,7 +27,7 @@ func cliMesh(t *testing.T, toolsYAML string) *meshFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.Register(f.w, file, meshtest.Quiet()); err != nil {
+	if err := cli.RegisterFile(f.w, file, meshtest.Quiet()); err != nil {
 		t.Fatal(err)
 	}
 	return f

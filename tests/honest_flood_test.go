@@ -29,7 +29,7 @@ func floodCalls() int {
 	if os.Getenv("TOOLMESH_FLOOD") != "" {
 		return 20000
 	}
-	return 1500
+	return 800
 }
 
 // execLogTool is a real program that appends the tag it is given to an

@@ -114,3 +114,31 @@ func ExampleConfig_middleware() {
 	// Output:
 	// {"ok":true} <nil>
 }
+
+// A `toolmesh:"default=…"` fills in a member the call leaves out, never
+// one it sends: a caller that shares the struct needs omitempty on the
+// field, or it sends the zero value and the default never applies.
+func ExampleAddTool_defaults() {
+	m, err := meshtest.Start(meshtest.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	type Scaled struct {
+		N     int `json:"n"`
+		Times int `json:"times,omitempty" toolmesh:"default=10"`
+	}
+	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "scale"},
+		func(_ context.Context, _ *worker.Request, in Scaled) (int, error) { return in.N * in.Times, nil }); err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	omitted, _ := caller.CallAs[int](ctx, m.Caller, "scale", Scaled{N: 2}) // times left out: 10
+	type noOmitempty struct {
+		N     int `json:"n"`
+		Times int `json:"times"`
+	}
+	sent, _ := caller.CallAs[int](ctx, m.Caller, "scale", noOmitempty{N: 2}) // "times":0 sent
+	fmt.Println(omitted, sent)
+	// Output: 20 0
+}

@@ -62,6 +62,9 @@ func (w *Worker) openRegistry() jetstream.KeyValue {
 	return kv
 }
 
+// refreshEvery is how often the worker rewrites its registry key.
+func (w *Worker) refreshEvery() time.Duration { return max(w.cfg.RegistryTTL/3, time.Second) }
+
 func (p *presence) loop() {
 	defer close(p.exited)
 	// After an outage the registry key may have expired: re-register at
@@ -70,7 +73,7 @@ func (p *presence) loop() {
 	defer p.w.nc.RemoveStatusListener(reconnected)
 	beat := time.NewTicker(p.w.cfg.Heartbeat)
 	defer beat.Stop()
-	refresh := time.NewTicker(max(p.w.cfg.RegistryTTL/3, time.Second))
+	refresh := time.NewTicker(p.w.refreshEvery())
 	defer refresh.Stop()
 	for {
 		select {
@@ -107,7 +110,9 @@ func (p *presence) current(state string) []byte {
 	p.mu.Lock()
 	rev := p.revision
 	p.mu.Unlock()
-	b, _ := json.Marshal(wire.Beacon{WorkerID: p.w.cfg.ID, State: state, Revision: rev, IntervalMS: p.w.cfg.Heartbeat.Milliseconds()})
+	_, digest := p.w.catalogue()
+	b, _ := json.Marshal(wire.Beacon{WorkerID: p.w.cfg.ID, State: state, Revision: rev, IntervalMS: p.w.cfg.Heartbeat.Milliseconds(),
+		Specs: digest, RefreshMS: p.w.refreshEvery().Milliseconds()})
 	return b
 }
 

@@ -128,7 +128,12 @@ func untyped(t reflect.Type) bool {
 //	N int `json:"n" jsonschema:"how many" toolmesh:"default=5,minimum=0"`
 //	Mode string `json:"mode" toolmesh:"enum=fast|slow"`
 //
-// A field with a default is optional. An untyped T (any) is an object.
+// A field with a default is optional. The default fills in a member the
+// call leaves out, never one it sends: a Go caller that encodes the same
+// struct sends a zero B as "b":0 unless the field has omitempty (or
+// omitzero, or is a nil pointer), so give a defaulted field omitempty when
+// callers share the type (ExampleAddTool_defaults). An untyped T (any) is
+// an object.
 func InferSchema[T any]() (json.RawMessage, error) {
 	s, err := jsonschema.For[T](nil)
 	if err != nil {

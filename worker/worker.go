@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -138,12 +139,13 @@ type Worker struct {
 	stopCtx    context.Context
 	stopCancel context.CancelCauseFunc
 
-	mu          sync.Mutex
-	tools       map[string]*tool
-	registering map[string]bool // names whose subscription awaits confirmation
-	ctlSubs     []*nats.Subscription
-	draining    bool
-	closed      chan nats.Status // CLOSED notifications; removed when the worker stops
+	mu           sync.Mutex
+	tools        map[string]*tool
+	toolsVersion int64           // counts changes of tools
+	registering  map[string]bool // names whose subscription awaits confirmation
+	ctlSubs      []*nats.Subscription
+	draining     bool
+	closed       chan nats.Status // CLOSED notifications; removed when the worker stops
 
 	// payload is the connection's max_payload, read once per connection
 	// rather than under the connection's lock for every event.
@@ -158,6 +160,12 @@ type Worker struct {
 
 	presence *presence
 	shares   shares // calls admitted per sender (Config.MaxPerIdentity)
+
+	// The encoded catalogue (see catalogue), for toolsVersion catVersion.
+	catMu      sync.Mutex
+	catVersion int64
+	catTools   []byte
+	catDigest  string
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
@@ -376,9 +384,32 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 		return fmt.Errorf("register %q: %w", spec.Name, err)
 	}
 	w.tools[spec.Name] = t
+	w.toolsVersion++
 	w.ctlSubs = append(w.ctlSubs, t.dsub)
 	go w.presence.changed()
 	return nil
+}
+
+// Unregister stops taking calls for the tool named name: its call and
+// describe subscriptions end, discovery and catalogues stop listing it,
+// and calls already taken run to their end. It reports whether the tool
+// was registered. cli.RegisterFile uses it to undo a partly registered
+// tools file.
+func (w *Worker) Unregister(name string) bool {
+	w.mu.Lock()
+	t, ok := w.tools[name]
+	if ok {
+		delete(w.tools, name)
+		w.ctlSubs = slices.DeleteFunc(w.ctlSubs, func(s *nats.Subscription) bool { return s == t.dsub })
+	}
+	w.mu.Unlock()
+	if !ok {
+		return false
+	}
+	_ = t.sub.Unsubscribe()
+	_ = t.dsub.Unsubscribe()
+	go w.presence.changed()
+	return true
 }
 
 // reserve claims t's name and subscribes its call and describe subjects.
@@ -551,14 +582,7 @@ func (w *Worker) subscribeControl() error {
 	}
 	_ = probes.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, probes)
-	answer := func(m *nats.Msg) {
-		specs := w.Specs()
-		for i := range specs {
-			specs[i] = publicSpec(specs[i])
-		}
-		b, _ := json.Marshal(wire.CatalogEntry{WorkerID: w.cfg.ID, Tools: specs, IntervalMS: w.cfg.Heartbeat.Milliseconds()})
-		_ = m.Respond(b)
-	}
+	answer := func(m *nats.Msg) { _ = m.Respond(w.catalogueEntry()) }
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
 		cat, err := w.nc.Subscribe(subj, answer)
 		if err != nil {

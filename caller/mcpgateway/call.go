@@ -47,6 +47,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool s
 	if bearer := bearerOf(req); bearer != "" {
 		opts = append(opts, caller.WithBearer(bearer))
 	}
+	opts = append(opts, elicitOptions(req)...)
 	st, err := g.cfg.Caller.Stream(ctx, meshTool, json.RawMessage(args), opts...)
 	if err != nil {
 		return problemResult(envelope.AsProblem(err, envelope.CodeInternal)), nil

@@ -29,10 +29,11 @@ const (
 	peersStream       = "raw: publish→subscribe, one message per event"
 	peersNoResponders = "raw: nats.go request to a subject nobody subscribes"
 	peersSpawn        = "raw: os/exec of the same program"
+	peersSandbox      = "raw: the same CLI tool through the mesh without a sandbox"
 )
 
 // benchScenarios is the table of the run's ratio rows, in report order.
-func benchScenarios(o *benchOptions) []benchScenario {
+func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 	var s []benchScenario
 	for _, n := range o.levels {
 		s = append(s, benchScenario{name: "unary", inFlight: n, peers: peersRequestReply,
@@ -62,6 +63,14 @@ func benchScenarios(o *benchOptions) []benchScenario {
 		s = append(s, benchScenario{name: "cli " + trueBinaryName, inFlight: n, peers: peersSpawn,
 			raw: (*bencher).rawSpawn, toolmesh: (*bencher).meshSpawn,
 			goals: []benchGoal{{metric: metricThroughput, bound: 0.85}}})
+	}
+	for _, n := range o.cliLevels {
+		if !sandboxed {
+			break
+		}
+		s = append(s, benchScenario{name: "cli " + trueBinaryName + " sandboxed", inFlight: n, peers: peersSandbox,
+			raw: (*bencher).meshSpawn, toolmesh: (*bencher).meshSpawnSandboxed,
+			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})
 	}
 	return s
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
+	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // echoSchema is the bench echo tool's input: one property, as issue 12's
@@ -37,12 +38,20 @@ type bencher struct {
 	raw        *nats.Conn
 	rawSubject string
 	trueBin    string
-	args       json.RawMessage
-	deltas     int
+	// sandboxed says the host can confine programs: the sandboxed CLI
+	// row runs only then.
+	sandboxed bool
+	args      json.RawMessage
+	deltas    int
 }
 
 func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, deltas int, g *globals) (*bencher, error) {
 	b := &bencher{deltas: deltas, trueBin: trueBinary()}
+	if support := sandbox.Probe(context.Background()); support.Problem == "" {
+		b.sandboxed = true
+	} else {
+		fmt.Fprintf(g.stderr, "the sandboxed CLI rows are skipped: %s\n", support.Problem)
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -151,11 +160,16 @@ func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, g 
 	if err := w.Register(envelope.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(b.count)); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
-	file, err := cli.Parse(fmt.Appendf(nil, "tools:\n  - name: \"true\"\n    binding:\n      cli:\n        cmd: %s\n        output_format: lines\n", strconv.Quote(b.trueBin)))
+	tools := fmt.Appendf(nil, "tools:\n  - name: \"true\"\n    binding:\n      cli:\n        cmd: %s\n        output_format: lines\n", strconv.Quote(b.trueBin))
+	if b.sandboxed {
+		tools = fmt.Appendf(tools, "  - name: true.sandboxed\n    sandbox: %s\n    binding:\n      cli:\n        cmd: %s\n        output_format: lines\n",
+			benchSandbox, strconv.Quote(b.trueBin))
+	}
+	file, err := cli.Parse(tools)
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
-	if err := cli.Register(w, file, g.log); err != nil {
+	if err := cli.RegisterFile(w, file, g.log); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	return nil
@@ -233,6 +247,17 @@ func (b *bencher) meshNoResponders(ctx context.Context) error {
 // rawSpawn runs /bin/true directly with os/exec.
 func (b *bencher) rawSpawn(ctx context.Context) error {
 	return exec.CommandContext(ctx, b.trueBin).Run()
+}
+
+// benchSandbox is the sandbox of the sandboxed CLI row: a typical one,
+// with every kind of confinement (files, no network, each limit).
+const benchSandbox = "{read: [/usr/share], network: none, limits: {cpu_seconds: 10, memory_mb: 256, files: 64, processes: 16}}"
+
+// meshSpawnSandboxed runs /bin/true through the mesh's CLI binding in a
+// sandbox (benchSandbox).
+func (b *bencher) meshSpawnSandboxed(ctx context.Context) error {
+	_, err := b.c.Call(ctx, "true.sandboxed", json.RawMessage(`{}`))
+	return err
 }
 
 // meshSpawn runs /bin/true through the mesh's CLI binding.

@@ -22,6 +22,7 @@ type callFlags struct {
 	stream, dryRun, all bool
 	timeout             time.Duration
 	answers             []string
+	durable             durableFlags
 }
 
 func newCallCmd(g *globals) *cobra.Command {
@@ -53,6 +54,7 @@ Failures are also reported on stderr as a Problem, and the exit code is the Prob
 	f.DurationVar(&cf.timeout, "timeout", 0, "budget for the call, e.g. 30s (default: none; a silent worker still ends the call)")
 	f.StringVar(&cf.bearer, "bearer", "", "bearer token for the tool (default $TOOLMESH_BEARER)")
 	f.StringArrayVar(&cf.answers, "answer", nil, "answer to the tool's next question: a JSON object, or decline or cancel (repeatable, used in order)")
+	cf.durable.add(cmd)
 	return cmd
 }
 
@@ -74,6 +76,9 @@ func runCall(cmd *cobra.Command, g *globals, tool string, cf callFlags) error {
 	}
 	defer done()
 	opts := callOptions(cf.bearer, cf.dryRun, cf.timeout)
+	if d := cf.durable; d.detach || d.durable {
+		return callDurable(ctx, g, c, tool, raw, append(opts, d.options(cf.stream)...), d.detach)
+	}
 	asking, err := g.answerOptions(cf.answers)
 	if err != nil {
 		return err
@@ -90,6 +95,49 @@ func runCall(cmd *cobra.Command, g *globals, tool string, cf callFlags) error {
 	}
 	resp, err := c.Call(ctx, tool, raw, opts...)
 	return printResponse(g.stdout, resp, err)
+}
+
+// durableFlags are call's flags for durable calls (docs/protocol.md §22).
+type durableFlags struct {
+	detach, durable, idempotent bool
+	idemKey                     string
+}
+
+func (d *durableFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&d.detach, "detach", false, "submit the call as a durable task and print its record (the task id) at once")
+	f.BoolVar(&d.durable, "durable", false, "submit the call as a durable task, print its record, then follow its events as NDJSON")
+	f.StringVar(&d.idemKey, "idempotency-key", "", "one task per key (and the task may re-run if its worker is lost)")
+	f.BoolVar(&d.idempotent, "idempotent", false, "declare the tool safe to re-run if a durable task's worker is lost")
+}
+
+// options are the task options the flags ask for; a task followed or
+// streamed records every event, a detached unary one only its terminal.
+func (d *durableFlags) options(stream bool) []caller.Option {
+	opts := []caller.Option{caller.WithTaskMode("unary")}
+	if stream || d.durable {
+		opts[0] = caller.WithTaskMode("stream")
+	}
+	if d.idemKey != "" {
+		opts = append(opts, caller.WithIdempotencyKey(d.idemKey))
+	}
+	if d.idempotent {
+		opts = append(opts, caller.Idempotent())
+	}
+	return opts
+}
+
+// callDurable submits a task, prints its record, and unless detached
+// follows its events.
+func callDurable(ctx context.Context, g *globals, c *caller.Caller, tool string, args json.RawMessage, opts []caller.Option, detach bool) error {
+	rec, err := c.SubmitRecord(ctx, tool, args, opts...)
+	if err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	if err := printJSON(g, rec); err != nil || detach {
+		return err
+	}
+	return watchTask(ctx, g.stdout, c, rec.TaskID, 1)
 }
 
 // callOptions are the call options the flags ask for.

@@ -15,6 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/tasks"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 	"github.com/toolmesh/toolmesh/worker/workermw"
@@ -24,15 +25,17 @@ func newDevCmd(g *globals) *cobra.Command {
 	var listen, config string
 	var drain time.Duration
 	var approvals worker.Approvals
+	var tf taskFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDev(cmd.Context(), g, devConfig{listen, config, drain, approvals})
+			return runDev(cmd.Context(), g, devConfig{listen, config, drain, approvals, tf})
 		},
 	}
 	approvalFlags(cmd, &approvals)
+	tf.add(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) of command-line tools to host as well")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
@@ -45,6 +48,7 @@ type devConfig struct {
 	listen, config string
 	drain          time.Duration
 	approvals      worker.Approvals
+	tasks          taskFlags
 }
 
 // approvalFlags adds the approval policy's flags (docs/protocol.md §23.7).
@@ -92,7 +96,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	if file != nil {
-		if err := cli.Register(w, file, g.log); err != nil {
+		if err := cli.RegisterFile(w, file, g.log); err != nil {
 			w.Stop()
 			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 		}
@@ -102,16 +106,38 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		w.Stop()
 		return err
 	}
+	stopTasks, err := startDevTasks(ctx, srv, g, dc.tasks)
+	if err != nil {
+		w.Stop()
+		_ = drainBridges(0)
+		return err
+	}
+	defer stopTasks()
 	url := srv.ClientURL()
 	fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
 	fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
-	fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n")
+	fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n       toolmesh call count --detach   (a durable task; then toolmesh tasks watch ID)\n")
 	fmt.Fprintf(g.stdout, "       toolmesh call remove --args '{\"path\":\"/tmp/x\"}'   (it asks first)\n")
 	if url != mesh.DefaultURL {
 		fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
 	}
 	fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
 	return serveUntil(ctx, w, drainBridges, drain, g)
+}
+
+// startDevTasks runs dev's task service on a connection of its own, so
+// durable calls work out of the box (docs/protocol.md §22).
+func startDevTasks(ctx context.Context, srv *embedded.Server, g *globals, tf taskFlags) (stop func(), err error) {
+	nc, err := srv.Connect()
+	if err != nil {
+		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	svc, err := tasks.New(ctx, nc, tf.config(g))
+	if err != nil {
+		nc.Close()
+		return nil, envelope.Problemf(envelope.CodeInternal, "task service: %v", err)
+	}
+	return func() { svc.Close(context.Background()); nc.Close() }, nil
 }
 
 func newWorkerCmd(g *globals) *cobra.Command {
@@ -164,7 +190,7 @@ func runWorker(ctx context.Context, g *globals, nc *nats.Conn, file *cli.File, c
 		if w, err = worker.New(nc, wcfg); err != nil {
 			return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
 		}
-		if err := cli.Register(w, file, g.log); err != nil {
+		if err := cli.RegisterFile(w, file, g.log); err != nil {
 			w.Stop()
 			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 		}

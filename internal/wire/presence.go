@@ -1,5 +1,19 @@
 package wire
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// SpecsDigest names a catalogue's tools array by its content: the hex
+// SHA-256 of exactly the bytes a catalogue answer carries as "tools".
+// Workers hosting the same tools share it, so a reader fetches each
+// distinct spec set once, and checks what it fetched against it.
+func SpecsDigest(tools []byte) string {
+	sum := sha256.Sum256(tools)
+	return hex.EncodeToString(sum[:])
+}
+
 // Beacon states.
 const (
 	BeaconUp   = "up"   // serving
@@ -15,4 +29,11 @@ type Beacon struct {
 	// IntervalMS is the worker's beacon interval: silence for MissedBeats
 	// of them means the worker is gone.
 	IntervalMS int64 `json:"interval_ms"`
+	// Specs is the digest of the worker's catalogue (SpecsDigest of the
+	// tools array its catalogue answer carries), so a watcher or a
+	// catalogue that already holds those specs needs nothing more.
+	Specs string `json:"specs,omitempty"`
+	// RefreshMS is how often the worker rewrites its registry key (only
+	// in the registry's copy of the beacon).
+	RefreshMS int64 `json:"refresh_ms,omitempty"`
 }

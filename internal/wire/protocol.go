@@ -57,6 +57,8 @@ type CatalogEntry struct {
 	// watcher that meets the worker in a catalogue answer, before any
 	// beacon, knows from it how long a silence means the worker is gone.
 	IntervalMS int64 `json:"interval_ms,omitempty"`
+	// Specs is SpecsDigest of the encoded Tools.
+	Specs string `json:"specs,omitempty"`
 }
 
 // Header returns the first value of key in h, matching the name

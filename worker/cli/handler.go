@@ -92,7 +92,7 @@ func (h *Handler) Spec() envelope.ToolSpec { return h.spec }
 
 // Close releases what the Handler keeps between calls (its supervisor's
 // sentinel process); a program still running is stopped as if the worker
-// had died. Handlers made by Register share a supervisor per kill grace
+// had died. Handlers made by RegisterFile share a supervisor per kill grace
 // that lives as long as the process, and their Close does nothing.
 func (h *Handler) Close() error {
 	if !h.ownSup {
@@ -101,37 +101,63 @@ func (h *Handler) Close() error {
 	return h.sup.Close()
 }
 
-// Register loads every tool of f into w, logging f's load warnings.
-func Register(w *worker.Worker, f *File, log *slog.Logger) error {
+// RegisterFile registers every tool of f on w, or none: it logs f's load
+// warnings, makes every tool's Handler and checks every spec and name
+// first, and when w then refuses one (a subscription the server's
+// permissions deny, a worker draining) it unregisters the tools of f it
+// had registered before returning the error. A worker thus never serves
+// half a tools file.
+func RegisterFile(w *worker.Worker, f *File, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()
 	}
 	for _, warning := range f.Warnings {
 		log.Warn(warning)
 	}
-	sups := make(map[time.Duration]*supervise.Supervisor) // one sentinel per kill grace
-	var support *sandbox.Support
-	for _, t := range f.Tools {
-		if t.Sandbox == nil {
-			log.Warn("tool runs unconfined, with the worker's own rights (give it a sandbox block)", "tool", t.Spec.Name)
-		} else if support == nil {
-			s := sandbox.Probe(context.Background())
-			support = &s
-		}
-		t.AllowUnconfined = t.AllowUnconfined || f.AllowUnconfined
-		h, err := newHandler(t, f.Env, log, support)
-		if err != nil {
+	handlers, err := fileHandlers(w, f, log)
+	if err != nil {
+		return err
+	}
+	for i, h := range handlers {
+		if err := w.Register(f.Tools[i].Spec, h); err != nil {
+			for _, done := range f.Tools[:i] {
+				w.Unregister(done.Spec.Name)
+			}
 			return err
+		}
+	}
+	return nil
+}
+
+// fileHandlers makes the Handler of every tool of f, one supervisor per
+// kill grace, after checking that no name repeats in f or is already
+// registered on w and that every spec compiles.
+func fileHandlers(w *worker.Worker, f *File, log *slog.Logger) ([]*Handler, error) {
+	taken := map[string]bool{}
+	for _, s := range w.Specs() {
+		taken[s.Name] = true
+	}
+	sups := make(map[time.Duration]*supervise.Supervisor) // one sentinel per kill grace
+	handlers := make([]*Handler, 0, len(f.Tools))
+	for _, t := range f.Tools {
+		if taken[t.Spec.Name] {
+			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q is defined twice (or already registered on this worker)", t.Spec.Name)
+		}
+		taken[t.Spec.Name] = true
+		if _, _, err := t.Spec.Compile(); err != nil {
+			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: %v", t.Spec.Name, err)
+		}
+		h, err := NewHandler(t, f.Env, log)
+		if err != nil {
+			return nil, err
 		}
 		if sups[h.limits.KillGrace] == nil {
 			sups[h.limits.KillGrace] = h.sup
 		}
 		h.sup, h.ownSup = sups[h.limits.KillGrace], false
-		if err := w.Register(h.spec, h); err != nil {
-			return err
-		}
+		handlers = append(handlers, h)
 	}
-	return nil
+	return handlers, nil
 }
 
 // errOutputCap marks stdout passing the tool's MaxOutputBytes.

@@ -87,7 +87,7 @@ type File struct {
 	// every program (default PATH, HOME, LANG, TZ).
 	Env []string
 	// Warnings are what the loader tolerated but a human should see, such
-	// as a misspelt binding field; Register logs them.
+	// as a misspelt binding field; RegisterFile logs them.
 	Warnings []string
 	// AllowUnconfined is the operator's consent to run a sandboxed tool
 	// unconfined where the host cannot confine it (see Tool.AllowUnconfined).

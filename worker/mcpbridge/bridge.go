@@ -67,6 +67,7 @@ type Bridge struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	drains sync.WaitGroup // replaced workers still finishing their calls
+	askers askers         // calls a server's elicitation may be put to (elicit.go)
 
 	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
 
@@ -104,6 +105,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 			}
 		},
 		ProgressNotificationHandler: b.onProgress,
+		ElicitationHandler:          b.onElicit,
 	})
 	if err := b.prepareSandbox(ctx); err != nil {
 		return nil, err

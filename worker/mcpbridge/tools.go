@@ -179,6 +179,7 @@ func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
 		if sess == nil {
 			return nil, b.downProblem("is down")
 		}
+		defer b.askers.track(ctx, req)()
 		params := &mcp.CallToolParams{Name: mcpName, Arguments: json.RawMessage(req.Args)}
 		if req.Streaming {
 			sk := newSink(emit)

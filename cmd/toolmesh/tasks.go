@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/tasks"
+)
+
+// newTasksCmd is `toolmesh tasks`: durable calls (docs/protocol.md §22).
+func newTasksCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "tasks", Short: "Follow, read, cancel and list durable calls (tasks); run the task service"}
+	cmd.AddCommand(newTasksWatchCmd(g), newTasksGetCmd(g), newTasksCancelCmd(g), newTasksLsCmd(g), newTasksServeCmd(g))
+	return cmd
+}
+
+// oneTaskID checks that a command got exactly one task id.
+func oneTaskID(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return envelope.Problemf(envelope.CodeInvalidInput, "want exactly one task id, got %d arguments", len(args)).
+			WithFix("Pass the id `toolmesh call --detach` printed; `toolmesh tasks ls` lists yours.", envelope.HasPlaceholders)
+	}
+	return nil
+}
+
+func newTasksWatchCmd(g *globals) *cobra.Command {
+	var from int
+	cmd := &cobra.Command{
+		Use:   "watch TASK_ID",
+		Short: "Print every event of a task from the first, in order, then the live ones, as NDJSON",
+		Args:  oneTaskID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := g.newCaller(cmd, "tasks")
+			if err != nil {
+				return err
+			}
+			defer done()
+			return watchTask(cmd.Context(), g.stdout, c, args[0], from)
+		},
+	}
+	cmd.Flags().IntVar(&from, "from", 1, "the number of the first event to print")
+	return cmd
+}
+
+// watchTask prints a task's events as NDJSON lines {"n","attempt","event"};
+// the exit code is the terminal's.
+func watchTask(ctx context.Context, out io.Writer, c *caller.Caller, id string, from int) error {
+	ts, err := c.Attach(ctx, id, from)
+	if err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	defer ts.Close()
+	for {
+		ev, err := ts.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return envelope.AsProblem(err, envelope.CodeInternal)
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return envelope.NewProblem(envelope.CodeInternal, err.Error())
+		}
+		fmt.Fprintf(out, "%s\n", b)
+		if ev.Event.Type == envelope.EventError {
+			return ev.Event.Problem()
+		}
+	}
+}
+
+func newTasksGetCmd(g *globals) *cobra.Command {
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "get TASK_ID",
+		Short: "Print a task's record as JSON, its terminal event included once it has ended",
+		Args:  oneTaskID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := g.newCaller(cmd, "tasks")
+			if err != nil {
+				return err
+			}
+			defer done()
+			rec, err := c.Task(cmd.Context(), args[0], wait)
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			return printJSON(g, rec)
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task has ended")
+	return cmd
+}
+
+func newTasksCancelCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel TASK_ID",
+		Short: "Cancel a task: a queued one never runs, a running one's handler and processes are stopped",
+		Args:  oneTaskID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := g.newCaller(cmd, "tasks")
+			if err != nil {
+				return err
+			}
+			defer done()
+			rec, err := c.CancelTask(cmd.Context(), args[0])
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			return printJSON(g, rec)
+		},
+	}
+}
+
+func newTasksLsCmd(g *globals) *cobra.Command {
+	var state string
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List your tasks, newest first",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, done, err := g.newCaller(cmd, "tasks")
+			if err != nil {
+				return err
+			}
+			defer done()
+			list, err := c.Tasks(cmd.Context(), state, limit)
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			if asJSON {
+				return printJSON(g, map[string]any{"tasks": list})
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "TASK\tTOOL\tSTATE\tATTEMPT\tEVENTS\tCODE\tCREATED")
+			for _, r := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", r.TaskID, r.Tool, r.State, r.Attempt, r.Events, r.Code, r.Created)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state (queued, running, succeeded, failed, cancelled)")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many tasks (1–1000)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as JSON")
+	return cmd
+}
+
+// taskFlags are the task service's settings on the command line.
+type taskFlags struct {
+	retention time.Duration
+	queue     int64
+	replicas  int
+	attempts  int
+}
+
+func (f *taskFlags) add(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.retention, "task-retention", 24*time.Hour, "how long tasks' events and results are kept")
+	cmd.Flags().Int64Var(&f.queue, "task-queue", 1024, "per tool, how many tasks may wait or run before submit answers overloaded")
+	cmd.Flags().IntVar(&f.replicas, "task-replicas", 1, "replicas of the task streams (3 on a 3-node JetStream cluster)")
+	cmd.Flags().IntVar(&f.attempts, "task-attempts", 3, "attempts of a re-runnable task whose worker is lost")
+}
+
+func (f *taskFlags) config(g *globals) tasks.Config {
+	return tasks.Config{Prefix: g.prefix, Retention: f.retention, MaxQueuedPerTool: f.queue,
+		Replicas: f.replicas, MaxAttempts: f.attempts, Logger: g.log}
+}
+
+func newTasksServeCmd(g *globals) *cobra.Command {
+	var tf taskFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a task service (needs JetStream): it keeps durable calls and runs them on the mesh's workers",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			nc, err := g.dial(ctx, "tasks")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			svc, err := tasks.New(ctx, nc, tf.config(g))
+			if err != nil {
+				return envelope.Problemf(envelope.CodeInvalidConfig, "task service: %v", err).
+					WithFix("Point --server at a NATS server with JetStream enabled (toolmesh dev has it).", envelope.MaybeIncorrect)
+			}
+			fmt.Fprintf(g.stdout, "toolmesh tasks: serving durable calls under %s.tasks\n", g.prefix)
+			<-ctx.Done()
+			svc.Close(context.Background())
+			return nil
+		},
+	}
+	tf.add(cmd)
+	return cmd
+}

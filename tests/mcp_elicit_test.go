@@ -1,0 +1,90 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/caller/mcpgateway"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// askingGateway is a mesh hosting askingTool's "rm" behind a gateway.
+func askingGateway(t *testing.T) *mcpgateway.Gateway {
+	t.Helper()
+	srv := meshtest.StartServer(t, embedded.Config{})
+	askingTool(t, meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{}))
+	g, err := mcpgateway.New(mcpgateway.Config{Caller: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{}),
+		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	if err := g.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() { defer close(done); _ = g.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return g
+}
+
+// TestMCPGatewayElicitation: a go-sdk client that declares elicitation
+// answers a mesh tool's question through the gateway (the answer reaches
+// the handler); a client without the capability, and a 2026-07-28
+// client, get the input_required Problem as an isError result.
+func TestMCPGatewayElicitation(t *testing.T) {
+	g := askingGateway(t)
+	cases := []struct {
+		name, version string
+		elicit        bool
+		want          string // in the result's text
+		isError       bool
+	}{
+		{"with elicitation", "2025-11-25", true, `"deleted":true,"outcome":"answered","reason":"via mcp"`, false},
+		{"without elicitation", "2025-11-25", false, "input_required", true},
+		{"2026-07-28", "2026-07-28", true, "input_required", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var asked []string
+			opts := &mcp.ClientOptions{}
+			if c.elicit {
+				opts.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, r.Params.Message)
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true, "reason": "via mcp"}}, nil
+				}
+			}
+			client := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "0"}, opts)
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := g.Server().Connect(context.Background(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ss.Close() })
+			cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cs.Close() })
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "rm", Arguments: map[string]string{"path": "/srv"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := json.Marshal(res)
+			if res.IsError != c.isError || !strings.Contains(string(body), c.want) {
+				t.Fatalf("result %s, want isError=%v containing %s", body, c.isError, c.want)
+			}
+			if c.elicit && !c.isError && (len(asked) != 1 || asked[0] != "Delete /srv?") {
+				t.Errorf("the client was asked %q", asked)
+			}
+		})
+	}
+}

@@ -1,0 +1,101 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// askers are the bridge's mesh calls in flight, through which a bridged
+// server's elicitation/create becomes a question to the mesh caller
+// (docs/protocol.md §23.8).
+//
+// An MCP server's request does not say which of the client's calls it
+// belongs to (over stdio nothing can), so a server's elicitation is put to
+// the mesh caller only while exactly one call is in flight on the bridge;
+// with none or several it is declined, never put to a caller who may not
+// be the one it concerns.
+type askers struct {
+	mu    sync.Mutex
+	calls map[*worker.Request]context.Context
+}
+
+// track records req (with its call's context) until the returned func runs.
+func (a *askers) track(ctx context.Context, req *worker.Request) func() {
+	a.mu.Lock()
+	if a.calls == nil {
+		a.calls = map[*worker.Request]context.Context{}
+	}
+	a.calls[req] = ctx
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		delete(a.calls, req)
+		a.mu.Unlock()
+	}
+}
+
+// only returns the one call in flight, if there is exactly one.
+func (a *askers) only() (*worker.Request, context.Context, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for req, ctx := range a.calls {
+		if len(a.calls) == 1 {
+			return req, ctx, 1
+		}
+	}
+	return nil, nil, len(a.calls)
+}
+
+// onElicit answers a bridged server's elicitation/create with the mesh
+// caller's answer. Declared through ClientOptions.ElicitationHandler, so
+// the bridge tells every server it supports (form) elicitation.
+func (b *Bridge) onElicit(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	decline := &mcp.ElicitResult{Action: envelope.ActionDecline}
+	if r.Params.Mode == "url" {
+		return decline, nil // a URL to open is nothing a mesh caller can be shown safely
+	}
+	req, callCtx, n := b.askers.only()
+	if req == nil {
+		b.log.Warn("declined a server's elicitation: it cannot be tied to one call", "calls_in_flight", n)
+		return decline, nil
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	if r.Params.RequestedSchema != nil {
+		raw, err := json.Marshal(r.Params.RequestedSchema)
+		if err != nil {
+			return decline, nil
+		}
+		schema = raw
+	}
+	askCtx, cancel := context.WithCancel(callCtx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel) // the server gave up on its request
+	defer stop()
+	a, err := req.Ask(askCtx, worker.Question{Message: r.Params.Message, Schema: schema})
+	if err != nil {
+		return &mcp.ElicitResult{Action: outcomeOf(err)}, nil
+	}
+	res := &mcp.ElicitResult{Action: a.Action}
+	if a.Action == envelope.ActionAccept && json.Unmarshal(a.Content, &res.Content) != nil {
+		return &mcp.ElicitResult{Action: envelope.ActionCancel}, nil
+	}
+	return res, nil
+}
+
+// outcomeOf is what the server is told when the mesh could not answer:
+// decline when the caller cannot answer at all, cancel otherwise (the
+// question timed out or the call ended).
+func outcomeOf(err error) string {
+	var p *envelope.Problem
+	if errors.As(err, &p) && p.Code == envelope.CodeInputRequired {
+		return envelope.ActionDecline
+	}
+	return envelope.ActionCancel
+}
