@@ -9,15 +9,20 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
+// double is the tool of ExampleNew.
+func double(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) {
+	return 2 * in.N, nil
+}
+
 // In a test, three lines give a server, a worker and a caller, all
-// stopped when the test ends.
+// stopped when the test ends (the README's test kit, line for line).
 func ExampleNew() {
-	var t *testing.T // the test's own: func TestUpper(t *testing.T)
+	var t *testing.T // the test's own: func TestDouble(t *testing.T)
+	ctx := context.Background()
 
 	m := meshtest.New(t)
-	_ = worker.AddTool(m.Worker, worker.ToolSpec{Name: "double"},
-		func(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) { return 2 * in.N, nil })
-	n, err := caller.CallAs[int](context.Background(), m.Caller, "double", map[string]int{"N": 21})
+	worker.AddTool(m.Worker, worker.ToolSpec{Name: "double"}, double)
+	n, err := caller.CallAs[int](ctx, m.Caller, "double", map[string]int{"N": 21})
 	if err != nil || n != 42 {
 		t.Fatalf("double: %d, %v", n, err)
 	}

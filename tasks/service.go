@@ -198,8 +198,11 @@ func (s *Service) openStorage(ctx context.Context) error {
 // the queue consumer.
 func (s *Service) start(ctx context.Context) error {
 	var err error
+	// Workers answer on the service's own inbox under <p>.tasks, which
+	// permissions can grant them (deploy/secure).
 	if s.call, err = caller.New(s.nc, caller.Config{Prefix: s.cfg.Prefix, Heartbeat: s.cfg.Heartbeat,
-		Retries: caller.NoRetries, Logger: s.log}); err != nil {
+		InboxPrefix: s.names.base + ".inbox",
+		Retries:     caller.NoRetries, Logger: s.log}); err != nil {
 		return err
 	}
 	if s.kill, err = s.nc.Subscribe(s.names.base+".kill.*", s.onKill); err != nil {

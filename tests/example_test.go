@@ -15,7 +15,7 @@ import (
 // streaming tool, and a caller reading its events.
 func Example() {
 	ctx := context.Background()
-	srv, _ := embedded.Start(ctx, embedded.Config{InProcessOnly: true})
+	srv, _ := embedded.Start(ctx, embedded.Config{InProcessOnly: true}) // package mesh/embedded
 	defer srv.Shutdown(ctx)
 
 	wnc, _ := srv.Connect()

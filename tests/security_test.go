@@ -42,10 +42,11 @@ type secureMesh struct {
 func startSecure(t *testing.T) *secureMesh {
 	t.Helper()
 	m := &secureMesh{passwords: map[string]string{}}
-	for _, user := range []string{"alice", "bob", "tools"} {
+	for _, user := range []string{"alice", "bob", "tools", "tasks"} {
 		m.passwords[user] = randomToken(t, 24)
 		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
 	}
+	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())
 	srv := testutil.StartServerFromConfig(t, "../deploy/secure/nats-server.conf")
 	m.srv = srv
 	return m
