@@ -14,6 +14,9 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type deleteIn struct {
@@ -285,9 +288,10 @@ func TestSecureForgedAnswerIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var q caller.Question
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatal(err)
+	for { // Next, not a range: leaving a range would close the stream
+		ev, err := s.Next()
+		if err != nil || ev.IsTerminal() {
+			t.Fatalf("before the question: %+v %v", ev, err)
 		}
 		var ok bool
 		if q, ok = caller.QuestionOf(ev); ok {
@@ -316,7 +320,7 @@ func TestSecureForgedAnswerIsRefused(t *testing.T) {
 	}
 	var types []envelope.EventType
 	for ev, err := range s.Events() {
-		if err != nil {
+		if err != nil && !ev.IsTerminal() {
 			t.Fatal(err)
 		}
 		types = append(types, ev.Type)
@@ -329,5 +333,40 @@ func TestSecureForgedAnswerIsRefused(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("alice's handler ran (%d runs in all)", n)
+	}
+}
+
+// TestApprovalInSpans: the worker's server span and the caller's client
+// span record the approval question (naming the tool) and its answer.
+func TestApprovalInSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Approvals: approvalPolicy, TracerProvider: tp},
+		Caller: caller.Config{TracerProvider: tp}})
+	approvalMesh(t, m.Worker)
+	yes := func(context.Context, caller.Question) (caller.Answer, error) {
+		return caller.Accept(map[string]bool{"approve": true})
+	}
+	if _, err := m.Caller.Call(context.Background(), "fs.delete", map[string]string{"path": "/x"}, caller.OnQuestion(yes)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both spans to end", func() bool { return len(rec.Ended()) == 2 })
+	for _, s := range rec.Ended() {
+		events := map[string]map[string]string{}
+		for _, ev := range s.Events() {
+			attrs := map[string]string{}
+			for _, kv := range ev.Attributes {
+				attrs[string(kv.Key)] = kv.Value.Emit()
+			}
+			events[ev.Name] = attrs
+		}
+		q, a := events["toolmesh.question"], events["toolmesh.answer"]
+		if q["toolmesh.question_id"] == "" || a["toolmesh.answer.action"] != "accept" {
+			t.Errorf("%s span events %v lack the question or the accepted answer", s.SpanKind(), events)
+		}
+		if s.SpanKind() == trace.SpanKindServer && q["toolmesh.approval.tool"] != "fs.delete" {
+			t.Errorf("server span's question does not name the tool: %v", q)
+		}
 	}
 }

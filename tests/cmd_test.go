@@ -245,7 +245,7 @@ func TestCommandToolsListAndDescribe(t *testing.T) {
 			t.Errorf("%s has %d instances", tl.Spec.Name, tl.Instances)
 		}
 	}
-	if strings.Join(names, ",") != "count,echo,sleep" || !cat.Complete {
+	if strings.Join(names, ",") != "count,echo,remove,sleep" || !cat.Complete {
 		t.Fatalf("catalogue %s", r.stdout)
 	}
 	r = runCmd(t, "", "tools", "list", "--server", url)

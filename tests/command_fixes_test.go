@@ -69,7 +69,7 @@ func TestCommandCompletion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"__complete", "call", "--server", url, ""}, []string{"count\t", "echo\t", "sleep\t"}},
+		{[]string{"__complete", "call", "--server", url, ""}, []string{"count\t", "echo\t", "remove\t", "sleep\t"}},
 		{[]string{"__complete", "call", "--server", url, "ec"}, []string{"echo\t"}},
 		{[]string{"__complete", "tools", "describe", "--server", url, "s"}, []string{"sleep\t"}},
 		{[]string{"__complete", "call", "--format", ""}, []string{"json", "pretty"}},

@@ -56,13 +56,18 @@ func runElicitClient(t *testing.T, dir string, args ...string) elicitSummary {
 	return s
 }
 
-// TestMCPInteropElicitation: the official TypeScript client's elicitation
-// handler answers `toolmesh dev`'s remove tool, which asks before it
+// TestMCPInteropElicitation, through the gateway: the official TypeScript
+// client's elicitation handler answers `toolmesh dev`'s remove tool, which asks before it
 // "deletes", through `toolmesh mcp` over stdio and HTTP; the answer
 // reaches the handler. A client that does not declare elicitation gets
 // the input_required Problem as an isError result.
 func TestMCPInteropElicitation(t *testing.T) {
-	dir := interopDir(t)
+	dir := interopDir(t) // one npm install for both halves
+	t.Run("gateway", func(t *testing.T) { elicitThroughGateway(t, dir) })
+	t.Run("bridged", func(t *testing.T) { elicitBridged(t, dir) })
+}
+
+func elicitThroughGateway(t *testing.T, dir string) {
 	_, url := startDev(t)
 	p := startProc(t, "mcp", "--server", url, "--http", "127.0.0.1:0")
 	endpoint := p.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]
@@ -91,13 +96,12 @@ func TestMCPInteropElicitation(t *testing.T) {
 	}
 }
 
-// TestMCPInteropElicitationBridged: server-everything, bridged onto the
+// elicitBridged: server-everything, bridged onto the
 // mesh, elicits in trigger-elicitation-request. A mesh caller (`toolmesh
 // call --answer`) answers it; and end to end, the official TypeScript
 // client's elicitation handler answers it through toolmesh mcp → mesh →
 // bridge → server-everything and back.
-func TestMCPInteropElicitationBridged(t *testing.T) {
-	dir := interopDir(t)
+func elicitBridged(t *testing.T, dir string) {
 	_, url := startDev(t)
 	tools := filepath.Join(dir, "tools.yaml")
 	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
