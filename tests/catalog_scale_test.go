@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,5 +130,43 @@ func TestCatalogAnswersArriveOnce(t *testing.T) {
 	}
 	if got := nc.Stats().InMsgs - before; got != 5 {
 		t.Fatalf("5 workers answered; the caller's connection received %d messages", got)
+	}
+}
+
+// `toolmesh tools list` with its default options lists every one of
+// 1,000 registered workers and says the catalogue is complete.
+func TestToolsListShows1000Workers(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{})
+	f := newSimFleet(t, srv, "L", 1_000, 5, 50)
+	f.register(t)
+	r := runCmd(t, "", "tools", "list", "--json", "--server", srv.ClientURL())
+	var cat caller.Catalog
+	if err := json.Unmarshal([]byte(r.stdout), &cat); err != nil || r.code != 0 {
+		t.Fatalf("tools list: exit %d, %v\n%s", r.code, err, r.stderr)
+	}
+	if cat.Workers != 1_000 || !cat.Complete || len(cat.Tools) != 50*5 {
+		t.Fatalf("tools list of 1,000 workers: %d workers, %d tools, complete=%v %v", cat.Workers, len(cat.Tools), cat.Complete, cat.ScopeWarnings)
+	}
+	for _, tool := range cat.Tools {
+		if tool.Instances != 20 {
+			t.Fatalf("%s: %d instances, want 20 (one entry per tool, its hosts counted)", tool.Spec.Name, tool.Instances)
+		}
+	}
+}
+
+// `toolmesh tools search` ranks the live catalogue: the demo's echo first
+// for "echo my arguments back".
+func TestToolsSearchCommand(t *testing.T) {
+	_, url := startDev(t)
+	r := runCmd(t, "", "tools", "search", "echo", "my", "arguments", "back", "--json", "--server", url)
+	var hits []caller.SearchHit
+	if err := json.Unmarshal([]byte(r.stdout), &hits); err != nil || r.code != 0 {
+		t.Fatalf("tools search: exit %d, %v\n%s", r.code, err, r.stderr)
+	}
+	if len(hits) == 0 || hits[0].Tool.Spec.Name != "echo" {
+		t.Fatalf("hits %+v, want echo first", hits)
+	}
+	if r := runCmd(t, "", "tools", "search", "--server", url); r.code != 2 {
+		t.Fatalf("search without a query: exit %d, want 2 (invalid_input)", r.code)
 	}
 }

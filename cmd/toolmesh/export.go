@@ -58,6 +58,6 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&prov, "provider", "", "openai, openai-responses, anthropic, gemini or mcp (required)")
 	cmd.Flags().StringVar(&model, "model", "", "model name, to pick the capability row (e.g. gemini-2.0-flash gets the legacy schema subset)")
-	cmd.Flags().DurationVar(&wait, "wait", 300*time.Millisecond, "how long to wait for workers to answer")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "bound on reading the catalogue (default: the worker registry in one pass, bounded by 10s; without JetStream, answers gathered for 300ms)")
 	return cmd
 }

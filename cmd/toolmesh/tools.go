@@ -15,7 +15,7 @@ import (
 
 func newToolsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "List and describe the mesh's tools"}
-	cmd.AddCommand(newToolsListCmd(g), newToolsDescribeCmd(g), newToolsExportCmd(g), newToolsLintCmd(g))
+	cmd.AddCommand(newToolsListCmd(g), newToolsSearchCmd(g), newToolsDescribeCmd(g), newToolsExportCmd(g), newToolsLintCmd(g))
 	return cmd
 }
 
@@ -39,8 +39,58 @@ func newToolsListCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print the catalogue as JSON")
-	list.Flags().DurationVar(&wait, "wait", 300*time.Millisecond, "how long to wait for workers to answer")
+	list.Flags().DurationVar(&wait, "wait", 0, "bound on reading the catalogue (default: the worker registry in one pass, bounded by 10s; without JetStream, answers gathered for 300ms)")
 	return list
+}
+
+func newToolsSearchCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var limit int
+	search := &cobra.Command{
+		Use:   "search QUERY...",
+		Short: "Rank the mesh's tools by how well their names, titles, descriptions and argument names match QUERY",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return envelope.Problemf(envelope.CodeInvalidInput, "search needs a query, such as: toolmesh tools search read a file")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cat, err := g.catalog(cmd, 0)
+			if err != nil {
+				return err
+			}
+			hits := caller.SearchCatalog(cat, strings.Join(args, " "))
+			if limit > 0 && len(hits) > limit {
+				hits = hits[:limit]
+			}
+			if asJSON {
+				return printJSON(g, hits)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSCORE\tDESCRIPTION")
+			for _, h := range hits {
+				fmt.Fprintf(tw, "%s\t%.2f\t%s\n", h.Tool.Spec.Name, h.Score, clipLine(h.Tool.Spec.Description, 70))
+			}
+			_ = tw.Flush()
+			for _, w := range cat.ScopeWarnings {
+				fmt.Fprintf(g.stderr, "incomplete: %s\n", w)
+			}
+			return nil
+		},
+	}
+	search.Flags().BoolVar(&asJSON, "json", false, "print the hits as JSON")
+	search.Flags().IntVar(&limit, "limit", 10, "at most this many hits (0: all)")
+	return search
+}
+
+// clipLine is s up to its first newline, cut to n runes.
+func clipLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // printJSON prints v as one line of JSON on stdout.
@@ -59,7 +109,7 @@ func printCatalog(g *globals, cat caller.Catalog, wait time.Duration) {
 	}
 	_ = tw.Flush()
 	if cat.Workers == 0 {
-		fmt.Fprintf(g.stderr, "no worker answered within %s\n", wait)
+		fmt.Fprintf(g.stderr, "no worker found (wait %s)\n", wait)
 	}
 	for _, w := range cat.ScopeWarnings {
 		fmt.Fprintf(g.stderr, "incomplete: %s\n", w)

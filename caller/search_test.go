@@ -1,0 +1,69 @@
+package caller
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// searchFixture is a catalogue of the bridged reference MCP servers'
+// tools (server-filesystem as fs., server-memory as memory., with their
+// own descriptions and argument names) beside the demo tools.
+func searchFixture(t *testing.T) Catalog {
+	t.Helper()
+	b, err := os.ReadFile("testdata/search_catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []envelope.ToolSpec
+	if err := json.Unmarshal(b, &specs); err != nil {
+		t.Fatal(err)
+	}
+	cat := Catalog{}
+	for _, s := range specs {
+		cat.Tools = append(cat.Tools, CatalogTool{Spec: s, Instances: 1})
+	}
+	return cat
+}
+
+func TestSearchRanksTheToolAnAgentMeans(t *testing.T) {
+	cat := searchFixture(t)
+	for _, tc := range []struct {
+		query, first string
+	}{
+		{"read a file", "fs.read_file"},
+		{"Read a file", "fs.read_file"},
+		{"read an image", "fs.read_media_file"},
+		{"list a directory", "fs.list_directory"},
+		{"move or rename", "fs.move_file"},
+		{"search the knowledge graph", "memory.search_nodes"},
+		{"delete entities", "memory.delete_entities"},
+		{"echo a message", "echo"},
+		{"readFile", "fs.read_file"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			hits := SearchCatalog(cat, tc.query)
+			if len(hits) == 0 || hits[0].Tool.Spec.Name != tc.first {
+				names := []string{}
+				for i, h := range hits {
+					if i == 5 {
+						break
+					}
+					names = append(names, h.Tool.Spec.Name)
+				}
+				t.Fatalf("%q: top hits %v, want %s first", tc.query, names, tc.first)
+			}
+		})
+	}
+}
+
+func TestSearchLeavesOutToolsSharingNoWord(t *testing.T) {
+	cat := searchFixture(t)
+	for _, q := range []string{"", "the a of", "kubernetes"} {
+		if hits := SearchCatalog(cat, q); len(hits) != 0 {
+			t.Fatalf("%q matched %d tools, first %s", q, len(hits), hits[0].Tool.Spec.Name)
+		}
+	}
+}
