@@ -229,4 +229,10 @@ func checkAnswer(q Question, a Answer) *envelope.Problem {
 // Answer answers question id of the stream's call (the question arrived
 // as an event; see QuestionOf). An answer that does not fit the question's
 // schema is refused with invalid_input and nothing is sent.
-func (s *Stream) Answer(id string, a Answer) error { return s.p.answer(id, a) }
+func (s *Stream) Answer(id string, a Answer) error {
+	p := s.attempt()
+	if p == nil {
+		return s.c.problems.New(envelope.CodeInvalidInput, "question "+id+": the stream's call was never sent")
+	}
+	return p.answer(id, a)
+}

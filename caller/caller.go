@@ -79,7 +79,8 @@ type Config struct {
 	// Options apply to every call before the call's own (which win), so a
 	// caller with one bearer token says so once: WithBearer(token).
 	Options []Option
-	// Middleware wraps Call and CallAs, the first outermost (see Middleware).
+	// Middleware wraps every call (Call, CallAs, Stream, StreamAs, Dispatch),
+	// the first outermost (see Middleware).
 	Middleware []Middleware
 	// Coalescing says whether unary calls to one tool made while a
 	// publish to it is in progress travel together (default CoalesceAuto).

@@ -138,8 +138,8 @@ func TestCreditOverrunEndsTheCall(t *testing.T) {
 	waitForCancel(t, fw)
 	var types []envelope.EventType
 	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatal(err)
+		if (err != nil) != (ev.Type == envelope.EventError) {
+			t.Fatalf("event %s came with error %v: only the terminal error event carries one", ev.Type, err)
 		}
 		types = append(types, ev.Type)
 		if p := ev.Problem(); p != nil && p.Code != envelope.CodeInternal {

@@ -130,7 +130,8 @@ func (c *Caller) runCalls(ctx context.Context, calls []provider.ToolCall, o disp
 	return outcomes
 }
 
-// runOne streams one call, handing its events on and gathering them.
+// runOne streams one call — through Config.Middleware and the retry
+// policy, as every Stream goes — handing its events on and gathering them.
 func (c *Caller) runOne(ctx context.Context, i int, call provider.ToolCall, o dispatchOptions, emit func(int, envelope.ToolEvent)) provider.Outcome {
 	s, err := c.Stream(ctx, call.Tool, call.Args, o.callOpts...)
 	if err != nil {
@@ -139,10 +140,7 @@ func (c *Caller) runOne(ctx context.Context, i int, call provider.ToolCall, o di
 		return provider.Outcome{Problem: p}
 	}
 	var acc provider.Accumulator
-	for ev, err := range s.Events() {
-		if err != nil {
-			ev = envelope.ErrorEvent(envelope.AsProblem(err, envelope.CodeInternal))
-		}
+	for ev := range s.Events() { // a failure is the terminal error event itself
 		acc.Add(ev)
 		emit(i, ev)
 	}

@@ -64,3 +64,52 @@ func ExampleMiddleware() {
 	// Output:
 	// forbidden
 }
+
+// StreamAs reads a streaming tool's deltas and result as Go values, the
+// caller's side of worker.AddStreamTool's TypedEmitter.
+func ExampleStreamAs() {
+	m, err := meshtest.Start(meshtest.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	type in struct {
+		N int `json:"n"`
+	}
+	type line struct {
+		I    int    `json:"i"`
+		Text string `json:"text"`
+	}
+	type total struct {
+		Lines int `json:"lines"`
+	}
+	if err := worker.AddStreamTool(m.Worker, worker.ToolSpec{Name: "lines"},
+		func(_ context.Context, _ *worker.Request, a in, emit worker.TypedEmitter[line]) (total, error) {
+			for i := 1; i <= a.N; i++ {
+				if err := emit.Delta(line{I: i, Text: fmt.Sprint("line ", i)}); err != nil {
+					return total{}, err
+				}
+			}
+			return total{Lines: a.N}, nil
+		}); err != nil {
+		log.Fatal(err)
+	}
+
+	s, err := caller.StreamAs[line, total](context.Background(), m.Caller, "lines", in{N: 3})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	for l, err := range s.Deltas() {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(l.I, l.Text)
+	}
+	fmt.Println(s.Result())
+	// Output:
+	// 1 line 1
+	// 2 line 2
+	// 3 line 3
+	// {3} <nil>
+}

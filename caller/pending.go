@@ -268,6 +268,26 @@ func (p *pending) abandon(prob *envelope.Problem) {
 	p.c.remove(p.id)
 }
 
+// read counts one stream event as read by the stream's reader, granting
+// the worker credit for every half window read (protocol §10). It is
+// called when the reader takes the event, not when it leaves the queue,
+// so the events the Stream holds in hand count against the window too.
+func (p *pending) read(ev envelope.ToolEvent) {
+	if isAsk(ev) {
+		return // questions and answers take no credit (protocol §23)
+	}
+	p.mu.Lock()
+	grant, wid := 0, ""
+	p.consumed++
+	if p.consumed >= p.window/2 && p.workerID != "" {
+		grant, wid, p.consumed = p.consumed, p.workerID, 0
+	}
+	p.mu.Unlock()
+	if grant > 0 {
+		p.c.sendControl(wid, wire.Control{Op: wire.OpCredit, CallID: p.id, N: grant})
+	}
+}
+
 // next returns the call's next event; after the terminal it returns io.EOF.
 // When ctx ends first the call is cancelled (or timed out): the worker is
 // told, and the reader gets the cancelled/timeout error event.
@@ -280,20 +300,10 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 			if p.head++; p.head == len(p.queue) {
 				p.queue, p.head = p.queue[:0], 0 // the backing array is reused
 			}
-			grant, wid := 0, ""
-			if p.stream && !ev.IsTerminal() && !isAsk(ev) {
-				p.consumed++
-				if p.consumed >= p.window/2 && p.workerID != "" {
-					grant, wid, p.consumed = p.consumed, p.workerID, 0
-				}
-			}
 			if ev.IsTerminal() {
 				p.over = true
 			}
 			p.mu.Unlock()
-			if grant > 0 {
-				p.c.sendControl(wid, wire.Control{Op: wire.OpCredit, CallID: p.id, N: grant})
-			}
 			p.handOver(ev)
 			if ev.IsTerminal() {
 				p.stopAsking()
@@ -317,6 +327,10 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 }
 
 func (p *pending) contextProblem(ctx context.Context) *envelope.Problem {
+	var cause *envelope.Problem
+	if errors.As(context.Cause(ctx), &cause) {
+		return cause // e.g. Stream.Close's: closed by its reader
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return p.c.problems.New(envelope.CodeTimeout, fmt.Sprintf("call %s to %s ran out of budget", p.id, p.tool)).WithRan(envelope.RanMaybe)
 	}

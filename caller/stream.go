@@ -2,9 +2,9 @@ package caller
 
 import (
 	"context"
-	"errors"
 	"io"
 	"iter"
+	"sync"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -13,52 +13,186 @@ import (
 // one terminal event (result or error). Failures the mesh detects —
 // worker_lost, stream_gap, connection_lost, cancelled, timeout — arrive as
 // that terminal error event too, so a reader handles one shape.
+//
+// A stream goes through Config.Middleware and the retry policy as Call
+// does: the middleware sees one Invocation and the terminal event (the
+// events before it go to the reader as they arrive), and a retry-safe
+// failure is retried while the reader has been given nothing of the
+// failed attempt but its start event. The reader then sees each attempt's
+// start event (its call_id and worker), and one terminal.
 type Stream struct {
-	p      *pending
-	ctx    context.Context
-	cancel context.CancelFunc
+	c      *Caller
+	ctx    context.Context // the stream's own: Close cancels it
+	cancel context.CancelCauseFunc
+	events chan envelope.ToolEvent // non-terminal events, handed over one at a time
+	done   chan struct{}           // closed once terminal is set
+	sent   chan struct{}           // closed when an attempt is sent, or the call ended unsent
+
+	mu       sync.Mutex
+	p        *pending           // the current attempt
+	id       string             // the current attempt's call id
+	terminal envelope.ToolEvent // set before done is closed
+	over     bool               // the reader has had the terminal
+	sentOnce sync.Once
 }
 
 // Stream starts tool with args in stream mode. An error is returned only
-// when the call could not be sent at all (a *envelope.Problem); everything
-// after that arrives as events.
+// when the call could not be sent at all (a *envelope.Problem, which
+// middleware may also answer with); everything after that arrives as
+// events.
 func (c *Caller) Stream(ctx context.Context, tool string, args any, opts ...Option) (*Stream, error) {
-	o := c.options(opts)
-	cancel := context.CancelFunc(func() {})
-	if o.timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+	sctx, cancel := context.WithCancelCause(ctx)
+	s := &Stream{c: c, ctx: sctx, cancel: cancel, events: make(chan envelope.ToolEvent),
+		done: make(chan struct{}), sent: make(chan struct{})}
+	go s.pump(tool, args, opts)
+	<-s.sent
+	select {
+	case <-s.done:
+		if s.id == "" && s.terminal.Problem() != nil {
+			cancel(nil)
+			return nil, s.terminal.Problem()
+		}
+	default:
 	}
-	p, prob := c.start(ctx, tool, args, o, stream)
-	if prob != nil {
-		cancel()
-		return nil, prob
-	}
-	return &Stream{p: p, ctx: ctx, cancel: cancel}, nil
+	return s, nil
 }
 
-// CallID returns the call's id, a ULID.
-func (s *Stream) CallID() string { return s.p.id }
+// pump runs the call through the middleware chain and records its terminal.
+func (s *Stream) pump(tool string, args any, opts []Option) {
+	_, ev := s.c.invoker(s.ctx, &Invocation{Tool: tool, Args: args, Options: opts, stream: s})
+	s.mu.Lock()
+	s.terminal = ev
+	s.mu.Unlock()
+	close(s.done)
+	s.markSent()
+}
+
+func (s *Stream) markSent() { s.sentOnce.Do(func() { close(s.sent) }) }
+
+// attach records a sent attempt.
+func (s *Stream) attach(p *pending) {
+	s.mu.Lock()
+	s.p, s.id = p, p.id
+	s.mu.Unlock()
+	s.markSent()
+}
+
+// forward hands ev to the reader; false when ctx ends first.
+func (s *Stream) forward(ctx context.Context, ev envelope.ToolEvent) bool {
+	select {
+	case s.events <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// hand forwards one of p's events and counts it read once the reader has it.
+func (s *Stream) hand(ctx context.Context, p *pending, ev envelope.ToolEvent) bool {
+	if !s.forward(ctx, ev) {
+		return false
+	}
+	p.read(ev)
+	return true
+}
+
+// streamEvent is the innermost Invoker of a stream: attempts, retried
+// while retry-safe and while the reader has had nothing from them.
+func (c *Caller) streamEvent(ctx context.Context, s *Stream, tool string, args any, o callOptions) (string, envelope.ToolEvent) {
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	for attempt := 0; ; attempt++ {
+		id, ev, delivered := c.streamOnce(ctx, s, tool, args, o)
+		p := ev.Problem()
+		if p == nil || delivered || attempt >= o.retries || !retrySafe(p, o) || !c.waitRetry(ctx, p) {
+			return id, ev
+		}
+	}
+}
+
+// streamOnce makes one attempt, handing its events to the reader as they
+// arrive; delivered reports whether any but the start event reached it
+// (after which the attempt is not retried).
+func (c *Caller) streamOnce(ctx context.Context, s *Stream, tool string, args any, o callOptions) (id string, terminal envelope.ToolEvent, delivered bool) {
+	p, prob := c.start(ctx, tool, args, o, stream)
+	if prob != nil {
+		return "", envelope.ErrorEvent(prob), false
+	}
+	s.attach(p)
+	for {
+		ev, err := p.next(ctx)
+		if err != nil { // only after the terminal, which is returned below
+			return p.id, envelope.ErrorEvent(c.problems.New(envelope.CodeInternal, err.Error())), delivered
+		}
+		if ev.IsTerminal() {
+			return p.id, ev, delivered
+		}
+		if s.hand(ctx, p, ev) && ev.Type != envelope.EventStart {
+			delivered = true
+		}
+	}
+}
+
+// attempt returns the current attempt, nil before the first is sent.
+func (s *Stream) attempt() *pending {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p
+}
+
+// CallID returns the call's id, a ULID: the current attempt's when the
+// call was retried.
+func (s *Stream) CallID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
 
 // Next returns the next event, blocking until one arrives. After the
 // terminal event it returns io.EOF. If the stream's context ends first,
 // the call is cancelled and Next returns the cancelled (or timeout) event.
 func (s *Stream) Next() (envelope.ToolEvent, error) {
-	ev, err := s.p.next(s.ctx)
-	if err == nil && ev.IsTerminal() {
-		s.cancel()
+	if s.over {
+		return envelope.ToolEvent{}, io.EOF
 	}
-	return ev, err
+	select {
+	case ev := <-s.events:
+		return ev, nil
+	case <-s.done:
+		s.over = true
+		s.cancel(nil)
+		return s.terminal, nil
+	}
 }
 
-// Events ranges over the events, the terminal one included.
+// Events ranges over the events, the terminal one included. The terminal
+// error event comes with its *envelope.Problem as the error, so
+//
+//	for ev, err := range s.Events() {
+//		if err != nil { return err } // the call failed
+//		…
+//	}
+//
+// handles failure. Leaving the loop early (break, return) closes the
+// stream: the call is cancelled and its handler's context ends.
 func (s *Stream) Events() iter.Seq2[envelope.ToolEvent, error] {
 	return func(yield func(envelope.ToolEvent, error) bool) {
 		for {
 			ev, err := s.Next()
-			if errors.Is(err, io.EOF) {
+			if err != nil { // io.EOF: the terminal was read before
 				return
 			}
-			if !yield(ev, err) || err != nil || ev.IsTerminal() {
+			if p := ev.Problem(); p != nil {
+				err = p
+			}
+			if !yield(ev, err) {
+				_ = s.Close()
+				return
+			}
+			if ev.IsTerminal() {
 				return
 			}
 		}
@@ -71,11 +205,15 @@ func (s *Stream) Response() (envelope.Response, error) {
 	for {
 		ev, err := s.Next()
 		if err != nil {
-			p := s.p.c.problems.New(envelope.CodeInternal, "stream already finished")
-			return envelope.ProblemResponse(s.p.id, p), p
+			p := s.c.problems.New(envelope.CodeInternal, "stream already finished")
+			return envelope.ProblemResponse(s.CallID(), p), p
 		}
 		if ev.IsTerminal() {
-			resp, _ := envelope.ResponseFromEvent(s.p.id, ev)
+			resp, rerr := envelope.ResponseFromEvent(s.CallID(), ev)
+			if rerr != nil {
+				p := s.c.problems.New(envelope.CodeInternal, rerr.Error())
+				return envelope.ProblemResponse(s.CallID(), p), p
+			}
 			if p := ev.Problem(); p != nil {
 				return resp, p
 			}
@@ -84,16 +222,10 @@ func (s *Stream) Response() (envelope.Response, error) {
 	}
 }
 
-// Close cancels the call if it has not finished; it is safe to call twice.
+// Close cancels the call if it has not finished and waits until the
+// worker has been told; it is safe to call twice.
 func (s *Stream) Close() error {
-	s.p.mu.Lock()
-	over := s.p.over
-	s.p.mu.Unlock()
-	if !over {
-		prob := s.p.c.problems.New(envelope.CodeCancelled, "the stream was closed by its reader")
-		s.p.abandon(prob)
-		s.p.endSpan(prob)
-	}
-	s.cancel()
+	s.cancel(s.c.problems.New(envelope.CodeCancelled, "the stream was closed by its reader"))
+	<-s.done
 	return nil
 }

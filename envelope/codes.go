@@ -72,7 +72,7 @@ type CodeInfo struct {
 // slug and version (filled in once by withSlugs: every Problem reads them).
 var registry = withSlugs(map[Code]CodeInfo{
 	CodeInvalidInput: {Title: "Invalid input", Status: 400, ExitCode: 2,
-		Fix: fix("Correct the arguments so they satisfy the tool's input schema (see violations), then retry.", MaybeIncorrect)},
+		Fix: fix("Correct the arguments so they satisfy the tool's input schema (`toolmesh tools describe TOOL` shows it), then retry.", HasPlaceholders)},
 	CodeToolNotFound: {Title: "Tool not found", Status: 404, ExitCode: 3,
 		Fix: fix("Check the tool name with `toolmesh tools list`, or start a worker that hosts it.", MaybeIncorrect)},
 	CodeDryRunUnsupported: {Title: "Dry run unsupported", Status: 422, ExitCode: 4,

@@ -135,6 +135,10 @@ func pointer(tokens []string) string {
 	return b.String()
 }
 
+// violationsFix is the suggested fix of an invalid_input Problem that
+// lists schema violations; one without violations keeps the registry's.
+const violationsFix = "Correct the arguments so they satisfy the tool's input schema (see violations), then retry."
+
 // ValidationProblem turns violations into one invalid_input Problem that
 // lists every violation (extension "violations") with a code action per
 // violation, so an agent can fix all of its input in one go. what names
@@ -156,6 +160,9 @@ func ValidationProblem(code Code, what string, violations []Violation) *Problem 
 		})
 	}
 	p := Problemf(code, "%s do not match the schema: %s", what, strings.Join(msgs, "; "))
+	if code == CodeInvalidInput {
+		p.WithFix(violationsFix, MaybeIncorrect)
+	}
 	p.CodeActions = actions
 	return p.WithExtension("violations", violations)
 }

@@ -25,15 +25,21 @@ func apiSpecs() []envelope.ToolSpec {
 	return []envelope.ToolSpec{
 		{Name: "submit", Description: "Submit a durable call; answers the task record.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"tool":{"type":"string"},"args":{"type":"object"},"mode":{"enum":["unary","stream"]},"timeout_ms":{"type":"integer","minimum":1},"idempotency_key":{"type":"string","maxLength":256},"idempotent":{"type":"boolean"},"wait":{"type":"boolean"}},"required":["tool","args"]}`)},
-		{Name: "watch", Streaming: true, Description: "Every event of a task from the first, in order, then live.",
+		{Name: "watch", Streaming: true, Annotations: readOnly(), Description: "Every event of a task from the first, in order, then live.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"},"from":{"type":"integer","minimum":1}},"required":["task_id"]}`)},
-		{Name: "get", Description: "A task's record, its terminal included once ended.",
+		{Name: "get", Annotations: readOnly(), Description: "A task's record, its terminal included once ended.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"},"wait":{"type":"boolean"}},"required":["task_id"]}`)},
 		{Name: "cancel", Description: "Cancel a task.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`)},
-		{Name: "ls", Description: "The caller's own tasks, newest first.",
+		{Name: "ls", Annotations: readOnly(), Description: "The caller's own tasks, newest first.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"state":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":1000}}}`)},
 	}
+}
+
+// readOnly annotates a task API tool that changes nothing.
+func readOnly() *envelope.Annotations {
+	yes := true
+	return &envelope.Annotations{ReadOnly: &yes}
 }
 
 // startAPI starts the worker that hosts the task API under <p>.tasks.

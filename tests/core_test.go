@@ -246,14 +246,7 @@ func TestCancelMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == envelope.EventDelta {
-			break
-		}
-	}
+	readToDelta(t, s) // Next, not a range: leaving a range would close the stream
 	<-started
 	cancel()
 	ev, err := s.Next()
@@ -262,6 +255,20 @@ func TestCancelMidStream(t *testing.T) {
 	}
 	if cause := <-sawDone; cause == nil || !strings.Contains(cause.Error(), "cancelled by the caller") {
 		t.Fatalf("handler saw %v", cause)
+	}
+}
+
+// readToDelta reads s up to its first delta, failing on anything terminal.
+func readToDelta(t *testing.T, s *caller.Stream) {
+	t.Helper()
+	for {
+		ev, err := s.Next()
+		if err != nil || ev.IsTerminal() {
+			t.Fatalf("before the first delta: %+v %v", ev, err)
+		}
+		if ev.Type == envelope.EventDelta {
+			return
+		}
 	}
 }
 
@@ -285,18 +292,11 @@ func TestWorkerKilledMidStream(t *testing.T) {
 	}
 	<-started
 	// Mid-stream: the caller holds the first delta before the worker dies.
-	for ev, err := range s.Events() {
-		if err != nil || ev.IsTerminal() {
-			t.Fatalf("before the kill: %+v %v", ev, err)
-		}
-		if ev.Type == envelope.EventDelta {
-			break
-		}
-	}
+	readToDelta(t, s)
 	f.wnc.Close() // abrupt: no drain, no terminal event
 	var last envelope.ToolEvent
 	for ev, err := range s.Events() {
-		if err != nil {
+		if err != nil && !ev.IsTerminal() {
 			t.Fatal(err)
 		}
 		last = ev

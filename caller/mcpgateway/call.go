@@ -89,10 +89,7 @@ func bearerOf(req *mcp.CallToolRequest) string {
 func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream, mcpResult bool) *mcp.CallToolResult {
 	p := progress{ctx: ctx, req: req, token: req.Params.GetProgressToken()}
 	var deltas deltaLog
-	for ev, err := range st.Events() {
-		if err != nil {
-			return problemResult(envelope.NewProblem(envelope.CodeInternal, err.Error()))
-		}
+	for ev := range st.Events() { // a failure is the terminal error event, handled below
 		switch ev.Type {
 		case envelope.EventProgress:
 			msg := ev.Message

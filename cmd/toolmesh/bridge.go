@@ -13,15 +13,16 @@ import (
 )
 
 // startBridges hosts the MCP servers bound in the tools file at path
-// ("" for none) and returns the function that drains them.
-func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (func(time.Duration) error, error) {
+// ("" for none) and returns the function that drains them and how many
+// it started.
+func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (func(time.Duration) error, int, error) {
 	none := func(time.Duration) error { return nil }
 	if path == "" {
-		return none, nil
+		return none, 0, nil
 	}
 	entries, err := mcpbridge.LoadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var bridges []*mcpbridge.Bridge
 	drainAll := func(timeout time.Duration) error {
@@ -41,10 +42,10 @@ func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (
 			Worker: worker.Config{Prefix: g.prefix, Logger: g.log}})
 		if err != nil {
 			_ = drainAll(5 * time.Second)
-			return nil, err
+			return nil, 0, err
 		}
 		g.log.Info("mcp server bridged", "namespace", b.Namespace(), "tools", b.Tools())
 		bridges = append(bridges, b)
 	}
-	return drainAll, nil
+	return drainAll, len(bridges), nil
 }

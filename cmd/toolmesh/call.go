@@ -219,10 +219,21 @@ func printResponse(stdout io.Writer, resp envelope.Response, callErr error) erro
 		fmt.Fprintf(stdout, "%s\n", b)
 	}
 	if callErr != nil {
-		return envelope.AsProblem(callErr, envelope.CodeInternal)
+		return fromCall{envelope.AsProblem(callErr, envelope.CodeInternal)}
 	}
 	return nil
 }
+
+// fromCall is a Problem the call itself ended with — the tool's, its
+// worker's or the caller's — as opposed to a usage failure of the command:
+// the command reports it as it came, its suggested fix included.
+type fromCall struct{ p *envelope.Problem }
+
+// Error returns the Problem's detail.
+func (f fromCall) Error() string { return f.p.Error() }
+
+// Unwrap gives the Problem to errors.As.
+func (f fromCall) Unwrap() error { return f.p }
 
 // streamEvents prints each event as one NDJSON line.
 func streamEvents(ctx context.Context, g *globals, c *caller.Caller, tool string, args json.RawMessage, opts []caller.Option) error {
@@ -231,17 +242,14 @@ func streamEvents(ctx context.Context, g *globals, c *caller.Caller, tool string
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	defer s.Close()
-	for ev, err := range s.Events() {
-		if err != nil {
-			return envelope.AsProblem(err, envelope.CodeInternal)
-		}
+	for ev := range s.Events() { // a failure is the terminal error event, printed like the rest
 		b, err := json.Marshal(ev)
 		if err != nil {
 			return envelope.NewProblem(envelope.CodeInternal, err.Error())
 		}
 		fmt.Fprintf(g.stdout, "%s\n", b)
 		if ev.Type == envelope.EventError {
-			return ev.Problem()
+			return fromCall{ev.Problem()}
 		}
 	}
 	return nil
@@ -258,10 +266,7 @@ func callWithProgress(ctx context.Context, g *globals, c *caller.Caller, tool st
 	bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(g.stderr), progressbar.OptionSetDescription(tool),
 		progressbar.OptionSpinnerType(14), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(50*time.Millisecond))
 	bounded := false
-	for ev, err := range s.Events() {
-		if err != nil {
-			return envelope.AsProblem(err, envelope.CodeInternal)
-		}
+	for ev := range s.Events() { // a failure is the terminal error event, handled below
 		switch ev.Type {
 		case envelope.EventProgress:
 			if !bounded {

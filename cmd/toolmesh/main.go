@@ -62,7 +62,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return 0
 	}
-	p := fitFix(asCommandProblem(err), executed)
+	p := asCommandProblem(err)
+	if !errors.As(err, new(fromCall)) {
+		p = fitFix(p, executed) // a usage failure's; a call's Problem keeps the fix it came with
+	}
 	format, ferr := SelectFormat(formatFromArgs(g.format, args), isTerminal(stderr))
 	if ferr != nil {
 		format = FormatJSON
@@ -146,7 +149,7 @@ func newRoot(g *globals) *cobra.Command {
 	f.StringVar(&g.format, "format", "", "error format: json or pretty (default: pretty on a terminal, json otherwise)")
 	f.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default info for dev and worker, warn otherwise)")
 	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g), newBenchCmd(g))
-	root.AddCommand(newExplainCmd(g))
+	root.AddCommand(newExplainCmd(g), newVersionCmd(g))
 	root.AddCommand(newTopCmd(g))
 	root.AddCommand(newTasksCmd(g))
 	addCompletions(g, root)

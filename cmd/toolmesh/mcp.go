@@ -49,7 +49,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 			}
 			defer done()
 			gw, err := mcpgateway.New(mcpgateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
-				NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: "toolmesh", Logger: g.log})
+				NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log})
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 			}

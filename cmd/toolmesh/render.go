@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -36,7 +37,7 @@ func SelectFormat(flag string, stderrIsTTY bool) (OutputFormat, error) {
 // application/problem+json line.
 func renderProblem(p *envelope.Problem, f OutputFormat) []byte {
 	if f == FormatPretty {
-		return []byte(p.Pretty())
+		return append([]byte(p.Pretty()), prettyStderrTail(p)...)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -46,4 +47,23 @@ func renderProblem(p *envelope.Problem, f OutputFormat) []byte {
 		b, _ = json.Marshal(&q)
 	}
 	return append(b, '\n')
+}
+
+// prettyStderrTail shows a failed program's stderr tail (the extension
+// stderr_tail, which the Problem's fix tells the reader to check), each
+// line indented under a heading; nothing when there is none.
+func prettyStderrTail(p *envelope.Problem) []byte {
+	tail, _ := p.Extensions["stderr_tail"].(string)
+	tail = strings.TrimRight(tail, "\n")
+	if strings.TrimSpace(tail) == "" {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("  stderr (tail):\n")
+	for _, line := range strings.Split(tail, "\n") {
+		b.WriteString("    ")
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
 
@@ -91,19 +92,24 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	if err := registerDemo(w); err != nil {
+		w.Stop() // it joined the mesh: leave it before exiting, or it stays registered
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	if file != nil {
 		if err := cli.RegisterFile(w, file, g.log); err != nil {
+			w.Stop()
 			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 		}
 	}
-	drainBridges, err := startBridges(ctx, nc, config, g)
+	drainBridges, _, err := startBridges(ctx, nc, config, g)
 	if err != nil {
+		w.Stop()
 		return err
 	}
 	stopTasks, err := startDevTasks(ctx, srv, g, dc.tasks)
 	if err != nil {
+		w.Stop()
+		_ = drainBridges(0)
 		return err
 	}
 	defer stopTasks()
@@ -160,19 +166,8 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware(), Approvals: approvals})
-			if err != nil {
-				return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
-			}
-			if err := cli.RegisterFile(w, file, g.log); err != nil {
-				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
-			}
-			drainBridges, err := startBridges(ctx, nc, config, g)
-			if err != nil {
-				return err
-			}
-			g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
-			return serveUntil(ctx, w, drainBridges, drain, g)
+			return runWorker(ctx, g, nc, file, config, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log,
+				Middleware: commandMiddleware(), Approvals: approvals}, drain)
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
@@ -181,6 +176,55 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 	addAllowUnconfined(cmd, g)
 	return cmd
+}
+
+// runWorker hosts the tools file's command-line tools on a worker of its
+// own and bridges its MCP servers (each bridge has its own worker). A file
+// that only bridges starts no empty worker, and a worker that has joined
+// the mesh leaves it (Stop: goodbye beacon, registry entry deleted) on any
+// failure before it serves, so no phantom stays registered.
+func runWorker(ctx context.Context, g *globals, nc *nats.Conn, file *cli.File, config string, wcfg worker.Config, drain time.Duration) error {
+	var w *worker.Worker
+	if len(file.Tools) > 0 {
+		var err error
+		if w, err = worker.New(nc, wcfg); err != nil {
+			return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it
+		}
+		if err := cli.RegisterFile(w, file, g.log); err != nil {
+			w.Stop()
+			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
+		}
+	}
+	drainBridges, bridged, err := startBridges(ctx, nc, config, g)
+	if err != nil {
+		if w != nil {
+			w.Stop()
+		}
+		return err
+	}
+	if w == nil {
+		g.log.Info("bridges ready", "bridges", bridged, "server", nc.ConnectedUrlRedacted())
+		return serveBridges(ctx, nc, drainBridges, drain)
+	}
+	g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
+	return serveUntil(ctx, w, drainBridges, drain, g)
+}
+
+// serveBridges is serveUntil for a process whose only workers are its
+// bridges': until ctx ends (drain them) or the connection closes for good
+// (stop them, and exit connection_lost).
+func serveBridges(ctx context.Context, nc *nats.Conn, drainBridges func(time.Duration) error, drain time.Duration) error {
+	closed := nc.StatusChanged(nats.CLOSED)
+	defer nc.RemoveStatusListener(closed)
+	if !nc.IsClosed() {
+		select {
+		case <-ctx.Done():
+			return drainBridges(drain)
+		case <-closed:
+		}
+	}
+	_ = drainBridges(0)
+	return envelope.NewProblem(envelope.CodeConnectionLost, "the NATS connection closed for good; the bridges cannot serve and exit")
 }
 
 // addAllowUnconfined adds --allow-unconfined, the operator's explicit

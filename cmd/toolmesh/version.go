@@ -4,7 +4,39 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
+
+// newVersionCmd is `toolmesh version`: what --version prints.
+func newVersionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and Go version of this binary",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(g.stdout, "toolmesh version %s\n", buildVersion())
+			return nil
+		},
+	}
+}
+
+// moduleVersion is the short version MCP clients see as serverInfo.version:
+// the module version, and for a build from a checkout ((devel)) the
+// commit's first 12 digits, e.g. "(devel)+3dac710e4f12".
+func moduleVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 && v == "(devel)" {
+			v += "+" + s.Value[:12]
+		}
+	}
+	return v
+}
 
 // buildVersion describes this binary from the build information Go embeds:
 // the module version ((devel) for a local build), the VCS commit with a

@@ -119,7 +119,8 @@ func RegisterFile(w *worker.Worker, f *File, log *slog.Logger) error {
 		return err
 	}
 	for i, h := range handlers {
-		if err := w.Register(f.Tools[i].Spec, h); err != nil {
+		// h.spec: the tool's spec with its sandbox summary.
+		if err := w.Register(h.spec, h); err != nil {
 			for _, done := range f.Tools[:i] {
 				w.Unregister(done.Spec.Name)
 			}
@@ -139,6 +140,7 @@ func fileHandlers(w *worker.Worker, f *File, log *slog.Logger) ([]*Handler, erro
 	}
 	sups := make(map[time.Duration]*supervise.Supervisor) // one sentinel per kill grace
 	handlers := make([]*Handler, 0, len(f.Tools))
+	var support *sandbox.Support // probed once, for the first sandboxed tool
 	for _, t := range f.Tools {
 		if taken[t.Spec.Name] {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q is defined twice (or already registered on this worker)", t.Spec.Name)
@@ -147,7 +149,14 @@ func fileHandlers(w *worker.Worker, f *File, log *slog.Logger) ([]*Handler, erro
 		if _, _, err := t.Spec.Compile(); err != nil {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: %v", t.Spec.Name, err)
 		}
-		h, err := NewHandler(t, f.Env, log)
+		if t.Sandbox == nil {
+			log.Warn("tool runs unconfined, with the worker's own rights (give it a sandbox block)", "tool", t.Spec.Name)
+		} else if support == nil {
+			s := sandbox.Probe(context.Background())
+			support = &s
+		}
+		t.AllowUnconfined = t.AllowUnconfined || f.AllowUnconfined
+		h, err := newHandler(t, f.Env, log, support)
 		if err != nil {
 			return nil, err
 		}

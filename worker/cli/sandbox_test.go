@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
@@ -376,5 +378,23 @@ tools:
 	}
 	if strings.Contains(got, "guarded") {
 		t.Errorf("lint warns about a guarded template:\n%s", got)
+	}
+}
+
+// RegisterFile serves each tool's spec with its sandbox summary: an
+// unconfined tool says so rather than nothing.
+func TestRegisterFileServesTheSandboxSummary(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{})
+	w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{})
+	f, err := Parse([]byte("tools:\n  - {name: t, binding: {cli: {cmd: echo}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterFile(w, f, meshtest.Quiet()); err != nil {
+		t.Fatal(err)
+	}
+	specs := w.Specs()
+	if len(specs) != 1 || specs[0].Sandbox == nil || specs[0].Sandbox.Confined {
+		t.Fatalf("specs %+v", specs)
 	}
 }

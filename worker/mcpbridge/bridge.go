@@ -196,8 +196,17 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
 			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport}}}
 	}
-	return b.client.Connect(ctx, t, nil)
+	return b.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 }
+
+// sessionProtocol is the revision the bridge speaks with its server: the
+// session model of 2025-11-25, because the bridge holds one long session
+// and relays what a server sends it mid-call — elicitation among it. At
+// 2026-07-28 a server may not send requests while serving one (it returns
+// input_required for the client to retry instead, SEP-2322, which the
+// go-sdk client does not yet carry out), so a go-sdk server that would
+// negotiate 2026-07-28 could not ask through the mesh.
+const sessionProtocol = "2025-11-25"
 
 // redact removes the binding's URL (which may carry a token in its
 // query) and header values from an error before it is reported.

@@ -1,0 +1,96 @@
+package tests
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/tasks"
+	"github.com/toolmesh/toolmesh/worker"
+)
+
+// BenchmarkDurableUnary measures durable unary calls (submit and wait in
+// one round trip, the echo run by a worker) per second; compare with
+// BenchmarkHandWrittenWorkQueue in the same run.
+func BenchmarkDurableUnary(b *testing.B) {
+	m := startDurableB(b)
+	ctx := context.Background()
+	b.SetParallelism(64)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec, err := m.c.RunTask(ctx, "echo", map[string]string{"message": "hi"}, caller.WithTaskMode("unary"))
+			if err != nil || rec.State != caller.TaskSucceeded {
+				b.Errorf("%+v %v", rec, err)
+				return
+			}
+		}
+	})
+}
+
+// startDurableB is startDurable for a benchmark.
+func startDurableB(b *testing.B) *durableMesh {
+	b.Helper()
+	srv := meshtest.StartServer(b, embedded.Config{StoreDir: b.TempDir()})
+	svc, err := tasks.New(context.Background(), meshtest.Connect(b, srv), tasks.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { svc.Close(context.Background()) })
+	m := &durableMesh{srv: srv, svc: svc, c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
+	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{})
+	register(b, w, envelope.ToolSpec{Name: "echo"}, echo)
+	return m
+}
+
+// BenchmarkHandWrittenWorkQueue is the same echo through a hand-written
+// JetStream work queue: publish, a pull consumer that acks and publishes
+// the result back on the caller's inbox.
+func BenchmarkHandWrittenWorkQueue(b *testing.B) {
+	srv := meshtest.StartServer(b, embedded.Config{StoreDir: b.TempDir()})
+	ctx := context.Background()
+	wnc := meshtest.Connect(b, srv)
+	wjs, _ := jetstream.New(wnc)
+	st, err := wjs.CreateStream(ctx, jetstream.StreamConfig{Name: "WQ", Subjects: []string{"wq.>"}, Retention: jetstream.WorkQueuePolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		_ = m.Ack()
+		_ = wnc.Publish(m.Headers().Get("Reply-To"), m.Data())
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Stop()
+	cnc := meshtest.Connect(b, srv)
+	cjs, _ := jetstream.New(cnc)
+	b.SetParallelism(64)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		inbox := nats.NewInbox()
+		sub, _ := cnc.SubscribeSync(inbox)
+		defer func() { _ = sub.Unsubscribe() }()
+		for pb.Next() {
+			msg := &nats.Msg{Subject: "wq.echo", Data: []byte(`{"message":"hi"}`), Header: nats.Header{"Reply-To": []string{inbox}}}
+			if _, err := cjs.PublishMsg(ctx, msg); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := sub.NextMsgWithContext(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
