@@ -114,12 +114,17 @@ func TestTopRendersFleetInPty(t *testing.T) {
 		}
 	}()
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`3 workers  4 tools`),
+		regexp.MustCompile(`3 workers  5 tools`), // dev's count, echo, remove and sleep, and fleet.wc
 		regexp.MustCompile(`(?m)^fleet\.wc\s+3\s+\d+\s+[1-9][0-9.]*\s+[1-9][0-9.]*\s+\S*\d\S*\s+\S*\d\S*\s+\d+\s+[1-9]\d*\s*\r?$`),
 		regexp.MustCompile(`(?m)^sleep\s+1\s+2\s+`),
 		regexp.MustCompile(`(?m)^invalid_input\s+[1-9][0-9.]*\s+[1-9]\d*`),
 	}
 	var last string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last frame:\n%s", last)
+		}
+	})
 	testutil.WaitFor(t, "a frame showing the loaded fleet", func() bool {
 		select {
 		case f, ok := <-screen:

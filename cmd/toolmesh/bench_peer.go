@@ -144,10 +144,11 @@ func (p *benchPeer) start(g *globals) error {
 }
 
 // hostBlock registers "block", whose handler waits for release, on a
-// worker whose admission limits allow every call of the burst at once.
+// worker whose admission limits allow every call of the burst at once
+// (the bench caller is its only sender, so its share is the whole worker).
 func (p *benchPeer) hostBlock(g *globals) error {
 	n := p.calls
-	w, err := worker.New(p.nc, worker.Config{Prefix: g.prefix, Logger: g.log, MaxConcurrent: n, MaxQueued: n,
+	w, err := worker.New(p.nc, worker.Config{Prefix: g.prefix, Logger: g.log, MaxConcurrent: n, MaxQueued: n, MaxPerIdentity: n,
 		MaxPendingCalls: 2*n + 1024, MaxPendingBytes: 1 << 30, Description: "toolmesh bench memory"})
 	if err != nil {
 		return err

@@ -148,7 +148,7 @@ func (b *bencher) serveMicro(nc *nats.Conn) error {
 // serveMesh hosts the toolmesh side: a worker with echo, count and a CLI
 // binding of /bin/true.
 func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, g *globals) error {
-	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: g.log, MaxConcurrent: maxInFlight, Description: "toolmesh bench"})
+	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: g.log, MaxConcurrent: maxInFlight, MaxPerIdentity: maxInFlight, Description: "toolmesh bench"})
 	if err != nil {
 		return envelope.NewProblem(envelope.CodeInternal, err.Error())
 	}
