@@ -567,3 +567,37 @@ func TestRetryPolicy(t *testing.T) {
 		t.Fatalf("a non-idempotent call ran %d times", runs.Load())
 	}
 }
+
+// Calls that arrive coalesced in one batch message, to a handler that
+// blocks: every one of them reaches the handler. The worker once ran a
+// batch on its subscription's goroutine, so the first blocked handler held
+// up every call after it, and the callers, starved of heartbeats for calls
+// never started, reported live workers lost.
+func TestBatchedCallsToABlockingHandlerAllRun(t *testing.T) {
+	const calls = 20
+	f := newMesh(t, worker.Config{MaxConcurrent: calls, MaxQueued: calls, MaxPerIdentity: calls}, caller.Config{Retries: caller.NoRetries})
+	var entered atomic.Int32
+	gate := make(chan struct{})
+	register(t, f.w, envelope.ToolSpec{Name: "block"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		entered.Add(1)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+		return map[string]bool{"ok": true}, nil
+	})
+	done := make(chan error, calls)
+	for range calls {
+		go func() {
+			_, err := f.c.Call(context.Background(), "block", nil)
+			done <- err
+		}()
+	}
+	waitFor(t, "every call in its handler", func() bool { return entered.Load() == calls })
+	close(gate)
+	for range calls {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -56,7 +56,11 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 		}
 		calls = append(calls, c)
 	}
-	b.runInline(calls)
+	if len(calls) > 0 {
+		// Off the subscription's goroutine, which only admits: a handler
+		// that blocks must not hold up the calls arriving after its batch.
+		go b.runInline(calls)
+	}
 }
 
 // handoffAfter is how long the calls of a batch may wait behind a sibling
@@ -65,7 +69,7 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 const handoffAfter = 200 * time.Microsecond
 
 // runInline runs the batch's calls one after another on this goroutine
-// (a reader's: fast handlers never change goroutine) and holds their
+// (one per batch: fast handlers never change goroutine) and holds their
 // terminals, which then leave together in ends frames. If the run takes
 // longer than handoffAfter, the calls not yet started are handed off to
 // goroutines of their own and the terminals held so far go out at once.
