@@ -41,6 +41,7 @@ type pending struct {
 	terminalQueued bool   // a terminal event is queued: nothing more is accepted
 	over           bool   // the terminal was handed to the reader
 	consumed       int    // events read since the last credit grant
+	unread         int    // events queued or in the Stream's hand, not yet read (stream mode)
 	chunks         []byte // the event being reassembled from chunks
 	chunkNext      int    // the piece expected next (1-based; 0: none in progress)
 	asking         askState
@@ -176,10 +177,11 @@ func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *
 		if prob := p.askLocked(ev); prob != nil {
 			return prob
 		}
-	} else if p.stream && !ev.IsTerminal() && len(p.queue)-p.head >= p.window {
-		// The reader has not yet consumed the whole window, so a correct
-		// worker cannot have sent this: ending the call keeps the caller's
-		// memory bounded whatever a worker does.
+	} else if p.stream && !ev.IsTerminal() && p.unread >= p.window {
+		// The reader has not yet consumed the whole window (counting the
+		// events the Stream has taken from the queue but not handed out),
+		// so a correct worker cannot have sent this: ending the call keeps
+		// the caller's memory bounded whatever a worker does.
 		return p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("worker sent event %d of call %s beyond the %d-event credit window", seq, p.id, p.window))
 	}
 	p.nextSeq++
@@ -191,6 +193,9 @@ func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *
 		}
 	}
 	p.queue = append(p.queue, ev)
+	if !isAsk(ev) {
+		p.unread++
+	}
 	if ev.IsTerminal() {
 		p.terminalQueued = true
 	}
@@ -278,6 +283,7 @@ func (p *pending) read(ev envelope.ToolEvent) {
 	}
 	p.mu.Lock()
 	grant, wid := 0, ""
+	p.unread--
 	p.consumed++
 	if p.consumed >= p.window/2 && p.workerID != "" {
 		grant, wid, p.consumed = p.consumed, p.workerID, 0
