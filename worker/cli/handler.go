@@ -48,15 +48,6 @@ type Handler struct {
 // inherit names the variables the program inherits from this process's
 // environment (nil: PATH, HOME, LANG and TZ).
 func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
-	if t.Spec.Binding == nil || t.Spec.Binding.CLI == nil {
-		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: field binding.cli is required", t.Spec.Name)
-	}
-	if err := t.Spec.Validate(); err != nil {
-		return nil, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
-	}
-	if err := checkCmd(t.Spec.Name, t.Spec.Binding.CLI.Cmd); err != nil {
-		return nil, err
-	}
 	if inherit == nil {
 		inherit = defaultInheritedEnv()
 	}
@@ -69,6 +60,9 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 // newHandler is NewHandler with the host's sandbox support already probed
 // (nil: probe when the tool has a sandbox).
 func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Support) (*Handler, error) {
+	if err := checkBinding(t); err != nil {
+		return nil, err
+	}
 	plan, err := prepareSandbox(t, support, log)
 	if err != nil {
 		return nil, err
@@ -84,6 +78,19 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 	return &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
 		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
 		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening}, nil
+}
+
+// checkBinding refuses, before anything is registered, a tool without a CLI
+// binding, with an invalid spec, or whose program cannot be found: a worker
+// must not advertise a tool every call of which would fail.
+func checkBinding(t Tool) error {
+	if t.Spec.Binding == nil || t.Spec.Binding.CLI == nil {
+		return envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: field binding.cli is required", t.Spec.Name)
+	}
+	if err := t.Spec.Validate(); err != nil {
+		return envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
+	}
+	return checkCmd(t.Spec.Name, t.Spec.Binding.CLI.Cmd)
 }
 
 // Spec is the tool's spec as the Handler serves it: with its sandbox
