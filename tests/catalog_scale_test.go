@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -59,13 +60,15 @@ func TestIdleWorkerWith1000ToolsIsSmall(t *testing.T) {
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--log-level", "info")
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-	cat, err := c.Catalog(context.Background(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cat.Tools) != 1000 {
-		t.Fatalf("the worker serves %d tools, want 1000", len(cat.Tools))
-	}
+	// "worker ready" can be logged before the registry holds the worker's
+	// spec set (seen under a loaded full run), so wait for the catalogue.
+	testutil.WaitFor(t, "the worker's 1,000 tools in the catalogue", func() bool {
+		cat, err := c.Catalog(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cat.Tools) == 1000
+	})
 	const limit = 64 << 20
 	if rss := rssBytes(t, p.cmd.Process.Pid); rss >= limit {
 		t.Fatalf("idle worker with 1,000 tools: RSS %d MiB, want under %d MiB", rss>>20, limit>>20)
