@@ -217,6 +217,19 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.Version == "" {
 		cfg.Version = "0.1.0"
 	}
+	cfg = cfg.withLimitDefaults(nc)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Propagator == nil {
+		cfg.Propagator = mesh.DefaultPropagator()
+	}
+	return cfg
+}
+
+// withLimitDefaults fills the unset bounds of cfg: admission, timing,
+// sizes and the pending limits of its subscriptions.
+func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = 1024
 	}
@@ -265,12 +278,6 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	}
 	if cfg.MaxArgsBytes <= 0 {
 		cfg.MaxArgsBytes = int(nc.MaxPayload())
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Propagator == nil {
-		cfg.Propagator = mesh.DefaultPropagator()
 	}
 	return cfg
 }
