@@ -113,7 +113,13 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		return err
 	}
 	defer stopTasks()
-	url := srv.ClientURL()
+	printDevBanner(g, w, srv.ClientURL())
+	return serveUntil(ctx, w, drainBridges, drain, g)
+}
+
+// printDevBanner tells the user where dev's mesh listens, which tools it
+// serves and how to try them.
+func printDevBanner(g *globals, w *worker.Worker, url string) {
 	fmt.Fprintf(g.stdout, "toolmesh dev: mesh listening on %s\n", url)
 	fmt.Fprintf(g.stdout, "tools: %s\n", toolNames(w))
 	fmt.Fprintf(g.stdout, "try:   toolmesh call echo --args '{\"message\":\"hi\"}'\n       toolmesh call count --stream\n       toolmesh call count --detach   (a durable task; then toolmesh tasks watch ID)\n")
@@ -122,7 +128,6 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		fmt.Fprintf(g.stdout, "       (with --server %s or NATS_URL=%s)\n", url, url)
 	}
 	fmt.Fprintf(g.stdout, "Ctrl-C drains and stops.\n")
-	return serveUntil(ctx, w, drainBridges, drain, g)
 }
 
 // startDevTasks runs dev's task service on a connection of its own, so
