@@ -1,16 +1,13 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // elicitSummary is what elicit.mjs prints.
@@ -39,21 +36,7 @@ func runElicitClient(t *testing.T, dir string, args ...string) elicitSummary {
 	if err := os.WriteFile(filepath.Join(dir, "elicit.mjs"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"elicit.mjs"}, args...)...)
-	cmd.Dir = dir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node elicit.mjs %v: %v\n%s", args, err, stderr.String())
-	}
-	var s elicitSummary
-	if err := json.Unmarshal(out, &s); err != nil {
-		t.Fatalf("elicit.mjs output %q: %v", out, err)
-	}
-	return s
+	return runNodeScript[elicitSummary](t, dir, "elicit.mjs", args...)
 }
 
 // TestMCPInteropElicitation, through the gateway: the official TypeScript

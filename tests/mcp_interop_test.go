@@ -78,19 +78,26 @@ type tsSummary struct {
 
 func runTSClient(t *testing.T, dir string, args ...string) tsSummary {
 	t.Helper()
+	return runNodeScript[tsSummary](t, dir, "client.mjs", args...)
+}
+
+// runNodeScript runs a Node script in dir (beside the installed npm
+// packages) and decodes the JSON summary it prints on stdout.
+func runNodeScript[T any](t *testing.T, dir, script string, args ...string) T {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"client.mjs"}, args...)...)
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
 	cmd.Dir = dir
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node client.mjs %v: %v\n%s", args, err, stderr.String())
+		t.Fatalf("node %s %v: %v\n%s", script, args, err, stderr.String())
 	}
-	var s tsSummary
+	var s T
 	if err := json.Unmarshal(out, &s); err != nil {
-		t.Fatalf("client output %q: %v", out, err)
+		t.Fatalf("%s output %q: %v", script, out, err)
 	}
 	return s
 }
