@@ -142,6 +142,8 @@ type Caller struct {
 	nsenders atomic.Int32
 	// specs caches decoded catalogue spec sets by digest (catalog.go).
 	specs specCache
+	// perms caches what this identity may publish (tenant.go).
+	perms permView
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 
