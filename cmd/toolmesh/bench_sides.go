@@ -45,6 +45,8 @@ type bencher struct {
 	deltas    int
 	// peers are the MCP and gRPC servers users would pick instead.
 	peers *benchPeers
+	// durable is the durable row's sides; nil without JetStream.
+	durable *benchDurable
 }
 
 func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), maxInFlight, payload, deltas int, g *globals) (*bencher, error) {
@@ -96,6 +98,7 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), maxI
 	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: g.log, Coalescing: caller.CoalesceOff}); err != nil {
 		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
+	b.startDurableRow(ctx, dial, prefix, g)
 	for _, nc := range b.conns {
 		if err := nc.Flush(); err != nil {
 			return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
@@ -194,6 +197,9 @@ func (b *bencher) count(_ context.Context, _ *worker.Request, emit worker.Emitte
 func (b *bencher) close() {
 	if b.peers != nil {
 		b.peers.close()
+	}
+	if b.durable != nil {
+		b.durable.close()
 	}
 	for _, c := range []*caller.Caller{b.c, b.cOff} {
 		if c != nil {
