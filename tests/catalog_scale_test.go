@@ -126,6 +126,11 @@ func TestCatalogAnswersArriveOnce(t *testing.T) {
 	if _, err := nc.Request("toolmesh.describe.once.t0", nil, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// A caller's first catalogue also asks the server, once per
+	// connection, which tools this identity may call: one more message.
+	if _, err := c.Catalog(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
 	before := nc.Stats().InMsgs
 	cat, err := c.Catalog(context.Background(), 0)
 	if err != nil || cat.Workers != 5 {

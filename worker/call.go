@@ -339,7 +339,7 @@ func (c *call) acquireSlot(ctx context.Context) bool {
 func (c *call) invoke(ctx context.Context, req *Request) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			msg := redact.String(fmt.Sprint(r), c.bearer)
+			msg := redact.New(c.bearer).String(fmt.Sprint(r))
 			c.w.log.Error("handler panicked", "tool", req.Tool, "call_id", req.CallID, "panic", msg, "stack", string(debug.Stack()))
 			res, err = nil, c.w.problems.New(envelope.CodeHandlerError, fmt.Sprintf("tool %s panicked: %s", req.Tool, msg))
 		}

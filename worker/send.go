@@ -46,7 +46,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	if c.ended {
 		c.mu.Unlock()
 		c.w.untrack(c)
-		return redact.Problem(p, c.bearer)
+		return redact.New(c.bearer).Problem(p)
 	}
 	c.ended = true
 	c.mu.Unlock()
@@ -55,7 +55,8 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	if p != nil {
 		// Redacted before anything reads it: the error event, the tool's
 		// last_error in $SRV.STATS and the span status all come from p.
-		ev = envelope.ErrorEvent(redact.Problem(p, c.bearer))
+		// Every handler error loses the call's bearer and URL credentials.
+		ev = envelope.ErrorEvent(redact.New(c.bearer).Problem(p))
 	}
 	ev, enc, _ := c.encode(ev) // a terminal event always encodes, if only as an error
 	c.mu.Lock()

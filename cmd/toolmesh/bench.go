@@ -117,7 +117,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, g *globals, o *benchOptio
 		return err
 	}
 	defer srv.shutdown()
-	b, err := newBencher(srv.dial, slices.Max(append(slices.Clone(o.levels), o.cliLevels...)), o.payload, o.deltas, g)
+	b, err := newBencher(ctx, srv.dial, slices.Max(append(slices.Clone(o.levels), o.cliLevels...)), o.payload, o.deltas, g)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,16 @@ type benchScenario struct {
 	raw      benchCall
 	micro    benchCall
 	toolmesh benchCall
-	goals    []benchGoal
+	// versus are the peers users would pick instead (MCP over HTTP,
+	// gRPC), measured in the same rounds.
+	versus []versusCall
+	goals  []benchGoal
+}
+
+// versusCall is one peer's side of a scenario.
+type versusCall struct {
+	peer, what string
+	call       benchCall
 }
 
 const (
@@ -39,7 +48,7 @@ func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 		s = append(s, benchScenario{name: "unary", inFlight: n, peers: peersRequestReply,
 			raw: (*bencher).rawUnary, micro: (*bencher).microUnary,
 			toolmesh: func(b *bencher, ctx context.Context) error { return b.meshUnary(ctx) },
-			goals:    unaryGoals(n)})
+			versus:   unaryVersus(), goals: unaryGoals(n)})
 	}
 	if n := slices.Max(o.levels); n > 1 {
 		// At the highest level, the mesh with coalescing off: calls never
@@ -54,7 +63,7 @@ func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 	}
 	s = append(s,
 		benchScenario{name: fmt.Sprintf("stream of %d deltas", o.deltas), inFlight: 1, peers: peersStream,
-			raw: (*bencher).rawStream, toolmesh: (*bencher).meshStream,
+			raw: (*bencher).rawStream, toolmesh: (*bencher).meshStream, versus: streamVersus(),
 			goals: []benchGoal{{metric: metricThroughput, bound: 1.5}}},
 		benchScenario{name: "no responders", inFlight: 1, peers: peersNoResponders,
 			raw: (*bencher).rawNoResponders, toolmesh: (*bencher).meshNoResponders,
@@ -73,6 +82,24 @@ func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})
 	}
 	return s
+}
+
+// unaryVersus are the unary row's peers beside raw and micro.
+func unaryVersus() []versusCall {
+	return []versusCall{
+		{peerMCPHTTP, "MCP go-sdk, streamable HTTP " + mcpSessionRevision + " (a session)", (*bencher).mcpUnary},
+		{peerMCPStateles, "MCP go-sdk, streamable HTTP " + mcpStatelessRevision + " (stateless)", (*bencher).mcpStatelessUnary},
+		{peerGRPC, "grpc-go unary, JSON codec", (*bencher).grpcUnary},
+	}
+}
+
+// streamVersus are the stream row's peers beside raw.
+func streamVersus() []versusCall {
+	return []versusCall{
+		{peerMCPHTTP, "MCP go-sdk progress notifications, streamable HTTP " + mcpSessionRevision, (*bencher).mcpStream},
+		{peerMCPStateles, "MCP go-sdk progress notifications, streamable HTTP " + mcpStatelessRevision, (*bencher).mcpStatelessStream},
+		{peerGRPC, "grpc-go server streaming, JSON codec", (*bencher).grpcStream},
+	}
 }
 
 // trueBinaryName names the CLI row's program in the report.
@@ -104,6 +131,10 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 		r.Micro = &benchSide{}
 		sides = append(sides, side{r.Micro, s.micro})
 	}
+	others := make([]benchSide, len(s.versus))
+	for i, v := range s.versus {
+		sides = append(sides, side{&others[i], v.call})
+	}
 	slice := max(o.duration/time.Duration(o.rounds), time.Millisecond)
 	for round := range o.rounds {
 		for i := range sides {
@@ -119,6 +150,7 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 		vsMicro, microVsRaw := ratiosOver(&r.Toolmesh, r.Micro), ratiosOver(r.Micro, &r.Raw)
 		r.ToolmeshVsMicro, r.MicroVsRaw = &vsMicro, &microVsRaw
 	}
+	r.versus(s, others)
 	r.judge(s.goals)
 	return r
 }

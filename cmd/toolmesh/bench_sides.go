@@ -43,9 +43,11 @@ type bencher struct {
 	sandboxed bool
 	args      json.RawMessage
 	deltas    int
+	// peers are the MCP and gRPC servers users would pick instead.
+	peers *benchPeers
 }
 
-func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, deltas int, g *globals) (*bencher, error) {
+func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), maxInFlight, payload, deltas int, g *globals) (*bencher, error) {
 	b := &bencher{deltas: deltas, trueBin: trueBinary()}
 	if support := sandbox.Probe(context.Background()); support.Problem == "" {
 		b.sandboxed = true
@@ -80,6 +82,10 @@ func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, del
 		return nil, err
 	}
 	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
+		return nil, err
+	}
+	var err error
+	if b.peers, err = newBenchPeers(ctx, maxInFlight, payload, deltas); err != nil {
 		return nil, err
 	}
 	c, err := caller.New(call, caller.Config{Prefix: prefix, Logger: g.log})
@@ -186,6 +192,9 @@ func (b *bencher) count(_ context.Context, _ *worker.Request, emit worker.Emitte
 }
 
 func (b *bencher) close() {
+	if b.peers != nil {
+		b.peers.close()
+	}
 	for _, c := range []*caller.Caller{b.c, b.cOff} {
 		if c != nil {
 			_ = c.Close()

@@ -42,6 +42,9 @@ type Handler struct {
 	ownSup  bool          // sup is this Handler's own, closed by Close
 	plan    *sandbox.Plan // the program's sandbox; nil: unconfined
 	harden  Hardening     // argument rules checked before the program runs
+	// secrets holds the binding's env values, redacted (with the call's
+	// bearer) from everything a call reports.
+	secrets *redact.Redactor
 }
 
 // NewHandler makes the Handler of a tool whose spec has a CLI binding.
@@ -77,7 +80,21 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
 	return &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
 		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
-		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening}, nil
+		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening,
+		secrets: envSecrets(binding.Env)}, nil
+}
+
+// envSecrets is the Redactor of a binding's env values (see
+// redact.Values); the bearer placeholder is not one, the bearer it stands
+// for is added per call.
+func envSecrets(env map[string]string) *redact.Redactor {
+	values := make(map[string]string, len(env))
+	for k, v := range env {
+		if v != envelope.BearerPlaceholder {
+			values[k] = v
+		}
+	}
+	return redact.New(redact.Values(values)...)
 }
 
 // checkBinding refuses, before anything is registered, a tool without a CLI
@@ -204,19 +221,20 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// tailBuffer keeps the last max bytes written to it; String hides redact.
-// It holds len(redact) bytes more than it shows, so a secret straddling
-// the cut is still seen whole, and String redacts before it cuts.
+// tailBuffer keeps the last max bytes written to it; String hides the
+// call's secrets. It holds more than it shows (redact.Redactor.Keep), so
+// a secret or a URL's password straddling the cut is still seen whole,
+// and String redacts before it cuts.
 type tailBuffer struct {
 	buf    []byte
 	max    int
 	lost   bool
-	redact string
+	redact *redact.Redactor
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
-	if keep := t.max + len(t.redact); len(t.buf) > keep {
+	if keep := t.redact.Keep(t.max); len(t.buf) > keep {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
 		t.lost = true
 	}
@@ -224,7 +242,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string {
-	s, cut := redact.Tail(string(t.buf), t.redact, t.max)
+	s, cut := t.redact.Tail(string(t.buf), t.max)
 	if cut {
 		t.lost = true
 	}
@@ -265,20 +283,13 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 		return nil, err
 	}
 	argv := Argv(b, h.spec.Name, args, req.DryRun, pageAll)
-	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, args), req.Bearer, streamer{emit, req.Streaming})
-	return res, redactProblem(err, req.Bearer)
-}
-
-// redactProblem strips the bearer from a Problem (detail, stderr tails,
-// output excerpts): a program that prints its token must not leak it, or
-// any piece of it, into errors. Tails and excerpts are redacted before
-// they are cut, where they are built.
-func redactProblem(err error, bearer string) error {
-	var p *envelope.Problem
-	if bearer == "" || !errors.As(err, &p) {
-		return err
-	}
-	return redact.Problem(p, bearer)
+	secrets := h.secrets.With(req.Bearer)
+	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, args), secrets, streamer{emit, req.Streaming})
+	// A program that prints its token or an env value must not leak it, or
+	// any piece of it, into errors (detail, stderr tails, output excerpts);
+	// tails and excerpts are redacted before they are cut, where they are
+	// built.
+	return res, secrets.ProblemOf(err)
 }
 
 // run starts argv in its own process group and turns its output and exit
@@ -291,7 +302,7 @@ func redactProblem(err error, bearer string) error {
 // hand-off each time), and no goroutine hop delays the fork: other
 // goroutines read stdout and stderr, and stopping rides on
 // context.AfterFunc and a timer rather than a watching goroutine.
-func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, bearer string, emit streamer) (any, error) {
+func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, secrets *redact.Redactor, emit streamer) (any, error) {
 	p, err := h.spawn(argv, env, stdinData)
 	if err != nil {
 		return nil, err
@@ -299,7 +310,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	defer p.feed.close()
 	grace := h.limits.KillGrace
 	dontStop := context.AfterFunc(ctx, func() { p.stop(grace) }) // cancel, timeout, caller loss
-	stderr := &tailBuffer{max: stderrTail, redact: bearer}
+	stderr := &tailBuffer{max: stderrTail, redact: secrets}
 	stderrDone := make(chan struct{})
 	go func() {
 		_, _ = io.CopyBuffer(stderr, readerOnly{p.stderr}, make([]byte, 4<<10))
@@ -310,7 +321,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		parsed, readErr = h.readOutput(&cappedReader{r: p.stdout, max: h.limits.MaxOutputBytes}, emit, bearer)
+		parsed, readErr = h.readOutput(&cappedReader{r: p.stdout, max: h.limits.MaxOutputBytes}, emit, secrets)
 		if readErr != nil {
 			p.stop(grace) // nobody reads any more: stop the program
 		}
@@ -478,7 +489,7 @@ type streamer struct {
 
 // output is what readOutput gathered.
 type output struct {
-	secret   string            // redacted from excerpts before they are cut
+	secrets  *redact.Redactor  // redacted from excerpts before they are cut
 	raw      []byte            // json: all of stdout
 	items    []json.RawMessage // ndjson (unary mode)
 	lines    []string          // lines (unary mode)
@@ -487,8 +498,8 @@ type output struct {
 
 // readOutput reads stdout per the binding's format, streaming deltas as
 // lines arrive (ndjson and lines) rather than after the program exits.
-func (h *Handler) readOutput(r io.Reader, emit streamer, secret string) (output, error) {
-	o := output{secret: secret}
+func (h *Handler) readOutput(r io.Reader, emit streamer, secrets *redact.Redactor) (output, error) {
+	o := output{secrets: secrets}
 	switch h.binding.Format() {
 	case envelope.OutputJSON:
 		raw, err := io.ReadAll(r)
@@ -520,7 +531,7 @@ func (h *Handler) takeLine(o *output, line []byte, emit streamer) error {
 		}
 		if !json.Valid(line) {
 			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: output line %d is not JSON (ndjson): %s",
-				h.spec.Name, len(o.items)+o.streamed+1, excerpt(line, o.secret))
+				h.spec.Name, len(o.items)+o.streamed+1, excerpt(line, o.secrets))
 		}
 		item := json.RawMessage(append([]byte(nil), line...))
 		if emit.streaming {
@@ -552,9 +563,9 @@ func emitDelta(emit worker.Emitter, v any) error {
 }
 
 // excerpt quotes the start of b: redacted first, then cut.
-func excerpt(b []byte, secret string) string {
+func excerpt(b []byte, secrets *redact.Redactor) string {
 	const max = 200
-	s, cut := redact.Head(string(b), secret, max)
+	s, cut := secrets.Head(string(b), max)
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if cut {
 		s += "…"
@@ -580,7 +591,7 @@ func (h *Handler) finalResult(o output, stderr *tailBuffer) (any, error) {
 			WithExtension("stderr_tail", stderr.String())
 	}
 	if !json.Valid(o.raw) {
-		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s printed output that is not valid JSON: %s", h.spec.Name, excerpt(o.raw, o.secret)).
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s printed output that is not valid JSON: %s", h.spec.Name, excerpt(o.raw, o.secrets)).
 			WithExtension("stderr_tail", stderr.String())
 	}
 	return json.RawMessage(o.raw), nil

@@ -77,7 +77,8 @@ func (b *Bridge) surface(sess *mcp.ClientSession) []hosted {
 }
 
 // surfaceHandler runs op on the live session, failing like a tool call
-// when the server is down or fails.
+// when the server is down or fails (the error redacted of the binding's
+// secrets, as a tool call's is).
 func (b *Bridge) surfaceHandler(op surfaceOp) worker.HandlerFunc {
 	return func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 		sess := b.session()
@@ -86,7 +87,7 @@ func (b *Bridge) surfaceHandler(op surfaceOp) worker.HandlerFunc {
 		}
 		res, err := op.run(ctx, b, sess, req, emit)
 		if err != nil {
-			return nil, b.failure(ctx, sess, op.method, err)
+			return nil, b.secrets.ProblemOf(b.failure(ctx, sess, op.method, err))
 		}
 		return res, nil
 	}

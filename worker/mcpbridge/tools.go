@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -187,7 +188,18 @@ func trueOnly(v bool) *bool {
 
 // handler forwards one mesh call to the MCP tool mcpName. Cancelling the
 // mesh call cancels ctx, and the SDK then sends notifications/cancelled.
+// Every error it returns is redacted of the binding's secrets (the worker
+// adds the call's bearer and URL credentials).
 func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
+	forward := b.forward(mcpName)
+	return func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+		res, err := forward(ctx, req, emit)
+		return res, b.secrets.ProblemOf(err)
+	}
+}
+
+// forward is handler before redaction.
+func (b *Bridge) forward(mcpName string) worker.HandlerFunc {
 	return func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 		sess := b.session()
 		if sess == nil {
@@ -207,7 +219,7 @@ func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
 		if err != nil {
 			return nil, b.failure(ctx, sess, mcpName, err)
 		}
-		return b.sandboxed(resultOf(res))
+		return b.sandboxed(resultOf(res, b.secrets))
 	}
 }
 
@@ -268,9 +280,16 @@ const codeResourceNotFound = -32002
 // result itself (content blocks, structuredContent, _meta: the spec sets
 // MCPResult), so both round-trip unchanged; isError becomes a tool_failed
 // Problem carrying the text and, as mcp_content, the blocks.
-func resultOf(res *mcp.CallToolResult) (any, error) {
+func resultOf(res *mcp.CallToolResult, secrets *redact.Redactor) (any, error) {
 	if res.IsError {
-		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+clip(contentText(res.Content), 2000))
+		// Redacted before it is cut (redact.Redactor.Head), so no piece
+		// of a secret straddling the cut stays; the handler redacts the
+		// whole Problem again, mcp_content among it.
+		text, cut := secrets.Head(contentText(res.Content), 2000)
+		if cut {
+			text += "…"
+		}
+		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+text)
 		return nil, p.WithExtension("mcp_content", res.Content)
 	}
 	content := res.Content
