@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
 	"syscall"
 	"time"
 )
@@ -12,15 +11,6 @@ import (
 type Exit struct {
 	Status syscall.WaitStatus
 	CPU    time.Duration
-}
-
-// ExitOf is the Exit of a program os/exec waited for (nil for nil).
-func ExitOf(st *os.ProcessState) *Exit {
-	if st == nil {
-		return nil
-	}
-	ws, _ := st.Sys().(syscall.WaitStatus)
-	return &Exit{Status: ws, CPU: st.UserTime() + st.SystemTime()}
 }
 
 // ExitCode is the program's exit code, or -1 when a signal ended it.
