@@ -92,6 +92,11 @@ type Gateway struct {
 	known    map[string]caller.CatalogTool
 	lastView fleetView
 	revealed map[string]bool
+	// surf are the bridged servers' resources, prompts and completions
+	// served (surface.go), routes where their URIs go.
+	surf   surfaces
+	routes routes
+	subs   gwSubs
 }
 
 // servedTool is one registered tool and the fingerprint of its spec, so a
@@ -141,7 +146,17 @@ func New(cfg Config) (*Gateway, error) {
 		PageSize:     cfg.PageSize,
 		// Tools come and go with the fleet: advertise the capability even
 		// while no worker is up, so clients listen for list_changed.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Resources, prompts and completions are the bridged servers' on
+		// the mesh (surface.go), empty while none offers them; logging
+		// carries their log messages (log.go).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{Subscribe: true}, Prompts: &mcp.PromptCapabilities{},
+			Completions: &mcp.CompletionCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return g.complete(ctx, req)
+		},
+		SubscribeHandler:   func(ctx context.Context, req *mcp.SubscribeRequest) error { return g.subscribe(ctx, req) },
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return g.unsubscribe(ctx, req) },
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs = ttl
 			// The list depends on the gateway's allow/deny lists, not on
@@ -149,7 +164,7 @@ func New(cfg Config) (*Gateway, error) {
 			c.CacheScope = "public"
 		},
 	})
-	g.srv.AddReceivingMiddleware(g.honestList)
+	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware)
 	if cfg.Progressive {
 		g.addSearchTool()
 	}
@@ -312,14 +327,15 @@ func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
 	mcpResult := map[string]bool{}
+	surf := surfaces{}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.remember(view)
 	for _, ct := range view.tools {
-		if !g.filter.allows(ct.Spec.Name) || !g.listed(ct.Spec.Name, g.servedName(ct.Spec.Name)) {
+		if !g.filter.allows(ct.Spec.Name) || surf.add(&ct.Spec) || !g.listed(ct.Spec.Name, g.toolName(ct.Spec.Name)) {
 			continue
 		}
-		t, err := mcpTool(g.servedName(ct.Spec.Name), ct.Spec)
+		t, err := mcpTool(g.toolName(ct.Spec.Name), ct.Spec)
 		if err == nil && g.cfg.Progressive && t.Name == g.cfg.NamePrefix+SearchToolName {
 			err = errors.New("its name is the search tool's")
 		}
@@ -332,6 +348,7 @@ func (g *Gateway) apply(view fleetView) {
 		mcpResult[t.Name] = ct.Spec.MCPResult
 	}
 	g.gaps = view.gaps
+	g.applySurfaces(surf, view.prune)
 	var gone []string
 	if view.prune == pruneMissing {
 		for name := range g.served {
@@ -356,17 +373,31 @@ func (g *Gateway) apply(view fleetView) {
 
 // remember records view as the last applied and its allowed tools as
 // known (all of them for an authoritative view, added and replaced for
-// one that may miss tools). Call with g.mu held.
+// one that may miss tools); surface tools are not tools to search. Call
+// with g.mu held.
 func (g *Gateway) remember(view fleetView) {
 	g.lastView = view
 	if view.prune == pruneMissing {
 		clear(g.known)
 	}
 	for _, ct := range view.tools {
-		if g.filter.allows(ct.Spec.Name) {
+		if _, _, surface := envelope.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
 			g.known[ct.Spec.Name] = ct
 		}
 	}
+}
+
+// applySurfaces replaces the surfaces served (or, from a view that may
+// miss some, adds to them). Called with g.mu held.
+func (g *Gateway) applySurfaces(surf surfaces, prune pruneRule) {
+	if prune == keepMissing {
+		for ns, ops := range g.surf {
+			if _, ok := surf[ns]; !ok {
+				surf[ns] = ops
+			}
+		}
+	}
+	g.surf = surf
 }
 
 // Tools returns the MCP names currently served, sorted, for diagnostics.

@@ -123,7 +123,7 @@ func (g *Gateway) search(query string, limit int) ([]*mcp.Tool, int) {
 		if len(out) == limit {
 			break
 		}
-		t, err := mcpTool(g.servedName(h.Tool.Spec.Name), h.Tool.Spec)
+		t, err := mcpTool(g.toolName(h.Tool.Spec.Name), h.Tool.Spec)
 		if err != nil {
 			continue
 		}
@@ -132,8 +132,8 @@ func (g *Gateway) search(query string, limit int) ([]*mcp.Tool, int) {
 	return out, len(hits)
 }
 
-// servedName is a mesh tool's MCP name.
-func (g *Gateway) servedName(meshName string) string {
+// toolName is a mesh tool's MCP name.
+func (g *Gateway) toolName(meshName string) string {
 	return g.cfg.NamePrefix + strings.TrimPrefix(meshName, g.filter.namespace)
 }
 
