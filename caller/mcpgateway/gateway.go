@@ -75,6 +75,11 @@ type Gateway struct {
 	// gaps are the scope warnings of the last catalogue applied: the
 	// tri-state honest convention, reported on every tools/list.
 	gaps []string
+	// surf are the bridged servers' resources, prompts and completions
+	// served (surface.go), routes where their URIs go.
+	surf   surfaces
+	routes routes
+	subs   gwSubs
 }
 
 // servedTool is one registered tool and the fingerprint of its spec, so a
@@ -120,7 +125,17 @@ func New(cfg Config) (*Gateway, error) {
 		PageSize:     cfg.PageSize,
 		// Tools come and go with the fleet: advertise the capability even
 		// while no worker is up, so clients listen for list_changed.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Resources, prompts and completions are the bridged servers' on
+		// the mesh (surface.go), empty while none offers them; logging
+		// carries their log messages (log.go).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{Subscribe: true}, Prompts: &mcp.PromptCapabilities{},
+			Completions: &mcp.CompletionCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return g.complete(ctx, req)
+		},
+		SubscribeHandler:   func(ctx context.Context, req *mcp.SubscribeRequest) error { return g.subscribe(ctx, req) },
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return g.unsubscribe(ctx, req) },
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs = ttl
 			// The list depends on the gateway's allow/deny lists, not on
@@ -128,7 +143,7 @@ func New(cfg Config) (*Gateway, error) {
 			c.CacheScope = "public"
 		},
 	})
-	g.srv.AddReceivingMiddleware(g.honestList)
+	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware)
 	return g, nil
 }
 
@@ -288,8 +303,9 @@ func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
 	mcpResult := map[string]bool{}
+	surf := surfaces{}
 	for _, ct := range view.tools {
-		if !g.filter.allows(ct.Spec.Name) {
+		if !g.filter.allows(ct.Spec.Name) || surf.add(&ct.Spec) {
 			continue
 		}
 		t, err := mcpTool(g.cfg.NamePrefix+strings.TrimPrefix(ct.Spec.Name, g.filter.namespace), ct.Spec)
@@ -304,6 +320,7 @@ func (g *Gateway) apply(view fleetView) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.gaps = view.gaps
+	g.applySurfaces(surf, view.prune)
 	var gone []string
 	if view.prune == pruneMissing {
 		for name := range g.served {
@@ -324,6 +341,19 @@ func (g *Gateway) apply(view fleetView) {
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
 		g.srv.AddTool(t, g.callHandler(meshName[name], t, mcpResult[name]))
 	}
+}
+
+// applySurfaces replaces the surfaces served (or, from a view that may
+// miss some, adds to them). Called with g.mu held.
+func (g *Gateway) applySurfaces(surf surfaces, prune pruneRule) {
+	if prune == keepMissing {
+		for ns, ops := range g.surf {
+			if _, ok := surf[ns]; !ok {
+				surf[ns] = ops
+			}
+		}
+	}
+	g.surf = surf
 }
 
 // Tools returns the MCP names currently served, sorted, for diagnostics.

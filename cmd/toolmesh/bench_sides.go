@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,9 +46,12 @@ type bencher struct {
 	deltas    int
 	// peers are the MCP and gRPC servers users would pick instead.
 	peers *benchPeers
+	// blobs are the large results by size in MiB.
+	blobs map[int]json.RawMessage
 }
 
-func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), maxInFlight, payload, deltas int, g *globals) (*bencher, error) {
+func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), o *benchOptions, g *globals) (*bencher, error) {
+	maxInFlight, payload, deltas := slices.Max(append(slices.Clone(o.levels), o.cliLevels...)), o.payload, o.deltas
 	b := &bencher{deltas: deltas, trueBin: trueBinary()}
 	if support := sandbox.Probe(context.Background()); support.Problem == "" {
 		b.sandboxed = true
@@ -82,6 +86,9 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), maxI
 		return nil, err
 	}
 	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
+		return nil, err
+	}
+	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
 		return nil, err
 	}
 	var err error
