@@ -61,7 +61,8 @@ type Config struct {
 	// most this many events of one stream wait unread in the caller.
 	Window int
 	// Retries is how many times a retry-safe failure is retried: 0 means
-	// DefaultRetries, NoRetries means none (WithRetries overrides it per call).
+	// DefaultRetries, NoRetries means none (WithRetries overrides it per
+	// call, with the same rule: its 0 keeps this setting).
 	Retries int
 	// MaxResultBytes caps one event reassembled from chunks (default
 	// mesh.DefaultMaxResultBytes): past it the call ends payload_too_large

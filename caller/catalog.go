@@ -60,9 +60,10 @@ const defaultRegistryWait = 10 * time.Second
 // pass, and asks one worker for each spec set it has not seen before: one
 // round trip for the registry at any fleet size, and complete:true when
 // every registered worker's tools are in. Without a registry it asks the
-// whole fleet at once and gathers answers for the whole wait (default
-// DefaultCatalogWait), and says complete:false: NATS cannot say how many
-// workers exist.
+// whole fleet at once and gathers answers for the whole wait (0:
+// DefaultCatalogWait; with a registry, 0 bounds the read by 10s, and it
+// ends as soon as it is done), and says complete:false: NATS cannot say
+// how many workers exist.
 func (c *Caller) Catalog(ctx context.Context, wait time.Duration) (Catalog, error) {
 	entries, warnings, complete, err := c.catalogEntries(ctx, wait)
 	if err != nil {

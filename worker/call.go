@@ -220,6 +220,10 @@ func (c *call) runHandler(ctx context.Context, pc prepared) (json.RawMessage, *e
 	return c.checkResult(res, body.ResponseFormat, format)
 }
 
+// malformedBodyFix is the fix of a call body that is not {"args":{…}, …}:
+// most often a bare arguments object sent with a plain `nats req`.
+const malformedBodyFix = `Send the call body as a JSON object with the tool's arguments under "args": nats req <prefix>.call.<tool> '{"args":{…}}' (a bare arguments object is not a call body; docs/protocol.md §4.2).`
+
 // parseBody decodes the call body and checks its args against the input
 // schema, compiling a json_schema response format (nil otherwise).
 func (c *call) parseBody() (envelope.Call, *envelope.Schema, *envelope.Problem) {
@@ -227,7 +231,10 @@ func (c *call) parseBody() (envelope.Call, *envelope.Schema, *envelope.Problem) 
 	// ParseCall: one validation pass, args alias the message's own payload.
 	body, err := envelope.ParseCall(c.body)
 	if err != nil {
-		return body, nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error())
+		// Not the args but the body around them is wrong: the fix says
+		// what a body is, not "see violations" (there are none).
+		return body, nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error()).
+			WithFix(malformedBodyFix, envelope.HasPlaceholders)
 	}
 	if t.input != nil {
 		if v := t.input.Validate(body.Args); len(v) > 0 {

@@ -306,10 +306,14 @@ func (c *call) tooLarge(typ envelope.EventType, size int) *envelope.Problem {
 func (c *call) sendChunksLocked(data []byte) {
 	piece := c.w.piece()
 	n := (len(data) + piece - 1) / piece
+	// One buffer for every piece: Publish copies the message into the
+	// connection's buffer before it returns, so the next piece may
+	// overwrite it (a buffer per piece cost a second copy of the event).
+	body := make([]byte, 0, 48+piece)
 	for i := 0; i < n; i++ {
 		c.seq++
 		part := data[i*piece : min((i+1)*piece, len(data))]
-		body := wire.AppendChunkHead(make([]byte, 0, 48+len(part)), c.seq, i+1, n)
+		body = wire.AppendChunkHead(body[:0], c.seq, i+1, n)
 		c.publish(append(body, part...))
 	}
 }

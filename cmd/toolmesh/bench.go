@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ type benchOptions struct {
 	rounds       int
 	concurrency  string
 	cliFlight    string
+	bigResults   string
 	payload      int
 	deltas       int
 	memoryCalls  int
@@ -30,7 +30,7 @@ type benchOptions struct {
 	asJSON       bool
 	targets      targetPolicy
 
-	levels, cliLevels []int
+	levels, cliLevels, bigLevels []int
 
 	// peer and peerMode make this process one side of the memory row
 	// (hidden flags: the bench re-executes its own binary with them).
@@ -76,6 +76,7 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f.IntVar(&o.rounds, "rounds", 6, "interleaved rounds per scenario; ratios are the median over rounds")
 	f.StringVar(&o.concurrency, "concurrency", "1,256", "comma-separated numbers of unary calls kept in flight")
 	f.StringVar(&o.cliFlight, "cli-concurrency", "1,8", "comma-separated numbers of CLI-bound /bin/true calls kept in flight (\"none\": skip)")
+	f.StringVar(&o.bigResults, "big-results", "10,50", "comma-separated sizes in MiB of the large-result rows (\"none\": skip)")
 	f.IntVar(&o.payload, "payload", 16, "bytes of the message each unary call echoes")
 	f.IntVar(&o.deltas, "deltas", 1000, "events in the streamed call")
 	f.IntVar(&o.memoryCalls, "memory-calls", 100000, "calls held in flight at once for the memory row (0: skip it)")
@@ -94,6 +95,11 @@ func (o *benchOptions) validate() error {
 	var err error
 	if o.levels, err = parseConcurrency("concurrency", o.concurrency); err != nil {
 		return err
+	}
+	if o.bigResults != "none" {
+		if o.bigLevels, err = parseConcurrency("big-results", o.bigResults); err != nil {
+			return err
+		}
 	}
 	if o.cliFlight != "none" {
 		if o.cliLevels, err = parseConcurrency("cli-concurrency", o.cliFlight); err != nil {
@@ -117,7 +123,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, g *globals, o *benchOptio
 		return err
 	}
 	defer srv.shutdown()
-	b, err := newBencher(ctx, srv.dial, slices.Max(append(slices.Clone(o.levels), o.cliLevels...)), o.payload, o.deltas, g)
+	b, err := newBencher(ctx, srv.dial, o, g)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,10 @@ type benchScenario struct {
 	// gRPC), measured in the same rounds.
 	versus []versusCall
 	goals  []benchGoal
+	// minCalls is how many calls each of the row's goroutines makes in a
+	// round at least, however long they take (1 when 0): a round of
+	// calls longer than its share of --duration still measures several.
+	minCalls int
 }
 
 // versusCall is one peer's side of a scenario.
@@ -74,6 +78,9 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 		s = append(s, benchScenario{name: "durable unary (task)", inFlight: slices.Max(o.levels), peers: peersWorkQueue,
 			raw: (*bencher).rawWorkQueue, toolmesh: (*bencher).durableUnary,
 			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})
+	}
+	for _, mib := range o.bigLevels {
+		s = append(s, bigScenario(mib))
 	}
 	for _, n := range o.cliLevels {
 		s = append(s, benchScenario{name: "cli " + trueBinaryName, inFlight: n, peers: peersSpawn,
@@ -146,7 +153,7 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 	for round := range o.rounds {
 		for i := range sides {
 			x := sides[(i+round)%len(sides)]
-			x.into.rounds = append(x.into.rounds, measure(ctx, b, x.into, s.inFlight, slice, x.call))
+			x.into.rounds = append(x.into.rounds, measure(ctx, b, x.into, s.inFlight, max(s.minCalls, 1), slice, x.call))
 		}
 	}
 	for _, x := range sides {
@@ -162,9 +169,9 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 	return r
 }
 
-// measure keeps inFlight calls going for d, adds what happened to s and
-// returns this round's figures.
-func measure(ctx context.Context, b *bencher, s *benchSide, inFlight int, d time.Duration, call benchCall) benchRound {
+// measure keeps inFlight calls going for d, each goroutine making at
+// least minCalls, adds what happened to s and returns this round's figures.
+func measure(ctx context.Context, b *bencher, s *benchSide, inFlight, minCalls int, d time.Duration, call benchCall) benchRound {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -177,8 +184,8 @@ func measure(ctx context.Context, b *bencher, s *benchSide, inFlight int, d time
 			var lat []time.Duration
 			var errs int
 			var firstErr error
-			// At least one call each, however late the goroutine starts.
-			for first := true; first || time.Now().Before(stop) && ctx.Err() == nil; first = false {
+			// At least minCalls each, however late the goroutine starts.
+			for n := 0; n < minCalls || time.Now().Before(stop) && ctx.Err() == nil; n++ {
 				t0 := time.Now()
 				if err := call(b, ctx); err != nil {
 					errs++

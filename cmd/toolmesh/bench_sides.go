@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,9 +48,12 @@ type bencher struct {
 	peers *benchPeers
 	// durable is the durable row's sides; nil without JetStream.
 	durable *benchDurable
+	// blobs are the large results by size in MiB.
+	blobs map[int]json.RawMessage
 }
 
-func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), maxInFlight, payload, deltas int, g *globals) (*bencher, error) {
+func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), o *benchOptions, g *globals) (*bencher, error) {
+	maxInFlight, payload, deltas := slices.Max(append(slices.Clone(o.levels), o.cliLevels...)), o.payload, o.deltas
 	b := &bencher{deltas: deltas, trueBin: trueBinary()}
 	if support := sandbox.Probe(context.Background()); support.Problem == "" {
 		b.sandboxed = true
@@ -84,6 +88,9 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), maxI
 		return nil, err
 	}
 	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
+		return nil, err
+	}
+	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
 		return nil, err
 	}
 	var err error

@@ -31,7 +31,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--duration", "30ms", "--rounds", "2", "--concurrency", "2,256",
-		"--cli-concurrency", "1", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms"}, strings.NewReader(""), &out, &errb)
+		"--cli-concurrency", "1", "--big-results", "1", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
@@ -40,7 +40,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		"\nunary   ", "throughput ≥ 1.20", "stream of 3 deltas", "no responders", "p50 ≤ 1.30", "cli /bin/true",
 		"memory, 20 calls in flight", "caller heap per call", "worker heap+stack per blocked call",
 		"caller heap/call ≤ 1.0 KiB", "worker/blocked call ≤ 6.0 KiB", "RSS after/baseline ≤ 1.20",
-		"what users would pick instead", "mcp-http-stateless", "grpc",
+		"what users would pick instead", "mcp-http-stateless", "grpc", "result of 1 MiB", "throughput ≥ 0.50",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out.String())
@@ -55,7 +55,7 @@ func TestBenchJSONHasEveryPeer(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--json", "--duration", "40ms", "--rounds", "2", "--concurrency", "1,4",
-		"--cli-concurrency", "none", "--deltas", "3", "--memory-calls", "0"}, strings.NewReader(""), &out, &errb)
+		"--cli-concurrency", "none", "--big-results", "none", "--deltas", "3", "--memory-calls", "0"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
