@@ -70,6 +70,7 @@ type Bridge struct {
 	done   chan struct{}
 	drains sync.WaitGroup // replaced workers still finishing their calls
 	askers askers         // calls a server's elicitation may be put to (elicit.go)
+	subs   subscriptions  // calls following a resource (subscribe.go)
 
 	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
 	// secrets are the binding's env and header values and its URL's
@@ -79,6 +80,7 @@ type Bridge struct {
 
 	mu      sync.Mutex
 	sess    *mcp.ClientSession // nil while the server is down
+	ended   chan struct{}      // closed when sess ends
 	w       *worker.Worker
 	tools   []string // mesh names currently hosted
 	fp      string   // fingerprint of the hosted tool set
@@ -113,6 +115,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 		},
 		ProgressNotificationHandler: b.onProgress,
 		ElicitationHandler:          b.onElicit,
+		ResourceUpdatedHandler:      b.onResourceUpdated,
 	})
 	if err := b.prepareSandbox(ctx); err != nil {
 		return nil, err
@@ -171,11 +174,29 @@ func (b *Bridge) stopWorkers(ctx context.Context) error {
 
 // setSession swaps the live session and returns the previous one.
 func (b *Bridge) setSession(s *mcp.ClientSession) *mcp.ClientSession {
+	var ended chan struct{}
+	if s != nil {
+		ended = make(chan struct{})
+		go func() { _ = s.Wait(); close(ended) }()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old := b.sess
-	b.sess = s
+	b.sess, b.ended = s, ended
 	return old
+}
+
+// sessionEnded returns a channel closed when sess has ended (at once when
+// it is no longer the live session).
+func (b *Bridge) sessionEnded(sess *mcp.ClientSession) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sess == sess && b.ended != nil {
+		return b.ended
+	}
+	done := make(chan struct{})
+	close(done)
+	return done
 }
 
 func (b *Bridge) session() *mcp.ClientSession {
