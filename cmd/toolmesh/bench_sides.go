@@ -50,10 +50,14 @@ type bencher struct {
 	durable *benchDurable
 	// blobs are the large results by size in MiB.
 	blobs map[int]json.RawMessage
+	// gw holds the gateway rows' MCP sessions and processes.
+	gw *gatewaySides
+	// cold hosts the cold-start row's many tools.
+	cold *worker.Worker
 }
 
-func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), o *benchOptions, g *globals) (*bencher, error) {
-	maxInFlight, payload, deltas := slices.Max(append(slices.Clone(o.levels), o.cliLevels...)), o.payload, o.deltas
+func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url string, o *benchOptions, g *globals) (*bencher, error) {
+	maxInFlight, payload, deltas := slices.Max(slices.Concat(o.levels, o.cliLevels, o.gatewayLevels)), o.payload, o.deltas
 	b := &bencher{deltas: deltas, trueBin: trueBinary()}
 	if support := sandbox.Probe(context.Background()); support.Problem == "" {
 		b.sandboxed = true
@@ -92,6 +96,11 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), o *b
 	}
 	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
 		return nil, err
+	}
+	if len(o.gatewayLevels) > 0 || o.coldTools > 0 {
+		if err := b.startGateway(ctx, serve, url, prefix, o, g); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if b.peers, err = newBenchPeers(ctx, maxInFlight, payload, deltas); err != nil {
@@ -207,6 +216,12 @@ func (b *bencher) close() {
 	}
 	if b.durable != nil {
 		b.durable.close()
+	}
+	if b.gw != nil {
+		b.gw.close()
+	}
+	if b.cold != nil {
+		b.cold.Stop()
 	}
 	for _, c := range []*caller.Caller{b.c, b.cOff} {
 		if c != nil {
