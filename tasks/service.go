@@ -177,7 +177,10 @@ func (s *Service) openStorage(ctx context.Context) error {
 	s.logs, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: s.names.logStream, Subjects: []string{s.names.base + ".log.>"},
 		Retention: jetstream.LimitsPolicy, MaxAge: s.cfg.Retention, Duplicates: s.cfg.DedupeWindow,
-		Replicas: s.cfg.Replicas, AllowDirect: true,
+		// Direct gets may be answered by any replica, a lagging follower
+		// too: a task just ended would read as running, and a wait for its
+		// end would miss it. Replicated, reads go to the leader.
+		Replicas: s.cfg.Replicas, AllowDirect: s.cfg.Replicas == 1,
 	})
 	if err != nil {
 		return fmt.Errorf("task log stream: %w", err)
@@ -220,6 +223,7 @@ func (s *Service) start(ctx context.Context) error {
 	if s.done, err = s.nc.Subscribe(s.names.base+".done.>", s.onDone); err != nil {
 		return err
 	}
+	s.wakeOnReconnect()
 	if err := s.startAPI(); err != nil {
 		return err
 	}

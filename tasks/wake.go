@@ -46,3 +46,37 @@ func (s *Service) onDone(m *nats.Msg) {
 		}
 	}
 }
+
+// wakeOnReconnect wakes every wait each time the connection comes back:
+// a change announced while it was away (by another instance) was not
+// heard, so each wait reads its task again.
+func (s *Service) wakeOnReconnect() {
+	ch := s.nc.StatusChanged(nats.CONNECTED)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.nc.RemoveStatusListener(ch)
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-ch:
+				s.wakeAll()
+			}
+		}
+	}()
+}
+
+// wakeAll wakes every wait of this instance.
+func (s *Service) wakeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, set := range s.wake.waits {
+		for ch := range set {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
