@@ -37,6 +37,7 @@ func printBench(g *globals, r benchReport, asJSON bool) {
 	for _, x := range memory {
 		printMemory(g.stdout, x)
 	}
+	printFlood(g, r.Flood)
 }
 
 func spread(median float64, s [2]float64) string {

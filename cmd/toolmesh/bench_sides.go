@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -38,6 +39,8 @@ type bencher struct {
 	raw        *nats.Conn
 	rawSubject string
 	trueBin    string
+	prefix     string
+	log        *slog.Logger
 	// sandboxed says the host can confine programs: the sandboxed CLI
 	// row runs only then.
 	sandboxed bool
@@ -71,6 +74,7 @@ func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, del
 	// queue groups or answers its callers.
 	prefix := g.prefix + "-bench-" + strings.ToLower(ulid.Make().String())
 	b.rawSubject = prefix + ".raw"
+	b.prefix, b.log = prefix, g.log
 	b.args, _ = json.Marshal(map[string]string{"message": strings.Repeat("x", payload)})
 
 	if err := b.serveRaw(serve); err != nil {

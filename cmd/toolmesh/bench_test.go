@@ -29,7 +29,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--duration", "30ms", "--rounds", "2", "--concurrency", "2,256",
-		"--cli-concurrency", "1", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms"}, strings.NewReader(""), &out, &errb)
+		"--cli-concurrency", "1", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms", "--flood", "30"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
@@ -38,6 +38,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		"\nunary   ", "throughput ≥ 1.20", "stream of 3 deltas", "no responders", "p50 ≤ 1.30", "cli /bin/true",
 		"memory, 20 calls in flight", "caller heap per call", "worker heap+stack per blocked call",
 		"caller heap/call ≤ 1.0 KiB", "worker/blocked call ≤ 6.0 KiB", "RSS after/baseline ≤ 1.20",
+		"flood: 30 calls fired at once", "\n  toolmesh  ", "\n  raw       ",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out.String())
