@@ -144,6 +144,9 @@ type Caller struct {
 	nsenders atomic.Int32
 	// specs caches decoded catalogue spec sets by digest (catalog.go).
 	specs specCache
+	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
+	// catalogue subject (scope.go).
+	trusted trustedSets
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 
