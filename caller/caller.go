@@ -573,7 +573,7 @@ func (c *Caller) checkCalls(now time.Time) {
 			continue
 		case live.due:
 			settle = true // the marker may have been lost: another goes
-			p.expireDue(now, mesh.MissedBeats*c.cfg.Heartbeat)
+			p.expireDue(now, c.markerPatience(backlog > 0))
 			continue
 		case prob != nil:
 			p.fail(prob, true)

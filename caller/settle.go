@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // Settling a call no worker has named (protocol v2, §8.2, "Picked up
@@ -142,6 +143,16 @@ func (c *Caller) settle(sent time.Time) {
 			p.fail(prob.WithRan(envelope.RanNo), false)
 		}
 	}
+}
+
+// markerPatience is how long a due call waits for a settle marker's
+// answer: 3 intervals, or 30 while the inbox has a backlog (the answer
+// may be queued behind it, unread).
+func (c *Caller) markerPatience(backlog bool) time.Duration {
+	if backlog {
+		return silentBeats * c.cfg.Heartbeat
+	}
+	return mesh.MissedBeats * c.cfg.Heartbeat
 }
 
 // expireDue ends, as "may have run", a due call no marker settled within
