@@ -45,14 +45,15 @@ lint: fmt-check vet
 # then `toolmesh bench` gives every target of issue 12 as a ratio in one run
 # (its memory row needs the built binary: worker and caller in processes of their own).
 BENCHFLAGS ?=
+# `toolmesh bench` comes first: its table is the README's.
 bench: build
+	bin/toolmesh bench $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./tests/...
 	$(GO) test -run '^$$' -bench Spawn -benchtime 1x ./worker/cli/
-	bin/toolmesh bench $(BENCHFLAGS)
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:
-	@for pkg in ./envelope ./envelope/provider ./mesh ./internal/wire ./internal/argtemplate ./caller ./worker ./worker/cli ./worker/mcpbridge ./internal/redact; do \
+	@for pkg in ./envelope ./envelope/provider ./internal/jsonx ./mesh ./internal/wire ./internal/argtemplate ./caller ./worker ./worker/cli ./worker/mcpbridge ./internal/redact; do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 			echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \

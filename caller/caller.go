@@ -70,7 +70,8 @@ type Config struct {
 	// most this many events of one stream wait unread in the caller.
 	Window int
 	// Retries is how many times a retry-safe failure is retried: 0 means
-	// DefaultRetries, NoRetries means none (WithRetries overrides it per call).
+	// DefaultRetries, NoRetries means none (WithRetries overrides it per
+	// call, with the same rule: its 0 keeps this setting).
 	Retries int
 	// MaxResultBytes caps one event reassembled from chunks (default
 	// mesh.DefaultMaxResultBytes): past it the call ends payload_too_large
@@ -94,6 +95,14 @@ type Config struct {
 	// Coalescing says whether unary calls to one tool made while a
 	// publish to it is in progress travel together (default CoalesceAuto).
 	Coalescing CoalesceMode
+	// KeepCallsAcrossReconnect keeps calls in flight while the connection
+	// reconnects instead of ending them connection_lost at once: they are
+	// judged by their worker's word as always (heartbeats, probes), and an
+	// event lost while away ends a stream stream_gap. For a caller whose
+	// every call is a long one worth keeping through a server's loss (the
+	// task service, docs/protocol.md §22.9); the connection closing still
+	// ends them.
+	KeepCallsAcrossReconnect bool
 }
 
 // Caller invokes tools over one NATS connection.
@@ -147,6 +156,8 @@ type Caller struct {
 	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
 	// catalogue subject (scope.go).
 	trusted trustedSets
+	// perms caches what this identity may publish (tenant.go).
+	perms permView
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 
@@ -519,6 +530,9 @@ func (c *Caller) watchConnection() {
 			if st == nats.CONNECTED {
 				c.payload.Store(c.nc.MaxPayload()) // the new server may differ
 				c.reconnected.Store(time.Now().UnixNano())
+				continue
+			}
+			if st != nats.CLOSED && c.cfg.KeepCallsAcrossReconnect {
 				continue
 			}
 			c.mu.Lock()

@@ -62,14 +62,18 @@ const DefaultCatalogWait = 300 * time.Millisecond
 const defaultRegistryWait = 10 * time.Second
 
 // Catalog returns every worker's tools, one entry per tool with the
-// workers hosting it. When the server has JetStream it reads the worker
+// workers hosting it, leaving out the tools this caller's NATS identity
+// may not call: the server's own record of the user's publish permissions
+// decides (see docs/protocol.md, "A tenant's view"), so a tenant sees its
+// own catalogue and never another's tools. When the server has JetStream it reads the worker
 // registry — one key per worker naming its spec set by digest — in one
 // pass, and asks one worker for each spec set it has not seen before: one
 // round trip for the registry at any fleet size, and complete:true when
 // every registered worker's tools are in. Without a registry it asks the
-// whole fleet at once and gathers answers for the whole wait (default
-// DefaultCatalogWait), and says complete:false: NATS cannot say how many
-// workers exist.
+// whole fleet at once and gathers answers for the whole wait (0:
+// DefaultCatalogWait; with a registry, 0 bounds the read by 10s, and it
+// ends as soon as it is done), and says complete:false: NATS cannot say
+// how many workers exist.
 func (c *Caller) Catalog(ctx context.Context, wait time.Duration) (Catalog, error) {
 	entries, warnings, complete, err := c.catalogEntries(ctx, wait)
 	if err != nil {
@@ -89,10 +93,17 @@ func (c *Caller) catalogEntries(ctx context.Context, wait time.Duration) (map[st
 	}
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	reg, regErr := c.registrySnapshot(rctx)
+	perms := c.permissions(rctx)
+	may := c.callableBy(perms)
+	var reg map[string]registered
+	regErr := errNoJetStreamAPI
+	if c.registryReadable(perms) {
+		reg, regErr = c.registrySnapshot(rctx)
+	}
 	if reg != nil {
 		entries, warnings := c.registryEntries(rctx, reg, bound)
 		complete := len(warnings) == 0
+		entries = visibleEntries(entries, may)
 		return entries, append(warnings, scoped(entries)...), complete, nil
 	}
 	if ctx.Err() != nil {
@@ -107,6 +118,7 @@ func (c *Caller) catalogEntries(ctx context.Context, wait time.Duration) (map[st
 	if err != nil {
 		return nil, nil, false, err
 	}
+	entries = visibleEntries(entries, may)
 	warnings := []string{fmt.Sprintf(
 		"no worker registry (%v): NATS cannot say how many workers exist, so the %d that answered within %s may not be all",
 		regErr, len(entries), wait)}
@@ -327,10 +339,14 @@ func catalogTool(vs map[string]*ToolVariant) CatalogTool {
 }
 
 // Describe returns the spec of tool from one worker hosting it, or
-// tool_not_found when none does.
+// tool_not_found when none does, or forbidden when this caller's NATS
+// identity may not call it (whether or not a worker hosts it).
 func (c *Caller) Describe(ctx context.Context, tool string) (envelope.ToolSpec, error) {
 	if err := envelope.ValidateToolName(tool); err != nil {
 		return envelope.ToolSpec{}, c.badToolName(err)
+	}
+	if !c.callable(ctx)(tool) {
+		return envelope.ToolSpec{}, c.notCallable(tool)
 	}
 	msg, err := c.nc.RequestWithContext(ctx, c.subjects.Describe(tool), nil)
 	switch {

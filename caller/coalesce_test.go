@@ -36,7 +36,7 @@ func queueCalls(t *testing.T, c *caller.Caller, tool string, n int) (release fun
 	out = make(chan callResult, n)
 	for i := range n {
 		go func() {
-			res, err := c.Call(context.Background(), tool, map[string]int{"i": i}, caller.WithRetries(0))
+			res, err := c.Call(context.Background(), tool, map[string]int{"i": i}, caller.WithRetries(caller.NoRetries))
 			out <- callResult{i, res, err}
 		}()
 	}
@@ -266,13 +266,13 @@ func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
 	gone, cancel := context.WithCancel(context.Background())
 	abandoned := make(chan error, 1)
 	go func() {
-		_, err := c.Call(gone, "fake", map[string]int{"i": 0}, caller.WithRetries(0))
+		_, err := c.Call(gone, "fake", map[string]int{"i": 0}, caller.WithRetries(caller.NoRetries))
 		abandoned <- err
 	}()
 	kept := make(chan error, 2)
 	for i := 1; i <= 2; i++ {
 		go func() {
-			_, err := c.Call(context.Background(), "fake", map[string]int{"i": i}, caller.WithRetries(0))
+			_, err := c.Call(context.Background(), "fake", map[string]int{"i": i}, caller.WithRetries(caller.NoRetries))
 			kept <- err
 		}()
 	}

@@ -10,7 +10,9 @@ import (
 // retried when Config.Retries is left zero.
 const DefaultRetries = 2
 
-// NoRetries as Config.Retries turns retries off (0 would mean DefaultRetries).
+// NoRetries, as Config.Retries or WithRetries' argument, turns retries
+// off. Zero never does: in every Config field and option of this module,
+// zero means the documented default, and "none" has a name of its own.
 const NoRetries = -1
 
 // Option adjusts one call.
@@ -59,9 +61,21 @@ func WithResponseFormat(rf envelope.ResponseFormat) Option {
 // WithTimeout bounds the call (on top of the context's own deadline).
 func WithTimeout(d time.Duration) Option { return func(o *callOptions) { o.timeout = d } }
 
-// WithRetries sets how many times a retry-safe failure is retried
-// (default Config.Retries). overloaded is always retry-safe: the handler never ran.
-func WithRetries(n int) Option { return func(o *callOptions) { o.retries = n } }
+// WithRetries sets how many times a retry-safe failure is retried: n > 0
+// that many times, NoRetries never, and 0 the caller's own setting
+// (Config.Retries, itself DefaultRetries when zero) — zero means the
+// default here as in every Config. overloaded is always retry-safe: the
+// handler never ran.
+func WithRetries(n int) Option {
+	return func(o *callOptions) {
+		switch {
+		case n < 0:
+			o.retries = 0
+		case n > 0:
+			o.retries = n
+		}
+	}
+}
 
 // WithWindow sets the stream's event credit (default Config.Window).
 func WithWindow(n int) Option { return func(o *callOptions) { o.window = n } }

@@ -243,6 +243,12 @@ func (p *pending) chunk(seq int64, i, n int, data []byte) {
 	}
 	p.nextSeq++
 	p.lastHeard, p.spoken = time.Now(), true
+	if i == 1 {
+		// Every piece but the last is the size of the first: the whole is
+		// at most n of them (and within the cap, checked above), so one
+		// allocation holds it and no append copies it again.
+		p.chunks = make([]byte, 0, min(int64(n)*int64(len(data)), int64(p.c.cfg.MaxResultBytes)))
+	}
 	p.chunks = append(p.chunks, data...)
 	p.chunkNext = i + 1
 	if i < n {

@@ -21,6 +21,10 @@ type registered struct {
 // errNoJetStream says why a mesh without JetStream has no registry.
 var errNoJetStream = errors.New("JetStream is not enabled on this server")
 
+// errNoJetStreamAPI says why an identity without the JetStream API (a
+// tenant under deploy/secure) has no registry.
+var errNoJetStreamAPI = errors.New("this identity may not use the JetStream API that holds the worker registry")
+
 // registrySnapshot reads every worker's registry key in one pass: an
 // ordered consumer over the bucket's stream from its first message until
 // none is pending. kv.Keys (a last-per-subject consumer) can come back

@@ -7,6 +7,9 @@ import (
 	"io"
 	"iter"
 	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -44,6 +47,24 @@ type TaskRecord struct {
 	Terminal     json.RawMessage `json:"terminal,omitempty"`
 	TerminalSeq  uint64          `json:"terminal_seq,omitempty"`
 	Deduplicated bool            `json:"deduplicated,omitempty"`
+	// Question is the question event the task waits on while its state is
+	// input_required (§23.9); see OpenQuestion.
+	Question json.RawMessage `json:"question,omitempty"`
+}
+
+// OpenQuestion is the question a task in state input_required waits on
+// (ok=false when it waits on none); answer it with Caller.AnswerTask.
+func (r TaskRecord) OpenQuestion() (Question, bool) {
+	if len(r.Question) == 0 {
+		return Question{}, false
+	}
+	ev, err := envelope.ParseEvent(r.Question)
+	if err != nil {
+		return Question{}, false
+	}
+	q, ok := QuestionOf(ev)
+	q.Tool = r.Tool
+	return q, ok
 }
 
 // TerminalEvent decodes the record's terminal event (ok=false before the
@@ -106,6 +127,10 @@ func submitArgs(tool string, args any, o callOptions, wait bool) (map[string]any
 	if o.idempotent {
 		m["idempotent"] = true
 	}
+	if o.idempotencyKey == "" {
+		// Dedupes this submission, so that taskCall may repeat it.
+		m["submit_id"] = ulid.Make().String()
+	}
 	if wait {
 		m["wait"] = true
 	}
@@ -113,16 +138,54 @@ func submitArgs(tool string, args any, o callOptions, wait bool) (map[string]any
 }
 
 // taskCall calls one tool of the task API and decodes its result into v.
+// Every op may be repeated (submit carries a submit_id the task service
+// dedupes; get, ls and watch read; cancel twice is cancel once), so a
+// call lost with its connection, or lost with a task-service instance, or
+// that no instance answered (one may be reconnecting after losing its
+// server, §22.9) is tried again while such failures last no longer than
+// PickupTimeout.
 func (c *Caller) taskCall(ctx context.Context, op string, args any, v any, opts ...Option) error {
 	tc, err := c.tasksCaller()
 	if err != nil {
 		return err
 	}
-	resp, err := tc.Call(ctx, op, args, opts...)
-	if err != nil {
-		return err
+	var failing time.Time
+	pause := 50 * time.Millisecond
+	for {
+		resp, err := tc.Call(ctx, op, args, opts...)
+		if !repeatable(err) {
+			if err != nil {
+				return err
+			}
+			return json.Unmarshal(resp.Data, v)
+		}
+		if failing.IsZero() {
+			failing = time.Now()
+		}
+		if time.Since(failing)+pause > c.cfg.PickupTimeout {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
 	}
-	return json.Unmarshal(resp.Data, v)
+}
+
+// repeatable reports whether a task API call failed in a way that asking
+// again may cure: no instance answered, or the call was lost in transit.
+func repeatable(err error) bool {
+	var p *envelope.Problem
+	if !errors.As(err, &p) {
+		return false
+	}
+	switch p.Code {
+	case envelope.CodeToolNotFound, envelope.CodeConnectionLost, envelope.CodeWorkerLost:
+		return true
+	}
+	return false
 }
 
 // taskOptions keeps of a call's options what travels with the submit call
@@ -185,6 +248,24 @@ func (c *Caller) Task(ctx context.Context, id string, wait bool) (TaskRecord, er
 func (c *Caller) CancelTask(ctx context.Context, id string) (TaskRecord, error) {
 	var rec TaskRecord
 	err := c.taskCall(ctx, "cancel", map[string]any{"task_id": id}, &rec)
+	return rec, err
+}
+
+// AnswerTask answers the question a task of this identity waits on
+// (state input_required, docs/protocol.md §23.9), from any process: the
+// task service hands the answer to the worker that asked. questionID ""
+// answers the open question. It returns the task's record after the
+// answer; an answer the question's schema refuses is invalid_input.
+func (c *Caller) AnswerTask(ctx context.Context, id, questionID string, a Answer) (TaskRecord, error) {
+	var rec TaskRecord
+	args := map[string]any{"task_id": id, "action": a.Action}
+	if questionID != "" {
+		args["question_id"] = questionID
+	}
+	if a.Action == envelope.ActionAccept {
+		args["content"] = a.Content
+	}
+	err := c.taskCall(ctx, "answer", args, &rec)
 	return rec, err
 }
 

@@ -36,8 +36,9 @@ type CatalogChange struct {
 	Tool CatalogTool
 }
 
-// Watch follows the live catalogue: it first yields every tool already
-// present as added, then one change per tool whenever a worker joins,
+// Watch follows the live catalogue of the tools this caller's identity
+// may call (see Catalog): it first yields every tool already present as
+// added, then one change per tool whenever a worker joins,
 // changes its tools, drains or dies. Workers announce themselves every
 // heartbeat interval on their presence subject and say goodbye when they
 // drain or stop; a worker silent for mesh.MissedBeats of its intervals
@@ -59,6 +60,7 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 		// which costs nothing but a refresh: every worker beacons again.
 		defer func() { _ = sub.Unsubscribe() }()
 		v := newLiveView(c.cfg.Heartbeat)
+		may := c.callable(ctx)
 		// Seeded from the catalogue: the registry when there is one (the
 		// whole fleet in one pass), else a gather for DefaultCatalogWait.
 		entries, _, _, err := c.catalogEntries(ctx, 0)
@@ -73,7 +75,7 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 		if !v.flush(yield) {
 			return
 		}
-		c.followPresence(ctx, v, beacons, yield)
+		c.followPresence(ctx, v, beacons, may, yield)
 	}
 }
 
@@ -109,14 +111,15 @@ type fetched struct {
 type follower struct {
 	c        *Caller
 	v        *liveView
+	may      func(tool string) bool // the tools this identity may call
 	results  chan fetched
 	inflight map[string]uint64 // worker id → token of its fetch in flight
 	tokens   uint64
 }
 
 // followPresence applies beacons and expiries to v until ctx ends.
-func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *nats.Msg, yield func(CatalogChange, error) bool) {
-	f := &follower{c: c, v: v, results: make(chan fetched, maxFetches), inflight: map[string]uint64{}}
+func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *nats.Msg, may func(string) bool, yield func(CatalogChange, error) bool) {
+	f := &follower{c: c, v: v, may: may, results: make(chan fetched, maxFetches), inflight: map[string]uint64{}}
 	tick := time.NewTicker(max(v.interval/2, 5*time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -155,7 +158,7 @@ func (f *follower) apply(ctx context.Context, b wire.Beacon) {
 	if specs, ok := f.c.specs.get(b.Specs); ok && b.Specs != "" {
 		// A spec set already known (a replica's): nothing to fetch.
 		delete(f.inflight, b.WorkerID)
-		f.v.setWorker(b.WorkerID, b.Revision, time.Now(), interval, specs)
+		f.v.setWorker(b.WorkerID, b.Revision, time.Now(), interval, visibleSpecs(specs, f.may))
 		return
 	}
 	if _, out := f.inflight[b.WorkerID]; out || len(f.inflight) >= maxFetches {
@@ -187,7 +190,7 @@ func (f *follower) land(r fetched) {
 		f.c.log.Debug("watch: worker's tools not fetched; retrying on its next beacon", "worker_id", id, "err", r.err)
 		return
 	}
-	f.v.setWorker(id, r.beacon.Revision, time.Now(), r.interval, r.tools)
+	f.v.setWorker(id, r.beacon.Revision, time.Now(), r.interval, visibleSpecs(r.tools, f.may))
 }
 
 // workerTools asks one worker for its specs.

@@ -22,6 +22,21 @@ type Response struct {
 	ID      string
 	Success bool
 	Data    json.RawMessage
+
+	// checked is Data as it was when it was known to be valid JSON (a
+	// result the caller validated on arrival): Get and MarshalJSON skip a
+	// second validation pass while Data is still that slice. Data's bytes
+	// are the response's own; change them by assigning a new slice.
+	checked json.RawMessage
+}
+
+// members splits Data into its members, validating it first unless it
+// is still the slice known to be valid.
+func (r Response) members() ([]member, error) {
+	if len(r.Data) > 0 && len(r.Data) == len(r.checked) && &r.Data[0] == &r.checked[0] {
+		return scanObjectMembers(r.Data)
+	}
+	return objectMembers(r.Data)
 }
 
 // ErrReservedMember is returned when an error's extra members would
@@ -109,7 +124,7 @@ func ResponseFromEvent(id string, ev ToolEvent) (Response, error) {
 			if err != nil {
 				return Response{}, err
 			}
-			return Response{ID: id, Success: true, Data: obj}, nil
+			return Response{ID: id, Success: true, Data: obj, checked: obj}, nil
 		}
 		return Success(id, ev.Data)
 	case EventError:
@@ -179,6 +194,11 @@ func objectMembers(data []byte) ([]member, error) {
 	if err := validJSON(data); err != nil {
 		return nil, fmt.Errorf("want a JSON object: %w", err)
 	}
+	return scanObjectMembers(data)
+}
+
+// scanObjectMembers is objectMembers for data known to be valid JSON.
+func scanObjectMembers(data []byte) ([]member, error) {
 	var out []member
 	var seen map[string]bool // only for larger objects; a scan is cheaper below that
 	err := scanMembers(data, func(name string, v []byte) error {
@@ -210,7 +230,7 @@ func objectMembers(data []byte) ([]member, error) {
 
 // Get returns the flattened member name of Data.
 func (r Response) Get(name string) (json.RawMessage, bool) {
-	members, err := objectMembers(r.Data)
+	members, err := r.members()
 	if err != nil {
 		return nil, false
 	}
@@ -240,7 +260,7 @@ func (r Response) MarshalJSON() ([]byte, error) {
 	b = append(b, `,"success":`...)
 	b = strconv.AppendBool(b, r.Success)
 	if len(r.Data) > 0 {
-		members, err := objectMembers(r.Data)
+		members, err := r.members()
 		if err != nil {
 			return nil, fmt.Errorf("response data: %w", err)
 		}

@@ -24,11 +24,13 @@ import (
 func apiSpecs() []envelope.ToolSpec {
 	return []envelope.ToolSpec{
 		{Name: "submit", Description: "Submit a durable call; answers the task record.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"tool":{"type":"string"},"args":{"type":"object"},"mode":{"enum":["unary","stream"]},"timeout_ms":{"type":"integer","minimum":1},"idempotency_key":{"type":"string","maxLength":256},"idempotent":{"type":"boolean"},"wait":{"type":"boolean"}},"required":["tool","args"]}`)},
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"tool":{"type":"string"},"args":{"type":"object"},"mode":{"enum":["unary","stream"]},"timeout_ms":{"type":"integer","minimum":1},"idempotency_key":{"type":"string","maxLength":256},"idempotent":{"type":"boolean"},"submit_id":{"type":"string","maxLength":128},"wait":{"type":"boolean"}},"required":["tool","args"]}`)},
 		{Name: "watch", Streaming: true, Annotations: readOnly(), Description: "Every event of a task from the first, in order, then live.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"},"from":{"type":"integer","minimum":1}},"required":["task_id"]}`)},
 		{Name: "get", Annotations: readOnly(), Description: "A task's record, its terminal included once ended.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"},"wait":{"type":"boolean"}},"required":["task_id"]}`)},
+		{Name: "answer", Description: "Answer the open question of a task waiting for input (state input_required).",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"},"question_id":{"type":"string"},"action":{"enum":["accept","decline","cancel"]},"content":{"type":"object"}},"required":["task_id","action"]}`)},
 		{Name: "cancel", Description: "Cancel a task.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`)},
 		{Name: "ls", Annotations: readOnly(), Description: "The caller's own tasks, newest first.",
@@ -52,7 +54,7 @@ func (s *Service) startAPI() error {
 	}
 	s.api = w
 	handlers := map[string]worker.HandlerFunc{"submit": s.submit, "watch": s.watch, "get": s.get,
-		"cancel": s.cancelTask, "ls": s.list}
+		"cancel": s.cancelTask, "ls": s.list, "answer": s.answer}
 	for _, spec := range apiSpecs() {
 		if err := w.Register(spec, handlers[spec.Name]); err != nil {
 			return err
@@ -69,6 +71,7 @@ type submitReq struct {
 	TimeoutMS  int64           `json:"timeout_ms"`
 	IdemKey    string          `json:"idempotency_key"`
 	Idempotent bool            `json:"idempotent"`
+	SubmitID   string          `json:"submit_id"`
 	Wait       bool            `json:"wait"`
 }
 
@@ -82,7 +85,7 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 		return nil, envelope.Problemf(envelope.CodeInvalidInput, "submit: %v", err).WithExtension("pointer", "/tool")
 	}
 	q := s.newQueued(req, a)
-	rec, seq, dup, err := s.recordQueued(ctx, &q)
+	rec, seq, dup, err := s.recordQueued(ctx, &q, dedupeID(q.Owner, a))
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +94,7 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 			return nil, err
 		}
 	}
+	rec.Deduplicated = dup && a.IdemKey != "" // a repeated submit_id is the same submission
 	if a.Wait {
 		return s.waitEnded(ctx, q.Owner, rec.TaskID)
 	}
@@ -115,12 +119,10 @@ func (s *Service) newQueued(req *worker.Request, a submitReq) queuedCall {
 
 // recordQueued appends the queued record; with an idempotency key, a
 // task already submitted under it is answered instead (dup).
-func (s *Service) recordQueued(ctx context.Context, q *queuedCall) (rec caller.TaskRecord, seq uint64, dup bool, err error) {
+func (s *Service) recordQueued(ctx context.Context, q *queuedCall, msgID string) (rec caller.TaskRecord, seq uint64, dup bool, err error) {
 	r := q.record("queued", 0, 0)
-	msgID := q.TaskID
-	if q.IdemKey != "" {
-		sum := sha256.Sum256([]byte(q.IdemKey))
-		msgID = q.Owner + "." + hex.EncodeToString(sum[:16])
+	if msgID == "" {
+		msgID = q.TaskID
 	}
 	for range 8 {
 		ack, err := s.appendEntry(ctx, s.names.logSubject(q.Owner, q.TaskID), &entry{Kind: kindTask, TaskRecord: r}, msgID, 0)
@@ -148,6 +150,21 @@ func (s *Service) recordQueued(ctx context.Context, q *queuedCall) (rec caller.T
 		msgID += "." + strconv.FormatUint(ack.Sequence, 10)
 	}
 	return caller.TaskRecord{}, 0, false, envelope.NewProblem(envelope.CodeOverloaded, "this idempotency key was refused too often").WithRetryAfter(1)
+}
+
+// dedupeID is the JetStream message id a submission is deduplicated by
+// (§22.6): its idempotency key's, else its submit id's (a repeated
+// submission, not a second task), else none.
+func dedupeID(owner string, a submitReq) string {
+	switch {
+	case a.IdemKey != "":
+		sum := sha256.Sum256([]byte(a.IdemKey))
+		return owner + "." + hex.EncodeToString(sum[:16])
+	case a.SubmitID != "":
+		sum := sha256.Sum256([]byte(a.SubmitID))
+		return owner + ".s." + hex.EncodeToString(sum[:16])
+	}
+	return ""
 }
 
 // enqueue publishes the queued call; a full per-tool queue deletes the

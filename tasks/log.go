@@ -26,10 +26,13 @@ const (
 type entry struct {
 	Kind string `json:"kind"`
 	caller.TaskRecord
-	N      int             `json:"n,omitempty"`
-	Event  json.RawMessage `json:"event,omitempty"`
-	Object string          `json:"object,omitempty"`
-	Size   int             `json:"size,omitempty"`
+	// Dispatched, on a queued record, is the attempt offered to the
+	// workers since: it may run (§22.6).
+	Dispatched int             `json:"dispatched,omitempty"`
+	N          int             `json:"n,omitempty"`
+	Event      json.RawMessage `json:"event,omitempty"`
+	Object     string          `json:"object,omitempty"`
+	Size       int             `json:"size,omitempty"`
 }
 
 // stored is an entry read back with its stream sequence.

@@ -67,6 +67,9 @@ func (s *Service) recordFrom(ctx context.Context, subject string, last *stored) 
 	}
 	rec := first.TaskRecord
 	rec.Attempt, rec.Events, rec.State = last.Attempt, last.N, caller.TaskRunning
+	if ev, err := envelope.ParseEvent(last.Event); err == nil && ev.Type == envelope.EventQuestion {
+		rec.State, rec.Question = caller.TaskInputRequired, last.Event
+	}
 	if ev, ok := last.terminal(); ok {
 		rec.State, rec.Code, rec.TerminalSeq = stateOf(ev), string(ev.Code), last.seq
 	}
@@ -179,6 +182,14 @@ func (s *Service) cancelTask(ctx context.Context, req *worker.Request, _ worker.
 		last, err := s.lastEntry(ctx, subject)
 		if err != nil || last == nil {
 			return nil, asProblem(errors.Join(err, errors.New("the task's log is gone")))
+		}
+		if last.Dispatched > 0 {
+			// Offered to the workers: one may be starting it, so the
+			// instance that offered it cancels its call.
+			if err := s.killRunning(ctx, owner, a.TaskID); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err := s.cancelQueued(ctx, subject, rec, last.seq); !errors.Is(err, errConflict) {
 			if err != nil {

@@ -63,6 +63,10 @@ type attemptRun struct {
 	attempt int // the attempt running or last run
 	events  int // events recorded so far
 	worker  string
+	mark    uint64                  // the sequence of the attempt's dispatch mark
+	picked  bool                    // a worker took the attempt up: the task reads running
+	cancel  context.CancelCauseFunc // cancels the attempt's call
+	st      *caller.Stream          // the attempt's call, once made (Service.mu)
 }
 
 // handle takes one queued call: settles a task already ended, ends one
@@ -106,8 +110,10 @@ func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
 			"the task's deadline passed before it could run")))
 		return
 	}
-	if last.State == caller.TaskRunning || last.Kind == kindEvent {
-		// Redelivered while an attempt was running: its runner died.
+	if last.State == caller.TaskRunning || last.Kind == kindEvent || last.Dispatched > 0 {
+		// Redelivered while an attempt was offered or running: its runner
+		// died, and the attempt may have run.
+		r.attempt = max(r.attempt, last.Dispatched)
 		lost := envelope.Problemf(envelope.CodeWorkerLost,
 			"the task service instance running attempt %d stopped", r.attempt)
 		s.afterAttempt(ctx, r, envelope.ErrorEvent(lost))
@@ -116,28 +122,76 @@ func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
 	s.runFrom(ctx, r, last.seq)
 }
 
-// runFrom runs attempts from a queued state whose last entry is seq.
+// runFrom runs attempts from a queued state whose last entry is seq. The
+// task stays queued until a worker takes the call up (its first event):
+// first a dispatch mark records that attempt A has been offered, so that
+// an instance dying now leaves a lost attempt, never a second run; then,
+// once a worker's start arrives, the task reads running (§22.6).
 func (s *Service) runFrom(ctx context.Context, r *attemptRun, seq uint64) {
-	// Registered before the task shows running, so a cancel that reads
-	// running always finds this attempt (§22.6 cancel).
+	// Registered before the dispatch mark, so a cancel that reads the mark
+	// or running always finds this attempt (§22.6 cancel).
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.mu.Lock()
-	s.running[r.q.TaskID] = cancel
+	r.cancel, r.st = cancel, nil
+	s.running[r.q.TaskID] = r
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.running, r.q.TaskID)
 		s.mu.Unlock()
 	}()
-	r.attempt++
-	rec := r.q.record(caller.TaskRunning, r.attempt, r.events)
-	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", seq); err != nil {
+	mark := &entry{Kind: kindTask, TaskRecord: r.q.record(caller.TaskQueued, r.attempt, r.events), Dispatched: r.attempt + 1}
+	ack, err := s.appendEntry(ctx, r.subject, mark, "", seq)
+	if err != nil {
 		_ = r.m.Nak() // cancelled meanwhile, or JetStream is away: judge again
 		return
 	}
+	r.attempt++
+	r.mark, r.picked = ack.Sequence, false
 	ev := s.attempt(ctx, actx, r)
+	if errors.Is(context.Cause(actx), errMoved) {
+		s.rejudge(ctx, r)
+		return
+	}
 	s.afterAttempt(ctx, r, ev)
+}
+
+// errMoved cancels an attempt whose task another party moved on before a
+// worker took it up (a cancel of the queued task won the race).
+var errMoved = errors.New("the task moved on before a worker took it up")
+
+// rejudge reads a task's log again after its attempt was cut short and
+// settles it as the log says.
+func (s *Service) rejudge(ctx context.Context, r *attemptRun) {
+	last, err := s.lastEntry(ctx, r.subject)
+	if err != nil || last == nil {
+		_ = r.m.Nak()
+		return
+	}
+	if ev, ok := last.terminal(); ok {
+		s.finalize(ctx, r, ev, last.seq)
+		return
+	}
+	if last.Kind == kindTask && caller.TaskTerminal(last.State) {
+		s.settle(r)
+		return
+	}
+	_ = r.m.Nak()
+}
+
+// pickedUp records that a worker took the attempt up: the task reads
+// running from now on. A task that moved on meanwhile cancels the call.
+func (s *Service) pickedUp(ctx context.Context, r *attemptRun) error {
+	r.picked = true
+	rec := r.q.record(caller.TaskRunning, r.attempt, r.events)
+	rec.WorkerID = r.worker
+	_, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", r.mark)
+	if errors.Is(err, errConflict) {
+		r.cancel(errMoved)
+		return nil
+	}
+	return err
 }
 
 // afterAttempt acts on an attempt's terminal: requeue on no worker, retry
@@ -146,13 +200,25 @@ func (s *Service) afterAttempt(ctx context.Context, r *attemptRun, ev envelope.T
 	switch {
 	case ctx.Err() != nil: // this instance is stopping: another judges the attempt
 		_ = r.m.Nak()
-	case ev.Code == envelope.CodeToolNotFound:
+	case unrun(ev):
 		s.requeue(ctx, r)
-	case ev.Code == envelope.CodeWorkerLost || ev.Code == envelope.CodeConnectionLost:
+	case ev.Code == envelope.CodeWorkerLost || ev.Code == envelope.CodeConnectionLost || ev.Code == envelope.CodeStreamGap:
 		s.lost(ctx, r, ev)
 	default:
 		s.finish(ctx, r, ev)
 	}
+}
+
+// unrun reports whether an attempt's terminal says its handler never ran
+// and the task should wait for a worker: none hosts the tool (503), the
+// connection was away when the call was to be sent, or the worker was
+// too busy to take it.
+func unrun(ev envelope.ToolEvent) bool {
+	p := ev.Problem()
+	if p == nil || ev.Code == envelope.CodeToolNotFound {
+		return p != nil
+	}
+	return p.Ran() == envelope.RanNo && (p.Code == envelope.CodeConnectionLost || p.Code == envelope.CodeOverloaded)
 }
 
 // requeue puts a task no worker took back in the queue: the handler did
@@ -213,7 +279,9 @@ func (s *Service) rerunnable(ctx context.Context, q *queuedCall) bool {
 // attempt runs one attempt as a stream-mode call and records its events;
 // it returns the attempt's terminal, not yet recorded.
 func (s *Service) attempt(ctx, actx context.Context, r *attemptRun) envelope.ToolEvent {
-	opts := []caller.Option{caller.WithTimeout(time.Until(r.q.Deadline))}
+	// The service answers questions on the task's behalf, with the
+	// answers its owner gives through the task API (§23.9).
+	opts := []caller.Option{caller.WithTimeout(time.Until(r.q.Deadline)), caller.Answering()}
 	if r.q.Bearer != "" {
 		opts = append(opts, caller.WithBearer(r.q.Bearer))
 	}
@@ -225,6 +293,9 @@ func (s *Service) attempt(ctx, actx context.Context, r *attemptRun) envelope.Too
 		return envelope.ErrorEvent(asProblem(err))
 	}
 	defer st.Close()
+	s.mu.Lock()
+	r.st = st
+	s.mu.Unlock()
 	return s.follow(ctx, actx, r, st)
 }
 
@@ -236,21 +307,42 @@ func (s *Service) follow(ctx, actx context.Context, r *attemptRun, st *caller.St
 			return envelope.ErrorEvent(envelope.NewProblem(envelope.CodeInternal, "the call ended without a terminal"))
 		}
 		if ev.IsTerminal() {
-			if errors.Is(context.Cause(actx), errKilled) && ev.Code != envelope.CodeCancelled {
-				return envelope.ErrorEvent(envelope.NewProblem(envelope.CodeCancelled, "the task was cancelled"))
-			}
-			return ev
+			return s.judgeTerminal(ctx, actx, ev)
 		}
 		if ev.Type == envelope.EventStart {
 			ev = s.markStart(r, ev)
 		}
-		if r.q.Mode == "unary" {
+		if !r.picked {
+			if err := s.pickedUp(ctx, r); err != nil {
+				return envelope.ErrorEvent(envelope.Problemf(envelope.CodeInternal, "recording the task's start: %v", err))
+			}
+		}
+		if errors.Is(context.Cause(actx), errMoved) || r.q.Mode == "unary" && !asking(ev) {
 			continue
 		}
 		if err := s.record(ctx, r, ev); err != nil {
 			return envelope.ErrorEvent(envelope.Problemf(envelope.CodeInternal, "recording the task's event: %v", err))
 		}
+		if err := s.askState(ctx, r, ev); err != nil {
+			return envelope.ErrorEvent(envelope.Problemf(envelope.CodeInternal, "recording the task's event: %v", err))
+		}
 	}
+}
+
+// judgeTerminal is what an attempt's terminal means for the task: a
+// cancel this service sent is the task's cancel; a cancel it did not send
+// is the worker giving up on this service (its lease ran out while the
+// service was away, §8.3), a lost attempt.
+func (s *Service) judgeTerminal(ctx, actx context.Context, ev envelope.ToolEvent) envelope.ToolEvent {
+	killed := errors.Is(context.Cause(actx), errKilled)
+	switch {
+	case killed && ev.Code != envelope.CodeCancelled:
+		return envelope.ErrorEvent(envelope.NewProblem(envelope.CodeCancelled, "the task was cancelled"))
+	case !killed && ctx.Err() == nil && actx.Err() == nil && ev.Code == envelope.CodeCancelled:
+		return envelope.ErrorEvent(envelope.Problemf(envelope.CodeWorkerLost,
+			"the worker cancelled the attempt on its own (%s): it lost the task service's lease", ev.Message).WithRan(envelope.RanMaybe))
+	}
+	return ev
 }
 
 // markStart notes the attempt's worker and numbers the start event.

@@ -116,13 +116,16 @@ type Service struct {
 	call  *caller.Caller
 	cons  jetstream.ConsumeContext
 	kill  *nats.Subscription
+	// answers carries answers to the questions of attempts running here
+	// (§23.9).
+	answers *nats.Subscription
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc // task id → its attempt's cancel
+	running map[string]*attemptRun // task id → its attempt running here
 }
 
 // names are the subjects and JetStream names of one mesh's task service.
@@ -139,6 +142,7 @@ func namesFor(prefix string) names {
 func (n names) logSubject(owner, id string) string { return n.base + ".log." + owner + "." + id }
 func (n names) queueSubject(tool string) string    { return n.base + ".q." + tool }
 func (n names) killSubject(id string) string       { return n.base + ".kill." + id }
+func (n names) answerSubject(id string) string     { return n.base + ".answer." + id }
 func (n names) doneSubject(owner, id string) string {
 	return n.base + ".done." + owner + "." + id
 }
@@ -152,7 +156,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{nc: nc, cfg: cfg, log: cfg.Logger, js: js, names: namesFor(cfg.Prefix),
-		running: map[string]context.CancelCauseFunc{}}
+		running: map[string]*attemptRun{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.openStorage(ctx); err != nil {
 		s.cancel()
@@ -201,11 +205,14 @@ func (s *Service) start(ctx context.Context) error {
 	// Workers answer on the service's own inbox under <p>.tasks, which
 	// permissions can grant them (deploy/secure).
 	if s.call, err = caller.New(s.nc, caller.Config{Prefix: s.cfg.Prefix, Heartbeat: s.cfg.Heartbeat,
-		InboxPrefix: s.names.base + ".inbox",
-		Retries:     caller.NoRetries, Logger: s.log}); err != nil {
+		InboxPrefix: s.names.base + ".inbox", KeepCallsAcrossReconnect: true,
+		Retries: caller.NoRetries, Logger: s.log}); err != nil {
 		return err
 	}
 	if s.kill, err = s.nc.Subscribe(s.names.base+".kill.*", s.onKill); err != nil {
+		return err
+	}
+	if s.answers, err = s.nc.Subscribe(s.names.base+".answer.*", s.onAnswer); err != nil {
 		return err
 	}
 	if err := s.startAPI(); err != nil {
@@ -226,8 +233,10 @@ func (s *Service) Close(ctx context.Context) {
 	}
 	s.cancel()
 	s.wg.Wait()
-	if s.kill != nil {
-		_ = s.kill.Unsubscribe()
+	for _, sub := range []*nats.Subscription{s.kill, s.answers} {
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
 	}
 	if s.call != nil {
 		_ = s.call.Close()
@@ -238,10 +247,10 @@ func (s *Service) Close(ctx context.Context) {
 func (s *Service) onKill(m *nats.Msg) {
 	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	s.mu.Lock()
-	cancel := s.running[id]
+	r := s.running[id]
 	s.mu.Unlock()
-	if cancel != nil {
-		cancel(errKilled)
+	if r != nil {
+		r.cancel(errKilled)
 	}
 }
 

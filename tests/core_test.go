@@ -385,7 +385,7 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 }
 
 func TestOverloadedCarriesRetryAfter(t *testing.T) {
-	f := newMesh(t, worker.Config{MaxConcurrent: 1, MaxQueued: -1, OverloadRetryAfter: 3 * time.Second}, caller.Config{})
+	f := newMesh(t, worker.Config{MaxConcurrent: 1, MaxQueued: worker.NoQueue, OverloadRetryAfter: 3 * time.Second}, caller.Config{})
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	register(t, f.w, envelope.ToolSpec{Name: "slot"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
@@ -524,7 +524,7 @@ func TestDiscovery(t *testing.T) {
 // always safe); other transient failures are retried only when the call is
 // idempotent.
 func TestRetryPolicy(t *testing.T) {
-	f := newMesh(t, worker.Config{MaxConcurrent: 1, MaxQueued: -1, OverloadRetryAfter: 20 * time.Millisecond}, caller.Config{})
+	f := newMesh(t, worker.Config{MaxConcurrent: 1, MaxQueued: worker.NoQueue, OverloadRetryAfter: 20 * time.Millisecond}, caller.Config{})
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	register(t, f.w, envelope.ToolSpec{Name: "slot"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {

@@ -78,13 +78,16 @@ func TestSecureTasksBelongToTheirSubmitter(t *testing.T) {
 	}
 }
 
-// bobCannotTouch checks that alice's task is invisible to bob.
+// bobCannotTouch checks that alice's task is invisible to bob: he can
+// neither read, cancel, answer, watch nor list it.
 func bobCannotTouch(t *testing.T, bob *caller.Caller, id string) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := bob.Task(ctx, id, false)
 	wantCode(t, err, envelope.CodeTaskNotFound)
 	_, err = bob.CancelTask(ctx, id)
+	wantCode(t, err, envelope.CodeTaskNotFound)
+	_, err = bob.AnswerTask(ctx, id, "", caller.Decline())
 	wantCode(t, err, envelope.CodeTaskNotFound)
 	ts, err := bob.Attach(ctx, id, 1)
 	if err == nil {

@@ -2,9 +2,11 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -278,4 +280,72 @@ func TestDurableExpiredTaskHasItsOwnProblem(t *testing.T) {
 	}
 	_, err = m.c.Task(ctx, young[:20]+"000000", false)
 	wantCode(t, err, envelope.CodeTaskNotFound)
+}
+
+// A durable task whose tool asks waits in input_required with its
+// question in the record; another process of the same identity (the
+// built binary) answers it later and the handler gets the value; a
+// decline given through the Go API reaches the handler too; a task that
+// asks nothing refuses an answer.
+func TestDurableTaskAsksAndAnotherProcessAnswers(t *testing.T) {
+	m := startDurable(t, tasks.Config{})
+	askingTool(t, meshtest.NewWorker(t, meshtest.Connect(t, m.srv), worker.Config{}))
+	ctx := context.Background()
+	waitAsking := func(t *testing.T, id string) caller.Question {
+		var rec caller.TaskRecord
+		waitFor(t, "the task to wait for input", func() bool {
+			r, err := m.c.Task(ctx, id, false)
+			rec = r
+			return err == nil && r.State == caller.TaskInputRequired
+		})
+		q, ok := rec.OpenQuestion()
+		if !ok || q.Message != "Delete /tmp/x?" || q.Tool != "rm" {
+			t.Fatalf("record %+v: want the open question of rm", rec)
+		}
+		return q
+	}
+	t.Run("answered by another process", func(t *testing.T) {
+		id, err := m.c.Submit(ctx, "rm", deleteIn{Path: "/tmp/x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitAsking(t, id)
+		r := runCmd(t, "", "tasks", "answer", id, "--answer", `{"confirm":true,"reason":"later"}`, "--server", m.srv.ClientURL())
+		if r.code != 0 {
+			t.Fatalf("tasks answer exited %d: %s", r.code, r.stderr)
+		}
+		evs, rec := attachAll(t, m.c, id)
+		wantNumbered(t, evs)
+		var types []string
+		for _, ev := range evs {
+			types = append(types, string(ev.Event.Type))
+		}
+		if got := strings.Join(types, ","); got != "start,question,answered,result" {
+			t.Fatalf("events %s", got)
+		}
+		if got := string(evs[3].Event.Data); got != `{"deleted":true,"outcome":"answered","reason":"later"}` || rec.State != caller.TaskSucceeded {
+			t.Fatalf("result %s, record %+v", got, rec)
+		}
+	})
+	t.Run("declined through the Go API", func(t *testing.T) {
+		id, err := m.c.Submit(ctx, "rm", deleteIn{Path: "/tmp/x"}, caller.WithTaskMode("unary"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := waitAsking(t, id)
+		other := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
+		if _, err := other.AnswerTask(ctx, id, q.ID, caller.Answer{Action: envelope.ActionAccept, Content: json.RawMessage(`{"confirm":"yes"}`)}); err == nil {
+			t.Fatal("an answer the schema refuses was taken")
+		}
+		if _, err := other.AnswerTask(ctx, id, q.ID, caller.Decline()); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := other.Task(ctx, id, true)
+		ev, _ := rec.TerminalEvent()
+		if err != nil || rec.State != caller.TaskSucceeded || string(ev.Data) != `{"deleted":false,"outcome":"declined"}` {
+			t.Fatalf("record %+v, %v", rec, err)
+		}
+		_, err = other.AnswerTask(ctx, id, "", caller.Decline())
+		wantCode(t, err, envelope.CodeInvalidInput)
+	})
 }

@@ -53,7 +53,7 @@ func flood(ctx context.Context, c *caller.Caller, n int) *floodOutcome {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
-				out.record(c.Call(ctx, "work", nil, caller.WithRetries(0)))
+				out.record(c.Call(ctx, "work", nil, caller.WithRetries(caller.NoRetries)))
 				if done.Add(1)%2000 == 0 {
 					select {
 					case sample <- struct{}{}:

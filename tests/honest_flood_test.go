@@ -129,7 +129,7 @@ func fireFlood(ctx context.Context, c *caller.Caller, n int) []outcome {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.Call(ctx, "flood.log", map[string]string{"tag": strconv.Itoa(i)}, caller.WithRetries(0))
+			_, err := c.Call(ctx, "flood.log", map[string]string{"tag": strconv.Itoa(i)}, caller.WithRetries(caller.NoRetries))
 			if err != nil {
 				p := envelope.AsProblem(err, envelope.CodeInternal)
 				ran, _ := p.Extensions["ran"].(string)

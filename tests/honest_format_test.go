@@ -38,7 +38,7 @@ func TestResponseFormatCheckedBeforeTheToolRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := runs.Load()
 			rf := envelope.ResponseFormat{Type: envelope.FormatJSONSchema, JSONSchema: &envelope.JSONSchemaFormat{Name: "f", Schema: json.RawMessage(tc.schema)}}
-			_, err := f.c.Call(context.Background(), "sideeffect", nil, caller.WithResponseFormat(rf), caller.WithRetries(0))
+			_, err := f.c.Call(context.Background(), "sideeffect", nil, caller.WithResponseFormat(rf), caller.WithRetries(caller.NoRetries))
 			ran := runs.Load() != before
 			if ran != tc.wantRun {
 				t.Fatalf("the tool ran: %v, want %v (err %v)", ran, tc.wantRun, err)

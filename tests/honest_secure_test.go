@@ -75,7 +75,7 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 	anc, _ := m.dial(t, "alice")
 	alice := meshtest.NewCaller(t, anc, caller.Config{})
 	for i := range 20 {
-		if _, err := alice.Call(context.Background(), "demo.echo", map[string]string{"message": "hi"}, caller.WithRetries(0)); err != nil {
+		if _, err := alice.Call(context.Background(), "demo.echo", map[string]string{"message": "hi"}, caller.WithRetries(caller.NoRetries)); err != nil {
 			t.Fatalf("alice's call %d after bob's burst: %v", i, err)
 		}
 	}

@@ -174,18 +174,8 @@ func TestMCPInteropConformance(t *testing.T) {
 // this list is the boundary stated and checked, both ways: a scenario off
 // it must pass through the mesh, one on it must still fail there.
 var beyondTheMesh = map[string]string{
-	"tools-call-sampling":           "sampling asks for a model's completion; the mesh's question asks for input under a schema",
-	"tools-call-with-logging":       "a log message names no request, so the bridge cannot tell which concurrent call it belongs to",
-	"completion-complete":           "completions are not a tool surface",
-	"resources-read-text":           "resources are not carried",
-	"resources-read-binary":         "resources are not carried",
-	"resources-templates-read":      "resources are not carried",
-	"resources-subscribe":           "resources are not carried",
-	"resources-unsubscribe":         "resources are not carried",
-	"prompts-get-simple":            "prompts are not carried",
-	"prompts-get-with-args":         "prompts are not carried",
-	"prompts-get-embedded-resource": "prompts are not carried",
-	"prompts-get-with-image":        "prompts are not carried",
+	"tools-call-sampling":     "sampling asks for a model's completion; the mesh's question asks for input under a schema",
+	"tools-call-with-logging": "a log message names no request, so the bridge cannot tell which concurrent call it belongs to",
 }
 
 // conformanceTable is the README's table: scenario, direct, through the mesh.

@@ -167,7 +167,7 @@ func TestLimitMiddleware(t *testing.T) {
 	first := make(chan error, 1)
 	go func() { _, err := m.Caller.Call(ctx, "one", nil); first <- err }()
 	<-started
-	_, err := m.Caller.Call(ctx, "one", nil, caller.WithRetries(0))
+	_, err := m.Caller.Call(ctx, "one", nil, caller.WithRetries(caller.NoRetries))
 	wantCode(t, err, envelope.CodeOverloaded)
 	close(release)
 	if err := <-first; err != nil {
@@ -176,7 +176,7 @@ func TestLimitMiddleware(t *testing.T) {
 	if _, err := m.Caller.Call(ctx, "rare", nil); err != nil {
 		t.Fatalf("first call within the rate: %v", err)
 	}
-	_, err = m.Caller.Call(ctx, "rare", nil, caller.WithRetries(0))
+	_, err = m.Caller.Call(ctx, "rare", nil, caller.WithRetries(caller.NoRetries))
 	if p := wantCode(t, err, envelope.CodeOverloaded); p.RetryAfter == nil || *p.RetryAfter < 1 {
 		t.Errorf("rate limited without a useful retry_after: %v", p.RetryAfter)
 	}
@@ -335,4 +335,44 @@ func TestCallerMetricsAndAccessLog(t *testing.T) {
 		callermw.MetricInFlight + "/echo/":               0,
 	})
 	wantLogged(t, buf.String(), []string{"tool=echo", "tool=absent", "outcome=tool_not_found", "level=WARN"}, "hidden-token")
+}
+
+// TestZeroMeansDefault: one rule for zero across the API — a zero
+// Config.Retries and WithRetries(0) both mean the default, and NoRetries
+// (in either place) means none; an option wins over the Config.
+func TestZeroMeansDefault(t *testing.T) {
+	var attempts atomic.Int64
+	m := meshtest.New(t)
+	if err := m.Worker.Register(envelope.ToolSpec{Name: "busy"}, worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+		attempts.Add(1)
+		return nil, envelope.NewProblem(envelope.CodeOverloaded, "always busy").WithRetryAfter(0.001)
+	})); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		config   int
+		opts     []caller.Option
+		attempts int64
+	}{
+		{"zero config", 0, nil, 1 + caller.DefaultRetries},
+		{"zero config, WithRetries(0)", 0, []caller.Option{caller.WithRetries(0)}, 1 + caller.DefaultRetries},
+		{"zero config, WithRetries(NoRetries)", 0, []caller.Option{caller.WithRetries(caller.NoRetries)}, 1},
+		{"zero config, WithRetries(3)", 0, []caller.Option{caller.WithRetries(3)}, 4},
+		{"NoRetries config", caller.NoRetries, nil, 1},
+		{"NoRetries config, WithRetries(0)", caller.NoRetries, []caller.Option{caller.WithRetries(0)}, 1},
+		{"NoRetries config, WithRetries(1)", caller.NoRetries, []caller.Option{caller.WithRetries(1)}, 2},
+		{"Retries 1", 1, nil, 2},
+		{"Retries 1, WithRetries(NoRetries)", 1, []caller.Option{caller.WithRetries(caller.NoRetries)}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			attempts.Store(0)
+			cl := meshtest.NewCaller(t, m.Connect(t), caller.Config{Retries: c.config})
+			_, err := cl.Call(context.Background(), "busy", nil, c.opts...)
+			wantCode(t, err, envelope.CodeOverloaded)
+			if n := attempts.Load(); n != c.attempts {
+				t.Errorf("%d attempts, want %d", n, c.attempts)
+			}
+		})
+	}
 }

@@ -42,7 +42,7 @@ type secureMesh struct {
 func startSecure(t *testing.T) *secureMesh {
 	t.Helper()
 	m := &secureMesh{passwords: map[string]string{}}
-	for _, user := range []string{"alice", "bob", "tools", "tasks"} {
+	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
 		m.passwords[user] = randomToken(t, 24)
 		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
 	}

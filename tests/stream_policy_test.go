@@ -151,7 +151,7 @@ func TestStreamAndDispatchTakeMiddlewareAndRetries(t *testing.T) {
 	// middleware still saw the call.
 	runs.Store(0)
 	seen.Store(0)
-	s, err = f.c.Stream(ctx, "flaky.tool", nil, caller.WithRetries(0))
+	s, err = f.c.Stream(ctx, "flaky.tool", nil, caller.WithRetries(caller.NoRetries))
 	if err != nil {
 		t.Fatal(err)
 	}

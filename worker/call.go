@@ -260,6 +260,10 @@ func (c *call) runHandler(ctx context.Context, pc prepared) (json.RawMessage, *e
 	return c.checkResult(res, body.ResponseFormat, format)
 }
 
+// malformedBodyFix is the fix of a call body that is not {"args":{…}, …}:
+// most often a bare arguments object sent with a plain `nats req`.
+const malformedBodyFix = `Send the call body as a JSON object with the tool's arguments under "args": nats req <prefix>.call.<tool> '{"args":{…}}' (a bare arguments object is not a call body; docs/protocol.md §4.2).`
+
 // parseBody decodes the call body and checks its args against the input
 // schema, compiling a json_schema response format (nil otherwise).
 func (c *call) parseBody() (envelope.Call, *envelope.Schema, *envelope.Problem) {
@@ -267,7 +271,10 @@ func (c *call) parseBody() (envelope.Call, *envelope.Schema, *envelope.Problem) 
 	// ParseCall: one validation pass, args alias the message's own payload.
 	body, err := envelope.ParseCall(c.body)
 	if err != nil {
-		return body, nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error())
+		// Not the args but the body around them is wrong: the fix says
+		// what a body is, not "see violations" (there are none).
+		return body, nil, w.problems.New(envelope.CodeInvalidInput, "malformed call body: "+err.Error()).
+			WithFix(malformedBodyFix, envelope.HasPlaceholders)
 	}
 	if t.input != nil {
 		if v := t.input.Validate(body.Args); len(v) > 0 {
@@ -379,7 +386,7 @@ func (c *call) acquireSlot(ctx context.Context) bool {
 func (c *call) invoke(ctx context.Context, req *Request) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			msg := redact.String(fmt.Sprint(r), c.bearer)
+			msg := redact.New(c.bearer).String(fmt.Sprint(r))
 			c.w.log.Error("handler panicked", "tool", req.Tool, "call_id", req.CallID, "panic", msg, "stack", string(debug.Stack()))
 			res, err = nil, c.w.problems.New(envelope.CodeHandlerError, fmt.Sprintf("tool %s panicked: %s", req.Tool, msg))
 		}

@@ -46,7 +46,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	if c.ended {
 		c.mu.Unlock()
 		c.w.untrack(c)
-		return redact.Problem(p, c.bearer)
+		return redact.New(c.bearer).Problem(p)
 	}
 	c.ended = true
 	c.mu.Unlock()
@@ -55,7 +55,8 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	if p != nil {
 		// Redacted before anything reads it: the error event, the tool's
 		// last_error in $SRV.STATS and the span status all come from p.
-		ev = envelope.ErrorEvent(redact.Problem(p, c.bearer))
+		// Every handler error loses the call's bearer and URL credentials.
+		ev = envelope.ErrorEvent(redact.New(c.bearer).Problem(p))
 	}
 	ev, enc, _ := c.encode(ev) // a terminal event always encodes, if only as an error
 	c.mu.Lock()
@@ -305,10 +306,14 @@ func (c *call) tooLarge(typ envelope.EventType, size int) *envelope.Problem {
 func (c *call) sendChunksLocked(data []byte) {
 	piece := c.w.piece()
 	n := (len(data) + piece - 1) / piece
+	// One buffer for every piece: Publish copies the message into the
+	// connection's buffer before it returns, so the next piece may
+	// overwrite it (a buffer per piece cost a second copy of the event).
+	body := make([]byte, 0, 48+piece)
 	for i := 0; i < n; i++ {
 		c.seq++
 		part := data[i*piece : min((i+1)*piece, len(data))]
-		body := wire.AppendChunkHead(make([]byte, 0, 48+len(part)), c.seq, i+1, n)
+		body = wire.AppendChunkHead(body[:0], c.seq, i+1, n)
 		c.publish(append(body, part...))
 	}
 }

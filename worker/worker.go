@@ -24,6 +24,10 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
+// NoQueue as Config.MaxQueued admits no call beyond the running ones.
+// Zero never means "none" in a Config: it means the documented default.
+const NoQueue = -1
+
 // Config configures a Worker. The zero value is usable.
 type Config struct {
 	// ID identifies this worker instance (default: a new ULID, after
@@ -46,8 +50,10 @@ type Config struct {
 	Prefix string
 	// MaxConcurrent bounds handlers running at once (default 1024).
 	MaxConcurrent int
-	// MaxQueued bounds admitted calls waiting for a slot (default 4×MaxConcurrent).
-	// Calls beyond MaxConcurrent+MaxQueued are answered overloaded at once.
+	// MaxQueued bounds admitted calls waiting for a slot (0: the default,
+	// 4×MaxConcurrent; NoQueue: none, a call finding every slot taken is
+	// refused). Calls beyond MaxConcurrent+MaxQueued are answered
+	// overloaded at once.
 	MaxQueued int
 	// OverloadRetryAfter is the retry_after of overloaded answers (default 1s).
 	OverloadRetryAfter time.Duration

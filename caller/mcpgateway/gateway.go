@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +56,18 @@ type Config struct {
 	// tools/list for (default 0: revalidate every time, because the fleet
 	// can change at any moment and list_changed says when).
 	ListTTL time.Duration
+	// Progressive serves a large catalogue progressively (MCP's
+	// progressive discovery): tools/list holds a search tool
+	// (SearchToolName) and the Pinned tools, and every search returns the
+	// matching tools' definitions and adds them to tools/list
+	// (list_changed), so the client can call them.
+	Progressive bool
+	// Pinned lists the mesh tools (path.Match globs) a progressive
+	// gateway always lists.
+	Pinned []string
+	// SearchLimit is how many tools one search returns unless the client
+	// asks for fewer or more (default DefaultSearchLimit).
+	SearchLimit int
 	// Version is the server version reported to clients (default "dev").
 	Version string
 	// Logger receives the gateway's logs (default slog.Default()).
@@ -75,6 +86,17 @@ type Gateway struct {
 	// gaps are the scope warnings of the last catalogue applied: the
 	// tri-state honest convention, reported on every tools/list.
 	gaps []string
+	// known is every tool the filter allows in the fleet as last seen
+	// (what a search ranks); lastView is the view last applied, and
+	// revealed the MCP names searches have added (progressive.go).
+	known    map[string]caller.CatalogTool
+	lastView fleetView
+	revealed map[string]bool
+	// surf are the bridged servers' resources, prompts and completions
+	// served (surface.go), routes where their URIs go.
+	surf   surfaces
+	routes routes
+	subs   gwSubs
 }
 
 // servedTool is one registered tool and the fingerprint of its spec, so a
@@ -92,6 +114,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	f, err := newFilter(cfg.Allow, cfg.Deny)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPinned(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Namespace != "" {
@@ -112,7 +137,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{}}
+	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{},
+		known: map[string]caller.CatalogTool{}, revealed: map[string]bool{}}
 	ttl := int(cfg.ListTTL.Milliseconds())
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Tools hosted on a toolmesh (a NATS tool mesh). Failed calls return isError with an RFC 9457 problem as structuredContent; retry_after says when a retry may succeed.",
@@ -120,7 +146,17 @@ func New(cfg Config) (*Gateway, error) {
 		PageSize:     cfg.PageSize,
 		// Tools come and go with the fleet: advertise the capability even
 		// while no worker is up, so clients listen for list_changed.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Resources, prompts and completions are the bridged servers' on
+		// the mesh (surface.go), empty while none offers them; logging
+		// carries their log messages (log.go).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{Subscribe: true}, Prompts: &mcp.PromptCapabilities{},
+			Completions: &mcp.CompletionCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return g.complete(ctx, req)
+		},
+		SubscribeHandler:   func(ctx context.Context, req *mcp.SubscribeRequest) error { return g.subscribe(ctx, req) },
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return g.unsubscribe(ctx, req) },
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs = ttl
 			// The list depends on the gateway's allow/deny lists, not on
@@ -128,7 +164,10 @@ func New(cfg Config) (*Gateway, error) {
 			c.CacheScope = "public"
 		},
 	})
-	g.srv.AddReceivingMiddleware(g.honestList)
+	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware)
+	if cfg.Progressive {
+		g.addSearchTool()
+	}
 	return g, nil
 }
 
@@ -288,11 +327,18 @@ func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
 	mcpResult := map[string]bool{}
+	surf := surfaces{}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.remember(view)
 	for _, ct := range view.tools {
-		if !g.filter.allows(ct.Spec.Name) {
+		if !g.filter.allows(ct.Spec.Name) || surf.add(&ct.Spec) || !g.listed(ct.Spec.Name, g.toolName(ct.Spec.Name)) {
 			continue
 		}
-		t, err := mcpTool(g.cfg.NamePrefix+strings.TrimPrefix(ct.Spec.Name, g.filter.namespace), ct.Spec)
+		t, err := mcpTool(g.toolName(ct.Spec.Name), ct.Spec)
+		if err == nil && g.cfg.Progressive && t.Name == g.cfg.NamePrefix+SearchToolName {
+			err = errors.New("its name is the search tool's")
+		}
 		if err != nil {
 			g.log.Warn("mcp gateway: tool not served", "tool", ct.Spec.Name, "err", err)
 			continue
@@ -301,9 +347,8 @@ func (g *Gateway) apply(view fleetView) {
 		meshName[t.Name] = ct.Spec.Name
 		mcpResult[t.Name] = ct.Spec.MCPResult
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.gaps = view.gaps
+	g.applySurfaces(surf, view.prune)
 	var gone []string
 	if view.prune == pruneMissing {
 		for name := range g.served {
@@ -324,6 +369,35 @@ func (g *Gateway) apply(view fleetView) {
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
 		g.srv.AddTool(t, g.callHandler(meshName[name], t, mcpResult[name]))
 	}
+}
+
+// remember records view as the last applied and its allowed tools as
+// known (all of them for an authoritative view, added and replaced for
+// one that may miss tools); surface tools are not tools to search. Call
+// with g.mu held.
+func (g *Gateway) remember(view fleetView) {
+	g.lastView = view
+	if view.prune == pruneMissing {
+		clear(g.known)
+	}
+	for _, ct := range view.tools {
+		if _, _, surface := envelope.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
+			g.known[ct.Spec.Name] = ct
+		}
+	}
+}
+
+// applySurfaces replaces the surfaces served (or, from a view that may
+// miss some, adds to them). Called with g.mu held.
+func (g *Gateway) applySurfaces(surf surfaces, prune pruneRule) {
+	if prune == keepMissing {
+		for ns, ops := range g.surf {
+			if _, ok := surf[ns]; !ok {
+				surf[ns] = ops
+			}
+		}
+	}
+	g.surf = surf
 }
 
 // Tools returns the MCP names currently served, sorted, for diagnostics.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -34,10 +35,31 @@ func printBench(g *globals, r benchReport, asJSON bool) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(g.stdout, "\nratios are medians over rounds [lowest–highest round]: throughput 1.00 = as many calls per second, p50 1.00 = as fast.")
+	printVersus(g.stdout, r.Results)
 	for _, x := range memory {
 		printMemory(g.stdout, x)
 	}
 	printFlood(g, r.Flood)
+}
+
+// printVersus prints toolmesh against every peer of the rows that have
+// them, one line a peer.
+func printVersus(out io.Writer, rows []benchResult) {
+	if !slices.ContainsFunc(rows, func(x benchResult) bool { return len(x.Versus) > 0 }) {
+		return
+	}
+	fmt.Fprintln(out, "\ntoolmesh against what users would pick instead, in the same rounds:")
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tIN FLIGHT\tPEER\tPEER/S\tTOOLMESH/S\tTOOLMESH/PEER\tPEER P50\tTOOLMESH P50\tP50 TOOLMESH/PEER")
+	for _, x := range rows {
+		for _, v := range x.Versus {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%s\t%.0fµs\t%.0fµs\t%s\n", x.Scenario, x.InFlight, v.Peer,
+				v.CallsPerSec, x.Toolmesh.CallsPerSec, spread(v.ToolmeshOver.ThroughputRatio, v.ToolmeshOver.ThroughputSpread),
+				v.P50Micros, x.Toolmesh.P50Micros, spread(v.ToolmeshOver.P50Ratio, v.ToolmeshOver.P50Spread))
+		}
+	}
+	_ = tw.Flush()
 }
 
 func spread(median float64, s [2]float64) string {

@@ -55,6 +55,9 @@ type benchResult struct {
 	MicroVsRaw      *benchRatios `json:"micro_vs_raw,omitempty"`
 	// Peers says what the raw (and micro) sides are.
 	Peers string `json:"peers"`
+	// Versus is toolmesh against each peer of the row in turn — raw,
+	// micro, MCP over HTTP, gRPC — as the rounds measured them.
+	Versus []benchVersus `json:"versus,omitempty"`
 	// Memory holds the memory row's figures.
 	Memory *benchMemory `json:"memory,omitempty"`
 	// Target is issue 12's target for the row, Met whether this run met
@@ -62,6 +65,30 @@ type benchResult struct {
 	Target string       `json:"target,omitempty"`
 	Met    *bool        `json:"met,omitempty"`
 	Checks []benchCheck `json:"checks,omitempty"`
+}
+
+// benchVersus is one peer's side of a row and toolmesh's ratios over it.
+type benchVersus struct {
+	Peer string `json:"peer"`
+	What string `json:"what"`
+	benchSide
+	// ToolmeshOver is toolmesh over this peer, round by round.
+	ToolmeshOver benchRatios `json:"toolmesh_over_peer"`
+}
+
+// versus fills the row's Versus from its raw and micro sides and from the
+// other peers' (others, in the order of s.versus).
+func (r *benchResult) versus(s benchScenario, others []benchSide) {
+	if len(s.versus) == 0 {
+		return
+	}
+	r.Versus = append(r.Versus, benchVersus{Peer: peerRaw, What: s.peers, benchSide: r.Raw, ToolmeshOver: r.benchRatios})
+	if r.Micro != nil {
+		r.Versus = append(r.Versus, benchVersus{Peer: peerMicro, What: "a nats.go micro endpoint", benchSide: *r.Micro, ToolmeshOver: *r.ToolmeshVsMicro})
+	}
+	for i, v := range s.versus {
+		r.Versus = append(r.Versus, benchVersus{Peer: v.peer, What: v.what, benchSide: others[i], ToolmeshOver: ratiosOver(&r.Toolmesh, &others[i])})
+	}
 }
 
 type benchReport struct {
@@ -178,6 +205,11 @@ func (r benchResult) sides() []benchSide {
 	sides := []benchSide{r.Raw, r.Toolmesh}
 	if r.Micro != nil {
 		sides = append(sides, *r.Micro)
+	}
+	for _, v := range r.Versus {
+		if v.Peer != peerRaw && v.Peer != peerMicro {
+			sides = append(sides, v.benchSide)
+		}
 	}
 	return sides
 }

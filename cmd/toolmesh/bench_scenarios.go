@@ -21,7 +21,44 @@ type benchScenario struct {
 	raw      benchCall
 	micro    benchCall
 	toolmesh benchCall
-	goals    []benchGoal
+	// versus are the peers users would pick instead (MCP over HTTP,
+	// gRPC), measured in the same rounds.
+	versus []versusCall
+	goals  []benchGoal
+	// rawTimed and toolmeshTimed, when set, replace raw and toolmesh by
+	// calls that say themselves how long they took (a cold start that
+	// counts until the tool list, not the process's exit).
+	rawTimed, toolmeshTimed timedCall
+	// minCalls is how many calls each of the row's goroutines makes in a
+	// round at least, however long they take (1 when 0): a round of
+	// calls longer than its share of --duration still measures several.
+	minCalls int
+}
+
+// timedCall is a call that measures itself.
+type timedCall func(b *bencher, ctx context.Context) (time.Duration, error)
+
+// timed measures a benchCall from the outside.
+func timed(call benchCall) timedCall {
+	return func(b *bencher, ctx context.Context) (time.Duration, error) {
+		t0 := time.Now()
+		err := call(b, ctx)
+		return time.Since(t0), err
+	}
+}
+
+// pick is the timed call when there is one, else the plain one, timed.
+func pick(t timedCall, call benchCall) timedCall {
+	if t != nil {
+		return t
+	}
+	return timed(call)
+}
+
+// versusCall is one peer's side of a scenario.
+type versusCall struct {
+	peer, what string
+	call       benchCall
 }
 
 const (
@@ -39,7 +76,7 @@ func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 		s = append(s, benchScenario{name: "unary", inFlight: n, peers: peersRequestReply,
 			raw: (*bencher).rawUnary, micro: (*bencher).microUnary,
 			toolmesh: func(b *bencher, ctx context.Context) error { return b.meshUnary(ctx) },
-			goals:    unaryGoals(n)})
+			versus:   unaryVersus(), goals: unaryGoals(n)})
 	}
 	if n := slices.Max(o.levels); n > 1 {
 		// At the highest level, the mesh with coalescing off: calls never
@@ -54,11 +91,15 @@ func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 	}
 	s = append(s,
 		benchScenario{name: fmt.Sprintf("stream of %d deltas", o.deltas), inFlight: 1, peers: peersStream,
-			raw: (*bencher).rawStream, toolmesh: (*bencher).meshStream,
+			raw: (*bencher).rawStream, toolmesh: (*bencher).meshStream, versus: streamVersus(),
 			goals: []benchGoal{{metric: metricThroughput, bound: 1.5}}},
 		benchScenario{name: "no responders", inFlight: 1, peers: peersNoResponders,
 			raw: (*bencher).rawNoResponders, toolmesh: (*bencher).meshNoResponders,
 			goals: []benchGoal{{metric: metricP50, atMost: true, bound: 1.3}}})
+	s = append(s, gatewayScenarios(o.gatewayLevels, o.coldTools)...)
+	for _, mib := range o.bigLevels {
+		s = append(s, bigScenario(mib))
+	}
 	for _, n := range o.cliLevels {
 		s = append(s, benchScenario{name: "cli " + trueBinaryName, inFlight: n, peers: peersSpawn,
 			raw: (*bencher).rawSpawn, toolmesh: (*bencher).meshSpawn,
@@ -73,6 +114,24 @@ func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})
 	}
 	return s
+}
+
+// unaryVersus are the unary row's peers beside raw and micro.
+func unaryVersus() []versusCall {
+	return []versusCall{
+		{peerMCPHTTP, "MCP go-sdk, streamable HTTP " + mcpSessionRevision + " (a session)", (*bencher).mcpUnary},
+		{peerMCPStateles, "MCP go-sdk, streamable HTTP " + mcpStatelessRevision + " (stateless)", (*bencher).mcpStatelessUnary},
+		{peerGRPC, "grpc-go unary, JSON codec", (*bencher).grpcUnary},
+	}
+}
+
+// streamVersus are the stream row's peers beside raw.
+func streamVersus() []versusCall {
+	return []versusCall{
+		{peerMCPHTTP, "MCP go-sdk progress notifications, streamable HTTP " + mcpSessionRevision, (*bencher).mcpStream},
+		{peerMCPStateles, "MCP go-sdk progress notifications, streamable HTTP " + mcpStatelessRevision, (*bencher).mcpStatelessStream},
+		{peerGRPC, "grpc-go server streaming, JSON codec", (*bencher).grpcStream},
+	}
 }
 
 // trueBinaryName names the CLI row's program in the report.
@@ -97,18 +156,22 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 	r := benchResult{Scenario: s.name, InFlight: s.inFlight, Peers: s.peers}
 	type side struct {
 		into *benchSide
-		call benchCall
+		call timedCall
 	}
-	sides := []side{{&r.Raw, s.raw}, {&r.Toolmesh, s.toolmesh}}
+	sides := []side{{&r.Raw, pick(s.rawTimed, s.raw)}, {&r.Toolmesh, pick(s.toolmeshTimed, s.toolmesh)}}
 	if s.micro != nil {
 		r.Micro = &benchSide{}
-		sides = append(sides, side{r.Micro, s.micro})
+		sides = append(sides, side{r.Micro, timed(s.micro)})
+	}
+	others := make([]benchSide, len(s.versus))
+	for i, v := range s.versus {
+		sides = append(sides, side{&others[i], timed(v.call)})
 	}
 	slice := max(o.duration/time.Duration(o.rounds), time.Millisecond)
 	for round := range o.rounds {
 		for i := range sides {
 			x := sides[(i+round)%len(sides)]
-			x.into.rounds = append(x.into.rounds, measure(ctx, b, x.into, s.inFlight, slice, x.call))
+			x.into.rounds = append(x.into.rounds, measure(ctx, b, x.into, s.inFlight, max(s.minCalls, 1), slice, x.call))
 		}
 	}
 	for _, x := range sides {
@@ -119,13 +182,14 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 		vsMicro, microVsRaw := ratiosOver(&r.Toolmesh, r.Micro), ratiosOver(r.Micro, &r.Raw)
 		r.ToolmeshVsMicro, r.MicroVsRaw = &vsMicro, &microVsRaw
 	}
+	r.versus(s, others)
 	r.judge(s.goals)
 	return r
 }
 
-// measure keeps inFlight calls going for d, adds what happened to s and
-// returns this round's figures.
-func measure(ctx context.Context, b *bencher, s *benchSide, inFlight int, d time.Duration, call benchCall) benchRound {
+// measure keeps inFlight calls going for d, each goroutine making at
+// least minCalls, adds what happened to s and returns this round's figures.
+func measure(ctx context.Context, b *bencher, s *benchSide, inFlight, minCalls int, d time.Duration, call timedCall) benchRound {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -138,17 +202,17 @@ func measure(ctx context.Context, b *bencher, s *benchSide, inFlight int, d time
 			var lat []time.Duration
 			var errs int
 			var firstErr error
-			// At least one call each, however late the goroutine starts.
-			for first := true; first || time.Now().Before(stop) && ctx.Err() == nil; first = false {
-				t0 := time.Now()
-				if err := call(b, ctx); err != nil {
+			// At least minCalls each, however late the goroutine starts.
+			for n := 0; n < minCalls || time.Now().Before(stop) && ctx.Err() == nil; n++ {
+				took, err := call(b, ctx)
+				if err != nil {
 					errs++
 					if firstErr == nil {
 						firstErr = err
 					}
 					continue
 				}
-				lat = append(lat, time.Since(t0))
+				lat = append(lat, took)
 			}
 			mu.Lock()
 			round = append(round, lat...)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,9 +47,18 @@ type bencher struct {
 	sandboxed bool
 	args      json.RawMessage
 	deltas    int
+	// peers are the MCP and gRPC servers users would pick instead.
+	peers *benchPeers
+	// blobs are the large results by size in MiB.
+	blobs map[int]json.RawMessage
+	// gw holds the gateway rows' MCP sessions and processes.
+	gw *gatewaySides
+	// cold hosts the cold-start row's many tools.
+	cold *worker.Worker
 }
 
-func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, deltas int, g *globals) (*bencher, error) {
+func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url string, o *benchOptions, g *globals) (*bencher, error) {
+	maxInFlight, payload, deltas := slices.Max(slices.Concat(o.levels, o.cliLevels, o.gatewayLevels)), o.payload, o.deltas
 	b := &bencher{deltas: deltas, trueBin: trueBinary()}
 	if support := sandbox.Probe(context.Background()); support.Problem == "" {
 		b.sandboxed = true
@@ -84,6 +94,18 @@ func newBencher(dial func(string) (*nats.Conn, error), maxInFlight, payload, del
 		return nil, err
 	}
 	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
+		return nil, err
+	}
+	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
+		return nil, err
+	}
+	if len(o.gatewayLevels) > 0 || o.coldTools > 0 {
+		if err := b.startGateway(ctx, serve, url, prefix, o, g); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if b.peers, err = newBenchPeers(ctx, maxInFlight, payload, deltas); err != nil {
 		return nil, err
 	}
 	c, err := caller.New(call, caller.Config{Prefix: prefix, Logger: g.log})
@@ -190,6 +212,15 @@ func (b *bencher) count(_ context.Context, _ *worker.Request, emit worker.Emitte
 }
 
 func (b *bencher) close() {
+	if b.peers != nil {
+		b.peers.close()
+	}
+	if b.gw != nil {
+		b.gw.close()
+	}
+	if b.cold != nil {
+		b.cold.Stop()
+	}
 	for _, c := range []*caller.Caller{b.c, b.cOff} {
 		if c != nil {
 			_ = c.Close()

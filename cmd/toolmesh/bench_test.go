@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,7 +31,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--duration", "30ms", "--rounds", "2", "--concurrency", "2,256",
-		"--cli-concurrency", "1", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms", "--flood", "30"}, strings.NewReader(""), &out, &errb)
+		"--cli-concurrency", "1", "--big-results", "1", "--gateway-concurrency", "2", "--cold-tools", "5", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms", "--flood", "30"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
@@ -38,11 +40,56 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		"\nunary   ", "throughput ≥ 1.20", "stream of 3 deltas", "no responders", "p50 ≤ 1.30", "cli /bin/true",
 		"memory, 20 calls in flight", "caller heap per call", "worker heap+stack per blocked call",
 		"caller heap/call ≤ 1.0 KiB", "worker/blocked call ≤ 6.0 KiB", "RSS after/baseline ≤ 1.20",
+		"what users would pick instead", "mcp-http-stateless", "grpc", "result of 1 MiB", "throughput ≥ 0.50",
+		"mcp gateway, http", "mcp gateway, stdio", "throughput ≥ 0.80, p50 ≤ 1.25", "mcp cold start, 5 tools", "p50 ≤ 1.50",
 		"flood: 30 calls fired at once", "\n  toolmesh  ", "\n  raw       ",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// --json gives the unary and stream rows a side for every peer — raw,
+// micro (unary), MCP over HTTP in both revisions, gRPC — each measured,
+// with toolmesh's ratios over it.
+func TestBenchJSONHasEveryPeer(t *testing.T) {
+	t.Setenv("NATS_URL", "")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--json", "--duration", "40ms", "--rounds", "2", "--concurrency", "1,4",
+		"--cli-concurrency", "none", "--big-results", "none",
+		"--gateway-concurrency", "none", "--cold-tools", "0", "--deltas", "3", "--memory-calls", "0"}, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	var report benchReport
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	want := map[string][]string{
+		"unary":              {peerRaw, peerMicro, peerMCPHTTP, peerMCPStateles, peerGRPC},
+		"stream of 3 deltas": {peerRaw, peerMCPHTTP, peerMCPStateles, peerGRPC},
+	}
+	seen := 0
+	for _, r := range report.Results {
+		peers, ok := want[r.Scenario]
+		if !ok {
+			continue
+		}
+		seen++
+		var got []string
+		for _, v := range r.Versus {
+			got = append(got, v.Peer)
+			if v.Calls == 0 || v.CallsPerSec <= 0 || v.ToolmeshOver.ThroughputRatio <= 0 || v.ToolmeshOver.P50Ratio <= 0 {
+				t.Errorf("%s at %d, %s: %+v not measured", r.Scenario, r.InFlight, v.Peer, v)
+			}
+		}
+		if !slices.Equal(got, peers) {
+			t.Errorf("%s at %d: peers %v, want %v", r.Scenario, r.InFlight, got, peers)
+		}
+	}
+	if seen != 3 {
+		t.Errorf("%d unary and stream rows, want 3:\n%s", seen, out.String())
 	}
 }
 

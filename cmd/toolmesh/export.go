@@ -57,7 +57,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&prov, "provider", "", "openai, openai-responses, anthropic, gemini or mcp (required)")
-	cmd.Flags().StringVar(&model, "model", "", "model name, to pick the capability row (e.g. gemini-2.0-flash gets the legacy schema subset)")
+	cmd.Flags().StringVar(&model, "model", "", "model name, to pick the capability row (e.g. gpt-3.5-turbo gets JSON mode for response formats)")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "bound on reading the catalogue (default: the worker registry in one pass, bounded by 10s; without JetStream, answers gathered for 300ms)")
 	return cmd
 }

@@ -19,7 +19,7 @@ import (
 // newTasksCmd is `toolmesh tasks`: durable calls (docs/protocol.md §22).
 func newTasksCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "tasks", Short: "Follow, read, cancel and list durable calls (tasks); run the task service"}
-	cmd.AddCommand(newTasksWatchCmd(g), newTasksGetCmd(g), newTasksCancelCmd(g), newTasksLsCmd(g), newTasksServeCmd(g))
+	cmd.AddCommand(newTasksWatchCmd(g), newTasksGetCmd(g), newTasksCancelCmd(g), newTasksAnswerCmd(g), newTasksLsCmd(g), newTasksServeCmd(g))
 	return cmd
 }
 
@@ -121,6 +121,65 @@ func newTasksCancelCmd(g *globals) *cobra.Command {
 	}
 }
 
+func newTasksAnswerCmd(g *globals) *cobra.Command {
+	var f taskAnswerFlags
+	cmd := &cobra.Command{
+		Use:   "answer TASK_ID (--answer JSON | --decline | --dismiss)",
+		Short: "Answer the question a task waits on (state input_required); print its record as JSON",
+		Args:  oneTaskID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := f.answer()
+			if err != nil {
+				return err
+			}
+			c, done, err := g.newCaller(cmd, "tasks")
+			if err != nil {
+				return err
+			}
+			defer done()
+			rec, err := c.AnswerTask(cmd.Context(), args[0], f.question, a)
+			if err != nil {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			return printJSON(g, rec)
+		},
+	}
+	cmd.Flags().StringVar(&f.content, "answer", "", "accept, with this JSON object as the answer")
+	cmd.Flags().BoolVar(&f.decline, "decline", false, "decline the question")
+	cmd.Flags().BoolVar(&f.dismiss, "dismiss", false, "dismiss the question without choosing")
+	cmd.Flags().StringVar(&f.question, "question", "", "the question's id (default: the one the task waits on)")
+	return cmd
+}
+
+// taskAnswerFlags are `tasks answer`'s ways to answer.
+type taskAnswerFlags struct {
+	content, question string
+	decline, dismiss  bool
+}
+
+// answer is the answer the flags give: exactly one of them.
+func (f taskAnswerFlags) answer() (caller.Answer, error) {
+	n := 0
+	for _, set := range []bool{f.content != "", f.decline, f.dismiss} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n != 1:
+		return caller.Answer{}, envelope.NewProblem(envelope.CodeInvalidInput, "give exactly one of --answer JSON, --decline and --dismiss").
+			WithFix("`toolmesh tasks get TASK_ID` shows the question and its schema under \"question\".", envelope.HasPlaceholders)
+	case f.decline:
+		return caller.Decline(), nil
+	case f.dismiss:
+		return caller.Dismiss(), nil
+	}
+	if !json.Valid([]byte(f.content)) {
+		return caller.Answer{}, envelope.NewProblem(envelope.CodeInvalidInput, "--answer is not valid JSON").WithExtension("pointer", "/answer")
+	}
+	return caller.Answer{Action: envelope.ActionAccept, Content: json.RawMessage(f.content)}, nil
+}
+
 func newTasksLsCmd(g *globals) *cobra.Command {
 	var state string
 	var limit int
@@ -150,7 +209,7 @@ func newTasksLsCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state (queued, running, succeeded, failed, cancelled)")
+	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state (queued, running, input_required, succeeded, failed, cancelled)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many tasks (1–1000)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as JSON")
 	return cmd

@@ -14,8 +14,10 @@ type Note struct {
 	Message string `json:"message"`
 }
 
-// Toolset is a catalogue exported for one provider: the tool declarations
-// in the provider's shape, the name map that turns the model's calls back
+// Toolset is a catalogue exported for one provider: Tools is the
+// request's tools member as the provider takes it (one element per tool,
+// except Gemini's Tool[] of one Tool whose functionDeclarations hold every
+// tool), the name map that turns the model's calls back
 // into mesh tools, and notes on everything lowered. Complete is false,
 // with the gaps in Notes, when a tool could not be exported at all.
 type Toolset struct {
@@ -85,6 +87,12 @@ func Export(specs []envelope.ToolSpec, o ExportOptions) (*Toolset, error) {
 	for _, s := range valid {
 		if err := ts.exportOne(s); err != nil {
 			ts.gap(s.Name, "not exported: "+err.Error())
+		}
+	}
+	if o.Provider == Gemini {
+		ts.Tools = geminiTools(ts.Tools)
+		if caps.Tools == SchemaLegacy {
+			ts.note("", "declared in JSON Schema (parametersJsonSchema): the legacy Schema form fails the official SDKs' types")
 		}
 	}
 	return ts, nil

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -39,9 +38,7 @@ type anthropicTool struct {
 type geminiFunction struct {
 	Name                 string          `json:"name"`
 	Description          string          `json:"description,omitempty"`
-	Parameters           json.RawMessage `json:"parameters,omitempty"`
 	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
-	Response             json.RawMessage `json:"response,omitempty"`
 	ResponseJSONSchema   json.RawMessage `json:"responseJsonSchema,omitempty"`
 }
 
@@ -85,36 +82,25 @@ func (ts *Toolset) openAITool(s envelope.ToolSpec, name string) any {
 	return responsesTool{Type: "function", Name: name, Description: description(s), Parameters: params, Strict: strict, OutputSchema: s.OutputSchema}
 }
 
-// geminiTool builds a function declaration: JSON Schema members where the
-// model takes them, else the legacy subset, whose failures (a $ref cycle)
-// leave the tool out.
+// geminiTool builds a function declaration in JSON Schema
+// (parametersJsonSchema, responseJsonSchema), for every model: the
+// legacy OpenAPI-subset Schema (parameters, response) cannot satisfy the
+// official SDKs' types at once — @google/genai types "type" as an enum and
+// int64 members as strings, google.golang.org/genai takes numbers — so a
+// declaration in it would fail one SDK or the other.
 func (ts *Toolset) geminiTool(s envelope.ToolSpec, name string) (any, error) {
-	f := geminiFunction{Name: name, Description: description(s)}
-	if ts.Capabilities.Tools != SchemaLegacy {
-		f.ParametersJSONSchema = withoutSchemaURI(inputSchema(s))
-		f.ResponseJSONSchema = withoutSchemaURI(s.OutputSchema)
-		return f, nil
+	return geminiFunction{Name: name, Description: description(s),
+		ParametersJSONSchema: withoutSchemaURI(inputSchema(s)),
+		ResponseJSONSchema:   withoutSchemaURI(s.OutputSchema)}, nil
+}
+
+// geminiTools wraps function declarations into the request's tools
+// member: Tool[] holding one Tool whose functionDeclarations are them.
+func geminiTools(decls []json.RawMessage) []json.RawMessage {
+	if len(decls) == 0 {
+		return []json.RawMessage{}
 	}
-	if len(s.InputSchema) == 0 {
-		ts.note(s.Name, "no input schema: declared without parameters")
-	} else {
-		r, err := Legacy(s.InputSchema)
-		ts.note(s.Name, prefixed("parameters", r.Notes)...)
-		if err != nil {
-			return nil, fmt.Errorf("parameters: %w", err)
-		}
-		f.Parameters = r.Schema
-	}
-	if len(s.OutputSchema) > 0 {
-		r, err := Legacy(s.OutputSchema)
-		ts.note(s.Name, prefixed("response", r.Notes)...)
-		if err != nil {
-			ts.note(s.Name, "response schema left out: "+err.Error())
-		} else {
-			f.Response = r.Schema
-		}
-	}
-	return f, nil
+	return []json.RawMessage{mustJSON(map[string]any{"functionDeclarations": decls})}
 }
 
 // withoutSchemaURI drops a root "$schema" member, which Gemini's endpoint
@@ -127,14 +113,6 @@ func withoutSchemaURI(schema json.RawMessage) json.RawMessage {
 	}
 	delete(o, "$schema")
 	return mustJSON(o)
-}
-
-func prefixed(what string, notes []string) []string {
-	out := make([]string, len(notes))
-	for i, n := range notes {
-		out[i] = what + " " + n
-	}
-	return out
 }
 
 // mcpTool builds an MCP Tool with title, annotations and output schema

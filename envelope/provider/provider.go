@@ -73,7 +73,11 @@ const (
 	SchemaJSON ToolSchemaStyle = "json_schema"
 	// SchemaStrict: OpenAI strict mode where the schema allows it.
 	SchemaStrict ToolSchemaStyle = "strict"
-	// SchemaLegacy: Gemini's OpenAPI subset (parameters), $ref inlined.
+	// SchemaLegacy: the models of Gemini's OpenAPI-subset Schema
+	// (gemini-1*, gemini-2.0*). Their tools are still declared in JSON
+	// Schema (parametersJsonSchema), with a note: the subset's JSON cannot
+	// satisfy the official SDKs' types (see Toolset); Legacy lowers a
+	// schema to the subset for callers that need it.
 	SchemaLegacy ToolSchemaStyle = "legacy"
 )
 

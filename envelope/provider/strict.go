@@ -94,6 +94,12 @@ func Strict(schema json.RawMessage) StrictResult {
 		return StrictResult{Schema: schema, Reason: `the root must be {"type":"object"}`}
 	}
 	s := &strictifier{root: root}
+	if takesNoArgs(root) {
+		// An open root without properties declares no arguments: closed,
+		// it says the same to a model and is strict-legal.
+		root["additionalProperties"] = false
+		s.note("", "no properties: exported as a closed empty object (the tool takes no arguments)")
+	}
 	out, err := s.transformRoot()
 	if err != nil {
 		return StrictResult{Schema: schema, Reason: err.Error(), Notes: s.notes}
@@ -102,6 +108,23 @@ func Strict(schema json.RawMessage) StrictResult {
 		return StrictResult{Schema: schema, Reason: "strict check failed: " + v[0], Notes: s.notes}
 	}
 	return StrictResult{Schema: out, Strict: true, Notes: s.notes}
+}
+
+// takesNoArgs reports a root object that declares no argument at all:
+// no properties (or none listed) and nothing else that admits members —
+// additionalProperties, patternProperties, a composition or a $ref.
+func takesNoArgs(root obj) bool {
+	if props, ok := root["properties"]; ok {
+		if p, isObj := props.(obj); !isObj || len(p) > 0 {
+			return false
+		}
+	}
+	for _, k := range []string{"additionalProperties", "patternProperties", "unevaluatedProperties", "anyOf", "oneOf", "allOf", "$ref", "$dynamicRef", "if", "not", "dependentSchemas"} {
+		if _, ok := root[k]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *strictifier) notStrict(ptr, format string, args ...any) error {

@@ -128,6 +128,9 @@ func TestStrictRefusesWhatItCannotRepair(t *testing.T) {
 		repairable   bool
 	}{
 		{"open object", `{"type":"object","properties":{"a":{"type":"string"}}}`, true},
+		{"zero arguments", `{"type":"object"}`, true},
+		{"zero arguments, empty properties", `{"type":"object","properties":{}}`, true},
+		{"open root map", `{"type":"object","additionalProperties":{"type":"string"}}`, false},
 		{"optional property", `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`, true},
 		{"dropped keyword", `{"type":"object","properties":{"a":{"type":"string","minLength":2}},"required":["a"],"additionalProperties":false}`, true},
 		{"ref with siblings", `{"type":"object","properties":{"a":{"$ref":"#/$defs/x","description":"d"}},"required":["a"],"additionalProperties":false,"$defs":{"x":{"type":"string"}}}`, true},

@@ -34,7 +34,8 @@ var userTurn = []any{map[string]any{"role": "user", "content": "hi"}}
 
 // Every exported tool decodes into the SDK's own request type: a whole
 // Chat Completions, Responses or Messages request carrying the tools, and
-// Gemini function declarations.
+// the tools member (Tool[]) of a Gemini request, for current and legacy
+// models alike.
 func TestExportDecodesIntoSDKRequests(t *testing.T) {
 	for _, file := range []string{"openai", "openai-responses", "anthropic", "gemini", "gemini-legacy"} {
 		t.Run(file, func(t *testing.T) {
@@ -58,8 +59,10 @@ func TestExportDecodesIntoSDKRequests(t *testing.T) {
 				raw := request(t, anthropicBase(), extra)
 				must(t, "MessageNewParams", raw, roundTrip(raw, new(anthropic.MessageNewParams)))
 			default:
-				raw := request(t, nil, map[string]json.RawMessage{"functionDeclarations": tools})
-				must(t, "genai.Tool", raw, strictGenai(raw, new(genai.Tool)))
+				raw := request(t, nil, extra)
+				var cfg genai.GenerateContentConfig
+				must(t, "genai.GenerateContentConfig", raw, strictGenai(raw, &cfg))
+				geminiDeclarationsOnly(t, cfg.Tools)
 			}
 		})
 	}
@@ -209,5 +212,21 @@ func TestSDKBuiltCallsParseBack(t *testing.T) {
 				t.Fatalf("args: %v", err)
 			}
 		})
+	}
+}
+
+// geminiDeclarationsOnly checks that a Gemini export's tools are one Tool
+// holding every function declaration, each in JSON Schema
+// (parametersJsonSchema), never in the legacy Schema form whose enum and
+// int64-as-string members the SDKs type differently.
+func geminiDeclarationsOnly(t *testing.T, tools []*genai.Tool) {
+	t.Helper()
+	if len(tools) != 1 || len(tools[0].FunctionDeclarations) == 0 {
+		t.Fatalf("gemini tools: %d Tools, want one holding the function declarations", len(tools))
+	}
+	for _, d := range tools[0].FunctionDeclarations {
+		if d.Parameters != nil || d.Response != nil || d.ParametersJsonSchema == nil {
+			t.Errorf("declaration %s: want parametersJsonSchema and no legacy parameters/response", d.Name)
+		}
 	}
 }

@@ -39,9 +39,13 @@ type Handler struct {
 	slots   chan struct{}
 	log     *slog.Logger
 	sup     *supervise.Supervisor
-	ownSup  bool          // sup is this Handler's own, closed by Close
-	plan    *sandbox.Plan // the program's sandbox; nil: unconfined
-	harden  Hardening     // argument rules checked before the program runs
+	ownSup  bool            // sup is this Handler's own, closed by Close
+	plan    *sandbox.Plan   // the program's sandbox; nil: unconfined
+	zygote  *sandbox.Zygote // starts the confined program of each call (with plan)
+	harden  Hardening       // argument rules checked before the program runs
+	// secrets holds the binding's env values, redacted (with the call's
+	// bearer) from everything a call reports.
+	secrets *redact.Redactor
 }
 
 // NewHandler makes the Handler of a tool whose spec has a CLI binding.
@@ -75,9 +79,27 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 		spec.Sandbox = SandboxSummary(plan.Policy)
 	}
 	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
-	return &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
+	h := &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
 		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
-		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening}, nil
+		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening,
+		secrets: envSecrets(binding.Env)}
+	if plan != nil {
+		h.zygote = sandbox.NewZygote(plan, lim.KillGrace)
+	}
+	return h, nil
+}
+
+// envSecrets is the Redactor of a binding's env values (see
+// redact.Values); the bearer placeholder is not one, the bearer it stands
+// for is added per call.
+func envSecrets(env map[string]string) *redact.Redactor {
+	values := make(map[string]string, len(env))
+	for k, v := range env {
+		if v != envelope.BearerPlaceholder {
+			values[k] = v
+		}
+	}
+	return redact.New(redact.Values(values)...)
 }
 
 // checkBinding refuses, before anything is registered, a tool without a CLI
@@ -98,10 +120,14 @@ func checkBinding(t Tool) error {
 func (h *Handler) Spec() envelope.ToolSpec { return h.spec }
 
 // Close releases what the Handler keeps between calls (its supervisor's
-// sentinel process); a program still running is stopped as if the worker
-// had died. Handlers made by RegisterFile share a supervisor per kill grace
-// that lives as long as the process, and their Close does nothing.
+// sentinel process, a sandboxed tool's zygote); a program still running is
+// stopped as if the worker had died. Handlers made by RegisterFile share a
+// supervisor per kill grace that lives as long as the process, which their
+// Close leaves running.
 func (h *Handler) Close() error {
+	if h.zygote != nil {
+		_ = h.zygote.Close()
+	}
 	if !h.ownSup {
 		return nil
 	}
@@ -204,19 +230,20 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// tailBuffer keeps the last max bytes written to it; String hides redact.
-// It holds len(redact) bytes more than it shows, so a secret straddling
-// the cut is still seen whole, and String redacts before it cuts.
+// tailBuffer keeps the last max bytes written to it; String hides the
+// call's secrets. It holds more than it shows (redact.Redactor.Keep), so
+// a secret or a URL's password straddling the cut is still seen whole,
+// and String redacts before it cuts.
 type tailBuffer struct {
 	buf    []byte
 	max    int
 	lost   bool
-	redact string
+	redact *redact.Redactor
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
-	if keep := t.max + len(t.redact); len(t.buf) > keep {
+	if keep := t.redact.Keep(t.max); len(t.buf) > keep {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
 		t.lost = true
 	}
@@ -224,7 +251,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string {
-	s, cut := redact.Tail(string(t.buf), t.redact, t.max)
+	s, cut := t.redact.Tail(string(t.buf), t.max)
 	if cut {
 		t.lost = true
 	}
@@ -265,20 +292,13 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 		return nil, err
 	}
 	argv := Argv(b, h.spec.Name, args, req.DryRun, pageAll)
-	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, args), req.Bearer, streamer{emit, req.Streaming})
-	return res, redactProblem(err, req.Bearer)
-}
-
-// redactProblem strips the bearer from a Problem (detail, stderr tails,
-// output excerpts): a program that prints its token must not leak it, or
-// any piece of it, into errors. Tails and excerpts are redacted before
-// they are cut, where they are built.
-func redactProblem(err error, bearer string) error {
-	var p *envelope.Problem
-	if bearer == "" || !errors.As(err, &p) {
-		return err
-	}
-	return redact.Problem(p, bearer)
+	secrets := h.secrets.With(req.Bearer)
+	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, args), secrets, streamer{emit, req.Streaming})
+	// A program that prints its token or an env value must not leak it, or
+	// any piece of it, into errors (detail, stderr tails, output excerpts);
+	// tails and excerpts are redacted before they are cut, where they are
+	// built.
+	return res, secrets.ProblemOf(err)
 }
 
 // run starts argv in its own process group and turns its output and exit
@@ -291,7 +311,7 @@ func redactProblem(err error, bearer string) error {
 // hand-off each time), and no goroutine hop delays the fork: other
 // goroutines read stdout and stderr, and stopping rides on
 // context.AfterFunc and a timer rather than a watching goroutine.
-func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, bearer string, emit streamer) (any, error) {
+func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, secrets *redact.Redactor, emit streamer) (any, error) {
 	p, err := h.spawn(argv, env, stdinData)
 	if err != nil {
 		return nil, err
@@ -299,7 +319,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	defer p.feed.close()
 	grace := h.limits.KillGrace
 	dontStop := context.AfterFunc(ctx, func() { p.stop(grace) }) // cancel, timeout, caller loss
-	stderr := &tailBuffer{max: stderrTail, redact: bearer}
+	stderr := &tailBuffer{max: stderrTail, redact: secrets}
 	stderrDone := make(chan struct{})
 	go func() {
 		_, _ = io.CopyBuffer(stderr, readerOnly{p.stderr}, make([]byte, 4<<10))
@@ -310,14 +330,14 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		parsed, readErr = h.readOutput(&cappedReader{r: p.stdout, max: h.limits.MaxOutputBytes}, emit, bearer)
+		parsed, readErr = h.readOutput(&cappedReader{r: p.stdout, max: h.limits.MaxOutputBytes}, emit, secrets)
 		if readErr != nil {
 			p.stop(grace) // nobody reads any more: stop the program
 		}
 		// Drain what is left so a program blocked on a full pipe can exit.
 		_, _ = io.Copy(io.Discard, p.stdout)
 	}()
-	waitErr := p.reap(h.sup)
+	waitErr := p.reap()
 	dontStop()
 	<-readDone
 	p.stdout.Close()
@@ -333,10 +353,12 @@ type readerOnly struct{ io.Reader }
 
 // process is a started program: its group, its output pipes and its stdin.
 type process struct {
-	cmd            *exec.Cmd
+	wait           func() error // waits for the program
+	sweep          bool         // reap sweeps the group (a zygote sweeps its programs' own)
+	release        func()       // tells the supervisor the group is gone
 	stdout, stderr *os.File
 	feed           *stdinFeed
-	pgid           int
+	pgid           int // 0: the program never ran
 
 	mu       sync.Mutex
 	reaped   bool        // the group was swept: it must not be signalled again
@@ -346,12 +368,9 @@ type process struct {
 
 // spawn starts argv with env and its stdin, in a process group of its own,
 // under the Handler's supervisor: on success the calling goroutine is
-// locked to its thread until it calls reap.
+// locked to its thread until it calls reap (except for a confined program,
+// which the zygote starts).
 func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
-	cmd, err := h.command(argv, env)
-	if err != nil {
-		return nil, err
-	}
 	stdoutR, stdoutW, err := supervise.OutputPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -361,34 +380,74 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 		supervise.CloseAll(stdoutR, stdoutW)
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
-	feed, err := newStdinFeed(cmd, stdinData)
+	feed, err := newStdinFeed(stdinData)
 	if err != nil {
 		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
-	if err := h.sup.Start(cmd); err != nil {
-		feed.close()
-		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
-		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+	p := &process{stdout: stdoutR, stderr: stderrR, feed: feed}
+	if h.zygote != nil {
+		err = h.startConfined(p, argv, env, stdoutW, stderrW)
+	} else {
+		err = h.startPlain(p, argv, env, stdoutW, stderrW)
 	}
 	supervise.CloseAll(stdoutW, stderrW)
+	if err != nil {
+		feed.close()
+		supervise.CloseAll(stdoutR, stderrR)
+		return nil, err
+	}
 	feed.start()
-	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, pgid: cmd.Process.Pid}, nil
+	return p, nil
 }
 
-// command is the exec.Cmd of argv: the program itself, or the sandbox
-// helper in front of it in namespaces of its own.
-func (h *Handler) command(argv []string, env []string) (*exec.Cmd, error) {
-	if h.plan != nil {
-		args := h.plan.Argv(argv[1:])
-		return &exec.Cmd{Path: h.plan.Helper(), Args: args, Env: env, SysProcAttr: h.plan.SysProcAttr()}, nil
-	}
+// startPlain starts argv itself under the supervisor.
+func (h *Handler) startPlain(p *process, argv, env []string, stdout, stderr *os.File) error {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
-	return &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env}, nil
+	cmd := &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env, Stdout: stdout, Stderr: stderr}
+	if r := p.feed.reader(); r != nil {
+		cmd.Stdin = r
+	}
+	if err := h.sup.Start(cmd); err != nil {
+		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+	}
+	p.pgid, p.wait, p.sweep = cmd.Process.Pid, cmd.Wait, true
+	p.release = func() { h.sup.Release(p.pgid) }
+	return nil
+}
+
+// startConfined has the tool's zygote start argv confined; the supervisor
+// watches its group from the moment its pid is known (until then the
+// zygote answers for it).
+func (h *Handler) startConfined(p *process, argv, env []string, stdout, stderr *os.File) error {
+	run, err := h.zygote.Start(append([]string{h.plan.Program}, argv[1:]...), env, p.feed.reader(), stdout, stderr)
+	if err != nil {
+		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q in its sandbox: %v", h.spec.Name, argv[0], err)
+	}
+	p.pgid = run.Pid
+	if p.pgid > 0 {
+		if err := h.sup.Track(p.pgid); err != nil {
+			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+			_, _ = run.Wait()
+			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+		}
+	}
+	p.release = func() { h.sup.Untrack(p.pgid) }
+	p.wait = func() error {
+		end, err := run.Wait()
+		if err != nil {
+			p.sweep = true // the zygote died: sweep what its death left
+			return err
+		}
+		if end.Status != 0 {
+			return &sandbox.ExitError{Exit: *end}
+		}
+		return nil
+	}
+	return nil
 }
 
 // stop stops the whole group (cancel, timeout, caller loss, output cap):
@@ -400,7 +459,9 @@ func (p *process) stop(grace time.Duration) {
 		return
 	}
 	p.stopping = true
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	if p.pgid > 0 {
+		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	}
 	p.kill = time.AfterFunc(grace, func() { p.signal(syscall.SIGKILL) })
 }
 
@@ -408,25 +469,28 @@ func (p *process) stop(grace time.Duration) {
 func (p *process) signal(sig syscall.Signal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.reaped {
+	if !p.reaped && p.pgid > 0 {
 		_ = syscall.Kill(-p.pgid, sig)
 	}
 }
 
 // reap waits for the program; when it exits, its group is swept at once
 // (a grandchild must not outlive the call, nor keep stdout open and stall
-// the read), nothing signals it any more, and sup is told it is gone,
-// which unlocks the calling goroutine from its thread.
-func (p *process) reap(sup *supervise.Supervisor) error {
-	err := p.cmd.Wait()
+// the read), nothing signals it any more, and the supervisor is told it is
+// gone, which unlocks a plainly started program's goroutine from its
+// thread.
+func (p *process) reap() error {
+	err := p.wait()
 	p.mu.Lock()
 	p.reaped = true
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	if p.sweep && p.pgid > 0 {
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	}
 	if p.kill != nil {
 		p.kill.Stop()
 	}
 	p.mu.Unlock()
-	sup.Release(p.pgid)
+	p.release()
 	return err
 }
 
@@ -458,14 +522,11 @@ func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ee.ExitCode() >= 0 {
-			return ee.ExitCode()
-		}
-		return -1 // killed by a signal
+	var ee interface{ ExitCode() int } // *exec.ExitError, *sandbox.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+		return ee.ExitCode()
 	}
-	return -1
+	return -1 // killed by a signal
 }
 
 // streamer is the call's Emitter and whether the caller reads the
@@ -478,7 +539,7 @@ type streamer struct {
 
 // output is what readOutput gathered.
 type output struct {
-	secret   string            // redacted from excerpts before they are cut
+	secrets  *redact.Redactor  // redacted from excerpts before they are cut
 	raw      []byte            // json: all of stdout
 	items    []json.RawMessage // ndjson (unary mode)
 	lines    []string          // lines (unary mode)
@@ -487,8 +548,8 @@ type output struct {
 
 // readOutput reads stdout per the binding's format, streaming deltas as
 // lines arrive (ndjson and lines) rather than after the program exits.
-func (h *Handler) readOutput(r io.Reader, emit streamer, secret string) (output, error) {
-	o := output{secret: secret}
+func (h *Handler) readOutput(r io.Reader, emit streamer, secrets *redact.Redactor) (output, error) {
+	o := output{secrets: secrets}
 	switch h.binding.Format() {
 	case envelope.OutputJSON:
 		raw, err := io.ReadAll(r)
@@ -520,7 +581,7 @@ func (h *Handler) takeLine(o *output, line []byte, emit streamer) error {
 		}
 		if !json.Valid(line) {
 			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: output line %d is not JSON (ndjson): %s",
-				h.spec.Name, len(o.items)+o.streamed+1, excerpt(line, o.secret))
+				h.spec.Name, len(o.items)+o.streamed+1, excerpt(line, o.secrets))
 		}
 		item := json.RawMessage(append([]byte(nil), line...))
 		if emit.streaming {
@@ -552,9 +613,9 @@ func emitDelta(emit worker.Emitter, v any) error {
 }
 
 // excerpt quotes the start of b: redacted first, then cut.
-func excerpt(b []byte, secret string) string {
+func excerpt(b []byte, secrets *redact.Redactor) string {
 	const max = 200
-	s, cut := redact.Head(string(b), secret, max)
+	s, cut := secrets.Head(string(b), max)
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if cut {
 		s += "…"
@@ -580,7 +641,7 @@ func (h *Handler) finalResult(o output, stderr *tailBuffer) (any, error) {
 			WithExtension("stderr_tail", stderr.String())
 	}
 	if !json.Valid(o.raw) {
-		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s printed output that is not valid JSON: %s", h.spec.Name, excerpt(o.raw, o.secret)).
+		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s printed output that is not valid JSON: %s", h.spec.Name, excerpt(o.raw, o.secrets)).
 			WithExtension("stderr_tail", stderr.String())
 	}
 	return json.RawMessage(o.raw), nil

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
@@ -68,11 +70,17 @@ type Bridge struct {
 	done   chan struct{}
 	drains sync.WaitGroup // replaced workers still finishing their calls
 	askers askers         // calls a server's elicitation may be put to (elicit.go)
+	subs   subscriptions  // calls following a resource (subscribe.go)
 
 	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
+	// secrets are the binding's env and header values and its URL's
+	// query values, redacted from every error and Problem the bridge
+	// reports.
+	secrets *redact.Redactor
 
 	mu      sync.Mutex
 	sess    *mcp.ClientSession // nil while the server is down
+	ended   chan struct{}      // closed when sess ends
 	w       *worker.Worker
 	tools   []string // mesh names currently hosted
 	fp      string   // fingerprint of the hosted tool set
@@ -96,7 +104,8 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 		cfg.Logger = slog.Default()
 	}
 	b := &Bridge{nc: nc, cfg: cfg, log: cfg.Logger.With("mcp_namespace", cfg.Entry.Namespace),
-		relist: make(chan struct{}, 1), done: make(chan struct{}), backoff: cfg.RestartMin}
+		relist: make(chan struct{}, 1), done: make(chan struct{}), backoff: cfg.RestartMin,
+		secrets: serverSecrets(cfg.Entry.Server)}
 	b.client = mcp.NewClient(&mcp.Implementation{Name: "toolmesh-bridge", Version: "0.1.0"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -106,6 +115,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 		},
 		ProgressNotificationHandler: b.onProgress,
 		ElicitationHandler:          b.onElicit,
+		ResourceUpdatedHandler:      b.onResourceUpdated,
 	})
 	if err := b.prepareSandbox(ctx); err != nil {
 		return nil, err
@@ -164,11 +174,29 @@ func (b *Bridge) stopWorkers(ctx context.Context) error {
 
 // setSession swaps the live session and returns the previous one.
 func (b *Bridge) setSession(s *mcp.ClientSession) *mcp.ClientSession {
+	var ended chan struct{}
+	if s != nil {
+		ended = make(chan struct{})
+		go func() { _ = s.Wait(); close(ended) }()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old := b.sess
-	b.sess = s
+	b.sess, b.ended = s, ended
 	return old
+}
+
+// sessionEnded returns a channel closed when sess has ended (at once when
+// it is no longer the live session).
+func (b *Bridge) sessionEnded(sess *mcp.ClientSession) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sess == sess && b.ended != nil {
+		return b.ended
+	}
+	done := make(chan struct{})
+	close(done)
+	return done
 }
 
 func (b *Bridge) session() *mcp.ClientSession {
@@ -208,25 +236,32 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 // negotiate 2026-07-28 could not ask through the mesh.
 const sessionProtocol = "2025-11-25"
 
+// serverSecrets is the Redactor of a server binding's env and header
+// values and of its URL's query values (redact.Values: those long enough
+// to be secrets).
+func serverSecrets(sc ServerConfig) *redact.Redactor {
+	secrets := append(redact.Values(sc.Env), redact.Values(sc.Headers)...)
+	if u, err := url.Parse(sc.URL); err == nil && sc.URL != "" {
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if len(v) >= redact.MinValue {
+					secrets = append(secrets, v)
+				}
+			}
+		}
+	}
+	return redact.New(secrets...)
+}
+
 // redact removes the binding's URL (which may carry a token in its
-// query) and header values from an error before it is reported.
+// query), its secrets (whole and in pieces) and any URL's credentials
+// from an error before it is reported.
 func (b *Bridge) redact(err error) string {
 	msg := err.Error()
-	sc := b.cfg.Entry.Server
-	if sc.URL != "" {
-		msg = strings.ReplaceAll(msg, sc.URL, "<binding url>")
+	if u := b.cfg.Entry.Server.URL; u != "" {
+		msg = strings.ReplaceAll(msg, u, "<binding url>")
 	}
-	for _, v := range sc.Headers {
-		if v != "" {
-			msg = strings.ReplaceAll(msg, v, "<redacted>")
-		}
-	}
-	for _, v := range sc.Env {
-		if v != "" {
-			msg = strings.ReplaceAll(msg, v, "<redacted>")
-		}
-	}
-	return msg
+	return b.secrets.String(msg)
 }
 
 // childEnv is the inherited variables plus the binding's env, verbatim.

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -23,6 +24,8 @@ import (
 type hosted struct {
 	spec    envelope.ToolSpec
 	mcpName string
+	// handle serves a surface op (surface.go); nil for a server's tool.
+	handle worker.HandlerFunc
 }
 
 // sync lists the server's tools and, when the set changed, moves them to
@@ -38,6 +41,7 @@ func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession, strict bool)
 	if err != nil {
 		return err
 	}
+	tools = append(tools, b.surface(sess)...)
 	if len(refused) > 0 {
 		msg := fmt.Sprintf("cannot host %d of the server's tools: %s (list them under binding.mcp.skip to start without them)",
 			len(refused), strings.Join(refused, "; "))
@@ -47,7 +51,11 @@ func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession, strict bool)
 		b.log.Error("mcp bridge: " + msg)
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].spec.Name < tools[j].spec.Name })
-	fp, _ := json.Marshal(tools)
+	specs := make([]envelope.ToolSpec, len(tools))
+	for i, t := range tools {
+		specs[i] = t.spec
+	}
+	fp, _ := json.Marshal(specs)
 	b.mu.Lock()
 	same := string(fp) == b.fp
 	b.mu.Unlock()
@@ -68,7 +76,11 @@ func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession, strict bool)
 	}
 	names := make([]string, 0, len(tools))
 	for _, t := range tools {
-		if err := w.Register(t.spec, b.handler(t.mcpName)); err != nil {
+		h := t.handle
+		if h == nil {
+			h = b.handler(t.mcpName)
+		}
+		if err := w.Register(t.spec, h); err != nil {
 			w.Stop()
 			return fmt.Errorf("register %s: %w", t.spec.Name, err)
 		}
@@ -131,6 +143,9 @@ func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) 
 	if err := envelope.ValidateToolName(s.Name); err != nil {
 		return s, nil, fmt.Errorf("its name cannot be a mesh tool name: %v", err)
 	}
+	if envelope.IsMCPSurfaceReserved(t.Name) {
+		return s, nil, fmt.Errorf("its name starts with %q, which the mesh reserves for the server's resources and prompts", envelope.MCPSurfaceSegment+".")
+	}
 	in, err := json.Marshal(t.InputSchema)
 	if err != nil {
 		return s, nil, fmt.Errorf("inputSchema: %w", err)
@@ -173,7 +188,18 @@ func trueOnly(v bool) *bool {
 
 // handler forwards one mesh call to the MCP tool mcpName. Cancelling the
 // mesh call cancels ctx, and the SDK then sends notifications/cancelled.
+// Every error it returns is redacted of the binding's secrets (the worker
+// adds the call's bearer and URL credentials).
 func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
+	forward := b.forward(mcpName)
+	return func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+		res, err := forward(ctx, req, emit)
+		return res, b.secrets.ProblemOf(err)
+	}
+}
+
+// forward is handler before redaction.
+func (b *Bridge) forward(mcpName string) worker.HandlerFunc {
 	return func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 		sess := b.session()
 		if sess == nil {
@@ -190,21 +216,33 @@ func (b *Bridge) handler(mcpName string) worker.HandlerFunc {
 			params.SetProgressToken(token)
 		}
 		res, err := sess.CallTool(ctx, params)
-		switch {
-		case err == nil:
-			return b.sandboxed(resultOf(res))
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errClosed(err):
-			return nil, b.downProblem("exited while the call was in flight")
-		case errUnreachable(err):
-			// An HTTP server went away: end the session so the supervisor
-			// reconnects with backoff, as it restarts a stdio server.
-			_ = sess.Close()
-			return nil, b.downProblem("cannot be reached")
-		default:
-			return nil, b.callProblem(mcpName, err)
+		if err != nil {
+			return nil, b.failure(ctx, sess, mcpName, err)
 		}
+		return b.sandboxed(resultOf(res, b.secrets))
+	}
+}
+
+// failure maps what a request to the server (a tool call, or a surface
+// op's method) failed with onto the mesh: the call's own end, a server
+// that is down or unreachable (worker_lost, retry_after), a Problem as it
+// is, or the server's JSON-RPC error (callProblem).
+func (b *Bridge) failure(ctx context.Context, sess *mcp.ClientSession, what string, err error) error {
+	var p *envelope.Problem
+	switch {
+	case errors.As(err, &p):
+		return p
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errClosed(err):
+		return b.downProblem("exited while the call was in flight")
+	case errUnreachable(err):
+		// An HTTP server went away: end the session so the supervisor
+		// reconnects with backoff, as it restarts a stdio server.
+		_ = sess.Close()
+		return b.downProblem("cannot be reached")
+	default:
+		return b.callProblem(what, err)
 	}
 }
 
@@ -214,25 +252,44 @@ func errUnreachable(err error) bool {
 	return errors.As(err, &ue)
 }
 
-// callProblem maps a JSON-RPC error from the server onto the registry.
-func (b *Bridge) callProblem(mcpName string, err error) *envelope.Problem {
+// callProblem maps a JSON-RPC error from the server onto the registry;
+// the server's own error travels in the Problem's "mcp_error" extension
+// ({"code","message"}), so the MCP gateway can answer its client with it.
+func (b *Bridge) callProblem(what string, err error) *envelope.Problem {
 	var je *jsonrpc.Error
-	if asJSONRPC(err, &je) && je.Code == jsonrpc.CodeInvalidParams && strings.Contains(je.Message, "unknown tool") {
-		return envelope.Problemf(envelope.CodeToolNotFound, "the MCP server no longer has tool %q", mcpName)
+	if !asJSONRPC(err, &je) {
+		return envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered an error: %s", b.redact(err))
 	}
-	if je != nil && je.Code == jsonrpc.CodeInvalidParams {
-		return envelope.Problemf(envelope.CodeInvalidInput, "the MCP server refused the arguments: %s", b.redact(je))
+	var p *envelope.Problem
+	switch {
+	case je.Code == jsonrpc.CodeInvalidParams && strings.Contains(je.Message, "unknown tool"):
+		p = envelope.Problemf(envelope.CodeToolNotFound, "the MCP server no longer has tool %q", what)
+	case je.Code == jsonrpc.CodeInvalidParams || je.Code == codeResourceNotFound:
+		p = envelope.Problemf(envelope.CodeInvalidInput, "the MCP server refused the arguments of %s: %s", what, b.redact(je))
+	default:
+		p = envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered %s with an error: %s", what, b.redact(je))
 	}
-	return envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered an error: %s", b.redact(err))
+	return p.WithExtension("mcp_error", map[string]any{"code": je.Code, "message": b.redact(errors.New(je.Message))})
 }
+
+// codeResourceNotFound is MCP's JSON-RPC error for resources/read of a
+// URI the server does not have.
+const codeResourceNotFound = -32002
 
 // resultOf maps an MCP result onto the mesh: the result is the MCP
 // result itself (content blocks, structuredContent, _meta: the spec sets
 // MCPResult), so both round-trip unchanged; isError becomes a tool_failed
 // Problem carrying the text and, as mcp_content, the blocks.
-func resultOf(res *mcp.CallToolResult) (any, error) {
+func resultOf(res *mcp.CallToolResult, secrets *redact.Redactor) (any, error) {
 	if res.IsError {
-		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+clip(contentText(res.Content), 2000))
+		// Redacted before it is cut (redact.Redactor.Head), so no piece
+		// of a secret straddling the cut stays; the handler redacts the
+		// whole Problem again, mcp_content among it.
+		text, cut := secrets.Head(contentText(res.Content), 2000)
+		if cut {
+			text += "…"
+		}
+		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+text)
 		return nil, p.WithExtension("mcp_content", res.Content)
 	}
 	content := res.Content

@@ -7,7 +7,8 @@
 // their context end), crash (exits the process), add_tool (adds "extra",
 // which sends list_changed), text (content only), fail (isError), pid,
 // blocks (every content block kind, structuredContent and _meta),
-// fail_image (isError with an image).
+// fail_image (isError with an image), fail_secret (isError quoting
+// $TESTSERVER_SECRET after n bytes).
 // With -wild it also lists tools whose schemas servers in the wild emit
 // (no "type", {}, true, a type list, 2020-12 keywords), and with
 // -unhostable one whose inputSchema no argument object can match.
@@ -22,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -141,6 +143,13 @@ func addControlTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "reports an error"},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail_secret", Description: "reports an error quoting TESTSERVER_SECRET after n bytes"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			N int `json:"n"`
+		}) (*mcp.CallToolResult, any, error) {
+			text := strings.Repeat("x", in.N) + os.Getenv("TESTSERVER_SECRET") + " denied"
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 		})
 }
 

@@ -1,0 +1,294 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/caller/mcpgateway"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/mcpbridge"
+)
+
+// notesServer is a go-sdk MCP server (served over streamable HTTP) with a
+// resource, a template and a prompt, which reports its subscriptions so a
+// test can send updates and see unsubscribes.
+type notesServer struct {
+	srv                      *mcp.Server
+	url                      string
+	subscribed, unsubscribed chan string
+}
+
+func startNotesServer(t *testing.T, extraTool string) *notesServer {
+	t.Helper()
+	n := &notesServer{subscribed: make(chan string, 8), unsubscribed: make(chan string, 8)}
+	n.srv = mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(_ context.Context, r *mcp.SubscribeRequest) error { n.subscribed <- r.Params.URI; return nil },
+		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error { n.unsubscribed <- r.Params.URI; return nil },
+	})
+	n.srv.AddResource(&mcp.Resource{URI: "mem://note", Name: "note", MIMEType: "text/plain"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "mem://note", MIMEType: "text/plain", Text: "remember the milk"}}}, nil
+		})
+	n.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://day/{n}", Name: "day"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "notes of " + r.Params.URI}}}, nil
+		})
+	n.srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
+		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + r.Params.Arguments["who"]}}}}, nil
+		})
+	if extraTool != "" {
+		n.srv.AddTool(&mcp.Tool{Name: extraTool, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return n.srv }, nil))
+	t.Cleanup(hs.Close)
+	n.url = hs.URL
+	return n
+}
+
+// surfaceMesh bridges the conformance fixture (namespace a, stdio) and a
+// notes server (namespace b, HTTP) onto one mesh.
+func surfaceMesh(t *testing.T) (*embedded.Server, *notesServer) {
+	t.Helper()
+	srv := meshtest.StartServer(t, embedded.Config{})
+	notes := startNotesServer(t, "")
+	for _, e := range []mcpbridge.Entry{
+		{Namespace: "a", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}},
+		{Namespace: "b", Server: mcpbridge.ServerConfig{URL: notes.url}},
+	} {
+		b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: e,
+			Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	}
+	return srv, notes
+}
+
+// surfaceClient runs a gateway (namespace ns, "" for all) on srv and
+// connects a go-sdk client to it; updates receives resource updates.
+func surfaceClient(t *testing.T, srv *embedded.Server, ns string) (*mcp.ClientSession, chan string) {
+	t.Helper()
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
+		CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	if err := g.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() { defer close(done); _ = g.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	updates := make(chan string, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "surface-test", Version: "0"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updates <- r.Params.URI },
+	})
+	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, updates
+}
+
+// TestMCPSurfaceAcrossNamespaces: two bridged servers' resources, prompts
+// and completions reach one MCP client through toolmesh's gateway —
+// URIs verbatim and each read routed to the server that listed it,
+// prompts named "<namespace>.<prompt>" like tools — and a subscription
+// carries the server's updates and ends at the server on unsubscribe.
+func TestMCPSurfaceAcrossNamespaces(t *testing.T) {
+	srv, notes := surfaceMesh(t)
+	cs, updates := surfaceClient(t, srv, "")
+	ctx := context.Background()
+	testutil.WaitFor(t, "both namespaces' prompts", func() bool {
+		res, err := cs.ListPrompts(ctx, nil)
+		return err == nil && len(promptNames(res)) == 5
+	})
+	res, _ := cs.ListPrompts(ctx, nil)
+	want := []string{"a.test_prompt_with_arguments", "a.test_prompt_with_embedded_resource", "a.test_prompt_with_image", "a.test_simple_prompt", "b.greet"}
+	if got := promptNames(res); !slices.Equal(got, want) {
+		t.Fatalf("prompts/list = %v, want %v", got, want)
+	}
+	checkSurfaceResources(t, cs)
+	checkSurfacePrompts(t, cs)
+	checkSurfaceSubscription(t, cs, notes, updates)
+}
+
+func promptNames(res *mcp.ListPromptsResult) []string {
+	var out []string
+	for _, p := range res.Prompts {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func checkSurfaceResources(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+	}
+	slices.Sort(uris)
+	if want := []string{"mem://note", "test://static-binary", "test://static-text", "test://watched-resource"}; !slices.Equal(uris, want) {
+		t.Fatalf("resources/list URIs = %v, want %v", uris, want)
+	}
+	for uri, want := range map[string]string{
+		"mem://note": "remember the milk", "test://static-text": "This is the content of the static text resource.",
+		"mem://day/7": "notes of mem://day/7", "test://template/42/data": `"id":"42"`,
+	} {
+		got, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil || len(got.Contents) != 1 || !strings.Contains(got.Contents[0].Text, want) {
+			t.Errorf("resources/read %s = %v %v, want text containing %q", uri, got, err, want)
+		}
+	}
+	bin, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-binary"})
+	if err != nil || len(bin.Contents) != 1 || bin.Contents[0].MIMEType != "image/png" || len(bin.Contents[0].Blob) == 0 {
+		t.Errorf("the binary resource through the mesh = %v %v, want its PNG blob", bin, err)
+	}
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "nowhere://x"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != -32002 {
+		t.Errorf("resources/read of a URI no server offers: %v, want JSON-RPC -32002", err)
+	}
+}
+
+func checkSurfacePrompts(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "b.greet", Arguments: map[string]string{"who": "mesh"}})
+	if err != nil || len(got.Messages) != 1 || got.Messages[0].Content.(*mcp.TextContent).Text != "hello mesh" {
+		t.Errorf("prompts/get b.greet = %v %v, want 'hello mesh'", got, err)
+	}
+	img, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "a.test_prompt_with_image"})
+	if err != nil || len(img.Messages) != 2 {
+		t.Fatalf("prompts/get a.test_prompt_with_image = %v %v", img, err)
+	}
+	if im, ok := img.Messages[0].Content.(*mcp.ImageContent); !ok || im.MIMEType != "image/png" {
+		t.Errorf("the prompt's image through the mesh = %#v, want an image/png block", img.Messages[0].Content)
+	}
+	for _, name := range []string{"greet", "c.greet", "a."} {
+		if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name}); err == nil {
+			t.Errorf("prompts/get %q must fail: no namespace offers it under that name", name)
+		}
+	}
+	comp, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "a.test_prompt_with_arguments"},
+		Argument: mcp.CompleteParamsArgument{Name: "arg1", Value: "t"}})
+	if err != nil || comp.Completion.Values == nil {
+		t.Errorf("completion/complete through the mesh = %v %v, want the server's (empty) values", comp, err)
+	}
+	if _, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "b.greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "who", Value: "m"}}); err == nil {
+		t.Error("completion/complete for b, whose server offers no completions, must fail")
+	}
+}
+
+func checkSurfaceSubscription(t *testing.T, cs *mcp.ClientSession, notes *notesServer, updates chan string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-notes.subscribed; got != "mem://note" {
+		t.Fatalf("the server was subscribed to %q, want mem://note", got)
+	}
+	if err := notes.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-updates; got != "mem://note" {
+		t.Fatalf("the client was told %q was updated, want mem://note", got)
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-notes.unsubscribed; got != "mem://note" {
+		t.Fatalf("the server was unsubscribed from %q, want mem://note", got)
+	}
+}
+
+// TestMCPSurfaceNamespace: `--namespace a` serves a's prompts under their
+// own names and only a's resources, as if the client spoke to the server.
+func TestMCPSurfaceNamespace(t *testing.T) {
+	srv, _ := surfaceMesh(t)
+	cs, _ := surfaceClient(t, srv, "a")
+	ctx := context.Background()
+	testutil.WaitFor(t, "a's prompts", func() bool {
+		res, err := cs.ListPrompts(ctx, nil)
+		return err == nil && len(res.Prompts) == 4
+	})
+	res, _ := cs.ListPrompts(ctx, nil)
+	if got := promptNames(res); got[0] != "test_prompt_with_arguments" {
+		t.Fatalf("prompts under --namespace a = %v, want the server's own names", got)
+	}
+	got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "x1", "arg2": "x2"}})
+	if err != nil || !strings.Contains(got.Messages[0].Content.(*mcp.TextContent).Text, "arg1='x1'") {
+		t.Fatalf("prompts/get under --namespace = %v %v", got, err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mem://note"}); err == nil {
+		t.Error("b's resource must not be readable through --namespace a")
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if strings.Contains(tl.Name, envelope.MCPSurfaceSegment) {
+			t.Errorf("tools/list serves the surface tool %s as a tool", tl.Name)
+		}
+	}
+}
+
+// TestMCPSurfaceOnTheMesh: the surface ops are mesh tools a caller can
+// call; a server's own tool in the reserved _mcp. segment fails the
+// bridge's start, naming it.
+func TestMCPSurfaceOnTheMesh(t *testing.T) {
+	notes := startNotesServer(t, "")
+	_, c := startBridge(t, mcpbridge.Entry{Namespace: "n", Server: mcpbridge.ServerConfig{URL: notes.url}})
+	resp, err := c.Call(context.Background(), "n._mcp.resources_read", map[string]string{"uri": "mem://note"})
+	if err != nil || !strings.Contains(string(resp.Data), "remember the milk") {
+		t.Fatalf("n._mcp.resources_read = %s %v", resp.Data, err)
+	}
+	_, err = c.Call(context.Background(), "n._mcp.resources_read", map[string]string{"url": "mem://note"})
+	if p, ok := err.(*envelope.Problem); !ok || p.Code != envelope.CodeInvalidInput {
+		t.Fatalf("resources_read without uri: %v, want invalid_input", err)
+	}
+	sneaky := startNotesServer(t, "_mcp.resources_read")
+	_, err = mcpbridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), mcpbridge.Config{
+		Logger: meshtest.Quiet(), Entry: mcpbridge.Entry{Namespace: "s", Server: mcpbridge.ServerConfig{URL: sneaky.url}}})
+	if err == nil || !strings.Contains(err.Error(), `"_mcp.resources_read"`) {
+		t.Fatalf("a server tool in the reserved segment: Start = %v, want a failure naming it", err)
+	}
+}
