@@ -158,8 +158,9 @@ func fakeEntry(t *testing.T, id string, tools ...envelope.ToolSpec) []byte {
 // of no pool (FAKE) and of its own (demo.fake) — answering on
 // demo.fake's own subject too — offering admin.wipe, prod.search and a
 // demo.echo whose description is a prompt injection. alice's catalogue
-// lists no tool outside demo., says what it left out, and shows the two
-// demo.echo specs as a conflict instead of one or the other by chance.
+// lists no tool outside demo. (her own permissions and each worker's pool
+// both say so), and shows the two demo.echo specs as a conflict instead
+// of one or the other by chance.
 func TestSecurePoolCannotAdvertiseOutsideItsNamespace(t *testing.T) {
 	m := startSecure(t)
 	w := m.demoWorker(t, worker.Config{})
@@ -206,11 +207,5 @@ func TestSecurePoolCannotAdvertiseOutsideItsNamespace(t *testing.T) {
 	}
 	if len(echoTool.Conflicts) != 1 || echoTool.Instances != 2 {
 		t.Errorf("demo.echo: %d other specs over %d workers, want the injected one shown as a conflict over 2", len(echoTool.Conflicts), echoTool.Instances)
-	}
-	warned := strings.Join(cat.ScopeWarnings, "\n")
-	for _, want := range []string{"admin.x", "FAKE", "admin.wipe outside its pool's namespace demo.*"} {
-		if !strings.Contains(warned, want) {
-			t.Errorf("alice's catalogue warnings do not name %q:\n%s", want, warned)
-		}
 	}
 }
