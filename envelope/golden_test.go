@@ -47,6 +47,7 @@ func TestGoldenEvents(t *testing.T) {
 		{"event_start_minimal.json", StartEvent("echo", "", nil)},
 		{"event_progress.json", ProgressEvent(40, "indexing")},
 		{"event_progress_empty.json", ToolEvent{Type: EventProgress}},
+		{"event_progress_log.json", LogEvent(LogMessage{Level: "info", Logger: "fs", Data: json.RawMessage(`"Tool execution started"`)})},
 		{"event_delta.json", DeltaEvent(json.RawMessage(`{"token":"hel"}`))},
 		{"event_result.json", ResultEvent(json.RawMessage(`{"lines":3}`))},
 		{"event_result_null.json", ResultEvent(nil)},

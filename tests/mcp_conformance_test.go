@@ -174,8 +174,7 @@ func TestMCPInteropConformance(t *testing.T) {
 // this list is the boundary stated and checked, both ways: a scenario off
 // it must pass through the mesh, one on it must still fail there.
 var beyondTheMesh = map[string]string{
-	"tools-call-sampling":     "sampling asks for a model's completion; the mesh's question asks for input under a schema",
-	"tools-call-with-logging": "a log message names no request, so the bridge cannot tell which concurrent call it belongs to",
+	"tools-call-sampling": "sampling asks for a model's completion; the mesh's question asks for input under a schema",
 }
 
 // conformanceTable is the README's table: scenario, direct, through the mesh.

@@ -380,6 +380,12 @@ func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
 
 // emitter is the Emitter handed to a handler: the call itself, so handing
 // it over allocates nothing.
+// Log sends a log message as a progress event (LogEmitter).
+func (e *emitter) Log(m envelope.LogMessage) error {
+	c := (*call)(e)
+	return c.emit(c.ctx, envelope.LogEvent(m))
+}
+
 type emitter call
 
 func (e *emitter) Progress(pct float64, message string) error {
