@@ -57,6 +57,8 @@ type ToolEvent struct {
 	callIDNumber bool
 	// Question holds a question or answered event's members (§23).
 	Question *Question
+	// Log is a progress event's log message (LogEvent).
+	Log *LogMessage
 
 	// extra holds members the typed fields cannot carry (unknown names,
 	// nulls, members of another event type, a metadata that is not an
@@ -163,6 +165,11 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 		if e.Message != "" {
 			b = appendString(b, "message", e.Message)
 		}
+		if e.Log != nil {
+			if b, err = e.appendLog(b); err != nil {
+				return nil, err
+			}
+		}
 	case EventDelta, EventResult:
 		b = append(b, `,"data":`...)
 		if len(e.Data) == 0 {
@@ -239,6 +246,8 @@ func (e ToolEvent) writes(name string) bool {
 		return e.Type == EventStart && e.Metadata != nil
 	case "pct":
 		return e.Type == EventProgress && e.Pct != nil
+	case "log":
+		return e.Type == EventProgress && e.Log != nil
 	case "message":
 		return e.Type == EventError || (e.Type == EventProgress && e.Message != "")
 	case "data":
@@ -471,8 +480,10 @@ func (ev *ToolEvent) parseProgress(m *eventMembers) error {
 		ev.Pct = &p
 	}
 	var err error
-	ev.Message, err = optString("event progress", "message", m.message)
-	return err
+	if ev.Message, err = optString("event progress", "message", m.message); err != nil {
+		return err
+	}
+	return ev.parseLog(m)
 }
 
 func (ev *ToolEvent) parseError(m *eventMembers) error {

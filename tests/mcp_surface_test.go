@@ -88,6 +88,17 @@ func surfaceMesh(t *testing.T) (*embedded.Server, *notesServer) {
 // connects a go-sdk client to it; updates receives resource updates.
 func surfaceClient(t *testing.T, srv *embedded.Server, ns string) (*mcp.ClientSession, chan string) {
 	t.Helper()
+	updates := make(chan string, 8)
+	cs := gatewayClient(t, srv, ns, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updates <- r.Params.URI },
+	})
+	return cs, updates
+}
+
+// gatewayClient runs a gateway (namespace ns, "" for all) on srv and
+// connects a go-sdk client with opts to it at 2025-11-25.
+func gatewayClient(t *testing.T, srv *embedded.Server, ns string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
 		CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
@@ -107,16 +118,13 @@ func surfaceClient(t *testing.T, srv *embedded.Server, ns string) (*mcp.ClientSe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	updates := make(chan string, 8)
-	client := mcp.NewClient(&mcp.Implementation{Name: "surface-test", Version: "0"}, &mcp.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updates <- r.Params.URI },
-	})
+	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "0"}, opts)
 	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	return cs, updates
+	return cs
 }
 
 // TestMCPSurfaceAcrossNamespaces: two bridged servers' resources, prompts

@@ -93,6 +93,53 @@ func TestNoOrphansOfManyCallsAfterWorkerKill9(t *testing.T) {
 	killAndWatchAll(t, p, pids)
 }
 
+// kill -9 of a `toolmesh worker` with four sandboxed calls running, half
+// of them in programs that ignore SIGTERM: the programs, which the tool's
+// zygote started rather than the worker, and their grandchildren are all
+// gone afterwards (the zygote takes them down when the worker dies, and
+// the sentinel too, from its table).
+func TestNoOrphansOfSandboxedCallsAfterWorkerKill9(t *testing.T) {
+	bin := filepath.Join(sandboxBins(t), "toolmesh")
+	srv := meshtest.StartServer(t, embedded.Config{})
+	dir, err := os.MkdirTemp("", "sandbox-orphans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil { // a root worker's programs run as nobody
+		t.Fatal(err)
+	}
+	script := `sleep 1000 & echo $$ $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+	tool := func(name, prefix string) string {
+		return fmt.Sprintf(`
+  - name: %s
+    kill_grace: 300ms
+    input_schema: {type: object, properties: {file: {type: string}}, required: [file], additionalProperties: false}
+    sandbox: {read: [/usr, /bin, /lib], write: [%s]}
+    binding:
+      cli:
+        cmd: sh
+        args: ["-c", %q, "forker"]
+        args_template: "{arg.file}"
+`, name, dir, prefix+script)
+	}
+	cfg := filepath.Join(dir, "tools.yaml")
+	_ = os.WriteFile(cfg, []byte("tools:"+tool("forker", "")+tool("stubborn", "trap '' TERM; ")), 0o644)
+	p := startExec(t, bin, "worker", "--config", cfg, "--server", srv.ClientURL())
+	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var pids []int
+	for i := range 4 {
+		name := []string{"forker", "stubborn"}[i%2]
+		pidfile := filepath.Join(dir, fmt.Sprintf("pids-%d", i))
+		go func() { _, _ = c.Call(ctx, name, map[string]any{"file": pidfile}) }()
+		pids = append(pids, forkedPids(t, pidfile)...)
+	}
+	killAndWatchAll(t, p, pids)
+}
+
 // kill -9 of a `toolmesh worker` bridging a stdio MCP server that forked a
 // grandchild: neither the server nor what it forked survives the worker.
 func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {

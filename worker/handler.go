@@ -109,3 +109,12 @@ type Emitter interface {
 	// Delta sends partial output (any JSON-marshalable value).
 	Delta(data any) error
 }
+
+// LogEmitter is an Emitter that also sends log messages: a progress
+// event carrying the message (envelope.LogEvent, docs/protocol.md §5.1).
+// The worker's emitters and workertest.Recorder are LogEmitters; like
+// progress, a log message reaches only a streaming caller.
+type LogEmitter interface {
+	Emitter
+	Log(m envelope.LogMessage) error
+}

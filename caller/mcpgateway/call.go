@@ -92,6 +92,10 @@ func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream, mcp
 	for ev := range st.Events() { // a failure is the terminal error event, handled below
 		switch ev.Type {
 		case envelope.EventProgress:
+			if ev.Log != nil {
+				p.log(ev.Log)
+				continue
+			}
 			msg := ev.Message
 			if ev.Pct != nil {
 				msg = strings.TrimSpace(fmt.Sprintf("%.0f%% %s", *ev.Pct, ev.Message))
@@ -130,6 +134,16 @@ func (p *progress) send(msg string) {
 	}
 	p.n++
 	_ = p.req.Session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: msg})
+}
+
+// log sends a tool's log message as notifications/message; the SDK sends
+// it only when the client asked for its level or a more verbose one
+// (logging/setLevel), and none before the client set a level.
+func (p *progress) log(l *envelope.LogMessage) {
+	if p.req.Session == nil {
+		return
+	}
+	_ = p.req.Session.Log(p.ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(l.Level), Logger: l.Logger, Data: l.Data})
 }
 
 // deltaLog accumulates a call's deltas up to maxDeltaBytes.

@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +56,18 @@ type Config struct {
 	// tools/list for (default 0: revalidate every time, because the fleet
 	// can change at any moment and list_changed says when).
 	ListTTL time.Duration
+	// Progressive serves a large catalogue progressively (MCP's
+	// progressive discovery): tools/list holds a search tool
+	// (SearchToolName) and the Pinned tools, and every search returns the
+	// matching tools' definitions and adds them to tools/list
+	// (list_changed), so the client can call them.
+	Progressive bool
+	// Pinned lists the mesh tools (path.Match globs) a progressive
+	// gateway always lists.
+	Pinned []string
+	// SearchLimit is how many tools one search returns unless the client
+	// asks for fewer or more (default DefaultSearchLimit).
+	SearchLimit int
 	// Version is the server version reported to clients (default "dev").
 	Version string
 	// Logger receives the gateway's logs (default slog.Default()).
@@ -75,6 +86,12 @@ type Gateway struct {
 	// gaps are the scope warnings of the last catalogue applied: the
 	// tri-state honest convention, reported on every tools/list.
 	gaps []string
+	// known is every tool the filter allows in the fleet as last seen
+	// (what a search ranks); lastView is the view last applied, and
+	// revealed the MCP names searches have added (progressive.go).
+	known    map[string]caller.CatalogTool
+	lastView fleetView
+	revealed map[string]bool
 	// surf are the bridged servers' resources, prompts and completions
 	// served (surface.go), routes where their URIs go.
 	surf   surfaces
@@ -99,6 +116,9 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPinned(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Namespace != "" {
 		if err := envelope.ValidateToolName(cfg.Namespace); err != nil {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "namespace: %v", err)
@@ -117,7 +137,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{}}
+	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{},
+		known: map[string]caller.CatalogTool{}, revealed: map[string]bool{}}
 	ttl := int(cfg.ListTTL.Milliseconds())
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Tools hosted on a toolmesh (a NATS tool mesh). Failed calls return isError with an RFC 9457 problem as structuredContent; retry_after says when a retry may succeed.",
@@ -144,6 +165,9 @@ func New(cfg Config) (*Gateway, error) {
 		},
 	})
 	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware)
+	if cfg.Progressive {
+		g.addSearchTool()
+	}
 	return g, nil
 }
 
@@ -304,11 +328,17 @@ func (g *Gateway) apply(view fleetView) {
 	meshName := map[string]string{}
 	mcpResult := map[string]bool{}
 	surf := surfaces{}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.remember(view)
 	for _, ct := range view.tools {
-		if !g.filter.allows(ct.Spec.Name) || surf.add(&ct.Spec) {
+		if !g.filter.allows(ct.Spec.Name) || surf.add(&ct.Spec) || !g.listed(ct.Spec.Name, g.toolName(ct.Spec.Name)) {
 			continue
 		}
-		t, err := mcpTool(g.cfg.NamePrefix+strings.TrimPrefix(ct.Spec.Name, g.filter.namespace), ct.Spec)
+		t, err := mcpTool(g.toolName(ct.Spec.Name), ct.Spec)
+		if err == nil && g.cfg.Progressive && t.Name == g.cfg.NamePrefix+SearchToolName {
+			err = errors.New("its name is the search tool's")
+		}
 		if err != nil {
 			g.log.Warn("mcp gateway: tool not served", "tool", ct.Spec.Name, "err", err)
 			continue
@@ -317,8 +347,6 @@ func (g *Gateway) apply(view fleetView) {
 		meshName[t.Name] = ct.Spec.Name
 		mcpResult[t.Name] = ct.Spec.MCPResult
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.gaps = view.gaps
 	g.applySurfaces(surf, view.prune)
 	var gone []string
@@ -340,6 +368,22 @@ func (g *Gateway) apply(view fleetView) {
 		}
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
 		g.srv.AddTool(t, g.callHandler(meshName[name], t, mcpResult[name]))
+	}
+}
+
+// remember records view as the last applied and its allowed tools as
+// known (all of them for an authoritative view, added and replaced for
+// one that may miss tools); surface tools are not tools to search. Call
+// with g.mu held.
+func (g *Gateway) remember(view fleetView) {
+	g.lastView = view
+	if view.prune == pruneMissing {
+		clear(g.known)
+	}
+	for _, ct := range view.tools {
+		if _, _, surface := envelope.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
+			g.known[ct.Spec.Name] = ct
+		}
 	}
 }
 

@@ -22,6 +22,9 @@ type benchOptions struct {
 	concurrency  string
 	cliFlight    string
 	bigResults   string
+	gatewayFlt   string
+	coldTools    int
+	peerTools    int
 	payload      int
 	deltas       int
 	memoryCalls  int
@@ -30,7 +33,7 @@ type benchOptions struct {
 	asJSON       bool
 	targets      targetPolicy
 
-	levels, cliLevels, bigLevels []int
+	levels, cliLevels, bigLevels, gatewayLevels []int
 
 	// peer and peerMode make this process one side of the memory row
 	// (hidden flags: the bench re-executes its own binary with them).
@@ -62,6 +65,9 @@ Runs against an embedded server unless --server or $NATS_URL names one; it hosts
 own tools under a private subject prefix, so a live mesh is not disturbed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.peer == peerMCP {
+				return runMCPPeer(cmd.Context(), g, o)
+			}
 			if o.peer != "" {
 				return runBenchPeer(cmd.Context(), g, o)
 			}
@@ -77,6 +83,8 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f.StringVar(&o.concurrency, "concurrency", "1,256", "comma-separated numbers of unary calls kept in flight")
 	f.StringVar(&o.cliFlight, "cli-concurrency", "1,8", "comma-separated numbers of CLI-bound /bin/true calls kept in flight (\"none\": skip)")
 	f.StringVar(&o.bigResults, "big-results", "10,50", "comma-separated sizes in MiB of the large-result rows (\"none\": skip)")
+	f.StringVar(&o.gatewayFlt, "gateway-concurrency", "1,64", "comma-separated numbers of MCP calls kept in flight through `toolmesh mcp` and to a go-sdk server (\"none\": skip)")
+	f.IntVar(&o.coldTools, "cold-tools", 1000, "tools on the mesh and on the go-sdk server for the MCP cold-start row (0: skip it)")
 	f.IntVar(&o.payload, "payload", 16, "bytes of the message each unary call echoes")
 	f.IntVar(&o.deltas, "deltas", 1000, "events in the streamed call")
 	f.IntVar(&o.memoryCalls, "memory-calls", 100000, "calls held in flight at once for the memory row (0: skip it)")
@@ -86,6 +94,8 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f.StringVar((*string)(&o.targets), "targets", string(targetsReport), "report: print whether each target was met; enforce: also exit non-zero when one was missed")
 	f.StringVar(&o.peer, "peer", "", "internal: serve as the memory row's worker or caller process")
 	f.StringVar(&o.peerMode, "peer-mode", "", "internal: toolmesh or raw")
+	f.IntVar(&o.peerTools, "peer-tools", 0, "internal: tools the MCP peer serves besides echo")
+	_ = f.MarkHidden("peer-tools")
 	_ = f.MarkHidden("peer")
 	_ = f.MarkHidden("peer-mode")
 	return cmd
@@ -101,13 +111,18 @@ func (o *benchOptions) validate() error {
 			return err
 		}
 	}
+	if o.gatewayFlt != "none" {
+		if o.gatewayLevels, err = parseConcurrency("gateway-concurrency", o.gatewayFlt); err != nil {
+			return err
+		}
+	}
 	if o.cliFlight != "none" {
 		if o.cliLevels, err = parseConcurrency("cli-concurrency", o.cliFlight); err != nil {
 			return err
 		}
 	}
-	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 || o.memorySettle < 0 || o.memoryBeat < 0 {
-		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration must be positive, --rounds and --deltas at least 1, --payload, --memory-calls, --memory-settle and --memory-heartbeat at least 0")
+	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 || o.memorySettle < 0 || o.memoryBeat < 0 || o.coldTools < 0 {
+		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration must be positive, --rounds and --deltas at least 1, --payload, --memory-calls, --memory-settle, --memory-heartbeat and --cold-tools at least 0")
 	}
 	if o.targets != targetsReport && o.targets != targetsEnforce {
 		return flagValueProblem("targets", string(o.targets), string(targetsReport), string(targetsEnforce))
@@ -123,12 +138,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, g *globals, o *benchOptio
 		return err
 	}
 	defer srv.shutdown()
-	b, err := newBencher(ctx, srv.dial, o, g)
+	b, err := newBencher(ctx, srv.dial, srv.url, o, g)
 	if err != nil {
 		return err
 	}
 	report := benchReport{Server: srv.name, Duration: o.duration.String(), Rounds: o.rounds}
-	for _, s := range benchScenarios(o, b.sandboxed) {
+	for _, s := range benchScenarios(o, b.sandboxed, b.durable != nil) {
 		report.Results = append(report.Results, b.run(ctx, s, o))
 	}
 	b.close()

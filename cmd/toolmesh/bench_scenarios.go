@@ -25,10 +25,34 @@ type benchScenario struct {
 	// gRPC), measured in the same rounds.
 	versus []versusCall
 	goals  []benchGoal
+	// rawTimed and toolmeshTimed, when set, replace raw and toolmesh by
+	// calls that say themselves how long they took (a cold start that
+	// counts until the tool list, not the process's exit).
+	rawTimed, toolmeshTimed timedCall
 	// minCalls is how many calls each of the row's goroutines makes in a
 	// round at least, however long they take (1 when 0): a round of
 	// calls longer than its share of --duration still measures several.
 	minCalls int
+}
+
+// timedCall is a call that measures itself.
+type timedCall func(b *bencher, ctx context.Context) (time.Duration, error)
+
+// timed measures a benchCall from the outside.
+func timed(call benchCall) timedCall {
+	return func(b *bencher, ctx context.Context) (time.Duration, error) {
+		t0 := time.Now()
+		err := call(b, ctx)
+		return time.Since(t0), err
+	}
+}
+
+// pick is the timed call when there is one, else the plain one, timed.
+func pick(t timedCall, call benchCall) timedCall {
+	if t != nil {
+		return t
+	}
+	return timed(call)
 }
 
 // versusCall is one peer's side of a scenario.
@@ -46,7 +70,7 @@ const (
 )
 
 // benchScenarios is the table of the run's ratio rows, in report order.
-func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
+func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 	var s []benchScenario
 	for _, n := range o.levels {
 		s = append(s, benchScenario{name: "unary", inFlight: n, peers: peersRequestReply,
@@ -72,6 +96,14 @@ func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 		benchScenario{name: "no responders", inFlight: 1, peers: peersNoResponders,
 			raw: (*bencher).rawNoResponders, toolmesh: (*bencher).meshNoResponders,
 			goals: []benchGoal{{metric: metricP50, atMost: true, bound: 1.3}}})
+	if durable {
+		// Issue 22's target: durable unary calls at ≥ 0.8× a hand-written
+		// JetStream work queue's rate, at the highest level in flight.
+		s = append(s, benchScenario{name: "durable unary (task)", inFlight: slices.Max(o.levels), peers: peersWorkQueue,
+			raw: (*bencher).rawWorkQueue, toolmesh: (*bencher).durableUnary,
+			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})
+	}
+	s = append(s, gatewayScenarios(o.gatewayLevels, o.coldTools)...)
 	for _, mib := range o.bigLevels {
 		s = append(s, bigScenario(mib))
 	}
@@ -131,16 +163,16 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 	r := benchResult{Scenario: s.name, InFlight: s.inFlight, Peers: s.peers}
 	type side struct {
 		into *benchSide
-		call benchCall
+		call timedCall
 	}
-	sides := []side{{&r.Raw, s.raw}, {&r.Toolmesh, s.toolmesh}}
+	sides := []side{{&r.Raw, pick(s.rawTimed, s.raw)}, {&r.Toolmesh, pick(s.toolmeshTimed, s.toolmesh)}}
 	if s.micro != nil {
 		r.Micro = &benchSide{}
-		sides = append(sides, side{r.Micro, s.micro})
+		sides = append(sides, side{r.Micro, timed(s.micro)})
 	}
 	others := make([]benchSide, len(s.versus))
 	for i, v := range s.versus {
-		sides = append(sides, side{&others[i], v.call})
+		sides = append(sides, side{&others[i], timed(v.call)})
 	}
 	slice := max(o.duration/time.Duration(o.rounds), time.Millisecond)
 	for round := range o.rounds {
@@ -164,7 +196,7 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 
 // measure keeps inFlight calls going for d, each goroutine making at
 // least minCalls, adds what happened to s and returns this round's figures.
-func measure(ctx context.Context, b *bencher, s *benchSide, inFlight, minCalls int, d time.Duration, call benchCall) benchRound {
+func measure(ctx context.Context, b *bencher, s *benchSide, inFlight, minCalls int, d time.Duration, call timedCall) benchRound {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -179,15 +211,15 @@ func measure(ctx context.Context, b *bencher, s *benchSide, inFlight, minCalls i
 			var firstErr error
 			// At least minCalls each, however late the goroutine starts.
 			for n := 0; n < minCalls || time.Now().Before(stop) && ctx.Err() == nil; n++ {
-				t0 := time.Now()
-				if err := call(b, ctx); err != nil {
+				took, err := call(b, ctx)
+				if err != nil {
 					errs++
 					if firstErr == nil {
 						firstErr = err
 					}
 					continue
 				}
-				lat = append(lat, time.Since(t0))
+				lat = append(lat, took)
 			}
 			mu.Lock()
 			round = append(round, lat...)

@@ -46,12 +46,18 @@ type bencher struct {
 	deltas    int
 	// peers are the MCP and gRPC servers users would pick instead.
 	peers *benchPeers
+	// durable is the durable row's sides; nil without JetStream.
+	durable *benchDurable
 	// blobs are the large results by size in MiB.
 	blobs map[int]json.RawMessage
+	// gw holds the gateway rows' MCP sessions and processes.
+	gw *gatewaySides
+	// cold hosts the cold-start row's many tools.
+	cold *worker.Worker
 }
 
-func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), o *benchOptions, g *globals) (*bencher, error) {
-	maxInFlight, payload, deltas := slices.Max(append(slices.Clone(o.levels), o.cliLevels...)), o.payload, o.deltas
+func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url string, o *benchOptions, g *globals) (*bencher, error) {
+	maxInFlight, payload, deltas := slices.Max(slices.Concat(o.levels, o.cliLevels, o.gatewayLevels)), o.payload, o.deltas
 	b := &bencher{deltas: deltas, trueBin: trueBinary()}
 	if support := sandbox.Probe(context.Background()); support.Problem == "" {
 		b.sandboxed = true
@@ -91,6 +97,11 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), o *b
 	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
 		return nil, err
 	}
+	if len(o.gatewayLevels) > 0 || o.coldTools > 0 {
+		if err := b.startGateway(ctx, serve, url, prefix, o, g); err != nil {
+			return nil, err
+		}
+	}
 	var err error
 	if b.peers, err = newBenchPeers(ctx, maxInFlight, payload, deltas); err != nil {
 		return nil, err
@@ -103,6 +114,7 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), o *b
 	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: g.log, Coalescing: caller.CoalesceOff}); err != nil {
 		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
+	b.startDurableRow(ctx, dial, prefix, g)
 	for _, nc := range b.conns {
 		if err := nc.Flush(); err != nil {
 			return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
@@ -201,6 +213,15 @@ func (b *bencher) count(_ context.Context, _ *worker.Request, emit worker.Emitte
 func (b *bencher) close() {
 	if b.peers != nil {
 		b.peers.close()
+	}
+	if b.durable != nil {
+		b.durable.close()
+	}
+	if b.gw != nil {
+		b.gw.close()
+	}
+	if b.cold != nil {
+		b.cold.Stop()
 	}
 	for _, c := range []*caller.Caller{b.c, b.cOff} {
 		if c != nil {

@@ -31,7 +31,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--duration", "30ms", "--rounds", "2", "--concurrency", "2,256",
-		"--cli-concurrency", "1", "--big-results", "1", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms"}, strings.NewReader(""), &out, &errb)
+		"--cli-concurrency", "1", "--big-results", "1", "--gateway-concurrency", "2", "--cold-tools", "5", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
@@ -41,6 +41,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		"memory, 20 calls in flight", "caller heap per call", "worker heap+stack per blocked call",
 		"caller heap/call ≤ 1.0 KiB", "worker/blocked call ≤ 6.0 KiB", "RSS after/baseline ≤ 1.20",
 		"what users would pick instead", "mcp-http-stateless", "grpc", "result of 1 MiB", "throughput ≥ 0.50",
+		"mcp gateway, http", "mcp gateway, stdio", "throughput ≥ 0.80, p50 ≤ 1.25", "mcp cold start, 5 tools", "p50 ≤ 1.50",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out.String())
@@ -55,7 +56,8 @@ func TestBenchJSONHasEveryPeer(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--json", "--duration", "40ms", "--rounds", "2", "--concurrency", "1,4",
-		"--cli-concurrency", "none", "--big-results", "none", "--deltas", "3", "--memory-calls", "0"}, strings.NewReader(""), &out, &errb)
+		"--cli-concurrency", "none", "--big-results", "none",
+		"--gateway-concurrency", "none", "--cold-tools", "0", "--deltas", "3", "--memory-calls", "0"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}

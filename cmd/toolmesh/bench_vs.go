@@ -165,7 +165,7 @@ func (p *benchPeers) mcpEcho(ctx context.Context, cs *mcp.ClientSession) error {
 		return err
 	}
 	if res.IsError {
-		return fmt.Errorf("the MCP peer's echo failed: %v", res.Content)
+		return fmt.Errorf("the MCP peer's echo failed: %s", contentText(res.Content))
 	}
 	return nil
 }
@@ -184,7 +184,7 @@ func (p *benchPeers) mcpStream(ctx context.Context, cs *mcp.ClientSession) error
 		return err
 	}
 	if res.IsError {
-		return fmt.Errorf("the MCP peer's count failed: %v", res.Content)
+		return fmt.Errorf("the MCP peer's count failed: %s", contentText(res.Content))
 	}
 	select {
 	case <-w.done:

@@ -29,6 +29,9 @@ type mcpFlags struct {
 	settle      time.Duration
 	wait        time.Duration
 	grace       time.Duration
+	progressive bool
+	pinned      string
+	searchLimit int
 }
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -49,7 +52,8 @@ func newMCPCmd(g *globals) *cobra.Command {
 			}
 			defer done()
 			gw, err := mcpgateway.New(mcpgateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
-				NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log})
+				NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log,
+				Progressive: f.progressive, Pinned: splitList(f.pinned), SearchLimit: f.searchLimit})
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 			}
@@ -73,6 +77,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.deny, "deny", "", "comma-separated tool names or globs never to serve or call, e.g. 'fs.delete'")
 	fl.StringVar(&f.namespace, "namespace", "", "serve only the tools NS.* under their names without \"NS.\" (one bridged MCP server as itself); refuse every other tool")
 	fl.StringVar(&f.namePrefix, "name-prefix", "", "prefix every tool name with this (for hosts that merge several servers)")
+	fl.BoolVar(&f.progressive, "progressive", false, "serve a large catalogue progressively: list a search tool (search_tools) and the --pin tools; each search adds the tools it finds")
+	fl.StringVar(&f.pinned, "pin", "", "with --progressive: comma-separated tool names or globs always listed")
+	fl.IntVar(&f.searchLimit, "search-limit", 10, "with --progressive: how many tools one search returns unless the client asks otherwise")
 	fl.StringVar(&f.bearerEnv, "bearer-env", "", "HTTP: name of an environment variable holding the bearer clients must present; it is forwarded to tools")
 	fl.StringSliceVar(&f.origins, "allow-origin", nil, "HTTP: browser origin accepted besides localhost (repeatable)")
 	fl.Int64Var(&f.maxBody, "max-body", 4<<20, "HTTP: largest request body in bytes")

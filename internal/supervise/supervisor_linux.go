@@ -118,6 +118,23 @@ func (s *Supervisor) Start(cmd *exec.Cmd) error {
 // waited for and the group swept) and unlocks the goroutine that started
 // it, which must be the caller.
 func (s *Supervisor) Release(pgid int) {
+	s.Untrack(pgid)
+	runtime.UnlockOSThread()
+}
+
+// Track puts group pgid, whose leader another process started (a sandbox
+// zygote's program), under the Supervisor's watch: if the worker dies
+// before Untrack, the sentinel takes the group down.
+func (s *Supervisor) Track(pgid int) error {
+	if _, err := s.ensureSentinel(); err != nil {
+		return err
+	}
+	s.record(pgid)
+	return nil
+}
+
+// Untrack tells the Supervisor that group pgid is gone.
+func (s *Supervisor) Untrack(pgid int) {
 	s.mu.Lock()
 	off, ok := s.slots[pgid]
 	delete(s.slots, pgid)
@@ -129,7 +146,6 @@ func (s *Supervisor) Release(pgid int) {
 		s.free = append(s.free, off)
 		s.mu.Unlock()
 	}
-	runtime.UnlockOSThread()
 }
 
 // record writes group pgid into a free record of the table.

@@ -42,6 +42,13 @@ func (s *Supervisor) Start(cmd *exec.Cmd) error {
 // Release tells the Supervisor that group pgid is gone.
 func (s *Supervisor) Release(int) {}
 
+// Track would watch a group another process started; off Linux nothing
+// watches groups.
+func (s *Supervisor) Track(int) error { return nil }
+
+// Untrack tells the Supervisor that group pgid is gone.
+func (s *Supervisor) Untrack(int) {}
+
 // Close stops taking programs.
 func (s *Supervisor) Close() error {
 	s.mu.Lock()

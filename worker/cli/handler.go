@@ -39,9 +39,10 @@ type Handler struct {
 	slots   chan struct{}
 	log     *slog.Logger
 	sup     *supervise.Supervisor
-	ownSup  bool          // sup is this Handler's own, closed by Close
-	plan    *sandbox.Plan // the program's sandbox; nil: unconfined
-	harden  Hardening     // argument rules checked before the program runs
+	ownSup  bool            // sup is this Handler's own, closed by Close
+	plan    *sandbox.Plan   // the program's sandbox; nil: unconfined
+	zygote  *sandbox.Zygote // starts the confined program of each call (with plan)
+	harden  Hardening       // argument rules checked before the program runs
 	// secrets holds the binding's env values, redacted (with the call's
 	// bearer) from everything a call reports.
 	secrets *redact.Redactor
@@ -78,10 +79,14 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 		spec.Sandbox = SandboxSummary(plan.Policy)
 	}
 	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
-	return &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
+	h := &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
 		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
 		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening,
-		secrets: envSecrets(binding.Env)}, nil
+		secrets: envSecrets(binding.Env)}
+	if plan != nil {
+		h.zygote = sandbox.NewZygote(plan, lim.KillGrace)
+	}
+	return h, nil
 }
 
 // envSecrets is the Redactor of a binding's env values (see
@@ -115,10 +120,14 @@ func checkBinding(t Tool) error {
 func (h *Handler) Spec() envelope.ToolSpec { return h.spec }
 
 // Close releases what the Handler keeps between calls (its supervisor's
-// sentinel process); a program still running is stopped as if the worker
-// had died. Handlers made by RegisterFile share a supervisor per kill grace
-// that lives as long as the process, and their Close does nothing.
+// sentinel process, a sandboxed tool's zygote); a program still running is
+// stopped as if the worker had died. Handlers made by RegisterFile share a
+// supervisor per kill grace that lives as long as the process, which their
+// Close leaves running.
 func (h *Handler) Close() error {
+	if h.zygote != nil {
+		_ = h.zygote.Close()
+	}
 	if !h.ownSup {
 		return nil
 	}
@@ -328,7 +337,7 @@ func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinDat
 		// Drain what is left so a program blocked on a full pipe can exit.
 		_, _ = io.Copy(io.Discard, p.stdout)
 	}()
-	waitErr := p.reap(h.sup)
+	waitErr := p.reap()
 	dontStop()
 	<-readDone
 	p.stdout.Close()
@@ -344,10 +353,12 @@ type readerOnly struct{ io.Reader }
 
 // process is a started program: its group, its output pipes and its stdin.
 type process struct {
-	cmd            *exec.Cmd
+	wait           func() error // waits for the program
+	sweep          bool         // reap sweeps the group (a zygote sweeps its programs' own)
+	release        func()       // tells the supervisor the group is gone
 	stdout, stderr *os.File
 	feed           *stdinFeed
-	pgid           int
+	pgid           int // 0: the program never ran
 
 	mu       sync.Mutex
 	reaped   bool        // the group was swept: it must not be signalled again
@@ -357,12 +368,9 @@ type process struct {
 
 // spawn starts argv with env and its stdin, in a process group of its own,
 // under the Handler's supervisor: on success the calling goroutine is
-// locked to its thread until it calls reap.
+// locked to its thread until it calls reap (except for a confined program,
+// which the zygote starts).
 func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
-	cmd, err := h.command(argv, env)
-	if err != nil {
-		return nil, err
-	}
 	stdoutR, stdoutW, err := supervise.OutputPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -372,34 +380,74 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 		supervise.CloseAll(stdoutR, stdoutW)
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
-	feed, err := newStdinFeed(cmd, stdinData)
+	feed, err := newStdinFeed(stdinData)
 	if err != nil {
 		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
-	if err := h.sup.Start(cmd); err != nil {
-		feed.close()
-		supervise.CloseAll(stdoutR, stdoutW, stderrR, stderrW)
-		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+	p := &process{stdout: stdoutR, stderr: stderrR, feed: feed}
+	if h.zygote != nil {
+		err = h.startConfined(p, argv, env, stdoutW, stderrW)
+	} else {
+		err = h.startPlain(p, argv, env, stdoutW, stderrW)
 	}
 	supervise.CloseAll(stdoutW, stderrW)
+	if err != nil {
+		feed.close()
+		supervise.CloseAll(stdoutR, stderrR)
+		return nil, err
+	}
 	feed.start()
-	return &process{cmd: cmd, stdout: stdoutR, stderr: stderrR, feed: feed, pgid: cmd.Process.Pid}, nil
+	return p, nil
 }
 
-// command is the exec.Cmd of argv: the program itself, or the sandbox
-// helper in front of it in namespaces of its own.
-func (h *Handler) command(argv []string, env []string) (*exec.Cmd, error) {
-	if h.plan != nil {
-		args := h.plan.Argv(argv[1:])
-		return &exec.Cmd{Path: h.plan.Helper(), Args: args, Env: env, SysProcAttr: h.plan.SysProcAttr()}, nil
-	}
+// startPlain starts argv itself under the supervisor.
+func (h *Handler) startPlain(p *process, argv, env []string, stdout, stderr *os.File) error {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return nil, envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
 	}
-	return &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env}, nil
+	cmd := &exec.Cmd{Path: path, Args: append([]string{path}, argv[1:]...), Env: env, Stdout: stdout, Stderr: stderr}
+	if r := p.feed.reader(); r != nil {
+		cmd.Stdin = r
+	}
+	if err := h.sup.Start(cmd); err != nil {
+		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+	}
+	p.pgid, p.wait, p.sweep = cmd.Process.Pid, cmd.Wait, true
+	p.release = func() { h.sup.Release(p.pgid) }
+	return nil
+}
+
+// startConfined has the tool's zygote start argv confined; the supervisor
+// watches its group from the moment its pid is known (until then the
+// zygote answers for it).
+func (h *Handler) startConfined(p *process, argv, env []string, stdout, stderr *os.File) error {
+	run, err := h.zygote.Start(append([]string{h.plan.Program}, argv[1:]...), env, p.feed.reader(), stdout, stderr)
+	if err != nil {
+		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q in its sandbox: %v", h.spec.Name, argv[0], err)
+	}
+	p.pgid = run.Pid
+	if p.pgid > 0 {
+		if err := h.sup.Track(p.pgid); err != nil {
+			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+			_, _ = run.Wait()
+			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
+		}
+	}
+	p.release = func() { h.sup.Untrack(p.pgid) }
+	p.wait = func() error {
+		end, err := run.Wait()
+		if err != nil {
+			p.sweep = true // the zygote died: sweep what its death left
+			return err
+		}
+		if end.Status != 0 {
+			return &sandbox.ExitError{Exit: *end}
+		}
+		return nil
+	}
+	return nil
 }
 
 // stop stops the whole group (cancel, timeout, caller loss, output cap):
@@ -411,7 +459,9 @@ func (p *process) stop(grace time.Duration) {
 		return
 	}
 	p.stopping = true
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	if p.pgid > 0 {
+		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	}
 	p.kill = time.AfterFunc(grace, func() { p.signal(syscall.SIGKILL) })
 }
 
@@ -419,25 +469,28 @@ func (p *process) stop(grace time.Duration) {
 func (p *process) signal(sig syscall.Signal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.reaped {
+	if !p.reaped && p.pgid > 0 {
 		_ = syscall.Kill(-p.pgid, sig)
 	}
 }
 
 // reap waits for the program; when it exits, its group is swept at once
 // (a grandchild must not outlive the call, nor keep stdout open and stall
-// the read), nothing signals it any more, and sup is told it is gone,
-// which unlocks the calling goroutine from its thread.
-func (p *process) reap(sup *supervise.Supervisor) error {
-	err := p.cmd.Wait()
+// the read), nothing signals it any more, and the supervisor is told it is
+// gone, which unlocks a plainly started program's goroutine from its
+// thread.
+func (p *process) reap() error {
+	err := p.wait()
 	p.mu.Lock()
 	p.reaped = true
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	if p.sweep && p.pgid > 0 {
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	}
 	if p.kill != nil {
 		p.kill.Stop()
 	}
 	p.mu.Unlock()
-	sup.Release(p.pgid)
+	p.release()
 	return err
 }
 
@@ -469,14 +522,11 @@ func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ee.ExitCode() >= 0 {
-			return ee.ExitCode()
-		}
-		return -1 // killed by a signal
+	var ee interface{ ExitCode() int } // *exec.ExitError, *sandbox.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+		return ee.ExitCode()
 	}
-	return -1
+	return -1 // killed by a signal
 }
 
 // streamer is the call's Emitter and whether the caller reads the

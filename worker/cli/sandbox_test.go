@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -396,5 +397,51 @@ func TestRegisterFileServesTheSandboxSummary(t *testing.T) {
 	specs := w.Specs()
 	if len(specs) != 1 || specs[0].Sandbox == nil || specs[0].Sandbox.Confined {
 		t.Fatalf("specs %+v", specs)
+	}
+}
+
+// A confined program (which the tool's zygote starts, not the worker) is
+// stopped as a plain one is: a cancel takes its whole group down, a
+// program ignoring SIGTERM gets SIGKILL after the grace, and a grandchild
+// left behind by a program that exits is swept.
+func TestSandboxedProgramsStopWithTheirGroup(t *testing.T) {
+	cases := []struct {
+		name, script string
+		cancel       bool
+	}{
+		{"cancel", `sleep 1000 & echo $! > "$0"; wait`, true},
+		{"sigterm ignored", `trap "" TERM; sleep 1000 & echo $! > "$0"; wait; wait`, true},
+		{"normal exit", `sleep 1000 & echo $! > "$0"; echo '{"ok":1}'`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := openDir(t, true)
+			pidfile := filepath.Join(dir, "pid")
+			h := sandboxed(t, `
+tools:
+  - name: t
+    kill_grace: 100ms
+    sandbox: {read: [/usr, /bin, /lib], write: [`+dir+`]}
+    binding: {cli: {cmd: sh, args: ["-c", `+strconv.Quote(c.script)+`, `+strconv.Quote(pidfile)+`]}}
+`)
+			if !c.cancel {
+				res, err, _ := call(t, h, `{}`)
+				if err != nil || resultJSON(t, res) != `{"ok":1}` {
+					t.Fatalf("%v %v", err, res)
+				}
+				b, _ := os.ReadFile(pidfile)
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				if pid == 0 {
+					t.Fatal("no grandchild pid")
+				}
+				waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
+				return
+			}
+			pid, err := runAndCancel(t, h, pidfile)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("handler returned %v", err)
+			}
+			waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
+		})
 	}
 }

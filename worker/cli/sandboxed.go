@@ -60,16 +60,17 @@ func sandboxCode(rule string) envelope.Code {
 // sandboxProblem is the Problem of a confined program that failed because
 // of its sandbox (nil when nothing points at the sandbox).
 func (h *Handler) sandboxProblem(waitErr error, code int, stderr *tailBuffer) *envelope.Problem {
-	var ee *exec.ExitError
+	var ee *sandbox.ExitError
 	if h.plan == nil || !errors.As(waitErr, &ee) {
 		return nil
 	}
+	end := &ee.Exit
 	tail := stderr.String()
-	if msg, ok := sandbox.SetupFailure(ee.ProcessState, tail); ok {
+	if msg, ok := sandbox.SetupFailure(end, tail); ok {
 		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: its sandbox could not be set up, so the program did not run: %s", h.spec.Name, msg).
 			WithExtension("stderr_tail", tail)
 	}
-	d := sandbox.Classify(h.plan.Policy, ee.ProcessState, tail)
+	d := sandbox.Classify(h.plan.Policy, end, tail)
 	if d == nil {
 		return nil
 	}

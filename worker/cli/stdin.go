@@ -2,7 +2,6 @@ package cli
 
 import (
 	"os"
-	"os/exec"
 
 	"github.com/toolmesh/toolmesh/internal/supervise"
 )
@@ -17,9 +16,9 @@ type stdinFeed struct {
 	done    chan struct{}
 }
 
-// newStdinFeed wires cmd's stdin: /dev/null when data is nil, else a pipe
-// that start fills.
-func newStdinFeed(cmd *exec.Cmd, data []byte) (*stdinFeed, error) {
+// newStdinFeed makes the program's stdin: none (/dev/null) when data is
+// nil, else a pipe that start fills.
+func newStdinFeed(data []byte) (*stdinFeed, error) {
 	f := &stdinFeed{data: data, done: make(chan struct{})}
 	if data == nil {
 		close(f.done)
@@ -30,9 +29,11 @@ func newStdinFeed(cmd *exec.Cmd, data []byte) (*stdinFeed, error) {
 		return nil, err
 	}
 	f.r, f.w = r, w
-	cmd.Stdin = r
 	return f, nil
 }
+
+// reader is the program's end of the pipe (nil: no stdin data).
+func (f *stdinFeed) reader() *os.File { return f.r }
 
 // start closes the parent's copy of the read end (the program has its own)
 // and writes the data, then end of file. A program that exits without

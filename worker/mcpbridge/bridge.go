@@ -116,6 +116,8 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 		ProgressNotificationHandler: b.onProgress,
 		ElicitationHandler:          b.onElicit,
 		ResourceUpdatedHandler:      b.onResourceUpdated,
+		LoggingMessageHandler:       b.onLog,
+		CreateMessageHandler:        b.onSample,
 	})
 	if err := b.prepareSandbox(ctx); err != nil {
 		return nil, err
@@ -214,17 +216,36 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress}
+		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress, onLog: b.routeLog}
 		if b.plan != nil {
 			argv := b.plan.Argv(sc.Args)
 			t = &processTransport{path: argv[0], args: argv[1:], env: b.childEnv(), grace: b.cfg.KillGrace, confine: b.plan.SysProcAttr(),
-				onProgress: b.routeProgress}
+				onProgress: b.routeProgress, onLog: b.routeLog}
 		}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
 			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport}}}
 	}
-	return b.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
+	sess, err := b.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
+	if err != nil {
+		return nil, err
+	}
+	b.askForLogs(ctx, sess)
+	return sess, nil
+}
+
+// askForLogs sets a server that logs to send every message (level
+// debug): the bridge relays each to the call it belongs to, and whoever
+// shows them filters (the MCP gateway by each client's logging/setLevel).
+// Servers that follow the go-sdk send none until a level is set.
+func (b *Bridge) askForLogs(ctx context.Context, sess *mcp.ClientSession) {
+	ir := sess.InitializeResult()
+	if ir == nil || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
+		return
+	}
+	if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		b.log.Warn("mcp bridge: the server refused logging/setLevel; its log messages may not reach callers", "err", b.redact(err))
+	}
 }
 
 // sessionProtocol is the revision the bridge speaks with its server: the

@@ -23,16 +23,23 @@ import (
 // be the one it concerns.
 type askers struct {
 	mu    sync.Mutex
-	calls map[*worker.Request]context.Context
+	calls map[*worker.Request]asker
 }
 
-// track records req (with its call's context) until the returned func runs.
-func (a *askers) track(ctx context.Context, req *worker.Request) func() {
+// asker is one call in flight: its context, and its sink when it streams.
+type asker struct {
+	ctx  context.Context
+	sink *sink
+}
+
+// track records req (with its call's context and sink, nil for a unary
+// call) until the returned func runs.
+func (a *askers) track(ctx context.Context, req *worker.Request, sk *sink) func() {
 	a.mu.Lock()
 	if a.calls == nil {
-		a.calls = map[*worker.Request]context.Context{}
+		a.calls = map[*worker.Request]asker{}
 	}
-	a.calls[req] = ctx
+	a.calls[req] = asker{ctx: ctx, sink: sk}
 	a.mu.Unlock()
 	return func() {
 		a.mu.Lock()
@@ -45,12 +52,25 @@ func (a *askers) track(ctx context.Context, req *worker.Request) func() {
 func (a *askers) only() (*worker.Request, context.Context, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for req, ctx := range a.calls {
+	for req, c := range a.calls {
 		if len(a.calls) == 1 {
-			return req, ctx, 1
+			return req, c.ctx, 1
 		}
 	}
 	return nil, nil, len(a.calls)
+}
+
+// onlySink returns the sink of the one call in flight, if there is
+// exactly one and it streams.
+func (a *askers) onlySink() (*sink, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.calls {
+		if len(a.calls) == 1 {
+			return c.sink, 1
+		}
+	}
+	return nil, len(a.calls)
 }
 
 // onElicit answers a bridged server's elicitation/create with the mesh

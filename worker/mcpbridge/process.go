@@ -30,9 +30,11 @@ type processTransport struct {
 	// confine holds the namespaces and credentials of a sandboxed server
 	// (path is then the sandbox helper); nil for an unconfined one.
 	confine *syscall.SysProcAttr
-	// onProgress receives each notifications/progress as it is read, in
-	// wire order (see processConn.Read).
+	// onProgress and onLog receive each notifications/progress and
+	// notifications/message as it is read, in wire order (see
+	// processConn.Read).
 	onProgress func(*mcp.ProgressNotificationParams)
+	onLog      func(*mcp.LoggingMessageParams)
 }
 
 // Connect starts the server and speaks newline-delimited JSON-RPC over its
@@ -69,7 +71,7 @@ func (t *processTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		p.stop()
 		return nil, err
 	}
-	return &processConn{Connection: conn, p: p, onProgress: t.onProgress}, nil
+	return &processConn{Connection: conn, p: p, onProgress: t.onProgress, onLog: t.onLog}, nil
 }
 
 // process is one running server's process group.
@@ -107,20 +109,32 @@ type processConn struct {
 	mcp.Connection
 	p          *process
 	onProgress func(*mcp.ProgressNotificationParams)
+	onLog      func(*mcp.LoggingMessageParams)
 }
 
-// Read hands each progress notification to onProgress as it is read,
-// before the SDK sees the messages behind it. The SDK runs notification
-// handlers on a queue but hands a response to its caller at once, so a
-// handler would see progress a server sends just before its result only
-// after the call has returned; read here, progress keeps its wire order
-// and reaches the mesh call before its result.
+// Read hands each progress notification to onProgress, and each log
+// message to onLog, as it is read, before the SDK sees the messages
+// behind it. The SDK runs notification handlers on a queue but hands a
+// response to its caller at once, so a handler would see what a server
+// sends just before its result only after the call has returned; read
+// here, both keep their wire order and reach the mesh call before its
+// result.
 func (c *processConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.onProgress != nil && !req.IsCall() && req.Method == "notifications/progress" {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || err != nil || req.IsCall() {
+		return msg, err
+	}
+	switch {
+	case req.Method == "notifications/progress" && c.onProgress != nil:
 		var p mcp.ProgressNotificationParams
 		if json.Unmarshal(req.Params, &p) == nil {
 			c.onProgress(&p)
+		}
+	case req.Method == "notifications/message" && c.onLog != nil:
+		var p mcp.LoggingMessageParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			c.onLog(&p)
 		}
 	}
 	return msg, err

@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,16 +10,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// sink relays one call's MCP progress to its mesh emitter on a goroutine
-// of its own: an emit may wait for the mesh caller's credit, and that
-// must never stall the MCP connection every call shares. Progress is
-// advisory, so when the call's small queue is full a notification is
-// dropped rather than waited for.
+// sink relays one call's MCP progress and log messages to its mesh
+// emitter, in the order the server sent them, on a goroutine of its own:
+// an emit may wait for the mesh caller's credit, and that must never
+// stall the MCP connection every call shares. Both are advisory, so when
+// the call's small queue is full a notification is dropped rather than
+// waited for.
 type sink struct {
-	ch   chan *mcp.ProgressNotificationParams
+	ch   chan any // *mcp.ProgressNotificationParams or *mcp.LoggingMessageParams
 	done chan struct{}
 
 	mu     sync.Mutex
@@ -26,19 +29,26 @@ type sink struct {
 }
 
 func newSink(emit worker.Emitter) *sink {
-	s := &sink{ch: make(chan *mcp.ProgressNotificationParams, 64), done: make(chan struct{})}
+	s := &sink{ch: make(chan any, 64), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		pct := 0.0
-		for p := range s.ch {
-			if p.Total > 0 {
-				pct = min(max(p.Progress/p.Total*100, pct), 100)
+		for item := range s.ch {
+			var err error
+			switch p := item.(type) {
+			case *mcp.ProgressNotificationParams:
+				if p.Total > 0 {
+					pct = min(max(p.Progress/p.Total*100, pct), 100)
+				}
+				msg := p.Message
+				if p.Total <= 0 {
+					msg = fmt.Sprintf("%s (%g)", p.Message, p.Progress)
+				}
+				err = emit.Progress(pct, msg)
+			case *mcp.LoggingMessageParams:
+				err = emitLog(emit, p)
 			}
-			msg := p.Message
-			if p.Total <= 0 {
-				msg = fmt.Sprintf("%s (%g)", p.Message, p.Progress)
-			}
-			if emit.Progress(pct, msg) != nil {
+			if err != nil {
 				return
 			}
 		}
@@ -46,7 +56,21 @@ func newSink(emit worker.Emitter) *sink {
 	return s
 }
 
-func (s *sink) offer(p *mcp.ProgressNotificationParams) {
+// emitLog sends a server's log message on the call as a log event
+// (docs/protocol.md §5.1) when the emitter can.
+func emitLog(emit worker.Emitter, p *mcp.LoggingMessageParams) error {
+	le, ok := emit.(worker.LogEmitter)
+	if !ok {
+		return nil
+	}
+	data, err := json.Marshal(p.Data)
+	if err != nil {
+		return nil
+	}
+	return le.Log(envelope.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data})
+}
+
+func (s *sink) offer(p any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -87,6 +111,27 @@ func (b *Bridge) routeProgress(p *mcp.ProgressNotificationParams) {
 	if v, ok := b.sinks.Load(token); ok {
 		v.(*sink).offer(p)
 	}
+}
+
+// onLog routes a log message the SDK handled (an HTTP server's; a stdio
+// server's is routed as it is read, like progress).
+func (b *Bridge) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
+	if b.cfg.Entry.Server.Command != "" {
+		return
+	}
+	b.routeLog(req.Params)
+}
+
+// routeLog hands a server's log message to the one streaming call in
+// flight: a log message names no request, so with several calls in
+// flight (or none, or a unary one) it cannot be tied to a caller and goes
+// to the worker's log instead, never to a caller it may not concern.
+func (b *Bridge) routeLog(p *mcp.LoggingMessageParams) {
+	if sk, _ := b.askers.onlySink(); sk != nil {
+		sk.offer(p)
+		return
+	}
+	b.log.Info("mcp server log", "level", string(p.Level), "logger", p.Logger, "data", b.secrets.String(fmt.Sprint(p.Data)))
 }
 
 func asJSONRPC(err error, target **jsonrpc.Error) bool { return errors.As(err, target) }

@@ -205,16 +205,17 @@ func (b *Bridge) forward(mcpName string) worker.HandlerFunc {
 		if sess == nil {
 			return nil, b.downProblem("is down")
 		}
-		defer b.askers.track(ctx, req)()
 		params := &mcp.CallToolParams{Name: mcpName, Arguments: json.RawMessage(req.Args)}
+		var sk *sink
 		if req.Streaming {
-			sk := newSink(emit)
+			sk = newSink(emit)
 			defer sk.close()
 			token := "toolmesh-" + req.CallID
 			b.sinks.Store(token, sk)
 			defer b.sinks.Delete(token)
 			params.SetProgressToken(token)
 		}
+		defer b.askers.track(ctx, req, sk)()
 		res, err := sess.CallTool(ctx, params)
 		if err != nil {
 			return nil, b.failure(ctx, sess, mcpName, err)

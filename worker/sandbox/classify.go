@@ -67,7 +67,7 @@ var (
 // limit is the kernel's word (SIGXCPU, or SIGKILL after the hard limit's
 // CPU time); everything else is read from stderr and checked against the
 // grants — a program that hides its errors cannot be attributed.
-func Classify(p *Policy, st *os.ProcessState, stderr string) *Denial {
+func Classify(p *Policy, st *Exit, stderr string) *Denial {
 	if d := cpuDenial(p, st); d != nil {
 		return d
 	}
@@ -83,12 +83,12 @@ func Classify(p *Policy, st *os.ProcessState, stderr string) *Denial {
 	return nil
 }
 
-func cpuDenial(p *Policy, st *os.ProcessState) *Denial {
+func cpuDenial(p *Policy, st *Exit) *Denial {
 	if st == nil || p.Limits.CPUSeconds == 0 {
 		return nil
 	}
-	ws, ok := st.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() {
+	ws := st.Status
+	if !ws.Signaled() {
 		return nil
 	}
 	d := &Denial{Rule: RuleLimit, Limit: "cpu_seconds", Value: p.Limits.CPUSeconds}
@@ -96,7 +96,7 @@ func cpuDenial(p *Policy, st *os.ProcessState) *Denial {
 	case ws.Signal() == syscall.SIGXCPU:
 		d.Attribution = BySignal
 		return d
-	case ws.Signal() == syscall.SIGKILL && st.UserTime()+st.SystemTime() >= time.Duration(p.Limits.CPUSeconds)*time.Second:
+	case ws.Signal() == syscall.SIGKILL && st.CPU >= time.Duration(p.Limits.CPUSeconds)*time.Second:
 		d.Attribution = ByCPUTime
 		return d
 	}
@@ -261,7 +261,7 @@ func firstPath(s string) string { return rePath.FindString(s) }
 
 // SetupFailure returns the helper's own complaint when it could not set
 // the sandbox up (the program never ran).
-func SetupFailure(st *os.ProcessState, stderr string) (string, bool) {
+func SetupFailure(st *Exit, stderr string) (string, bool) {
 	if st == nil || st.ExitCode() != ExitSetup || !strings.Contains(stderr, stderrPrefix) {
 		return "", false
 	}

@@ -36,6 +36,9 @@ func runHelper(args []string) int {
 		fmt.Printf("%sok abi=%d uid=%d\n", stderrPrefix, abi, os.Getuid())
 		return 0
 	}
+	if len(args) > 0 && args[0] == zygoteFlag {
+		return runZygote(args[1:])
+	}
 	if len(args) < 2 {
 		fmt.Fprintf(os.Stderr, "%susage: %s SPEC PROGRAM [ARG…]\n", stderrPrefix, helperFlag)
 		return ExitSetup
@@ -52,7 +55,7 @@ func runHelper(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
 		return ExitSetup
 	}
-	if err := setLimits(s.Limits); err != nil {
+	if err := setLimits(0, s.Limits); err != nil {
 		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
 		return ExitSetup
 	}
@@ -89,9 +92,32 @@ func handledFS(abi int) uint64 {
 
 // restrict applies the spec's Landlock ruleset to the calling thread.
 func restrict(s spec) error {
+	fd, err := buildRuleset(s)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	return confineThread(fd)
+}
+
+// confineThread sets no_new_privs on the calling thread and confines it
+// with the ruleset fd (both bind this thread only, and what it forks).
+func confineThread(ruleset int) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	if err := restrictSelf(ruleset); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %v", err)
+	}
+	return nil
+}
+
+// buildRuleset makes the spec's Landlock ruleset: every right the kernel
+// knows handled, the grants added. The caller closes the returned fd.
+func buildRuleset(s spec) (int, error) {
 	abi, err := landlockABI()
 	if err != nil || abi < 1 {
-		return fmt.Errorf("landlock is not available (%v)", err)
+		return -1, fmt.Errorf("landlock is not available (%v)", err)
 	}
 	attr := rulesetAttr{handledFS: handledFS(abi)}
 	if s.NetHandled && abi >= 4 {
@@ -102,9 +128,17 @@ func restrict(s spec) error {
 	}
 	fd, err := createRuleset(&attr)
 	if err != nil {
-		return fmt.Errorf("landlock_create_ruleset: %v", err)
+		return -1, fmt.Errorf("landlock_create_ruleset: %v", err)
 	}
-	defer syscall.Close(fd)
+	if err := addRules(fd, s, attr); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// addRules adds the spec's path and port grants to the ruleset fd.
+func addRules(fd int, s spec, attr rulesetAttr) error {
 	for _, g := range []struct {
 		paths  []string
 		rights uint64
@@ -122,12 +156,6 @@ func restrict(s spec) error {
 				return fmt.Errorf("landlock port rule %d: %v", port, err)
 			}
 		}
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
-	}
-	if err := restrictSelf(fd); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %v", err)
 	}
 	return nil
 }
@@ -155,33 +183,34 @@ func addPath(ruleset int, path string, rights uint64) error {
 	return nil
 }
 
-// setLimits sets the resource limits, soft and hard alike (CPU's hard
-// limit a second later, so SIGXCPU comes first and says why).
-func setLimits(l Limits) error {
-	set := func(name string, res int, soft, hard uint64) error {
-		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: soft, Max: hard}); err != nil {
-			return fmt.Errorf("setrlimit %s: %v", name, err)
-		}
-		return nil
-	}
-	if n := uint64(l.CPUSeconds); n > 0 {
-		if err := set("cpu", unix.RLIMIT_CPU, n, n+1); err != nil {
-			return err
-		}
-	}
-	if n := uint64(l.MemoryMB); n > 0 {
-		if err := set("data", unix.RLIMIT_DATA, n<<20, n<<20); err != nil {
-			return err
+// rlimit is one resource limit of a Limits.
+type rlimit struct {
+	name string
+	res  int
+	lim  unix.Rlimit
+}
+
+// rlimits are l's resource limits, soft and hard alike (CPU's hard limit a
+// second later, so SIGXCPU comes first and says why).
+func (l Limits) rlimits() []rlimit {
+	var out []rlimit
+	add := func(name string, res int, n, extra uint64) {
+		if n > 0 {
+			out = append(out, rlimit{name, res, unix.Rlimit{Cur: n, Max: n + extra}})
 		}
 	}
-	if n := uint64(l.Files); n > 0 {
-		if err := set("nofile", unix.RLIMIT_NOFILE, n, n); err != nil {
-			return err
-		}
-	}
-	if n := uint64(l.Processes); n > 0 {
-		if err := set("nproc", unix.RLIMIT_NPROC, n, n); err != nil {
-			return err
+	add("cpu", unix.RLIMIT_CPU, uint64(l.CPUSeconds), 1)
+	add("data", unix.RLIMIT_DATA, uint64(l.MemoryMB)<<20, 0)
+	add("nofile", unix.RLIMIT_NOFILE, uint64(l.Files), 0)
+	add("nproc", unix.RLIMIT_NPROC, uint64(l.Processes), 0)
+	return out
+}
+
+// setLimits sets l's resource limits on process pid (0: this process).
+func setLimits(pid int, l Limits) error {
+	for _, r := range l.rlimits() {
+		if err := unix.Prlimit(pid, r.res, &r.lim, nil); err != nil {
+			return fmt.Errorf("prlimit %s: %v", r.name, err)
 		}
 	}
 	return nil

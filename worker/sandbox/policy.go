@@ -6,10 +6,13 @@
 //
 // A Policy is a tools file's `sandbox` block. Prepare resolves it for one
 // program (its executable, interpreter and libraries become readable) into
-// a Plan; Plan.Command starts the program through the sandbox helper, a
-// small re-executed binary (toolmesh-sandbox, or any program whose main
-// calls Main first) that applies the limits and Landlock to itself and then
-// execs the program, so the worker itself is never confined. Classify reads
+// a Plan. A Zygote starts a CLI tool's programs: the sandbox helper (a
+// small binary, toolmesh-sandbox, or any program whose main calls Main
+// first), started once in the tool's namespaces, forks each program from a
+// thread it confined with the tool's Landlock ruleset and sets the
+// program's user namespace and limits while it is held at its exec; a
+// bridged server is started by the helper itself (Plan.Argv), which
+// confines itself and execs it. The worker itself is never confined. Classify reads
 // a confined program's end (its signal, its exit, its stderr) and says
 // which rule or limit stopped it.
 package sandbox

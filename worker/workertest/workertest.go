@@ -36,7 +36,7 @@ type Recorder struct {
 	ended  bool
 }
 
-var _ worker.Emitter = (*Recorder)(nil)
+var _ worker.LogEmitter = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder { return &Recorder{} }
@@ -44,6 +44,11 @@ func NewRecorder() *Recorder { return &Recorder{} }
 // Progress records a progress event.
 func (r *Recorder) Progress(pct float64, message string) error {
 	return r.record(envelope.ProgressEvent(pct, message))
+}
+
+// Log records a log message's progress event (worker.LogEmitter).
+func (r *Recorder) Log(m envelope.LogMessage) error {
+	return r.record(envelope.LogEvent(m))
 }
 
 // Delta records a delta event: data encoded as JSON, or a

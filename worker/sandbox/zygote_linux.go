@@ -1,0 +1,385 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The zygote is the helper in its long-lived form: one per sandboxed
+// binding, started once in the binding's user (and network) namespace, it
+// starts each call's program on request, so that a call costs a fork and
+// an exec rather than a helper's start and a new network namespace.
+//
+// Each program still gets everything a per-call helper gave it: a Landlock
+// domain of its own (the zygote confines a fresh thread per call and forks
+// from it, so concurrent calls are sibling domains that cannot signal or
+// trace one another), a user namespace of its own nested in the zygote's
+// (so its process limit counts only its own processes), and its resource
+// limits, set while it is stopped at its exec, before its first
+// instruction (ptrace), from outside its sandbox.
+//
+// The worker talks to the zygote over a SOCK_SEQPACKET control socket
+// (fd 3): each message is one byte carrying four descriptors by
+// SCM_RIGHTS: the call's own socket, then the program's stdin, stdout and
+// stderr. On the call's socket the worker writes the request (a JSON
+// zygoteRequest) and reads JSON lines back: zygoteReply with the pid once
+// the program runs, then zygoteReply with its wait status once it ended
+// and its process group was swept. The worker stops a program by signalling
+// its group itself; the control socket's end (the worker died) or
+// SIGTERM takes every group down, SIGTERM then SIGKILL after the grace.
+
+// zygoteFlag follows the helper flag to start a zygote: the spec and the
+// kill grace follow.
+const zygoteFlag = "--zygote"
+
+// zygoteControlFD is the control socket's descriptor in the zygote.
+const zygoteControlFD = 3
+
+// zygoteReady and zygoteFailed start the zygote's first message on the
+// control socket: it is ready, or why it could not start.
+const (
+	zygoteReady  = "ready"
+	zygoteFailed = "failed: "
+)
+
+// zygoteRequest is one call's program: its argv (argv[0] its path) and
+// environment.
+type zygoteRequest struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+}
+
+// zygoteReply is a line the zygote writes on a call's socket: the pid once
+// the program runs, or its end (Ended): its wait status and CPU time.
+type zygoteReply struct {
+	Pid    int    `json:"pid,omitempty"`
+	Ended  bool   `json:"ended,omitempty"`
+	Status uint32 `json:"status,omitempty"`
+	CPUNs  int64  `json:"cpu_ns,omitempty"`
+}
+
+// zygote is the zygote's state: the ruleset every call's thread is
+// confined with, the limits, and the live process groups.
+type zygote struct {
+	ruleset  int
+	limits   Limits
+	uid, gid int
+	grace    time.Duration
+
+	mu   sync.Mutex
+	live map[int]*child // process groups of programs not yet reaped
+}
+
+// runZygote serves calls until the control socket ends or a signal comes,
+// then takes down every program still running.
+func runZygote(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintf(os.Stderr, "%susage: %s %s SPEC GRACE\n", stderrPrefix, helperFlag, zygoteFlag)
+		return ExitSetup
+	}
+	control, z, err := newZygote(args[0], args[1])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
+		if control != nil {
+			_, _ = control.Write([]byte(zygoteFailed + err.Error()))
+		}
+		return ExitSetup
+	}
+	if _, err := control.Write([]byte(zygoteReady)); err != nil {
+		return ExitSetup
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	ended := make(chan struct{})
+	go func() {
+		z.accept(control)
+		close(ended)
+	}()
+	select {
+	case <-sigs:
+	case <-ended:
+	}
+	z.shutdown()
+	return 0
+}
+
+// newZygote reads the spec and grace and builds the ruleset.
+func newZygote(specJSON, graceText string) (*os.File, *zygote, error) {
+	control, err := pollable(zygoteControlFD, "control")
+	if err != nil {
+		return nil, nil, fmt.Errorf("control socket: %v", err)
+	}
+	var s spec
+	if err := json.Unmarshal([]byte(specJSON), &s); err != nil {
+		return control, nil, fmt.Errorf("bad spec: %v", err)
+	}
+	grace, err := time.ParseDuration(graceText)
+	if err != nil {
+		return control, nil, fmt.Errorf("bad grace: %v", err)
+	}
+	// The runtime's template thread (which starts threads on behalf of
+	// locked ones) starts with the first LockOSThread: let it start now,
+	// from a thread that is never confined.
+	runtime.LockOSThread()
+	runtime.UnlockOSThread()
+	fd, err := buildRuleset(s)
+	if err != nil {
+		return control, nil, err
+	}
+	return control, &zygote{ruleset: fd, limits: s.Limits, uid: os.Getuid(), gid: os.Getgid(),
+		grace: grace, live: make(map[int]*child)}, nil
+}
+
+// accept starts a call for each message on the control socket until it
+// ends.
+func (z *zygote) accept(control *os.File) {
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	b := make([]byte, 1)
+	for {
+		n, oobn, err := recvMsg(control, b, oob)
+		if err != nil || n == 0 {
+			return
+		}
+		fds, err := receivedFDs(oob[:oobn])
+		if err != nil {
+			continue
+		}
+		if len(fds) != 4 {
+			closeFDs(fds)
+			continue
+		}
+		go z.serve(fds)
+	}
+}
+
+// receivedFDs are the descriptors of a control message (received
+// close-on-exec: none leaks into another call's program).
+func receivedFDs(oob []byte) ([]int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for _, m := range msgs {
+		f, err := unix.ParseUnixRights(&m)
+		if err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
+// serve runs one call: fds are its socket and the program's stdin, stdout
+// and stderr. It runs on a thread of its own, confined for this call and
+// ended with it (the goroutine never unlocks it).
+func (z *zygote) serve(fds []int) {
+	sock := os.NewFile(uintptr(fds[0]), "call")
+	defer sock.Close()
+	var req zygoteRequest
+	if err := json.NewDecoder(sock).Decode(&req); err != nil || len(req.Argv) == 0 {
+		closeFDs(fds[1:])
+		return
+	}
+	runtime.LockOSThread() // never unlocked: the thread ends with the call
+	c, code, err := z.start(req, fds[1:])
+	closeFDs(fds[1:])
+	if err != nil {
+		// As the per-call helper did: start wrote the complaint on the
+		// program's stderr; the status says which.
+		_ = json.NewEncoder(sock).Encode(zygoteReply{Ended: true, Status: uint32(code) << 8})
+		return
+	}
+	if err := json.NewEncoder(sock).Encode(zygoteReply{Pid: c.pid}); err != nil {
+		z.kill(c, syscall.SIGKILL) // the worker gave up on the call
+	}
+	ws, cpu := z.reap(c)
+	_ = json.NewEncoder(sock).Encode(zygoteReply{Ended: true, Status: uint32(ws), CPUNs: int64(cpu)})
+}
+
+// child is a program the zygote started and has not reaped yet.
+type child struct{ pid int }
+
+// start confines the calling thread and starts the program from it,
+// stopped at its exec until its namespace and limits are set; on failure
+// it writes why on the program's stderr and returns the helper's exit
+// code for it.
+func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
+	fail := func(code int, format string, a ...any) (*child, int, error) {
+		err := fmt.Errorf(format, a...)
+		_, _ = unix.Write(stdio[2], []byte(stderrPrefix+err.Error()+"\n"))
+		return nil, code, err
+	}
+	if err := confineThread(z.ruleset); err != nil {
+		return fail(ExitSetup, "%v", err)
+	}
+	pid, err := syscall.ForkExec(req.Argv[0], req.Argv, &syscall.ProcAttr{
+		Env:   req.Env,
+		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
+		Sys:   childAttr(),
+	})
+	if err != nil {
+		code := ExitSetup
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			code = ExitExecDenied
+		}
+		return fail(code, "exec %s: %v", req.Argv[0], err)
+	}
+	c := &child{pid: pid}
+	z.mu.Lock()
+	z.live[pid] = c
+	z.mu.Unlock()
+	if err := z.release(pid); err != nil {
+		z.kill(c, syscall.SIGKILL)
+		z.reap(c)
+		return fail(ExitSetup, "%v", err)
+	}
+	return c, 0, nil
+}
+
+// childAttr is how a program starts: in a process group of its own,
+// killed if its thread of the zygote ends, stopped at its exec (traced),
+// and, unless unshareInto will make it, in a user namespace of its own.
+func childAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Ptrace: true}
+	if !canInject {
+		a.Unshareflags = syscall.CLONE_NEWUSER
+	}
+	return a
+}
+
+// release lets the program stopped at its exec go, once its user
+// namespace maps its user and group and its limits are set.
+func (z *zygote) release(pid int) error {
+	if err := waitStop(pid); err != nil {
+		return err
+	}
+	if canInject {
+		if err := unshareInto(pid); err != nil {
+			return err
+		}
+	}
+	// The maps are written under /proc, which this thread's sandbox
+	// denies: a goroutine that is not locked runs on a thread that was
+	// never confined (confined threads are locked and end with their call).
+	errc := make(chan error, 1)
+	go func() { errc <- z.prepare(pid) }()
+	if err := <-errc; err != nil {
+		return err
+	}
+	if err := syscall.PtraceDetach(pid); err != nil {
+		return fmt.Errorf("ptrace detach: %v", err)
+	}
+	return nil
+}
+
+// prepare maps the program's user and group in its user namespace and
+// sets its resource limits.
+func (z *zygote) prepare(pid int) error {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	for _, w := range []struct{ file, data string }{
+		{"setgroups", "deny"},
+		{"gid_map", fmt.Sprintf("%d %d 1\n", z.gid, z.gid)},
+		{"uid_map", fmt.Sprintf("%d %d 1\n", z.uid, z.uid)},
+	} {
+		if err := writeProcFile(dir+w.file, w.data); err != nil {
+			return err
+		}
+	}
+	return setLimits(pid, z.limits)
+}
+
+// writeProcFile writes data to a file under /proc in one write (plain
+// system calls: os.File would try the runtime's poller first).
+func writeProcFile(path, data string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	_, err = unix.Write(fd, []byte(data))
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
+}
+
+// reap waits for the program to end, sweeps its group before its pid is
+// released (so the group id cannot have been reused), then reaps it.
+func (z *zygote) reap(c *child) (syscall.WaitStatus, time.Duration) {
+	pid := c.pid
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	z.mu.Lock()
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	delete(z.live, pid)
+	z.mu.Unlock()
+	var ws syscall.WaitStatus
+	var ru syscall.Rusage
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, &ru)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ws, cpu
+}
+
+// kill signals c's group unless c was already reaped.
+func (z *zygote) kill(c *child, sig syscall.Signal) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.live[c.pid] == c {
+		_ = syscall.Kill(-c.pid, sig)
+	}
+}
+
+// shutdown does what the worker would have: SIGTERM to every live group,
+// up to the grace for them to end, then SIGKILL.
+func (z *zygote) shutdown() {
+	z.signalAll(syscall.SIGTERM)
+	deadline := time.Now().Add(z.grace)
+	for time.Now().Before(deadline) && z.liveCount() > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	z.signalAll(syscall.SIGKILL)
+}
+
+func (z *zygote) signalAll(sig syscall.Signal) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for pid := range z.live {
+		_ = syscall.Kill(-pid, sig)
+	}
+}
+
+func (z *zygote) liveCount() int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return len(z.live)
+}

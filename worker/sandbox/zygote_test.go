@@ -1,0 +1,204 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/internal/testutil"
+)
+
+// zygoteFor is a Zygote for /bin/sh under p, with the test binary as its
+// helper (TestMain calls Main).
+func zygoteFor(t *testing.T, p *Policy) *Zygote {
+	t.Helper()
+	self := reachableSelf(t)
+	if s := ProbeHelpers(t.Context(), []string{self}); s.Problem != "" {
+		t.Fatalf("this host cannot run sandboxed programs: %s", s.Problem)
+	}
+	pl, err := Prepare(p, "/bin/sh", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := NewZygote(pl, time.Second)
+	t.Cleanup(func() { _ = z.Close() })
+	return z
+}
+
+// reachableSelf is the test binary, copied where nobody (a root worker's
+// confined programs' user) can run it when the test runs as root.
+func reachableSelf(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() != 0 {
+		return self
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "zygote-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "sandbox.test")
+	if err := os.WriteFile(path, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runSh runs `sh -c script` through z and returns its stdout, stderr and end.
+func runSh(t *testing.T, z *Zygote, script string) (string, string, *Exit) {
+	t.Helper()
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	devNull, _ := os.Open(os.DevNull)
+	defer devNull.Close()
+	run, err := z.Start([]string{"/bin/sh", "-c", script}, []string{"PATH=/usr/bin:/bin"}, devNull, outW, errW)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := io.ReadAll(outR)
+	stderr, _ := io.ReadAll(errR)
+	end, err := run.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(stdout), string(stderr), end
+}
+
+// A zygote's programs are confined as the per-call helper's were: their
+// reads outside the grants fail, they run as the worker's user in a user
+// namespace of their own, with the limits set, and two runs in a row each
+// get a fresh process count.
+func TestZygoteConfinesEachProgram(t *testing.T) {
+	z := zygoteFor(t, &Policy{Read: []string{"/usr", "/proc"}, Limits: Limits{Processes: 8, CPUSeconds: 7, Files: 32}})
+	uid := strconv.Itoa(os.Getuid())
+	if os.Getuid() == 0 {
+		uid = strconv.Itoa(RootRunsAs)
+	}
+	cases := []struct {
+		name, script, wantOut, wantErr string
+		code                           int
+	}{
+		{"echo", "echo hi", "hi\n", "", 0},
+		{"exit code", "exit 3", "", "", 3},
+		{"read outside its grants", "cat /etc/hostname", "", "Permission denied", 1},
+		{"runs as the worker's user", "id -u", uid + "\n", "", 0},
+		{"limits set", "grep -E '^Max (cpu time|processes|open files)' /proc/self/limits | tr -s ' '",
+			"Max cpu time 7 8 seconds \nMax processes 8 8 processes \nMax open files 32 32 files \n", "", 0},
+		{"a user namespace of its own", "readlink /proc/self/ns/user", "", "", 0},
+	}
+	own, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{own: true}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, end := runSh(t, z, c.script)
+			if end.ExitCode() != c.code || !strings.Contains(stderr, c.wantErr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", end.ExitCode(), stderr, c.code, c.wantErr)
+			}
+			if c.name == "a user namespace of its own" {
+				if seen[out] {
+					t.Fatalf("user namespace %q shared", out)
+				}
+				seen[out] = true
+				return
+			}
+			if out != c.wantOut {
+				t.Fatalf("stdout %q, want %q", out, c.wantOut)
+			}
+		})
+	}
+}
+
+// background starts `sh -c script` through z and returns once it printed
+// its first line (which it returns); the test's end kills its group.
+func background(t *testing.T, z *Zygote, script string) string {
+	t.Helper()
+	outR, outW, _ := os.Pipe()
+	devNull, _ := os.Open(os.DevNull)
+	defer devNull.Close()
+	run, err := z.Start([]string{"/bin/sh", "-c", script}, []string{"PATH=/usr/bin:/bin"}, devNull, outW, outW)
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-run.Pid, syscall.SIGKILL)
+		_, _ = run.Wait()
+		outR.Close()
+	})
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no first line: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// Programs of the same binding running at once are kept apart as
+// separate helpers kept them: each counts only its own processes against
+// the process limit, and (Landlock ABI 6) one cannot signal the other.
+func TestZygoteKeepsConcurrentProgramsApart(t *testing.T) {
+	z := zygoteFor(t, &Policy{Read: []string{"/usr"}, Limits: Limits{Processes: 8}})
+	first := background(t, z, "for i in 1 2 3 4 5; do sleep 60 & done; echo $$; wait")
+	out, stderr, end := runSh(t, z, "for i in 1 2 3 4 5; do sleep 0 & done; wait; echo forked")
+	if end.ExitCode() != 0 || out != "forked\n" {
+		t.Fatalf("a second program's forks failed while the first held its processes: exit %d, %q %q", end.ExitCode(), out, stderr)
+	}
+	if abi, _ := landlockABI(); abi < 6 {
+		t.Skipf("Landlock ABI %d has no signal scoping", abi)
+	}
+	_, stderr, end = runSh(t, z, "kill -0 "+first)
+	if end.ExitCode() == 0 || !strings.Contains(strings.ToLower(stderr), "not permitted") {
+		t.Fatalf("a program could signal another call's program: exit %d, %q", end.ExitCode(), stderr)
+	}
+}
+
+// A zygote that dies takes its running programs with it (their
+// parent-death signal; what they forked is the worker's to sweep, by
+// group, when Wait fails), and the next program starts a new one.
+func TestZygoteRestartsWhenItDies(t *testing.T) {
+	z := zygoteFor(t, &Policy{Read: []string{"/usr"}})
+	pid, err := strconv.Atoi(background(t, z, "echo $$; sleep 60"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.mu.Lock()
+	first := z.cur
+	z.mu.Unlock()
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.exited
+	testutil.WaitFor(t, "the dead zygote's program to be gone", func() bool { return !testutil.ProcAlive(pid) })
+	out, _, end := runSh(t, z, "echo again")
+	if end.ExitCode() != 0 || out != "again\n" {
+		t.Fatalf("after the zygote died: exit %d, %q", end.ExitCode(), out)
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.cur == first || z.cur == nil {
+		t.Fatal("no new zygote")
+	}
+}
