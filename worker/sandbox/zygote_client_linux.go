@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -49,7 +48,7 @@ func NewZygote(pl *Plan, grace time.Duration) *Zygote {
 // zygoteProc is a running zygote and the worker's end of its control socket.
 type zygoteProc struct {
 	cmd    *exec.Cmd
-	ctl    *net.UnixConn
+	ctl    *os.File // the control socket, a SOCK_SEQPACKET
 	exited chan struct{}
 }
 
@@ -115,7 +114,7 @@ func (z *Zygote) send(rights []byte) error {
 		if err != nil {
 			return err
 		}
-		_, _, err = zp.ctl.WriteMsgUnix([]byte{'c'}, rights, nil)
+		err = sendMsg(zp.ctl, []byte{'c'}, rights)
 		if err == nil {
 			return nil
 		}
@@ -216,14 +215,11 @@ func startZygote(pl *Plan, grace time.Duration) (*zygoteProc, error) {
 		return nil, os.NewSyscallError("socketpair", err)
 	}
 	theirs := os.NewFile(uintptr(sp[1]), "zygote-control")
-	mine := os.NewFile(uintptr(sp[0]), "zygote-control")
-	c, err := net.FileConn(mine)
-	mine.Close()
+	ctl, err := pollable(sp[0], "zygote-control")
 	if err != nil {
 		theirs.Close()
 		return nil, err
 	}
-	ctl := c.(*net.UnixConn)
 	attr := pl.SysProcAttr()
 	attr.Setpgid, attr.Pdeathsig = true, syscall.SIGTERM
 	cmd := &exec.Cmd{Path: pl.helper, Args: []string{pl.helper, helperFlag, zygoteFlag, pl.spec, grace.String()},

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -38,8 +36,8 @@ import (
 // stderr. On the call's socket the worker writes the request (a JSON
 // zygoteRequest) and reads JSON lines back: zygoteReply with the pid once
 // the program runs, then zygoteReply with its wait status once it ended
-// and its process group was swept. The worker closing the call's socket
-// kills the program's group; the control socket's end (the worker died) or
+// and its process group was swept. The worker stops a program by signalling
+// its group itself; the control socket's end (the worker died) or
 // SIGTERM takes every group down, SIGTERM then SIGKILL after the grace.
 
 // zygoteFlag follows the helper flag to start a zygote: the spec and the
@@ -118,14 +116,10 @@ func runZygote(args []string) int {
 }
 
 // newZygote reads the spec and grace and builds the ruleset.
-func newZygote(specJSON, graceText string) (*net.UnixConn, *zygote, error) {
-	c, err := net.FileConn(os.NewFile(zygoteControlFD, "control"))
+func newZygote(specJSON, graceText string) (*os.File, *zygote, error) {
+	control, err := pollable(zygoteControlFD, "control")
 	if err != nil {
 		return nil, nil, fmt.Errorf("control socket: %v", err)
-	}
-	control, ok := c.(*net.UnixConn)
-	if !ok {
-		return nil, nil, errors.New("control socket: not a unix socket")
 	}
 	var s spec
 	if err := json.Unmarshal([]byte(specJSON), &s); err != nil {
@@ -150,12 +144,12 @@ func newZygote(specJSON, graceText string) (*net.UnixConn, *zygote, error) {
 
 // accept starts a call for each message on the control socket until it
 // ends.
-func (z *zygote) accept(control *net.UnixConn) {
+func (z *zygote) accept(control *os.File) {
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	b := make([]byte, 1)
 	for {
-		_, oobn, _, _, err := control.ReadMsgUnix(b, oob)
-		if err != nil {
+		n, oobn, err := recvMsg(control, b, oob)
+		if err != nil || n == 0 {
 			return
 		}
 		fds, err := receivedFDs(oob[:oobn])
@@ -170,8 +164,8 @@ func (z *zygote) accept(control *net.UnixConn) {
 	}
 }
 
-// receivedFDs are the descriptors of a control message (net sets
-// MSG_CMSG_CLOEXEC: none leaks into another call's program).
+// receivedFDs are the descriptors of a control message (received
+// close-on-exec: none leaks into another call's program).
 func receivedFDs(oob []byte) ([]int, error) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
@@ -197,7 +191,6 @@ func closeFDs(fds []int) {
 // and stderr. It runs on a thread of its own, confined for this call and
 // ended with it (the goroutine never unlocks it).
 func (z *zygote) serve(fds []int) {
-	_ = syscall.SetNonblock(fds[0], true) // pollable: closing it ends the watch below
 	sock := os.NewFile(uintptr(fds[0]), "call")
 	defer sock.Close()
 	var req zygoteRequest
@@ -215,12 +208,8 @@ func (z *zygote) serve(fds []int) {
 		return
 	}
 	if err := json.NewEncoder(sock).Encode(zygoteReply{Pid: c.pid}); err != nil {
-		z.kill(c, syscall.SIGKILL)
+		z.kill(c, syscall.SIGKILL) // the worker gave up on the call
 	}
-	go func() { // the worker closing the call's socket stops the program
-		_, _ = io.Copy(io.Discard, sock)
-		z.kill(c, syscall.SIGKILL)
-	}()
 	ws, cpu := z.reap(c)
 	_ = json.NewEncoder(sock).Encode(zygoteReply{Ended: true, Status: uint32(ws), CPUNs: int64(cpu)})
 }
@@ -317,16 +306,21 @@ func (z *zygote) prepare(pid int) error {
 	return setLimits(pid, z.limits)
 }
 
+// writeProcFile writes data to a file under /proc in one write (plain
+// system calls: os.File would try the runtime's poller first).
 func writeProcFile(path, data string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	_, err = f.WriteString(data)
-	if cerr := f.Close(); err == nil {
+	_, err = unix.Write(fd, []byte(data))
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }
 
 // reap waits for the program to end, sweeps its group before its pid is

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
 // zygoteFor is a Zygote for /bin/sh under p, with the test binary as its
@@ -170,5 +172,33 @@ func TestZygoteKeepsConcurrentProgramsApart(t *testing.T) {
 	_, stderr, end = runSh(t, z, "kill -0 "+first)
 	if end.ExitCode() == 0 || !strings.Contains(strings.ToLower(stderr), "not permitted") {
 		t.Fatalf("a program could signal another call's program: exit %d, %q", end.ExitCode(), stderr)
+	}
+}
+
+// A zygote that dies takes its running programs with it (their
+// parent-death signal; what they forked is the worker's to sweep, by
+// group, when Wait fails), and the next program starts a new one.
+func TestZygoteRestartsWhenItDies(t *testing.T) {
+	z := zygoteFor(t, &Policy{Read: []string{"/usr"}})
+	pid, err := strconv.Atoi(background(t, z, "echo $$; sleep 60"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.mu.Lock()
+	first := z.cur
+	z.mu.Unlock()
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.exited
+	testutil.WaitFor(t, "the dead zygote's program to be gone", func() bool { return !testutil.ProcAlive(pid) })
+	out, _, end := runSh(t, z, "echo again")
+	if end.ExitCode() != 0 || out != "again\n" {
+		t.Fatalf("after the zygote died: exit %d, %q", end.ExitCode(), out)
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.cur == first || z.cur == nil {
+		t.Fatal("no new zygote")
 	}
 }
