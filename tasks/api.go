@@ -89,16 +89,24 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 	if err != nil {
 		return nil, err
 	}
-	if !dup {
-		if err := s.enqueue(ctx, &q, seq); err != nil {
-			return nil, err
-		}
-	}
 	rec.Deduplicated = dup && a.IdemKey != "" // a repeated submit_id is the same submission
-	if a.Wait {
-		return s.waitEnded(ctx, q.Owner, rec.TaskID)
+	if dup {
+		if a.Wait {
+			return s.waitEnded(ctx, q.Owner, rec.TaskID)
+		}
+		return rec, nil
 	}
-	return rec, nil
+	if !a.Wait {
+		return rec, s.enqueue(ctx, &q, seq)
+	}
+	// Waiting from before the task can run: its end cannot be missed, and
+	// a task just queued need not be read before it has changed.
+	changed, stop := s.awaitChange(s.names.doneSubject(q.Owner, q.TaskID))
+	defer stop()
+	if err := s.enqueue(ctx, &q, seq); err != nil {
+		return nil, err
+	}
+	return s.waitLoop(ctx, q.Owner, q.TaskID, changed, true)
 }
 
 // newQueued makes a new task's queued call.
@@ -170,6 +178,7 @@ func dedupeID(owner string, a submitReq) string {
 // enqueue publishes the queued call; a full per-tool queue deletes the
 // record again and answers overloaded (§22.6).
 func (s *Service) enqueue(ctx context.Context, q *queuedCall, seq uint64) error {
+	q.Seq = seq
 	data, err := json.Marshal(q)
 	if err != nil {
 		return err
@@ -214,21 +223,29 @@ func (s *Service) get(ctx context.Context, req *worker.Request, _ worker.Emitter
 
 // waitEnded answers a task's record once the task has ended.
 func (s *Service) waitEnded(ctx context.Context, owner, id string) (any, error) {
-	sub, err := s.nc.SubscribeSync(s.names.doneSubject(owner, id))
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
+	changed, stop := s.awaitChange(s.names.doneSubject(owner, id))
+	defer stop()
+	return s.waitLoop(ctx, owner, id, changed, false)
+}
+
+// waitLoop reads a task each time it changes until it has ended; pending
+// says it has not changed since it was queued, so the first read waits.
+func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan struct{}, pending bool) (any, error) {
 	for {
-		rec, prob := s.lookup(ctx, owner, id, true)
-		if prob != nil {
-			return nil, prob
+		if !pending {
+			rec, prob := s.lookup(ctx, owner, id, true)
+			if prob != nil {
+				return nil, prob
+			}
+			if rec.TerminalSeq != 0 {
+				return rec, nil
+			}
 		}
-		if rec.TerminalSeq != 0 {
-			return rec, nil
-		}
-		if _, err := sub.NextMsgWithContext(ctx); err != nil {
-			return nil, ctxProblem(ctx, err)
+		pending = false
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctxProblem(ctx, ctx.Err())
 		}
 	}
 }

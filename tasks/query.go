@@ -35,7 +35,10 @@ func (s *Service) lookup(ctx context.Context, owner, id string, withTerminal boo
 	if err != nil {
 		return rec, asProblem(err)
 	}
-	if withTerminal && rec.TerminalSeq != 0 {
+	if !withTerminal {
+		rec.Terminal = nil
+	}
+	if withTerminal && rec.TerminalSeq != 0 && len(rec.Terminal) == 0 {
 		if e, err := s.entryAt(ctx, rec.TerminalSeq, ""); err == nil && e != nil {
 			rec.Terminal, _ = s.eventJSON(ctx, &e.entry)
 		}
@@ -60,6 +63,14 @@ func (s *Service) missing(id string) *envelope.Problem {
 func (s *Service) recordFrom(ctx context.Context, subject string, last *stored) (caller.TaskRecord, error) {
 	if last.Kind == kindTask {
 		return last.TaskRecord, nil
+	}
+	if _, ok := last.terminal(); ok && last.TaskID != "" { // the terminal carries the final record
+		rec := last.TaskRecord
+		rec.TerminalSeq = last.seq
+		if len(last.Event) <= inlineTerminal {
+			rec.Terminal = last.Event
+		}
+		return rec, nil
 	}
 	first, err := s.entryAt(ctx, 1, subject)
 	if err != nil || first == nil {
@@ -230,15 +241,15 @@ func (s *Service) cancelQueued(ctx context.Context, subject string, rec caller.T
 func (s *Service) killRunning(ctx context.Context, owner, id string) error {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	sub, err := s.nc.SubscribeSync(s.names.doneSubject(owner, id))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
+	changed, stop := s.awaitChange(s.names.doneSubject(owner, id))
+	defer stop()
 	if err := s.nc.Publish(s.names.killSubject(id), nil); err != nil {
 		return err
 	}
-	_, _ = sub.NextMsgWithContext(wctx)
+	select {
+	case <-changed:
+	case <-wctx.Done():
+	}
 	return nil
 }
 

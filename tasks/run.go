@@ -30,6 +30,10 @@ type queuedCall struct {
 	Idempotent bool            `json:"idempotent,omitempty"`
 	Created    time.Time       `json:"created"`
 	Deadline   time.Time       `json:"deadline"`
+	// Seq is the log sequence of the task's queued record: a first
+	// delivery starts from it without reading the log (a cancel that came
+	// first makes the dispatch mark's append fail, and the log is read).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // record is the task's record as the queue message knows it.
@@ -80,7 +84,7 @@ func (s *Service) handle(m jetstream.Msg) {
 		return
 	}
 	r.subject = s.names.logSubject(r.q.Owner, r.q.TaskID)
-	last, err := s.lastEntry(ctx, r.subject)
+	last, err := s.startingEntry(ctx, r)
 	if err != nil {
 		_ = m.Nak()
 		return
@@ -95,10 +99,20 @@ func (s *Service) handle(m jetstream.Msg) {
 	s.proceed(ctx, r, last)
 }
 
+// startingEntry is the log entry a delivered queued call is judged from:
+// on its first delivery the queued record it was published after, else
+// the task's last entry, read.
+func (s *Service) startingEntry(ctx context.Context, r *attemptRun) (*stored, error) {
+	if md, err := r.m.Metadata(); err == nil && md.NumDelivered == 1 && r.q.Seq != 0 {
+		return &stored{entry: entry{Kind: kindTask, TaskRecord: r.q.record(caller.TaskQueued, 0, 0)}, seq: r.q.Seq}, nil
+	}
+	return s.lastEntry(ctx, r.subject)
+}
+
 // proceed decides what a delivered task needs (§22.6).
 func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
-	if ev, ok := last.terminal(); ok { // ended, its final record not yet written
-		s.finalize(ctx, r, ev, last.seq)
+	if ev, ok := last.terminal(); ok { // ended
+		s.settleEnded(ctx, r, last, ev)
 		return
 	}
 	if last.Kind == kindTask && caller.TaskTerminal(last.State) {
@@ -170,7 +184,7 @@ func (s *Service) rejudge(ctx context.Context, r *attemptRun) {
 		return
 	}
 	if ev, ok := last.terminal(); ok {
-		s.finalize(ctx, r, ev, last.seq)
+		s.settleEnded(ctx, r, last, ev)
 		return
 	}
 	if last.Kind == kindTask && caller.TaskTerminal(last.State) {
@@ -361,13 +375,24 @@ func (s *Service) markStart(r *attemptRun, ev envelope.ToolEvent) envelope.ToolE
 
 // record appends one event to the task's log (§22.2, §22.8).
 func (s *Service) record(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) error {
+	return s.recordWith(ctx, r, ev, nil)
+}
+
+// recordWith appends one event to the task's log; final, with a terminal
+// event, is the task's final record, carried in the same entry (§22.2).
+func (s *Service) recordWith(ctx context.Context, r *attemptRun, ev envelope.ToolEvent, final *caller.TaskRecord) error {
 	data, err := ev.AppendJSON(nil)
 	if err != nil {
 		return err
 	}
 	n := r.events + 1
 	e := &entry{Kind: kindEvent, TaskRecord: caller.TaskRecord{Attempt: r.attempt}, N: n, Event: data}
-	if len(data) > int(s.nc.MaxPayload())-wire.ChunkOverhead {
+	room := int(s.nc.MaxPayload()) - wire.ChunkOverhead
+	if final != nil {
+		e.TaskRecord = *final
+		room -= recordRoom
+	}
+	if len(data) > room {
 		name := r.q.TaskID + "." + strconv.Itoa(n)
 		if _, err := retry(ctx, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 			return s.objs.PutBytes(ctx, name, data)
@@ -376,24 +401,35 @@ func (s *Service) record(ctx context.Context, r *attemptRun, ev envelope.ToolEve
 		}
 		e.Event, e.Object, e.Size = nil, name, len(data)
 	}
-	ack, err := s.appendEntry(ctx, r.subject, e, r.q.TaskID+".e"+strconv.Itoa(n), 0)
-	if err != nil {
+	if _, err := s.appendEntry(ctx, r.subject, e, r.q.TaskID+".e"+strconv.Itoa(n), 0); err != nil {
 		return err
 	}
 	r.events = n
-	_ = ack
 	return nil
 }
 
-// finish records a task's terminal event and its final record.
+// recordRoom is what a final record may take of a log message beside
+// its terminal event.
+const recordRoom = 2 << 10
+
+// finish records a task's terminal event with its final record, in one
+// entry, and settles the task.
 func (s *Service) finish(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) {
-	if err := s.record(ctx, r, ev); err != nil {
+	rec := r.q.record(stateOf(ev), r.attempt, r.events+1)
+	rec.Code, rec.WorkerID = string(ev.Code), r.worker
+	if err := s.recordWith(ctx, r, ev, &rec); err != nil {
 		_ = r.m.Nak()
 		return
 	}
-	last, err := s.lastEntry(ctx, r.subject)
-	if err != nil || last == nil {
-		_ = r.m.Nak()
+	s.settle(r)
+}
+
+// settleEnded settles a task whose last entry is its terminal event: one
+// that carries the final record is done; one without it (a log an older
+// task service wrote) gets it appended first.
+func (s *Service) settleEnded(ctx context.Context, r *attemptRun, last *stored, ev envelope.ToolEvent) {
+	if last.TaskID != "" {
+		s.settle(r)
 		return
 	}
 	s.finalize(ctx, r, ev, last.seq)
@@ -404,6 +440,9 @@ func (s *Service) finish(ctx context.Context, r *attemptRun, ev envelope.ToolEve
 func (s *Service) finalize(ctx context.Context, r *attemptRun, ev envelope.ToolEvent, seq uint64) {
 	rec := r.q.record(stateOf(ev), r.attempt, r.events)
 	rec.Code, rec.TerminalSeq, rec.WorkerID = string(ev.Code), seq, r.worker
+	if data, err := ev.AppendJSON(nil); err == nil && len(data) <= inlineTerminal {
+		rec.Terminal = data // get and wait answer from this one entry
+	}
 	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec},
 		r.q.TaskID+".final", 0); err != nil {
 		_ = r.m.Nak()
@@ -412,10 +451,17 @@ func (s *Service) finalize(ctx context.Context, r *attemptRun, ev envelope.ToolE
 	s.settle(r)
 }
 
-// settle acks a queued call whose task has ended and wakes its waiters.
+// inlineTerminal is the largest terminal event a final record carries
+// itself; a larger one is read from its own entry.
+const inlineTerminal = 16 << 10
+
+// settle wakes the waiters of a task that has ended and acks its queued
+// call. The end is in the log already, so the ack need not be confirmed:
+// a lost one redelivers the call, which finds the task ended and settles
+// it again.
 func (s *Service) settle(r *attemptRun) {
-	_ = r.m.DoubleAck(s.ctx)
 	s.changed(r)
+	_ = r.m.Ack()
 }
 
 // changed tells whoever waits on a task (get with wait, cancel) that its

@@ -126,6 +126,8 @@ type Service struct {
 
 	mu      sync.Mutex
 	running map[string]*attemptRun // task id → its attempt running here
+	wake    wakers
+	done    *nats.Subscription
 }
 
 // names are the subjects and JetStream names of one mesh's task service.
@@ -156,7 +158,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{nc: nc, cfg: cfg, log: cfg.Logger, js: js, names: namesFor(cfg.Prefix),
-		running: map[string]*attemptRun{}}
+		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan struct{}]struct{}{}}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.openStorage(ctx); err != nil {
 		s.cancel()
@@ -215,6 +217,9 @@ func (s *Service) start(ctx context.Context) error {
 	if s.answers, err = s.nc.Subscribe(s.names.base+".answer.*", s.onAnswer); err != nil {
 		return err
 	}
+	if s.done, err = s.nc.Subscribe(s.names.base+".done.>", s.onDone); err != nil {
+		return err
+	}
 	if err := s.startAPI(); err != nil {
 		return err
 	}
@@ -233,7 +238,7 @@ func (s *Service) Close(ctx context.Context) {
 	}
 	s.cancel()
 	s.wg.Wait()
-	for _, sub := range []*nats.Subscription{s.kill, s.answers} {
+	for _, sub := range []*nats.Subscription{s.kill, s.answers, s.done} {
 		if sub != nil {
 			_ = sub.Unsubscribe()
 		}

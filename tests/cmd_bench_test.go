@@ -75,7 +75,7 @@ func TestCommandBench(t *testing.T) {
 		micro    bool
 		target   bool
 	}{{"unary", 1, true, true}, {"unary", 3, true, false}, {"unary, coalescing off", 3, true, false}, {"stream of 5 deltas", 1, false, true},
-		{"no responders", 1, false, true}, {"mcp gateway, http", 2, false, true}, {"mcp gateway, stdio", 2, false, true},
+		{"no responders", 1, false, true}, {"durable unary (task)", 3, false, true}, {"mcp gateway, http", 2, false, true}, {"mcp gateway, stdio", 2, false, true},
 		{"mcp cold start, 5 tools", 1, false, true}, {"result of 1 MiB", 1, false, true}, {"cli /bin/true", 2, false, true}, {"memory, 40 calls in flight", 40, false, true}}
 	if len(report.Results) != len(want) {
 		t.Fatalf("got %d results, want %d:\n%s", len(report.Results), len(want), r.stdout)

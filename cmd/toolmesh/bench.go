@@ -143,7 +143,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, g *globals, o *benchOptio
 		return err
 	}
 	report := benchReport{Server: srv.name, Duration: o.duration.String(), Rounds: o.rounds}
-	for _, s := range benchScenarios(o, b.sandboxed) {
+	for _, s := range benchScenarios(o, b.sandboxed, b.durable != nil) {
 		report.Results = append(report.Results, b.run(ctx, s, o))
 	}
 	b.close()

@@ -70,7 +70,7 @@ const (
 )
 
 // benchScenarios is the table of the run's ratio rows, in report order.
-func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
+func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 	var s []benchScenario
 	for _, n := range o.levels {
 		s = append(s, benchScenario{name: "unary", inFlight: n, peers: peersRequestReply,
@@ -96,6 +96,13 @@ func benchScenarios(o *benchOptions, sandboxed bool) []benchScenario {
 		benchScenario{name: "no responders", inFlight: 1, peers: peersNoResponders,
 			raw: (*bencher).rawNoResponders, toolmesh: (*bencher).meshNoResponders,
 			goals: []benchGoal{{metric: metricP50, atMost: true, bound: 1.3}}})
+	if durable {
+		// Issue 22's target: durable unary calls at ≥ 0.8× a hand-written
+		// JetStream work queue's rate, at the highest level in flight.
+		s = append(s, benchScenario{name: "durable unary (task)", inFlight: slices.Max(o.levels), peers: peersWorkQueue,
+			raw: (*bencher).rawWorkQueue, toolmesh: (*bencher).durableUnary,
+			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})
+	}
 	s = append(s, gatewayScenarios(o.gatewayLevels, o.coldTools)...)
 	for _, mib := range o.bigLevels {
 		s = append(s, bigScenario(mib))

@@ -46,6 +46,8 @@ type bencher struct {
 	deltas    int
 	// peers are the MCP and gRPC servers users would pick instead.
 	peers *benchPeers
+	// durable is the durable row's sides; nil without JetStream.
+	durable *benchDurable
 	// blobs are the large results by size in MiB.
 	blobs map[int]json.RawMessage
 	// gw holds the gateway rows' MCP sessions and processes.
@@ -112,6 +114,7 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url 
 	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: g.log, Coalescing: caller.CoalesceOff}); err != nil {
 		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
+	b.startDurableRow(ctx, dial, prefix, g)
 	for _, nc := range b.conns {
 		if err := nc.Flush(); err != nil {
 			return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
@@ -210,6 +213,9 @@ func (b *bencher) count(_ context.Context, _ *worker.Request, emit worker.Emitte
 func (b *bencher) close() {
 	if b.peers != nil {
 		b.peers.close()
+	}
+	if b.durable != nil {
+		b.durable.close()
 	}
 	if b.gw != nil {
 		b.gw.close()

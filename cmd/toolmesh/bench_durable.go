@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/tasks"
+)
+
+// peersWorkQueue is the durable row's raw side.
+const peersWorkQueue = "raw: a hand-written JetStream work queue (publish, pull consumer, ack, the result published back), same echo"
+
+// benchDurable is the durable row's two sides on one JetStream server: a
+// task service over the bench's private prefix (the worker's echo runs
+// each task), and a hand-written work queue doing the same echo.
+type benchDurable struct {
+	svc     *tasks.Service
+	js      jetstream.JetStream
+	streams []string // made for the row, deleted on close
+	wq      jetstream.ConsumeContext
+	wqSub   string // the work queue's subject
+	pub     *nats.Conn
+	inbox   string // results come back on inbox.<n>
+	sub     *nats.Subscription
+	mu      sync.Mutex
+	waiting map[string]chan struct{}
+	next    uint64
+}
+
+// startDurable readies the durable row; a server without JetStream skips
+// it (nil, with the reason).
+func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix string, g *globals) (*benchDurable, error) {
+	js, err := jetstream.New(svcNC)
+	if err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := js.AccountInfo(actx); err != nil {
+		return nil, fmt.Errorf("the server has no JetStream for this account: %w", err)
+	}
+	d := &benchDurable{js: js, pub: pubNC, waiting: map[string]chan struct{}{}}
+	flat := strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(prefix) // as tasks names its streams
+	d.streams = []string{"TOOLMESH_TASKS_" + flat, "TOOLMESH_TASKQ_" + flat, "OBJ_TOOLMESH_TASKOBJ_" + flat, "BENCH_WQ_" + flat}
+	if d.svc, err = tasks.New(ctx, svcNC, tasks.Config{Prefix: prefix, Retention: 10 * time.Minute, Logger: g.log}); err != nil {
+		return nil, err
+	}
+	if err := d.serveQueue(ctx, wqNC, prefix, d.streams[3]); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.inbox = nats.NewInbox()
+	if d.sub, err = pubNC.Subscribe(d.inbox+".*", d.onResult); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// serveQueue makes the hand-written work queue: a work-queue stream, a
+// pull consumer that acks each message and publishes its data to the
+// Reply-To header's subject.
+func (d *benchDurable) serveQueue(ctx context.Context, nc *nats.Conn, prefix, name string) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	d.wqSub = prefix + ".wq.echo"
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{prefix + ".wq.>"},
+		Retention: jetstream.WorkQueuePolicy})
+	if err != nil {
+		return err
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w",
+		AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000})
+	if err != nil {
+		return err
+	}
+	d.wq, err = cons.Consume(func(m jetstream.Msg) {
+		_ = m.Ack()
+		_ = nc.Publish(m.Headers().Get("Reply-To"), m.Data())
+	})
+	return err
+}
+
+// onResult wakes the raw call a result belongs to.
+func (d *benchDurable) onResult(m *nats.Msg) {
+	d.mu.Lock()
+	ch := d.waiting[m.Subject]
+	delete(d.waiting, m.Subject)
+	d.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// rawWorkQueue is one echo through the hand-written work queue.
+func (b *bencher) rawWorkQueue(ctx context.Context) error {
+	d := b.durable
+	d.mu.Lock()
+	d.next++
+	reply := fmt.Sprintf("%s.%d", d.inbox, d.next)
+	ch := make(chan struct{})
+	d.waiting[reply] = ch
+	d.mu.Unlock()
+	msg := &nats.Msg{Subject: d.wqSub, Data: b.args, Header: nats.Header{"Reply-To": []string{reply}}}
+	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
+		return err
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// durableUnary is one echo as a durable unary task, submitted and waited
+// for in one round trip.
+func (b *bencher) durableUnary(ctx context.Context) error {
+	rec, err := b.c.RunTask(ctx, "echo", b.args, caller.WithTaskMode("unary"))
+	if err != nil {
+		return err
+	}
+	if rec.State != caller.TaskSucceeded {
+		return envelope.Problemf(envelope.CodeInternal, "task %s ended %s (%s)", rec.TaskID, rec.State, rec.Code)
+	}
+	return nil
+}
+
+// close stops both sides and deletes the row's streams.
+func (d *benchDurable) close() {
+	if d.sub != nil {
+		_ = d.sub.Unsubscribe()
+	}
+	if d.wq != nil {
+		d.wq.Stop()
+	}
+	if d.svc != nil {
+		d.svc.Close(context.Background())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, name := range d.streams {
+		if err := d.js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return
+		}
+	}
+}
+
+// startDurableRow readies the durable row on connections of its own, or
+// says on stderr why the row is skipped.
+func (b *bencher) startDurableRow(ctx context.Context, dial func(string) (*nats.Conn, error), prefix string, g *globals) {
+	var ncs []*nats.Conn
+	for _, name := range []string{"bench tasks", "bench work queue", "bench work queue caller"} {
+		nc, err := dial(name)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "the durable row is skipped: %v\n", err)
+			return
+		}
+		b.conns = append(b.conns, nc)
+		ncs = append(ncs, nc)
+	}
+	d, err := startDurable(ctx, ncs[0], ncs[1], ncs[2], prefix, g)
+	if err != nil {
+		fmt.Fprintf(g.stderr, "the durable row is skipped: %v\n", err)
+		return
+	}
+	b.durable = d
+}
