@@ -899,6 +899,16 @@ func encodeArgs(args any) (json.RawMessage, error) {
 }
 
 func (c *Caller) options(opts []Option) callOptions {
+	if len(c.cfg.Options) == 0 && len(opts) == 0 {
+		// Apart from applyOptions: handing &o to an Option makes it
+		// escape, an allocation the common call without options skips.
+		return callOptions{retries: c.cfg.Retries}
+	}
+	return c.applyOptions(opts)
+}
+
+// applyOptions applies the caller's and the call's options in that order.
+func (c *Caller) applyOptions(opts []Option) callOptions {
 	o := callOptions{retries: c.cfg.Retries}
 	for _, f := range c.cfg.Options {
 		f(&o)

@@ -52,7 +52,8 @@ type call struct {
 	req      Request
 	sentAt   sentClock   // when the reply subject last carried a message
 	tracked  bool        // in w.calls (and its peer); guarded by w.callsMu
-	share    string      // the sender whose share the call holds (see shares)
+	share    shareKey    // the sender whose share the call holds (see shares)
+	shared   bool        // the call holds a place in share
 	pickup   time.Time   // the caller's pickup cutoff (zero: none)
 	named    atomic.Bool // a heartbeat has named the call: its caller knows it is taken up
 

@@ -325,7 +325,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		probing:     map[callKey]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
-	w.shares = shares{limit: cfg.MaxPerIdentity, held: map[string]int{}}
+	w.shares = shares{limit: cfg.MaxPerIdentity, held: map[shareKey]int{}}
 	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
