@@ -34,6 +34,10 @@ type Question struct {
 	Timeout time.Duration
 	// Approval is set when the worker asks to approve running a tool.
 	Approval *envelope.Approval
+	// Sampling is set on a sampling question (docs/protocol.md §23.11):
+	// MCP's sampling/createMessage params. An answerer that can ask a
+	// model does; any other answers the form (Schema) as for any question.
+	Sampling json.RawMessage
 
 	workerID string
 }
@@ -87,7 +91,7 @@ func QuestionOf(ev envelope.ToolEvent) (Question, bool) {
 		return Question{}, false
 	}
 	q := ev.Question
-	return Question{ID: q.ID, Message: ev.Message, Schema: q.Schema, Approval: q.Approval,
+	return Question{ID: q.ID, Message: ev.Message, Schema: q.Schema, Approval: q.Approval, Sampling: q.Sampling,
 		Timeout: time.Duration(q.TimeoutMS) * time.Millisecond, workerID: q.WorkerID}, true
 }
 

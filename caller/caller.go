@@ -57,6 +57,15 @@ type Config struct {
 	// worker cannot speak for calls still unread in its buffer; it is finite
 	// because a worker that dies holding unread calls never will.
 	PickupTimeout time.Duration
+	// PickupCutoff is how long after a call is sent a worker may still
+	// take it up: one that reads it later refuses it unrun (default 1.5
+	// heartbeat intervals; kept between one interval and half of
+	// PickupTimeout). Once it and one more interval (settleMargin) have
+	// passed, a call no worker has named did not run and will not, so a
+	// call whose worker died before taking it up ends, ran "no", that soon
+	// after it was sent (protocol v2, §8.2). Longer lets a worker reach
+	// calls from further down a backlog; shorter settles them sooner.
+	PickupCutoff time.Duration
 	// Window is a stream's event credit (default mesh.DefaultWindow): at
 	// most this many events of one stream wait unread in the caller.
 	Window int
@@ -115,6 +124,7 @@ type Caller struct {
 	sub      *nats.Subscription
 	probe    *nats.Subscription // answers workers' liveness probes
 	probes   *workerProbes      // this caller's probes of silent workers
+	markers  settleMarkers      // settle markers in flight (settle.go)
 	statusCh chan nats.Status
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -143,6 +153,9 @@ type Caller struct {
 	nsenders atomic.Int32
 	// specs caches decoded catalogue spec sets by digest (catalog.go).
 	specs specCache
+	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
+	// catalogue subject (scope.go).
+	trusted trustedSets
 	// perms caches what this identity may publish (tenant.go).
 	perms permView
 	// batchesSent and batchedCalls count batch messages and their calls.
@@ -180,6 +193,10 @@ func (cfg Config) withDefaults() (Config, error) {
 			cfg.PickupTimeout = mesh.MissedBeats * cfg.Heartbeat
 		}
 	}
+	if cfg.PickupCutoff <= 0 {
+		cfg.PickupCutoff = 3 * cfg.Heartbeat / 2
+	}
+	cfg.PickupCutoff = min(max(cfg.PickupCutoff, cfg.Heartbeat), cfg.PickupTimeout/2)
 	if cfg.Window <= 0 {
 		cfg.Window = mesh.DefaultWindow
 	}
@@ -327,7 +344,7 @@ func (c *Caller) remove(id string) {
 // onMsg routes one inbox message to its call (protocol v2, §5).
 func (c *Caller) onMsg(m *nats.Msg) {
 	if len(m.Data) == 0 {
-		if status := wire.Header(m.Header, "Status"); status == "503" && !c.probes.gone(m.Subject) {
+		if status := wire.Header(m.Header, "Status"); status == "503" && !c.onProbeAnswer(m.Subject) {
 			c.noResponders(m.Subject)
 		}
 		return // otherwise a worker closing a server-made reply stream after the terminal (see worker)
@@ -557,35 +574,80 @@ func (c *Caller) checkCalls(now time.Time) {
 	// backlog a worker gets one more silent period before it is judged.
 	backlog, _, _ := c.sub.Pending()
 	workers := map[string]bool{}
+	var waiting map[string]bool // tools with calls no worker has named for an interval
+	settle := false
 	for _, p := range calls {
 		live := p.liveness()
 		if live.over {
 			continue
 		}
 		switch prob, probe := c.judge(now, live, backlog > 0); {
+		case prob != nil && !live.spoken:
+			settle = p.settleLater(prob, now) || settle
+			continue
+		case live.due:
+			settle = true // the marker may have been lost: another goes
+			p.expireDue(now, c.markerPatience(backlog > 0))
+			continue
 		case prob != nil:
 			p.fail(prob, true)
 			continue
 		case probe:
 			c.probeWorker(live.workerID, now)
+		case !live.spoken && now.Sub(live.last) > c.cfg.Heartbeat:
+			waiting = addKey(waiting, live.tool)
 		}
 		if live.workerID != "" {
 			workers[live.workerID] = true
 		}
 	}
-	c.probes.keepOnly(workers)
+	if settle {
+		c.sendSettleMarker(now)
+	}
+	probed := c.probeHosts(waiting, now)
+	c.probes.keepOnly(workers, probed)
 	alive := wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID}
 	for wid := range workers {
 		c.sendControl(wid, alive)
 	}
 }
 
+// addKey adds k to set, making the set on first use.
+func addKey(set map[string]bool, k string) map[string]bool {
+	if set == nil {
+		set = map[string]bool{}
+	}
+	set[k] = true
+	return set
+}
+
+// probeHosts probes every worker heard lately on the tools in waiting,
+// which have calls no worker has named for an interval: a worker that
+// died holding them unread is found gone (its probe comes back 503)
+// within about an interval, not only once calls it did name fall silent,
+// so its unread calls settle soon after their cutoff (protocol v2, §8.2).
+// It returns the workers probed.
+func (c *Caller) probeHosts(waiting map[string]bool, now time.Time) map[string]bool {
+	probed := map[string]bool{}
+	for tool := range waiting {
+		for _, wid := range c.probes.hostIDs(tool) {
+			if !probed[wid] {
+				probed[wid] = true
+				c.probeWorker(wid, now)
+			}
+		}
+	}
+	return probed
+}
+
 // judge decides one call's fate on a watchdog tick: the Problem that ends
 // it, or whether its worker should be probed (protocol v2, §8.2). A call
-// no worker has spoken for by its pickup deadline did not run (a worker
-// reading it later refuses it). A call whose worker spoke and fell silent
-// ends only once the worker is known gone (its probe came back 503), or
-// after silentLimit of silence however busy it may be.
+// no worker has named by its pickup cutoff did not run and will not (a
+// worker names a call before it starts it, and refuses one it reads
+// later); its Problem waits for a settle marker (see settleLater). A call
+// whose worker spoke and fell silent ends only once the worker is known
+// gone (its probe came back 503), or after silentLimit of silence however
+// busy it may be.
 func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Problem, bool) {
 	quiet := now.Sub(live.last)
 	if !live.spoken {
@@ -611,36 +673,43 @@ func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Pr
 	return nil, true
 }
 
-// judgeUnpicked decides the fate of a call no worker has spoken for.
-// Workers refuse, unrun, a call they read past its pickup cutoff (half
-// the pickup timeout after it was sent, §8.2), and never start one past
-// it that no heartbeat has named; so once that cutoff and the time a
-// heartbeat takes are past, a call nobody named is either in a dead
-// worker's hands or unread in a live worker's buffer. It is reported at
-// once when a worker that hosts its tool is known gone; when those
-// workers all live, the live one holding it will answer it (refused,
-// unrun), so the caller waits for that answer — up to silentBeats
-// intervals — instead of blaming a busy worker.
+// judgeUnpicked decides the fate of a call no worker has named: the
+// Problem, without its "ran" member, that settle gives it (see settle.go). A worker
+// starts a call only once the server has confirmed a heartbeat naming it,
+// before the call's pickup cutoff, and refuses, unrun, one it reads past
+// the cutoff (§8.2); so once the cutoff and settleMargin are past, a call
+// nobody named is either lost with a dead worker or unread in a live
+// worker's buffer, and will not run. It is reported at once when a
+// worker that hosts its tool is known gone; when those workers all live,
+// the live one holding it will answer it (refused, unrun), so the caller
+// waits for that answer — up to silentBeats intervals — instead of
+// blaming a busy worker.
 func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration, backlog bool) *envelope.Problem {
 	beat := c.cfg.Heartbeat
-	cutoff := c.cfg.PickupTimeout/2 + 2*beat
 	limit := c.cfg.PickupTimeout + beat
 	hosts := c.probes.hostsOf(live.tool, now, mesh.MissedBeats*beat)
 	switch {
-	case quiet <= cutoff || backlog && quiet <= silentBeats*beat:
+	case live.due || now.Sub(live.pickup) <= c.settleMargin() || backlog && quiet <= silentBeats*beat:
 		// While the inbox has a backlog, the heartbeat naming the call
 		// may be among the messages not yet read.
 		return nil
 	case hosts.gone:
+		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(quiet, "a worker of the tool is gone"))
 	case quiet <= limit:
 		return nil
 	case hosts.alive && quiet <= silentBeats*beat:
 		return nil
+	case hosts.alive:
+		return c.problems.New(envelope.CodeOverloaded, unpickedDetail(quiet, "the workers of the tool are alive but have not read it")).
+			WithRetryAfter(beat.Seconds())
 	}
-	// Maybe, not no: a worker may start a call with a free slot before its
-	// first heartbeat names it, and die in between. Only a worker's own
-	// refusal says a call did not run.
-	return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe)
+	return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(quiet, "no worker of the tool was heard lately"))
+}
+
+// unpickedDetail says why a call no worker named ended.
+func unpickedDetail(quiet time.Duration, why string) string {
+	return fmt.Sprintf("no worker took up the call in %s (%s): workers name a call in a heartbeat the server confirms before they start it, and refuse it unrun past its pickup cutoff, so the call did not run and will not (this caller read every message routed to it before it decided)",
+		quiet.Round(time.Millisecond), why)
 }
 
 // silentBeats is how many of its intervals a worker that is still
@@ -650,14 +719,10 @@ const silentBeats = 30
 // silenceDetail says why a silent call was judged lost.
 func silenceDetail(live liveness, quiet time.Duration) string {
 	quiet = quiet.Round(time.Millisecond)
-	switch {
-	case !live.spoken:
-		return fmt.Sprintf("no worker took up the call in %s (no heartbeat named it): a worker that reads it from now on refuses it unrun (its pickup cutoff has passed), but one that died may have started it", quiet)
-	case live.workerID != "":
+	if live.workerID != "" {
 		return fmt.Sprintf("worker %s: no word from the worker for %s although it is still connected; the call may have run", live.workerID, quiet)
-	default:
-		return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals); the call may have run", quiet, mesh.MissedBeats)
 	}
+	return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals); the call may have run", quiet, mesh.MissedBeats)
 }
 
 // callMode is how a call's events come back.
@@ -694,7 +759,8 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		window = max(o.window, 2)
 	}
 	span := c.startSpan(ctx, tool, id, mode)
-	body := c.appendMeta(make([]byte, 0, 160+len(rawArgs)), ctx, span, id, o, mode, window)
+	pickup := time.Now().Add(c.cfg.PickupCutoff)
+	body := c.appendMeta(make([]byte, 0, 160+len(rawArgs)), ctx, span, id, o, mode, window, pickup)
 	if len(body) > wire.MaxMetaLine {
 		span.End()
 		return nil, c.problems.New(envelope.CodeInvalidInput, fmt.Sprintf(
@@ -706,7 +772,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		return nil, prob
 	}
 	p := &pending{c: c, id: id, reply: reply, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
-		lastHeard: now, notify: c.notifier(), span: span}
+		lastHeard: now, pickup: pickup, notify: c.notifier(), span: span}
 	p.startAsking(ctx, o)
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
@@ -743,7 +809,7 @@ func (c *Caller) notifier() chan struct{} {
 
 // appendMeta appends the call's metadata line (protocol v2, §4.1): ids,
 // interval, mode, budget, options, and trace context when there is any.
-func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id string, o callOptions, mode callMode, window int) []byte {
+func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id string, o callOptions, mode callMode, window int, pickup time.Time) []byte {
 	b = wire.AppendMetaStart(b)
 	if mode == stream {
 		// First, so that a worker refusing anything later in the line
@@ -758,7 +824,7 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	// it unrun: half the pickup timeout, so that a heartbeat naming a call
 	// taken up in time reaches this caller before it reports the call not
 	// run (protocol §8.2).
-	b = wire.AppendIntPair(b, wire.MetaPickup, time.Now().Add(c.cfg.PickupTimeout/2).UnixMilli())
+	b = wire.AppendIntPair(b, wire.MetaPickup, pickup.UnixMilli())
 	if deadline, ok := ctx.Deadline(); ok {
 		b = wire.AppendIntPair(b, wire.MetaTimeout, max(time.Until(deadline).Milliseconds(), 1))
 	}
@@ -899,6 +965,16 @@ func encodeArgs(args any) (json.RawMessage, error) {
 }
 
 func (c *Caller) options(opts []Option) callOptions {
+	if len(c.cfg.Options) == 0 && len(opts) == 0 {
+		// Apart from applyOptions: handing &o to an Option makes it
+		// escape, an allocation the common call without options skips.
+		return callOptions{retries: c.cfg.Retries}
+	}
+	return c.applyOptions(opts)
+}
+
+// applyOptions applies the caller's and the call's options in that order.
+func (c *Caller) applyOptions(opts []Option) callOptions {
 	o := callOptions{retries: c.cfg.Retries}
 	for _, f := range c.cfg.Options {
 		f(&o)

@@ -25,6 +25,16 @@ type CatalogTool struct {
 	// Instances counts the workers hosting the tool.
 	Instances int      `json:"instances"`
 	Workers   []string `json:"workers"`
+	// Conflicts lists the other specs some workers give for the same
+	// name (Spec is the one most of them give): a conflict to resolve,
+	// shown rather than one spec or another by chance.
+	Conflicts []ToolVariant `json:"conflicts,omitempty"`
+}
+
+// ToolVariant is one spec given for a tool name, and the workers giving it.
+type ToolVariant struct {
+	Spec    envelope.ToolSpec `json:"spec"`
+	Workers []string          `json:"workers"`
 }
 
 // Catalog is the mesh's tools gathered from every worker that answered.
@@ -92,7 +102,9 @@ func (c *Caller) catalogEntries(ctx context.Context, wait time.Duration) (map[st
 	}
 	if reg != nil {
 		entries, warnings := c.registryEntries(rctx, reg, bound)
-		return visibleEntries(entries, may), warnings, len(warnings) == 0, nil
+		complete := len(warnings) == 0
+		entries = visibleEntries(entries, may)
+		return entries, append(warnings, scoped(entries)...), complete, nil
 	}
 	if ctx.Err() != nil {
 		return nil, nil, false, c.problems.Rebase(envelope.AsProblem(ctx.Err(), envelope.CodeTimeout))
@@ -107,9 +119,11 @@ func (c *Caller) catalogEntries(ctx context.Context, wait time.Duration) (map[st
 		return nil, nil, false, err
 	}
 	entries = visibleEntries(entries, may)
-	return entries, []string{fmt.Sprintf(
+	warnings := []string{fmt.Sprintf(
 		"no worker registry (%v): NATS cannot say how many workers exist, so the %d that answered within %s may not be all",
-		regErr, len(entries), wait)}, false, nil
+		regErr, len(entries), wait)}
+	warnings = append(warnings, c.confirmSenders(ctx, entries)...)
+	return entries, append(warnings, scoped(entries)...), false, nil
 }
 
 // staleAfter is how long past its refresh period a registry key may go
@@ -269,26 +283,59 @@ func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]cat
 	return maps.Clone(entries), nil
 }
 
+// buildCatalog lists each tool once, with the workers hosting it. Workers
+// that disagree about a tool's spec are a conflict, shown as one: the
+// spec most workers give (ties: the lowest worker id's) is the tool's, and
+// every other is listed in Conflicts — never one or the other by chance.
 func buildCatalog(entries map[string]catalogEntry) Catalog {
-	byName := map[string]*CatalogTool{}
+	byName := map[string]map[string]*ToolVariant{} // name → spec's JSON → its workers
 	for _, e := range entries {
 		for _, s := range e.Tools {
-			t, ok := byName[s.Name]
-			if !ok {
-				t = &CatalogTool{Spec: s}
-				byName[s.Name] = t
+			key, _ := json.Marshal(s)
+			vs := byName[s.Name]
+			if vs == nil {
+				vs = map[string]*ToolVariant{}
+				byName[s.Name] = vs
 			}
-			t.Instances++
-			t.Workers = append(t.Workers, e.WorkerID)
+			v := vs[string(key)]
+			if v == nil {
+				v = &ToolVariant{Spec: s}
+				vs[string(key)] = v
+			}
+			v.Workers = append(v.Workers, e.WorkerID)
 		}
 	}
 	cat := Catalog{Tools: []CatalogTool{}, Workers: len(entries)}
-	for _, t := range byName {
-		sort.Strings(t.Workers)
-		cat.Tools = append(cat.Tools, *t)
+	for _, vs := range byName {
+		cat.Tools = append(cat.Tools, catalogTool(vs))
 	}
 	sort.Slice(cat.Tools, func(i, j int) bool { return cat.Tools[i].Spec.Name < cat.Tools[j].Spec.Name })
 	return cat
+}
+
+// catalogTool makes one tool's entry from its variants (spec → workers).
+func catalogTool(vs map[string]*ToolVariant) CatalogTool {
+	variants := make([]ToolVariant, 0, len(vs))
+	for _, v := range vs {
+		sort.Strings(v.Workers)
+		variants = append(variants, *v)
+	}
+	sort.Slice(variants, func(i, j int) bool {
+		if len(variants[i].Workers) != len(variants[j].Workers) {
+			return len(variants[i].Workers) > len(variants[j].Workers)
+		}
+		return variants[i].Workers[0] < variants[j].Workers[0]
+	})
+	t := CatalogTool{Spec: variants[0].Spec}
+	for _, v := range variants {
+		t.Instances += len(v.Workers)
+		t.Workers = append(t.Workers, v.Workers...)
+	}
+	sort.Strings(t.Workers)
+	if len(variants) > 1 {
+		t.Conflicts = variants[1:]
+	}
+	return t
 }
 
 // Describe returns the spec of tool from one worker hosting it, or

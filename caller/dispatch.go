@@ -79,9 +79,9 @@ func (c *Caller) Dispatch(ctx context.Context, ts *provider.Toolset, output json
 	if err != nil {
 		return Dispatched{}, err
 	}
-	d := Dispatched{Calls: calls, Outcomes: c.runCalls(ctx, calls, o)}
+	d := Dispatched{Calls: calls, Outcomes: c.runCalls(ctx, calls, o, isSearch(ts))}
 	for i, call := range calls {
-		item, err := provider.ResultItem(ts.Provider, call, d.Outcomes[i])
+		item, err := c.resultItem(ctx, ts, call, &d.Outcomes[i])
 		if err != nil {
 			return Dispatched{}, envelope.AsProblem(err, envelope.CodeInternal)
 		}
@@ -93,8 +93,44 @@ func (c *Caller) Dispatch(ctx context.Context, ts *provider.Toolset, output json
 	return d, nil
 }
 
-// runCalls runs every runnable call, at most o.concurrency at a time.
-func (c *Caller) runCalls(ctx context.Context, calls []provider.ToolCall, o dispatchOptions) []provider.Outcome {
+// DispatchSearchHits is how many tools Dispatch loads for one of a
+// model's tool-search calls.
+const DispatchSearchHits = 5
+
+// isSearch reports whether a call of ts is its tool search.
+func isSearch(ts *provider.Toolset) func(provider.ToolCall) bool {
+	return func(call provider.ToolCall) bool {
+		return call.Search != "" || (ts.SearchTool != "" && call.Name == ts.SearchTool)
+	}
+}
+
+// resultItem is one call's result element: a tool search is answered
+// from the mesh's search index (caller.Search, the ranking `toolmesh
+// tools search` gives) with the offered tools that match best.
+func (c *Caller) resultItem(ctx context.Context, ts *provider.Toolset, call provider.ToolCall, o *provider.Outcome) (json.RawMessage, error) {
+	if !isSearch(ts)(call) {
+		return provider.ResultItem(ts.Provider, call, *o)
+	}
+	var found []string
+	if call.Search != "" {
+		hits, err := c.Search(ctx, call.Search)
+		if err != nil {
+			c.log.Debug("dispatch: tool search failed; answering with no tools", "err", err)
+		}
+		for _, h := range hits {
+			if _, offered := ts.Names.ProviderName(h.Tool.Spec.Name); offered && len(found) < DispatchSearchHits {
+				found = append(found, h.Tool.Spec.Name)
+			}
+		}
+	}
+	data, _ := json.Marshal(map[string][]string{"tools": found})
+	*o = provider.Outcome{Data: data, Problem: call.Problem}
+	return ts.SearchResultItem(call, found)
+}
+
+// runCalls runs every runnable call, at most o.concurrency at a time;
+// tool searches are answered by Dispatch itself.
+func (c *Caller) runCalls(ctx context.Context, calls []provider.ToolCall, o dispatchOptions, search func(provider.ToolCall) bool) []provider.Outcome {
 	outcomes := make([]provider.Outcome, len(calls))
 	var mu sync.Mutex
 	emit := func(i int, ev envelope.ToolEvent) {
@@ -107,6 +143,9 @@ func (c *Caller) runCalls(ctx context.Context, calls []provider.ToolCall, o disp
 	sem := make(chan struct{}, o.concurrency)
 	var wg sync.WaitGroup
 	for i, call := range calls {
+		if search(call) {
+			continue
+		}
 		if call.Problem != nil {
 			outcomes[i] = provider.Outcome{Problem: call.Problem}
 			emit(i, envelope.ErrorEvent(call.Problem))

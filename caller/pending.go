@@ -34,6 +34,7 @@ type pending struct {
 	queue          []envelope.ToolEvent // events from head on wait unread
 	head           int
 	nextSeq        int64
+	pickup         time.Time // the call's pickup cutoff, as sent (immutable)
 	lastHeard      time.Time
 	interval       time.Duration // the worker's beat interval; 0 until it beats
 	workerID       string
@@ -45,6 +46,11 @@ type pending struct {
 	chunks         []byte // the event being reassembled from chunks
 	chunkNext      int    // the piece expected next (1-based; 0: none in progress)
 	asking         askState
+	// due is the Problem a watchdog tick decided for a call no worker has
+	// named, held until a settle marker shows nothing naming it was on
+	// its way (see settle.go); dueAt is when it was decided.
+	due   *envelope.Problem
+	dueAt time.Time
 }
 
 func (p *pending) signal() {
@@ -59,6 +65,8 @@ type liveness struct {
 	tool     string
 	workerID string
 	interval time.Duration // the worker's own beat interval, 0 if not yet known
+	pickup   time.Time     // the call's pickup cutoff
+	due      bool          // a Problem awaits the next settle marker
 	last     time.Time     // the last word, or the call's start before any
 	spoken   bool          // a worker has said anything at all
 	over     bool          // the terminal is queued: nothing left to judge
@@ -67,7 +75,8 @@ type liveness struct {
 func (p *pending) liveness() liveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return liveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued}
+	return liveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued,
+		pickup: p.pickup, due: p.due != nil && !p.spoken}
 }
 
 // heard records a heartbeat naming this call: the worker holding it and

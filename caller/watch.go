@@ -196,6 +196,10 @@ func (f *follower) land(r fetched) {
 // workerTools asks one worker for its specs.
 func (c *Caller) workerTools(ctx context.Context, workerID string, wait time.Duration) ([]envelope.ToolSpec, error) {
 	e, err := c.askWorker(ctx, workerID, wait)
+	e, dropped := inScope(e)
+	for _, w := range dropped {
+		c.log.Warn("watch: "+w, "worker_id", workerID)
+	}
 	return e.Tools, err
 }
 

@@ -2,7 +2,6 @@ package caller
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -100,19 +99,18 @@ func (w *workerProbes) next(wid string, now time.Time, every time.Duration) stri
 	return tok
 }
 
-// gone takes a 503 on subject: when it answers a probe, the worker probed
-// is gone, and true is returned.
-func (w *workerProbes) gone(subject string) bool {
-	tok := subject[strings.LastIndexByte(subject, '.')+1:]
-	if !strings.HasPrefix(tok, probeTokenPrefix) {
-		return false
-	}
+// gone takes a 503 on the reply token tok of a probe: the worker probed
+// is gone. It returns when that probe was sent, and false when tok names
+// no probe in flight.
+func (w *workerProbes) gone(tok string) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if wid, ok := w.worker[tok]; ok {
-		w.goneAt[wid] = time.Now()
+	wid, ok := w.worker[tok]
+	if !ok {
+		return time.Time{}, false
 	}
-	return true
+	w.goneAt[wid] = time.Now()
+	return w.sent[wid], true
 }
 
 // isGone reports whether worker wid's probe came back 503.
@@ -123,13 +121,13 @@ func (w *workerProbes) isGone(wid string) bool {
 	return ok
 }
 
-// keepOnly forgets every worker not in live: state is held only for
-// workers this caller has calls on.
-func (w *workerProbes) keepOnly(live map[string]bool) {
+// keepOnly forgets every worker in neither set: state is held only for
+// workers this caller has calls on or is probing.
+func (w *workerProbes) keepOnly(live, probed map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for wid := range w.sent {
-		if !live[wid] {
+		if !live[wid] && !probed[wid] {
 			delete(w.worker, w.token[wid])
 			delete(w.token, wid)
 			delete(w.sent, wid)
@@ -142,6 +140,19 @@ func (w *workerProbes) keepOnly(live map[string]bool) {
 			delete(w.goneAt, wid)
 		}
 	}
+}
+
+// hostIDs lists the workers heard on tool lately that are not known gone.
+func (w *workerProbes) hostIDs(tool string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ids []string
+	for wid := range w.hosting[tool] {
+		if _, gone := w.goneAt[wid]; !gone {
+			ids = append(ids, wid)
+		}
+	}
+	return ids
 }
 
 // probe asks worker wid for this caller's heartbeat now, at most once per

@@ -25,6 +25,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"progress log bad level", `{"type":"progress","log":{"level":"loud","data":"x"}}`, "log", func() any { return new(ToolEvent) }},
 		{"progress log without data", `{"type":"progress","log":{"level":"info"}}`, "log", func() any { return new(ToolEvent) }},
 		{"progress log not object", `{"type":"progress","log":"x"}`, "log", func() any { return new(ToolEvent) }},
+		{"question sampling not object", `{"type":"question","question_id":"Q1","message":"m","schema":{"type":"object"},"worker_id":"w","sampling":[1]}`, "sampling", func() any { return new(ToolEvent) }},
 		{"error without code", `{"type":"error","message":"x"}`, "code", func() any { return new(ToolEvent) }},
 		{"error empty code", `{"type":"error","code":""}`, "code", func() any { return new(ToolEvent) }},
 		{"start without tool", `{"type":"start"}`, "tool_id", func() any { return new(ToolEvent) }},

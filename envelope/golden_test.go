@@ -58,6 +58,9 @@ func TestGoldenEvents(t *testing.T) {
 		{"event_question_approval.json", QuestionEvent("Approve running fs.delete?", Question{ID: "Q2", WorkerID: "w1",
 			Schema:   json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve"}},"required":["approve"]}`),
 			Approval: &Approval{Tool: "fs.delete", Args: json.RawMessage(`{"path":"/tmp/x"}`)}})},
+		{"event_question_sampling.json", QuestionEvent("user: What is the mesh?", Question{ID: "Q3", WorkerID: "w1", TimeoutMS: 300000,
+			Schema:   SamplingAnswerSchema(),
+			Sampling: json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"What is the mesh?"}}],"maxTokens":100}`)})},
 		{"event_answered.json", AnsweredEvent("Q1", ActionDecline)},
 	}
 	for _, c := range cases {

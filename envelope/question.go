@@ -44,6 +44,9 @@ type Question struct {
 	TimeoutMS int64
 	// Approval is set on the worker's approval questions (§23.7).
 	Approval *Approval
+	// Sampling, on a sampling question (§23.11), is the request for a
+	// model's completion: MCP's sampling/createMessage params, verbatim.
+	Sampling json.RawMessage
 	// Action is how the question was settled (answered only).
 	Action string
 }
@@ -96,6 +99,12 @@ func (e ToolEvent) appendQuestion(b []byte) ([]byte, error) {
 		}
 		b = append(append(b, `,"approval":`...), enc...)
 	}
+	if len(q.Sampling) > 0 {
+		if !jsonx.IsObject(q.Sampling) || !jsonx.Valid(q.Sampling) {
+			return nil, errors.New("question event: sampling must be a JSON object")
+		}
+		b = append(append(b, `,"sampling":`...), q.Sampling...)
+	}
 	return b, nil
 }
 
@@ -112,6 +121,8 @@ func (e ToolEvent) questionWrites(name string) bool {
 		return e.Question != nil && e.Question.TimeoutMS > 0
 	case "approval":
 		return e.Question != nil && e.Question.Approval != nil
+	case "sampling":
+		return e.Question != nil && len(e.Question.Sampling) > 0
 	}
 	return false
 }
@@ -171,6 +182,12 @@ func (ev *ToolEvent) parseQuestionBody(obj string, m *eventMembers, raw map[stri
 		if err := json.Unmarshal(a, q.Approval); err != nil {
 			return fieldError(obj, "approval", err)
 		}
+	}
+	if sp := raw["sampling"]; sp != nil && !isNull(sp) {
+		if !jsonx.IsObject(sp) {
+			return fieldError(obj, "sampling", errors.New("want an object"))
+		}
+		q.Sampling = append(json.RawMessage(nil), sp...)
 	}
 	return nil
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -60,15 +59,15 @@ func TestIdleWorkerWith1000ToolsIsSmall(t *testing.T) {
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--log-level", "info")
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-	// "worker ready" can be logged before the registry holds the worker's
-	// spec set (seen under a loaded full run), so wait for the catalogue.
-	testutil.WaitFor(t, "the worker's 1,000 tools in the catalogue", func() bool {
-		cat, err := c.Catalog(context.Background(), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(cat.Tools) == 1000
-	})
+	// Ready means listed: one catalogue right after "worker ready" holds
+	// all 1,000 tools (the worker writes its registry entry first).
+	cat, err := c.Catalog(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Tools) != 1000 || !cat.Complete {
+		t.Fatalf("right after 'worker ready' the catalogue lists %d tools (complete %v), want 1000", len(cat.Tools), cat.Complete)
+	}
 	const limit = 64 << 20
 	if rss := rssBytes(t, p.cmd.Process.Pid); rss >= limit {
 		t.Fatalf("idle worker with 1,000 tools: RSS %d MiB, want under %d MiB", rss>>20, limit>>20)
@@ -176,5 +175,35 @@ func TestToolsSearchCommand(t *testing.T) {
 	}
 	if r := runCmd(t, "", "tools", "search", "--server", url); r.code != 2 {
 		t.Fatalf("search without a query: exit %d, want 2 (invalid_input)", r.code)
+	}
+}
+
+// Announce makes ready mean listed: once it returns, one catalogue lists
+// every tool registered before it, complete, without waiting for the
+// registrations' own background announcements.
+func TestAnnounceMeansListed(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	for round := range 5 {
+		w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{})
+		for i := range 50 {
+			register(t, w, envelope.ToolSpec{Name: fmt.Sprintf("ann%d.t%d", round, i)}, echo)
+		}
+		if err := w.Announce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		cat, err := c.Catalog(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, tl := range cat.Tools {
+			if strings.HasPrefix(tl.Spec.Name, fmt.Sprintf("ann%d.", round)) {
+				n++
+			}
+		}
+		if n != 50 || !cat.Complete {
+			t.Fatalf("round %d: right after Announce the catalogue lists %d of the worker's 50 tools (complete %v, %v)", round, n, cat.Complete, cat.ScopeWarnings)
+		}
 	}
 }

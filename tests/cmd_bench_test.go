@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -58,10 +59,16 @@ type benchJSONRow struct {
 func TestCommandBench(t *testing.T) {
 	t.Setenv("NATS_URL", "") // an embedded server, whatever the environment says
 	r := runCmd(t, "", "bench", "--duration", "40ms", "--rounds", "2", "--concurrency", "1,3", "--cli-concurrency", "2",
-		"--big-results", "1", "--gateway-concurrency", "2", "--cold-tools", "5", "--deltas", "5", "--memory-calls", "40", "--memory-settle", "300ms", "--targets", "enforce", "--json")
+		"--big-results", "1", "--gateway-concurrency", "2", "--cold-tools", "5", "--deltas", "5", "--memory-calls", "40", "--memory-settle", "300ms", "--targets", "enforce", "--json",
+		"--flood", "60", "--flood-timeout", "30s")
 	var report struct {
 		Server  string         `json:"server"`
 		Results []benchJSONRow `json:"results"`
+		Flood   []struct {
+			Side     string         `json:"side"`
+			Calls    int            `json:"calls"`
+			Outcomes map[string]int `json:"outcomes"`
+		} `json:"flood"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
 		t.Fatalf("bench --json output: %v\n%s\nstderr %s", err, r.stdout, r.stderr)
@@ -79,6 +86,23 @@ func TestCommandBench(t *testing.T) {
 		{"mcp cold start, 5 tools", 1, false, true}, {"result of 1 MiB", 1, false, true}, {"cli /bin/true", 2, false, true}, {"memory, 40 calls in flight", 40, false, true}}
 	if len(report.Results) != len(want) {
 		t.Fatalf("got %d results, want %d:\n%s", len(report.Results), len(want), r.stdout)
+	}
+	// The flood row: both sides, every call counted once; each failure
+	// of the mesh says whether the program ran, a raw one cannot.
+	if len(report.Flood) != 2 || report.Flood[0].Side != "toolmesh" || report.Flood[1].Side != "raw" {
+		t.Errorf("flood row %+v, want the toolmesh side and the raw side", report.Flood)
+	}
+	for _, side := range report.Flood {
+		n := 0
+		for outcome, k := range side.Outcomes {
+			n += k
+			if side.Side == "toolmesh" && outcome != "ok" && !strings.Contains(outcome, "(ran: ") {
+				t.Errorf("flood row: the mesh's outcome %q does not say whether the program ran", outcome)
+			}
+		}
+		if n != side.Calls || n != 60 {
+			t.Errorf("flood row, %s side: %d outcomes of %d calls, want 60", side.Side, n, side.Calls)
+		}
 	}
 	allMet := true
 	for i, res := range report.Results {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,9 +39,22 @@ func floodCalls() int {
 // truth the outcomes are checked against.
 func execLogTool(t *testing.T, dir string) (toolsFile, logPath string) {
 	t.Helper()
+	return gatedExecLogTool(t, dir, "")
+}
+
+// gatedExecLogTool is execLogTool whose program, after logging, waits
+// for a shared lock on gate (flock(1)) before answering, when gate is
+// set: while a test holds the lock exclusively, every run it started
+// stays running.
+func gatedExecLogTool(t *testing.T, dir, gate string) (toolsFile, logPath string) {
+	t.Helper()
 	logPath = filepath.Join(dir, "exec.log")
 	script := filepath.Join(dir, "logtag.sh")
-	body := "#!/bin/sh\nprintf '%s\\n' \"$1\" >> " + logPath + "\nprintf '{\"tag\":\"%s\"}' \"$1\"\n"
+	body := "#!/bin/sh\nprintf '%s\\n' \"$1\" >> " + logPath + "\n"
+	if gate != "" {
+		body += "flock -s " + gate + " true\n"
+	}
+	body += "printf '{\"tag\":\"%s\"}' \"$1\"\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +70,36 @@ func execLogTool(t *testing.T, dir string) (toolsFile, logPath string) {
 		t.Fatal(err)
 	}
 	return toolsFile, logPath
+}
+
+// holdGate creates gate and locks it exclusively: gated runs wait until
+// the returned release is called (or the test ends).
+func holdGate(t *testing.T, gate string) (release func()) {
+	t.Helper()
+	f, err := os.Create(gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { _ = f.Close() }) }
+	t.Cleanup(release)
+	return release
+}
+
+// burnCPU starts n processes that spin a core each (a busy host), killed
+// when the test ends.
+func burnCPU(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
 }
 
 // startCLIWorker runs `toolmesh worker` (the built binary) on url and
@@ -141,7 +186,21 @@ func tally(outs []outcome) string {
 // nats-server. Every call ends ok (in the log exactly once), refused
 // not-run (absent from the log), or cancelled by its caller; no live
 // worker is ever reported lost.
-func TestHonestFloodAtTwoWorkers(t *testing.T) {
+func TestHonestFloodAtTwoWorkers(t *testing.T) { floodAtTwoWorkers(t, 0) }
+
+// Issue 20 on a busy host: the same flood while as many processes as the
+// host has cores spin (opt-in: make flood): outcomes stay true when the
+// workers, the caller and the server all fight for CPU.
+func TestHonestFloodOnABusyHost(t *testing.T) {
+	if os.Getenv("TOOLMESH_FLOOD") == "" {
+		t.Skip("a flood on a host with every core busy: opt-in, TOOLMESH_FLOOD=1 (make flood)")
+	}
+	floodAtTwoWorkers(t, 2*runtime.NumCPU())
+}
+
+// floodAtTwoWorkers fires floodCalls at 2 workers, with burners
+// processes spinning meanwhile, and holds the outcomes to the log.
+func floodAtTwoWorkers(t *testing.T, burners int) {
 	srv := startStockServer(t)
 	dir := t.TempDir()
 	tools, logPath := execLogTool(t, dir)
@@ -160,10 +219,11 @@ func TestHonestFloodAtTwoWorkers(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	burnCPU(t, burners)
 	n := floodCalls()
 	outs := fireFlood(ctx, c, n)
 	runs := readExecLog(t, logPath)
-	t.Logf("%d calls at 2 workers: %s; %d runs logged", n, tally(outs), len(runs))
+	t.Logf("%d calls at 2 workers, %d processes spinning: %s; %d runs logged", n, burners, tally(outs), len(runs))
 	checkAccounting(t, outs, runs, false)
 }
 
@@ -209,7 +269,11 @@ func checkAccounting(t *testing.T, outs []outcome, runs map[string]int, allowLos
 func TestHonestFloodWorkerKilled(t *testing.T) {
 	srv := startStockServer(t)
 	dir := t.TempDir()
-	tools, logPath := execLogTool(t, dir)
+	// Runs wait at a gate until the kill: the killed worker surely holds
+	// calls it took up, besides those unread in its buffer.
+	gate := filepath.Join(dir, "gate")
+	release := holdGate(t, gate)
+	tools, logPath := gatedExecLogTool(t, dir, gate)
 	victim, _ := startCLIWorker(t, srv.url, tools)
 	startCLIWorker(t, srv.url, tools)
 	nc, err := nats.Connect(srv.url)
@@ -227,11 +291,14 @@ func TestHonestFloodWorkerKilled(t *testing.T) {
 	n := floodCalls()
 	done := make(chan []outcome, 1)
 	go func() { done <- fireFlood(ctx, c, n) }()
-	// Kill once both workers are running calls: the log has grown.
-	waitFor(t, "calls running", func() bool { return len(readExecLog(t, logPath)) >= 20 })
+	// Kill once both workers are running calls at the gate: each runs at
+	// most 8 at once (the tools file's default max_concurrent), so more
+	// than 8 logged runs are on both.
+	waitFor(t, "calls running on both workers", func() bool { return len(readExecLog(t, logPath)) >= 12 })
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	release()
 	outs := <-done
 	runs := readExecLog(t, logPath)
 	t.Logf("%d calls at 2 workers, one killed: %s; %d runs logged", n, tally(outs), len(runs))

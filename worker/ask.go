@@ -32,6 +32,10 @@ type Question struct {
 	// Timeout bounds the wait (0: Config.QuestionTimeout). An unanswered
 	// question ends the call with input_timeout.
 	Timeout time.Duration
+	// Sampling makes it a sampling question (docs/protocol.md §23.11):
+	// MCP's sampling/createMessage params, asking the caller for a
+	// model's completion. Schema is then envelope.SamplingAnswerSchema.
+	Sampling json.RawMessage
 }
 
 // Answer is how the caller settled a question: Action is
@@ -150,7 +154,7 @@ func (c *call) open(q Question, schema *envelope.Schema, approval *envelope.Appr
 	c.qseq++
 	id := "Q" + strconv.Itoa(c.qseq)
 	ev := envelope.QuestionEvent(q.Message, envelope.Question{ID: id, Schema: q.Schema, WorkerID: c.w.cfg.ID,
-		TimeoutMS: max(timeout.Milliseconds(), 1), Approval: approval})
+		TimeoutMS: max(timeout.Milliseconds(), 1), Approval: approval, Sampling: q.Sampling})
 	if err := c.enqueueFreeLocked(ev); err != nil {
 		return "", nil, err
 	}

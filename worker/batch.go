@@ -74,6 +74,7 @@ const handoffAfter = 200 * time.Microsecond
 // longer than handoffAfter, the calls not yet started are handed off to
 // goroutines of their own and the terminals held so far go out at once.
 func (b *batch) runInline(calls []*call) {
+	b.w.announceBatch(calls)
 	b.mu.Lock()
 	b.held = true
 	b.mu.Unlock()
@@ -218,4 +219,24 @@ func (b *batch) publish(body []byte, n int) bool {
 		_ = b.w.nc.Publish(b.reply, nil)
 	}
 	return false
+}
+
+// announceBatch names the calls of a batch to their caller in one round
+// (see announcer) and waits for it, so that the calls, run one after
+// another, do not each wait for a round of their own. A call the round
+// could not name in time is refused when it comes to start.
+func (w *Worker) announceBatch(calls []*call) {
+	var named []*call
+	for _, c := range calls {
+		if c.callerID != "" && c.repliesToCaller() && !c.pastPickup(time.Now()) {
+			named = append(named, c)
+		}
+	}
+	if len(named) == 0 {
+		return
+	}
+	select {
+	case <-w.announcer.announce(named...).done:
+	case <-w.stopCtx.Done():
+	}
 }

@@ -50,11 +50,15 @@ type call struct {
 	credit   chan struct{}   // stream mode: signalled on each grant
 	ctx      context.Context // the handler's, for its emits
 	req      Request
-	sentAt   sentClock   // when the reply subject last carried a message
-	tracked  bool        // in w.calls (and its peer); guarded by w.callsMu
-	share    string      // the sender whose share the call holds (see shares)
-	pickup   time.Time   // the caller's pickup cutoff (zero: none)
-	named    atomic.Bool // a heartbeat has named the call: its caller knows it is taken up
+	sentAt   sentClock // when the reply subject last carried a message
+	tracked  bool      // in w.calls (and its peer); guarded by w.callsMu
+	share    shareKey  // the sender whose share the call holds (see shares)
+	shared   bool      // the call holds a place in share
+	pickup   time.Time // the caller's pickup cutoff (zero: none)
+	// namedAt is when the server confirmed a heartbeat naming the call
+	// (unix ns; 0: not yet): from then on its caller can know it is taken
+	// up (see announcer).
+	namedAt atomic.Int64
 
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
 	seq     int64
@@ -104,11 +108,51 @@ func (c *call) run() {
 	telemetry.EndSpan(span, p)
 }
 
-// unannounced reports whether c is about to start although its caller may
-// already have reported it not run: past its pickup cutoff, and never yet
-// named in a heartbeat (protocol v2, §8.2).
-func (c *call) unannounced() bool {
-	return !c.pickup.IsZero() && !c.named.Load() && time.Now().After(c.pickup)
+// announced names c to its caller before its handler starts, and
+// reports the Problem (nil: it may start) of a call that must not start:
+// its caller may already have reported it not run. A call whose caller is
+// known starts only once the server has confirmed a heartbeat naming it,
+// and only when that confirmation came before the call's pickup cutoff
+// (protocol v2, §8.2); a call with no peer has nobody to tell.
+func (c *call) announced(ctx context.Context) *envelope.Problem {
+	if c.callerID == "" || !c.repliesToCaller() || c.namedInTime() {
+		return nil
+	}
+	w := c.w
+	if c.pastPickup(time.Now()) {
+		return c.tooLate("got to the call after its caller's pickup cutoff, before any heartbeat had named it")
+	}
+	r := w.announcer.announce(c)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return c.contextProblem(ctx)
+	}
+	if r.at.IsZero() {
+		return c.tooLate("could not get the NATS server to confirm a heartbeat naming the call")
+	}
+	if !c.namedInTime() {
+		return c.tooLate("got the server's confirmation of the heartbeat naming the call only after its caller's pickup cutoff")
+	}
+	return nil
+}
+
+// namedInTime reports whether a heartbeat naming c was confirmed by the
+// server before c's pickup cutoff.
+func (c *call) namedInTime() bool {
+	at := c.namedAt.Load()
+	return at != 0 && (c.pickup.IsZero() || !time.Unix(0, at).After(c.pickup))
+}
+
+// pastPickup reports whether now is past c's pickup cutoff.
+func (c *call) pastPickup(now time.Time) bool { return !c.pickup.IsZero() && now.After(c.pickup) }
+
+// tooLate is the Problem of a call that must not start: overloaded, with
+// retry_after; the handler did not run (why says what happened).
+func (c *call) tooLate(why string) *envelope.Problem {
+	return c.w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
+		"worker %s %s; the handler did not run and will not", c.w.cfg.ID, why)).
+		WithRetryAfter(c.w.cfg.OverloadRetryAfter.Seconds())
 }
 
 // startSpan starts the call's server span, a child of the caller's.
@@ -184,14 +228,11 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 	if !c.acquireSlot(ctx) {
 		return prepared{}, c.contextProblem(ctx)
 	}
-	p = nil
-	if c.unannounced() {
-		p = w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
-			"worker %s got to the call after its caller's pickup cutoff, before any heartbeat had named it; the handler did not run and will not", w.cfg.ID)).
-			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds())
-	} else if ctx.Err() != nil {
+	p = c.announced(ctx)
+	if p == nil && ctx.Err() != nil {
 		p = c.contextProblem(ctx)
-	} else if c.stream {
+	}
+	if p == nil && c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
 		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.id, meta)); err != nil {
 			p = c.contextProblem(ctx)

@@ -130,7 +130,7 @@ func (w *Worker) beat(p *peer) {
 	now := time.Now()
 	// Sent under callsMu: untrack (which precedes every terminal) waits,
 	// so a beat never names a call whose terminal is already out.
-	w.sendBeats(p)
+	w.announcer.confirm(w.sendBeats(p))
 	if p.key.identity != "" {
 		w.keepRepliesAlive(p, now)
 	}
@@ -145,20 +145,25 @@ func (w *Worker) beat(p *peer) {
 
 // sendBeats publishes p's heartbeat on its latest call's reply subject:
 // one message naming every call of p, or several when the ids outgrow one
-// message. callsMu must be held.
-func (w *Worker) sendBeats(p *peer) {
+// message. It returns the calls named that no confirmed heartbeat had
+// named yet (see announcer). callsMu must be held.
+func (w *Worker) sendBeats(p *peer) []*call {
 	limit := w.piece()
 	head := wire.AppendBeatHead(nil, w.cfg.ID, p.interval.Milliseconds())
 	buf := append(make([]byte, 0, len(head)+len(p.calls)*27), head...)
+	var fresh []*call
 	for c := range p.calls {
 		if len(buf)+len(c.id)+1 > limit {
 			w.publishBeat(p.latest, buf)
 			buf = append(buf[:0], head...)
 		}
 		buf = append(append(buf, c.id...), ' ')
-		c.named.Store(true)
+		if c.namedAt.Load() == 0 {
+			fresh = append(fresh, c)
+		}
 	}
 	w.publishBeat(p.latest, buf)
+	return fresh
 }
 
 // keepRepliesAlive beats, on its own subject, each call of p whose
@@ -194,7 +199,7 @@ func (w *Worker) beatNow(k callKey) {
 		return
 	}
 	p.asked = now
-	w.sendBeats(p)
+	w.announcer.confirm(w.sendBeats(p))
 }
 
 // heard renews the lease of caller k on an alive message; a caller with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -22,9 +23,12 @@ type presence struct {
 	registry jetstream.KeyValue // nil without JetStream
 	revision int64              // guarded by mu
 	mu       sync.Mutex
-	done     chan struct{}
-	leave    sync.Once
-	exited   chan struct{}
+	// writing serialises registry writes, so the last written holds the
+	// latest tool set (a write computes its value while holding it).
+	writing sync.Mutex
+	done    chan struct{}
+	leave   sync.Once
+	exited  chan struct{}
 }
 
 func (w *Worker) startPresence() {
@@ -123,14 +127,51 @@ func (p *presence) beacon(state string) {
 }
 
 func (p *presence) register() {
-	if p.registry == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := p.registry.Put(ctx, p.w.cfg.ID, p.current(wire.BeaconUp)); err != nil {
+	if err := p.write(ctx); err != nil {
 		p.w.log.Warn("worker registry refresh failed", "err", err)
 	}
+}
+
+// write puts the worker's current beacon in the registry (nothing without
+// one).
+func (p *presence) write(ctx context.Context) error {
+	if p.registry == nil {
+		return nil
+	}
+	p.writing.Lock()
+	defer p.writing.Unlock()
+	_, err := p.registry.Put(ctx, p.w.cfg.ID, p.current(wire.BeaconUp))
+	return err
+}
+
+// announceWait bounds Announce when its context has no deadline.
+const announceWait = 10 * time.Second
+
+// Announce writes the worker's registry entry and sends its presence
+// beacon now, with the tools registered so far, and waits until the
+// server has both: when it returns nil, Catalog lists every tool Register
+// has accepted and Watch hears the worker. (Register announces too, but
+// in the background.) Commands log "ready" only after it. A context
+// without a deadline is bounded by 10 s.
+func (w *Worker) Announce(ctx context.Context) error {
+	p := w.presence
+	select {
+	case <-p.done:
+		return ErrDraining
+	default:
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, announceWait)
+		defer cancel()
+	}
+	if err := p.write(ctx); err != nil {
+		return fmt.Errorf("worker registry: %w", err)
+	}
+	p.beacon(wire.BeaconUp)
+	return w.nc.FlushWithContext(ctx)
 }
 
 // goodbye ends the announcements: a gone beacon, and the registry key

@@ -164,8 +164,9 @@ type Worker struct {
 	peers   map[callKey]*peer     // (identity, caller id) → its calls and lease
 	probing map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 
-	presence *presence
-	shares   shares // calls admitted per sender (Config.MaxPerIdentity)
+	presence  *presence
+	shares    shares     // calls admitted per sender (Config.MaxPerIdentity)
+	announcer *announcer // names calls to their callers before they start
 
 	// The encoded catalogue (see catalogue), for toolsVersion catVersion.
 	catMu      sync.Mutex
@@ -325,10 +326,12 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		probing:     map[callKey]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
-	w.shares = shares{limit: cfg.MaxPerIdentity, held: map[string]int{}}
+	w.shares = shares{limit: cfg.MaxPerIdentity, held: map[shareKey]int{}}
 	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
+	w.announcer = newAnnouncer(w)
+	go w.announcer.run()
 	wire.OnViolation(nc, w.onViolation)
 	err := w.subscribeControl()
 	if err == nil {

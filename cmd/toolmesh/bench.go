@@ -32,6 +32,10 @@ type benchOptions struct {
 	memoryBeat   time.Duration
 	asJSON       bool
 	targets      targetPolicy
+	// flood and floodTimeout make the flood row (issue 20): that many
+	// calls fired at once, each with that timeout (0 calls: skip it).
+	flood        int
+	floodTimeout time.Duration
 
 	levels, cliLevels, bigLevels, gatewayLevels []int
 
@@ -90,6 +94,8 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f.IntVar(&o.memoryCalls, "memory-calls", 100000, "calls held in flight at once for the memory row (0: skip it)")
 	f.DurationVar(&o.memorySettle, "memory-settle", 10*time.Second, "how long the memory row waits after the burst for the worker's goroutines to return to their baseline before reading its RSS")
 	f.DurationVar(&o.memoryBeat, "memory-heartbeat", 0, "heartbeat interval the memory row's caller asks for (0: the caller's default); with per-call heartbeats a longer one lightens the burst")
+	f.IntVar(&o.flood, "flood", 2000, "calls fired at once at a CLI-bound /bin/true for the flood row, through the mesh and through raw request/reply, counted by outcome (0: skip it)")
+	f.DurationVar(&o.floodTimeout, "flood-timeout", 5*time.Second, "the timeout of each call of the flood row, on both sides")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	f.StringVar((*string)(&o.targets), "targets", string(targetsReport), "report: print whether each target was met; enforce: also exit non-zero when one was missed")
 	f.StringVar(&o.peer, "peer", "", "internal: serve as the memory row's worker or caller process")
@@ -121,8 +127,9 @@ func (o *benchOptions) validate() error {
 			return err
 		}
 	}
-	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 || o.memorySettle < 0 || o.memoryBeat < 0 || o.coldTools < 0 {
-		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration must be positive, --rounds and --deltas at least 1, --payload, --memory-calls, --memory-settle, --memory-heartbeat and --cold-tools at least 0")
+	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 || o.memorySettle < 0 || o.memoryBeat < 0 ||
+		o.coldTools < 0 || o.flood < 0 || o.floodTimeout <= 0 {
+		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration and --flood-timeout must be positive, --rounds and --deltas at least 1, --payload, --memory-calls, --memory-settle, --memory-heartbeat, --cold-tools and --flood at least 0")
 	}
 	if o.targets != targetsReport && o.targets != targetsEnforce {
 		return flagValueProblem("targets", string(o.targets), string(targetsReport), string(targetsEnforce))
@@ -145,6 +152,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, g *globals, o *benchOptio
 	report := benchReport{Server: srv.name, Duration: o.duration.String(), Rounds: o.rounds}
 	for _, s := range benchScenarios(o, b.sandboxed, b.durable != nil) {
 		report.Results = append(report.Results, b.run(ctx, s, o))
+	}
+	if o.flood > 0 && ctx.Err() == nil {
+		if report.Flood, err = b.floodRow(ctx, o.flood, o.floodTimeout); err != nil {
+			b.close()
+			return err
+		}
 	}
 	b.close()
 	if o.memoryCalls > 0 && ctx.Err() == nil {

@@ -39,6 +39,7 @@ func printBench(g *globals, r benchReport, asJSON bool) {
 	for _, x := range memory {
 		printMemory(g.stdout, x)
 	}
+	printFlood(g, r.Flood)
 }
 
 // printVersus prints toolmesh against every peer of the rows that have

@@ -96,6 +96,8 @@ type benchReport struct {
 	Duration string        `json:"duration_per_side"`
 	Rounds   int           `json:"rounds"`
 	Results  []benchResult `json:"results"`
+	// Flood is the flood row: each side's calls counted by outcome.
+	Flood []floodCounts `json:"flood,omitempty"`
 }
 
 // benchGoal is one target of issue 12: a metric of a row, a comparison

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -39,6 +40,8 @@ type bencher struct {
 	raw        *nats.Conn
 	rawSubject string
 	trueBin    string
+	prefix     string
+	log        *slog.Logger
 	// sandboxed says the host can confine programs: the sandboxed CLI
 	// row runs only then.
 	sandboxed bool
@@ -83,6 +86,7 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url 
 	// queue groups or answers its callers.
 	prefix := g.prefix + "-bench-" + strings.ToLower(ulid.Make().String())
 	b.rawSubject = prefix + ".raw"
+	b.prefix, b.log = prefix, g.log
 	b.args, _ = json.Marshal(map[string]string{"message": strings.Repeat("x", payload)})
 
 	if err := b.serveRaw(serve); err != nil {

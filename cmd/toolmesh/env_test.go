@@ -65,6 +65,8 @@ func TestRedactURLs(t *testing.T) {
 		"nats://127.0.0.1:4222":                         "nats://127.0.0.1:4222",
 		"nats://ann:s3cret@h:4222,nats://tok3n@h2:4222": "nats://ann:xxxxx@h:4222,nats://xxxxx@h2:4222",
 		"nats://ann:s3cret@h:4222, nats://h3:4222":      "nats://ann:xxxxx@h:4222, nats://h3:4222",
+		// A parser would take "#ss/w?d@h:1" for a fragment and show it all.
+		"nats://u:pa#ss/w?d@h:1": "nats://u:xxxxx@h:1",
 	}
 	for in, want := range cases {
 		if got := redactURLs(in); got != want {

@@ -17,6 +17,7 @@ import (
 func newToolsExportCmd(g *globals) *cobra.Command {
 	var prov, model string
 	var wait time.Duration
+	var deferred bool
 	cmd := &cobra.Command{
 		Use:   "export --provider openai|openai-responses|anthropic|gemini|mcp",
 		Short: "Print the mesh's tools in a model provider's (or MCP's) shape, with the name map",
@@ -35,7 +36,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 			for _, t := range cat.Tools {
 				specs = append(specs, t.Spec)
 			}
-			ts, err := provider.Export(specs, provider.ExportOptions{Provider: p, Model: model})
+			ts, err := provider.Export(specs, provider.ExportOptions{Provider: p, Model: model, Defer: deferred})
 			if err != nil {
 				return envelope.NewProblem(envelope.CodeInvalidInput, err.Error())
 			}
@@ -58,6 +59,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&prov, "provider", "", "openai, openai-responses, anthropic, gemini or mcp (required)")
 	cmd.Flags().StringVar(&model, "model", "", "model name, to pick the capability row (e.g. gpt-3.5-turbo gets JSON mode for response formats)")
+	cmd.Flags().BoolVar(&deferred, "defer", false, "mark every tool for deferred loading with a client-run tool search (openai-responses: namespaces from dotted names; anthropic: defer_loading); caller.Dispatch answers the searches")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "bound on reading the catalogue (default: the worker registry in one pass, bounded by 10s; without JetStream, answers gathered for 300ms)")
 	return cmd
 }

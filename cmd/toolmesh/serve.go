@@ -113,6 +113,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		return err
 	}
 	defer stopTasks()
+	announce(ctx, g, w)
 	printDevBanner(g, w, srv.ClientURL())
 	return serveUntil(ctx, w, drainBridges, drain, g)
 }
@@ -211,6 +212,7 @@ func runWorker(ctx context.Context, g *globals, nc *nats.Conn, file *cli.File, c
 		g.log.Info("bridges ready", "bridges", bridged, "server", nc.ConnectedUrlRedacted())
 		return serveBridges(ctx, nc, drainBridges, drain)
 	}
+	announce(ctx, g, w)
 	g.log.Info("worker ready", "worker_id", w.ID(), "server", nc.ConnectedUrlRedacted(), "tools", toolNames(w))
 	return serveUntil(ctx, w, drainBridges, drain, g)
 }
@@ -288,4 +290,14 @@ func noArgs(cmd *cobra.Command, args []string) error {
 			WithFix(fmt.Sprintf("See `%s --help`.", cmd.CommandPath()), envelope.MaybeIncorrect)
 	}
 	return nil
+}
+
+// announce makes ready mean listed: the registry holds the worker's tools
+// (and its beacon is out) before the command says it is ready.
+func announce(ctx context.Context, g *globals, w *worker.Worker) {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := w.Announce(actx); err != nil {
+		g.log.Warn("worker not yet listed; it will be at its next registry refresh", "worker_id", w.ID(), "err", err)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -105,9 +106,19 @@ func printCatalog(g *globals, cat caller.Catalog, wait time.Duration) {
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTITLE\tINSTANCES\tSTREAMING\tANNOTATIONS")
 	for _, t := range cat.Tools {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", t.Spec.Name, t.Spec.Title, t.Instances, t.Spec.Streaming, annotationText(t.Spec.Annotations))
+		instances := strconv.Itoa(t.Instances)
+		if len(t.Conflicts) > 0 {
+			instances += fmt.Sprintf(" (CONFLICT: %d specs)", len(t.Conflicts)+1)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", t.Spec.Name, t.Spec.Title, instances, t.Spec.Streaming, annotationText(t.Spec.Annotations))
 	}
 	_ = tw.Flush()
+	for _, t := range cat.Tools {
+		for _, v := range t.Conflicts {
+			fmt.Fprintf(g.stderr, "conflict: tool %s: workers %s give another spec than the one listed (description %q); `toolmesh tools list --json` shows both\n",
+				t.Spec.Name, strings.Join(v.Workers, ", "), v.Spec.Description)
+		}
+	}
 	if cat.Workers == 0 {
 		fmt.Fprintf(g.stderr, "no worker found (wait %s)\n", wait)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 func newTopCmd(g *globals) *cobra.Command {
@@ -205,18 +205,14 @@ func clip(frame string, width int) string {
 }
 
 // redactURLs hides the password of each comma-separated URL: a view that
-// may be shared on a screen must not show nats://user:secret@host.
+// may be shared on a screen must not show nats://user:secret@host. It is
+// mesh.RedactURL, which works on the text (a parsed URL would let a
+// password holding '#', '/' or '?' through), keeping the list's spacing.
 func redactURLs(list string) string {
 	parts := strings.Split(list, ",")
 	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			} else {
-				u.User = url.User("xxxxx") // a bare token
-			}
-			parts[i] = u.String()
-		}
+		url := strings.TrimLeft(p, " ")
+		parts[i] = p[:len(p)-len(url)] + mesh.RedactURL(url)
 	}
 	return strings.Join(parts, ",")
 }

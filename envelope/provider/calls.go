@@ -20,6 +20,10 @@ type ToolCall struct {
 	Tool string `json:"tool,omitempty"`
 	// Args are the arguments, always a JSON object when Problem is nil.
 	Args json.RawMessage `json:"args,omitempty"`
+	// Search is the query of a tool-search call (a deferred export's
+	// Toolset.SearchTool): not a mesh call, but a question Dispatch
+	// answers from the mesh's search index (Toolset.SearchResultItem).
+	Search string `json:"search,omitempty"`
 	// Problem is set when the call cannot run as written (unknown tool,
 	// arguments that are not a JSON object): it is the call's result, for
 	// the model to read and correct.
@@ -34,6 +38,9 @@ type rawCall struct {
 	argsString bool
 	// unsupported names a call kind the mesh cannot run ("" when fine).
 	unsupported string
+	// search says the call is the provider's tool search (Responses'
+	// tool_search_call), not a function.
+	search bool
 }
 
 // ParseCalls reads the tool calls from a model's output in the toolset's
@@ -64,6 +71,10 @@ func (ts *Toolset) ParseCalls(output json.RawMessage) ([]ToolCall, error) {
 // mapCall maps one raw call's name and checks its arguments.
 func (ts *Toolset) mapCall(r rawCall) ToolCall {
 	c := ToolCall{ID: r.id, Name: r.name}
+	if r.search || (ts.SearchTool != "" && r.name == ts.SearchTool) {
+		c.Search, c.Problem = searchQuery(r)
+		return c
+	}
 	if r.unsupported != "" {
 		c.Problem = envelope.Problemf(envelope.CodeInvalidInput, "call %s: %s calls are not mesh tools; call one of the offered functions", r.id, r.unsupported)
 		return c
@@ -200,4 +211,15 @@ func stripNulls(root, schema, v any) bool {
 		}
 	}
 	return changed
+}
+
+// searchQuery reads a tool-search call's query.
+func searchQuery(r rawCall) (string, *envelope.Problem) {
+	var a struct {
+		Query string `json:"query"`
+	}
+	if err := json.Unmarshal(r.args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
+		return "", envelope.Problemf(envelope.CodeInvalidInput, "call %s: a tool search needs {\"query\": \"words\"}", r.id)
+	}
+	return a.Query, nil
 }

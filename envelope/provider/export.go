@@ -28,6 +28,9 @@ type Toolset struct {
 	Names        NameMap           `json:"names"`
 	Complete     bool              `json:"complete"`
 	Notes        []Note            `json:"notes,omitempty"`
+	// SearchTool names the tool search a deferred export added (see
+	// ExportOptions.Defer): calls to it are searches, not mesh calls.
+	SearchTool string `json:"search_tool,omitempty"`
 
 	// specs are the exported tools by mesh name; ParseCalls uses their
 	// input schemas to undo strict mode's "optional as null".
@@ -43,6 +46,12 @@ type ExportOptions struct {
 	Capabilities *Capabilities
 	// Table replaces DefaultCapabilities.
 	Table CapabilityTable
+	// Defer marks every tool for deferred loading, in the shape the
+	// provider defines (OpenAI Responses: namespaces from dotted names and
+	// defer_loading; Anthropic: defer_loading), with a tool search the
+	// client runs; caller.Dispatch answers it from the mesh's index.
+	// Providers without deferred loading are exported whole, with a note.
+	Defer bool
 }
 
 // capabilities resolves the options' capabilities.
@@ -93,6 +102,11 @@ func Export(specs []envelope.ToolSpec, o ExportOptions) (*Toolset, error) {
 		ts.Tools = geminiTools(ts.Tools)
 		if caps.Tools == SchemaLegacy {
 			ts.note("", "declared in JSON Schema (parametersJsonSchema): the legacy Schema form fails the official SDKs' types")
+		}
+	}
+	if o.Defer {
+		if err := ts.deferTools(); err != nil {
+			return nil, err
 		}
 	}
 	return ts, nil

@@ -103,6 +103,7 @@ func responsesCalls(output json.RawMessage) ([]rawCall, error) {
 		CallID    string          `json:"call_id"`
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
+		Execution string          `json:"execution"`
 	}
 	if err := json.Unmarshal(list, &items); err != nil {
 		return nil, fmt.Errorf("output: %w", err)
@@ -112,6 +113,10 @@ func responsesCalls(output json.RawMessage) ([]rawCall, error) {
 		switch it.Type {
 		case "function_call":
 			out = append(out, rawCall{id: it.CallID, name: it.Name, args: it.Arguments, argsString: true})
+		case "tool_search_call":
+			if it.Execution == "client" { // a hosted search was run by the provider
+				out = append(out, rawCall{id: it.CallID, name: SearchToolName, args: it.Arguments, search: true})
+			}
 		case "custom_tool_call":
 			out = append(out, rawCall{id: it.CallID, unsupported: `"custom_tool_call"`})
 		}

@@ -37,7 +37,8 @@ var userTurn = []any{map[string]any{"role": "user", "content": "hi"}}
 // the tools member (Tool[]) of a Gemini request, for current and legacy
 // models alike.
 func TestExportDecodesIntoSDKRequests(t *testing.T) {
-	for _, file := range []string{"openai", "openai-responses", "anthropic", "gemini", "gemini-legacy"} {
+	for _, file := range []string{"openai", "openai-responses", "anthropic", "gemini", "gemini-legacy",
+		"openai-responses-deferred", "anthropic-deferred"} {
 		t.Run(file, func(t *testing.T) {
 			var ts struct {
 				Tools []json.RawMessage `json:"tools"`
@@ -52,10 +53,10 @@ func TestExportDecodesIntoSDKRequests(t *testing.T) {
 			case "openai":
 				raw := request(t, map[string]any{"model": "gpt-4o", "messages": userTurn}, extra)
 				must(t, "ChatCompletionNewParams", raw, roundTrip(raw, new(openai.ChatCompletionNewParams)))
-			case "openai-responses":
+			case "openai-responses", "openai-responses-deferred":
 				raw := request(t, map[string]any{"model": "gpt-4.1", "input": "hi"}, extra)
 				must(t, "ResponseNewParams", raw, roundTrip(raw, new(responses.ResponseNewParams)))
-			case "anthropic":
+			case "anthropic", "anthropic-deferred":
 				raw := request(t, anthropicBase(), extra)
 				must(t, "MessageNewParams", raw, roundTrip(raw, new(anthropic.MessageNewParams)))
 			default:
@@ -229,4 +230,21 @@ func geminiDeclarationsOnly(t *testing.T, tools []*genai.Tool) {
 			t.Errorf("declaration %s: want parametersJsonSchema and no legacy parameters/response", d.Name)
 		}
 	}
+}
+
+// A deferred export's tool search is answered in the SDKs' own types: a
+// Responses tool_search_output input item, and an Anthropic tool_result
+// of tool_reference blocks inside the next user message.
+func TestSearchResultsDecodeIntoSDKTypes(t *testing.T) {
+	var oa json.RawMessage
+	readGolden(t, "search_openai-responses.json", &oa)
+	must(t, "ResponseInputItemUnionParam", oa, roundTrip(oa, new(responses.ResponseInputItemUnionParam)))
+	raw := request(t, map[string]any{"model": "gpt-5.4", "input": []json.RawMessage{oa}}, nil)
+	must(t, "ResponseNewParams", raw, roundTrip(raw, new(responses.ResponseNewParams)))
+
+	var an json.RawMessage
+	readGolden(t, "search_anthropic.json", &an)
+	must(t, "ToolResultBlockParam", an, roundTrip(an, new(anthropic.ToolResultBlockParam)))
+	msg, _ := json.Marshal(map[string]any{"role": "user", "content": []json.RawMessage{an}})
+	must(t, "MessageParam", msg, roundTrip(msg, new(anthropic.MessageParam)))
 }

@@ -117,6 +117,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 		ElicitationHandler:          b.onElicit,
 		ResourceUpdatedHandler:      b.onResourceUpdated,
 		LoggingMessageHandler:       b.onLog,
+		CreateMessageHandler:        b.onSample,
 	})
 	if err := b.prepareSandbox(ctx); err != nil {
 		return nil, err

@@ -1,0 +1,146 @@
+package worker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/toolmesh/toolmesh/internal/wire"
+)
+
+// announcer names calls to their callers before they start (protocol v2,
+// §8.2, "Picked up before it runs"): a call whose caller is known starts
+// only once a heartbeat naming it has been published AND the NATS server
+// has confirmed it (a flush: the server routed the heartbeat before it
+// answered). So a caller that has read everything the server routed to
+// it before some moment, and heard nothing of a call, knows the call had
+// not started by then — and, once the call's pickup cutoff is past, that
+// it never will.
+//
+// One flush confirms every call queued since the last one: under load the
+// cost is one round trip per round, not per call. Heartbeats the worker
+// sends on its own schedule are confirmed by the same rounds, so a call
+// they named before its cutoff may start later without another.
+type announcer struct {
+	w    *Worker
+	mu   sync.Mutex
+	name []*call // calls to name before they start
+	// named are calls named by heartbeats already published, waiting for
+	// a round's flush to confirm them.
+	named []*call
+	round *announceRound // the round the queued calls go out in
+	wake  chan struct{}
+}
+
+// announceRound is one flush and the calls it confirms.
+type announceRound struct {
+	done chan struct{} // closed once the round is settled
+	at   time.Time     // when the server confirmed the round (zero: it did not)
+}
+
+func newAnnouncer(w *Worker) *announcer {
+	return &announcer{w: w, round: &announceRound{done: make(chan struct{})}, wake: make(chan struct{}, 1)}
+}
+
+// announce queues calls to be named in the next round and returns it.
+func (a *announcer) announce(calls ...*call) *announceRound {
+	a.mu.Lock()
+	a.name = append(a.name, calls...)
+	r := a.round
+	a.mu.Unlock()
+	a.signal()
+	return r
+}
+
+// confirm queues calls a published heartbeat named, for the next flush.
+func (a *announcer) confirm(calls []*call) {
+	if len(calls) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.named = append(a.named, calls...)
+	a.mu.Unlock()
+	a.signal()
+}
+
+func (a *announcer) signal() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run settles rounds until the worker stops; the round in progress when
+// it stops is settled unconfirmed, so no call waits for it forever.
+func (a *announcer) run() {
+	for {
+		select {
+		case <-a.wake:
+			a.settle()
+		case <-a.w.stopCtx.Done():
+			a.mu.Lock()
+			r := a.round
+			a.round = &announceRound{done: make(chan struct{})}
+			a.mu.Unlock()
+			close(r.done)
+			return
+		}
+	}
+}
+
+// settle publishes the heartbeats of the calls queued to be named, flushes
+// once, and stamps every call of the round with the server's confirmation.
+func (a *announcer) settle() {
+	a.mu.Lock()
+	name, named, r := a.name, a.named, a.round
+	a.name, a.named, a.round = nil, nil, &announceRound{done: make(chan struct{})}
+	a.mu.Unlock()
+	if len(name) == 0 && len(named) == 0 {
+		close(r.done)
+		return
+	}
+	a.publish(name)
+	if err := a.w.nc.FlushTimeout(a.w.cfg.ConfirmTimeout); err != nil {
+		a.w.log.Debug("heartbeats naming calls about to start not confirmed", "err", err)
+		close(r.done) // unconfirmed: those calls do not start (see call.announced)
+		return
+	}
+	at := time.Now()
+	stamp := at.UnixNano()
+	for _, c := range name {
+		c.namedAt.CompareAndSwap(0, stamp)
+	}
+	for _, c := range named {
+		c.namedAt.CompareAndSwap(0, stamp)
+	}
+	r.at = at
+	close(r.done)
+}
+
+// publish sends one heartbeat per caller naming its calls in calls (in
+// several when the ids outgrow a message), on one of its calls' reply
+// subjects, as §8.1's beats are.
+func (a *announcer) publish(calls []*call) {
+	byPeer := map[callKey][]*call{}
+	var order []callKey
+	for _, c := range calls {
+		k := c.callerKey()
+		if _, ok := byPeer[k]; !ok {
+			order = append(order, k)
+		}
+		byPeer[k] = append(byPeer[k], c)
+	}
+	limit := a.w.piece()
+	for _, k := range order {
+		cs := byPeer[k]
+		head := wire.AppendBeatHead(nil, a.w.cfg.ID, cs[0].interval.Milliseconds())
+		buf := append(make([]byte, 0, len(head)+len(cs)*27), head...)
+		for _, c := range cs {
+			if len(buf)+len(c.id)+1 > limit {
+				a.w.publishBeat(cs[0], buf)
+				buf = append(buf[:0], head...)
+			}
+			buf = append(append(buf, c.id...), ' ')
+		}
+		a.w.publishBeat(cs[0], buf)
+	}
+}
