@@ -75,6 +75,11 @@ func (c *Caller) verifiedEntry(data []byte, workerID string) (catalogEntry, erro
 
 // fetchSpecs returns the spec set named digest, from the cache or from
 // the first of workers (at most three are asked) whose answer matches it.
+// A lone worker whose answer names another set has changed its tools
+// since its registry key was written (a worker registering its tools one
+// by one rewrites the key each time): its own answer is the newer truth,
+// and it is what the worker is listed with, rather than leaving a live
+// worker out of the listing.
 func (c *Caller) fetchSpecs(ctx context.Context, digest string, workers []string) ([]envelope.ToolSpec, error) {
 	if specs, ok := c.specs.get(digest); ok && digest != "" {
 		return specs, nil
@@ -88,7 +93,7 @@ func (c *Caller) fetchSpecs(ctx context.Context, digest string, workers []string
 		switch {
 		case err != nil:
 			last = err
-		case digest != "" && e.Specs != digest:
+		case digest != "" && e.Specs != digest && len(workers) > 1:
 			last = fmt.Errorf("worker %s now hosts other tools than its registry key says", id)
 		default:
 			return e.Tools, nil

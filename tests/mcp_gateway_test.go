@@ -344,7 +344,11 @@ func checkCancel(t *testing.T, m *mcpMesh, mc *mcpClient) {
 		_, err := mc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
 		errc <- err
 	}()
-	<-m.blockStarted
+	select {
+	case <-m.blockStarted:
+	case err := <-errc:
+		t.Fatalf("the call to block ended before its handler started: %v", err)
+	}
 	cancel()
 	if err := <-errc; err == nil {
 		t.Fatal("a cancelled call returned no error")
