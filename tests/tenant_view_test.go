@@ -19,13 +19,13 @@ import (
 )
 
 // tenantMesh is deploy/secure with two worker pools: "demo" (demo.*, which
-// alice and bob may call) and "files" (fs.*, which only bob may call).
+// alice and bob may call) and "fs" (user files: fs.*, which only bob may call).
 func tenantMesh(t *testing.T) *secureMesh {
 	t.Helper()
 	m := startSecure(t)
 	register(t, m.demoWorker(t, worker.Config{}), envelope.ToolSpec{Name: "demo.echo", Description: "Echo the message back"}, echo)
 	fnc, _ := m.dial(t, "files")
-	fw := meshtest.NewWorker(t, fnc, worker.Config{Pool: "files"})
+	fw := meshtest.NewWorker(t, fnc, worker.Config{Pool: "fs"})
 	for _, s := range []envelope.ToolSpec{
 		{Name: "fs.read_file", Description: "Read the complete contents of a file from the file system.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
