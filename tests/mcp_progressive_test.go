@@ -37,6 +37,11 @@ func searchCatalogMesh(t *testing.T) *embedded.Server {
 		s.OutputSchema = nil // the echo handler returns the args
 		register(t, w, s, echo)
 	}
+	// Register announces in the background; Announce waits until the
+	// registry lists every tool, as `toolmesh worker` does before "ready".
+	if err := w.Announce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return srv
 }
 
