@@ -100,6 +100,14 @@ func surfaceClient(t *testing.T, srv *embedded.Server, ns string) (*mcp.ClientSe
 func gatewayClient(t *testing.T, srv *embedded.Server, ns string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	// The bridge's worker announces in the background: the gateway syncs
+	// once its tools are listed, as it would after `toolmesh worker` said ready.
+	waitFor(t, "the catalogue to list namespace "+ns, func() bool {
+		cat, err := c.Catalog(context.Background(), time.Second)
+		return err == nil && cat.Complete && slices.ContainsFunc(cat.Tools, func(ct caller.CatalogTool) bool {
+			return ns == "" || strings.HasPrefix(ct.Spec.Name, ns+".")
+		})
+	})
 	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
 		CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 	if err != nil {
