@@ -21,19 +21,8 @@ func askingGateway(t *testing.T) *mcpgateway.Gateway {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{})
 	askingTool(t, meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{}))
-	g, err := mcpgateway.New(mcpgateway.Config{Caller: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{}),
+	return runGateway(t, mcpgateway.Config{Caller: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{}),
 		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	if err := g.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	go func() { defer close(done); _ = g.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return g
 }
 
 // TestMCPGatewayElicitation: a go-sdk client that declares elicitation

@@ -97,14 +97,22 @@ func mcpCount(_ context.Context, r *worker.Request, emit worker.Emitter) (any, e
 func startGateway(t *testing.T, m *mcpMesh) *mcpgateway.Gateway {
 	t.Helper()
 	c := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
-	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Deny: []string{"secret.*"},
+	return runGateway(t, mcpgateway.Config{Caller: c, Deny: []string{"secret.*"},
 		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+}
+
+// runGateway makes a gateway of cfg, syncs it with the mesh and runs it
+// until the test ends.
+func runGateway(t *testing.T, cfg mcpgateway.Config) *mcpgateway.Gateway {
+	t.Helper()
+	g, err := mcpgateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	if err := g.Sync(ctx); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	go func() { defer close(done); _ = g.Run(ctx) }()

@@ -108,18 +108,8 @@ func gatewayClient(t *testing.T, srv *embedded.Server, ns string, opts *mcp.Clie
 			return ns == "" || strings.HasPrefix(ct.Spec.Name, ns+".")
 		})
 	})
-	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
+	g := runGateway(t, mcpgateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
 		CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	if err := g.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	go func() { defer close(done); _ = g.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := g.Server().Connect(context.Background(), st, nil)
 	if err != nil {
