@@ -713,3 +713,43 @@ func TestMCPGatewayNamespace(t *testing.T) {
 		t.Error("an invalid namespace must be refused")
 	}
 }
+
+// TestMCPGatewayCallsAToolNotYetListed: a worker that has just subscribed
+// is callable before the registry, the catalogue or Watch list it. The
+// gateway here synced on an empty mesh and never follows the fleet, so
+// only asking the mesh at call time can find the tool; "unknown tool"
+// for a tool that exists would send the agent elsewhere.
+func TestMCPGatewayCallsAToolNotYetListed(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Deny: []string{"secret.*"}, CatalogWait: time.Second, Logger: meshtest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{})
+	obj := json.RawMessage(`{"type":"object"}`)
+	register(t, w, envelope.ToolSpec{Name: "late.echo", InputSchema: obj}, echo)
+	register(t, w, envelope.ToolSpec{Name: "secret.echo", InputSchema: obj}, echo)
+	mc := connectInProcess(t, g, "2025-11-25")
+
+	res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "late.echo", Arguments: map[string]any{"message": "hi"}})
+	if err != nil || res.IsError {
+		t.Fatalf("late.echo: %v %+v", err, res)
+	}
+	if got, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(got), `"message":"hi"`) {
+		t.Fatalf("late.echo = %s", got)
+	}
+	if !slices.Contains(g.Tools(), "late.echo") {
+		t.Fatalf("late.echo called but not served: %v", g.Tools())
+	}
+	// A denied tool stays unknown even though a worker describes it.
+	if _, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "secret.echo", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("secret.echo: %v, want unknown tool", err)
+	}
+	if _, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nobody.hosts", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("nobody.hosts: %v, want unknown tool", err)
+	}
+}

@@ -164,7 +164,7 @@ func New(cfg Config) (*Gateway, error) {
 			c.CacheScope = "public"
 		},
 	})
-	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware)
+	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown)
 	if cfg.Progressive {
 		g.addSearchTool()
 	}
