@@ -193,7 +193,9 @@ func (b *batch) sendEnds(ends []heldEnd) {
 	room := b.w.maxPayload() - 64
 	// What one terminal adds to the message: its id and its length on the
 	// line, each with a separator, and its bytes.
-	cost := func(i int) int { return len(ends[i].id) + 1 + len(strconv.Itoa(len(ends[i].data))) + 1 + len(ends[i].data) }
+	cost := func(i int) int {
+		return len(ends[i].id) + 1 + len(strconv.Itoa(len(ends[i].data))) + 1 + len(ends[i].data)
+	}
 	var ids [wire.MaxBatchCalls]string
 	var sizes [wire.MaxBatchCalls]int
 	for len(ends) > 0 {

@@ -212,7 +212,9 @@ func (f Frame) EachCallID(fn func(id []byte)) {
 	}
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 // AppendEventsHead appends the line of an events frame: events numbered
 // from seq, of the given encoded sizes.
