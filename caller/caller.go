@@ -1021,6 +1021,15 @@ func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option
 	return resp, nil
 }
 
+// CallEvent calls tool like Caller.Call (unary: one terminal event, no
+// progress or deltas) and returns the call's id and its terminal event as
+// it arrived: a result event's data is the tool's JSON value, unwrapped
+// and validated once, or an error event carries the Problem. It is for
+// relays that pass a result on as it came, such as the MCP gateway.
+func (c *Caller) CallEvent(ctx context.Context, tool string, args any, opts ...Option) (string, envelope.ToolEvent) {
+	return c.invoke(ctx, tool, args, opts)
+}
+
 // CallAs calls tool like Caller.Call and decodes its result into T,
 // whatever the result's JSON kind: an object into a struct or map, a
 // number, string or list (which Call would show as {"result": …}) into a

@@ -97,6 +97,8 @@ type Gateway struct {
 	surf   surfaces
 	routes routes
 	subs   gwSubs
+	// logging are the sessions that asked for log messages (unary.go).
+	logging logSessions
 }
 
 // servedTool is one registered tool and the fingerprint of its spec, so a
@@ -164,7 +166,7 @@ func New(cfg Config) (*Gateway, error) {
 			c.CacheScope = "public"
 		},
 	})
-	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown)
+	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown, g.noteLogLevel)
 	if cfg.Progressive {
 		g.addSearchTool()
 	}
@@ -326,7 +328,7 @@ func gapsOf(cat caller.Catalog) []string {
 func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
-	mcpResult := map[string]bool{}
+	relay := map[string]relayKind{}
 	surf := surfaces{}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -345,7 +347,7 @@ func (g *Gateway) apply(view fleetView) {
 		}
 		want[t.Name] = t
 		meshName[t.Name] = ct.Spec.Name
-		mcpResult[t.Name] = ct.Spec.MCPResult
+		relay[t.Name] = relayOf(ct.Spec)
 	}
 	g.gaps = view.gaps
 	g.applySurfaces(surf, view.prune)
@@ -363,11 +365,14 @@ func (g *Gateway) apply(view fleetView) {
 	}
 	for name, t := range want {
 		fp := fingerprint(t)
+		if relay[name].unaryFits { // a change of binding changes how it is called
+			fp += " unary"
+		}
 		if old, ok := g.served[name]; ok && old.fingerprint == fp {
 			continue
 		}
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
-		g.srv.AddTool(t, g.callHandler(meshName[name], t, mcpResult[name]))
+		g.srv.AddTool(t, g.callHandler(meshName[name], t, relay[name]))
 	}
 }
 
