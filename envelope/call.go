@@ -44,12 +44,12 @@ func (c *Call) UnmarshalJSON(data []byte) error {
 func ParseCall(data []byte) (Call, error) { return parseCall(data, false) }
 
 func parseCall(data []byte, copyArgs bool) (Call, error) {
-	if err := validJSON(data); err != nil {
+	if err := jsonx.Check(data); err != nil {
 		return Call{}, fmt.Errorf("call: %w", err)
 	}
 	var out Call
 	var haveArgs bool
-	err := scanRawMembers(data, func(name, v []byte) error {
+	err := jsonx.ScanRawMembers(data, func(name, v []byte) error {
 		switch string(name) {
 		case "args":
 			if !jsonx.IsObject(v) {
@@ -69,7 +69,7 @@ func parseCall(data []byte, copyArgs bool) (Call, error) {
 				return errors.New("call: field dry_run: want a boolean")
 			}
 		case "page":
-			if isNull(v) {
+			if jsonx.IsNull(v) {
 				return nil
 			}
 			var p Page
@@ -81,7 +81,7 @@ func parseCall(data []byte, copyArgs bool) (Call, error) {
 			}
 			out.Page = &p
 		case "response_format":
-			if isNull(v) {
+			if jsonx.IsNull(v) {
 				return nil
 			}
 			var rf ResponseFormat
@@ -92,7 +92,7 @@ func parseCall(data []byte, copyArgs bool) (Call, error) {
 		}
 		return nil
 	})
-	if errors.Is(err, errNotObject) {
+	if errors.Is(err, jsonx.ErrNotObject) {
 		return Call{}, errors.New("call: want a JSON object")
 	}
 	if err != nil {
