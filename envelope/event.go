@@ -187,7 +187,7 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 		b = appendString(b, "code", string(e.Code))
 		b = appendString(b, "message", e.Message)
 		if e.Details != nil {
-			if b, err = e.Details.AppendJSON(append(b, `,"details":`...)); err != nil {
+			if b, err = e.Details.appendJSON(append(b, `,"details":`...)); err != nil {
 				return nil, fmt.Errorf("event details: %w", err)
 			}
 		} else if len(e.DetailsRaw) > 0 {

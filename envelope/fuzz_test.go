@@ -48,7 +48,6 @@ func fuzzDecoder[T any](f *testing.F) {
 }
 
 func FuzzToolEvent(f *testing.F)        { fuzzDecoder[ToolEvent](f) }
-func FuzzCall(f *testing.F)             { fuzzDecoder[Call](f) }
 func FuzzResponse(f *testing.F)         { fuzzDecoder[Response](f) }
 func FuzzProblem(f *testing.F)          { fuzzDecoder[Problem](f) }
 func FuzzResponseFormat(f *testing.F)   { fuzzDecoder[ResponseFormat](f) }

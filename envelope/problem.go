@@ -283,13 +283,13 @@ var standardMembers = map[string]bool{
 // members first in a fixed order, retry_after always (null when not
 // transient), then extensions sorted by name.
 func (p *Problem) MarshalJSON() ([]byte, error) {
-	return p.AppendJSON(make([]byte, 0, 512))
+	return p.appendJSON(make([]byte, 0, 512))
 }
 
-// AppendJSON appends the problem document to b, members in the order
+// appendJSON appends the problem document to b, members in the order
 // MarshalJSON documents, without reflection for the standard members:
 // every failed call encodes one on the worker and one in its Response.
-func (p *Problem) AppendJSON(b []byte) ([]byte, error) {
+func (p *Problem) appendJSON(b []byte) ([]byte, error) {
 	typ := p.Type
 	if typ == "" {
 		typ = "about:blank"

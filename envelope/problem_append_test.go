@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// legacyProblemJSON is the reflection-based encoder AppendJSON replaced,
+// legacyProblemJSON is the reflection-based encoder appendJSON replaced,
 // kept as the reference the fast one must match byte for byte.
 func legacyProblemJSON(p *Problem) ([]byte, error) {
 	var b bytes.Buffer
@@ -81,7 +81,7 @@ func FuzzProblemAppendJSON(f *testing.F) {
 			p.Extensions = map[string]any{extName: extVal, "violations": []Violation{{Pointer: "/" + extVal, Message: detail}}}
 		}
 		want, wantErr := legacyProblemJSON(p)
-		got, gotErr := p.AppendJSON(nil)
+		got, gotErr := p.appendJSON(nil)
 		if (wantErr != nil) != (gotErr != nil) {
 			t.Fatalf("errors differ: %v vs %v", wantErr, gotErr)
 		}

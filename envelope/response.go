@@ -96,7 +96,7 @@ func ErrorResponseWithData(id string, code Code, message string, extra json.RawM
 // ProblemResponse is the error response for a Problem: code and message
 // from it, and the whole Problem under "problem" so no detail is lost.
 func ProblemResponse(id string, p *Problem) Response {
-	problem, err := p.AppendJSON(make([]byte, 0, 512))
+	problem, err := p.appendJSON(make([]byte, 0, 512))
 	if err != nil {
 		return ErrorResponse(id, p.Code, p.Error())
 	}
