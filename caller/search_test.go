@@ -67,3 +67,25 @@ func TestSearchLeavesOutToolsSharingNoWord(t *testing.T) {
 		}
 	}
 }
+
+// A bridged server's surface tools (resources, prompts, completions) are
+// MCP methods, not tools an agent looks for: search never returns them,
+// even for a query naming their words.
+func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
+	cat := searchFixture(t)
+	for _, op := range []string{envelope.MCPResourcesRead, envelope.MCPResourcesList, envelope.MCPPromptsGet} {
+		cat.Tools = append(cat.Tools, CatalogTool{Instances: 1, Spec: envelope.ToolSpec{Name: envelope.MCPSurfaceName("fs", op),
+			Title: op + " of MCP server fs", Description: "read a file resource of the MCP server",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string"}}}`), Tags: []string{"mcp", envelope.MCPSurfaceTag}}})
+	}
+	for _, q := range []string{"read a file", "resources read", "prompts get", "uri"} {
+		for _, h := range SearchCatalog(cat, q) {
+			if _, _, surface := envelope.SplitMCPSurface(&h.Tool.Spec); surface {
+				t.Fatalf("%q found surface tool %s", q, h.Tool.Spec.Name)
+			}
+		}
+	}
+	if hits := SearchCatalog(cat, "read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+		t.Fatalf("read a file: want fs.read_file first, got %d hits", len(hits))
+	}
+}
