@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Config configures a Gateway. Caller is required; the rest has defaults.
@@ -386,7 +387,7 @@ func (g *Gateway) remember(view fleetView) {
 		clear(g.known)
 	}
 	for _, ct := range view.tools {
-		if _, _, surface := envelope.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
+		if _, _, surface := wire.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
 			g.known[ct.Spec.Name] = ct
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -178,8 +179,8 @@ func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) 
 	if err := envelope.ValidateToolName(s.Name); err != nil {
 		return s, nil, fmt.Errorf("its name cannot be a mesh tool name: %v", err)
 	}
-	if envelope.IsMCPSurfaceReserved(t.Name) {
-		return s, nil, fmt.Errorf("its name starts with %q, which the mesh reserves for the server's resources and prompts", envelope.MCPSurfaceSegment+".")
+	if wire.IsMCPSurfaceReserved(t.Name) {
+		return s, nil, fmt.Errorf("its name starts with %q, which the mesh reserves for the server's resources and prompts", wire.MCPSurfaceSegment+".")
 	}
 	in, err := json.Marshal(t.InputSchema)
 	if err != nil {
