@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Config configures a Gateway. Caller is required; the rest has defaults.
@@ -142,11 +143,21 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{},
 		known: map[string]caller.CatalogTool{}, revealed: map[string]bool{}}
-	ttl := int(cfg.ListTTL.Milliseconds())
-	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, &mcp.ServerOptions{
+	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, g.serverOptions())
+	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown)
+	if cfg.Progressive {
+		g.addSearchTool()
+	}
+	return g, nil
+}
+
+// serverOptions are the SDK server's options: the capabilities a mesh
+// gateway has and the handlers that map them onto the mesh.
+func (g *Gateway) serverOptions() *mcp.ServerOptions {
+	return &mcp.ServerOptions{
 		Instructions: "Tools hosted on a toolmesh (a NATS tool mesh). Failed calls return isError with an RFC 9457 problem as structuredContent; retry_after says when a retry may succeed.",
-		Logger:       cfg.Logger,
-		PageSize:     cfg.PageSize,
+		Logger:       g.cfg.Logger,
+		PageSize:     g.cfg.PageSize,
 		// Tools come and go with the fleet: advertise the capability even
 		// while no worker is up, so clients listen for list_changed.
 		// Resources, prompts and completions are the bridged servers' on
@@ -161,17 +172,12 @@ func New(cfg Config) (*Gateway, error) {
 		SubscribeHandler:   func(ctx context.Context, req *mcp.SubscribeRequest) error { return g.subscribe(ctx, req) },
 		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return g.unsubscribe(ctx, req) },
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
-			c.TTLMs = ttl
+			c.TTLMs = int(g.cfg.ListTTL.Milliseconds())
 			// The list depends on the gateway's allow/deny lists, not on
 			// who asks; a bearer changes what a call may do, not the list.
 			c.CacheScope = "public"
 		},
-	})
-	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown)
-	if cfg.Progressive {
-		g.addSearchTool()
 	}
-	return g, nil
 }
 
 // honestList marks every tools/list result with whether the catalogue
@@ -394,7 +400,7 @@ func (g *Gateway) remember(view fleetView) {
 		clear(g.known)
 	}
 	for _, ct := range view.tools {
-		if _, _, surface := envelope.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
+		if _, _, surface := wire.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
 			g.known[ct.Spec.Name] = ct
 		}
 	}
