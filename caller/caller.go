@@ -868,7 +868,7 @@ func (metaCarrier) Keys() []string { return nil }
 // appendCall appends the call's JSON body, refusing a call the server
 // would not accept.
 func (c *Caller) appendCall(b []byte, rawArgs json.RawMessage, o callOptions) ([]byte, *envelope.Problem) {
-	b, err := envelope.Call{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format}.AppendJSON(b)
+	b, err := wire.Call{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format}.AppendJSON(b)
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error())
 	}
