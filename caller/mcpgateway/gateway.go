@@ -87,6 +87,9 @@ type Gateway struct {
 	// gaps are the scope warnings of the last catalogue applied: the
 	// tri-state honest convention, reported on every tools/list.
 	gaps []string
+	// conflicts describe the served tools for which workers give
+	// different specs (tools/list _meta "io.toolmesh/conflicts").
+	conflicts []any
 	// known is every tool the filter allows in the fleet as last seen
 	// (what a search ranks); lastView is the view last applied, and
 	// revealed the MCP names searches have added (progressive.go).
@@ -179,7 +182,9 @@ func (g *Gateway) serverOptions() *mcp.ServerOptions {
 
 // honestList marks every tools/list result with whether the catalogue
 // behind it was complete: "io.toolmesh/complete" in _meta, with the
-// named gaps in "io.toolmesh/scope_warnings" when it was not.
+// named gaps in "io.toolmesh/scope_warnings" when it was not, and the
+// served tools whose workers give different specs in
+// "io.toolmesh/conflicts" (see markConflict).
 func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -189,10 +194,14 @@ func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		g.mu.Lock()
 		gaps := append([]string(nil), g.gaps...)
+		conflicts := append([]any(nil), g.conflicts...)
 		g.mu.Unlock()
 		meta := mcp.Meta{"io.toolmesh/complete": len(gaps) == 0}
 		if len(gaps) > 0 {
 			meta["io.toolmesh/scope_warnings"] = gaps
+		}
+		if len(conflicts) > 0 {
+			meta["io.toolmesh/conflicts"] = conflicts
 		}
 		lr.Meta = meta
 		return lr, nil
@@ -333,6 +342,7 @@ func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
 	mcpResult := map[string]bool{}
+	var conflicts []any
 	surf := surfaces{}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -341,7 +351,7 @@ func (g *Gateway) apply(view fleetView) {
 		if !g.filter.allows(ct.Spec.Name) || surf.add(&ct.Spec) || !g.listed(ct.Spec.Name, g.toolName(ct.Spec.Name)) {
 			continue
 		}
-		t, err := mcpTool(g.toolName(ct.Spec.Name), ct.Spec)
+		t, err := servedDef(g.toolName(ct.Spec.Name), ct)
 		if err == nil && g.cfg.Progressive && t.Name == g.cfg.NamePrefix+SearchToolName {
 			err = errors.New("its name is the search tool's")
 		}
@@ -350,10 +360,13 @@ func (g *Gateway) apply(view fleetView) {
 			continue
 		}
 		want[t.Name] = t
+		if c, ok := t.Meta[conflictMetaKey]; ok {
+			conflicts = append(conflicts, c)
+		}
 		meshName[t.Name] = ct.Spec.Name
 		mcpResult[t.Name] = ct.Spec.MCPResult
 	}
-	g.gaps = view.gaps
+	g.gaps, g.conflicts = view.gaps, conflicts
 	g.applySurfaces(surf, view.prune)
 	var gone []string
 	if view.prune == pruneMissing {
