@@ -190,7 +190,7 @@ type tool struct {
 	spanOpts []trace.SpanStartOption
 	approve  bool // calls wait for the caller's approval (Config.Approvals)
 
-	load      loadStats // in flight, errors by code, latency (stats.go)
+	load loadStats // in flight, errors by code, latency (stats.go)
 	// typical is a moving average of the handler's run time (ns): a tool
 	// whose calls take longer than handoffAfter is not run inline in
 	// batches (see batch.runInline).
