@@ -114,8 +114,22 @@ func (f *simFleet) register(tb testing.TB) {
 	}
 }
 
+// rawEntry is a catalogue answer as a raw NATS client reads it: plain
+// encoding/json, schemas kept as bytes (no toolmesh decoder, which
+// validates every spec and compiles its schema).
+type rawEntry struct {
+	WorkerID string `json:"worker_id"`
+	Tools    []struct {
+		Name        string          `json:"name"`
+		Title       string          `json:"title"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	} `json:"tools"`
+	Specs string `json:"specs"`
+}
+
 // rawGather is the peer: one request on the catalogue subject, answers
-// counted until every worker's is in, each decoded as a caller must.
+// counted until every worker's is in, each decoded as a raw client would.
 func rawGather(tb testing.TB, nc *nats.Conn, workers int) {
 	inbox := nc.NewInbox()
 	ch := make(chan *nats.Msg, workers)
@@ -132,7 +146,7 @@ func rawGather(tb testing.TB, nc *nats.Conn, workers int) {
 	for range workers {
 		select {
 		case m := <-ch:
-			var e wire.CatalogEntry
+			var e rawEntry
 			if err := json.Unmarshal(m.Data, &e); err != nil {
 				tb.Fatal(err)
 			}
