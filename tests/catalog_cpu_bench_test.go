@@ -220,12 +220,12 @@ func (p *callerProcess) round() (map[string]catalogRow, error) {
 // and a new caller's first Catalog, interleaved in an order rotating by
 // round, in a caller process of its own; it reports each side's median
 // and the medians of the per-round ratios toolmesh/raw. 1,000 simulated
-// workers of 5 tools in 500 spec sets (5,000 too with TOOLMESH_BIG_FLEET=1).
+// workers of 5 tools in 500 spec sets (more with TOOLMESH_BIG_FLEET, see fleetSizes).
 // TOOLMESH_CATALOG_CPUPROFILE=file profiles the caller process.
 //
 //	go test -run '^$' -bench BenchmarkCatalogCallerCPU -benchtime 7x ./tests/
 func BenchmarkCatalogCallerCPU(b *testing.B) {
-	for _, workers := range fleetSizes() {
+	for _, workers := range fleetSizes(b) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			srv := meshtest.StartServer(b, embedded.Config{})
 			newSimFleet(b, srv, "W", workers, 5, 500).register(b)

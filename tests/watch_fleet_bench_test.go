@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,13 +18,24 @@ import (
 )
 
 // fleetSizes are the simulated fleets the Watch and catalogue CPU
-// benchmarks run at: 1,000 workers, and 5,000 as well with
-// TOOLMESH_BIG_FLEET=1 (minutes of a 2-core box).
-func fleetSizes() []int {
-	if os.Getenv("TOOLMESH_BIG_FLEET") != "" {
-		return []int{1_000, 5_000}
+// benchmarks run at: 1,000 workers, and with TOOLMESH_BIG_FLEET=1 5,000 as
+// well (minutes of a 2-core box), or the sizes it lists ("5000,10000").
+func fleetSizes(tb testing.TB) []int {
+	sizes := []int{1_000}
+	switch big := os.Getenv("TOOLMESH_BIG_FLEET"); big {
+	case "":
+	case "1":
+		sizes = append(sizes, 5_000)
+	default:
+		for _, f := range strings.Split(big, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				tb.Fatalf("TOOLMESH_BIG_FLEET=%q: want 1 or fleet sizes separated by commas", big)
+			}
+			sizes = append(sizes, n)
+		}
 	}
-	return []int{1_000}
+	return sizes
 }
 
 // beaconTick is how often the simulated fleet publishes a share of its
@@ -279,7 +292,7 @@ func TestWatchSeesJoinAndKillAtFleetScale(t *testing.T) {
 }
 
 // BenchmarkWatchFleet measures, at 1,000 simulated workers beaconing
-// every second (5,000 too with TOOLMESH_BIG_FLEET=1), how long Watch
+// every second (more with TOOLMESH_BIG_FLEET, see fleetSizes), how long Watch
 // takes to show the whole fleet from its start, and per round (one op)
 // how long after a new worker's READY it shows all its tools and how long
 // after that worker's kill -9 (at a phase between two of its beacons
@@ -289,7 +302,7 @@ func TestWatchSeesJoinAndKillAtFleetScale(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkWatchFleet -benchtime 5x ./tests/
 func BenchmarkWatchFleet(b *testing.B) {
-	for _, workers := range fleetSizes() {
+	for _, workers := range fleetSizes(b) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			r := newWatchRig(b, workers, 64, time.Second)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
