@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // SearchHit is one tool that matches a search, with its score (higher is
@@ -33,7 +34,7 @@ func (c *Caller) Search(ctx context.Context, query string) ([]SearchHit, error) 
 // SearchCatalog ranks cat's tools against query as Search does, so a
 // caller holding a catalogue (a gateway, an exporter) answers from it.
 // MCP surface tools (a bridged server's resources, prompts and
-// completions, envelope.SplitMCPSurface) are not tools to find: they are
+// completions, wire.SplitMCPSurface) are not tools to find: they are
 // left out.
 func SearchCatalog(cat Catalog, query string) []SearchHit {
 	terms := searchTerms(query)
@@ -42,7 +43,7 @@ func SearchCatalog(cat Catalog, query string) []SearchHit {
 	}
 	tools := make([]CatalogTool, 0, len(cat.Tools))
 	for _, t := range cat.Tools {
-		if _, _, surface := envelope.SplitMCPSurface(&t.Spec); !surface {
+		if _, _, surface := wire.SplitMCPSurface(&t.Spec); !surface {
 			tools = append(tools, t)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // searchFixture is a catalogue of the bridged reference MCP servers'
@@ -74,14 +75,14 @@ func TestSearchLeavesOutToolsSharingNoWord(t *testing.T) {
 // even for a query naming their words.
 func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
 	cat := searchFixture(t)
-	for _, op := range []string{envelope.MCPResourcesRead, envelope.MCPResourcesList, envelope.MCPPromptsGet} {
-		cat.Tools = append(cat.Tools, CatalogTool{Instances: 1, Spec: envelope.ToolSpec{Name: envelope.MCPSurfaceName("fs", op),
+	for _, op := range []string{wire.MCPResourcesRead, wire.MCPResourcesList, wire.MCPPromptsGet} {
+		cat.Tools = append(cat.Tools, CatalogTool{Instances: 1, Spec: envelope.ToolSpec{Name: wire.MCPSurfaceName("fs", op),
 			Title: op + " of MCP server fs", Description: "read a file resource of the MCP server",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string"}}}`), Tags: []string{"mcp", envelope.MCPSurfaceTag}}})
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string"}}}`), Tags: []string{"mcp", wire.MCPSurfaceTag}}})
 	}
 	for _, q := range []string{"read a file", "resources read", "prompts get", "uri"} {
 		for _, h := range SearchCatalog(cat, q) {
-			if _, _, surface := envelope.SplitMCPSurface(&h.Tool.Spec); surface {
+			if _, _, surface := wire.SplitMCPSurface(&h.Tool.Spec); surface {
 				t.Fatalf("%q found surface tool %s", q, h.Tool.Spec.Name)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Note is one thing an export or a lowering could not carry as given:
@@ -112,7 +113,7 @@ func (ts *Toolset) exportable(specs []envelope.ToolSpec) []envelope.ToolSpec {
 	var valid []envelope.ToolSpec
 	surface := 0
 	for _, s := range specs {
-		if _, _, ok := envelope.SplitMCPSurface(&s); ok {
+		if _, _, ok := wire.SplitMCPSurface(&s); ok {
 			surface++
 			continue
 		}

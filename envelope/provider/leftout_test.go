@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // surfaceSpec is a bridged MCP server's surface tool as mcpbridge makes
-// it: "<namespace>._mcp.<op>", tagged envelope.MCPSurfaceTag.
+// it: "<namespace>._mcp.<op>", tagged wire.MCPSurfaceTag.
 func surfaceSpec(ns, op string) envelope.ToolSpec {
-	return envelope.ToolSpec{Name: envelope.MCPSurfaceName(ns, op), Title: op + " of MCP server " + ns,
-		InputSchema: json.RawMessage(`{"type":"object"}`), Tags: []string{"mcp", envelope.MCPSurfaceTag}}
+	return envelope.ToolSpec{Name: wire.MCPSurfaceName(ns, op), Title: op + " of MCP server " + ns,
+		InputSchema: json.RawMessage(`{"type":"object"}`), Tags: []string{"mcp", wire.MCPSurfaceTag}}
 }
 
 // exportedMeshNames are the mesh tools an export declares (its name map).
@@ -28,8 +29,8 @@ func exportedMeshNames(ts *Toolset) map[string]bool {
 // export declares them, deferred or not, and the export stays complete,
 // with one note saying how many were left out.
 func TestExportLeavesOutMCPSurfaceTools(t *testing.T) {
-	specs := append(fixtureSpecs(t), surfaceSpec("fs", envelope.MCPResourcesRead), surfaceSpec("fs", envelope.MCPPromptsList),
-		surfaceSpec("memory", envelope.MCPResourcesList))
+	specs := append(fixtureSpecs(t), surfaceSpec("fs", wire.MCPResourcesRead), surfaceSpec("fs", wire.MCPPromptsList),
+		surfaceSpec("memory", wire.MCPResourcesList))
 	for _, p := range Providers() {
 		for _, deferred := range []bool{false, true} {
 			t.Run(string(p)+map[bool]string{true: "/deferred"}[deferred], func(t *testing.T) {
