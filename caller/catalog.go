@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -338,9 +339,18 @@ func catalogTool(vs map[string]*ToolVariant) CatalogTool {
 	return t
 }
 
-// Describe returns the spec of tool from one worker hosting it, or
-// tool_not_found when none does, or forbidden when this caller's NATS
-// identity may not call it (whether or not a worker hosts it).
+// Describe returns the spec of tool, or tool_not_found when no worker
+// hosts it, or forbidden when this caller's NATS identity may not call it
+// (whether or not a worker hosts it). The answer never depends on which
+// worker happens to answer: the tool's subject is asked first (one
+// request, so a tool nobody hosts is tool_not_found at once, and a worker
+// that has just started is found before it reaches the registry), then
+// the catalogue (see Catalog, whose scope rules apply) decides. When
+// workers give different specs for the name, Describe returns the spec
+// most of them give (ties: the lowest worker id's), always the same, and
+// with it a tool_conflict Problem whose extension "conflicts" lists every
+// spec given and its workers: a caller must not act on a description
+// that another worker contradicts (docs/protocol.md §14.1).
 func (c *Caller) Describe(ctx context.Context, tool string) (envelope.ToolSpec, error) {
 	if err := envelope.ValidateToolName(tool); err != nil {
 		return envelope.ToolSpec{}, c.badToolName(err)
@@ -348,6 +358,35 @@ func (c *Caller) Describe(ctx context.Context, tool string) (envelope.ToolSpec, 
 	if !c.callable(ctx)(tool) {
 		return envelope.ToolSpec{}, c.notCallable(tool)
 	}
+	answered, err := c.describeOne(ctx, tool)
+	if err != nil {
+		return envelope.ToolSpec{}, err
+	}
+	entries, warnings, _, err := c.catalogEntries(ctx, 0)
+	if err != nil {
+		return envelope.ToolSpec{}, err
+	}
+	t, listed := catalogToolNamed(entries, tool)
+	switch {
+	case !listed && outOfScope(warnings, tool):
+		// Offered only by workers that may not host it (§14.1, "Scope").
+		return envelope.ToolSpec{}, c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker may host tool %q: only workers of a pool outside its namespace offer it", tool))
+	case !listed:
+		// Only a worker not yet in the catalogue hosts it: its answer is
+		// the one there is.
+		return answered, nil
+	}
+	if !slices.ContainsFunc(append([]ToolVariant{{Spec: t.Spec}}, t.Conflicts...), func(v ToolVariant) bool { return sameSpec(v.Spec, answered) }) {
+		t.Conflicts = append(t.Conflicts, ToolVariant{Spec: answered, Workers: []string{}})
+	}
+	if len(t.Conflicts) > 0 {
+		return t.Spec, c.conflictProblem(t)
+	}
+	return t.Spec, nil
+}
+
+// describeOne asks the tool's subject, which one worker hosting it answers.
+func (c *Caller) describeOne(ctx context.Context, tool string) (envelope.ToolSpec, error) {
 	msg, err := c.nc.RequestWithContext(ctx, c.subjects.Describe(tool), nil)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
@@ -362,4 +401,56 @@ func (c *Caller) Describe(ctx context.Context, tool string) (envelope.ToolSpec, 
 		return envelope.ToolSpec{}, c.problems.New(envelope.CodeInternal, "malformed spec from worker: "+err.Error())
 	}
 	return spec, nil
+}
+
+// catalogToolNamed is the catalogue's entry for one tool (see
+// buildCatalog), and false when no entry hosts it.
+func catalogToolNamed(entries map[string]catalogEntry, name string) (CatalogTool, bool) {
+	vs := map[string]*ToolVariant{}
+	for _, e := range entries {
+		for _, s := range e.Tools {
+			if s.Name != name {
+				continue
+			}
+			key, _ := json.Marshal(s)
+			v := vs[string(key)]
+			if v == nil {
+				v = &ToolVariant{Spec: s}
+				vs[string(key)] = v
+			}
+			v.Workers = append(v.Workers, e.WorkerID)
+		}
+	}
+	if len(vs) == 0 {
+		return CatalogTool{}, false
+	}
+	return catalogTool(vs), true
+}
+
+// conflictProblem says that workers give different specs for t: every
+// spec given, the one returned first, each with its workers (none for a
+// worker that answered on the tool's subject but is not in the catalogue).
+func (c *Caller) conflictProblem(t CatalogTool) *envelope.Problem {
+	variants := append([]ToolVariant{{Spec: t.Spec, Workers: servedBy(t)}}, t.Conflicts...)
+	return c.problems.New(envelope.CodeToolConflict, fmt.Sprintf(
+		"workers give %d different specs for tool %q, so a call may reach any of them; the spec returned is the one most of them give (ties: the lowest worker id's), and the extension conflicts lists them all",
+		len(variants), t.Spec.Name)).WithExtension("conflicts", variants)
+}
+
+// servedBy lists the workers giving t's own spec: its workers less those
+// of its conflicts.
+func servedBy(t CatalogTool) []string {
+	other := map[string]bool{}
+	for _, v := range t.Conflicts {
+		for _, w := range v.Workers {
+			other[w] = true
+		}
+	}
+	out := []string{}
+	for _, w := range t.Workers {
+		if !other[w] {
+			out = append(out, w)
+		}
+	}
+	return out
 }

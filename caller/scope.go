@@ -3,6 +3,7 @@ package caller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,8 +52,25 @@ func inScope(e catalogEntry) (catalogEntry, []string) {
 		return e, nil
 	}
 	e.Tools = keep // a new slice: the cached spec set stays whole
-	return e, []string{fmt.Sprintf("worker %s (pool %s) offers %s outside its pool's namespace %s.*: not listed",
-		e.WorkerID, pool, strings.Join(dropped, ", "), pool)}
+	return e, []string{fmt.Sprintf("worker %s (pool %s) offers %s%s%s.*: not listed",
+		e.WorkerID, pool, strings.Join(dropped, ", "), outsideNamespace, pool)}
+}
+
+// outsideNamespace separates, in a scope warning of inScope, the tools
+// dropped from the pool they fall outside of.
+const outsideNamespace = " outside its pool's namespace "
+
+// outOfScope reports whether a scope warning of inScope names tool among
+// those it dropped.
+func outOfScope(warnings []string, tool string) bool {
+	for _, w := range warnings {
+		_, rest, ok := strings.Cut(w, ") offers ")
+		names, _, found := strings.Cut(rest, outsideNamespace)
+		if ok && found && slices.Contains(strings.Split(names, ", "), tool) {
+			return true
+		}
+	}
+	return false
 }
 
 // trustedSets remembers the (spec set, pool) pairs a worker has answered

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // SearchHit is one tool that matches a search, with its score (higher is
@@ -32,19 +33,28 @@ func (c *Caller) Search(ctx context.Context, query string) ([]SearchHit, error) 
 
 // SearchCatalog ranks cat's tools against query as Search does, so a
 // caller holding a catalogue (a gateway, an exporter) answers from it.
+// MCP surface tools (a bridged server's resources, prompts and
+// completions, wire.SplitMCPSurface) are not tools to find: they are
+// left out.
 func SearchCatalog(cat Catalog, query string) []SearchHit {
 	terms := searchTerms(query)
 	if len(terms) == 0 {
 		return []SearchHit{}
 	}
-	docs := make([]searchDoc, len(cat.Tools))
-	for i, t := range cat.Tools {
+	tools := make([]CatalogTool, 0, len(cat.Tools))
+	for _, t := range cat.Tools {
+		if _, _, surface := wire.SplitMCPSurface(&t.Spec); !surface {
+			tools = append(tools, t)
+		}
+	}
+	docs := make([]searchDoc, len(tools))
+	for i, t := range tools {
 		docs[i] = newSearchDoc(t.Spec)
 	}
 	hits := []SearchHit{}
 	for i, d := range docs {
 		if s := d.score(terms, docs); s > 0 {
-			hits = append(hits, SearchHit{Tool: cat.Tools[i], Score: s})
+			hits = append(hits, SearchHit{Tool: tools[i], Score: s})
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // searchFixture is a catalogue of the bridged reference MCP servers'
@@ -65,5 +66,27 @@ func TestSearchLeavesOutToolsSharingNoWord(t *testing.T) {
 		if hits := SearchCatalog(cat, q); len(hits) != 0 {
 			t.Fatalf("%q matched %d tools, first %s", q, len(hits), hits[0].Tool.Spec.Name)
 		}
+	}
+}
+
+// A bridged server's surface tools (resources, prompts, completions) are
+// MCP methods, not tools an agent looks for: search never returns them,
+// even for a query naming their words.
+func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
+	cat := searchFixture(t)
+	for _, op := range []string{wire.MCPResourcesRead, wire.MCPResourcesList, wire.MCPPromptsGet} {
+		cat.Tools = append(cat.Tools, CatalogTool{Instances: 1, Spec: envelope.ToolSpec{Name: wire.MCPSurfaceName("fs", op),
+			Title: op + " of MCP server fs", Description: "read a file resource of the MCP server",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string"}}}`), Tags: []string{"mcp", wire.MCPSurfaceTag}}})
+	}
+	for _, q := range []string{"read a file", "resources read", "prompts get", "uri"} {
+		for _, h := range SearchCatalog(cat, q) {
+			if _, _, surface := wire.SplitMCPSurface(&h.Tool.Spec); surface {
+				t.Fatalf("%q found surface tool %s", q, h.Tool.Spec.Name)
+			}
+		}
+	}
+	if hits := SearchCatalog(cat, "read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+		t.Fatalf("read a file: want fs.read_file first, got %d hits", len(hits))
 	}
 }

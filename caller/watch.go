@@ -1,11 +1,14 @@
 package caller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"iter"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/toolmesh/toolmesh/internal/wire"
@@ -44,6 +47,9 @@ type CatalogChange struct {
 // drain or stop; a worker silent for mesh.MissedBeats of its intervals
 // (kill -9, a lost host) is gone. The sequence ends when ctx ends or the
 // consumer stops; an error (a Problem) is yielded once and ends it.
+// Workers that give different specs for one name are shown as Catalog
+// shows them: the spec most of them give, the others in
+// CatalogTool.Conflicts (a change of its own when one appears or goes).
 //
 // Cost: one presence beacon (~100 bytes) per worker per interval, handled
 // in O(1) when nothing changed; a change costs one request to the one
@@ -275,19 +281,43 @@ func (v *liveView) expire(now time.Time) {
 	}
 }
 
-// tool returns name as the fleet now hosts it; ok is false when nobody does.
+// tool returns name as the fleet now hosts it; ok is false when nobody
+// does. Workers that give different specs for the name are a conflict,
+// shown as Catalog shows one (see catalogTool): the spec most of them
+// give is the tool's, every other is in Conflicts — never the spec of
+// whichever worker sorts first.
 func (v *liveView) tool(name string) (CatalogTool, bool) {
 	hosts := v.hosts[name]
 	if len(hosts) == 0 {
 		return CatalogTool{}, false
 	}
-	t := CatalogTool{Instances: len(hosts), Workers: make([]string, 0, len(hosts))}
+	var variants []*ToolVariant
 	for id := range hosts {
-		t.Workers = append(t.Workers, id)
+		s := v.workers[id].tools[name]
+		i := slices.IndexFunc(variants, func(tv *ToolVariant) bool { return sameSpec(tv.Spec, s) })
+		if i < 0 {
+			i = len(variants)
+			variants = append(variants, &ToolVariant{Spec: s})
+		}
+		variants[i].Workers = append(variants[i].Workers, id)
 	}
-	sort.Strings(t.Workers)
-	t.Spec = v.workers[t.Workers[0]].tools[name]
-	return t, true
+	byKey := make(map[string]*ToolVariant, len(variants))
+	for i, tv := range variants {
+		byKey[strconv.Itoa(i)] = tv
+	}
+	return catalogTool(byKey), true
+}
+
+// sameSpec reports whether two workers give the same spec: equal as
+// Catalog compares them (their JSON), checked first for equal values, the
+// common case of replicas sharing one spec set.
+func sameSpec(a, b envelope.ToolSpec) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // flush yields one change per dirty tool, in name order; false when the

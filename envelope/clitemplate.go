@@ -2,8 +2,9 @@ package envelope
 
 import (
 	"fmt"
-	"github.com/toolmesh/toolmesh/internal/argtemplate"
 	"strings"
+
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
 )
 
 // validateTemplate refuses a flag pair that is not a whole token: a pair is

@@ -35,6 +35,8 @@ const (
 	CodeInputRequired         Code = "input_required"
 	CodeInputTimeout          Code = "input_timeout"
 	CodeDeclined              Code = "declined"
+	// CodeToolConflict: workers give different specs for one tool name.
+	CodeToolConflict Code = "tool_conflict"
 	// The sandbox codes: a confined program was refused by its sandbox.
 	CodeSandboxReadDenied    Code = "sandbox_read_denied"
 	CodeSandboxWriteDenied   Code = "sandbox_write_denied"
@@ -109,6 +111,8 @@ var registry = withSlugs(map[Code]CodeInfo{
 		Fix: fix("The tool's question was not answered in time; call again and answer it sooner, or ask the operator for a longer question timeout.", MaybeIncorrect)},
 	CodeDeclined: {Title: "Declined", Status: 403, ExitCode: 20,
 		Fix: fix("The caller declined what the tool asked (an approval or a question it cannot go on without); call again only if the answer should now be yes.", Unspecified)},
+	CodeToolConflict: {Title: "Tool conflict", Status: 409, ExitCode: 21,
+		Fix: fix("Workers give different specs for this tool name, so a call may reach either; do not trust the description until the operator removes the workers giving the other spec (the extension conflicts names them).", Unspecified)},
 	CodeSandboxReadDenied: {Title: "Sandbox denied a read", Status: 403, ExitCode: 40,
 		Fix: fix("The tool's sandbox does not let its program read the path named in the extension path; use a path inside the tool's grants, or ask the operator to add it to sandbox.read.", MaybeIncorrect)},
 	CodeSandboxWriteDenied: {Title: "Sandbox denied a write", Status: 403, ExitCode: 41,

@@ -31,11 +31,6 @@ func TestDecodeRejects(t *testing.T) {
 		{"start without tool", `{"type":"start"}`, "tool_id", func() any { return new(ToolEvent) }},
 		{"delta without data", `{"type":"delta"}`, "data", func() any { return new(ToolEvent) }},
 		{"event not object", `[1]`, "event", func() any { return new(ToolEvent) }},
-		{"call missing args", `{"dry_run":true}`, "args", func() any { return new(Call) }},
-		{"call args not object", `{"args":[1]}`, "args", func() any { return new(Call) }},
-		{"call page both", `{"args":{},"page":{"all":true,"cursor":"x"}}`, "page", func() any { return new(Call) }},
-		{"call page empty", `{"args":{},"page":{}}`, "page", func() any { return new(Call) }},
-		{"call bad format", `{"args":{},"response_format":{"type":"yaml"}}`, "type", func() any { return new(Call) }},
 		{"format schema missing", `{"type":"json_schema"}`, "json_schema", func() any { return new(ResponseFormat) }},
 		{"format bad name", `{"type":"json_schema","json_schema":{"name":"a b","schema":{}}}`, "name", func() any { return new(ResponseFormat) }},
 		{"format schema not object", `{"type":"json_schema","json_schema":{"name":"a","schema":3}}`, "schema", func() any { return new(ResponseFormat) }},
@@ -283,19 +278,12 @@ func TestEscapedNamesDecode(t *testing.T) {
 	if ev.Type != EventResult || string(ev.Data) != `{"n":1}` {
 		t.Errorf("escaped event decoded as %+v", ev)
 	}
-	c, err := ParseCall([]byte(`{"\u0061rgs":{"x":1},"dry_run":true}`))
-	if err != nil {
-		t.Fatalf("escaped call: %v", err)
-	}
-	if string(c.Args) != `{"x":1}` || !c.DryRun {
-		t.Errorf("escaped call decoded as %+v", c)
-	}
 	if r, err := Success("1", json.RawMessage(`{"\u0069d":"x"}`)); err != nil || string(r.Data) != `{"result":{"\u0069d":"x"}}` {
 		t.Errorf("an escaped id was not wrapped like a plain one: %s, %v", r.Data, err)
 	}
 }
 
-// ParseEvent and ParseCall alias the input; UnmarshalJSON copies it, so the
+// ParseEvent aliases the input; UnmarshalJSON copies it, so the
 // caller may reuse its buffer.
 func TestUnmarshalCopiesParseAliases(t *testing.T) {
 	buf := []byte(`{"type":"result","data":{"n":1}}`)

@@ -65,8 +65,9 @@ type ToolEvent struct {
 	// object), verbatim, so decoding then encoding loses nothing.
 	extra []rawMember
 
-	// validData records that Data came out of UnmarshalJSON, which
-	// validated it, so building a Response need not scan it again.
+	// validData records that Data came out of UnmarshalJSON or
+	// ParseEvent, which validated it, so building a Response need not
+	// scan it again.
 	validData bool
 }
 
@@ -97,14 +98,6 @@ func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDe
 
 // ResultEvent carries the terminal result.
 func ResultEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventResult, Data: data} }
-
-// ValidResultEvent is ResultEvent for data already known to be valid JSON
-// in UTF-8 — json.Marshal's output, or data checked with jsonx.Valid — so
-// encoding the event skips a second validation pass. Data that is not
-// valid JSON makes an invalid event: check it first.
-func ValidResultEvent(data json.RawMessage) ToolEvent {
-	return ToolEvent{Type: EventResult, Data: data, validData: true}
-}
 
 // ErrorEvent carries a terminal Problem: the event's code and message are the
 // Problem's code and detail, its details the whole Problem.
@@ -187,7 +180,7 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 		b = appendString(b, "code", string(e.Code))
 		b = appendString(b, "message", e.Message)
 		if e.Details != nil {
-			if b, err = e.Details.AppendJSON(append(b, `,"details":`...)); err != nil {
+			if b, err = e.Details.appendJSON(append(b, `,"details":`...)); err != nil {
 				return nil, fmt.Errorf("event details: %w", err)
 			}
 		} else if len(e.DetailsRaw) > 0 {
@@ -270,7 +263,7 @@ func appendString(b []byte, name, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendJSONString(b, v) // HTML-safe escaping, unlike strconv.Quote's Go syntax
+	return jsonx.AppendString(b, v) // HTML-safe escaping, unlike strconv.Quote's Go syntax
 }
 
 func appendValue(b []byte, name string, v any) ([]byte, error) {
@@ -371,10 +364,10 @@ func (m *eventMembers) leftovers(e *ToolEvent) []rawMember {
 
 // optString decodes an optional string member: absent and null give "".
 func optString(object, field string, raw []byte) (string, error) {
-	if raw == nil || isNull(raw) {
+	if raw == nil || jsonx.IsNull(raw) {
 		return "", nil
 	}
-	s, err := unquote(raw)
+	s, err := jsonx.Unquote(raw)
 	if err != nil {
 		return "", fieldError(object, field, err)
 	}
@@ -383,11 +376,11 @@ func optString(object, field string, raw []byte) (string, error) {
 
 func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
 	var none ToolEvent
-	if err := validJSON(data); err != nil {
+	if err := jsonx.Check(data); err != nil {
 		return none, fmt.Errorf("event: %w", err)
 	}
 	var m eventMembers
-	if err := scanRawMembers(data, m.take); err != nil {
+	if err := jsonx.ScanRawMembers(data, m.take); err != nil {
 		return none, fmt.Errorf("event: %w", err)
 	}
 	et, err := parseEventType(m.typ)
@@ -422,7 +415,7 @@ func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
 }
 
 func parseEventType(typ []byte) (EventType, error) {
-	if typ == nil || isNull(typ) {
+	if typ == nil || jsonx.IsNull(typ) {
 		return "", errors.New("event: field type is required")
 	}
 	if et, known := eventType(typ); known {
@@ -448,7 +441,7 @@ func (ev *ToolEvent) parseStart(m *eventMembers) error {
 	if ev.ToolID == "" {
 		return errors.New("event start: field tool_id is required")
 	}
-	if len(m.callID) > 0 && m.callID[0] != '"' && !isNull(m.callID) {
+	if len(m.callID) > 0 && m.callID[0] != '"' && !jsonx.IsNull(m.callID) {
 		// Other implementations send call_id as an unsigned 64-bit
 		// integer: keep its digits and its form.
 		if _, err := strconv.ParseUint(string(m.callID), 10, 64); err != nil {
@@ -469,7 +462,7 @@ func (ev *ToolEvent) parseStart(m *eventMembers) error {
 }
 
 func (ev *ToolEvent) parseProgress(m *eventMembers) error {
-	if m.pct != nil && !isNull(m.pct) {
+	if m.pct != nil && !jsonx.IsNull(m.pct) {
 		p, err := strconv.ParseFloat(string(m.pct), 64)
 		if err != nil || m.pct[0] == '"' {
 			return fieldError("event progress", "pct", errors.New("want a number"))
@@ -495,12 +488,12 @@ func (ev *ToolEvent) parseError(m *eventMembers) error {
 		return errors.New("event error: field code is required")
 	}
 	ev.Code = Code(c)
-	if m.message != nil && !isNull(m.message) {
+	if m.message != nil && !jsonx.IsNull(m.message) {
 		if ev.Message, err = optString("event error", "message", m.message); err != nil {
 			return err
 		}
 	}
-	if m.details != nil && !isNull(m.details) {
+	if m.details != nil && !jsonx.IsNull(m.details) {
 		if p, ok := losslessProblem(m.details); ok {
 			ev.Details = p
 		} else {

@@ -1,13 +1,10 @@
 package envelope
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // seedCorpus adds every golden file and a few hostile inputs.
@@ -51,46 +48,8 @@ func fuzzDecoder[T any](f *testing.F) {
 }
 
 func FuzzToolEvent(f *testing.F)        { fuzzDecoder[ToolEvent](f) }
-func FuzzCall(f *testing.F)             { fuzzDecoder[Call](f) }
 func FuzzResponse(f *testing.F)         { fuzzDecoder[Response](f) }
 func FuzzProblem(f *testing.F)          { fuzzDecoder[Problem](f) }
 func FuzzResponseFormat(f *testing.F)   { fuzzDecoder[ResponseFormat](f) }
 func FuzzToolSpec(f *testing.F)         { fuzzDecoder[ToolSpec](f) }
 func FuzzCliBindingConfig(f *testing.F) { fuzzDecoder[CliBindingConfig](f) }
-
-// FuzzScanMembers checks the hot-path object scanner against encoding/json:
-// for every valid object both must see the same members with equal values.
-func FuzzScanMembers(f *testing.F) {
-	seedCorpus(f)
-	f.Add([]byte(`{"a\"b":"x\\"y","n":[1,{"z":"}"}],"e":{},"u":"\u00e9"}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if !json.Valid(data) || !jsonx.IsObject(data) {
-			return
-		}
-		var want map[string]json.RawMessage
-		if err := json.Unmarshal(data, &want); err != nil {
-			return
-		}
-		got := map[string]json.RawMessage{}
-		err := scanMembers(data, func(name string, v []byte) error {
-			got[name] = append(json.RawMessage(nil), v...) // last wins, like encoding/json
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("scan %q: %v", data, err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("scan %q: %d members, encoding/json saw %d", data, len(got), len(want))
-		}
-		for k, v := range want {
-			var a, b bytes.Buffer
-			_ = json.Compact(&a, v)
-			if err := json.Compact(&b, got[k]); err != nil {
-				t.Fatalf("scan %q: member %q value %q is not JSON", data, k, got[k])
-			}
-			if a.String() != b.String() {
-				t.Fatalf("scan %q: member %q = %s, encoding/json says %s", data, k, got[k], v)
-			}
-		}
-	})
-}

@@ -88,7 +88,7 @@ func (e ToolEvent) appendLog(b []byte) ([]byte, error) {
 // scanner left unknown.
 func (ev *ToolEvent) parseLog(m *eventMembers) error {
 	for _, u := range m.unknown {
-		if u.name != "log" || isNull(u.value) {
+		if u.name != "log" || jsonx.IsNull(u.value) {
 			continue
 		}
 		var l LogMessage

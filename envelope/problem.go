@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // DefaultBaseURI is the base of every problem type URI unless a Registry
@@ -281,30 +283,30 @@ var standardMembers = map[string]bool{
 // members first in a fixed order, retry_after always (null when not
 // transient), then extensions sorted by name.
 func (p *Problem) MarshalJSON() ([]byte, error) {
-	return p.AppendJSON(make([]byte, 0, 512))
+	return p.appendJSON(make([]byte, 0, 512))
 }
 
-// AppendJSON appends the problem document to b, members in the order
+// appendJSON appends the problem document to b, members in the order
 // MarshalJSON documents, without reflection for the standard members:
 // every failed call encodes one on the worker and one in its Response.
-func (p *Problem) AppendJSON(b []byte) ([]byte, error) {
+func (p *Problem) appendJSON(b []byte) ([]byte, error) {
 	typ := p.Type
 	if typ == "" {
 		typ = "about:blank"
 	}
 	b = append(b, `{"type":`...)
-	b = appendJSONString(b, typ)
-	b = appendJSONString(append(b, `,"title":`...), p.Title)
+	b = jsonx.AppendString(b, typ)
+	b = jsonx.AppendString(append(b, `,"title":`...), p.Title)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.Status), 10)
-	b = appendJSONString(append(b, `,"detail":`...), p.Detail)
-	b = appendJSONString(append(b, `,"instance":`...), p.Instance)
-	b = appendJSONString(append(b, `,"code":`...), string(p.Code))
+	b = jsonx.AppendString(append(b, `,"detail":`...), p.Detail)
+	b = jsonx.AppendString(append(b, `,"instance":`...), p.Instance)
+	b = jsonx.AppendString(append(b, `,"code":`...), string(p.Code))
 	b = append(b, `,"retry_after":`...)
 	if p.RetryAfter == nil {
 		b = append(b, "null"...)
 	} else {
 		var ok bool
-		if b, ok = appendJSONFloat(b, *p.RetryAfter); !ok {
+		if b, ok = jsonx.AppendFloat(b, *p.RetryAfter); !ok {
 			return nil, fmt.Errorf("problem retry_after: unsupported value %v", *p.RetryAfter)
 		}
 	}
@@ -312,8 +314,8 @@ func (p *Problem) AppendJSON(b []byte) ([]byte, error) {
 	if p.SuggestedFix == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(append(b, `{"description":`...), p.SuggestedFix.Description)
-		b = append(appendJSONString(append(b, `,"applicability":`...), string(p.SuggestedFix.Applicability.normalised())), '}')
+		b = jsonx.AppendString(append(b, `{"description":`...), p.SuggestedFix.Description)
+		b = append(jsonx.AppendString(append(b, `,"applicability":`...), string(p.SuggestedFix.Applicability.normalised())), '}')
 	}
 	b = append(b, `,"code_actions":`...)
 	if len(p.CodeActions) == 0 {
@@ -347,7 +349,7 @@ func (p *Problem) appendExtensions(b []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("problem %s: %w", jsonString(k), err)
 		}
-		b = append(appendJSONString(append(b, ','), k), ':')
+		b = append(jsonx.AppendString(append(b, ','), k), ':')
 		b = append(b, enc...)
 	}
 	return append(b, '}'), nil

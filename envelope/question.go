@@ -172,18 +172,18 @@ func (ev *ToolEvent) parseQuestionBody(obj string, m *eventMembers, raw map[stri
 	if q.WorkerID, err = optString(obj, "worker_id", raw["worker_id"]); err != nil {
 		return err
 	}
-	if t := raw["timeout_ms"]; t != nil && !isNull(t) {
+	if t := raw["timeout_ms"]; t != nil && !jsonx.IsNull(t) {
 		if q.TimeoutMS, err = strconv.ParseInt(string(t), 10, 64); err != nil || q.TimeoutMS < 0 {
 			return fieldError(obj, "timeout_ms", errors.New("want a non-negative integer"))
 		}
 	}
-	if a := raw["approval"]; a != nil && !isNull(a) {
+	if a := raw["approval"]; a != nil && !jsonx.IsNull(a) {
 		q.Approval = &Approval{}
 		if err := json.Unmarshal(a, q.Approval); err != nil {
 			return fieldError(obj, "approval", err)
 		}
 	}
-	if sp := raw["sampling"]; sp != nil && !isNull(sp) {
+	if sp := raw["sampling"]; sp != nil && !jsonx.IsNull(sp) {
 		if !jsonx.IsObject(sp) {
 			return fieldError(obj, "sampling", errors.New("want an object"))
 		}

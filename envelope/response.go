@@ -96,7 +96,7 @@ func ErrorResponseWithData(id string, code Code, message string, extra json.RawM
 // ProblemResponse is the error response for a Problem: code and message
 // from it, and the whole Problem under "problem" so no detail is lost.
 func ProblemResponse(id string, p *Problem) Response {
-	problem, err := p.AppendJSON(make([]byte, 0, 512))
+	problem, err := p.appendJSON(make([]byte, 0, 512))
 	if err != nil {
 		return ErrorResponse(id, p.Code, p.Error())
 	}
@@ -111,8 +111,8 @@ func ProblemResponse(id string, p *Problem) Response {
 // appendErrorHead appends {"code":…,"message":…} as encoding/json would
 // write that struct.
 func appendErrorHead(b []byte, code Code, message string) []byte {
-	b = appendJSONString(append(b, `{"code":`...), string(code))
-	return append(appendJSONString(append(b, `,"message":`...), message), '}')
+	b = jsonx.AppendString(append(b, `{"code":`...), string(code))
+	return append(jsonx.AppendString(append(b, `,"message":`...), message), '}')
 }
 
 // ResponseFromEvent turns a call's terminal event into its Response.
@@ -138,7 +138,7 @@ func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
 	if !jsonx.IsObject(data) {
 		return wrapResult(data), nil
 	}
-	err := scanRawMembers(data, func(name, _ []byte) error {
+	err := jsonx.ScanRawMembers(data, func(name, _ []byte) error {
 		if reserved(name) {
 			return ErrReservedMember
 		}
@@ -191,7 +191,7 @@ type member struct {
 // objectMembers splits a JSON object into its members in document order,
 // rejecting duplicates so flattening can never hide a member.
 func objectMembers(data []byte) ([]member, error) {
-	if err := validJSON(data); err != nil {
+	if err := jsonx.Check(data); err != nil {
 		return nil, fmt.Errorf("want a JSON object: %w", err)
 	}
 	return scanObjectMembers(data)
@@ -201,7 +201,7 @@ func objectMembers(data []byte) ([]member, error) {
 func scanObjectMembers(data []byte) ([]member, error) {
 	var out []member
 	var seen map[string]bool // only for larger objects; a scan is cheaper below that
-	err := scanMembers(data, func(name string, v []byte) error {
+	err := jsonx.ScanMembers(data, func(name string, v []byte) error {
 		dup := false
 		if seen != nil {
 			dup = seen[name]

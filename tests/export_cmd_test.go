@@ -67,3 +67,46 @@ tools:
 		t.Fatalf("unknown provider: exit %d stderr %s", r.code, r.stderr)
 	}
 }
+
+// A mesh tool named tool_search collides with the tool search a deferred
+// export adds: `tools export --defer` leaves it out (complete:false, a
+// note naming it) and says so on stderr; without --defer it is exported.
+func TestCommandToolsExportSkipsTheSearchToolsNamesake(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+tools:
+  - name: tool_search
+    description: A mesh tool that happens to share the tool search's name
+    binding: {cli: {cmd: echo}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, url := startDev(t, "--config", cfg)
+	for _, tc := range []struct {
+		args     []string
+		exported bool
+	}{
+		{[]string{"--provider", "anthropic", "--defer"}, false},
+		{[]string{"--provider", "openai-responses", "--defer"}, false},
+		{[]string{"--provider", "anthropic"}, true},
+	} {
+		r := runCmd(t, "", append([]string{"tools", "export", "--server", url, "--wait", "2s"}, tc.args...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
+		}
+		var out struct {
+			Names    map[string]string
+			Complete bool
+			Notes    []struct{ Tool, Message string }
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, r.stdout)
+		}
+		_, exported := out.Names["tool_search"]
+		warned := strings.Contains(r.stderr, "warning: tool tool_search not exported")
+		if exported != tc.exported || warned == tc.exported || out.Complete != tc.exported || out.Names["echo"] != "echo" {
+			t.Fatalf("%v: tool_search exported %v (want %v), warned %v, complete %v, names %v\nstderr: %s",
+				tc.args, exported, tc.exported, warned, out.Complete, out.Names, r.stderr)
+		}
+	}
+}

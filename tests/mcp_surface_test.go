@@ -18,6 +18,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller/mcpgateway"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -271,7 +272,7 @@ func TestMCPSurfaceNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tl := range tools.Tools {
-		if strings.Contains(tl.Name, envelope.MCPSurfaceSegment) {
+		if strings.Contains(tl.Name, wire.MCPSurfaceSegment) {
 			t.Errorf("tools/list serves the surface tool %s as a tool", tl.Name)
 		}
 	}

@@ -212,7 +212,7 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 // prepared is a call ready for its handler: its body and compiled
 // response format, holding an execution slot.
 type prepared struct {
-	body   envelope.Call
+	body   wire.Call
 	format *envelope.Schema
 }
 
@@ -267,10 +267,10 @@ const malformedBodyFix = `Send the call body as a JSON object with the tool's ar
 
 // parseBody decodes the call body and checks its args against the input
 // schema, compiling a json_schema response format (nil otherwise).
-func (c *call) parseBody() (envelope.Call, *envelope.Schema, *envelope.Problem) {
+func (c *call) parseBody() (wire.Call, *envelope.Schema, *envelope.Problem) {
 	w, t := c.w, c.tool
 	// ParseCall: one validation pass, args alias the message's own payload.
-	body, err := envelope.ParseCall(c.body)
+	body, err := wire.ParseCall(c.body)
 	if err != nil {
 		// Not the args but the body around them is wrong: the fix says
 		// what a body is, not "see violations" (there are none).
@@ -293,7 +293,7 @@ func (c *call) parseBody() (envelope.Call, *envelope.Schema, *envelope.Problem) 
 }
 
 // request is the call as its handler sees it.
-func (c *call) request(body envelope.Call) *Request {
+func (c *call) request(body wire.Call) *Request {
 	t := c.tool
 	c.req = Request{
 		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,

@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Config configures a Gateway. Caller is required; the rest has defaults.
@@ -86,6 +87,9 @@ type Gateway struct {
 	// gaps are the scope warnings of the last catalogue applied: the
 	// tri-state honest convention, reported on every tools/list.
 	gaps []string
+	// conflicts describe the served tools for which workers give
+	// different specs (tools/list _meta "io.toolmesh/conflicts").
+	conflicts []any
 	// known is every tool the filter allows in the fleet as last seen
 	// (what a search ranks); lastView is the view last applied, and
 	// revealed the MCP names searches have added (progressive.go).
@@ -97,6 +101,8 @@ type Gateway struct {
 	surf   surfaces
 	routes routes
 	subs   gwSubs
+	// logging are the sessions that asked for log messages (unary.go).
+	logging logSessions
 }
 
 // servedTool is one registered tool and the fingerprint of its spec, so a
@@ -139,11 +145,21 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{},
 		known: map[string]caller.CatalogTool{}, revealed: map[string]bool{}}
-	ttl := int(cfg.ListTTL.Milliseconds())
-	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, &mcp.ServerOptions{
+	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, g.serverOptions())
+	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown, g.noteLogLevel)
+	if cfg.Progressive {
+		g.addSearchTool()
+	}
+	return g, nil
+}
+
+// serverOptions are the SDK server's options: the capabilities a mesh
+// gateway has and the handlers that map them onto the mesh.
+func (g *Gateway) serverOptions() *mcp.ServerOptions {
+	return &mcp.ServerOptions{
 		Instructions: "Tools hosted on a toolmesh (a NATS tool mesh). Failed calls return isError with an RFC 9457 problem as structuredContent; retry_after says when a retry may succeed.",
-		Logger:       cfg.Logger,
-		PageSize:     cfg.PageSize,
+		Logger:       g.cfg.Logger,
+		PageSize:     g.cfg.PageSize,
 		// Tools come and go with the fleet: advertise the capability even
 		// while no worker is up, so clients listen for list_changed.
 		// Resources, prompts and completions are the bridged servers' on
@@ -158,22 +174,19 @@ func New(cfg Config) (*Gateway, error) {
 		SubscribeHandler:   func(ctx context.Context, req *mcp.SubscribeRequest) error { return g.subscribe(ctx, req) },
 		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return g.unsubscribe(ctx, req) },
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
-			c.TTLMs = ttl
+			c.TTLMs = int(g.cfg.ListTTL.Milliseconds())
 			// The list depends on the gateway's allow/deny lists, not on
 			// who asks; a bearer changes what a call may do, not the list.
 			c.CacheScope = "public"
 		},
-	})
-	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown)
-	if cfg.Progressive {
-		g.addSearchTool()
 	}
-	return g, nil
 }
 
 // honestList marks every tools/list result with whether the catalogue
 // behind it was complete: "io.toolmesh/complete" in _meta, with the
-// named gaps in "io.toolmesh/scope_warnings" when it was not.
+// named gaps in "io.toolmesh/scope_warnings" when it was not, and the
+// served tools whose workers give different specs in
+// "io.toolmesh/conflicts" (see markConflict).
 func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -183,10 +196,14 @@ func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		g.mu.Lock()
 		gaps := append([]string(nil), g.gaps...)
+		conflicts := append([]any(nil), g.conflicts...)
 		g.mu.Unlock()
 		meta := mcp.Meta{"io.toolmesh/complete": len(gaps) == 0}
 		if len(gaps) > 0 {
 			meta["io.toolmesh/scope_warnings"] = gaps
+		}
+		if len(conflicts) > 0 {
+			meta["io.toolmesh/conflicts"] = conflicts
 		}
 		lr.Meta = meta
 		return lr, nil
@@ -326,7 +343,8 @@ func gapsOf(cat caller.Catalog) []string {
 func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
-	mcpResult := map[string]bool{}
+	relay := map[string]relayKind{}
+	var conflicts []any
 	surf := surfaces{}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -335,7 +353,7 @@ func (g *Gateway) apply(view fleetView) {
 		if !g.filter.allows(ct.Spec.Name) || surf.add(&ct.Spec) || !g.listed(ct.Spec.Name, g.toolName(ct.Spec.Name)) {
 			continue
 		}
-		t, err := mcpTool(g.toolName(ct.Spec.Name), ct.Spec)
+		t, err := servedDef(g.toolName(ct.Spec.Name), ct)
 		if err == nil && g.cfg.Progressive && t.Name == g.cfg.NamePrefix+SearchToolName {
 			err = errors.New("its name is the search tool's")
 		}
@@ -344,10 +362,13 @@ func (g *Gateway) apply(view fleetView) {
 			continue
 		}
 		want[t.Name] = t
+		if c, ok := t.Meta[conflictMetaKey]; ok {
+			conflicts = append(conflicts, c)
+		}
 		meshName[t.Name] = ct.Spec.Name
-		mcpResult[t.Name] = ct.Spec.MCPResult
+		relay[t.Name] = relayOf(ct.Spec)
 	}
-	g.gaps = view.gaps
+	g.gaps, g.conflicts = view.gaps, conflicts
 	g.applySurfaces(surf, view.prune)
 	var gone []string
 	if view.prune == pruneMissing {
@@ -363,11 +384,14 @@ func (g *Gateway) apply(view fleetView) {
 	}
 	for name, t := range want {
 		fp := fingerprint(t)
+		if relay[name].unaryFits { // a change of binding changes how it is called
+			fp += " unary"
+		}
 		if old, ok := g.served[name]; ok && old.fingerprint == fp {
 			continue
 		}
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
-		g.srv.AddTool(t, g.callHandler(meshName[name], t, mcpResult[name]))
+		g.srv.AddTool(t, g.callHandler(meshName[name], t, relay[name]))
 	}
 }
 
@@ -381,7 +405,7 @@ func (g *Gateway) remember(view fleetView) {
 		clear(g.known)
 	}
 	for _, ct := range view.tools {
-		if _, _, surface := envelope.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
+		if _, _, surface := wire.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
 			g.known[ct.Spec.Name] = ct
 		}
 	}

@@ -123,7 +123,7 @@ func (g *Gateway) search(query string, limit int) ([]*mcp.Tool, int) {
 		if len(out) == limit {
 			break
 		}
-		t, err := mcpTool(g.toolName(h.Tool.Spec.Name), h.Tool.Spec)
+		t, err := servedDef(g.toolName(h.Tool.Spec.Name), h.Tool)
 		if err != nil {
 			continue
 		}

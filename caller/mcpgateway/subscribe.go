@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // gwSubs are the gateway's resource subscriptions: one mesh call per URI
@@ -40,7 +41,7 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 		g.watchSession(s, req.Session, uri)
 		return nil
 	}
-	tool, err := g.route(ctx, req, envelope.MCPResourcesSubscribe, uri)
+	tool, err := g.route(ctx, req, wire.MCPResourcesSubscribe, uri)
 	if err != nil {
 		return err
 	}

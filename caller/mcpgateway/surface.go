@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // surfaces are the bridged servers' resources, prompts and completions as
@@ -21,7 +22,7 @@ type surfaces map[string]map[string]string
 
 // add records a surface tool; false when spec is not one.
 func (s surfaces) add(spec *envelope.ToolSpec) bool {
-	ns, op, ok := envelope.SplitMCPSurface(spec)
+	ns, op, ok := wire.SplitMCPSurface(spec)
 	if !ok {
 		return false
 	}
@@ -143,7 +144,7 @@ func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.List
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
 	uris := map[string]string{}
 	var gaps []string
-	for _, nt := range g.surfaceView().offering(envelope.MCPResourcesList) {
+	for _, nt := range g.surfaceView().offering(wire.MCPResourcesList) {
 		got, err := surfaceCall[mcp.ListResourcesResult](ctx, g, req, nt.tool, struct{}{})
 		if err != nil {
 			gaps = append(gaps, nt.ns+": "+err.Error())
@@ -169,7 +170,7 @@ func (g *Gateway) listTemplates(ctx context.Context, req mcp.Request) (*mcp.List
 	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
 	var tmpls []routeTemplate
 	var gaps []string
-	for _, nt := range g.surfaceView().offering(envelope.MCPResourceTemplatesList) {
+	for _, nt := range g.surfaceView().offering(wire.MCPResourceTemplatesList) {
 		got, err := surfaceCall[mcp.ListResourceTemplatesResult](ctx, g, req, nt.tool, struct{}{})
 		if err != nil {
 			gaps = append(gaps, nt.ns+": "+err.Error())
@@ -243,7 +244,7 @@ func (g *Gateway) owner(uri string) string {
 
 // readResource reads a resource from the namespace that offers it.
 func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	tool, err := g.route(ctx, req, envelope.MCPResourcesRead, req.Params.URI)
+	tool, err := g.route(ctx, req, wire.MCPResourcesRead, req.Params.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +257,7 @@ func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPromptsResult, error) {
 	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
 	var gaps []string
-	for _, nt := range g.surfaceView().offering(envelope.MCPPromptsList) {
+	for _, nt := range g.surfaceView().offering(wire.MCPPromptsList) {
 		got, err := surfaceCall[mcp.ListPromptsResult](ctx, g, req, nt.tool, struct{}{})
 		if err != nil {
 			gaps = append(gaps, nt.ns+": "+err.Error())
@@ -289,7 +290,7 @@ func (g *Gateway) promptOf(op, served string) (tool, name string, err error) {
 
 // getPrompt gets a prompt from its namespace.
 func (g *Gateway) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	tool, name, err := g.promptOf(envelope.MCPPromptsGet, req.Params.Name)
+	tool, name, err := g.promptOf(wire.MCPPromptsGet, req.Params.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -309,9 +310,9 @@ func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 	var err error
 	switch ref.Type {
 	case "ref/prompt":
-		tool, ref.Name, err = g.promptOf(envelope.MCPComplete, ref.Name)
+		tool, ref.Name, err = g.promptOf(wire.MCPComplete, ref.Name)
 	case "ref/resource":
-		tool, err = g.route(ctx, req, envelope.MCPComplete, ref.URI)
+		tool, err = g.route(ctx, req, wire.MCPComplete, ref.URI)
 	default:
 		err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown completion reference type " + ref.Type}
 	}

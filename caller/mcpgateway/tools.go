@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -136,4 +137,58 @@ func matchAny(patterns []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// servedDef is the MCP definition of one catalogue tool served as name:
+// mcpTool of its spec, marked when workers give different specs for it
+// (see markConflict).
+func servedDef(name string, ct caller.CatalogTool) (*mcp.Tool, error) {
+	t, err := mcpTool(name, ct.Spec)
+	if err != nil || len(ct.Conflicts) == 0 {
+		return t, err
+	}
+	markConflict(t, ct)
+	return t, nil
+}
+
+// conflictNote is the description of a tool whose workers disagree.
+const conflictNote = "CONFLICT: workers on the mesh give %d different specs for this tool, and a call may reach any of them, so no worker's description is shown here; do not rely on what this tool does until the operator resolves the conflict (_meta io.toolmesh/conflict names the workers)."
+
+// markConflict marks the definition of a tool for which workers give
+// different specs (docs/protocol.md §14.1): the served schema is the spec
+// most of them give (caller.Catalog's rule, never one by chance), but no
+// worker's title or description is served — one of them may be a hostile
+// worker's, written to steer the model — only a note saying so; and
+// _meta "io.toolmesh/conflict" lists the workers giving each spec, the
+// served one first.
+func markConflict(t *mcp.Tool, ct caller.CatalogTool) {
+	t.Title = ""
+	t.Description = fmt.Sprintf(conflictNote, len(ct.Conflicts)+1)
+	if t.Meta == nil {
+		t.Meta = mcp.Meta{}
+	}
+	t.Meta[conflictMetaKey] = conflictOf(ct)
+}
+
+// conflictMetaKey is the _meta key of a conflicting tool's workers, on the
+// tool and (one entry per tool) on tools/list.
+const conflictMetaKey = "io.toolmesh/conflict"
+
+// conflictOf lists the workers giving each of ct's specs, the served first.
+func conflictOf(ct caller.CatalogTool) map[string]any {
+	other := map[string]bool{}
+	var specs []map[string]any
+	for _, v := range ct.Conflicts {
+		for _, w := range v.Workers {
+			other[w] = true
+		}
+		specs = append(specs, map[string]any{"workers": v.Workers, "version": v.Spec.Version})
+	}
+	served := []string{}
+	for _, w := range ct.Workers {
+		if !other[w] {
+			served = append(served, w)
+		}
+	}
+	return map[string]any{"tool": ct.Spec.Name, "served": map[string]any{"workers": served, "version": ct.Spec.Version}, "others": specs}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,6 +52,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
 			fmt.Fprintf(g.stdout, "%s\n", b)
+			warnGaps(g, ts)
 			if cat.Workers == 0 {
 				fmt.Fprintf(g.stderr, "no worker answered within %s\n", wait)
 			}
@@ -62,4 +64,16 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&deferred, "defer", false, "mark every tool for deferred loading with a client-run tool search (openai-responses: namespaces from dotted names; anthropic: defer_loading); caller.Dispatch answers the searches")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "bound on reading the catalogue (default: the worker registry in one pass, bounded by 10s; without JetStream, answers gathered for 300ms)")
 	return cmd
+}
+
+// warnGaps says on stderr which tools the export left out (each is also a
+// note in the output), so a tool missing from a model's view is never a
+// surprise: an invalid spec, or a tool named like the deferred export's
+// tool search.
+func warnGaps(g *globals, ts *provider.Toolset) {
+	for _, n := range ts.Notes {
+		if n.Tool != "" && strings.HasPrefix(n.Message, "not exported") {
+			fmt.Fprintf(g.stderr, "warning: tool %s %s\n", n.Tool, n.Message)
+		}
+	}
 }

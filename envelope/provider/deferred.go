@@ -67,6 +67,10 @@ func (ts *Toolset) deferTools() error {
 	}
 }
 
+// defers reports whether the provider has deferred loading (and so a
+// deferred export adds a tool search).
+func (p Provider) defers() bool { return p == OpenAIResponses || p == Anthropic }
+
 // withDeferLoading returns a tool declaration with defer_loading set.
 func withDeferLoading(tool json.RawMessage, on bool) (json.RawMessage, error) {
 	var m map[string]json.RawMessage

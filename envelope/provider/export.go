@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Note is one thing an export or a lowering could not carry as given:
@@ -76,23 +77,15 @@ func Export(specs []envelope.ToolSpec, o ExportOptions) (*Toolset, error) {
 	}
 	ts := &Toolset{Provider: o.Provider, Model: o.Model, Capabilities: caps, Tools: []json.RawMessage{},
 		Complete: true, specs: map[string]envelope.ToolSpec{}}
-	var valid []envelope.ToolSpec
-	for _, s := range specs {
-		switch err := s.Validate(); {
-		case err != nil:
-			ts.gap(s.Name, "not exported: "+err.Error())
-		case ts.specs[s.Name].Name != "":
-			ts.gap(s.Name, "not exported: a second spec with the same name")
-		default:
-			ts.specs[s.Name] = s
-			valid = append(valid, s)
-		}
-	}
+	valid := ts.exportable(specs)
 	names := make([]string, len(valid))
 	for i, s := range valid {
 		names[i] = s.Name
 	}
 	ts.Names = MapNames(o.Provider.NameRule(), names)
+	if o.Defer && o.Provider.defers() {
+		valid = ts.dropSearchNamesake(valid)
+	}
 	for _, s := range valid {
 		if err := ts.exportOne(s); err != nil {
 			ts.gap(s.Name, "not exported: "+err.Error())
@@ -110,6 +103,52 @@ func Export(specs []envelope.ToolSpec, o ExportOptions) (*Toolset, error) {
 		}
 	}
 	return ts, nil
+}
+
+// exportable keeps the specs that are tools for a model: valid, named
+// once, and not an MCP surface tool (a bridged server's resources, prompts
+// and completions, which MCP clients reach through toolmesh mcp as MCP's
+// own methods; one note says how many were left out).
+func (ts *Toolset) exportable(specs []envelope.ToolSpec) []envelope.ToolSpec {
+	var valid []envelope.ToolSpec
+	surface := 0
+	for _, s := range specs {
+		if _, _, ok := wire.SplitMCPSurface(&s); ok {
+			surface++
+			continue
+		}
+		switch err := s.Validate(); {
+		case err != nil:
+			ts.gap(s.Name, "not exported: "+err.Error())
+		case ts.specs[s.Name].Name != "":
+			ts.gap(s.Name, "not exported: a second spec with the same name")
+		default:
+			ts.specs[s.Name] = s
+			valid = append(valid, s)
+		}
+	}
+	if surface > 0 {
+		ts.note("", fmt.Sprintf("left out %d MCP surface tools (bridged servers' resources, prompts and completions: MCP methods that toolmesh mcp serves, not tools)", surface))
+	}
+	return valid
+}
+
+// dropSearchNamesake leaves out, as a gap, the tool whose provider name
+// is the deferred export's tool search (SearchToolName): the model's
+// calls to it would be taken for searches.
+func (ts *Toolset) dropSearchNamesake(valid []envelope.ToolSpec) []envelope.ToolSpec {
+	mesh, ok := ts.Names.MeshName(SearchToolName)
+	if !ok {
+		return valid
+	}
+	ts.gap(mesh, fmt.Sprintf("not exported: its name %q is the deferred export's tool search; rename the tool to export it", SearchToolName))
+	kept := make([]envelope.ToolSpec, 0, len(valid)-1)
+	for _, s := range valid {
+		if s.Name != mesh {
+			kept = append(kept, s)
+		}
+	}
+	return kept
 }
 
 func (ts *Toolset) gap(tool, msg string) {

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -38,14 +39,14 @@ func surfaceOps() []surfaceOp {
 	resources := func(c *mcp.ServerCapabilities) bool { return c.Resources != nil }
 	prompts := func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil }
 	return []surfaceOp{
-		{op: envelope.MCPResourcesList, method: "resources/list", input: noInput, offered: resources, run: listResources},
-		{op: envelope.MCPResourceTemplatesList, method: "resources/templates/list", input: noInput, offered: resources, run: listTemplates},
-		{op: envelope.MCPResourcesRead, method: "resources/read", input: uriInput, offered: resources, run: readResource},
-		{op: envelope.MCPResourcesSubscribe, method: "resources/subscribe", input: uriInput, streaming: true,
+		{op: wire.MCPResourcesList, method: "resources/list", input: noInput, offered: resources, run: listResources},
+		{op: wire.MCPResourceTemplatesList, method: "resources/templates/list", input: noInput, offered: resources, run: listTemplates},
+		{op: wire.MCPResourcesRead, method: "resources/read", input: uriInput, offered: resources, run: readResource},
+		{op: wire.MCPResourcesSubscribe, method: "resources/subscribe", input: uriInput, streaming: true,
 			offered: func(c *mcp.ServerCapabilities) bool { return c.Resources != nil && c.Resources.Subscribe }, run: subscribe},
-		{op: envelope.MCPPromptsList, method: "prompts/list", input: noInput, offered: prompts, run: listPrompts},
-		{op: envelope.MCPPromptsGet, method: "prompts/get", input: promptInput, offered: prompts, run: getPrompt},
-		{op: envelope.MCPComplete, method: "completion/complete", input: completeInput,
+		{op: wire.MCPPromptsList, method: "prompts/list", input: noInput, offered: prompts, run: listPrompts},
+		{op: wire.MCPPromptsGet, method: "prompts/get", input: promptInput, offered: prompts, run: getPrompt},
+		{op: wire.MCPComplete, method: "completion/complete", input: completeInput,
 			offered: func(c *mcp.ServerCapabilities) bool { return c.Completions != nil }, run: complete},
 	}
 }
@@ -62,9 +63,9 @@ func (b *Bridge) surface(sess *mcp.ClientSession) []hosted {
 		if !op.offered(ir.Capabilities) {
 			continue
 		}
-		s := envelope.ToolSpec{Name: envelope.MCPSurfaceName(ns, op.op), Title: fmt.Sprintf("%s of MCP server %s", op.method, ns),
+		s := envelope.ToolSpec{Name: wire.MCPSurfaceName(ns, op.op), Title: fmt.Sprintf("%s of MCP server %s", op.method, ns),
 			Description: fmt.Sprintf("The bridged MCP server's %s, carried as a mesh call; toolmesh mcp serves it as that method (docs/protocol.md §24).", op.method),
-			InputSchema: []byte(op.input), Streaming: op.streaming, Tags: []string{"mcp", envelope.MCPSurfaceTag}}
+			InputSchema: []byte(op.input), Streaming: op.streaming, Tags: []string{"mcp", wire.MCPSurfaceTag}}
 		if !op.streaming {
 			s.Annotations = &envelope.Annotations{ReadOnly: trueOnly(true)}
 		}

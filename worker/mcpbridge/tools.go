@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -37,31 +38,61 @@ type hosted struct {
 // later re-listing the worker is already serving, so such a tool is
 // logged as an error and the rest are hosted.
 func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession, strict bool) error {
-	tools, refused, err := b.list(ctx, sess)
+	tools, err := b.hostable(ctx, sess, strict)
 	if err != nil {
 		return err
+	}
+	fp := fingerprintOf(tools)
+	b.mu.Lock()
+	same := fp == b.fp
+	b.mu.Unlock()
+	if same {
+		return nil
+	}
+	w, names, err := b.startWorker(tools)
+	if err != nil {
+		return err
+	}
+	b.swap(w, names, fp)
+	b.log.Info("mcp bridge: tools hosted", "tools", strings.Join(names, ", "))
+	return nil
+}
+
+// hostable lists the server's tools and surface tools, sorted by name.
+// A tool the mesh cannot host fails a strict (first) listing and is
+// logged as an error on a later one.
+func (b *Bridge) hostable(ctx context.Context, sess *mcp.ClientSession, strict bool) ([]hosted, error) {
+	tools, refused, err := b.list(ctx, sess)
+	if err != nil {
+		return nil, err
 	}
 	tools = append(tools, b.surface(sess)...)
 	if len(refused) > 0 {
 		msg := fmt.Sprintf("cannot host %d of the server's tools: %s (list them under binding.mcp.skip to start without them)",
 			len(refused), strings.Join(refused, "; "))
 		if strict {
-			return errors.New(msg)
+			return nil, errors.New(msg)
 		}
 		b.log.Error("mcp bridge: " + msg)
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].spec.Name < tools[j].spec.Name })
+	return tools, nil
+}
+
+// fingerprintOf is the JSON of the tools' specs: equal exactly when a
+// re-listing changed nothing the mesh serves.
+func fingerprintOf(tools []hosted) string {
 	specs := make([]envelope.ToolSpec, len(tools))
 	for i, t := range tools {
 		specs[i] = t.spec
 	}
 	fp, _ := json.Marshal(specs)
-	b.mu.Lock()
-	same := string(fp) == b.fp
-	b.mu.Unlock()
-	if same {
-		return nil
-	}
+	return string(fp)
+}
+
+// startWorker makes a fresh worker and registers every tool on it,
+// returning the mesh names registered.
+func (b *Bridge) startWorker(tools []hosted) (*worker.Worker, []string, error) {
 	wcfg := b.cfg.Worker
 	wcfg.ID = ""
 	if wcfg.Description == "" {
@@ -72,7 +103,7 @@ func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession, strict bool)
 	}
 	w, err := worker.New(b.nc, wcfg)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	names := make([]string, 0, len(tools))
 	for _, t := range tools {
@@ -82,25 +113,30 @@ func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession, strict bool)
 		}
 		if err := w.Register(t.spec, h); err != nil {
 			w.Stop()
-			return fmt.Errorf("register %s: %w", t.spec.Name, err)
+			return nil, nil, fmt.Errorf("register %s: %w", t.spec.Name, err)
 		}
 		names = append(names, t.spec.Name)
 	}
+	return w, names, nil
+}
+
+// swap makes w the bridge's worker and drains the one it replaces in
+// the background, so calls it already took finish.
+func (b *Bridge) swap(w *worker.Worker, names []string, fp string) {
 	b.mu.Lock()
 	old := b.w
-	b.w, b.tools, b.fp = w, names, string(fp)
+	b.w, b.tools, b.fp = w, names, fp
 	b.mu.Unlock()
-	if old != nil {
-		b.drains.Add(1)
-		go func() {
-			defer b.drains.Done()
-			dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = old.Drain(dctx)
-		}()
+	if old == nil {
+		return
 	}
-	b.log.Info("mcp bridge: tools hosted", "tools", strings.Join(names, ", "))
-	return nil
+	b.drains.Add(1)
+	go func() {
+		defer b.drains.Done()
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = old.Drain(dctx)
+	}()
 }
 
 // list reads the server's tools and maps each onto a mesh spec: the
@@ -143,8 +179,8 @@ func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) 
 	if err := envelope.ValidateToolName(s.Name); err != nil {
 		return s, nil, fmt.Errorf("its name cannot be a mesh tool name: %v", err)
 	}
-	if envelope.IsMCPSurfaceReserved(t.Name) {
-		return s, nil, fmt.Errorf("its name starts with %q, which the mesh reserves for the server's resources and prompts", envelope.MCPSurfaceSegment+".")
+	if wire.IsMCPSurfaceReserved(t.Name) {
+		return s, nil, fmt.Errorf("its name starts with %q, which the mesh reserves for the server's resources and prompts", wire.MCPSurfaceSegment+".")
 	}
 	in, err := json.Marshal(t.InputSchema)
 	if err != nil {

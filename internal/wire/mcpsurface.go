@@ -1,6 +1,10 @@
-package envelope
+package wire
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
 
 // MCP surface tools (docs/protocol.md §24): a bridged MCP server's
 // resources, prompts and completions travel on the mesh as tools of the
@@ -33,7 +37,7 @@ func MCPSurfaceName(namespace, op string) string { return namespace + mcpSurface
 // SplitMCPSurface returns the namespace and op of a surface tool's spec
 // (name "<namespace>._mcp.<op>" and the MCPSurfaceTag), and false for
 // every other tool.
-func SplitMCPSurface(spec *ToolSpec) (namespace, op string, ok bool) {
+func SplitMCPSurface(spec *envelope.ToolSpec) (namespace, op string, ok bool) {
 	i := strings.LastIndex(spec.Name, mcpSurfaceInfix)
 	if i <= 0 || strings.Contains(spec.Name[i+len(mcpSurfaceInfix):], ".") {
 		return "", "", false

@@ -1,4 +1,4 @@
-package envelope
+package jsonx
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
-
-	"github.com/toolmesh/toolmesh/internal/jsonx"
 )
 
 // The hot paths (a call body on the worker, an event on the caller, a
@@ -17,58 +15,58 @@ import (
 // and then split the top-level object with the byte scanner below, which
 // may assume well-formed JSON.
 
-// errNotObject is returned when a document is valid JSON but not an object.
-var errNotObject = errors.New("want a JSON object")
+// ErrNotObject is returned when a document is valid JSON but not an object.
+var ErrNotObject = errors.New("want a JSON object")
 
-// scanMembers calls fn for each top-level member of the object data, in
+// ScanMembers calls fn for each top-level member of the object data, in
 // document order, with the member's decoded name and raw value. data must
 // already be valid JSON.
-func scanMembers(data []byte, fn func(name string, value []byte) error) error {
-	return scanRawMembers(data, func(name, value []byte) error { return fn(string(name), value) })
+func ScanMembers(data []byte, fn func(name string, value []byte) error) error {
+	return ScanRawMembers(data, func(name, value []byte) error { return fn(string(name), value) })
 }
 
-// scanRawMembers is scanMembers with the name as bytes, valid only during
+// ScanRawMembers is ScanMembers with the name as bytes, valid only during
 // the call: a `switch string(name)` on it costs no allocation, which
 // matters on the per-message paths.
-func scanRawMembers(data []byte, fn func(name, value []byte) error) error {
-	i := skipSpace(data, 0)
+func ScanRawMembers(data []byte, fn func(name, value []byte) error) error {
+	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return errNotObject
+		return ErrNotObject
 	}
-	i = skipSpace(data, i+1)
+	i = SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return nil
 	}
 	for i < len(data) {
-		end := stringEnd(data, i)
-		name, err := unquoteBytes(data[i:end])
+		end := StringEnd(data, i)
+		name, err := UnquoteBytes(data[i:end])
 		if err != nil {
 			return err
 		}
-		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // the colon
-		vend := valueEnd(data, i)
+		i = SkipSpace(data, end)
+		i = SkipSpace(data, i+1) // the colon
+		vend := ValueEnd(data, i)
 		if err := fn(name, data[i:vend]); err != nil {
 			return err
 		}
-		i = skipSpace(data, vend)
+		i = SkipSpace(data, vend)
 		if i < len(data) && data[i] == '}' {
 			return nil
 		}
-		i = skipSpace(data, i+1) // the comma
+		i = SkipSpace(data, i+1) // the comma
 	}
 	return nil
 }
 
-func skipSpace(b []byte, i int) int {
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-// stringEnd returns the index just past the string starting at b[i] == '"'.
-func stringEnd(b []byte, i int) int {
+// StringEnd returns the index just past the string starting at b[i] == '"'.
+func StringEnd(b []byte, i int) int {
 	// bytes.IndexByte finds the next quote with SIMD, which matters for
 	// the megabytes of a large result's string; a quote preceded by an odd
 	// run of backslashes is escaped.
@@ -89,20 +87,20 @@ func stringEnd(b []byte, i int) int {
 	}
 }
 
-// valueEnd returns the index just past the value starting at b[i].
-func valueEnd(b []byte, i int) int {
+// ValueEnd returns the index just past the value starting at b[i].
+func ValueEnd(b []byte, i int) int {
 	if i >= len(b) {
 		return i
 	}
 	switch b[i] {
 	case '"':
-		return stringEnd(b, i)
+		return StringEnd(b, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				j = stringEnd(b, j) - 1
+				j = StringEnd(b, j) - 1
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -121,16 +119,16 @@ func valueEnd(b []byte, i int) int {
 	return j
 }
 
-// unquote decodes a raw JSON string; the common case (no escapes, valid
+// Unquote decodes a raw JSON string; the common case (no escapes, valid
 // UTF-8) is a plain copy, anything else goes through encoding/json.
-func unquote(raw []byte) (string, error) {
-	b, err := unquoteBytes(raw)
+func Unquote(raw []byte) (string, error) {
+	b, err := UnquoteBytes(raw)
 	return string(b), err
 }
 
-// unquoteBytes is unquote without the string: when raw has no escapes the
+// UnquoteBytes is Unquote without the string: when raw has no escapes the
 // result is a sub-slice of it.
-func unquoteBytes(raw []byte) ([]byte, error) {
+func UnquoteBytes(raw []byte) ([]byte, error) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return nil, errors.New("want a string")
 	}
@@ -145,14 +143,14 @@ func unquoteBytes(raw []byte) ([]byte, error) {
 	return []byte(s), nil
 }
 
-func isNull(raw []byte) bool { return len(raw) == 4 && string(raw) == "null" }
+func IsNull(raw []byte) bool { return len(raw) == 4 && string(raw) == "null" }
 
-// validJSON reports whether data is one valid JSON document, with a
-// decoder error describing the fault when it is not.
+// Check returns nil when data is one valid JSON document, else an error
+// describing the fault (encoding/json's syntax error, or invalid UTF-8).
 // JSON text must be UTF-8 (RFC 8259 §8.1): encoding/json's validator lets
 // invalid bytes inside strings through, which would reach peers verbatim.
-func validJSON(data []byte) error {
-	if jsonx.Valid(data) {
+func Check(data []byte) error {
+	if Valid(data) {
 		return nil
 	}
 	if json.Valid(data) {

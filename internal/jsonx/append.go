@@ -1,4 +1,4 @@
-package envelope
+package jsonx
 
 import (
 	"math"
@@ -6,10 +6,10 @@ import (
 	"unicode/utf8"
 )
 
-// appendJSONString appends s as a JSON string exactly as encoding/json
+// AppendString appends s as a JSON string exactly as encoding/json
 // writes it (HTML-safe: <, > and & escaped; invalid UTF-8 replaced by
 // U+FFFD; U+2028 and U+2029 escaped), without reflection or allocation.
-func appendJSONString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
@@ -61,9 +61,9 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendJSONFloat appends f as encoding/json writes a float64, or reports
+// AppendFloat appends f as encoding/json writes a float64, or reports
 // false for a value JSON cannot carry (NaN, ±Inf).
-func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
+func AppendFloat(b []byte, f float64) ([]byte, bool) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return b, false
 	}
