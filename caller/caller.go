@@ -493,9 +493,9 @@ func (c *Caller) onBeat(f wire.Frame) {
 	now := time.Now()
 	cancels := 0
 	last := ""
-	f.EachCallID(func(id string) {
+	f.EachCallID(func(id []byte) {
 		c.mu.Lock()
-		p := c.pending[id]
+		p := c.pending[string(id)] // no copy: a lookup's key does not escape
 		c.mu.Unlock()
 		if p != nil && p.tool != last {
 			last = p.tool
@@ -507,7 +507,7 @@ func (c *Caller) onBeat(f wire.Frame) {
 			// make this caller publish thousands of messages.
 			if cancels < maxCancelsPerBeat {
 				cancels++
-				c.sendControl(f.Worker, wire.Control{Op: wire.OpCancel, CallID: id})
+				c.sendControl(f.Worker, wire.Control{Op: wire.OpCancel, CallID: string(id)})
 			}
 			return
 		}
@@ -772,7 +772,8 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
 	}
 	now := time.Now()
-	reply := c.newReply(now)
+	p := &pending{c: c, tool: tool, stream: mode == stream, nextSeq: 1, lastHeard: now}
+	reply := c.newReply(now, &p.replyBuf)
 	id := reply[len(c.inbox):]
 	window := c.cfg.Window
 	if o.window > 0 {
@@ -791,8 +792,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		span.End()
 		return nil, prob
 	}
-	p := &pending{c: c, id: id, reply: reply, tool: tool, stream: mode == stream, window: window, nextSeq: 1,
-		lastHeard: now, pickup: pickup, notify: c.notifier(), span: span}
+	p.id, p.reply, p.window, p.pickup, p.notify, p.span = id, reply, window, pickup, c.notifier(), span
 	p.startAsking(ctx, o)
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
@@ -800,18 +800,24 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	return p, nil
 }
 
-// newReply makes a new call's reply subject, <inbox><call-id>, in one
-// allocation; the call id, its last token, is a ULID whose 80 random bits
-// come from this caller's own ChaCha8 stream, seeded from crypto/rand:
+// newReply makes a new call's reply subject, <inbox><call-id>, in buf
+// when it fits (a call's subject lives in its pending state: no
+// allocation of its own), else in one allocation; the call id, its last
+// token, is a ULID whose 80 random bits come from this caller's own ChaCha8 stream, seeded from crypto/rand:
 // cryptographically strong, so no worker can guess the id of a call it
 // was not sent (and name it in a heartbeat), without a system call per id.
-func (c *Caller) newReply(now time.Time) string {
+func (c *Caller) newReply(now time.Time, buf *[replyRoom]byte) string {
 	var id ulid.ULID
 	_ = id.SetTime(ulid.Timestamp(now))
 	c.idsMu.Lock()
 	_, _ = c.ids.Read(id[6:])
 	c.idsMu.Unlock()
-	b := make([]byte, len(c.inbox)+ulid.EncodedSize)
+	var b []byte
+	if size := len(c.inbox) + ulid.EncodedSize; buf != nil && size <= replyRoom {
+		b = buf[:size]
+	} else {
+		b = make([]byte, size)
+	}
 	copy(b, c.inbox)
 	_ = id.MarshalTextTo(b[len(c.inbox):])
 	return unsafe.String(unsafe.SliceData(b), len(b))
@@ -1033,6 +1039,15 @@ func (c *Caller) Call(ctx context.Context, tool string, args any, opts ...Option
 		return resp, p
 	}
 	return resp, nil
+}
+
+// CallEvent calls tool like Caller.Call (unary: one terminal event, no
+// progress or deltas) and returns the call's id and its terminal event as
+// it arrived: a result event's data is the tool's JSON value, unwrapped
+// and validated once, or an error event carries the Problem. It is for
+// relays that pass a result on as it came, such as the MCP gateway.
+func (c *Caller) CallEvent(ctx context.Context, tool string, args any, opts ...Option) (string, envelope.ToolEvent) {
+	return c.invoke(ctx, tool, args, opts)
 }
 
 // CallAs calls tool like Caller.Call and decodes its result into T,

@@ -187,8 +187,8 @@ func (c *Caller) sendQueued(subject string, q []queued) {
 // own, registered first so that its replies (or a no-responders answer)
 // find the calls.
 func (c *Caller) sendBatch(subject string, q []queued, size int) {
-	reply := c.newReply(time.Now())
-	b := &batch{token: reply[len(c.inbox):]}
+	reply := c.newReply(time.Now(), nil)
+	b := &batch{token: reply[len(c.inbox):], calls: make([]*pending, 0, len(q))}
 	kept := make([]queued, 0, len(q))
 	// Registered under the lock that abandoning a call takes: a call
 	// abandoned while it waited in the queue is not sent, and the batch

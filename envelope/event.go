@@ -65,8 +65,9 @@ type ToolEvent struct {
 	// object), verbatim, so decoding then encoding loses nothing.
 	extra []rawMember
 
-	// validData records that Data came out of UnmarshalJSON, which
-	// validated it, so building a Response need not scan it again.
+	// validData records that Data came out of UnmarshalJSON or
+	// ParseEvent, which validated it, so building a Response need not
+	// scan it again.
 	validData bool
 }
 
@@ -97,14 +98,6 @@ func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDe
 
 // ResultEvent carries the terminal result.
 func ResultEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventResult, Data: data} }
-
-// ValidResultEvent is ResultEvent for data already known to be valid JSON
-// in UTF-8 — json.Marshal's output, or data checked with jsonx.Valid — so
-// encoding the event skips a second validation pass. Data that is not
-// valid JSON makes an invalid event: check it first.
-func ValidResultEvent(data json.RawMessage) ToolEvent {
-	return ToolEvent{Type: EventResult, Data: data, validData: true}
-}
 
 // ErrorEvent carries a terminal Problem: the event's code and message are the
 // Problem's code and detail, its details the whole Problem.

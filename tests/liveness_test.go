@@ -104,7 +104,7 @@ func TestHeartbeatsArePerCallerNotPerCall(t *testing.T) {
 			t.Fatalf("unexpected reply %q while every call blocks", m.Data)
 		}
 		named := 0
-		fr.EachCallID(func(string) { named++ })
+		fr.EachCallID(func([]byte) { named++ })
 		if fr.Worker != f.w.ID() || fr.Interval != mesh.MinHeartbeat.Milliseconds() {
 			t.Fatalf("heartbeat %q: want worker %s, interval %d", m.Data, f.w.ID(), mesh.MinHeartbeat.Milliseconds())
 		}

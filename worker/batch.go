@@ -26,11 +26,17 @@ type batch struct {
 	// Unary terminals of the batch's calls that became ready while
 	// another of them was being published (busy) wait here, and go out
 	// together in one ends frame: replies coalesce like calls.
-	mu   sync.Mutex
-	busy bool
-	held bool // the batch runs inline: terminals wait for it (see runInline)
-	ids  []string
-	ends [][]byte
+	mu    sync.Mutex
+	busy  bool
+	held  bool // the batch runs inline: terminals wait for it (see runInline)
+	ends  []heldEnd
+	spare []heldEnd // the last ends sent, emptied, for reuse
+}
+
+// heldEnd is one call's encoded terminal waiting for an ends frame.
+type heldEnd struct {
+	id   string
+	data []byte
 }
 
 // onBatch runs every call of a batch message as if it had come alone:
@@ -44,7 +50,7 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 		w.refuseBatch(m.Reply, w.problems.New(envelope.CodeInvalidInput, "malformed batch message: "+err.Error()))
 		return
 	}
-	b := &batch{w: w, reply: m.Reply}
+	b := &batch{w: w, reply: m.Reply, ends: make([]heldEnd, 0, len(bodies))}
 	b.left.Store(int32(len(bodies)))
 	calls := make([]*call, 0, len(bodies))
 	for i, body := range bodies {
@@ -146,7 +152,7 @@ func (b *batch) ended(n int) bool { return b.left.Add(int32(-n)) == 0 }
 func (b *batch) terminal(c *call, data []byte) {
 	b.mu.Lock()
 	if b.busy || b.held {
-		b.ids, b.ends = append(b.ids, c.id), append(b.ends, data)
+		b.ends = append(b.ends, heldEnd{c.id, data})
 		b.mu.Unlock()
 		return
 	}
@@ -161,47 +167,56 @@ func (b *batch) terminal(c *call, data []byte) {
 // drain sends the queued terminals until none is left, then stops being
 // the batch's publisher; b.busy must be set.
 func (b *batch) drain() {
+	var done []heldEnd
 	for {
 		b.mu.Lock()
-		ids, ends := b.ids, b.ends
-		if len(ids) == 0 {
+		if done != nil {
+			clear(done)
+			b.spare = done[:0]
+		}
+		ends := b.ends
+		if len(ends) == 0 {
 			b.busy = false
 			b.mu.Unlock()
 			return
 		}
-		b.ids, b.ends = nil, nil
+		b.ends, b.spare = b.spare, nil
 		b.mu.Unlock()
-		b.sendEnds(ids, ends)
+		b.sendEnds(ends)
+		done = ends
 	}
 }
 
 // sendEnds publishes queued terminals in ends frames that fit a message;
 // a lone terminal goes out as the events frame it would have been.
-func (b *batch) sendEnds(ids []string, ends [][]byte) {
+func (b *batch) sendEnds(ends []heldEnd) {
 	room := b.w.maxPayload() - 64
 	// What one terminal adds to the message: its id and its length on the
 	// line, each with a separator, and its bytes.
-	cost := func(i int) int { return len(ids[i]) + 1 + len(strconv.Itoa(len(ends[i]))) + 1 + len(ends[i]) }
-	for len(ids) > 0 {
+	cost := func(i int) int {
+		return len(ends[i].id) + 1 + len(strconv.Itoa(len(ends[i].data))) + 1 + len(ends[i].data)
+	}
+	var ids [wire.MaxBatchCalls]string
+	var sizes [wire.MaxBatchCalls]int
+	for len(ends) > 0 {
 		n, size := 1, cost(0)
-		for n < len(ids) && n < wire.MaxBatchCalls && size+cost(n) <= room {
+		for n < len(ends) && n < wire.MaxBatchCalls && size+cost(n) <= room {
 			size += cost(n)
 			n++
 		}
 		if n == 1 {
-			b.publish(wire.WithCallID(ends[0], ids[0]), 1)
+			b.publish(wire.WithCallID(ends[0].data, ends[0].id), 1)
 		} else {
-			sizes := make([]int, n)
-			for i := range n {
-				sizes[i] = len(ends[i])
+			for i, e := range ends[:n] {
+				ids[i], sizes[i] = e.id, len(e.data)
 			}
-			body := wire.AppendEndsHead(make([]byte, 0, size+32), ids[:n], sizes)
+			body := wire.AppendEndsHead(make([]byte, 0, size+32), ids[:n], sizes[:n])
 			for _, e := range ends[:n] {
-				body = append(body, e...)
+				body = append(body, e.data...)
 			}
 			b.publish(body, n)
 		}
-		ids, ends = ids[n:], ends[n:]
+		ends = ends[n:]
 	}
 }
 

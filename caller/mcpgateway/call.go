@@ -22,10 +22,10 @@ const maxDeltaBytes = 1 << 20
 // callHandler returns the MCP handler of one mesh tool. The SDK cancels
 // ctx on notifications/cancelled (and, over 2026-07-28 HTTP, when the
 // response stream closes); the mesh stream then cancels the worker's call.
-// An MCPResult tool's results are MCP tool results already (mcpResult).
-func (g *Gateway) callHandler(meshTool string, tool *mcp.Tool, mcpResult bool) mcp.ToolHandler {
+// An MCPResult tool's results are MCP tool results already (kind).
+func (g *Gateway) callHandler(meshTool string, tool *mcp.Tool, kind relayKind) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := g.call(ctx, req, meshTool, mcpResult)
+		res, err := g.call(ctx, req, meshTool, kind)
 		if res != nil {
 			res = fitOutputSchema(res, tool)
 		}
@@ -33,8 +33,9 @@ func (g *Gateway) callHandler(meshTool string, tool *mcp.Tool, mcpResult bool) m
 	}
 }
 
-// call runs one tools/call as a mesh stream and relays it.
-func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool string, mcpResult bool) (*mcp.CallToolResult, error) {
+// call runs one tools/call as a mesh stream and relays it, or as a unary
+// mesh call when nothing but its result can reach the client (unary.go).
+func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool string, kind relayKind) (*mcp.CallToolResult, error) {
 	if !g.filter.allows(meshTool) {
 		// Defence in depth: a denied tool is never registered.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
@@ -48,12 +49,15 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool s
 		opts = append(opts, caller.WithBearer(bearer))
 	}
 	opts = append(opts, elicitOptions(req)...)
+	if kind.unaryFits && !g.wantsEvents(req) {
+		return g.callUnary(ctx, meshTool, json.RawMessage(args), opts), nil
+	}
 	st, err := g.cfg.Caller.Stream(ctx, meshTool, json.RawMessage(args), opts...)
 	if err != nil {
 		return problemResult(envelope.AsProblem(err, envelope.CodeInternal)), nil
 	}
 	defer st.Close()
-	return relay(ctx, req, st, mcpResult), nil
+	return relay(ctx, req, st, kind.mcpResult), nil
 }
 
 // fitOutputSchema keeps an error result valid for a tool that declares an

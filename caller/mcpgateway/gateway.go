@@ -101,6 +101,8 @@ type Gateway struct {
 	surf   surfaces
 	routes routes
 	subs   gwSubs
+	// logging are the sessions that asked for log messages (unary.go).
+	logging logSessions
 }
 
 // servedTool is one registered tool and the fingerprint of its spec, so a
@@ -144,7 +146,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{},
 		known: map[string]caller.CatalogTool{}, revealed: map[string]bool{}}
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, g.serverOptions())
-	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown)
+	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown, g.noteLogLevel)
 	if cfg.Progressive {
 		g.addSearchTool()
 	}
@@ -341,7 +343,7 @@ func gapsOf(cat caller.Catalog) []string {
 func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
-	mcpResult := map[string]bool{}
+	relay := map[string]relayKind{}
 	var conflicts []any
 	surf := surfaces{}
 	g.mu.Lock()
@@ -364,7 +366,7 @@ func (g *Gateway) apply(view fleetView) {
 			conflicts = append(conflicts, c)
 		}
 		meshName[t.Name] = ct.Spec.Name
-		mcpResult[t.Name] = ct.Spec.MCPResult
+		relay[t.Name] = relayOf(ct.Spec)
 	}
 	g.gaps, g.conflicts = view.gaps, conflicts
 	g.applySurfaces(surf, view.prune)
@@ -382,11 +384,14 @@ func (g *Gateway) apply(view fleetView) {
 	}
 	for name, t := range want {
 		fp := fingerprint(t)
+		if relay[name].unaryFits { // a change of binding changes how it is called
+			fp += " unary"
+		}
 		if old, ok := g.served[name]; ok && old.fingerprint == fp {
 			continue
 		}
 		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
-		g.srv.AddTool(t, g.callHandler(meshName[name], t, mcpResult[name]))
+		g.srv.AddTool(t, g.callHandler(meshName[name], t, relay[name]))
 	}
 }
 

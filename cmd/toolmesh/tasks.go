@@ -38,14 +38,9 @@ func newTasksWatchCmd(g *globals) *cobra.Command {
 		Use:   "watch TASK_ID",
 		Short: "Print every event of a task from the first, in order, then the live ones, as NDJSON",
 		Args:  oneTaskID,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := g.newCaller(cmd, "tasks")
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
 			return watchTask(cmd.Context(), g.stdout, c, args[0], from)
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&from, "from", 1, "the number of the first event to print")
 	return cmd
@@ -84,18 +79,13 @@ func newTasksGetCmd(g *globals) *cobra.Command {
 		Use:   "get TASK_ID",
 		Short: "Print a task's record as JSON, its terminal event included once it has ended",
 		Args:  oneTaskID,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := g.newCaller(cmd, "tasks")
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
 			rec, err := c.Task(cmd.Context(), args[0], wait)
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
 			return printJSON(g, rec)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task has ended")
 	return cmd
@@ -106,18 +96,13 @@ func newTasksCancelCmd(g *globals) *cobra.Command {
 		Use:   "cancel TASK_ID",
 		Short: "Cancel a task: a queued one never runs, a running one's handler and processes are stopped",
 		Args:  oneTaskID,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := g.newCaller(cmd, "tasks")
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
 			rec, err := c.CancelTask(cmd.Context(), args[0])
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
 			return printJSON(g, rec)
-		},
+		}),
 	}
 }
 
@@ -188,12 +173,7 @@ func newTasksLsCmd(g *globals) *cobra.Command {
 		Use:   "ls",
 		Short: "List your tasks, newest first",
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, done, err := g.newCaller(cmd, "tasks")
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, _ []string) error {
 			list, err := c.Tasks(cmd.Context(), state, limit)
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal)
@@ -207,7 +187,7 @@ func newTasksLsCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", r.TaskID, r.Tool, r.State, r.Attempt, r.Events, r.Code, r.Created)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state (queued, running, input_required, succeeded, failed, cancelled)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many tasks (1–1000)")

@@ -138,12 +138,7 @@ func newToolsDescribeCmd(g *globals) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := g.newCaller(cmd, "tools")
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withCaller("tools", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
 			spec, err := c.Describe(cmd.Context(), args[0])
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal)
@@ -153,7 +148,7 @@ func newToolsDescribeCmd(g *globals) *cobra.Command {
 			}
 			printSpec(g, spec)
 			return nil
-		},
+		}),
 	}
 	describe.Flags().BoolVar(&asJSON, "json", false, "print the spec as JSON")
 	return describe
@@ -224,4 +219,17 @@ func (g *globals) catalog(cmd *cobra.Command, wait time.Duration) (caller.Catalo
 		return caller.Catalog{}, envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	return cat, nil
+}
+
+// withCaller adapts run to a cobra RunE that dials the mesh as name and
+// makes a caller first, closing both when run returns.
+func (g *globals) withCaller(name string, run func(cmd *cobra.Command, c *caller.Caller, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, done, err := g.newCaller(cmd, name)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return run(cmd, c, args)
+	}
 }

@@ -193,11 +193,27 @@ func (f Frame) Events() ([][]byte, error) {
 	return out, nil
 }
 
-// EachCallID calls fn with every call id a heartbeat names.
-func (f Frame) EachCallID(fn func(id string)) {
-	for _, id := range bytes.Fields(f.Payload) {
-		fn(string(id))
+// EachCallID calls fn with every call id a heartbeat names (separated
+// by ASCII white space, as bytes.Fields splits them, without its slice).
+// The id aliases the frame's payload: fn copies what it keeps.
+func (f Frame) EachCallID(fn func(id []byte)) {
+	b := f.Payload
+	for i := 0; i < len(b); {
+		if isSpace(b[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(b) && !isSpace(b[j]) {
+			j++
+		}
+		fn(b[i:j])
+		i = j
 	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
 // AppendEventsHead appends the line of an events frame: events numbered

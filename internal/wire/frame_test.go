@@ -30,7 +30,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		t.Fatalf("beat %+v, %v", f, err)
 	}
 	var ids []string
-	f.EachCallID(func(id string) { ids = append(ids, id) })
+	f.EachCallID(func(id []byte) { ids = append(ids, string(id)) })
 	if strings.Join(ids, ",") != "A,B,C" {
 		t.Fatalf("ids %v", ids)
 	}

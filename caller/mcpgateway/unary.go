@@ -1,0 +1,87 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// relayKind is how the gateway calls one mesh tool.
+type relayKind struct {
+	// mcpResult: the tool's results are MCP tool results already.
+	mcpResult bool
+	// unaryFits: nothing the tool sends before its result can reach the
+	// MCP client unless the client asks for it — the tool declares no
+	// deltas (not streaming, not a command line whose output lines are
+	// deltas) and is not a bridged MCP server's (whose log messages and
+	// progress are relayed) — so a call whose client gave no progress
+	// token and asked for no log messages can be a unary mesh call: one
+	// message each way, coalesced with others, instead of a stream.
+	unaryFits bool
+}
+
+// relayOf is how the gateway calls the tool spec describes.
+func relayOf(s envelope.ToolSpec) relayKind {
+	return relayKind{mcpResult: s.MCPResult, unaryFits: !s.Streaming && !s.MCPResult && s.Binding == nil}
+}
+
+// logSessions are the MCP sessions that asked for log messages
+// (logging/setLevel); a session leaves the set when it ends.
+type logSessions struct{ m sync.Map }
+
+// noteLogLevel is a receiving middleware that records the sessions
+// whose clients set a log level.
+func (g *Gateway) noteLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "logging/setLevel" || err != nil {
+			return res, err
+		}
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			if _, loaded := g.logging.m.LoadOrStore(ss, struct{}{}); !loaded {
+				go func() {
+					_ = ss.Wait()
+					g.logging.m.Delete(ss)
+				}()
+			}
+		}
+		return res, err
+	}
+}
+
+// wantsEvents reports whether the client of a tools/call may be sent
+// anything before its result: it gave a progress token, set a log level
+// on its session, or (revision 2026-07-28) names a log level in the
+// request's _meta.
+func (g *Gateway) wantsEvents(req *mcp.CallToolRequest) bool {
+	if req.Params.GetProgressToken() != nil {
+		return true
+	}
+	if _, ok := req.Params.GetMeta()[mcp.MetaKeyLogLevel]; ok {
+		return true
+	}
+	if req.Session == nil {
+		return false
+	}
+	_, ok := g.logging.m.Load(req.Session)
+	return ok
+}
+
+// callUnary runs one tools/call as a unary mesh call: the terminal event
+// becomes the result as a stream's would (there are no deltas to gather).
+func (g *Gateway) callUnary(ctx context.Context, meshTool string, args json.RawMessage, opts []caller.Option) *mcp.CallToolResult {
+	_, ev := g.cfg.Caller.CallEvent(ctx, meshTool, args, opts...)
+	if ev.Type == envelope.EventResult {
+		return resultOf(ev.Data, deltaLog{})
+	}
+	p := ev.Problem()
+	if p == nil {
+		p = envelope.NewProblem(envelope.CodeMissingTerminal, "the mesh call ended without a terminal event")
+	}
+	return problemResult(p)
+}
