@@ -6,7 +6,7 @@ PKGS      := ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: all build test test-sdk lint vet fmt-check bench fuzz fuzz-smoke interop-mcp flood
+.PHONY: all build test test-sdk lint vet fmt-check bench bench-catalogue fuzz fuzz-smoke interop-mcp flood
 
 all: build test
 
@@ -50,6 +50,14 @@ bench: build
 	bin/toolmesh bench $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./tests/...
 	$(GO) test -run '^$$' -bench Spawn -benchtime 1x ./worker/cli/
+
+# Issue 24's catalogue figures (README, "Watch at fleet scale"): Watch
+# showing a new and a killed worker among 1,000 simulated ones, and the
+# caller's CPU for a catalogue beside a raw gather. BIG_FLEET=1 adds 5,000
+# workers (a few minutes of a 2-core box); BIG_FLEET=5000,10000 lists sizes.
+BIG_FLEET ?=
+bench-catalogue:
+	TOOLMESH_BIG_FLEET=$(BIG_FLEET) $(GO) test -run '^$$' -bench 'BenchmarkWatchFleet|BenchmarkCatalogCallerCPU' -benchtime 7x -timeout 30m ./tests/
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:

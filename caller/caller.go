@@ -124,6 +124,8 @@ type Caller struct {
 	sub      *nats.Subscription
 	probe    *nats.Subscription // answers workers' liveness probes
 	probes   *workerProbes      // this caller's probes of silent workers
+	presence *presence          // the workers' beacons (presence.go)
+	beacons  *nats.Subscription // follows them
 	markers  settleMarkers      // settle markers in flight (settle.go)
 	statusCh chan nats.Status
 	done     chan struct{}
@@ -239,6 +241,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		pending:      map[string]*pending{},
 		batches:      map[string]*batch{},
 		probes:       newWorkerProbes(),
+		presence:     newPresence(),
 		done:         make(chan struct{}),
 	}
 	var seed [32]byte
@@ -282,9 +285,17 @@ func (c *Caller) subscribe() error {
 		return fmt.Errorf("subscribe liveness probe: %w", err)
 	}
 	c.probe = probe
+	beacons, err := c.subscribePresence()
+	if err != nil {
+		_ = sub.Unsubscribe()
+		_ = probe.Unsubscribe()
+		return fmt.Errorf("subscribe presence: %w", err)
+	}
+	c.beacons = beacons
 	if err := c.confirmInbox(); err != nil {
 		_ = sub.Unsubscribe()
 		_ = probe.Unsubscribe()
+		_ = beacons.Unsubscribe()
 		return err
 	}
 	return nil
@@ -315,6 +326,7 @@ func (c *Caller) Close() error {
 	c.nc.RemoveStatusListener(c.statusCh)
 	err := c.sub.Unsubscribe()
 	_ = c.probe.Unsubscribe()
+	_ = c.beacons.Unsubscribe()
 	c.wg.Wait()
 	if errors.Is(err, nats.ErrConnectionClosed) {
 		err = nil
@@ -488,6 +500,7 @@ func (c *Caller) onBeat(f wire.Frame) {
 		if p != nil && p.tool != last {
 			last = p.tool
 			c.probes.hosts(p.tool, f.Worker, now)
+			c.presence.learn(f.Worker, p.tool)
 		}
 		if p == nil {
 			// Bounded: a heartbeat naming thousands of unknown ids must not
@@ -606,6 +619,7 @@ func (c *Caller) checkCalls(now time.Time) {
 	}
 	probed := c.probeHosts(waiting, now)
 	c.probes.keepOnly(workers, probed)
+	c.presence.forget(now)
 	alive := wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID}
 	for wid := range workers {
 		c.sendControl(wid, alive)
@@ -630,7 +644,7 @@ func addKey(set map[string]bool, k string) map[string]bool {
 func (c *Caller) probeHosts(waiting map[string]bool, now time.Time) map[string]bool {
 	probed := map[string]bool{}
 	for tool := range waiting {
-		for _, wid := range c.probes.hostIDs(tool) {
+		for _, wid := range append(c.probes.hostIDs(tool), c.presence.suspects(c, tool, now)...) {
 			if !probed[wid] {
 				probed[wid] = true
 				c.probeWorker(wid, now)
@@ -695,6 +709,12 @@ func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration
 		return nil
 	case hosts.gone:
 		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(quiet, "a worker of the tool is gone"))
+	}
+	if wid := c.silentHost(live.tool, now); wid != "" {
+		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(quiet, "worker "+wid+
+			", which hosts the tool, is gone: its presence beacons stopped and the NATS server has no subscription of it"))
+	}
+	switch {
 	case quiet <= limit:
 		return nil
 	case hosts.alive && quiet <= silentBeats*beat:

@@ -289,29 +289,47 @@ func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]cat
 // spec most workers give (ties: the lowest worker id's) is the tool's, and
 // every other is listed in Conflicts — never one or the other by chance.
 func buildCatalog(entries map[string]catalogEntry) Catalog {
-	byName := map[string]map[string]*ToolVariant{} // name → spec's JSON → its workers
+	// Workers of one spec set share its decoded specs (one slice), so a
+	// spec's address names it: only a tool given by more than one set is
+	// compared by its JSON.
+	byName := map[string]map[*envelope.ToolSpec][]string{} // name → spec → its workers
 	for _, e := range entries {
-		for _, s := range e.Tools {
-			key, _ := json.Marshal(s)
+		for i := range e.Tools {
+			s := &e.Tools[i]
 			vs := byName[s.Name]
 			if vs == nil {
-				vs = map[string]*ToolVariant{}
+				vs = map[*envelope.ToolSpec][]string{}
 				byName[s.Name] = vs
 			}
-			v := vs[string(key)]
-			if v == nil {
-				v = &ToolVariant{Spec: s}
-				vs[string(key)] = v
-			}
-			v.Workers = append(v.Workers, e.WorkerID)
+			vs[s] = append(vs[s], e.WorkerID)
 		}
 	}
-	cat := Catalog{Tools: []CatalogTool{}, Workers: len(entries)}
+	cat := Catalog{Tools: make([]CatalogTool, 0, len(byName)), Workers: len(entries)}
 	for _, vs := range byName {
-		cat.Tools = append(cat.Tools, catalogTool(vs))
+		cat.Tools = append(cat.Tools, catalogTool(variantsOf(vs)))
 	}
 	sort.Slice(cat.Tools, func(i, j int) bool { return cat.Tools[i].Spec.Name < cat.Tools[j].Spec.Name })
 	return cat
+}
+
+// variantsOf merges one tool's specs that are equal in JSON (copies from
+// different spec sets) into variants, keyed by that JSON.
+func variantsOf(vs map[*envelope.ToolSpec][]string) map[string]*ToolVariant {
+	out := make(map[string]*ToolVariant, len(vs))
+	for s, ids := range vs {
+		key := ""
+		if len(vs) > 1 {
+			b, _ := json.Marshal(*s)
+			key = string(b)
+		}
+		v := out[key]
+		if v == nil {
+			v = &ToolVariant{Spec: *s}
+			out[key] = v
+		}
+		v.Workers = append(v.Workers, ids...)
+	}
+	return out
 }
 
 // catalogTool makes one tool's entry from its variants (spec → workers).

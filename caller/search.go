@@ -51,9 +51,10 @@ func SearchCatalog(cat Catalog, query string) []SearchHit {
 	for i, t := range tools {
 		docs[i] = newSearchDoc(t.Spec)
 	}
+	st := newCorpusStats(terms, docs)
 	hits := []SearchHit{}
 	for i, d := range docs {
-		if s := d.score(terms, docs); s > 0 {
+		if s := d.score(terms, st); s > 0 {
 			hits = append(hits, SearchHit{Tool: tools[i], Score: s})
 		}
 	}
@@ -92,23 +93,42 @@ func newSearchDoc(s envelope.ToolSpec) searchDoc {
 	return searchDoc{fields: [4][]string{searchTerms(s.Name), searchTerms(s.Title), args, searchTerms(s.Description)}}
 }
 
+// corpusStats are what BM25 needs of the whole catalogue, computed once
+// per search (not once per tool, which made a search quadratic in the
+// catalogue's size): each term's document frequency and each field's mean
+// length.
+type corpusStats struct {
+	docs    int
+	df      map[string]int
+	meanLen [4]float64
+}
+
+func newCorpusStats(terms []string, docs []searchDoc) corpusStats {
+	st := corpusStats{docs: len(docs), df: make(map[string]int, len(terms))}
+	for _, d := range docs {
+		for _, term := range terms {
+			if d.has(term) {
+				st.df[term]++
+			}
+		}
+	}
+	for f := range st.meanLen {
+		st.meanLen[f] = meanLen(docs, f)
+	}
+	return st
+}
+
 // score is the document's BM25 score (k1 1.2, b 0.75) summed over fields
-// with their weights; docs give each term's document frequency and each
-// field's mean length.
-func (d searchDoc) score(terms []string, docs []searchDoc) float64 {
+// with their weights.
+func (d searchDoc) score(terms []string, st corpusStats) float64 {
 	const k1, b = 1.2, 0.75
 	var total float64
 	for _, term := range terms {
-		df := 0
-		for _, o := range docs {
-			if o.has(term) {
-				df++
-			}
-		}
+		df := st.df[term]
 		if df == 0 {
 			continue
 		}
-		idf := math.Log(1 + (float64(len(docs))-float64(df)+0.5)/(float64(df)+0.5))
+		idf := math.Log(1 + (float64(st.docs)-float64(df)+0.5)/(float64(df)+0.5))
 		for f, words := range d.fields {
 			tf := 0
 			for _, w := range words {
@@ -119,7 +139,7 @@ func (d searchDoc) score(terms []string, docs []searchDoc) float64 {
 			if tf == 0 {
 				continue
 			}
-			norm := float64(len(words)) / meanLen(docs, f)
+			norm := float64(len(words)) / st.meanLen[f]
 			total += [4]float64{weightName, weightTitle, weightArgs, weightDesc}[f] * idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*norm))
 		}
 	}

@@ -2,6 +2,7 @@ package caller
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 
@@ -88,5 +89,33 @@ func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
 	}
 	if hits := SearchCatalog(cat, "read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
 		t.Fatalf("read a file: want fs.read_file first, got %d hits", len(hits))
+	}
+}
+
+// BenchmarkSearch5kTools ranks a catalogue of 5,000 tools (the fixture's
+// real tools among generated ones) for one query.
+func BenchmarkSearch5kTools(b *testing.B) {
+	b.StopTimer()
+	f, err := os.ReadFile("testdata/search_catalog.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var specs []envelope.ToolSpec
+	if err := json.Unmarshal(f, &specs); err != nil {
+		b.Fatal(err)
+	}
+	cat := Catalog{}
+	for _, s := range specs {
+		cat.Tools = append(cat.Tools, CatalogTool{Spec: s, Instances: 1})
+	}
+	for i := len(cat.Tools); i < 5_000; i++ {
+		cat.Tools = append(cat.Tools, CatalogTool{Instances: 1, Spec: envelope.ToolSpec{Name: fmt.Sprintf("ns%d.tool%d", i/10, i%10),
+			Description: "list the records of a table in a database, filtered", InputSchema: json.RawMessage(`{"type":"object","properties":{"table":{"type":"string"}}}`)}})
+	}
+	b.StartTimer()
+	for b.Loop() {
+		if hits := SearchCatalog(cat, "read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+			b.Fatal("read a file: fs.read_file not first")
+		}
 	}
 }

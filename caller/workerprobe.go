@@ -170,3 +170,17 @@ func (c *Caller) probeWorker(wid string, now time.Time) {
 		c.log.Debug("worker probe not sent", "worker_id", wid, "err", err)
 	}
 }
+
+// goneIDs lists the workers whose probe came back 503 lately.
+func (w *workerProbes) goneIDs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.goneAt) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(w.goneAt))
+	for wid := range w.goneAt {
+		ids = append(ids, wid)
+	}
+	return ids
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 type simFleet struct {
 	nc      *nats.Conn
 	kv      jetstream.KeyValue
+	mu      sync.RWMutex      // guards answers and beacons against join
 	answers map[string][]byte // worker id → its catalogue answer
 	order   []string
 	beacons map[string][]byte
@@ -48,7 +50,7 @@ func newSimFleet(tb testing.TB, srv *embedded.Server, prefix string, workers, to
 	f := &simFleet{nc: meshtest.Connect(tb, srv), answers: map[string][]byte{}, beacons: map[string][]byte{}}
 	subjects := mesh.Subjects{}
 	js, _ := jetstream.New(f.nc)
-	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket(), History: 1, TTL: time.Minute})
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket(), History: 1, TTL: 30 * time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -59,14 +61,13 @@ func newSimFleet(tb testing.TB, srv *embedded.Server, prefix string, workers, to
 	}
 	for w := range workers {
 		id := fmt.Sprintf("%s%05d", prefix, w)
-		tools := encoded[w%sets]
-		digest := wire.SpecsDigest(tools)
-		f.answers[id], _ = json.Marshal(map[string]any{"worker_id": id, "tools": json.RawMessage(tools), "interval_ms": 1000, "specs": digest})
-		f.beacons[id], _ = json.Marshal(wire.Beacon{WorkerID: id, State: wire.BeaconUp, IntervalMS: 1000, Specs: digest, RefreshMS: 600000}) // a 30 min TTL: the bench does not refresh
+		f.add(id, encoded[w%sets], time.Second)
 		f.order = append(f.order, id)
 	}
 	answer := func(m *nats.Msg) {
 		id := strings.TrimPrefix(m.Subject, subjects.Catalog()+".")
+		f.mu.RLock()
+		defer f.mu.RUnlock()
 		if m.Subject == subjects.Catalog() {
 			for _, id := range f.order {
 				_ = f.nc.Publish(m.Reply, f.answers[id])
@@ -86,17 +87,49 @@ func newSimFleet(tb testing.TB, srv *embedded.Server, prefix string, workers, to
 	return f
 }
 
+// add makes worker id, hosting the encoded specs tools and beaconing
+// every interval, known to the fleet's answers (not yet registered).
+func (f *simFleet) add(id string, tools []byte, interval time.Duration) {
+	digest := wire.SpecsDigest(tools)
+	answer, _ := json.Marshal(map[string]any{"worker_id": id, "tools": json.RawMessage(tools), "interval_ms": interval.Milliseconds(), "specs": digest})
+	beacon, _ := json.Marshal(wire.Beacon{WorkerID: id, State: wire.BeaconUp, IntervalMS: interval.Milliseconds(), Specs: digest, RefreshMS: 600000}) // a 30 min TTL: the bench does not refresh
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers[id], f.beacons[id] = answer, beacon
+}
+
+// beacon is worker id's up beacon.
+func (f *simFleet) beacon(id string) []byte {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.beacons[id]
+}
+
 // register writes every worker's registry key (a worker's READY).
 func (f *simFleet) register(tb testing.TB) {
 	for _, id := range f.order {
-		if _, err := f.kv.Put(context.Background(), id, f.beacons[id]); err != nil {
+		if _, err := f.kv.Put(context.Background(), id, f.beacon(id)); err != nil {
 			tb.Fatal(err)
 		}
 	}
 }
 
+// rawEntry is a catalogue answer as a raw NATS client reads it: plain
+// encoding/json, schemas kept as bytes (no toolmesh decoder, which
+// validates every spec and compiles its schema).
+type rawEntry struct {
+	WorkerID string `json:"worker_id"`
+	Tools    []struct {
+		Name        string          `json:"name"`
+		Title       string          `json:"title"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	} `json:"tools"`
+	Specs string `json:"specs"`
+}
+
 // rawGather is the peer: one request on the catalogue subject, answers
-// counted until every worker's is in, each decoded as a caller must.
+// counted until every worker's is in, each decoded as a raw client would.
 func rawGather(tb testing.TB, nc *nats.Conn, workers int) {
 	inbox := nc.NewInbox()
 	ch := make(chan *nats.Msg, workers)
@@ -113,7 +146,7 @@ func rawGather(tb testing.TB, nc *nats.Conn, workers int) {
 	for range workers {
 		select {
 		case m := <-ch:
-			var e wire.CatalogEntry
+			var e rawEntry
 			if err := json.Unmarshal(m.Data, &e); err != nil {
 				tb.Fatal(err)
 			}

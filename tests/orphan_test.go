@@ -64,32 +64,13 @@ func TestNoOrphansOfManyCallsAfterWorkerKill9(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tools.yaml")
-	script := `sleep 1000 & echo $$ $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
-	tool := func(name, prefix string) string {
-		return fmt.Sprintf(`
-  - name: %s
-    kill_grace: 300ms
-    input_schema: {type: object, properties: {file: {type: string}}, required: [file], additionalProperties: false}
-    binding:
-      cli:
-        cmd: sh
-        args: ["-c", %q, "forker"]
-        args_template: "{arg.file}"
-`, name, prefix+script)
-	}
-	_ = os.WriteFile(cfg, []byte("tools:"+tool("forker", "")+tool("stubborn", "trap '' TERM; ")), 0o644)
+	_ = os.WriteFile(cfg, []byte(forkerTools("")), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var pids []int
-	for i := range 8 {
-		name := []string{"forker", "stubborn"}[i%2]
-		pidfile := filepath.Join(dir, fmt.Sprintf("pids-%d", i))
-		go func() { _, _ = c.Call(ctx, name, map[string]any{"file": pidfile}) }()
-		pids = append(pids, forkedPids(t, pidfile)...)
-	}
+	pids := callForkers(ctx, t, c, dir, 8)
 	killAndWatchAll(t, p, pids)
 }
 
@@ -109,35 +90,54 @@ func TestNoOrphansOfSandboxedCallsAfterWorkerKill9(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil { // a root worker's programs run as nobody
 		t.Fatal(err)
 	}
-	script := `sleep 1000 & echo $$ $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
-	tool := func(name, prefix string) string {
-		return fmt.Sprintf(`
-  - name: %s
-    kill_grace: 300ms
-    input_schema: {type: object, properties: {file: {type: string}}, required: [file], additionalProperties: false}
-    sandbox: {read: [/usr, /bin, /lib], write: [%s]}
-    binding:
-      cli:
-        cmd: sh
-        args: ["-c", %q, "forker"]
-        args_template: "{arg.file}"
-`, name, dir, prefix+script)
-	}
 	cfg := filepath.Join(dir, "tools.yaml")
-	_ = os.WriteFile(cfg, []byte("tools:"+tool("forker", "")+tool("stubborn", "trap '' TERM; ")), 0o644)
+	_ = os.WriteFile(cfg, []byte(forkerTools(fmt.Sprintf("sandbox: {read: [/usr, /bin, /lib], write: [%s]}", dir))), 0o644)
 	p := startExec(t, bin, "worker", "--config", cfg, "--server", srv.ClientURL())
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	pids := callForkers(ctx, t, c, dir, 4)
+	killAndWatchAll(t, p, pids)
+}
+
+// forkerTools is a tools file of two tools, each forking a long sleep and
+// writing both pids to the file its argument names: forker, and stubborn,
+// which ignores SIGTERM. sandbox, when not empty, is each tool's sandbox
+// block.
+func forkerTools(sandbox string) string {
+	script := `sleep 1000 & echo $$ $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+	tool := func(name, prefix string) string {
+		block := ""
+		if sandbox != "" {
+			block = "\n    " + sandbox
+		}
+		return fmt.Sprintf(`
+  - name: %s
+    kill_grace: 300ms
+    input_schema: {type: object, properties: {file: {type: string}}, required: [file], additionalProperties: false}%s
+    binding:
+      cli:
+        cmd: sh
+        args: ["-c", %q, "forker"]
+        args_template: "{arg.file}"
+`, name, block, prefix+script)
+	}
+	return "tools:" + tool("forker", "") + tool("stubborn", "trap '' TERM; ")
+}
+
+// callForkers starts n calls of forkerTools' tools, alternating them, and
+// returns the pids of every program and grandchild once all are running.
+func callForkers(ctx context.Context, t *testing.T, c *caller.Caller, dir string, n int) []int {
+	t.Helper()
 	var pids []int
-	for i := range 4 {
+	for i := range n {
 		name := []string{"forker", "stubborn"}[i%2]
 		pidfile := filepath.Join(dir, fmt.Sprintf("pids-%d", i))
 		go func() { _, _ = c.Call(ctx, name, map[string]any{"file": pidfile}) }()
 		pids = append(pids, forkedPids(t, pidfile)...)
 	}
-	killAndWatchAll(t, p, pids)
+	return pids
 }
 
 // kill -9 of a `toolmesh worker` bridging a stdio MCP server that forked a

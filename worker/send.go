@@ -50,15 +50,19 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	}
 	c.ended = true
 	c.mu.Unlock()
-	// checkResult made data with json.Marshal or checked it with jsonx.Valid.
-	ev := envelope.ValidResultEvent(data)
+	// A terminal event always encodes, if only as an error.
+	var ev envelope.ToolEvent
+	var enc []byte
 	if p != nil {
 		// Redacted before anything reads it: the error event, the tool's
 		// last_error in $SRV.STATS and the span status all come from p.
 		// Every handler error loses the call's bearer and URL credentials.
-		ev = envelope.ErrorEvent(redact.New(c.bearer).Problem(p))
+		ev, enc, _ = c.encode(envelope.ErrorEvent(redact.New(c.bearer).Problem(p)))
+	} else {
+		// checkResult made data with json.Marshal or checked it with
+		// jsonx.Valid, so the result is written without a second check.
+		ev, enc, _ = c.checkEncoded(envelope.ResultEvent(data), wire.AppendResultEvent(make([]byte, 0, 32+len(data)), data), nil)
 	}
-	ev, enc, _ := c.encode(ev) // a terminal event always encodes, if only as an error
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sendTerminalLocked(ev, enc)
@@ -275,6 +279,12 @@ func (c *call) releaseReplyLocked() {
 // fine: it goes out in chunks.
 func (c *call) encode(ev envelope.ToolEvent) (envelope.ToolEvent, []byte, error) {
 	data, err := ev.AppendJSON(make([]byte, 0, 128+len(ev.Data)))
+	return c.checkEncoded(ev, data, err)
+}
+
+// checkEncoded is encode's second half, for an event already written as
+// data (err when writing it failed).
+func (c *call) checkEncoded(ev envelope.ToolEvent, data []byte, err error) (envelope.ToolEvent, []byte, error) {
 	if err != nil {
 		if !ev.IsTerminal() {
 			return ev, nil, err

@@ -1,0 +1,98 @@
+package caller
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
+)
+
+// Which gone worker settles a tool's unnamed calls (protocol §8.2,
+// "Finding a dead worker that never spoke"): one whose beacons this
+// caller saw and whose spec set holds the tool — learned from a named
+// call, or from the spec cache — within its pool's namespace; a set not
+// known is fetched from a live worker giving it, and until then settles
+// nothing.
+func TestPresenceGoneHost(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name      string
+		beacons   []wire.Beacon // all fresh but the gone worker's, which is G or demo.G
+		learned   [2]string     // worker, tool named by it ("" none)
+		cached    []string      // tools of spec set "S" in the spec cache
+		tool      string
+		wantGone  string
+		wantFetch map[string][]string
+	}{
+		{"learned from a twin's named call", []wire.Beacon{{WorkerID: "G", Specs: "S"}, {WorkerID: "L", Specs: "S"}}, [2]string{"L", "t.a"}, nil, "t.a", "G", nil},
+		{"from the spec cache", []wire.Beacon{{WorkerID: "G", Specs: "S"}}, [2]string{}, []string{"t.a"}, "t.a", "G", nil},
+		{"the set holds other tools", []wire.Beacon{{WorkerID: "G", Specs: "S"}}, [2]string{}, []string{"t.b"}, "t.a", "", nil},
+		{"unknown set, fetched from its live twin", []wire.Beacon{{WorkerID: "G", Specs: "S"}, {WorkerID: "L", Specs: "S"}, {WorkerID: "X", Specs: "T"}}, [2]string{}, nil, "t.a", "", map[string][]string{"S": {"L"}}},
+		{"unknown set and no twin", []wire.Beacon{{WorkerID: "G", Specs: "S"}, {WorkerID: "X", Specs: "T"}}, [2]string{}, nil, "t.a", "", nil},
+		{"outside the pool's namespace", []wire.Beacon{{WorkerID: "demo.G", Specs: "S"}}, [2]string{}, []string{"t.a"}, "t.a", "", nil},
+		{"inside the pool's namespace", []wire.Beacon{{WorkerID: "demo.G", Specs: "S"}}, [2]string{}, []string{"demo.a"}, "demo.a", "demo.G", nil},
+		{"a goodbye forgets the worker", []wire.Beacon{{WorkerID: "G", Specs: "S"}, {WorkerID: "G", State: wire.BeaconGone}}, [2]string{}, []string{"t.a"}, "t.a", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Caller{}
+			if tc.cached != nil {
+				specs := make([]envelope.ToolSpec, len(tc.cached))
+				for i, n := range tc.cached {
+					specs[i] = envelope.ToolSpec{Name: n}
+				}
+				c.specs.put("S", specs)
+			}
+			pr := newPresence()
+			var gone string
+			for _, b := range tc.beacons {
+				if b.State == "" {
+					b.State = wire.BeaconUp
+				}
+				pr.beacon(b, time.Second, now)
+				if b.WorkerID == "G" || b.WorkerID == "demo.G" {
+					gone = b.WorkerID
+				}
+			}
+			if tc.learned[0] != "" {
+				pr.learn(tc.learned[0], tc.learned[1])
+			}
+			got, fetch := pr.goneHost(c, tc.tool, []string{gone}, now)
+			if got != tc.wantGone || !reflect.DeepEqual(fetch, tc.wantFetch) {
+				t.Fatalf("goneHost = %q, fetch %v; want %q, %v", got, fetch, tc.wantGone, tc.wantFetch)
+			}
+			if _, again := pr.goneHost(c, tc.tool, []string{gone}, now); again != nil {
+				t.Errorf("a spec set asked for is asked again at once: %v", again)
+			}
+		})
+	}
+}
+
+// A worker is probed once its beacons are more than 1.5 intervals old,
+// and only for tools it may host.
+func TestPresenceSuspects(t *testing.T) {
+	now := time.Now()
+	c := &Caller{}
+	c.specs.put("S", []envelope.ToolSpec{{Name: "t.a"}})
+	pr := newPresence()
+	pr.beacon(wire.Beacon{WorkerID: "OLD", State: wire.BeaconUp, Specs: "S"}, time.Second, now.Add(-1600*time.Millisecond))
+	pr.beacon(wire.Beacon{WorkerID: "LATE", State: wire.BeaconUp, Specs: "S"}, time.Second, now.Add(-1400*time.Millisecond))
+	pr.beacon(wire.Beacon{WorkerID: "OTHER", State: wire.BeaconUp, Specs: "U"}, time.Second, now.Add(-5*time.Second))
+	for tool, want := range map[string][]string{"t.a": {"OLD", "OTHER"}, "t.b": {"OTHER"}} {
+		got := pr.suspects(c, tool, now)
+		if len(got) != len(want) {
+			t.Errorf("suspects(%s) = %v, want %v", tool, got, want)
+			continue
+		}
+		for _, w := range want {
+			found := false
+			for _, g := range got {
+				found = found || g == w
+			}
+			if !found {
+				t.Errorf("suspects(%s) = %v, want %v", tool, got, want)
+			}
+		}
+	}
+}
