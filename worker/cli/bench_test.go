@@ -201,11 +201,8 @@ func BenchmarkSandboxCPU(b *testing.B) {
 	confinedSide := func(n int, d time.Duration) sideStats {
 		cpu0, start := cpuTime(), time.Now()
 		h := sandboxed(b, sandboxBenchFile)
-		t0 := time.Now()
-		first := call(h)
-		t1 := time.Now()
+		first := call(h) // starts the zygote
 		s := measure(n, d, func() error { return call(h) })
-		b.Logf("first %v, then %d calls in %v", t1.Sub(t0), s.calls, s.elapsed)
 		if s.calls++; first != nil {
 			s.errs++
 		}
