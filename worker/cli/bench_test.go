@@ -84,7 +84,11 @@ func measure(n int, d time.Duration, f func() error) sideStats {
 // n in flight and reports the median throughput ratio (other/direct) and
 // the CPU each side used per call.
 func compare(b *testing.B, n int, other func() error) {
-	direct := func() error { return exec.Command("/bin/true").Run() }
+	compareWith(b, n, func() error { return exec.Command("/bin/true").Run() }, other)
+}
+
+// compareWith is compare against direct instead of an os/exec spawn.
+func compareWith(b *testing.B, n int, direct, other func() error) {
 	var ratios, cpuRatios []float64
 	var dRates, oRates []float64
 	var dCPU, oCPU []time.Duration
@@ -147,6 +151,30 @@ func BenchmarkSpawnHandler(b *testing.B) {
 				_, err := h.Handle(context.Background(), req, &recorder{})
 				return err
 			})
+		})
+	}
+}
+
+// BenchmarkSandboxHandler is a sandboxed CLI-bound /bin/true against the
+// same tool unconfined, both through the CLI handler alone (no NATS), with
+// the sandbox of toolmesh bench's sandboxed row. The ratio is the
+// sandboxed calls per second over the unconfined ones (issue 25's target:
+// at least 0.8).
+func BenchmarkSandboxHandler(b *testing.B) {
+	for _, n := range []int{1, 8} {
+		b.Run(inFlight(n), func(b *testing.B) {
+			plain := trueHandler(b)
+			confined := sandboxed(b, `defaults: {max_concurrent: 64}
+tools:
+  - name: "true"
+    sandbox: {read: [/usr/share], network: none, limits: {cpu_seconds: 10, memory_mb: 256, files: 64, processes: 16}}
+    binding: {cli: {cmd: /bin/true, output_format: lines}}
+`)
+			req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
+			call := func(h *Handler) func() error {
+				return func() error { _, err := h.Handle(context.Background(), req, &recorder{}); return err }
+			}
+			compareWith(b, n, call(plain), call(confined))
 		})
 	}
 }

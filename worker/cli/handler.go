@@ -84,7 +84,7 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening,
 		secrets: envSecrets(binding.Env)}
 	if plan != nil {
-		h.zygote = sandbox.NewZygote(plan, lim.KillGrace)
+		h.zygote = sandbox.NewZygote(plan, lim.KillGrace, lim.SandboxIdle)
 	}
 	return h, nil
 }

@@ -76,7 +76,9 @@ func failingDuration(raw json.RawMessage, msg, prefix string) string {
 	return ""
 }
 
-func isDurationField(name string) bool { return name == "timeout" || name == "kill_grace" }
+func isDurationField(name string) bool {
+	return name == "timeout" || name == "kill_grace" || name == "sandbox_idle"
+}
 
 func sortedKeys(m map[string]json.RawMessage) []string {
 	keys := make([]string, 0, len(m))

@@ -22,7 +22,7 @@ import (
 
 // sandboxed loads a one-tool tools file and makes its Handler with the
 // test's sandbox helper (skipping only where the kernel cannot confine).
-func sandboxed(t *testing.T, yaml string) *Handler {
+func sandboxed(t testing.TB, yaml string) *Handler {
 	t.Helper()
 	support := sandbox.ProbeHelpers(context.Background(), []string{sandboxHelper})
 	if support.Problem != "" {

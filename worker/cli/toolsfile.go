@@ -35,6 +35,10 @@ type Limits struct {
 	MaxConcurrent int
 	// KillGrace is how long a program has between SIGTERM and SIGKILL (default 2s).
 	KillGrace time.Duration
+	// SandboxIdle is how long a sandboxed tool's zygote (the process that
+	// starts its confined programs) is kept without a call before it exits;
+	// the next call starts it again (default sandbox.DefaultZygoteIdle).
+	SandboxIdle time.Duration
 }
 
 func (l Limits) withDefaults(d Limits) Limits {
@@ -58,6 +62,12 @@ func (l Limits) withDefaults(d Limits) Limits {
 	}
 	if l.KillGrace == 0 {
 		l.KillGrace = 2 * time.Second
+	}
+	if l.SandboxIdle == 0 {
+		l.SandboxIdle = d.SandboxIdle
+	}
+	if l.SandboxIdle == 0 {
+		l.SandboxIdle = sandbox.DefaultZygoteIdle
 	}
 	return l
 }
@@ -114,6 +124,7 @@ type limitsJSON struct {
 	MaxOutputBytes int64             `json:"max_output_bytes"`
 	MaxConcurrent  int               `json:"max_concurrent"`
 	KillGrace      envelope.Duration `json:"kill_grace"`
+	SandboxIdle    envelope.Duration `json:"sandbox_idle"`
 }
 
 type toolJSON struct {
@@ -130,6 +141,7 @@ type toolJSON struct {
 	MaxOutputBytes int64                 `json:"max_output_bytes"`
 	MaxConcurrent  int                   `json:"max_concurrent"`
 	KillGrace      envelope.Duration     `json:"kill_grace"`
+	SandboxIdle    envelope.Duration     `json:"sandbox_idle"`
 	Binding        *struct {
 		CLI json.RawMessage `json:"cli"`
 		// MCP binds a whole MCP server; package worker/mcpbridge reads it.
@@ -218,10 +230,11 @@ func parseTool(i int, rawTool json.RawMessage, defaults Limits, defaultBox *sand
 	if err != nil {
 		return nil, nil, bad("%s: %v", label, err)
 	}
-	if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 {
+	if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 || tj.SandboxIdle < 0 {
 		return nil, nil, bad("%s: limits must not be negative", label)
 	}
-	lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent, KillGrace: time.Duration(tj.KillGrace)}
+	lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent,
+		KillGrace: time.Duration(tj.KillGrace), SandboxIdle: time.Duration(tj.SandboxIdle)}
 	warnings := append(bindingWarnings(label, tj.Binding.CLI), refWarnings...)
 	return &Tool{Spec: spec, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, warnings, nil
 }
@@ -244,8 +257,9 @@ func Parse(data []byte) (*File, error) {
 	}
 	var defaults Limits
 	if d := fj.Defaults; d != nil {
-		defaults = Limits{Timeout: time.Duration(d.Timeout), MaxOutputBytes: d.MaxOutputBytes, MaxConcurrent: d.MaxConcurrent, KillGrace: time.Duration(d.KillGrace)}
-		if d.MaxOutputBytes < 0 || d.MaxConcurrent < 0 {
+		defaults = Limits{Timeout: time.Duration(d.Timeout), MaxOutputBytes: d.MaxOutputBytes, MaxConcurrent: d.MaxConcurrent,
+			KillGrace: time.Duration(d.KillGrace), SandboxIdle: time.Duration(d.SandboxIdle)}
+		if d.MaxOutputBytes < 0 || d.MaxConcurrent < 0 || d.SandboxIdle < 0 {
 			return nil, bad("field defaults: limits must not be negative")
 		}
 	}

@@ -2,13 +2,7 @@
 
 package sandbox
 
-import (
-	"fmt"
-	"syscall"
-)
-
-// canInject says unshareInto works on this architecture.
-const canInject = true
+import "syscall"
 
 // i386Unshare is unshare's number for a 32-bit program (its code segment
 // selector is i386CS).
@@ -17,44 +11,32 @@ const (
 	i386CS      = 0x23
 )
 
-// unshareInto makes the traced program pid, stopped at its exec, call
-// unshare(CLONE_NEWUSER) itself before its first system call: at that
-// call's entry the call is swapped for unshare, and once unshare returned
-// the registers are put back one instruction earlier, so the program
-// makes its own call afresh when it runs on. A vfork (which Go uses
-// unless the child itself must unshare a user namespace) and this cost
-// far less than the full fork Go makes otherwise.
-func unshareInto(pid int) error {
-	if err := toSyscallStop(pid); err != nil {
-		return err
+// The system-call instructions: syscall, and int 0x80 for a 32-bit program.
+var (
+	amd64Syscall = []byte{0x0f, 0x05}
+	i386Syscall  = []byte{0xcd, 0x80}
+)
+
+// programCounter is where the program stopped.
+func programCounter(r *syscall.PtraceRegs) uintptr { return uintptr(r.Rip) }
+
+// setSyscall sets r for unshare(flags) and returns the instruction that
+// makes the call. orig_rax is cleared so that no system-call restart
+// applies to the stop the program resumes from.
+func setSyscall(r *syscall.PtraceRegs, flags uint64) ([]byte, error) {
+	r.Orig_rax = ^uint64(0)
+	if r.Cs == i386CS {
+		r.Rax, r.Rbx = i386Unshare, flags
+		return i386Syscall, nil
 	}
-	var saved syscall.PtraceRegs
-	if err := syscall.PtraceGetRegs(pid, &saved); err != nil {
-		return fmt.Errorf("ptrace getregs: %v", err)
+	r.Rax, r.Rdi = syscall.SYS_UNSHARE, flags
+	return amd64Syscall, nil
+}
+
+// syscallErrno is the injected call's error (0: it succeeded).
+func syscallErrno(r *syscall.PtraceRegs) syscall.Errno {
+	if e := -int64(r.Rax); e > 0 && e < 4096 {
+		return syscall.Errno(e)
 	}
-	regs := saved
-	regs.Orig_rax = syscall.SYS_UNSHARE
-	if saved.Cs == i386CS {
-		regs.Orig_rax = i386Unshare
-	}
-	regs.Rdi = syscall.CLONE_NEWUSER
-	regs.Rbx = syscall.CLONE_NEWUSER // i386's first argument
-	if err := syscall.PtraceSetRegs(pid, &regs); err != nil {
-		return fmt.Errorf("ptrace setregs: %v", err)
-	}
-	if err := toSyscallStop(pid); err != nil {
-		return err
-	}
-	if err := syscall.PtraceGetRegs(pid, &regs); err != nil {
-		return fmt.Errorf("ptrace getregs: %v", err)
-	}
-	if e := -int64(regs.Rax); e > 0 && e < 4096 {
-		return fmt.Errorf("unshare(CLONE_NEWUSER): %v", syscall.Errno(e))
-	}
-	saved.Rip -= 2 // the syscall (or int 0x80) instruction, made again
-	saved.Rax = saved.Orig_rax
-	if err := syscall.PtraceSetRegs(pid, &saved); err != nil {
-		return fmt.Errorf("ptrace setregs: %v", err)
-	}
-	return nil
+	return 0
 }

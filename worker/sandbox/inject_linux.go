@@ -8,15 +8,6 @@ import (
 	"syscall"
 )
 
-// toSyscallStop runs the traced program pid to its next system-call stop
-// (entry or exit).
-func toSyscallStop(pid int) error {
-	if err := syscall.PtraceSyscall(pid, 0); err != nil {
-		return fmt.Errorf("ptrace syscall: %v", err)
-	}
-	return waitStop(pid)
-}
-
 // waitStop waits for the traced program pid to stop.
 func waitStop(pid int) error {
 	var ws syscall.WaitStatus

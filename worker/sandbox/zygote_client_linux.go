@@ -27,22 +27,36 @@ var ErrZygoteClosed = errors.New("sandbox: zygote closed")
 // Zygote starts a Plan's programs, each confined as the per-call helper
 // would confine it, through one long-lived helper process (see
 // zygote_linux.go): started with the first program, started again when it
-// died. It is safe for concurrent use.
+// died, and retired once it has had no program for its idle period. It is
+// safe for concurrent use.
 type Zygote struct {
 	plan  *Plan
 	grace time.Duration
+	idle  time.Duration
 
-	mu      sync.Mutex
-	cur     *zygoteProc
-	closed  bool
-	devNull *os.File // the stdin of programs given none, opened once
+	mu        sync.Mutex
+	cur       *zygoteProc
+	closed    bool
+	devNull   *os.File    // the stdin of programs given none, opened once
+	busy      int         // programs started and not yet waited for
+	idleSince time.Time   // when busy last fell to 0
+	retirer   *time.Timer // retires an idle zygote (made with the first idle period)
 }
 
+// DefaultZygoteIdle is how long a Zygote's process is kept without a
+// program before it is retired.
+const DefaultZygoteIdle = time.Minute
+
 // NewZygote returns the Zygote of pl; grace is what its programs get
-// between SIGTERM and SIGKILL when the worker dies. Nothing starts until
-// the first program does.
-func NewZygote(pl *Plan, grace time.Duration) *Zygote {
-	return &Zygote{plan: pl, grace: grace}
+// between SIGTERM and SIGKILL when the worker dies, idle how long its
+// process is kept without a program before it exits (0:
+// DefaultZygoteIdle; the next program starts it again). Nothing starts
+// until the first program does.
+func NewZygote(pl *Plan, grace, idle time.Duration) *Zygote {
+	if idle <= 0 {
+		idle = DefaultZygoteIdle
+	}
+	return &Zygote{plan: pl, grace: grace, idle: idle}
 }
 
 // zygoteProc is a running zygote and the worker's end of its control socket.
@@ -59,6 +73,7 @@ type Run struct {
 	conn *os.File
 	r    *bufio.Reader
 	end  *zygoteReply // the end, when it came with the start
+	done func()       // tells the Zygote the program is waited for
 }
 
 // Start starts argv (argv[0] the program's path) with env and the given
@@ -72,30 +87,27 @@ func (z *Zygote) Start(argv, env []string, stdin, stdout, stderr *os.File) (*Run
 			return nil, err
 		}
 	}
+	req, err := json.Marshal(zygoteRequest{Argv: argv, Env: env})
+	if err != nil {
+		return nil, err
+	}
 	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socketpair", err)
 	}
-	theirs := sp[1]
-	if err := syscall.SetNonblock(sp[0], true); err != nil {
-		syscall.Close(sp[0])
-		syscall.Close(theirs)
-		return nil, os.NewSyscallError("fcntl", err)
-	}
-	conn := os.NewFile(uintptr(sp[0]), "zygote-call")
-	err = z.send(unix.UnixRights(theirs, int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd())))
-	syscall.Close(theirs)
-	if err == nil {
-		err = json.NewEncoder(conn).Encode(zygoteRequest{Argv: argv, Env: env})
-	}
+	conn, err := pollable(sp[0], "zygote-call")
 	if err != nil {
-		conn.Close()
+		syscall.Close(sp[1])
+		return nil, err
+	}
+	run := &Run{conn: conn, r: bufio.NewReader(conn), done: z.started()}
+	if err := z.request(conn, sp[1], req, stdin, stdout, stderr); err != nil {
+		run.close()
 		return nil, fmt.Errorf("sandbox zygote: %v", err)
 	}
-	run := &Run{conn: conn, r: bufio.NewReader(conn)}
 	rep, err := readReply(run.r)
 	if err != nil {
-		conn.Close()
+		run.close()
 		return nil, fmt.Errorf("sandbox zygote ended before the program started: %v", err)
 	}
 	if rep.Ended {
@@ -106,15 +118,32 @@ func (z *Zygote) Start(argv, env []string, stdin, stdout, stderr *os.File) (*Run
 	return run, nil
 }
 
-// send passes a call's descriptors to the zygote, starting one when none
-// runs, and once more when the running one turns out to have died.
-func (z *Zygote) send(rights []byte) error {
+// request sends the zygote a call: its socket (theirs, closed here) and
+// the program's standard files, with the request inside the control
+// message when it fits, else after it on the call's socket.
+func (z *Zygote) request(conn *os.File, theirs int, req []byte, stdin, stdout, stderr *os.File) error {
+	msg, follows := req, len(req) > inlineRequestMax
+	if follows {
+		msg = []byte(requestFollows)
+	}
+	err := z.send(msg, unix.UnixRights(theirs, int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd())))
+	syscall.Close(theirs)
+	if err == nil && follows {
+		_, err = conn.Write(append(req, '\n'))
+	}
+	return err
+}
+
+// send passes a call's message and descriptors to the zygote, starting one
+// when none runs, and once more when the running one turns out to have
+// died.
+func (z *Zygote) send(msg, rights []byte) error {
 	for attempt := 0; ; attempt++ {
 		zp, err := z.proc()
 		if err != nil {
 			return err
 		}
-		err = sendMsg(zp.ctl, []byte{'c'}, rights)
+		err = sendMsg(zp.ctl, msg, rights)
 		if err == nil {
 			return nil
 		}
@@ -128,7 +157,7 @@ func (z *Zygote) send(rights []byte) error {
 // Wait waits for the program's end and closes the call. An error means
 // the zygote ended first (its programs die with it).
 func (r *Run) Wait() (*Exit, error) {
-	defer r.conn.Close()
+	defer r.close()
 	rep := r.end
 	if rep == nil {
 		got, err := readReply(r.r)
@@ -138,6 +167,56 @@ func (r *Run) Wait() (*Exit, error) {
 		rep = &got
 	}
 	return &Exit{Status: syscall.WaitStatus(rep.Status), CPU: time.Duration(rep.CPUNs)}, nil
+}
+
+// close closes the call's socket and tells the Zygote, once.
+func (r *Run) close() {
+	_ = r.conn.Close()
+	if r.done != nil {
+		r.done()
+		r.done = nil
+	}
+}
+
+// started counts a program as started; the returned func counts it
+// waited for, and starts the idle period when it was the last.
+func (z *Zygote) started() func() {
+	z.mu.Lock()
+	z.busy++
+	z.mu.Unlock()
+	return func() {
+		z.mu.Lock()
+		defer z.mu.Unlock()
+		z.busy--
+		if z.busy > 0 || z.cur == nil {
+			return
+		}
+		z.idleSince = time.Now()
+		if z.retirer == nil {
+			z.retirer = time.AfterFunc(z.idle, z.retireIdle)
+		} else {
+			z.retirer.Reset(z.idle)
+		}
+	}
+}
+
+// retireIdle ends the zygote when it has had no program for its idle
+// period (otherwise it waits for the rest of that period).
+func (z *Zygote) retireIdle() {
+	z.mu.Lock()
+	if z.busy > 0 || z.cur == nil {
+		z.mu.Unlock()
+		return
+	}
+	if left := z.idle - time.Since(z.idleSince); left > 0 {
+		z.retirer.Reset(left)
+		z.mu.Unlock()
+		return
+	}
+	zp := z.cur
+	z.cur = nil
+	z.mu.Unlock()
+	zp.stop()
 }
 
 // null is /dev/null, opened the first time.
@@ -193,6 +272,9 @@ func (z *Zygote) drop(zp *zygoteProc) {
 func (z *Zygote) Close() error {
 	z.mu.Lock()
 	z.closed = true
+	if z.retirer != nil {
+		z.retirer.Stop()
+	}
 	zp := z.cur
 	z.cur = nil
 	z.mu.Unlock()

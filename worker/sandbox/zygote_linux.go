@@ -70,13 +70,28 @@ type zygoteReply struct {
 	CPUNs  int64  `json:"cpu_ns,omitempty"`
 }
 
+// inlineRequestMax is the largest request the worker sends inside the
+// control message itself; a larger one follows on the call's socket and
+// the control message carries only requestFollows.
+const inlineRequestMax = 32 << 10
+
+// requestFollows is the control message of a request sent on the call's
+// socket.
+const requestFollows = "c"
+
 // zygote is the zygote's state: the ruleset every call's thread is
 // confined with, the limits, and the live process groups.
 type zygote struct {
 	ruleset  int
+	spec     string // the spec, as the helper takes it
+	self     string // this program, which serves as the helper
 	limits   Limits
 	uid, gid int
 	grace    time.Duration
+	// traced says programs are held at their exec by ptrace; when this
+	// host forbids ptrace, each program is started through the helper
+	// instead (see startUntraced).
+	traced bool
 
 	mu   sync.Mutex
 	live map[int]*child // process groups of programs not yet reaped
@@ -103,10 +118,9 @@ func runZygote(args []string) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	ended := make(chan struct{})
-	go func() {
-		z.accept(control)
-		close(ended)
-	}()
+	var once sync.Once
+	go z.accept(control, make([]byte, inlineRequestMax), make([]byte, unix.CmsgSpace(4*4)),
+		func() { once.Do(func() { close(ended) }) })
 	select {
 	case <-sigs:
 	case <-ended:
@@ -129,38 +143,60 @@ func newZygote(specJSON, graceText string) (*os.File, *zygote, error) {
 	if err != nil {
 		return control, nil, fmt.Errorf("bad grace: %v", err)
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return control, nil, fmt.Errorf("own path: %v", err)
+	}
 	// The runtime's template thread (which starts threads on behalf of
 	// locked ones) starts with the first LockOSThread: let it start now,
 	// from a thread that is never confined.
 	runtime.LockOSThread()
+	traced := mayTrace()
 	runtime.UnlockOSThread()
 	fd, err := buildRuleset(s)
 	if err != nil {
 		return control, nil, err
 	}
-	return control, &zygote{ruleset: fd, limits: s.Limits, uid: os.Getuid(), gid: os.Getgid(),
-		grace: grace, live: make(map[int]*child)}, nil
+	return control, &zygote{ruleset: fd, spec: specJSON, self: self, limits: s.Limits, uid: os.Getuid(), gid: os.Getgid(),
+		grace: grace, traced: traced, live: make(map[int]*child)}, nil
 }
 
-// accept starts a call for each message on the control socket until it
-// ends.
-func (z *zygote) accept(control *os.File) {
-	oob := make([]byte, unix.CmsgSpace(4*4))
-	b := make([]byte, 1)
+// mayTrace says whether this process may hold a child at its exec: a
+// child asks to be traced (PTRACE_TRACEME) and then fails its exec of a
+// directory. EPERM instead says ptrace is forbidden here
+// (kernel.yama.ptrace_scope=3, or a seccomp profile that denies it).
+func mayTrace() bool {
+	_, err := syscall.ForkExec("/", []string{"/"}, &syscall.ProcAttr{Sys: &syscall.SysProcAttr{Ptrace: true}})
+	return !errors.Is(err, syscall.EPERM)
+}
+
+// accept receives calls on the control socket until it ends, then calls
+// ended. The goroutine that receives a call serves it, once another has
+// taken over receiving (with b and oob, this one's buffers): the call
+// starts without waiting for a goroutine to be scheduled.
+func (z *zygote) accept(control *os.File, b, oob []byte, ended func()) {
 	for {
 		n, oobn, err := recvMsg(control, b, oob)
 		if err != nil || n == 0 {
+			ended()
 			return
 		}
 		fds, err := receivedFDs(oob[:oobn])
-		if err != nil {
-			continue
-		}
-		if len(fds) != 4 {
+		if err != nil || len(fds) != 4 {
 			closeFDs(fds)
 			continue
 		}
-		go z.serve(fds)
+		var req *zygoteRequest
+		if string(b[:n]) != requestFollows {
+			req = new(zygoteRequest)
+			if json.Unmarshal(b[:n], req) != nil {
+				closeFDs(fds)
+				continue
+			}
+		}
+		go z.accept(control, b, oob, ended)
+		z.serve(req, fds)
+		return
 	}
 }
 
@@ -187,19 +223,29 @@ func closeFDs(fds []int) {
 	}
 }
 
-// serve runs one call: fds are its socket and the program's stdin, stdout
-// and stderr. It runs on a thread of its own, confined for this call and
-// ended with it (the goroutine never unlocks it).
-func (z *zygote) serve(fds []int) {
+// serve runs one call: req is its request (nil: it follows on the call's
+// socket), fds its socket and the program's stdin, stdout and stderr. A
+// traced program is started from a thread of its own, confined for this
+// call and ended with it (the goroutine never unlocks it).
+func (z *zygote) serve(req *zygoteRequest, fds []int) {
 	sock := os.NewFile(uintptr(fds[0]), "call")
 	defer sock.Close()
-	var req zygoteRequest
-	if err := json.NewDecoder(sock).Decode(&req); err != nil || len(req.Argv) == 0 {
+	if req == nil {
+		req = new(zygoteRequest)
+		if err := json.NewDecoder(sock).Decode(req); err != nil {
+			req.Argv = nil
+		}
+	}
+	if len(req.Argv) == 0 {
 		closeFDs(fds[1:])
 		return
 	}
-	runtime.LockOSThread() // never unlocked: the thread ends with the call
-	c, code, err := z.start(req, fds[1:])
+	start := z.startUntraced
+	if z.traced {
+		runtime.LockOSThread() // never unlocked: the thread ends with the call
+		start = z.start
+	}
+	c, code, err := start(*req, fds[1:])
 	closeFDs(fds[1:])
 	if err != nil {
 		// As the per-call helper did: start wrote the complaint on the
@@ -251,6 +297,34 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 		z.reap(c)
 		return fail(ExitSetup, "%v", err)
 	}
+	return c, 0, nil
+}
+
+// startUntraced starts the program where ptrace is forbidden, as
+// confined, at the cost of a Go program's start per call: a full fork into
+// a user namespace of its own (its maps written by this thread, which is
+// never confined), running this program as the per-call helper, which
+// confines itself with the spec's Landlock ruleset, sets the limits and
+// execs the program. On failure it returns the helper's exit code for it,
+// with the complaint on the program's stderr.
+func (z *zygote) startUntraced(req zygoteRequest, stdio []int) (*child, int, error) {
+	argv := append([]string{z.self, helperFlag, z.spec}, req.Argv...)
+	pid, err := syscall.ForkExec(z.self, argv, &syscall.ProcAttr{
+		Env:   req.Env,
+		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: z.uid, HostID: z.uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: z.gid, HostID: z.gid, Size: 1}}},
+	})
+	if err != nil {
+		err = fmt.Errorf("start the sandbox helper %s: %v", z.self, err)
+		_, _ = unix.Write(stdio[2], []byte(stderrPrefix+err.Error()+"\n"))
+		return nil, ExitSetup, err
+	}
+	c := &child{pid: pid}
+	z.mu.Lock()
+	z.live[pid] = c
+	z.mu.Unlock()
 	return c, 0, nil
 }
 

@@ -18,8 +18,12 @@ type Run struct {
 	Pid int
 }
 
+// DefaultZygoteIdle is how long a Zygote's process is kept without a
+// program before it is retired.
+const DefaultZygoteIdle = time.Minute
+
 // NewZygote returns a Zygote that starts nothing outside Linux.
-func NewZygote(*Plan, time.Duration) *Zygote { return &Zygote{} }
+func NewZygote(*Plan, time.Duration, time.Duration) *Zygote { return &Zygote{} }
 
 // Start fails outside Linux.
 func (z *Zygote) Start(_, _ []string, _, _, _ *os.File) (*Run, error) {

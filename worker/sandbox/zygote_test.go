@@ -4,9 +4,11 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,7 +30,7 @@ func zygoteFor(t *testing.T, p *Policy) *Zygote {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := NewZygote(pl, time.Second)
+	z := NewZygote(pl, time.Second, 0)
 	t.Cleanup(func() { _ = z.Close() })
 	return z
 }
@@ -91,6 +93,14 @@ func runSh(t *testing.T, z *Zygote, script string) (string, string, *Exit) {
 // get a fresh process count.
 func TestZygoteConfinesEachProgram(t *testing.T) {
 	z := zygoteFor(t, &Policy{Read: []string{"/usr", "/proc"}, Limits: Limits{Processes: 8, CPUSeconds: 7, Files: 32}})
+	checkConfinement(t, z)
+}
+
+// checkConfinement runs TestZygoteConfinesEachProgram's cases through z,
+// whose policy reads /usr and /proc with processes 8, cpu_seconds 7 and
+// files 32.
+func checkConfinement(t *testing.T, z *Zygote) {
+	t.Helper()
 	uid := strconv.Itoa(os.Getuid())
 	if os.Getuid() == 0 {
 		uid = strconv.Itoa(RootRunsAs)
@@ -106,6 +116,7 @@ func TestZygoteConfinesEachProgram(t *testing.T) {
 		{"limits set", "grep -E '^Max (cpu time|processes|open files)' /proc/self/limits | tr -s ' '",
 			"Max cpu time 7 8 seconds \nMax processes 8 8 processes \nMax open files 32 32 files \n", "", 0},
 		{"a user namespace of its own", "readlink /proc/self/ns/user", "", "", 0},
+		{"another user namespace of its own", "readlink /proc/self/ns/user", "", "", 0},
 	}
 	own, err := os.Readlink("/proc/self/ns/user")
 	if err != nil {
@@ -118,7 +129,7 @@ func TestZygoteConfinesEachProgram(t *testing.T) {
 			if end.ExitCode() != c.code || !strings.Contains(stderr, c.wantErr) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", end.ExitCode(), stderr, c.code, c.wantErr)
 			}
-			if c.name == "a user namespace of its own" {
+			if strings.Contains(c.name, "user namespace of its own") {
 				if seen[out] {
 					t.Fatalf("user namespace %q shared", out)
 				}
@@ -130,6 +141,108 @@ func TestZygoteConfinesEachProgram(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Where ptrace is forbidden (simulated: the zygote runs under a seccomp
+// filter that denies ptrace, as kernel.yama.ptrace_scope=3 or a
+// container's profile would), programs still run confined: the same
+// reads denied, user, user namespaces and limits, through the helper per
+// call. The programs inherit the filter, which shows it was in force.
+func TestZygoteWithoutPtrace(t *testing.T) {
+	t.Setenv(denyPtraceEnv, "1")
+	z := zygoteFor(t, &Policy{Read: []string{"/usr", "/proc"}, Limits: Limits{Processes: 8, CPUSeconds: 7, Files: 32}})
+	out, _, end := runSh(t, z, "grep '^Seccomp:' /proc/self/status")
+	if end.ExitCode() != 0 || strings.Fields(out + " ")[len(strings.Fields(out+" "))-1] != "2" {
+		t.Fatalf("the program ran without the ptrace-denying filter: exit %d, %q", end.ExitCode(), out)
+	}
+	z.mu.Lock()
+	zygotePid := z.cur.cmd.Process.Pid
+	z.mu.Unlock()
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(zygotePid) + "/status")
+	if err != nil || !strings.Contains(string(status), "Seccomp:\t2") {
+		t.Fatalf("the zygote runs without the filter (%v)", err)
+	}
+	checkConfinement(t, z)
+}
+
+// An idle zygote exits after its idle period, and the next program
+// starts it again; while a program runs, it is kept however many idle
+// periods pass. Zygotes are counted as this process's children whose
+// command line holds this test's spec.
+func TestZygoteRetiresWhenIdle(t *testing.T) {
+	grant := openDir(t)
+	self := reachableSelf(t)
+	if s := ProbeHelpers(t.Context(), []string{self}); s.Problem != "" {
+		t.Fatalf("this host cannot run sandboxed programs: %s", s.Problem)
+	}
+	pl, err := Prepare(&Policy{Read: []string{"/usr", grant}}, "/bin/sh", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := NewZygote(pl, time.Second, time.Millisecond)
+	t.Cleanup(func() { _ = z.Close() })
+	count := func() int { return len(zygotesHolding(t, grant)) }
+	if n := count(); n != 0 {
+		t.Fatalf("%d zygotes before the first program", n)
+	}
+	for round := range 2 {
+		if out, _, end := runSh(t, z, "echo hi"); end.ExitCode() != 0 || out != "hi\n" {
+			t.Fatalf("round %d: exit %d, %q", round, end.ExitCode(), out)
+		}
+		testutil.WaitFor(t, "the idle zygote to exit", func() bool { return count() == 0 })
+	}
+	background(t, z, "echo up; sleep 60")
+	running := zygotesHolding(t, grant)
+	for i := range 20 {
+		if out, _, end := runSh(t, z, "echo busy"); end.ExitCode() != 0 || out != "busy\n" {
+			t.Fatalf("call %d beside a running program: exit %d, %q", i, end.ExitCode(), out)
+		}
+	}
+	if now := zygotesHolding(t, grant); len(running) != 1 || !slices.Equal(now, running) {
+		t.Fatalf("zygotes %v while a program ran, then %v: retired while busy", running, now)
+	}
+}
+
+// openDir is a new directory anyone may read.
+func openDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "zygote-idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// zygotesHolding are the pids of this process's children that are
+// zygotes and whose command line holds marker.
+func zygotesHolding(t *testing.T, marker string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) &&
+			bytes.Contains(cmdline, []byte(zygoteFlag)) && bytes.Contains(cmdline, []byte(marker)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // background starts `sh -c script` through z and returns once it printed

@@ -1,0 +1,37 @@
+//go:build linux && arm64
+
+package sandbox
+
+import (
+	"errors"
+	"syscall"
+)
+
+// arm64Svc is `svc #0`, little-endian.
+var arm64Svc = []byte{0x01, 0x00, 0x00, 0xd4}
+
+// pstateAArch32 marks a 32-bit (AArch32) program in pstate.
+const pstateAArch32 = 0x10
+
+// programCounter is where the program stopped.
+func programCounter(r *syscall.PtraceRegs) uintptr { return uintptr(r.Pc) }
+
+// setSyscall sets r for unshare(flags) (number in x8, argument in x0) and
+// returns the instruction that makes the call. A 32-bit program is
+// refused: its registers and numbers differ, and the call then fails
+// rather than run unconfined.
+func setSyscall(r *syscall.PtraceRegs, flags uint64) ([]byte, error) {
+	if r.Pstate&pstateAArch32 != 0 {
+		return nil, errors.New("sandbox: 32-bit (AArch32) programs are not supported on arm64")
+	}
+	r.Regs[8], r.Regs[0] = syscall.SYS_UNSHARE, flags
+	return arm64Svc, nil
+}
+
+// syscallErrno is the injected call's error (0: it succeeded).
+func syscallErrno(r *syscall.PtraceRegs) syscall.Errno {
+	if e := -int64(r.Regs[0]); e > 0 && e < 4096 {
+		return syscall.Errno(e)
+	}
+	return 0
+}
