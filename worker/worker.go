@@ -190,7 +190,11 @@ type tool struct {
 	spanOpts []trace.SpanStartOption
 	approve  bool // calls wait for the caller's approval (Config.Approvals)
 
-	load      loadStats // in flight, errors by code, latency (stats.go)
+	load loadStats // in flight, errors by code, latency (stats.go)
+	// typical is a moving average of the handler's run time (ns): a tool
+	// whose calls take longer than handoffAfter is not run inline in
+	// batches (see batch.runInline).
+	typical   atomic.Int64
 	statsMu   sync.Mutex
 	requests  int
 	errors    int
@@ -786,6 +790,10 @@ func (w *Worker) ToolStats(name string) (Stats, bool) {
 
 func (t *tool) record(d time.Duration, p *envelope.Problem) {
 	t.load.observe(d, p)
+	// An exponential moving average over about 8 calls; concurrent
+	// updates may drop one another's sample, which only slows it.
+	avg := t.typical.Load()
+	t.typical.Store(avg + (int64(d)-avg)/8)
 	t.statsMu.Lock()
 	t.requests++
 	t.busy += d
@@ -798,6 +806,10 @@ func (t *tool) record(d time.Duration, p *envelope.Problem) {
 	}
 	t.statsMu.Unlock()
 }
+
+// slowCalls reports whether the tool's calls typically run longer than
+// a batch may wait behind one of them (handoffAfter).
+func (t *tool) slowCalls() bool { return time.Duration(t.typical.Load()) > handoffAfter }
 
 // maxPayload is the largest message the server takes.
 func (w *Worker) maxPayload() int { return int(w.payload.Load()) }

@@ -1,0 +1,52 @@
+package mesh_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/mesh/embedded"
+)
+
+// The package doc's worked example: connect to a NATS server (here one
+// started in this process; in production the mesh's URL and credentials)
+// and name the subjects of one mesh.
+func Example() {
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Config{NoJetStream: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = srv.Shutdown(ctx) }()
+
+	nc, err := mesh.Connect(ctx, mesh.ConnectOptions{URL: srv.ClientURL(), Name: "example"})
+	if err != nil {
+		fmt.Println(mesh.DialProblem(srv.ClientURL(), err).Pretty())
+		return
+	}
+	defer nc.Close()
+
+	subj := mesh.Subjects{} // the default prefix, "toolmesh"
+	fmt.Println(nc.IsConnected())
+	fmt.Println(subj.Call("files.read"))
+	fmt.Println(subj.Catalog())
+	// Output:
+	// true
+	// toolmesh.call.files.read
+	// toolmesh.catalog
+}
+
+// A failure to connect is a Problem that says whether new credentials or
+// a retry can help, with the URL's secrets hidden.
+func ExampleDialProblem() {
+	url := "nats://admin:hunter2@mesh.example:4222"
+	p := mesh.DialProblem(url, nats.ErrNoServers)
+	fmt.Println(p.Code, p.Transient())
+	fmt.Println(mesh.RedactURL(url))
+	// Output:
+	// connection_lost true
+	// nats://admin:xxxxx@mesh.example:4222
+}
