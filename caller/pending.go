@@ -29,7 +29,6 @@ type pending struct {
 	window int
 	span   trace.Span
 	notify chan struct{}
-	slot   *callSlot // notify and the queue's backing array, given back at the end
 
 	mu             sync.Mutex
 	queue          []envelope.ToolEvent // events from head on wait unread
