@@ -774,7 +774,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	now := time.Now()
 	p := &pending{c: c, tool: tool, stream: mode == stream, nextSeq: 1, lastHeard: now}
-	reply := c.newReply(now, &p.replyBuf)
+	reply := c.newReply(now)
 	id := reply[len(c.inbox):]
 	window := c.cfg.Window
 	if o.window > 0 {
@@ -802,24 +802,18 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	return p, nil
 }
 
-// newReply makes a new call's reply subject, <inbox><call-id>, in buf
-// when it fits (a call's subject lives in its pending state: no
-// allocation of its own), else in one allocation; the call id, its last
-// token, is a ULID whose 80 random bits come from this caller's own ChaCha8 stream, seeded from crypto/rand:
+// newReply makes a new call's reply subject, <inbox><call-id>, in one
+// allocation; the call id, its last token, is a ULID whose 80 random
+// bits come from this caller's own ChaCha8 stream, seeded from crypto/rand:
 // cryptographically strong, so no worker can guess the id of a call it
 // was not sent (and name it in a heartbeat), without a system call per id.
-func (c *Caller) newReply(now time.Time, buf *[replyRoom]byte) string {
+func (c *Caller) newReply(now time.Time) string {
 	var id ulid.ULID
 	_ = id.SetTime(ulid.Timestamp(now))
 	c.idsMu.Lock()
 	_, _ = c.ids.Read(id[6:])
 	c.idsMu.Unlock()
-	var b []byte
-	if size := len(c.inbox) + ulid.EncodedSize; buf != nil && size <= replyRoom {
-		b = buf[:size]
-	} else {
-		b = make([]byte, size)
-	}
+	b := make([]byte, len(c.inbox)+ulid.EncodedSize)
 	copy(b, c.inbox)
 	_ = id.MarshalTextTo(b[len(c.inbox):])
 	return unsafe.String(unsafe.SliceData(b), len(b))
