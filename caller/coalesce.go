@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // CoalesceMode says whether unary calls to one tool that queue up while
@@ -162,13 +163,14 @@ func (c *Caller) drain(s *sender, rounds int) {
 	}
 }
 
-// sendQueued sends queued calls in batches of at most maxBatch calls and
+// sendQueued sends queued calls in batches of at most batchCap calls and
 // the server's max_payload; a lone call goes out as itself.
 func (c *Caller) sendQueued(subject string, q []queued) {
 	room := int(c.maxPayload()) - batchLineRoom
+	limit := batchCap(len(q), c.probes.hostCount(q[0].p.tool, time.Now().Add(-mesh.MissedBeats*c.cfg.Heartbeat)))
 	for len(q) > 0 {
 		n, size := 1, len(q[0].body)
-		for n < len(q) && n < maxBatch && size+len(q[n].body) <= room {
+		for n < len(q) && n < limit && size+len(q[n].body) <= room {
 			size += len(q[n].body)
 			n++
 		}
@@ -181,6 +183,34 @@ func (c *Caller) sendQueued(subject string, q []queued) {
 		}
 		q = q[n:]
 	}
+}
+
+// batchCap is the most calls one message may carry of queued calls to a
+// tool that hosts workers were heard on lately: maxBatch, but no more
+// than an even share of the queue per worker. NATS hands each message to
+// one worker of the queue group, so a queue no longer than the fleet goes
+// out a call a message, spread as uncoalesced calls would be, and a
+// longer one in as many batches as there are workers at least: coalescing
+// never piles a fleet's calls on a few of its workers (issue 26).
+func batchCap(queued, hosts int) int {
+	if hosts <= 1 {
+		return maxBatch
+	}
+	return min(maxBatch, max(1, (queued+hosts-1)/hosts))
+}
+
+// hostCount is how many workers not known gone were heard on tool's
+// calls since since.
+func (w *workerProbes) hostCount(tool string, since time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for wid, at := range w.hosting[tool] {
+		if _, gone := w.goneAt[wid]; !gone && !at.Before(since) {
+			n++
+		}
+	}
+	return n
 }
 
 // sendBatch sends calls as one batch message on a reply subject of its

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/internal/wire"
@@ -18,6 +20,7 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/worker"
 )
 
 // callResult is one call's outcome, by the index the test gave it.
@@ -292,5 +295,77 @@ func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
 	}
 	if n := caller.OpenBatches(c); n != 0 {
 		t.Fatalf("%d batches still routed after their calls ended", n)
+	}
+}
+
+// A batch carries no more than an even share of the queue per worker
+// heard on the tool, and never more than maxBatch: a fleet keeps its
+// spread (issue 26).
+func TestBatchCapKeepsAFleetsSpread(t *testing.T) {
+	for _, tc := range []struct{ queued, hosts, want int }{
+		{queued: 20, hosts: 0, want: caller.MaxBatch}, // no worker heard yet
+		{queued: 20, hosts: 1, want: caller.MaxBatch},
+		{queued: 8, hosts: 8, want: 1}, // a queue no longer than the fleet: a call a message
+		{queued: 3, hosts: 8, want: 1},
+		{queued: 9, hosts: 8, want: 2},
+		{queued: 24, hosts: 4, want: 6},
+		{queued: 200, hosts: 8, want: caller.MaxBatch},
+		{queued: 1, hosts: 2, want: 1},
+	} {
+		if got := caller.BatchCap(tc.queued, tc.hosts); got != tc.want {
+			t.Errorf("batchCap(%d queued, %d workers) = %d, want %d", tc.queued, tc.hosts, got, tc.want)
+		}
+	}
+}
+
+// Calls queued behind a publish to a tool that four workers were heard on
+// go out in four messages of two, not one batch of eight: each NATS hands
+// to one worker of the queue group, so the calls keep the fleet's spread.
+func TestQueuedCallsKeepTheFleetsSpread(t *testing.T) {
+	e := meshtest.StartServer(t, embedded.Config{})
+	const workers = 4
+	var served [workers]atomic.Int64
+	for k := range workers {
+		w := meshtest.NewWorker(t, meshtest.Connect(t, e), worker.Config{})
+		if err := w.Register(envelope.ToolSpec{Name: "spread"}, worker.HandlerFunc(
+			func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+				served[k].Add(1)
+				return map[string]int{}, nil
+			})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
+	ctx := context.Background()
+	// A worker names a call in a heartbeat before it runs it, and the
+	// caller reads that heartbeat before the result: once every worker
+	// has served a call, the caller has heard every one.
+	testutil.WaitFor(t, "every worker to serve a call", func() bool {
+		if _, err := c.Call(ctx, "spread", nil); err != nil {
+			t.Fatal(err)
+		}
+		for k := range served {
+			if served[k].Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	before := c.CoalesceStats()
+	queued, release := caller.HoldSender(c, "spread")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := c.Call(ctx, "spread", nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	testutil.WaitFor(t, "8 calls to queue", func() bool { return queued() == 8 })
+	release()
+	wg.Wait()
+	st := c.CoalesceStats()
+	if b, n := st.Batches-before.Batches, st.BatchedCalls-before.BatchedCalls; b != 4 || n != 8 {
+		t.Fatalf("8 queued calls to a tool of %d workers went out in %d batches carrying %d calls, want 4 batches of 2", workers, b, n)
 	}
 }

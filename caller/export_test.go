@@ -23,3 +23,10 @@ func OpenBatches(c *Caller) int {
 	defer c.mu.Unlock()
 	return len(c.batches)
 }
+
+// BatchCap is batchCap: the most calls one message carries of queued
+// calls to a tool hosted by hosts workers.
+func BatchCap(queued, hosts int) int { return batchCap(queued, hosts) }
+
+// MaxBatch is the most calls a batch carries.
+const MaxBatch = maxBatch

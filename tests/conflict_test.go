@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -75,6 +76,11 @@ func checkWatchConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 // checkDescribeConflict: Describe returns the same spec every time — the
 // real one — and says there is a conflict, naming both specs.
 func checkDescribeConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
+	// Workers reach the registry in the background: wait for all three.
+	waitFor(t, "the catalogue listing docs.search on its 3 workers", func() bool {
+		cat, err := c.Catalog(context.Background(), 0)
+		return err == nil && len(cat.Tools) == 1 && cat.Tools[0].Instances == 3
+	})
 	for i := range 12 {
 		spec, err := c.Describe(context.Background(), "docs.search")
 		var prob *envelope.Problem
@@ -100,10 +106,12 @@ func checkDescribeConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 func checkGatewayConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 	g := runGateway(t, mcpgateway.Config{Caller: c, Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 	mc := connectInProcess(t, g, "2025-11-25")
-	res, err := mc.cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var res *mcp.ListToolsResult
+	waitFor(t, "tools/list to show the conflict", func() bool {
+		var err error
+		res, err = mc.cs.ListTools(context.Background(), nil)
+		return err == nil && res.Meta["io.toolmesh/conflicts"] != nil
+	})
 	if len(res.Tools) != 1 {
 		t.Fatalf("tools/list has %d tools, want docs.search alone", len(res.Tools))
 	}

@@ -179,15 +179,7 @@ func TestDurableCancelStopsHandlerAndChildren(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pids")
 	cfg := filepath.Join(dir, "tools.yaml")
-	_ = os.WriteFile(cfg, []byte(fmt.Sprintf(`
-tools:
-  - name: forker
-    kill_grace: 300ms
-    binding:
-      cli:
-        cmd: sh
-        args: ["-c", "sleep 1000 & echo $$ $! > %s.tmp && mv %s.tmp %s; wait"]
-`, pidfile, pidfile, pidfile)), 0o644)
+	_ = os.WriteFile(cfg, []byte(forkerTool(pidfile)), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", m.srv.ClientURL())
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	ctx := context.Background()

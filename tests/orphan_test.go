@@ -28,15 +28,7 @@ func TestNoOrphansAfterWorkerKill9(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pids")
 	cfg := filepath.Join(dir, "tools.yaml")
-	_ = os.WriteFile(cfg, []byte(fmt.Sprintf(`
-tools:
-  - name: forker
-    kill_grace: 300ms
-    binding:
-      cli:
-        cmd: sh
-        args: ["-c", "sleep 1000 & echo $$ $! > %s.tmp && mv %s.tmp %s; wait"]
-`, pidfile, pidfile, pidfile)), 0o644)
+	_ = os.WriteFile(cfg, []byte(forkerTool(pidfile)), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
@@ -99,6 +91,20 @@ func TestNoOrphansOfSandboxedCallsAfterWorkerKill9(t *testing.T) {
 	defer cancel()
 	pids := callForkers(ctx, t, c, dir, 4)
 	killAndWatchAll(t, p, pids)
+}
+
+// forkerTool is a tools file of one tool, forker, that forks a long
+// sleep and writes its own pid and the sleep's to pidfile.
+func forkerTool(pidfile string) string {
+	return fmt.Sprintf(`
+tools:
+  - name: forker
+    kill_grace: 300ms
+    binding:
+      cli:
+        cmd: sh
+        args: ["-c", "sleep 1000 & echo $$ $! > %s.tmp && mv %s.tmp %s; wait"]
+`, pidfile, pidfile, pidfile)
 }
 
 // forkerTools is a tools file of two tools, each forking a long sleep and

@@ -79,8 +79,18 @@ const handoffAfter = 200 * time.Microsecond
 // terminals, which then leave together in ends frames. If the run takes
 // longer than handoffAfter, the calls not yet started are handed off to
 // goroutines of their own and the terminals held so far go out at once.
+// A tool whose calls take longer than that (see tool.slowCalls) has its
+// batch handed off whole at once: run inline, its calls would wait for
+// each other until the hand-off, while other workers of the fleet may
+// have slots free.
 func (b *batch) runInline(calls []*call) {
 	b.w.announceBatch(calls)
+	if calls[0].tool.slowCalls() {
+		for _, c := range calls {
+			b.w.dispatch(c)
+		}
+		return
+	}
 	b.mu.Lock()
 	b.held = true
 	b.mu.Unlock()
@@ -91,15 +101,21 @@ func (b *batch) runInline(calls []*call) {
 		}
 		return nil
 	}
-	timer := time.AfterFunc(handoffAfter, func() {
+	handOff := func() {
 		for c := claim(); c != nil; c = claim() {
 			b.w.dispatch(c)
 		}
 		b.letGo()
-	})
+	}
+	start := time.Now()
+	timer := time.AfterFunc(handoffAfter, handOff)
 	for c := claim(); c != nil; c = claim() {
 		c.tool.load.begin()
 		c.run()
+		if time.Since(start) > handoffAfter {
+			// The timer is late (a busy machine): do not wait for it.
+			handOff()
+		}
 	}
 	timer.Stop()
 	b.letGo()

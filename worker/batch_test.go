@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -213,5 +214,31 @@ func TestBatchCallBehindABlockingOneIsNotHeldUp(t *testing.T) {
 	}
 	if _, ok := got["slow"]; ok {
 		t.Fatal("the blocking call answered before it was released")
+	}
+}
+
+// A tool's calls count as slow (its batches are handed off whole, not
+// run inline one after another) once their moving average is past
+// handoffAfter, and as fast again once it falls back below it.
+func TestSlowCallsFollowTheToolsRunTimes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		runs []time.Duration
+		slow bool
+	}{
+		{"no call yet", nil, false},
+		{"fast calls", []time.Duration{20 * time.Microsecond, 30 * time.Microsecond}, false},
+		{"a fast handler preempted once", []time.Duration{20 * time.Microsecond, 5 * time.Millisecond, 20 * time.Microsecond}, false},
+		{"a few slow calls", slices.Repeat([]time.Duration{5 * time.Millisecond}, 4), false},
+		{"slow calls", slices.Repeat([]time.Duration{5 * time.Millisecond}, 12), true},
+		{"slow, then many fast", append(slices.Repeat([]time.Duration{5 * time.Millisecond}, 20), slices.Repeat([]time.Duration{10 * time.Microsecond}, 60)...), false},
+	} {
+		tl := &tool{}
+		for _, d := range tc.runs {
+			tl.observeRun(d)
+		}
+		if got := tl.slowCalls(); got != tc.slow {
+			t.Errorf("%s: slowCalls = %v, want %v (average %s)", tc.name, got, tc.slow, time.Duration(tl.typical.Load()))
+		}
 	}
 }

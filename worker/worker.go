@@ -190,7 +190,11 @@ type tool struct {
 	spanOpts []trace.SpanStartOption
 	approve  bool // calls wait for the caller's approval (Config.Approvals)
 
-	load      loadStats // in flight, errors by code, latency (stats.go)
+	load loadStats // in flight, errors by code, latency (stats.go)
+	// typical is a moving average of its handler's run time (ns): a tool
+	// whose calls take longer than handoffAfter is not run inline in
+	// batches (see batch.runInline).
+	typical   atomic.Int64
 	statsMu   sync.Mutex
 	requests  int
 	errors    int
@@ -798,6 +802,24 @@ func (t *tool) record(d time.Duration, p *envelope.Problem) {
 	}
 	t.statsMu.Unlock()
 }
+
+// observeRun adds one handler run of d to the tool's typical run time:
+// a moving average over about 32 runs (concurrent updates may drop one
+// another's sample, which only slows it). It times the handler alone,
+// not the call's waits before it, which grow with the machine's load.
+func (t *tool) observeRun(d time.Duration) {
+	avg := t.typical.Load()
+	t.typical.Store(avg + (int64(min(d, maxRunSample))-avg)/32)
+}
+
+// maxRunSample caps one run's weight in a tool's typical run time: a
+// fast handler preempted on a busy machine is not taken for a slow one,
+// while a slow tool's average passes handoffAfter within about ten runs.
+const maxRunSample = 4 * handoffAfter
+
+// slowCalls reports whether the tool's calls typically run longer than
+// a batch may wait behind one of them (handoffAfter).
+func (t *tool) slowCalls() bool { return time.Duration(t.typical.Load()) > handoffAfter }
 
 // maxPayload is the largest message the server takes.
 func (w *Worker) maxPayload() int { return int(w.payload.Load()) }

@@ -17,17 +17,19 @@ type relayKind struct {
 	mcpResult bool
 	// unaryFits: nothing the tool sends before its result can reach the
 	// MCP client unless the client asks for it — the tool declares no
-	// deltas (not streaming, not a command line whose output lines are
-	// deltas) and is not a bridged MCP server's (whose log messages and
-	// progress are relayed) — so a call whose client gave no progress
-	// token and asked for no log messages can be a unary mesh call: one
-	// message each way, coalesced with others, instead of a stream.
+	// deltas (not streaming) and is not a bridged MCP server's (whose log
+	// messages and progress are relayed) — so a call whose client gave no
+	// progress token and asked for no log messages can be a unary mesh
+	// call: one message each way, coalesced with others, instead of a
+	// stream. (A command-line tool that does not declare streaming then
+	// returns its output lines in its result, as it does to any unary
+	// caller, rather than as deltas before it.)
 	unaryFits bool
 }
 
 // relayOf is how the gateway calls the tool spec describes.
 func relayOf(s envelope.ToolSpec) relayKind {
-	return relayKind{mcpResult: s.MCPResult, unaryFits: !s.Streaming && !s.MCPResult && s.Binding == nil}
+	return relayKind{mcpResult: s.MCPResult, unaryFits: !s.Streaming && !s.MCPResult}
 }
 
 // logSessions are the MCP sessions that asked for log messages

@@ -39,6 +39,11 @@ type benchOptions struct {
 
 	levels, cliLevels, bigLevels, gatewayLevels []int
 
+	// fleetWorkers, fleetSlots and fleetWork shape the fleet rows
+	// (bench_fleet.go; 0 workers: skip them).
+	fleetWorkers, fleetSlots int
+	fleetWork                time.Duration
+
 	// peer and peerMode make this process one side of the memory row
 	// (hidden flags: the bench re-executes its own binary with them).
 	peer, peerMode string
@@ -89,6 +94,9 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f.StringVar(&o.bigResults, "big-results", "10,50", "comma-separated sizes in MiB of the large-result rows (\"none\": skip)")
 	f.StringVar(&o.gatewayFlt, "gateway-concurrency", "1,64", "comma-separated numbers of MCP calls kept in flight through `toolmesh mcp` and to a go-sdk server (\"none\": skip)")
 	f.IntVar(&o.coldTools, "cold-tools", 1000, "tools on the mesh and on the go-sdk server for the MCP cold-start row (0: skip it)")
+	f.IntVar(&o.fleetWorkers, "fleet-workers", 8, "workers of the fleet rows, each beside a raw responder (0: skip them)")
+	f.IntVar(&o.fleetSlots, "fleet-slots", 4, "handlers each fleet worker runs at once; the rows keep workers × slots calls in flight")
+	f.DurationVar(&o.fleetWork, "fleet-work", 5*time.Millisecond, "how long each fleet handler waits")
 	f.IntVar(&o.payload, "payload", 16, "bytes of the message each unary call echoes")
 	f.IntVar(&o.deltas, "deltas", 1000, "events in the streamed call")
 	f.IntVar(&o.memoryCalls, "memory-calls", 100000, "calls held in flight at once for the memory row (0: skip it)")
@@ -128,8 +136,8 @@ func (o *benchOptions) validate() error {
 		}
 	}
 	if o.duration <= 0 || o.rounds < 1 || o.payload < 0 || o.deltas < 1 || o.memoryCalls < 0 || o.memorySettle < 0 || o.memoryBeat < 0 ||
-		o.coldTools < 0 || o.flood < 0 || o.floodTimeout <= 0 {
-		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration and --flood-timeout must be positive, --rounds and --deltas at least 1, --payload, --memory-calls, --memory-settle, --memory-heartbeat, --cold-tools and --flood at least 0")
+		o.coldTools < 0 || o.flood < 0 || o.floodTimeout <= 0 || o.fleetWorkers < 0 || o.fleetSlots < 1 || o.fleetWork <= 0 {
+		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration and --flood-timeout must be positive, --rounds and --deltas at least 1, --payload, --memory-calls, --memory-settle, --memory-heartbeat, --cold-tools, --flood and --fleet-workers at least 0, --fleet-slots at least 1 and --fleet-work positive")
 	}
 	if o.targets != targetsReport && o.targets != targetsEnforce {
 		return flagValueProblem("targets", string(o.targets), string(targetsReport), string(targetsEnforce))

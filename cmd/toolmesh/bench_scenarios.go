@@ -104,6 +104,7 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})
 	}
 	s = append(s, gatewayScenarios(o.gatewayLevels, o.coldTools)...)
+	s = append(s, fleetScenarios(o)...)
 	for _, mib := range o.bigLevels {
 		s = append(s, bigScenario(mib))
 	}

@@ -57,6 +57,8 @@ type bencher struct {
 	gw *gatewaySides
 	// cold hosts the cold-start row's many tools.
 	cold *worker.Worker
+	// fleet is the fleet rows' workers and responders (bench_fleet.go).
+	fleet *benchFleet
 }
 
 func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url string, o *benchOptions, g *globals) (*bencher, error) {
@@ -100,6 +102,11 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url 
 	}
 	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
 		return nil, err
+	}
+	if o.fleetWorkers > 0 {
+		if err := b.serveFleet(dial, prefix, o, g); err != nil {
+			return nil, err
+		}
 	}
 	if len(o.gatewayLevels) > 0 || o.coldTools > 0 {
 		if err := b.startGateway(ctx, serve, url, prefix, o, g); err != nil {
@@ -226,6 +233,9 @@ func (b *bencher) close() {
 	}
 	if b.cold != nil {
 		b.cold.Stop()
+	}
+	if b.fleet != nil {
+		b.fleet.close()
 	}
 	for _, c := range []*caller.Caller{b.c, b.cOff} {
 		if c != nil {

@@ -31,7 +31,8 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--duration", "30ms", "--rounds", "2", "--concurrency", "2,256",
-		"--cli-concurrency", "1", "--big-results", "1", "--gateway-concurrency", "2", "--cold-tools", "5", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms", "--flood", "30"}, strings.NewReader(""), &out, &errb)
+		"--cli-concurrency", "1", "--big-results", "1", "--gateway-concurrency", "2", "--cold-tools", "5", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms", "--flood", "30",
+		"--fleet-workers", "2", "--fleet-slots", "2", "--fleet-work", "1ms"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
@@ -43,6 +44,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		"what users would pick instead", "mcp-http-stateless", "grpc", "result of 1 MiB", "throughput ≥ 0.50",
 		"mcp gateway, http", "mcp gateway, stdio", "throughput ≥ 0.80, p50 ≤ 1.25", "mcp cold start, 5 tools", "p50 ≤ 1.50",
 		"flood: 30 calls fired at once", "\n  toolmesh  ", "\n  raw       ",
+		"fleet of 2 × 2 slots, 1ms each", "fleet of 2 × 2 slots, 1ms each, coalescing off", "throughput ≥ 0.95",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out.String())
@@ -58,7 +60,7 @@ func TestBenchJSONHasEveryPeer(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--json", "--duration", "40ms", "--rounds", "2", "--concurrency", "1,4",
 		"--cli-concurrency", "none", "--big-results", "none",
-		"--gateway-concurrency", "none", "--cold-tools", "0", "--deltas", "3", "--memory-calls", "0"}, strings.NewReader(""), &out, &errb)
+		"--gateway-concurrency", "none", "--cold-tools", "0", "--deltas", "3", "--memory-calls", "0", "--fleet-workers", "0"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}

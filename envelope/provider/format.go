@@ -26,7 +26,8 @@ type Lowered struct {
 // LowerResponseFormat lowers rf for the provider and model of o, by the
 // capability table (or o's override): OpenAI Chat response_format and
 // Responses text.format; Gemini responseMimeType with responseJsonSchema
-// or the legacy responseSchema; Anthropic output_config.format or a
+// (with an explicit propertyOrdering for gemini-2.0) or, for the retired
+// gemini-1 models, the legacy responseSchema; Anthropic output_config.format or a
 // forced structured_output tool; JSON mode plus the schema in the system
 // prompt where only JSON mode exists. A strict request that cannot be
 // made strict is sent strict:false with a note saying why.

@@ -16,6 +16,10 @@ func (l *Lowered) jsonSchema(p Provider, f envelope.JSONSchemaFormat) error {
 		return l.forcedTool(f)
 	case FormatLegacySchema:
 		return l.geminiLegacy(f)
+	case FormatOrderedSchema:
+		l.set("generationConfig", map[string]any{"responseMimeType": "application/json",
+			"responseJsonSchema": withPropertyOrdering(withoutSchemaURI(f.Schema))})
+		return nil
 	}
 	switch p {
 	case OpenAI:

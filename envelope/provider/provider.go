@@ -55,7 +55,12 @@ const (
 	// FormatNative: the provider's own JSON Schema output (OpenAI
 	// json_schema, Gemini responseJsonSchema, Anthropic output_config).
 	FormatNative FormatStrategy = "native"
-	// FormatLegacySchema: Gemini's OpenAPI-subset responseSchema.
+	// FormatOrderedSchema: Gemini responseJsonSchema with an explicit
+	// propertyOrdering on every object (gemini-2.0, which does not keep
+	// the schema's key order on its own).
+	FormatOrderedSchema FormatStrategy = "ordered_json_schema"
+	// FormatLegacySchema: Gemini's OpenAPI-subset responseSchema
+	// (gemini-1, retired models that predate responseJsonSchema).
 	FormatLegacySchema FormatStrategy = "legacy_schema"
 	// FormatForcedTool: a synthetic tool the model is forced to call, whose
 	// input is the answer (Anthropic models without output_config).
@@ -118,7 +123,7 @@ func DefaultCapabilities() CapabilityTable {
 		{Anthropic, "claude-sonnet-4-0", Capabilities{FormatForcedTool, SchemaJSON}},
 		{Gemini, "", Capabilities{FormatNative, SchemaJSON}},
 		{Gemini, "gemini-1", Capabilities{FormatLegacySchema, SchemaLegacy}},
-		{Gemini, "gemini-2.0", Capabilities{FormatLegacySchema, SchemaLegacy}},
+		{Gemini, "gemini-2.0", Capabilities{FormatOrderedSchema, SchemaLegacy}},
 		{MCP, "", Capabilities{FormatNative, SchemaJSON}},
 	}
 }

@@ -165,6 +165,7 @@ var formatTargets = []struct {
 	{"anthropic", ExportOptions{Provider: Anthropic, Model: "claude-sonnet-4-5"}},
 	{"anthropic-claude-3", ExportOptions{Provider: Anthropic, Model: "claude-3-5-haiku-latest"}},
 	{"gemini", ExportOptions{Provider: Gemini, Model: "gemini-2.5-flash"}},
+	{"gemini-2.0", ExportOptions{Provider: Gemini, Model: "gemini-2.0-flash"}},
 	{"gemini-legacy", ExportOptions{Provider: Gemini, Model: "gemini-1.5-pro"}},
 }
 

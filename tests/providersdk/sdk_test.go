@@ -120,7 +120,7 @@ func TestResultsDecodeIntoSDKMessages(t *testing.T) {
 // Every lowered response format, merged into a request, decodes into the
 // SDK's request type.
 func TestResponseFormatsDecodeIntoSDKRequests(t *testing.T) {
-	for _, file := range []string{"openai", "openai-gpt-3.5", "openai-responses", "anthropic", "anthropic-claude-3", "gemini", "gemini-legacy"} {
+	for _, file := range []string{"openai", "openai-gpt-3.5", "openai-responses", "anthropic", "anthropic-claude-3", "gemini", "gemini-2.0", "gemini-legacy"} {
 		t.Run(file, func(t *testing.T) {
 			var formats map[string]provider.Lowered
 			readGolden(t, "format_"+file+".json", &formats)
