@@ -134,8 +134,9 @@ type Caller struct {
 	// ids makes the random part of every call id (see newReply).
 	idsMu sync.Mutex
 	ids   *mrand.ChaCha8
-	// notifiers holds the wake-up channels of ended calls, for reuse.
-	notifiers sync.Pool
+	// slots holds the wake-up channels and event queues of ended calls
+	// (*callSlot), for reuse.
+	slots sync.Pool
 
 	// scratch holds a frame's events while they are parsed; only the
 	// inbox callback (one goroutine) uses it.
@@ -792,7 +793,9 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		span.End()
 		return nil, prob
 	}
-	p.id, p.reply, p.window, p.pickup, p.notify, p.span = id, reply, window, pickup, c.notifier(), span
+	p.id, p.reply, p.window, p.pickup, p.span = id, reply, window, pickup, span
+	p.slot = c.slot()
+	p.notify, p.queue = p.slot.notify, p.slot.queue
 	p.startAsking(ctx, o)
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
@@ -823,14 +826,41 @@ func (c *Caller) newReply(now time.Time, buf *[replyRoom]byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// notifier returns a wake-up channel for a new call: one that an ended
-// call gave back, or a new one. A stale wake-up on a reused channel is
-// harmless: a reader woken checks its queue and waits again.
-func (c *Caller) notifier() chan struct{} {
-	if ch, ok := c.notifiers.Get().(chan struct{}); ok {
-		return ch
+// callSlot is what an ended call gives back for a new one: its wake-up
+// channel and its event queue's backing array, emptied. A stale wake-up
+// on a reused channel is harmless: a reader woken checks its queue and
+// waits again; nothing queues on an ended call (see pending.queueLocked).
+type callSlot struct {
+	notify chan struct{}
+	queue  []envelope.ToolEvent
+}
+
+// maxSlotQueue is the largest queue a slot keeps: a unary call's one
+// event and a few of a stream's; a longer one is left to the GC.
+const maxSlotQueue = 4
+
+// slot returns a wake-up channel and an empty queue for a new call: an
+// ended call's, or new ones.
+func (c *Caller) slot() *callSlot {
+	if s, ok := c.slots.Get().(*callSlot); ok {
+		return s
 	}
-	return make(chan struct{}, 1)
+	return &callSlot{notify: make(chan struct{}, 1)}
+}
+
+// giveBack returns p's slot for reuse once its terminal was read.
+func (p *pending) giveBack() {
+	p.mu.Lock()
+	q := p.queue
+	p.queue = nil
+	p.mu.Unlock()
+	if cap(q) <= maxSlotQueue {
+		clear(q[:cap(q)])
+		p.slot.queue = q[:0]
+	} else {
+		p.slot.queue = nil
+	}
+	p.c.slots.Put(p.slot)
 }
 
 // appendMeta appends the call's metadata line (protocol v2, §4.1): ids,

@@ -29,6 +29,7 @@ type pending struct {
 	window int
 	span   trace.Span
 	notify chan struct{}
+	slot   *callSlot // notify and the queue's backing array, given back at the end
 
 	mu             sync.Mutex
 	queue          []envelope.ToolEvent // events from head on wait unread
@@ -338,7 +339,7 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 				p.stopAsking()
 				p.c.remove(p.id)
 				p.endSpan(ev.Problem())
-				p.c.notifiers.Put(p.notify)
+				p.giveBack()
 			}
 			return ev, nil
 		}

@@ -394,7 +394,11 @@ func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
 	ev := ToolEvent{Type: et}
 	switch ev.Type {
 	case EventStart:
-		err = ev.parseStart(&m)
+		// On an event of its own: parseStart's receiver escapes (to the
+		// metadata decoder), and ev would escape with it on every path.
+		start := &ToolEvent{Type: et}
+		err = start.parseStart(&m)
+		ev = *start
 	case EventProgress:
 		err = ev.parseProgress(&m)
 	case EventDelta, EventResult:

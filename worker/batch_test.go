@@ -228,14 +228,14 @@ func TestSlowCallsFollowTheToolsRunTimes(t *testing.T) {
 	}{
 		{"no call yet", nil, false},
 		{"fast calls", []time.Duration{20 * time.Microsecond, 30 * time.Microsecond}, false},
-		{"just after a slow call", []time.Duration{20 * time.Microsecond, 2 * time.Millisecond}, true},
-		{"a slow call, then a few fast ones", []time.Duration{20 * time.Microsecond, 2 * time.Millisecond, 20 * time.Microsecond, 20 * time.Microsecond, 20 * time.Microsecond}, false},
-		{"slow calls", []time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond}, true},
-		{"slow, then many fast", append(slices.Repeat([]time.Duration{5 * time.Millisecond}, 8), slices.Repeat([]time.Duration{10 * time.Microsecond}, 40)...), false},
+		{"a fast handler preempted once", []time.Duration{20 * time.Microsecond, 5 * time.Millisecond, 20 * time.Microsecond}, false},
+		{"a few slow calls", slices.Repeat([]time.Duration{5 * time.Millisecond}, 4), false},
+		{"slow calls", slices.Repeat([]time.Duration{5 * time.Millisecond}, 12), true},
+		{"slow, then many fast", append(slices.Repeat([]time.Duration{5 * time.Millisecond}, 20), slices.Repeat([]time.Duration{10 * time.Microsecond}, 60)...), false},
 	} {
 		tl := &tool{}
 		for _, d := range tc.runs {
-			tl.record(d, nil)
+			tl.observeRun(d)
 		}
 		if got := tl.slowCalls(); got != tc.slow {
 			t.Errorf("%s: slowCalls = %v, want %v (average %s)", tc.name, got, tc.slow, time.Duration(tl.typical.Load()))

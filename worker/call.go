@@ -251,7 +251,9 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 // runHandler runs the handler of a prepared call and checks its result.
 func (c *call) runHandler(ctx context.Context, pc prepared) (json.RawMessage, *envelope.Problem) {
 	w, body, format := c.w, pc.body, pc.format
+	t0 := time.Now()
 	res, err := c.invoke(ctx, c.request(body))
+	c.tool.observeRun(time.Since(t0))
 	if ctx.Err() != nil {
 		return nil, c.contextProblem(ctx)
 	}

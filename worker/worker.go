@@ -191,7 +191,7 @@ type tool struct {
 	approve  bool // calls wait for the caller's approval (Config.Approvals)
 
 	load loadStats // in flight, errors by code, latency (stats.go)
-	// typical is a moving average of the handler's run time (ns): a tool
+	// typical is a moving average of its handler's run time (ns): a tool
 	// whose calls take longer than handoffAfter is not run inline in
 	// batches (see batch.runInline).
 	typical   atomic.Int64
@@ -790,10 +790,6 @@ func (w *Worker) ToolStats(name string) (Stats, bool) {
 
 func (t *tool) record(d time.Duration, p *envelope.Problem) {
 	t.load.observe(d, p)
-	// An exponential moving average over about 8 calls; concurrent
-	// updates may drop one another's sample, which only slows it.
-	avg := t.typical.Load()
-	t.typical.Store(avg + (int64(d)-avg)/8)
 	t.statsMu.Lock()
 	t.requests++
 	t.busy += d
@@ -806,6 +802,20 @@ func (t *tool) record(d time.Duration, p *envelope.Problem) {
 	}
 	t.statsMu.Unlock()
 }
+
+// observeRun adds one handler run of d to the tool's typical run time:
+// a moving average over about 32 runs (concurrent updates may drop one
+// another's sample, which only slows it). It times the handler alone,
+// not the call's waits before it, which grow with the machine's load.
+func (t *tool) observeRun(d time.Duration) {
+	avg := t.typical.Load()
+	t.typical.Store(avg + (int64(min(d, maxRunSample))-avg)/32)
+}
+
+// maxRunSample caps one run's weight in a tool's typical run time: a
+// fast handler preempted on a busy machine is not taken for a slow one,
+// while a slow tool's average passes handoffAfter within about ten runs.
+const maxRunSample = 4 * handoffAfter
 
 // slowCalls reports whether the tool's calls typically run longer than
 // a batch may wait behind one of them (handoffAfter).

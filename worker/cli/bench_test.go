@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -164,12 +169,7 @@ func BenchmarkSandboxHandler(b *testing.B) {
 	for _, n := range []int{1, 8} {
 		b.Run(inFlight(n), func(b *testing.B) {
 			plain := trueHandler(b)
-			confined := sandboxed(b, `defaults: {max_concurrent: 64}
-tools:
-  - name: "true"
-    sandbox: {read: [/usr/share], network: none, limits: {cpu_seconds: 10, memory_mb: 256, files: 64, processes: 16}}
-    binding: {cli: {cmd: /bin/true, output_format: lines}}
-`)
+			confined := sandboxed(b, sandboxBenchFile)
 			req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
 			call := func(h *Handler) func() error {
 				return func() error { _, err := h.Handle(context.Background(), req, &recorder{}); return err }
@@ -177,6 +177,89 @@ tools:
 			compareWith(b, n, call(plain), call(confined))
 		})
 	}
+}
+
+// sandboxBenchFile is the tools file of the sandboxed benchmarks: /bin/true
+// under the sandbox of toolmesh bench's sandboxed row.
+const sandboxBenchFile = `defaults: {max_concurrent: 64}
+tools:
+  - name: "true"
+    sandbox: {read: [/usr/share], network: none, limits: {cpu_seconds: 10, memory_mb: 256, files: 64, processes: 16}}
+    binding: {cli: {cmd: /bin/true, output_format: lines}}
+`
+
+// BenchmarkSandboxCPU is BenchmarkSandboxHandler with the CPU of the whole
+// sandboxed path counted: each sandboxed side runs on a zygote of its own,
+// ended and reaped within the side, so the zygote's CPU and its programs'
+// join this process's reaped children. zygote-start-cpu-µs is a zygote's
+// start and end with one call; cpu-µs/call leaves it out.
+//
+//	go test -run '^$' -bench SandboxCPU -benchtime=1x ./worker/cli/
+func BenchmarkSandboxCPU(b *testing.B) {
+	req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
+	call := func(h *Handler) error { _, err := h.Handle(context.Background(), req, &recorder{}); return err }
+	confinedSide := func(n int, d time.Duration) sideStats {
+		cpu0, start := cpuTime(), time.Now()
+		h := sandboxed(b, sandboxBenchFile)
+		first := call(h) // starts the zygote
+		s := measure(n, d, func() error { return call(h) })
+		if s.calls++; first != nil {
+			s.errs++
+		}
+		_ = h.Close()
+		testutil.WaitFor(b, "the zygote to be reaped", func() bool { return !zygoteRunning(b) })
+		s.elapsed, s.cpu = time.Since(start), cpuTime()-cpu0
+		return s
+	}
+	var starts []time.Duration
+	for range 5 {
+		starts = append(starts, confinedSide(1, 0).cpu) // one call
+	}
+	startCPU := median(starts)
+	b.ReportMetric(float64(startCPU.Microseconds()), "zygote-start-cpu-µs")
+	for _, n := range []int{1, 8} {
+		plain := trueHandler(b)
+		var pCPU, cCPU []time.Duration
+		var ratios []float64
+		for round := range benchRounds {
+			var p, c sideStats
+			if round%2 == 0 {
+				p, c = measure(n, 2*benchSlice, func() error { return call(plain) }), confinedSide(n, 2*benchSlice)
+			} else {
+				c, p = confinedSide(n, 2*benchSlice), measure(n, 2*benchSlice, func() error { return call(plain) })
+			}
+			if p.errs+c.errs > 0 || c.calls < 2 {
+				b.Fatalf("plain %d calls %d errors, sandboxed %d calls %d errors", p.calls, p.errs, c.calls, c.errs)
+			}
+			pc, cc := p.cpuPerCall(), (c.cpu-startCPU)/time.Duration(c.calls-1)
+			pCPU, cCPU, ratios = append(pCPU, pc), append(cCPU, cc), append(ratios, float64(cc)/float64(pc))
+		}
+		b.Logf("in flight %d: sandboxed/plain CPU per call %.2f", n, ratios)
+		b.ReportMetric(float64(median(pCPU).Microseconds()), inFlight(n)+"-plain-cpu-µs/call")
+		b.ReportMetric(float64(median(cCPU).Microseconds()), inFlight(n)+"-sandboxed-cpu-µs/call")
+		b.ReportMetric(median(ratios), inFlight(n)+"-cpu-ratio")
+	}
+}
+
+// zygoteRunning says whether this process has a child that is a zygote.
+func zygoteRunning(b *testing.B) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	me := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil || !bytes.Contains(stat, []byte(")")) {
+			continue
+		}
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if len(fields) > 1 && fields[1] == me && bytes.Contains(cmdline, []byte("--zygote")) {
+			return true
+		}
+	}
+	return false
 }
 
 // BenchmarkSpawnMesh is a CLI-bound /bin/true called through the mesh

@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -87,9 +86,9 @@ func (z *Zygote) Start(argv, env []string, stdin, stdout, stderr *os.File) (*Run
 			return nil, err
 		}
 	}
-	req, err := json.Marshal(zygoteRequest{Argv: argv, Env: env})
+	req, err := encodeRequest(argv, env)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sandbox zygote: %v", err)
 	}
 	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -129,7 +128,7 @@ func (z *Zygote) request(conn *os.File, theirs int, req []byte, stdin, stdout, s
 	err := z.send(msg, unix.UnixRights(theirs, int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd())))
 	syscall.Close(theirs)
 	if err == nil && follows {
-		_, err = conn.Write(append(req, '\n'))
+		_, err = conn.Write(append(fmt.Appendf(nil, "%d\n", len(req)), req...))
 	}
 	return err
 }
@@ -342,13 +341,9 @@ func (zp *zygoteProc) ready() error {
 
 // readReply reads one reply line.
 func readReply(r *bufio.Reader) (zygoteReply, error) {
-	line, err := r.ReadBytes('\n')
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return zygoteReply{}, err
 	}
-	var rep zygoteReply
-	if err := json.Unmarshal(line, &rep); err != nil {
-		return zygoteReply{}, fmt.Errorf("zygote reply %q: %v", line, err)
-	}
-	return rep, nil
+	return parseReply(line)
 }

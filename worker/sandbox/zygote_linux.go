@@ -57,17 +57,17 @@ const (
 // zygoteRequest is one call's program: its argv (argv[0] its path) and
 // environment.
 type zygoteRequest struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
+	Argv []string
+	Env  []string
 }
 
 // zygoteReply is a line the zygote writes on a call's socket: the pid once
 // the program runs, or its end (Ended): its wait status and CPU time.
 type zygoteReply struct {
-	Pid    int    `json:"pid,omitempty"`
-	Ended  bool   `json:"ended,omitempty"`
-	Status uint32 `json:"status,omitempty"`
-	CPUNs  int64  `json:"cpu_ns,omitempty"`
+	Pid    int
+	Ended  bool
+	Status uint32
+	CPUNs  int64
 }
 
 // inlineRequestMax is the largest request the worker sends inside the
@@ -188,11 +188,12 @@ func (z *zygote) accept(control *os.File, b, oob []byte, ended func()) {
 		}
 		var req *zygoteRequest
 		if string(b[:n]) != requestFollows {
-			req = new(zygoteRequest)
-			if json.Unmarshal(b[:n], req) != nil {
+			r, err := decodeRequest(b[:n])
+			if err != nil {
 				closeFDs(fds)
 				continue
 			}
+			req = &r
 		}
 		go z.accept(control, b, oob, ended)
 		z.serve(req, fds)
@@ -231,10 +232,12 @@ func (z *zygote) serve(req *zygoteRequest, fds []int) {
 	sock := os.NewFile(uintptr(fds[0]), "call")
 	defer sock.Close()
 	if req == nil {
-		req = new(zygoteRequest)
-		if err := json.NewDecoder(sock).Decode(req); err != nil {
-			req.Argv = nil
+		r, err := readFollowingRequest(sock)
+		if err != nil {
+			closeFDs(fds[1:])
+			return
 		}
+		req = &r
 	}
 	if len(req.Argv) == 0 {
 		closeFDs(fds[1:])
@@ -250,18 +253,19 @@ func (z *zygote) serve(req *zygoteRequest, fds []int) {
 	if err != nil {
 		// As the per-call helper did: start wrote the complaint on the
 		// program's stderr; the status says which.
-		_ = json.NewEncoder(sock).Encode(zygoteReply{Ended: true, Status: uint32(code) << 8})
+		_, _ = sock.Write(zygoteReply{Ended: true, Status: uint32(code) << 8}.line())
 		return
 	}
-	if err := json.NewEncoder(sock).Encode(zygoteReply{Pid: c.pid}); err != nil {
+	if _, err := sock.Write(zygoteReply{Pid: c.pid}.line()); err != nil {
 		z.kill(c, syscall.SIGKILL) // the worker gave up on the call
 	}
 	ws, cpu := z.reap(c)
-	_ = json.NewEncoder(sock).Encode(zygoteReply{Ended: true, Status: uint32(ws), CPUNs: int64(cpu)})
+	_, _ = sock.Write(zygoteReply{Ended: true, Status: uint32(ws), CPUNs: int64(cpu)}.line())
 }
 
-// child is a program the zygote started and has not reaped yet.
-type child struct{ pid int }
+// child is a program the zygote started and has not reaped yet: its pid
+// and a pidfd of it (-1 when the kernel gave none).
+type child struct{ pid, pidfd int }
 
 // start confines the calling thread and starts the program from it,
 // stopped at its exec until its namespace and limits are set; on failure
@@ -276,10 +280,13 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 	if err := confineThread(z.ruleset); err != nil {
 		return fail(ExitSetup, "%v", err)
 	}
+	pidfd := -1
+	attr := childAttr()
+	attr.PidFD = &pidfd
 	pid, err := syscall.ForkExec(req.Argv[0], req.Argv, &syscall.ProcAttr{
 		Env:   req.Env,
 		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
-		Sys:   childAttr(),
+		Sys:   attr,
 	})
 	if err != nil {
 		code := ExitSetup
@@ -288,7 +295,7 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 		}
 		return fail(code, "exec %s: %v", req.Argv[0], err)
 	}
-	c := &child{pid: pid}
+	c := &child{pid: pid, pidfd: pidfd}
 	z.mu.Lock()
 	z.live[pid] = c
 	z.mu.Unlock()
@@ -309,10 +316,11 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 // with the complaint on the program's stderr.
 func (z *zygote) startUntraced(req zygoteRequest, stdio []int) (*child, int, error) {
 	argv := append([]string{z.self, helperFlag, z.spec}, req.Argv...)
+	pidfd := -1
 	pid, err := syscall.ForkExec(z.self, argv, &syscall.ProcAttr{
 		Env:   req.Env,
 		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWUSER,
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWUSER, PidFD: &pidfd,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: z.uid, HostID: z.uid, Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: z.gid, HostID: z.gid, Size: 1}}},
 	})
@@ -321,7 +329,7 @@ func (z *zygote) startUntraced(req zygoteRequest, stdio []int) (*child, int, err
 		_, _ = unix.Write(stdio[2], []byte(stderrPrefix+err.Error()+"\n"))
 		return nil, ExitSetup, err
 	}
-	c := &child{pid: pid}
+	c := &child{pid: pid, pidfd: pidfd}
 	z.mu.Lock()
 	z.live[pid] = c
 	z.mu.Unlock()
@@ -365,11 +373,12 @@ func (z *zygote) release(pid int) error {
 }
 
 // prepare maps the program's user and group in its user namespace and
-// sets its resource limits.
+// sets its resource limits. Its setgroups is already "deny", inherited
+// from the zygote's namespace (which lets the zygote map its own group
+// without CAP_SETGID above it).
 func (z *zygote) prepare(pid int) error {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
 	for _, w := range []struct{ file, data string }{
-		{"setgroups", "deny"},
 		{"gid_map", fmt.Sprintf("%d %d 1\n", z.gid, z.gid)},
 		{"uid_map", fmt.Sprintf("%d %d 1\n", z.uid, z.uid)},
 	} {
@@ -401,13 +410,7 @@ func writeProcFile(path, data string) error {
 // released (so the group id cannot have been reused), then reaps it.
 func (z *zygote) reap(c *child) (syscall.WaitStatus, time.Duration) {
 	pid := c.pid
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
+	awaitExit(c)
 	z.mu.Lock()
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	delete(z.live, pid)
@@ -422,6 +425,30 @@ func (z *zygote) reap(c *child) (syscall.WaitStatus, time.Duration) {
 	}
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	return ws, cpu
+}
+
+// awaitExit returns once c has exited, leaving it to be reaped. With a
+// pidfd it waits in the runtime's poller, so no thread sits in a system
+// call for the program's whole run (which would have the runtime's
+// monitor hand its processor off and start threads, call after call).
+func awaitExit(c *child) {
+	exited := func(idtype, id int, flags int) bool {
+		var info unix.Siginfo
+		err := unix.Waitid(idtype, id, &info, unix.WEXITED|unix.WNOWAIT|flags, nil)
+		return !errors.Is(err, syscall.EINTR) && (err != nil || info.Signo != 0)
+	}
+	if c.pidfd >= 0 {
+		f, err := pollable(c.pidfd, "pidfd")
+		if err == nil {
+			defer f.Close()
+			if rc, err := f.SyscallConn(); err == nil &&
+				rc.Read(func(fd uintptr) bool { return exited(unix.P_PIDFD, int(fd), unix.WNOHANG) }) == nil {
+				return
+			}
+		}
+	}
+	for !exited(unix.P_PID, c.pid, 0) {
+	}
 }
 
 // kill signals c's group unless c was already reaped.

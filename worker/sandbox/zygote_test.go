@@ -315,3 +315,55 @@ func TestZygoteRestartsWhenItDies(t *testing.T) {
 		t.Fatal("no new zygote")
 	}
 }
+
+// Requests and replies between the worker and the zygote read back as
+// written, empty strings and all; broken ones are refused.
+func TestZygoteWire(t *testing.T) {
+	requests := []zygoteRequest{
+		{Argv: []string{"/bin/true"}, Env: []string{}},
+		{Argv: []string{"/bin/echo", "", "a b", "ü\n"}, Env: []string{"PATH=/bin", ""}},
+	}
+	for _, want := range requests {
+		b, err := encodeRequest(want.Argv, want.Env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeRequest(b)
+		if err != nil || !slices.Equal(got.Argv, want.Argv) || !slices.Equal(got.Env, want.Env) {
+			t.Fatalf("%q read back as %q, %v", b, got, err)
+		}
+		got, err = readFollowingRequest(strings.NewReader(strconv.Itoa(len(b)) + "\n" + string(b)))
+		if err != nil || !slices.Equal(got.Argv, want.Argv) {
+			t.Fatalf("following %q read back as %q, %v", b, got, err)
+		}
+	}
+	if _, err := encodeRequest([]string{"a\x00b"}, nil); err == nil {
+		t.Error("a NUL byte in an argument was encoded")
+	}
+	for _, bad := range []string{"", "1", "0\x00", "2\x00a\x00", "x\x00a\x00"} {
+		if r, err := decodeRequest([]byte(bad)); err == nil {
+			t.Errorf("%q decoded as %q", bad, r)
+		}
+	}
+	replies := []zygoteReply{{Pid: 42}, {Ended: true, Status: 256, CPUNs: 12345}, {Ended: true}}
+	for _, want := range replies {
+		if got, err := parseReply(string(want.line())); err != nil || got != want {
+			t.Errorf("%q read back as %+v, %v", want.line(), got, err)
+		}
+	}
+	for _, bad := range []string{"", "p", "p 0", "p x", "e 1", "e -1 0", "q 1\n"} {
+		if r, err := parseReply(bad); err == nil {
+			t.Errorf("%q parsed as %+v", bad, r)
+		}
+	}
+}
+
+// A request larger than a control message carries follows on the call's
+// socket and runs the same.
+func TestZygoteTakesALargeRequest(t *testing.T) {
+	z := zygoteFor(t, &Policy{Read: []string{"/usr"}})
+	script := ": " + strings.Repeat("x", inlineRequestMax) + "; echo done"
+	if out, stderr, end := runSh(t, z, script); end.ExitCode() != 0 || out != "done\n" {
+		t.Fatalf("exit %d, %q %q", end.ExitCode(), out, stderr)
+	}
+}
