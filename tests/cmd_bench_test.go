@@ -60,7 +60,7 @@ func TestCommandBench(t *testing.T) {
 	t.Setenv("NATS_URL", "") // an embedded server, whatever the environment says
 	r := runCmd(t, "", "bench", "--duration", "40ms", "--rounds", "2", "--concurrency", "1,3", "--cli-concurrency", "2",
 		"--big-results", "1", "--gateway-concurrency", "2", "--cold-tools", "5", "--deltas", "5", "--memory-calls", "40", "--memory-settle", "300ms", "--targets", "enforce", "--json",
-		"--flood", "60", "--flood-timeout", "30s")
+		"--flood", "60", "--flood-timeout", "30s", "--fleet-workers", "2", "--fleet-slots", "2", "--fleet-work", "1ms")
 	var report struct {
 		Server  string         `json:"server"`
 		Results []benchJSONRow `json:"results"`
@@ -83,7 +83,9 @@ func TestCommandBench(t *testing.T) {
 		target   bool
 	}{{"unary", 1, true, true}, {"unary", 3, true, false}, {"unary, coalescing off", 3, true, false}, {"stream of 5 deltas", 1, false, true},
 		{"no responders", 1, false, true}, {"durable unary (task)", 3, false, true}, {"mcp gateway, http", 2, false, true}, {"mcp gateway, stdio", 2, false, true},
-		{"mcp cold start, 5 tools", 1, false, true}, {"result of 1 MiB", 1, false, true}, {"cli /bin/true", 2, false, true}, {"memory, 40 calls in flight", 40, false, true}}
+		{"mcp cold start, 5 tools", 1, false, true},
+		{"fleet of 2 × 2 slots, 1ms each", 4, false, true}, {"fleet of 2 × 2 slots, 1ms each, coalescing off", 4, false, false},
+		{"result of 1 MiB", 1, false, true}, {"cli /bin/true", 2, false, true}, {"memory, 40 calls in flight", 40, false, true}}
 	if len(report.Results) != len(want) {
 		t.Fatalf("got %d results, want %d:\n%s", len(report.Results), len(want), r.stdout)
 	}
