@@ -134,9 +134,9 @@ type Caller struct {
 	// ids makes the random part of every call id (see newReply).
 	idsMu sync.Mutex
 	ids   *mrand.ChaCha8
-	// slots holds the wake-up channels and event queues of ended calls
-	// (*callSlot), for reuse.
-	slots sync.Pool
+	// notifiers and queues hold the wake-up channels and one-event queues
+	// of ended calls, for reuse.
+	notifiers, queues sync.Pool
 
 	// scratch holds a frame's events while they are parsed; only the
 	// inbox callback (one goroutine) uses it.
@@ -774,7 +774,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	now := time.Now()
 	p := &pending{c: c, tool: tool, stream: mode == stream, nextSeq: 1, lastHeard: now}
-	reply := c.newReply(now, &p.replyBuf)
+	reply := c.newReply(now)
 	id := reply[len(c.inbox):]
 	window := c.cfg.Window
 	if o.window > 0 {
@@ -794,8 +794,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		return nil, prob
 	}
 	p.id, p.reply, p.window, p.pickup, p.span = id, reply, window, pickup, span
-	p.slot = c.slot()
-	p.notify, p.queue = p.slot.notify, p.slot.queue
+	p.notify, p.queue = c.notifier(), c.eventQueue()
 	p.startAsking(ctx, o)
 	if prob := c.publish(p, body); prob != nil {
 		return nil, prob
@@ -803,64 +802,57 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	return p, nil
 }
 
-// newReply makes a new call's reply subject, <inbox><call-id>, in buf
-// when it fits (a call's subject lives in its pending state: no
-// allocation of its own), else in one allocation; the call id, its last
-// token, is a ULID whose 80 random bits come from this caller's own ChaCha8 stream, seeded from crypto/rand:
+// newReply makes a new call's reply subject, <inbox><call-id>, in one
+// allocation; the call id, its last token, is a ULID whose 80 random
+// bits come from this caller's own ChaCha8 stream, seeded from crypto/rand:
 // cryptographically strong, so no worker can guess the id of a call it
 // was not sent (and name it in a heartbeat), without a system call per id.
-func (c *Caller) newReply(now time.Time, buf *[replyRoom]byte) string {
+func (c *Caller) newReply(now time.Time) string {
 	var id ulid.ULID
 	_ = id.SetTime(ulid.Timestamp(now))
 	c.idsMu.Lock()
 	_, _ = c.ids.Read(id[6:])
 	c.idsMu.Unlock()
-	var b []byte
-	if size := len(c.inbox) + ulid.EncodedSize; buf != nil && size <= replyRoom {
-		b = buf[:size]
-	} else {
-		b = make([]byte, size)
-	}
+	b := make([]byte, len(c.inbox)+ulid.EncodedSize)
 	copy(b, c.inbox)
 	_ = id.MarshalTextTo(b[len(c.inbox):])
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// callSlot is what an ended call gives back for a new one: its wake-up
-// channel and its event queue's backing array, emptied. A stale wake-up
-// on a reused channel is harmless: a reader woken checks its queue and
-// waits again; nothing queues on an ended call (see pending.queueLocked).
-type callSlot struct {
-	notify chan struct{}
-	queue  []envelope.ToolEvent
-}
-
-// maxSlotQueue is the largest queue a slot keeps: a unary call's one
-// event and a few of a stream's; a longer one is left to the GC.
-const maxSlotQueue = 4
-
-// slot returns a wake-up channel and an empty queue for a new call: an
-// ended call's, or new ones.
-func (c *Caller) slot() *callSlot {
-	if s, ok := c.slots.Get().(*callSlot); ok {
-		return s
+// notifier returns a wake-up channel for a new call: one that an ended
+// call gave back, or a new one. A stale wake-up on a reused channel is
+// harmless: a reader woken checks its queue and waits again.
+func (c *Caller) notifier() chan struct{} {
+	if ch, ok := c.notifiers.Get().(chan struct{}); ok {
+		return ch
 	}
-	return &callSlot{notify: make(chan struct{}, 1)}
+	return make(chan struct{}, 1)
 }
 
-// giveBack returns p's slot for reuse once its terminal was read.
+// eventQueue returns an empty queue for a new call: the one-event queue
+// an ended unary call gave back, or none yet (the first event makes one).
+// Nothing queues on an ended call (see pending.queueLocked), so its queue
+// is free once its terminal was read.
+func (c *Caller) eventQueue() []envelope.ToolEvent {
+	if q, ok := c.queues.Get().(*[1]envelope.ToolEvent); ok {
+		return q[:0]
+	}
+	return nil
+}
+
+// giveBack returns p's wake-up channel, and its queue when it held one
+// event (a unary call's), for reuse once its terminal was read.
 func (p *pending) giveBack() {
 	p.mu.Lock()
 	q := p.queue
 	p.queue = nil
 	p.mu.Unlock()
-	if cap(q) <= maxSlotQueue {
-		clear(q[:cap(q)])
-		p.slot.queue = q[:0]
-	} else {
-		p.slot.queue = nil
+	if cap(q) == 1 {
+		q = q[:1]
+		q[0] = envelope.ToolEvent{}
+		p.c.queues.Put((*[1]envelope.ToolEvent)(q))
 	}
-	p.c.slots.Put(p.slot)
+	p.c.notifiers.Put(p.notify)
 }
 
 // appendMeta appends the call's metadata line (protocol v2, §4.1): ids,

@@ -217,7 +217,7 @@ func (w *workerProbes) hostCount(tool string, since time.Time) int {
 // own, registered first so that its replies (or a no-responders answer)
 // find the calls.
 func (c *Caller) sendBatch(subject string, q []queued, size int) {
-	reply := c.newReply(time.Now(), nil)
+	reply := c.newReply(time.Now())
 	b := &batch{token: reply[len(c.inbox):], calls: make([]*pending, 0, len(q))}
 	kept := make([]queued, 0, len(q))
 	// Registered under the lock that abandoning a call takes: a call

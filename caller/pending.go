@@ -29,7 +29,6 @@ type pending struct {
 	window int
 	span   trace.Span
 	notify chan struct{}
-	slot   *callSlot // notify and the queue's backing array, given back at the end
 
 	mu             sync.Mutex
 	queue          []envelope.ToolEvent // events from head on wait unread
@@ -52,15 +51,7 @@ type pending struct {
 	// its way (see settle.go); dueAt is when it was decided.
 	due   *envelope.Problem
 	dueAt time.Time
-
-	// replyBuf holds the bytes of the call's own reply subject when they
-	// fit (see Caller.newReply); written once, before the call is shared.
-	replyBuf [replyRoom]byte
 }
-
-// replyRoom is the room a pending call keeps for its reply subject: the
-// default inbox prefix, a caller id and a call id take 60 bytes.
-const replyRoom = 64
 
 func (p *pending) signal() {
 	select {

@@ -42,9 +42,8 @@ type processTransport struct {
 func (t *processTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd := supervise.Command(t.path, t.args, t.grace)
 	cmd.Env = t.env
-	if c := t.confine; c != nil {
-		a := cmd.SysProcAttr
-		a.Cloneflags, a.UidMappings, a.GidMappings, a.Credential = c.Cloneflags, c.UidMappings, c.GidMappings, c.Credential
+	if t.confine != nil {
+		confine(cmd.SysProcAttr, t.confine)
 	}
 	// Pipes of our own: exec's copying goroutines would tie Wait to a
 	// grandchild holding stdout open, and Wait would close what the
