@@ -1,6 +1,7 @@
 package caller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -44,6 +45,7 @@ type presenceWorker struct {
 	digest   string
 	interval time.Duration
 	seen     time.Time
+	raw      []byte // the beacon as it came: an equal one needs no decode
 }
 
 // maxPresence bounds the workers (and spec sets) a caller remembers.
@@ -53,19 +55,45 @@ func newPresence() *presence {
 	return &presence{workers: map[string]presenceWorker{}, named: map[string]map[string]bool{}, asked: map[string]time.Time{}}
 }
 
-// subscribePresence follows the workers' beacons.
+// subscribePresence follows the workers' beacons. A worker repeats the
+// same beacon every interval until its tools change, so a beacon equal
+// to the worker's last costs a map lookup, not a decode: a caller in a
+// fleet of thousands of workers pays little for following them. A beacon
+// counts only on its own worker's subject, which the operator's
+// permissions bind to the worker's pool (§13.2).
 func (c *Caller) subscribePresence() (*nats.Subscription, error) {
+	root := c.subjects.Presence("")
 	return c.nc.Subscribe(c.subjects.PresenceAll(), func(m *nats.Msg) {
-		var b wire.Beacon
-		if json.Unmarshal(m.Data, &b) != nil || !wire.ValidWorkerID(b.WorkerID) {
+		wid, ok := strings.CutPrefix(m.Subject, root)
+		now := time.Now()
+		if !ok || c.presence.repeat(wid, m.Data, now) {
 			return
 		}
-		c.presence.beacon(b, beaconInterval(b.IntervalMS, c.cfg.Heartbeat), time.Now())
+		var b wire.Beacon
+		if json.Unmarshal(m.Data, &b) != nil || b.WorkerID != wid || !wire.ValidWorkerID(wid) {
+			return
+		}
+		c.presence.beacon(b, m.Data, beaconInterval(b.IntervalMS, c.cfg.Heartbeat), now)
 	})
 }
 
-// beacon records one beacon: a goodbye forgets the worker.
-func (pr *presence) beacon(b wire.Beacon, interval time.Duration, now time.Time) {
+// repeat records a beacon equal to worker wid's last, and reports whether
+// it was one.
+func (pr *presence) repeat(wid string, data []byte, now time.Time) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	w, ok := pr.workers[wid]
+	if !ok || !bytes.Equal(w.raw, data) {
+		return false
+	}
+	w.seen = now
+	pr.workers[wid] = w
+	return true
+}
+
+// beacon records one beacon (raw, as it came): a goodbye forgets the
+// worker.
+func (pr *presence) beacon(b wire.Beacon, raw []byte, interval time.Duration, now time.Time) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if b.State == wire.BeaconGone {
@@ -75,7 +103,7 @@ func (pr *presence) beacon(b wire.Beacon, interval time.Duration, now time.Time)
 	if _, known := pr.workers[b.WorkerID]; !known && len(pr.workers) >= maxPresence {
 		return
 	}
-	pr.workers[b.WorkerID] = presenceWorker{digest: b.Specs, interval: interval, seen: now}
+	pr.workers[b.WorkerID] = presenceWorker{digest: b.Specs, interval: interval, seen: now, raw: bytes.Clone(raw)}
 }
 
 // learn records that worker wid named a call of tool: its spec set hosts

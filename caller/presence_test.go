@@ -50,7 +50,7 @@ func TestPresenceGoneHost(t *testing.T) {
 				if b.State == "" {
 					b.State = wire.BeaconUp
 				}
-				pr.beacon(b, time.Second, now)
+				pr.beacon(b, nil, time.Second, now)
 				if b.WorkerID == "G" || b.WorkerID == "demo.G" {
 					gone = b.WorkerID
 				}
@@ -76,9 +76,9 @@ func TestPresenceSuspects(t *testing.T) {
 	c := &Caller{}
 	c.specs.put("S", []envelope.ToolSpec{{Name: "t.a"}})
 	pr := newPresence()
-	pr.beacon(wire.Beacon{WorkerID: "OLD", State: wire.BeaconUp, Specs: "S"}, time.Second, now.Add(-1600*time.Millisecond))
-	pr.beacon(wire.Beacon{WorkerID: "LATE", State: wire.BeaconUp, Specs: "S"}, time.Second, now.Add(-1400*time.Millisecond))
-	pr.beacon(wire.Beacon{WorkerID: "OTHER", State: wire.BeaconUp, Specs: "U"}, time.Second, now.Add(-5*time.Second))
+	pr.beacon(wire.Beacon{WorkerID: "OLD", State: wire.BeaconUp, Specs: "S"}, nil, time.Second, now.Add(-1600*time.Millisecond))
+	pr.beacon(wire.Beacon{WorkerID: "LATE", State: wire.BeaconUp, Specs: "S"}, nil, time.Second, now.Add(-1400*time.Millisecond))
+	pr.beacon(wire.Beacon{WorkerID: "OTHER", State: wire.BeaconUp, Specs: "U"}, nil, time.Second, now.Add(-5*time.Second))
 	for tool, want := range map[string][]string{"t.a": {"OLD", "OTHER"}, "t.b": {"OTHER"}} {
 		got := pr.suspects(c, tool, now)
 		if len(got) != len(want) {
@@ -94,5 +94,32 @@ func TestPresenceSuspects(t *testing.T) {
 				t.Errorf("suspects(%s) = %v, want %v", tool, got, want)
 			}
 		}
+	}
+}
+
+// A beacon equal to the worker's last only moves its last-seen time; any
+// other is decoded again.
+func TestPresenceRepeat(t *testing.T) {
+	now := time.Now()
+	pr := newPresence()
+	raw := []byte(`{"worker_id":"W","state":"up","revision":1,"specs":"S"}`)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"an unknown worker's", raw, false},
+		{"the same beacon", raw, true},
+		{"a changed beacon", []byte(`{"worker_id":"W","state":"up","revision":2,"specs":"T"}`), false},
+	} {
+		if got := pr.repeat("W", tc.data, now.Add(time.Second)); got != tc.want {
+			t.Errorf("%s: repeat = %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.name == "an unknown worker's" {
+			pr.beacon(wire.Beacon{WorkerID: "W", State: wire.BeaconUp, Revision: 1, Specs: "S"}, raw, time.Second, now)
+		}
+	}
+	if w := pr.workers["W"]; !w.seen.Equal(now.Add(time.Second)) || w.digest != "S" {
+		t.Errorf("after a repeat the worker is %+v: want seen moved, spec set kept", w)
 	}
 }

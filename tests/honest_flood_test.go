@@ -49,16 +49,24 @@ func execLogTool(t *testing.T, dir string) (toolsFile, logPath string) {
 func gatedExecLogTool(t *testing.T, dir, gate string) (toolsFile, logPath string) {
 	t.Helper()
 	logPath = filepath.Join(dir, "exec.log")
-	script := filepath.Join(dir, "logtag.sh")
-	body := "#!/bin/sh\nprintf '%s\\n' \"$1\" >> " + logPath + "\n"
+	body := "printf '%s\\n' \"$1\" >> " + logPath + "\n"
 	if gate != "" {
 		body += "flock -s " + gate + " true\n"
 	}
-	body += "printf '{\"tag\":\"%s\"}' \"$1\"\n"
+	return logTagTool(t, dir, body), logPath
+}
+
+// logTagTool writes a tools file of one tool, flood.log, whose program
+// runs body (a shell script given the tag as $1) and then answers
+// {"tag": …}; it returns the tools file's path.
+func logTagTool(t *testing.T, dir, body string) string {
+	t.Helper()
+	script := filepath.Join(dir, "logtag.sh")
+	body = "#!/bin/sh\n" + body + "printf '{\"tag\":\"%s\"}' \"$1\"\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	toolsFile = filepath.Join(dir, "tools.yaml")
+	toolsFile := filepath.Join(dir, "tools.yaml")
 	yaml := fmt.Sprintf(`tools:
   - name: flood.log
     description: appends its tag to an execution log
@@ -69,7 +77,24 @@ func gatedExecLogTool(t *testing.T, dir, gate string) (toolsFile, logPath string
 	if err := os.WriteFile(toolsFile, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return toolsFile, logPath
+	return toolsFile
+}
+
+// stockCaller is a caller on its own connection to url, both closed when
+// the test ends.
+func stockCaller(t *testing.T, url string, opts ...nats.Option) *caller.Caller {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c, err := caller.New(nc, caller.Config{Logger: meshtest.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // holdGate creates gate and locks it exclusively: gated runs wait until
@@ -207,16 +232,7 @@ func floodAtTwoWorkers(t *testing.T, burners int) {
 	for range 2 {
 		startCLIWorker(t, srv.url, tools)
 	}
-	nc, err := nats.Connect(srv.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c, err := caller.New(nc, caller.Config{Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := stockCaller(t, srv.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	burnCPU(t, burners)
@@ -276,16 +292,7 @@ func TestHonestFloodWorkerKilled(t *testing.T) {
 	tools, logPath := gatedExecLogTool(t, dir, gate)
 	victim, _ := startCLIWorker(t, srv.url, tools)
 	startCLIWorker(t, srv.url, tools)
-	nc, err := nats.Connect(srv.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c, err := caller.New(nc, caller.Config{Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := stockCaller(t, srv.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	n := floodCalls()

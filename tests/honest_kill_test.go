@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // pidLogTool is execLogTool whose program also appends its parent's pid —
@@ -24,23 +20,8 @@ import (
 func pidLogTool(t *testing.T, dir string) (toolsFile, logPath, pidPath string) {
 	t.Helper()
 	logPath, pidPath = filepath.Join(dir, "exec.log"), filepath.Join(dir, "pids.log")
-	script := filepath.Join(dir, "logtag.sh")
-	body := "#!/bin/sh\nprintf '%s\\n' \"$1\" >> " + logPath + "\nprintf '%s\\n' \"$PPID\" >> " + pidPath + "\nprintf '{\"tag\":\"%s\"}' \"$1\"\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	toolsFile = filepath.Join(dir, "tools.yaml")
-	yaml := fmt.Sprintf(`tools:
-  - name: flood.log
-    description: appends its tag to an execution log
-    input_schema: {type: object, properties: {tag: {type: string}}, required: [tag]}
-    binding:
-      cli: {cmd: %s, args_template: "{arg.tag}"}
-`, script)
-	if err := os.WriteFile(toolsFile, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return toolsFile, logPath, pidPath
+	body := "printf '%s\\n' \"$1\" >> " + logPath + "\nprintf '%s\\n' \"$PPID\" >> " + pidPath + "\n"
+	return logTagTool(t, dir, body), logPath, pidPath
 }
 
 // Issues 20 and 24: a worker dies holding calls it never read. One of 4
@@ -62,16 +43,7 @@ func TestHonestUnreadCallsOfAKilledWorkerSettleUnrun(t *testing.T) {
 			victim = p
 		}
 	}
-	nc, err := nats.Connect(srv.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c, err := caller.New(nc, caller.Config{Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := stockCaller(t, srv.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	warmUntilEveryWorkerRan(ctx, t, c, pidPath, 4)

@@ -12,10 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // Issue 20: a worker that never said a word to this caller dies (kill -9)
@@ -35,16 +33,7 @@ func TestHonestSilentWorkerKilledFoundByPresence(t *testing.T) {
 	tools, logPath, pidPath := pidLogTool(t, dir)
 	victim, victimID := startCLIWorker(t, srv.url, tools)
 	_, survivorID := startCLIWorker(t, srv.url, tools)
-	nc, err := nats.Connect(srv.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c, err := caller.New(nc, caller.Config{Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := stockCaller(t, srv.url)
 	// The caller subscribed to presence when it was made: once a beacon
 	// of each worker sent after that has arrived here, the caller's
 	// subscription was sent it too.

@@ -9,9 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // Issue 20: the stock nats-server restarts under load. The caller
@@ -23,16 +21,7 @@ func TestHonestRestartUnderLoadSaysNoToolNotFound(t *testing.T) {
 	srv := startStockServer(t)
 	tools, logPath := execLogTool(t, t.TempDir())
 	startCLIWorker(t, srv.url, tools)
-	nc, err := nats.Connect(srv.url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c, err := caller.New(nc, caller.Config{Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := stockCaller(t, srv.url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 
 	var restarted, okAfter atomic.Int64
 	var mu sync.Mutex

@@ -121,11 +121,18 @@ func (z *Zygote) Start(argv, env []string, stdin, stdout, stderr *os.File) (*Run
 // the program's standard files, with the request inside the control
 // message when it fits, else after it on the call's socket.
 func (z *Zygote) request(conn *os.File, theirs int, req []byte, stdin, stdout, stderr *os.File) error {
-	msg, follows := req, len(req) > inlineRequestMax
-	if follows {
-		msg = []byte(requestFollows)
+	rights := unix.UnixRights(theirs, int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd()))
+	follows := len(req) > inlineRequestMax
+	var err error
+	if !follows {
+		// A host whose socket buffers are smaller than the request
+		// refuses it (EMSGSIZE): it then follows on the call's socket.
+		err = z.send(req, rights)
+		follows = errors.Is(err, syscall.EMSGSIZE)
 	}
-	err := z.send(msg, unix.UnixRights(theirs, int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd())))
+	if follows {
+		err = z.send([]byte(requestFollows), rights)
+	}
 	syscall.Close(theirs)
 	if err == nil && follows {
 		_, err = conn.Write(append(fmt.Appendf(nil, "%d\n", len(req)), req...))
@@ -143,8 +150,8 @@ func (z *Zygote) send(msg, rights []byte) error {
 			return err
 		}
 		err = sendMsg(zp.ctl, msg, rights)
-		if err == nil {
-			return nil
+		if err == nil || errors.Is(err, syscall.EMSGSIZE) {
+			return err
 		}
 		z.drop(zp)
 		if attempt > 0 {

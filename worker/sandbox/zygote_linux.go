@@ -73,7 +73,7 @@ type zygoteReply struct {
 // inlineRequestMax is the largest request the worker sends inside the
 // control message itself; a larger one follows on the call's socket and
 // the control message carries only requestFollows.
-const inlineRequestMax = 32 << 10
+const inlineRequestMax = 8 << 10
 
 // requestFollows is the control message of a request sent on the call's
 // socket.

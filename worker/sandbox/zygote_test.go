@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
@@ -365,5 +367,29 @@ func TestZygoteTakesALargeRequest(t *testing.T) {
 	script := ": " + strings.Repeat("x", inlineRequestMax) + "; echo done"
 	if out, stderr, end := runSh(t, z, script); end.ExitCode() != 0 || out != "done\n" {
 		t.Fatalf("exit %d, %q %q", end.ExitCode(), out, stderr)
+	}
+	// A host with small socket buffers: a request under inlineRequestMax
+	// that the control socket refuses (EMSGSIZE) follows on the call's
+	// socket too, and the zygote is kept.
+	z.mu.Lock()
+	zp := z.cur
+	rc, err := zp.ctl.SyscallConn()
+	if err == nil {
+		err = rc.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, 1024)
+		})
+	}
+	z.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script = ": " + strings.Repeat("x", inlineRequestMax-1024) + "; echo small buffers"
+	if out, stderr, end := runSh(t, z, script); end.ExitCode() != 0 || out != "small buffers\n" {
+		t.Fatalf("small buffers: exit %d, %q %q", end.ExitCode(), out, stderr)
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.cur != zp {
+		t.Fatal("the zygote was replaced after a request too large for its socket")
 	}
 }
