@@ -42,17 +42,35 @@ func (c *Caller) registrySnapshot(ctx context.Context) (map[string]registered, e
 		return nil, err
 	}
 	bucket := c.subjects.RegistryBucket()
-	cons, err := js.OrderedConsumer(ctx, "KV_"+bucket, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	stream, err := js.Stream(ctx, "KV_"+bucket)
+	if err == nil {
+		cons, cerr := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+		if cerr == nil {
+			return readRegistry(ctx, stream, cons, "$KV."+bucket+".")
+		}
+		err = cerr
+	}
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil, errors.New("no worker has created the registry bucket " + bucket)
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return nil, errNoJetStream
-	case err != nil:
-		return nil, err
 	}
+	return nil, err
+}
+
+// readRegistry reads the registry stream through cons until a message
+// says none is pending. A fetch that finds nothing is the end only when
+// the stream holds no message: a consumer just made may not yet have the
+// stream's messages ready for its first fetch, and taking that empty
+// answer for an empty registry would list no worker and call the listing
+// complete (seen right after a worker's Announce). So an empty fetch of a
+// stream that holds messages is retried, with a short pause that grows,
+// until ctx ends.
+func readRegistry(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, prefix string) (map[string]registered, error) {
 	out := map[string]registered{}
-	prefix := "$KV." + bucket + "."
+	var read uint64 // the highest stream sequence read
+	pause := time.Millisecond
 	for {
 		batch, err := cons.FetchNoWait(1024)
 		if err != nil {
@@ -62,13 +80,34 @@ func (c *Caller) registrySnapshot(ctx context.Context) (map[string]registered, e
 		for m := range batch.Messages() {
 			n++
 			last = applyRegistryMsg(out, prefix, m) || last
+			if md, err := m.Metadata(); err == nil {
+				read = max(read, md.Sequence.Stream)
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return nil, err
 		}
-		if n == 0 || last {
+		if last {
 			return out, nil
 		}
+		if n > 0 {
+			continue
+		}
+		info, err := stream.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// Past the stream's last message (those after the pass's
+		// position may have expired meanwhile), or nothing stored.
+		if info.State.Msgs == 0 || info.State.LastSeq <= read {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
 
