@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -29,7 +30,7 @@ func TestMCPInteropSandboxedFilesystem(t *testing.T) {
 	if os.Getenv("TOOLMESH_INTEROP_MCP") == "" {
 		t.Skip("set TOOLMESH_INTEROP_MCP=1 (make interop-mcp) to run the npm interop tests")
 	}
-	pkgs, data := openTempDir(t), openTempDir(t)
+	pkgs, data := testutil.OpenDir(t, "sandbox-test"), testutil.OpenDir(t, "sandbox-test")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, args := range [][]string{{"init", "-y"}, {"install", "--no-audit", "--no-fund", "--loglevel=error", npmFilesystem}} {
@@ -70,19 +71,4 @@ func TestMCPInteropSandboxedFilesystem(t *testing.T) {
 	if p == nil || p.Code != envelope.CodeSandboxReadDenied || p.Extensions["path"] != "/etc/hostname" {
 		t.Fatalf("reading /etc/hostname: %s %+v", out, p)
 	}
-}
-
-// openTempDir is a new directory anyone may enter (a root worker's
-// confined programs run as nobody).
-func openTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sandbox-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

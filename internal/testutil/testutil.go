@@ -2,6 +2,7 @@
 package testutil
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,4 +55,39 @@ func ProcAlive(pid int) bool {
 	s := string(stat)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// Golden compares got with testdata/name, first rewriting the file with
+// got when update is set (each package's -update flag).
+func Golden(t testing.TB, name string, got []byte, update bool) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if update {
+		if err := os.WriteFile(path, append(bytes.TrimSpace(got), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run go test -update to create it): %v", err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(want)) {
+		t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+// OpenDir is a new directory anyone may read and enter, removed when the
+// test ends: a root test's confined programs run as nobody, and
+// t.TempDir's parent is not theirs to enter.
+func OpenDir(t testing.TB, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -9,24 +9,13 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
 // goldenFile compares got with testdata/name, rewriting it under -update.
 func goldenFile(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, append(bytes.TrimSpace(got), '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run go test -update to create it): %v", err)
-	}
-	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(want)) {
-		t.Errorf("%s:\n got %s\nwant %s", name, got, want)
-	}
+	testutil.Golden(t, name, got, *update)
 }
 
 // TestGoldenCalls pins the call body's wire form (docs/protocol.md) and

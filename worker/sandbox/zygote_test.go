@@ -172,7 +172,7 @@ func TestZygoteWithoutPtrace(t *testing.T) {
 // periods pass. Zygotes are counted as this process's children whose
 // command line holds this test's spec.
 func TestZygoteRetiresWhenIdle(t *testing.T) {
-	grant := openDir(t)
+	grant := testutil.OpenDir(t, "zygote-idle")
 	self := reachableSelf(t)
 	if s := ProbeHelpers(t.Context(), []string{self}); s.Problem != "" {
 		t.Fatalf("this host cannot run sandboxed programs: %s", s.Problem)
@@ -203,20 +203,6 @@ func TestZygoteRetiresWhenIdle(t *testing.T) {
 	if now := zygotesHolding(t, grant); len(running) != 1 || !slices.Equal(now, running) {
 		t.Fatalf("zygotes %v while a program ran, then %v: retired while busy", running, now)
 	}
-}
-
-// openDir is a new directory anyone may read.
-func openDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "zygote-idle")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // zygotesHolding are the pids of this process's children that are
