@@ -47,13 +47,19 @@ func mcpServerBin(t *testing.T) string {
 func startBridge(t *testing.T, entry mcpbridge.Entry) (*mcpbridge.Bridge, *caller.Caller) {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{})
+	return bridgeOn(t, srv, entry), meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+}
+
+// bridgeOn bridges entry onto srv, quietly, draining it when the test ends.
+func bridgeOn(t *testing.T, srv *embedded.Server, entry mcpbridge.Entry) *mcpbridge.Bridge {
+	t.Helper()
 	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry,
 		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Drain(context.Background()) })
-	return b, meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	return b
 }
 
 // callBridged calls a bridged tool and returns its structuredContent, or
@@ -333,13 +339,7 @@ func TestMCPBridgeCommand(t *testing.T) {
 func farViaGateway(t *testing.T) *mcpClient {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{})
-	entry := mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}}
-	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry,
-		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	bridgeOn(t, srv, mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}})
 	g := startGateway(t, &mcpMesh{srv: srv})
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := g.Server().Connect(context.Background(), st, nil)

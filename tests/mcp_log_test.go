@@ -12,7 +12,6 @@ import (
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
-	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
@@ -51,13 +50,7 @@ func TestMCPBridgeLogsReachTheCall(t *testing.T) {
 // logging/setLevel asks: none at warning, all three at debug.
 func TestMCPGatewayRelaysLogs(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Logger: meshtest.Quiet(),
-		Worker: worker.Config{Logger: meshtest.Quiet()},
-		Entry:  mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	bridgeOn(t, srv, mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}})
 	var mu sync.Mutex
 	var got []string
 	cs := gatewayClient(t, srv, "conf", &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {

@@ -12,7 +12,6 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
-	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
@@ -69,13 +68,7 @@ func TestMCPBridgeSamplingAsksTheCaller(t *testing.T) {
 // with neither has the server refused, which then answers its own error.
 func TestMCPGatewaySampling(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Logger: meshtest.Quiet(),
-		Worker: worker.Config{Logger: meshtest.Quiet()},
-		Entry:  mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Drain(context.Background()) })
+	bridgeOn(t, srv, mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}})
 	cases := []struct {
 		name    string
 		opts    *mcp.ClientOptions
