@@ -36,14 +36,18 @@ func (g *Gateway) serves(name string) bool {
 }
 
 // meshName is the mesh tool an MCP name stands for, and whether the
-// gateway may serve it at all.
+// gateway would serve it if a worker hosted it: the filter allows it and,
+// on a progressive gateway, it is pinned or revealed (an unrevealed tool
+// is not callable, so asking the mesh about it would be wasted).
 func (g *Gateway) meshName(served string) (string, bool) {
 	rest, ok := strings.CutPrefix(served, g.cfg.NamePrefix)
 	if !ok {
 		return "", false
 	}
 	name := g.filter.namespace + rest
-	return name, g.filter.allows(name)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return name, g.filter.allows(name) && g.listed(name, served)
 }
 
 // describe serves the named tool if a worker on the mesh describes it;
