@@ -42,21 +42,16 @@ func (c *Caller) registrySnapshot(ctx context.Context) (map[string]registered, e
 		return nil, err
 	}
 	bucket := c.subjects.RegistryBucket()
-	stream, err := js.Stream(ctx, "KV_"+bucket)
-	if err == nil {
-		cons, cerr := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-		if cerr == nil {
-			return readRegistry(ctx, stream, cons, "$KV."+bucket+".")
-		}
-		err = cerr
-	}
+	cons, err := js.OrderedConsumer(ctx, "KV_"+bucket, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil, errors.New("no worker has created the registry bucket " + bucket)
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return nil, errNoJetStream
+	case err != nil:
+		return nil, err
 	}
-	return nil, err
+	return readRegistry(ctx, js, "KV_"+bucket, cons, "$KV."+bucket+".")
 }
 
 // readRegistry reads the registry stream through cons until a message
@@ -67,7 +62,7 @@ func (c *Caller) registrySnapshot(ctx context.Context) (map[string]registered, e
 // complete (seen right after a worker's Announce). So an empty fetch of a
 // stream that holds messages is retried, with a short pause that grows,
 // until ctx ends.
-func readRegistry(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, prefix string) (map[string]registered, error) {
+func readRegistry(ctx context.Context, js jetstream.JetStream, stream string, cons jetstream.Consumer, prefix string) (map[string]registered, error) {
 	out := map[string]registered{}
 	var read uint64 // the highest stream sequence read
 	pause := time.Millisecond
@@ -93,10 +88,11 @@ func readRegistry(ctx context.Context, stream jetstream.Stream, cons jetstream.C
 		if n > 0 {
 			continue
 		}
-		info, err := stream.Info(ctx)
+		st, err := js.Stream(ctx, stream) // asked only now: most passes end on a message
 		if err != nil {
 			return nil, err
 		}
+		info := st.CachedInfo()
 		// Past the stream's last message (those after the pass's
 		// position may have expired meanwhile), or nothing stored.
 		if info.State.Msgs == 0 || info.State.LastSeq <= read {
