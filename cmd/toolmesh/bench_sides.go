@@ -91,39 +91,15 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url 
 	b.prefix, b.log = prefix, g.log
 	b.args, _ = json.Marshal(map[string]string{"message": strings.Repeat("x", payload)})
 
-	if err := b.serveRaw(serve); err != nil {
+	if err := b.serveSides(ctx, dial, serve, url, prefix, maxInFlight, o, g); err != nil {
 		return nil, err
-	}
-	if err := b.serveMicro(b.conns[3]); err != nil {
-		return nil, err
-	}
-	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
-		return nil, err
-	}
-	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
-		return nil, err
-	}
-	if o.fleetWorkers > 0 {
-		if err := b.serveFleet(dial, prefix, o, g); err != nil {
-			return nil, err
-		}
-	}
-	if len(o.gatewayLevels) > 0 || o.coldTools > 0 {
-		if err := b.startGateway(ctx, serve, url, prefix, o, g); err != nil {
-			return nil, err
-		}
 	}
 	var err error
 	if b.peers, err = newBenchPeers(ctx, maxInFlight, payload, deltas); err != nil {
 		return nil, err
 	}
-	c, err := caller.New(call, caller.Config{Prefix: prefix, Logger: g.log})
-	if err != nil {
-		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
-	}
-	b.c = c
-	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: g.log, Coalescing: caller.CoalesceOff}); err != nil {
-		return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	if err := b.startCallers(call, prefix, g); err != nil {
+		return nil, err
 	}
 	b.startDurableRow(ctx, dial, prefix, g)
 	for _, nc := range b.conns {
@@ -133,6 +109,48 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url 
 	}
 	ok = true
 	return b, nil
+}
+
+// serveSides starts every side the rows call: the raw responder, the
+// micro endpoint, the mesh worker with its big results, the fleet, and
+// the gateway processes.
+func (b *bencher) serveSides(ctx context.Context, dial func(string) (*nats.Conn, error), serve *nats.Conn, url, prefix string, maxInFlight int, o *benchOptions, g *globals) error {
+	if err := b.serveRaw(serve); err != nil {
+		return err
+	}
+	if err := b.serveMicro(b.conns[3]); err != nil {
+		return err
+	}
+	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
+		return err
+	}
+	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
+		return err
+	}
+	if o.fleetWorkers > 0 {
+		if err := b.serveFleet(dial, prefix, o, g); err != nil {
+			return err
+		}
+	}
+	if len(o.gatewayLevels) > 0 || o.coldTools > 0 {
+		if err := b.startGateway(ctx, serve, url, prefix, o, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startCallers makes the mesh callers on call: one coalescing, one not.
+func (b *bencher) startCallers(call *nats.Conn, prefix string, g *globals) error {
+	c, err := caller.New(call, caller.Config{Prefix: prefix, Logger: g.log})
+	if err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	b.c = c
+	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: g.log, Coalescing: caller.CoalesceOff}); err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
+	return nil
 }
 
 // trueBinary is the program of the CLI row: /bin/true, or true on PATH
