@@ -156,6 +156,8 @@ type Caller struct {
 	nsenders atomic.Int32
 	// specs caches decoded catalogue spec sets by digest (catalog.go).
 	specs specCache
+	// search keeps the search index of the last catalogue (searchindex.go).
+	search searchCache
 	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
 	// catalogue subject (scope.go).
 	trusted trustedSets
