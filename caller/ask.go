@@ -111,7 +111,7 @@ type askState struct {
 
 // askLocked takes a question or answered event off the wire; p.mu held.
 func (p *pending) askLocked(ev envelope.ToolEvent) *envelope.Problem {
-	if !p.asking.on {
+	if p.asking == nil || !p.asking.on {
 		return p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("the worker sent a %s event on call %s, which did not declare that it answers questions", ev.Type, p.id))
 	}
 	if ev.Type == envelope.EventAnswered {
@@ -138,7 +138,10 @@ func (p *pending) askLocked(ev envelope.ToolEvent) *envelope.Problem {
 
 // startAsking readies a call that declared ask=1.
 func (p *pending) startAsking(ctx context.Context, o callOptions) {
-	p.asking.on, p.asking.fn = o.ask, o.onQuestion
+	if !o.ask && o.onQuestion == nil {
+		return // a call that answers nothing carries no asking state
+	}
+	p.asking = &askState{on: o.ask, fn: o.onQuestion}
 	if o.onQuestion != nil {
 		p.asking.ctx, p.asking.stop = context.WithCancel(ctx)
 	}
@@ -146,7 +149,7 @@ func (p *pending) startAsking(ctx context.Context, o callOptions) {
 
 // stopAsking ends the answer callbacks' context once the call is over.
 func (p *pending) stopAsking() {
-	if p.asking.stop != nil {
+	if p.asking != nil && p.asking.stop != nil {
 		p.asking.stop()
 	}
 }
@@ -154,7 +157,7 @@ func (p *pending) stopAsking() {
 // handOver answers a question the reader just took, when the call has a
 // callback.
 func (p *pending) handOver(ev envelope.ToolEvent) {
-	if ev.Type != envelope.EventQuestion || p.asking.fn == nil {
+	if ev.Type != envelope.EventQuestion || p.asking == nil || p.asking.fn == nil {
 		return
 	}
 	q, _ := QuestionOf(ev)
@@ -185,8 +188,12 @@ func (p *pending) handOver(ev envelope.ToolEvent) {
 // answer sends a to the worker that asked question id, refusing an
 // unknown question, an unknown action and content its schema refuses.
 func (p *pending) answer(id string, a Answer) error {
+	var q Question
+	ok := false
 	p.mu.Lock()
-	q, ok := p.asking.questions[id]
+	if p.asking != nil {
+		q, ok = p.asking.questions[id]
+	}
 	p.mu.Unlock()
 	if !ok {
 		return p.c.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("call %s has no open question %q", p.id, id))

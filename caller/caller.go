@@ -156,6 +156,8 @@ type Caller struct {
 	nsenders atomic.Int32
 	// specs caches decoded catalogue spec sets by digest (catalog.go).
 	specs specCache
+	// search keeps the search index of the last catalogue (searchindex.go).
+	search searchCache
 	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
 	// catalogue subject (scope.go).
 	trusted trustedSets
@@ -793,7 +795,10 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		span.End()
 		return nil, prob
 	}
-	p.id, p.reply, p.window, p.pickup, p.span = id, reply, window, pickup, span
+	p.id, p.reply, p.pickup, p.span = id, reply, pickup, span
+	if p.stream {
+		p.rare = &pendingRare{window: window}
+	}
 	p.notify, p.queue = c.notifier(), c.eventQueue()
 	p.startAsking(ctx, o)
 	if prob := c.publish(p, body); prob != nil {
@@ -976,7 +981,7 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 // coalescer returns the sender p may be coalesced by: nil for a stream,
 // or when coalescing is off.
 func (c *Caller) coalescer(p *pending) *sender {
-	if p.stream || p.asking.on || c.cfg.Coalescing == CoalesceOff {
+	if p.stream || p.asking != nil && p.asking.on || c.cfg.Coalescing == CoalesceOff {
 		return nil
 	}
 	return c.senderFor(p.tool)

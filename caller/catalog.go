@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -156,6 +155,9 @@ func (c *Caller) registryEntries(ctx context.Context, reg map[string]registered,
 		}
 		bySet[key] = append(bySet[key], id)
 	}
+	for _, ids := range bySet {
+		slices.Sort(ids) // a set is asked of its workers in id order
+	}
 	sets := c.resolveSets(ctx, bySet)
 	entries := make(map[string]catalogEntry, len(reg))
 	for key, ids := range bySet {
@@ -172,13 +174,9 @@ func (c *Caller) registryEntries(ctx context.Context, reg map[string]registered,
 	return entries, warnings
 }
 
-// fetchAlone is how many unknown spec sets are fetched one worker each;
-// past it one catalogue broadcast fetches them all (a fleet of workers
-// with different tools), gathered only until every one is in.
-const fetchAlone = 32
-
 // resolveSets returns every spec set of bySet, fetching those not yet
-// cached; a set that no worker would give is left out.
+// cached (askSets: one request per distinct set); a set that no worker
+// would give is left out.
 func (c *Caller) resolveSets(ctx context.Context, bySet map[string][]string) map[string][]envelope.ToolSpec {
 	out := make(map[string][]envelope.ToolSpec, len(bySet))
 	need := map[string][]string{}
@@ -189,57 +187,8 @@ func (c *Caller) resolveSets(ctx context.Context, bySet map[string][]string) map
 			need[key] = ids
 		}
 	}
-	if len(need) > fetchAlone {
-		c.gatherSets(ctx, need, out)
-		return out
-	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for key, ids := range need {
-		digest := key
-		if strings.HasPrefix(key, "worker:") {
-			digest = ""
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			specs, err := c.fetchSpecs(ctx, digest, ids)
-			if err != nil {
-				c.log.Debug("catalogue: spec set not fetched", "specs", key, "err", err)
-				return
-			}
-			mu.Lock()
-			out[key] = specs
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	c.askSets(ctx, need, out)
 	return out
-}
-
-// gatherSets fills out with the spec sets of need from one catalogue
-// broadcast, ending as soon as every set is in (or ctx ends).
-func (c *Caller) gatherSets(ctx context.Context, need map[string][]string, out map[string][]envelope.ToolSpec) {
-	byWorker := map[string]string{} // a worker without a digest → its key
-	for key, ids := range need {
-		if strings.HasPrefix(key, "worker:") {
-			byWorker[ids[0]] = key
-		}
-	}
-	missing := len(need)
-	_, _ = c.gatherCatalog(ctx, func(got map[string]catalogEntry, last catalogEntry) bool {
-		key := last.Specs
-		if k, ok := byWorker[last.WorkerID]; ok {
-			key = k
-		}
-		if _, wanted := need[key]; wanted {
-			if _, have := out[key]; !have {
-				out[key] = last.Tools
-				missing--
-			}
-		}
-		return missing == 0
-	})
 }
 
 // gatherCatalog asks every worker for its specs and collects the answers

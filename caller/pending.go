@@ -18,39 +18,67 @@ import (
 // pending is one call in flight. The inbox callback appends to its queue
 // and never blocks; the queue is bounded by the credit window in stream
 // mode (a worker that overruns it ends the call) and by one event in
-// unary mode.
+// unary mode. What only some calls need (stream credit, chunk
+// reassembly, a held settle Problem, questions) lives behind pointers
+// made on first use, so a unary call in flight is 240 bytes, not 384
+// (issue 26: the caller's heap per call in flight).
 type pending struct {
 	c      *Caller
 	id     string
 	reply  string // the call's reply subject: <inbox><id>, or its batch's (guarded by Caller.mu)
 	batch  *batch // the batch it was sent in, or nil (guarded by Caller.mu)
 	tool   string
-	stream bool
-	window int
 	span   trace.Span
 	notify chan struct{}
+	// asking is set before the call is sent, for a call that declared
+	// ask=1 or answers questions, and never changes after (nil: neither).
+	asking *askState
 
-	mu             sync.Mutex
-	queue          []envelope.ToolEvent // events from head on wait unread
-	head           int
-	nextSeq        int64
-	pickup         time.Time // the call's pickup cutoff, as sent (immutable)
-	lastHeard      time.Time
-	interval       time.Duration // the worker's beat interval; 0 until it beats
-	workerID       string
-	spoken         bool   // a worker has sent something for this call
-	terminalQueued bool   // a terminal event is queued: nothing more is accepted
-	over           bool   // the terminal was handed to the reader
-	consumed       int    // events read since the last credit grant
-	unread         int    // events queued or in the Stream's hand, not yet read (stream mode)
-	chunks         []byte // the event being reassembled from chunks
-	chunkNext      int    // the piece expected next (1-based; 0: none in progress)
-	asking         askState
+	mu        sync.Mutex
+	queue     []envelope.ToolEvent // events from head on wait unread
+	head      int
+	nextSeq   int64
+	pickup    time.Time // the call's pickup cutoff, as sent (immutable)
+	lastHeard time.Time
+	interval  time.Duration // the worker's beat interval; 0 until it beats
+	workerID  string
+	rare      *pendingRare // guarded by mu; made by more (a stream call's at start)
+
+	stream         bool // immutable
+	spoken         bool // a worker has sent something for this call
+	terminalQueued bool // a terminal event is queued: nothing more is accepted
+	over           bool // the terminal was handed to the reader
+}
+
+// pendingRare is a call's state that a plain unary call never touches.
+type pendingRare struct {
+	window    int    // stream mode: the credit window
+	consumed  int    // events read since the last credit grant
+	unread    int    // events queued or in the Stream's hand, not yet read (stream mode)
+	chunks    []byte // the event being reassembled from chunks
+	chunkNext int    // the piece expected next (1-based; 0: none in progress)
 	// due is the Problem a watchdog tick decided for a call no worker has
 	// named, held until a settle marker shows nothing naming it was on
 	// its way (see settle.go); dueAt is when it was decided.
 	due   *envelope.Problem
 	dueAt time.Time
+}
+
+// more returns p's rare state, making it on first use; p.mu must be held
+// (or p not yet sent).
+func (p *pending) more() *pendingRare {
+	if p.rare == nil {
+		p.rare = &pendingRare{}
+	}
+	return p.rare
+}
+
+// dueLocked is the Problem held for p's settle marker (nil: none); p.mu held.
+func (p *pending) dueLocked() *envelope.Problem {
+	if p.rare == nil {
+		return nil
+	}
+	return p.rare.due
 }
 
 func (p *pending) signal() {
@@ -76,7 +104,7 @@ func (p *pending) liveness() liveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return liveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued,
-		pickup: p.pickup, due: p.due != nil && !p.spoken}
+		pickup: p.pickup, due: p.dueLocked() != nil && !p.spoken}
 }
 
 // heard records a heartbeat naming this call: the worker holding it and
@@ -186,12 +214,12 @@ func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *
 		if prob := p.askLocked(ev); prob != nil {
 			return prob
 		}
-	} else if p.stream && !ev.IsTerminal() && p.unread >= p.window {
+	} else if p.stream && !ev.IsTerminal() && p.rare.unread >= p.rare.window {
 		// The reader has not yet consumed the whole window (counting the
 		// events the Stream has taken from the queue but not handed out),
 		// so a correct worker cannot have sent this: ending the call keeps
 		// the caller's memory bounded whatever a worker does.
-		return p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("worker sent event %d of call %s beyond the %d-event credit window", seq, p.id, p.window))
+		return p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("worker sent event %d of call %s beyond the %d-event credit window", seq, p.id, p.rare.window))
 	}
 	p.nextSeq++
 	p.lastHeard = now
@@ -202,8 +230,8 @@ func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *
 		}
 	}
 	p.queue = append(p.queue, ev)
-	if !isAsk(ev) {
-		p.unread++
+	if p.stream && !isAsk(ev) {
+		p.rare.unread++
 	}
 	if ev.IsTerminal() {
 		p.terminalQueued = true
@@ -222,11 +250,12 @@ func (p *pending) chunk(seq int64, i, n int, data []byte) {
 		p.mu.Unlock()
 		return
 	}
+	r := p.more()
 	var prob *envelope.Problem
 	switch {
-	case seq != p.nextSeq || i != max(p.chunkNext, 1):
-		prob = p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d (piece %d) of call %s, got %d (piece %d/%d): chunks were lost in transit", p.nextSeq, max(p.chunkNext, 1), p.id, seq, i, n))
-	case len(p.chunks)+len(data) > p.c.cfg.MaxResultBytes,
+	case seq != p.nextSeq || i != max(r.chunkNext, 1):
+		prob = p.c.problems.New(envelope.CodeStreamGap, fmt.Sprintf("expected event %d (piece %d) of call %s, got %d (piece %d/%d): chunks were lost in transit", p.nextSeq, max(r.chunkNext, 1), p.id, seq, i, n))
+	case len(r.chunks)+len(data) > p.c.cfg.MaxResultBytes,
 		// Every piece but the last is as large as the first, so an event
 		// announced in n pieces of this size is larger than the cap
 		// before they come: end the call now, not after the server has
@@ -236,7 +265,7 @@ func (p *pending) chunk(seq int64, i, n int, data []byte) {
 			WithFix("Ask the tool for less (narrower arguments, paging), or raise the caller's MaxResultBytes.", envelope.MaybeIncorrect)
 	}
 	if prob != nil {
-		p.chunks, p.chunkNext = nil, 0
+		r.chunks, r.chunkNext = nil, 0
 		p.mu.Unlock()
 		p.fail(prob, true)
 		return
@@ -247,16 +276,16 @@ func (p *pending) chunk(seq int64, i, n int, data []byte) {
 		// Every piece but the last is the size of the first: the whole is
 		// at most n of them (and within the cap, checked above), so one
 		// allocation holds it and no append copies it again.
-		p.chunks = make([]byte, 0, min(int64(n)*int64(len(data)), int64(p.c.cfg.MaxResultBytes)))
+		r.chunks = make([]byte, 0, min(int64(n)*int64(len(data)), int64(p.c.cfg.MaxResultBytes)))
 	}
-	p.chunks = append(p.chunks, data...)
-	p.chunkNext = i + 1
+	r.chunks = append(r.chunks, data...)
+	r.chunkNext = i + 1
 	if i < n {
 		p.mu.Unlock()
 		return
 	}
-	whole := p.chunks
-	p.chunks, p.chunkNext = nil, 0
+	whole := r.chunks
+	r.chunks, r.chunkNext = nil, 0
 	p.nextSeq-- // deliver numbers the whole event with the last piece's seq
 	p.mu.Unlock()
 	p.deliverJSON(seq, whole)
@@ -298,10 +327,11 @@ func (p *pending) read(ev envelope.ToolEvent) {
 	}
 	p.mu.Lock()
 	grant, wid := 0, ""
-	p.unread--
-	p.consumed++
-	if p.consumed >= p.window/2 && p.workerID != "" {
-		grant, wid, p.consumed = p.consumed, p.workerID, 0
+	r := p.rare // a stream call's, made at start
+	r.unread--
+	r.consumed++
+	if r.consumed >= r.window/2 && p.workerID != "" {
+		grant, wid, r.consumed = r.consumed, p.workerID, 0
 	}
 	p.mu.Unlock()
 	if grant > 0 {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -92,30 +94,110 @@ func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
 	}
 }
 
-// BenchmarkSearch5kTools ranks a catalogue of 5,000 tools (the fixture's
-// real tools among generated ones) for one query.
-func BenchmarkSearch5kTools(b *testing.B) {
-	b.StopTimer()
+// searchFleet is the fixture's catalogue grown to n tools with generated
+// ones.
+func searchFleet(tb testing.TB, n int) Catalog {
 	f, err := os.ReadFile("testdata/search_catalog.json")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var specs []envelope.ToolSpec
 	if err := json.Unmarshal(f, &specs); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	cat := Catalog{}
 	for _, s := range specs {
 		cat.Tools = append(cat.Tools, CatalogTool{Spec: s, Instances: 1})
 	}
-	for i := len(cat.Tools); i < 5_000; i++ {
+	for i := len(cat.Tools); i < n; i++ {
 		cat.Tools = append(cat.Tools, CatalogTool{Instances: 1, Spec: envelope.ToolSpec{Name: fmt.Sprintf("ns%d.tool%d", i/10, i%10),
 			Description: "list the records of a table in a database, filtered", InputSchema: json.RawMessage(`{"type":"object","properties":{"table":{"type":"string"}}}`)}})
 	}
-	b.StartTimer()
-	for b.Loop() {
-		if hits := SearchCatalog(cat, "read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
-			b.Fatal("read a file: fs.read_file not first")
+	return cat
+}
+
+// A caller keeps its search index while the catalogue's tools read the
+// same (their hosts may change, and hits show them as they are now), and
+// builds a new one when a tool's words change or a tool comes or goes.
+func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
+	withTool := func(cat Catalog, name string, edit func(*CatalogTool)) Catalog {
+		out := Catalog{Tools: slices.Clone(cat.Tools)}
+		for i := range out.Tools {
+			if out.Tools[i].Spec.Name == name {
+				edit(&out.Tools[i])
+			}
 		}
+		return out
+	}
+	base := searchFixture(t)
+	cases := []struct {
+		name  string
+		next  Catalog
+		query string
+		kept  bool
+		first string // the first hit's name, "" for no hit
+		hosts int    // its instances
+	}{
+		{"same catalogue", base, "read a file", true, "fs.read_file", 1},
+		{"more hosts", withTool(base, "fs.read_file", func(t *CatalogTool) { t.Instances = 7 }), "read a file", true, "fs.read_file", 7},
+		{"description changed", withTool(base, "fs.read_file", func(t *CatalogTool) { t.Spec.Description = "deploy to kubernetes" }), "kubernetes", false, "fs.read_file", 1},
+		{"argument renamed", withTool(base, "echo", func(t *CatalogTool) {
+			t.Spec.InputSchema = json.RawMessage(`{"type":"object","properties":{"kubeconfig":{"type":"string"}}}`)
+		}), "kubeconfig", false, "echo", 1},
+		{"tool gone", Catalog{Tools: base.Tools[1:]}, base.Tools[0].Spec.Name, false, "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sc searchCache
+			first := sc.index(base)
+			ix := sc.index(tc.next)
+			if kept := sc.last == first; kept != tc.kept {
+				t.Fatalf("index kept=%v, want %v", kept, tc.kept)
+			}
+			hits := ix.Search(tc.query)
+			if want := SearchCatalog(tc.next, tc.query); !reflect.DeepEqual(hits, want) {
+				t.Fatalf("%q: the kept index ranks %d hits unlike a fresh one's %d", tc.query, len(hits), len(want))
+			}
+			switch {
+			case tc.first == "" && len(hits) > 0 && hits[0].Tool.Spec.Name == base.Tools[0].Spec.Name:
+				t.Fatalf("%q: found %s, which is gone", tc.query, base.Tools[0].Spec.Name)
+			case tc.first != "" && (len(hits) == 0 || hits[0].Tool.Spec.Name != tc.first || hits[0].Tool.Instances != tc.hosts):
+				t.Fatalf("%q: hits %+v, want %s first with %d instances", tc.query, hits, tc.first, tc.hosts)
+			}
+		})
+	}
+}
+
+// BenchmarkSearchBuild ranks a catalogue of 5,000 and 50,000 tools (the
+// fixture's real tools among generated ones) for one query, building its
+// index (SearchCatalog).
+func BenchmarkSearchBuild(b *testing.B) {
+	for _, n := range []int{5_000, 50_000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			cat := searchFleet(b, n)
+			for b.Loop() {
+				if hits := SearchCatalog(cat, "read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+					b.Fatal("read a file: fs.read_file not first")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSearchKeptIndex is a caller's repeated search of an unchanged
+// catalogue (Search less its Catalog): the kept index checked against the
+// catalogue, then the query ranked.
+func BenchmarkSearchKeptIndex(b *testing.B) {
+	for _, n := range []int{5_000, 50_000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			cat := searchFleet(b, n)
+			var sc searchCache
+			sc.index(cat)
+			for b.Loop() {
+				if hits := sc.index(cat).Search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+					b.Fatal("read a file: fs.read_file not first")
+				}
+			}
+		})
 	}
 }

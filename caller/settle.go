@@ -76,10 +76,11 @@ func (c *Caller) settleMargin() time.Duration { return c.cfg.Heartbeat }
 func (p *pending) settleLater(prob *envelope.Problem, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.due != nil || p.terminalQueued {
+	if p.dueLocked() != nil || p.terminalQueued {
 		return false
 	}
-	p.due, p.dueAt = prob, now
+	r := p.more()
+	r.due, r.dueAt = prob, now
 	return true
 }
 
@@ -133,7 +134,7 @@ func (c *Caller) settle(sent time.Time) {
 	margin, cutoff := c.settleMargin(), c.cfg.PickupCutoff
 	for _, p := range calls {
 		p.mu.Lock()
-		prob := p.due
+		prob := p.dueLocked()
 		ready := prob != nil && !p.spoken && !p.terminalQueued && !sent.Before(p.pickup.Add(margin)) &&
 			// A connection lost since the call was sent may have lost
 			// the heartbeat naming it: nothing is proved then.
@@ -159,8 +160,8 @@ func (c *Caller) markerPatience(backlog bool) time.Duration {
 // MissedBeats intervals: without the marker's answer nothing is proved.
 func (p *pending) expireDue(now time.Time, after time.Duration) {
 	p.mu.Lock()
-	prob := p.due
-	expired := prob != nil && !p.spoken && now.Sub(p.dueAt) > after
+	prob := p.dueLocked()
+	expired := prob != nil && !p.spoken && now.Sub(p.rare.dueAt) > after
 	p.mu.Unlock()
 	if expired {
 		maybe := *prob

@@ -64,9 +64,13 @@ func (c *Caller) verifiedEntry(data []byte, workerID string) (catalogEntry, erro
 			return e, nil
 		}
 	}
-	if err := json.Unmarshal(raw.Tools, &e.Tools); err != nil {
+	// Shapes checked, schemas not compiled: a caller lists specs and
+	// sends calls; the worker compiles its schemas and validates calls.
+	tools, err := envelope.ParseToolSpecs(raw.Tools)
+	if err != nil {
 		return catalogEntry{}, err
 	}
+	e.Tools = tools
 	if raw.Specs != "" {
 		c.specs.put(raw.Specs, e.Tools)
 	}

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -181,19 +182,10 @@ func (s ToolSpec) Validate() error {
 
 // Compile validates the spec and compiles its schemas (nil when absent).
 func (s ToolSpec) Compile() (input, output *Schema, err error) {
-	if err := ValidateToolName(s.Name); err != nil {
-		return nil, nil, fmt.Errorf("tool %q: field name: %w", s.Name, err)
+	if err := s.CheckShape(); err != nil {
+		return nil, nil, err
 	}
 	if len(s.InputSchema) > 0 {
-		var head struct {
-			Type any `json:"type"`
-		}
-		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !jsonx.IsObject(s.InputSchema) {
-			return nil, nil, fmt.Errorf("tool %q: field input_schema: want a JSON Schema object", s.Name)
-		}
-		if head.Type != "object" {
-			return nil, nil, fmt.Errorf(`tool %q: field input_schema: must be an object schema ("type":"object"), got type %v`, s.Name, head.Type)
-		}
 		if input, err = CompileSchema(s.InputSchema); err != nil {
 			return nil, nil, fmt.Errorf("tool %q: field input_schema: %w", s.Name, err)
 		}
@@ -203,12 +195,65 @@ func (s ToolSpec) Compile() (input, output *Schema, err error) {
 			return nil, nil, fmt.Errorf("tool %q: field output_schema: %w", s.Name, err)
 		}
 	}
-	if s.Binding != nil && s.Binding.CLI != nil {
-		if err := s.Binding.CLI.Validate(); err != nil {
-			return nil, nil, fmt.Errorf("tool %q: field binding.cli: %w", s.Name, err)
+	return input, output, nil
+}
+
+// CheckShape checks what Compile checks short of compiling the schemas:
+// the name, an input schema that is a JSON object with "type":"object",
+// an output schema that is a JSON object or boolean, and the binding. It
+// costs microseconds where compiling a schema costs tens of them, so a
+// reader of many specs it does not run (a caller's catalogue) checks
+// this and leaves the schemas to Compile, when their compiled form is
+// wanted.
+func (s ToolSpec) CheckShape() error {
+	if err := ValidateToolName(s.Name); err != nil {
+		return fmt.Errorf("tool %q: field name: %w", s.Name, err)
+	}
+	if len(s.InputSchema) > 0 {
+		var head struct {
+			Type any `json:"type"`
+		}
+		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !jsonx.IsObject(s.InputSchema) {
+			return fmt.Errorf("tool %q: field input_schema: want a JSON Schema object", s.Name)
+		}
+		if head.Type != "object" {
+			return fmt.Errorf(`tool %q: field input_schema: must be an object schema ("type":"object"), got type %v`, s.Name, head.Type)
 		}
 	}
-	return input, output, nil
+	if len(s.OutputSchema) > 0 && !jsonx.IsObject(s.OutputSchema) && !isJSONBool(s.OutputSchema) {
+		return fmt.Errorf("tool %q: field output_schema: want a JSON Schema (an object or a boolean)", s.Name)
+	}
+	if s.Binding != nil && s.Binding.CLI != nil {
+		if err := s.Binding.CLI.Validate(); err != nil {
+			return fmt.Errorf("tool %q: field binding.cli: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// isJSONBool reports whether raw is the JSON literal true or false.
+func isJSONBool(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return string(t) == "true" || string(t) == "false"
+}
+
+// ParseToolSpecs reads a JSON array of specs, each checked by CheckShape
+// but none compiled (UnmarshalJSON compiles every schema it reads). A
+// spec's schemas compile when Compile is called.
+func ParseToolSpecs(data []byte) ([]ToolSpec, error) {
+	type plain ToolSpec
+	var ps []plain
+	if err := json.Unmarshal(data, &ps); err != nil {
+		return nil, fmt.Errorf("tool specs: %w", err)
+	}
+	out := make([]ToolSpec, len(ps))
+	for i, p := range ps {
+		out[i] = ToolSpec(p)
+		if err := out[i].CheckShape(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // UnmarshalJSON reads a spec and validates it.

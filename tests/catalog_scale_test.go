@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -205,5 +209,95 @@ func TestAnnounceMeansListed(t *testing.T) {
 		if n != 50 || !cat.Complete {
 			t.Fatalf("round %d: right after Announce the catalogue lists %d of the worker's 50 tools (complete %v, %v)", round, n, cat.Complete, cat.ScopeWarnings)
 		}
+	}
+}
+
+// spyCatalogRequests counts the catalogue requests the server routes: the
+// broadcast and those on one worker's catalogue subject.
+type spyCatalogRequests struct {
+	nc               *nats.Conn
+	broadcast, aimed *nats.Subscription
+}
+
+func newSpyCatalogRequests(t *testing.T, srv *embedded.Server) *spyCatalogRequests {
+	nc := meshtest.Connect(t, srv)
+	s := &spyCatalogRequests{nc: nc}
+	var err error
+	if s.broadcast, err = nc.SubscribeSync(mesh.Subjects{}.Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	if s.aimed, err = nc.SubscribeSync(mesh.Subjects{}.Catalog() + ".>"); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.broadcast.SetPendingLimits(-1, -1)
+	_ = s.aimed.SetPendingLimits(-1, -1)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// counts returns the requests seen so far: the server queues every
+// routed message to the spy before its answer to the spy's flush.
+func (s *spyCatalogRequests) counts(t *testing.T) (broadcast, aimed int) {
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := s.broadcast.Pending()
+	a, _, _ := s.aimed.Pending()
+	return b, a
+}
+
+// A new caller's first Catalog of 1,000 workers in 50 spec sets asks one
+// worker of each set on its own subject, never the whole fleet: 50
+// answers rather than 1,000, and complete.
+func TestColdCatalogAsksOneWorkerPerSpecSet(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{})
+	newSimFleet(t, srv, "C", 1_000, 5, 50).register(t)
+	spy := newSpyCatalogRequests(t, srv)
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	cat, err := c.Catalog(context.Background(), 0)
+	if err != nil || !cat.Complete || cat.Workers != 1_000 || len(cat.Tools) != 250 {
+		t.Fatalf("catalogue: %v, complete=%v, %d workers, %d tools %v", err, cat.Complete, cat.Workers, len(cat.Tools), cat.ScopeWarnings)
+	}
+	if b, a := spy.counts(t); b != 0 || a != 50 {
+		t.Fatalf("the catalogue sent %d broadcasts and %d requests to single workers; want 0 and 50 (one per spec set)", b, a)
+	}
+}
+
+// A spec set whose first worker stays silent is asked of its next one,
+// and the catalogue is complete; a set whose only worker stays silent
+// leaves the catalogue incomplete, naming that worker.
+func TestCatalogAsksASetsNextWorker(t *testing.T) {
+	cases := []struct {
+		name     string
+		specs    []byte // the silent worker's registered spec set
+		complete bool
+	}{
+		{"a set's first worker silent", specSet(0, 2), true},
+		{"a set's only worker silent", specSet(99, 2), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := meshtest.StartServer(t, embedded.Config{})
+			f := newSimFleet(t, srv, "S", 4, 2, 2)
+			f.register(t)
+			// "A-silent" sorts before the fleet's S… ids: its set asks it first.
+			b, _ := json.Marshal(wire.Beacon{WorkerID: "A-silent", State: wire.BeaconUp, IntervalMS: 1000, Specs: wire.SpecsDigest(tc.specs), RefreshMS: 600000})
+			if _, err := f.kv.Put(context.Background(), "A-silent", b); err != nil {
+				t.Fatal(err)
+			}
+			c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+			cat, err := c.Catalog(context.Background(), 0)
+			if err != nil || cat.Complete != tc.complete {
+				t.Fatalf("catalogue: %v, complete=%v, want %v %v", err, cat.Complete, tc.complete, cat.ScopeWarnings)
+			}
+			if tc.complete && cat.Workers != 5 {
+				t.Fatalf("%d workers listed, want the 4 answering and the registered silent one of a set they gave", cat.Workers)
+			}
+			if !tc.complete && (cat.Workers != 4 || len(cat.ScopeWarnings) != 1 || !strings.Contains(cat.ScopeWarnings[0], "A-silent")) {
+				t.Fatalf("%d workers, warnings %v: want the 4 answering and a warning naming A-silent", cat.Workers, cat.ScopeWarnings)
+			}
+		})
 	}
 }

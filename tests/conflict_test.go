@@ -48,6 +48,7 @@ func TestConflictingSpecsAreShownAsConflicts(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
 	t.Run("watch", func(t *testing.T) { checkWatchConflict(t, m, c) })
 	t.Run("describe", func(t *testing.T) { checkDescribeConflict(t, m, c) })
+	t.Run("command", func(t *testing.T) { checkCommandDescribeConflict(t, m) })
 	t.Run("gateway", func(t *testing.T) { checkGatewayConflict(t, m, c) })
 }
 
@@ -97,6 +98,26 @@ func checkDescribeConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 			variants[1].Spec.Description != m.injected.Description || len(variants[1].Workers) != 1 {
 			t.Fatalf("Describe %d: conflicts %s (%v): want the real spec (2 workers) then the injected one (1)", i, raw, err)
 		}
+	}
+}
+
+// checkCommandDescribeConflict: `toolmesh tools describe` prints the spec
+// most workers give on stdout, like Describe returns it, and the
+// tool_conflict Problem naming both specs on stderr, exiting with its code.
+// It runs after checkDescribeConflict, which waits for all three workers.
+func checkCommandDescribeConflict(t *testing.T, m *conflictMesh) {
+	r := runCmd(t, "", "tools", "describe", "docs.search", "--json", "--server", m.srv.ClientURL())
+	info, _ := envelope.Lookup(envelope.CodeToolConflict)
+	var spec envelope.ToolSpec
+	if err := json.Unmarshal([]byte(r.stdout), &spec); err != nil || spec.Description != m.real.Description {
+		t.Fatalf("stdout %q (%v): want the real spec as JSON", r.stdout, err)
+	}
+	var prob envelope.Problem
+	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stderr)), &prob); err != nil || prob.Code != envelope.CodeToolConflict || r.code != info.ExitCode {
+		t.Fatalf("exit %d, stderr %q (%v): want the tool_conflict Problem and exit %d", r.code, r.stderr, err, info.ExitCode)
+	}
+	if raw, _ := json.Marshal(prob.Extensions["conflicts"]); !strings.Contains(string(raw), m.injected.Description) {
+		t.Fatalf("the Problem's conflicts are %s: want both specs, the injected one included", raw)
 	}
 }
 

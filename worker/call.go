@@ -35,40 +35,40 @@ type call struct {
 	id       string
 	key      callKey // (identity, id): how control messages find the call
 	callerID string
-	mode     string // "" for a plain NATS request, else unary or stream
-	stream   bool
-	unleased bool   // no caller liveness: the deadline is the worker's bound
-	bearer   string // redacted from everything this call reports
-	idem     string
 	trace    *traceFields // nil for an untraced call
 	interval time.Duration
 	started  time.Time
 	deadline time.Time
 	body     []byte // the call's JSON object, after any metadata line
-	window   int
 	cancelFn context.CancelCauseFunc
 	credit   chan struct{}   // stream mode: signalled on each grant
 	ctx      context.Context // the handler's, for its emits
-	req      Request
-	sentAt   sentClock // when the reply subject last carried a message
-	tracked  bool      // in w.calls (and its peer); guarded by w.callsMu
-	share    shareKey  // the sender whose share the call holds (see shares)
-	shared   bool      // the call holds a place in share
-	pickup   time.Time // the caller's pickup cutoff (zero: none)
+	// req is what the handler gets; its Bearer (redacted from everything
+	// this call reports) and IdempotencyKey are set from the metadata
+	// line when the call is read, the rest when the handler starts.
+	req    Request
+	sentAt sentClock // when the reply subject last carried a message
+	share  shareKey  // the sender whose share the call holds (see shares)
+	pickup int64     // the caller's pickup cutoff, unix ns (0: none)
 	// namedAt is when the server confirmed a heartbeat naming the call
 	// (unix ns; 0: not yet): from then on its caller can know it is taken
 	// up (see announcer).
 	namedAt atomic.Int64
 
+	stream   bool
+	unleased bool // no caller liveness: the deadline is the worker's bound
+	tracked  bool // in w.calls (and its peer); guarded by w.callsMu
+	shared   bool // the call holds a place in share
+
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
+	ended   bool       // the terminal is decided: no more emits
+	ask1    bool       // the caller answers questions (ask=1)
+	asked   bool       // a question went out: every message is a numbered frame
 	seq     int64
 	sent    int64   // non-terminal events accepted from the handler
 	granted int64   // non-terminal events the caller has allowed
-	ended   bool    // the terminal is decided: no more emits
 	out     *outbox // stream mode, or a call that asked: events not yet published
 
-	ask1      bool                     // the caller answers questions (ask=1)
-	asked     bool                     // a question went out: every message is a numbered frame
 	qseq      int                      // questions asked so far
 	questions map[string]*openQuestion // open questions by id
 }
@@ -141,11 +141,11 @@ func (c *call) announced(ctx context.Context) *envelope.Problem {
 // server before c's pickup cutoff.
 func (c *call) namedInTime() bool {
 	at := c.namedAt.Load()
-	return at != 0 && (c.pickup.IsZero() || !time.Unix(0, at).After(c.pickup))
+	return at != 0 && (c.pickup == 0 || at <= c.pickup)
 }
 
 // pastPickup reports whether now is past c's pickup cutoff.
-func (c *call) pastPickup(now time.Time) bool { return !c.pickup.IsZero() && now.After(c.pickup) }
+func (c *call) pastPickup(now time.Time) bool { return c.pickup != 0 && now.UnixNano() > c.pickup }
 
 // tooLate is the Problem of a call that must not start: overloaded, with
 // retry_after; the handler did not run (why says what happened).
@@ -299,8 +299,8 @@ func (c *call) request(body wire.Call) *Request {
 	t := c.tool
 	c.req = Request{
 		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
-		ResponseFormat: body.ResponseFormat, Bearer: c.bearer,
-		IdempotencyKey: c.idem,
+		ResponseFormat: body.ResponseFormat, Bearer: c.req.Bearer,
+		IdempotencyKey: c.req.IdempotencyKey,
 		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec, call: c,
 		Identity: c.key.identity,
 	}
@@ -389,7 +389,7 @@ func (c *call) acquireSlot(ctx context.Context) bool {
 func (c *call) invoke(ctx context.Context, req *Request) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			msg := redact.New(c.bearer).String(fmt.Sprint(r))
+			msg := redact.New(c.req.Bearer).String(fmt.Sprint(r))
 			c.w.log.Error("handler panicked", "tool", req.Tool, "call_id", req.CallID, "panic", msg, "stack", string(debug.Stack()))
 			res, err = nil, c.w.problems.New(envelope.CodeHandlerError, fmt.Sprintf("tool %s panicked: %s", req.Tool, msg))
 		}

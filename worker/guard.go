@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/toolmesh/toolmesh/internal/wire"
@@ -11,7 +12,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // errPublishDenied is the cancel cause of a call whose events the NATS
@@ -34,7 +34,7 @@ type callMsg struct {
 // budget already spent. A call whose caller does not prove it is alive
 // gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
 func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
-	c := &call{w: w, tool: t, reply: m.reply, batch: m.batch, started: received, window: mesh.DefaultWindow, interval: w.cfg.Heartbeat}
+	c := &call{w: w, tool: t, reply: m.reply, batch: m.batch, started: received, interval: w.cfg.Heartbeat}
 	line, body, err := wire.SplitCall(m.data)
 	var meta callMeta
 	var prob *envelope.Problem
@@ -67,7 +67,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	if meta.hasBudget {
 		c.deadline = received.Add(meta.budget)
 	}
-	c.pickup = meta.pickup
+	c.pickup = pickupNanos(meta.pickup)
 	if c.callerID == "" || !c.repliesToCaller() { // nobody will prove the caller alive
 		if life := received.Add(w.cfg.MaxUnleasedLife); c.deadline.IsZero() || c.deadline.After(life) {
 			c.deadline, c.unleased = life, true
@@ -77,11 +77,24 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	return c
 }
 
+// pickupNanos is a pickup cutoff as unix ns, as a call keeps it: 0 for
+// none, at least 1 for one at or before 1970 (always past), and
+// math.MaxInt64 for one later than int64 nanoseconds reach (never past).
+func pickupNanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Unix() >= math.MaxInt64/int64(time.Second):
+		return math.MaxInt64
+	}
+	return max(t.UnixNano(), 1)
+}
+
 // setMeta copies a call's metadata into it.
 func (c *call) setMeta(m callMeta) {
-	c.id, c.callerID, c.mode, c.stream = m.callID, m.callerID, m.mode, m.mode == wire.ModeStream
-	c.interval, c.window, c.granted = m.interval, m.window, int64(m.window)
-	c.bearer, c.idem, c.ask1 = m.bearer, m.idem, m.ask
+	c.id, c.callerID, c.stream = m.callID, m.callerID, m.mode == wire.ModeStream
+	c.interval, c.granted = m.interval, int64(m.window)
+	c.req.Bearer, c.req.IdempotencyKey, c.ask1 = m.bearer, m.idem, m.ask
 	if m.trace != (traceFields{}) {
 		tf := m.trace // only a traced call pays for its own copy
 		c.trace = &tf

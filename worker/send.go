@@ -46,7 +46,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	if c.ended {
 		c.mu.Unlock()
 		c.w.untrack(c)
-		return redact.New(c.bearer).Problem(p)
+		return redact.New(c.req.Bearer).Problem(p)
 	}
 	c.ended = true
 	c.mu.Unlock()
@@ -57,7 +57,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 		// Redacted before anything reads it: the error event, the tool's
 		// last_error in $SRV.STATS and the span status all come from p.
 		// Every handler error loses the call's bearer and URL credentials.
-		ev, enc, _ = c.encode(envelope.ErrorEvent(redact.New(c.bearer).Problem(p)))
+		ev, enc, _ = c.encode(envelope.ErrorEvent(redact.New(c.req.Bearer).Problem(p)))
 	} else {
 		// checkResult made data with json.Marshal or checked it with
 		// jsonx.Valid, so the result is written without a second check.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -140,18 +141,34 @@ func newToolsDescribeCmd(g *globals) *cobra.Command {
 		},
 		RunE: g.withCaller("tools", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
 			spec, err := c.Describe(cmd.Context(), args[0])
+			if err != nil && !isConflict(err) {
+				return envelope.AsProblem(err, envelope.CodeInternal)
+			}
+			// A conflict still has a spec to show, the one most workers
+			// give; the Problem naming every spec follows on stderr and
+			// sets the exit code, so a script cannot miss it.
+			if asJSON {
+				if perr := printJSON(g, spec); perr != nil {
+					return perr
+				}
+			} else {
+				printSpec(g, spec)
+			}
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
-			if asJSON {
-				return printJSON(g, spec)
-			}
-			printSpec(g, spec)
 			return nil
 		}),
 	}
 	describe.Flags().BoolVar(&asJSON, "json", false, "print the spec as JSON")
 	return describe
+}
+
+// isConflict reports whether err is Describe's tool_conflict, which comes
+// with the majority spec rather than instead of one.
+func isConflict(err error) bool {
+	var p *envelope.Problem
+	return errors.As(err, &p) && p.Code == envelope.CodeToolConflict
 }
 
 // printSpec prints a spec for people, schemas indented.

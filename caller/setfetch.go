@@ -1,0 +1,140 @@
+package caller
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// maxSetAsks is how many workers of one spec set are asked for it before
+// the set is given up (and its workers listed as not fetched).
+const maxSetAsks = 3
+
+// setQuiet is how long a round of set requests waits past the last
+// answer before the sets still missing are asked of their next worker.
+const setQuiet = time.Second
+
+// setAsk is one request for a spec set: the set's key and digest ("" for
+// a worker that names none) and the worker asked.
+type setAsk struct {
+	key, digest, worker string
+	lone                bool // the set's only worker: its own answer is the truth
+}
+
+// setFetch is one batch of spec-set requests on one inbox: each answer's
+// reply subject ends in the index of its ask.
+type setFetch struct {
+	c     *Caller
+	need  map[string][]string // set key → its workers
+	out   map[string][]envelope.ToolSpec
+	inbox string
+	asks  []setAsk
+	ch    chan *nats.Msg
+}
+
+// askSets fills out with the spec sets of need (set key → its workers),
+// asking one worker of each set on the worker's own catalogue subject:
+// one request per distinct set, all published at once and answered on
+// one inbox, so a cold catalogue of 10,000 workers in 500 sets moves 500
+// answers, not 10,000. A set whose worker does not answer (within
+// setQuiet of the last answer), or answers with another set while the
+// set has other workers, is asked of its next worker, up to maxSetAsks.
+// A set no worker gives is left out of out.
+func (c *Caller) askSets(ctx context.Context, need map[string][]string, out map[string][]envelope.ToolSpec) {
+	if len(need) == 0 {
+		return
+	}
+	f := &setFetch{c: c, need: need, out: out, inbox: c.nc.NewInbox(), ch: make(chan *nats.Msg, maxSetAsks*len(need))}
+	sub, err := c.nc.ChanSubscribe(f.inbox+".*", f.ch)
+	if err != nil {
+		c.log.Debug("catalogue: spec sets not fetched", "err", err)
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	_ = sub.SetPendingLimits(-1, -1)
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range need {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for round := 0; round < maxSetAsks && len(keys) > 0 && ctx.Err() == nil; round++ {
+		f.collect(ctx, f.send(keys, round))
+		keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := out[k]; return ok })
+	}
+}
+
+// send asks each set of keys of its round-th worker, and returns how
+// many requests went out.
+func (f *setFetch) send(keys []string, round int) int {
+	sent := 0
+	for _, key := range keys {
+		ids := f.need[key]
+		if round >= len(ids) {
+			continue
+		}
+		digest, _ := strings.CutPrefix(key, "worker:")
+		if digest != key {
+			digest = ""
+		}
+		a := setAsk{key: key, digest: digest, worker: ids[round], lone: len(ids) == 1}
+		f.asks = append(f.asks, a)
+		reply := f.inbox + "." + strconv.Itoa(len(f.asks)-1)
+		if err := f.c.nc.PublishRequest(f.c.subjects.WorkerCatalog(a.worker), reply, nil); err != nil {
+			f.c.log.Debug("catalogue: spec set request not sent", "worker", a.worker, "err", err)
+			continue
+		}
+		sent++
+	}
+	_ = f.c.nc.Flush()
+	return sent
+}
+
+// collect takes answers until sent of them (late answers to an earlier
+// round count too, and are used) have come, setQuiet passes with none,
+// or ctx ends.
+func (f *setFetch) collect(ctx context.Context, sent int) {
+	quiet := time.NewTimer(setQuiet)
+	defer quiet.Stop()
+	for got := 0; got < sent; got++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-quiet.C:
+			return
+		case m := <-f.ch:
+			f.take(m)
+			quiet.Reset(setQuiet)
+		}
+	}
+}
+
+// take uses one answer: the set it was asked for is resolved when the
+// answer verifies and gives that set (or comes from the set's only
+// worker, whose own answer is newer than its registry key).
+func (f *setFetch) take(m *nats.Msg) {
+	i, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
+	if err != nil || i < 0 || i >= len(f.asks) {
+		return
+	}
+	a := f.asks[i]
+	if _, done := f.out[a.key]; done {
+		return
+	}
+	e, err := f.c.verifiedEntry(m.Data, a.worker) // a 503 (no responders) has no data and fails here
+	switch {
+	case err != nil:
+		f.c.log.Debug("catalogue: spec set request failed", "worker", a.worker, "err", err)
+	case a.digest != "" && e.Specs != a.digest && !a.lone:
+		f.c.log.Debug("catalogue: worker now hosts other tools than its registry key says", "worker", a.worker)
+	default:
+		f.out[a.key] = e.Tools
+	}
+}
