@@ -86,7 +86,7 @@ func parseProbe(answer string) (int, error) {
 		return 0, fmt.Errorf("not a sandbox helper (it answered %q)", answer)
 	case n == 2:
 		return 0, &wireMismatch{got: 1}
-	case wire != WireVersion:
+	case wire != wireVersion:
 		return 0, &wireMismatch{got: wire}
 	}
 	return abi, nil
@@ -97,7 +97,7 @@ type wireMismatch struct{ got int }
 
 func (e *wireMismatch) Error() string {
 	return fmt.Sprintf("it speaks sandbox wire version %d and this worker %d: the helper is from another build of toolmesh; "+
-		"install toolmesh and %s from one build (make build puts them side by side)", e.got, WireVersion, HelperName)
+		"install toolmesh and %s from one build (make build puts them side by side)", e.got, wireVersion, HelperName)
 }
 
 // RootRunsAs is the uid and gid a root worker's confined programs run

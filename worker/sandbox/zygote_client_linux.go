@@ -342,7 +342,7 @@ func (zp *zygoteProc) ready() error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("sandbox zygote did not start: %v", err)
-	case string(b[:n]) == fmt.Sprintf("%s %d", zygoteReady, WireVersion):
+	case string(b[:n]) == fmt.Sprintf("%s %d", zygoteReady, wireVersion):
 		return nil
 	case string(b[:n]) == zygoteReady:
 		return fmt.Errorf("sandbox zygote did not start: %v", &wireMismatch{got: 1})

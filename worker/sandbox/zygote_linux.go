@@ -48,7 +48,7 @@ const zygoteFlag = "--zygote"
 const zygoteControlFD = 3
 
 // zygoteReady and zygoteFailed start the zygote's first message on the
-// control socket: it is ready (followed by a space and its WireVersion),
+// control socket: it is ready (followed by a space and its wireVersion),
 // or why it could not start.
 const (
 	zygoteReady  = "ready"
@@ -113,7 +113,7 @@ func runZygote(args []string) int {
 		}
 		return ExitSetup
 	}
-	if _, err := control.Write(fmt.Appendf(nil, "%s %d", zygoteReady, WireVersion)); err != nil {
+	if _, err := control.Write(fmt.Appendf(nil, "%s %d", zygoteReady, wireVersion)); err != nil {
 		return ExitSetup
 	}
 	sigs := make(chan os.Signal, 1)
