@@ -240,17 +240,17 @@ func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]cat
 func buildCatalog(entries map[string]catalogEntry) Catalog {
 	// Workers of one spec set share its decoded specs (one slice), so a
 	// spec's address names it: only a tool given by more than one set is
-	// compared by its JSON.
+	// compared by its JSON, and each set's tools are visited once.
 	byName := map[string]map[*envelope.ToolSpec][]string{} // name → spec → its workers
-	for _, e := range entries {
-		for i := range e.Tools {
-			s := &e.Tools[i]
+	for _, g := range specGroups(entries) {
+		for i := range g.tools {
+			s := &g.tools[i]
 			vs := byName[s.Name]
 			if vs == nil {
 				vs = map[*envelope.ToolSpec][]string{}
 				byName[s.Name] = vs
 			}
-			vs[s] = append(vs[s], e.WorkerID)
+			vs[s] = append(vs[s], g.workers...)
 		}
 	}
 	cat := Catalog{Tools: make([]CatalogTool, 0, len(byName)), Workers: len(entries)}
@@ -259,6 +259,39 @@ func buildCatalog(entries map[string]catalogEntry) Catalog {
 	}
 	sort.Slice(cat.Tools, func(i, j int) bool { return cat.Tools[i].Spec.Name < cat.Tools[j].Spec.Name })
 	return cat
+}
+
+// specGroup is the workers (sorted) sharing one decoded spec set.
+type specGroup struct {
+	tools   []envelope.ToolSpec
+	workers []string
+}
+
+// specGroups groups entries by the spec slice they share.
+func specGroups(entries map[string]catalogEntry) []*specGroup {
+	type slice struct {
+		first *envelope.ToolSpec
+		n     int
+	}
+	index := map[slice]*specGroup{}
+	var out []*specGroup
+	for _, e := range entries {
+		if len(e.Tools) == 0 {
+			continue
+		}
+		key := slice{&e.Tools[0], len(e.Tools)}
+		g := index[key]
+		if g == nil {
+			g = &specGroup{tools: e.Tools}
+			index[key] = g
+			out = append(out, g)
+		}
+		g.workers = append(g.workers, e.WorkerID)
+	}
+	for _, g := range out {
+		slices.Sort(g.workers)
+	}
+	return out
 }
 
 // variantsOf merges one tool's specs that are equal in JSON (copies from
@@ -285,7 +318,7 @@ func variantsOf(vs map[*envelope.ToolSpec][]string) map[string]*ToolVariant {
 func catalogTool(vs map[string]*ToolVariant) CatalogTool {
 	variants := make([]ToolVariant, 0, len(vs))
 	for _, v := range vs {
-		sort.Strings(v.Workers)
+		sortOnce(v.Workers)
 		variants = append(variants, *v)
 	}
 	sort.Slice(variants, func(i, j int) bool {
@@ -299,11 +332,19 @@ func catalogTool(vs map[string]*ToolVariant) CatalogTool {
 		t.Instances += len(v.Workers)
 		t.Workers = append(t.Workers, v.Workers...)
 	}
-	sort.Strings(t.Workers)
+	sortOnce(t.Workers)
 	if len(variants) > 1 {
 		t.Conflicts = variants[1:]
 	}
 	return t
+}
+
+// sortOnce sorts ids unless they are sorted already (a tool given by one
+// spec set has its set's sorted workers).
+func sortOnce(ids []string) {
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
 }
 
 // Describe returns the spec of tool, or tool_not_found when no worker
