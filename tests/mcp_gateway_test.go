@@ -103,7 +103,7 @@ func startGateway(t *testing.T, m *mcpMesh) *mcpgateway.Gateway {
 
 // runGateway makes a gateway of cfg, syncs it with the mesh and runs it
 // until the test ends.
-func runGateway(t *testing.T, cfg mcpgateway.Config) *mcpgateway.Gateway {
+func runGateway(t testing.TB, cfg mcpgateway.Config) *mcpgateway.Gateway {
 	t.Helper()
 	g, err := mcpgateway.New(cfg)
 	if err != nil {

@@ -98,7 +98,7 @@ func surfaceClient(t *testing.T, srv *embedded.Server, ns string) (*mcp.ClientSe
 
 // gatewayClient runs a gateway (namespace ns, "" for all) on srv and
 // connects a go-sdk client with opts to it at 2025-11-25.
-func gatewayClient(t *testing.T, srv *embedded.Server, ns string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func gatewayClient(t testing.TB, srv *embedded.Server, ns string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	// The bridge's worker announces in the background: the gateway syncs

@@ -176,8 +176,9 @@ func resultOf(data json.RawMessage, deltas deltaLog) *mcp.CallToolResult {
 	structured := structured(data)
 	res := &mcp.CallToolResult{StructuredContent: structured}
 	deltas.prepend(res)
-	text, _ := json.Marshal(structured)
-	res.Content = append(res.Content, &mcp.TextContent{Text: string(text)})
+	// The caller validated the event's JSON: its text is the result's
+	// text as it is, not encoded once more.
+	res.Content = append(res.Content, &mcp.TextContent{Text: string(structured)})
 	return res
 }
 
@@ -220,8 +221,9 @@ func structured(data json.RawMessage) json.RawMessage {
 	if jsonx.IsObject(data) {
 		return data
 	}
-	b, _ := json.Marshal(map[string]json.RawMessage{"result": data})
-	return b
+	const open, end = `{"result":`, `}`
+	b := make([]byte, 0, len(open)+len(data)+len(end))
+	return append(append(append(b, open...), data...), end...)
 }
 
 // problemResult turns a Problem into an MCP tool error: isError, the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,12 +18,15 @@ import (
 
 // benchOptions are the bench command's flags.
 type benchOptions struct {
-	duration     time.Duration
-	rounds       int
-	concurrency  string
-	cliFlight    string
-	bigResults   string
-	gatewayFlt   string
+	duration    time.Duration
+	rounds      int
+	concurrency string
+	cliFlight   string
+	bigResults  string
+	gatewayFlt  string
+	// rows, when set, keeps only the ratio rows whose name it matches.
+	rows         string
+	rowsRE       *regexp.Regexp
 	coldTools    int
 	peerTools    int
 	payload      int
@@ -93,6 +97,7 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f.StringVar(&o.cliFlight, "cli-concurrency", "1,8", "comma-separated numbers of CLI-bound /bin/true calls kept in flight (\"none\": skip)")
 	f.StringVar(&o.bigResults, "big-results", "10,50", "comma-separated sizes in MiB of the large-result rows (\"none\": skip)")
 	f.StringVar(&o.gatewayFlt, "gateway-concurrency", "1,64", "comma-separated numbers of MCP calls kept in flight through `toolmesh mcp` and to a go-sdk server (\"none\": skip)")
+	f.StringVar(&o.rows, "rows", "", "a regular expression: run only the ratio rows whose name it matches (e.g. 'mcp gateway'); the flood and memory rows follow their own flags")
 	f.IntVar(&o.coldTools, "cold-tools", 1000, "tools on the mesh and on the go-sdk server for the MCP cold-start row (0: skip it)")
 	f.IntVar(&o.fleetWorkers, "fleet-workers", 8, "workers of the fleet rows, each beside a raw responder (0: skip them)")
 	f.IntVar(&o.fleetSlots, "fleet-slots", 4, "handlers each fleet worker runs at once; the rows keep workers × slots calls in flight")
@@ -119,6 +124,12 @@ func (o *benchOptions) validate() error {
 	var err error
 	if o.levels, err = parseConcurrency("concurrency", o.concurrency); err != nil {
 		return err
+	}
+	if o.rows != "" {
+		if o.rowsRE, err = regexp.Compile(o.rows); err != nil {
+			return envelope.Problemf(envelope.CodeInvalidInput, "--rows: %v", err).
+				WithFix("Give a Go regular expression, for example --rows 'mcp gateway'.", envelope.MaybeIncorrect)
+		}
 	}
 	if o.bigResults != "none" {
 		if o.bigLevels, err = parseConcurrency("big-results", o.bigResults); err != nil {
@@ -159,6 +170,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, g *globals, o *benchOptio
 	}
 	report := benchReport{Server: srv.name, Duration: o.duration.String(), Rounds: o.rounds}
 	for _, s := range benchScenarios(o, b.sandboxed, b.durable != nil) {
+		if o.rowsRE != nil && !o.rowsRE.MatchString(s.name) {
+			continue
+		}
 		report.Results = append(report.Results, b.run(ctx, s, o))
 	}
 	if o.flood > 0 && ctx.Err() == nil {

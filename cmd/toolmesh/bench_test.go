@@ -224,3 +224,42 @@ func TestPeerSecretsStayOutOfArgv(t *testing.T) {
 		}
 	}
 }
+
+// --rows keeps the ratio rows whose name the expression matches, and a
+// malformed expression is invalid_input (exit 2) before anything starts.
+func TestBenchRowsFilter(t *testing.T) {
+	t.Setenv("NATS_URL", "")
+	cases := []struct {
+		name, rows string
+		code       int
+		want       []string
+	}{
+		{"one row", "^no responders$", 0, []string{"no responders"}},
+		{"a malformed expression", "(", 2, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), []string{"bench", "--json", "--rows", tc.rows, "--duration", "20ms", "--rounds", "1", "--concurrency", "1",
+				"--cli-concurrency", "none", "--big-results", "none", "--gateway-concurrency", "none", "--cold-tools", "0", "--deltas", "3",
+				"--memory-calls", "0", "--flood", "0", "--fleet-workers", "0"}, strings.NewReader(""), &out, &errb)
+			if code != tc.code {
+				t.Fatalf("bench --rows %q: exit %d, want %d\n%s\n%s", tc.rows, code, tc.code, out.String(), errb.String())
+			}
+			if tc.code != 0 {
+				return
+			}
+			var report benchReport
+			if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			var got []string
+			for _, r := range report.Results {
+				got = append(got, r.Scenario)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("rows %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

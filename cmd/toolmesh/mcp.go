@@ -12,8 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/caller/mcpgateway"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/gcfloor"
 )
 
 // mcpFlags are the flags of `toolmesh mcp`.
@@ -32,6 +34,7 @@ type mcpFlags struct {
 	progressive bool
 	pinned      string
 	searchLimit int
+	heapFloor   uint64 // MiB
 }
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -46,29 +49,17 @@ func newMCPCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
+			// The go-sdk allocates about 240 KiB per request (a fresh 32 KiB
+			// buffer for each JSON value it decodes): under Go's 4 MiB
+			// minimum heap goal that is a collection every ~17 calls.
+			floor := gcfloor.Start(f.heapFloor << 20)
+			defer floor.Stop()
 			c, done, err := g.newCaller(cmd, "mcp")
 			if err != nil {
 				return err
 			}
 			defer done()
-			gw, err := mcpgateway.New(mcpgateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
-				NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log,
-				Progressive: f.progressive, Pinned: splitList(f.pinned), SearchLimit: f.searchLimit})
-			if err != nil {
-				return envelope.AsProblem(err, envelope.CodeInvalidConfig)
-			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			watched := make(chan struct{})
-			if err := gw.Sync(ctx); err != nil {
-				g.log.Warn("mcp: first catalogue read failed; serving an empty list until the next", "err", err)
-			}
-			go func() { defer close(watched); _ = gw.Run(ctx) }()
-			defer func() { cancel(); <-watched }()
-			if f.http == "" {
-				return serveMCPStdio(ctx, gw, g)
-			}
-			return serveMCPHTTP(ctx, gw, f, g)
+			return runMCP(cmd.Context(), c, f, g)
 		},
 	}
 	fl := cmd.Flags()
@@ -85,8 +76,32 @@ func newMCPCmd(g *globals) *cobra.Command {
 	fl.Int64Var(&f.maxBody, "max-body", 4<<20, "HTTP: largest request body in bytes")
 	fl.DurationVar(&f.settle, "settle", 100*time.Millisecond, "how long a burst of fleet changes must go quiet before the tool list follows it")
 	fl.DurationVar(&f.wait, "catalog-wait", 500*time.Millisecond, "how long one catalogue read waits for workers")
+	fl.Uint64Var(&f.heapFloor, "heap-floor", 32, "MiB the garbage collector may let the heap grow to before collecting, however small the live heap (0: Go's default; a GOGC environment variable wins)")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "HTTP: how long requests in flight may take to finish on shutdown")
 	return cmd
+}
+
+// runMCP serves the gateway on c over stdio or HTTP until ctx ends,
+// following the fleet meanwhile.
+func runMCP(ctx context.Context, c *caller.Caller, f mcpFlags, g *globals) error {
+	gw, err := mcpgateway.New(mcpgateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
+		NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log,
+		Progressive: f.progressive, Pinned: splitList(f.pinned), SearchLimit: f.searchLimit})
+	if err != nil {
+		return envelope.AsProblem(err, envelope.CodeInvalidConfig)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watched := make(chan struct{})
+	if err := gw.Sync(ctx); err != nil {
+		g.log.Warn("mcp: first catalogue read failed; serving an empty list until the next", "err", err)
+	}
+	go func() { defer close(watched); _ = gw.Run(ctx) }()
+	defer func() { cancel(); <-watched }()
+	if f.http == "" {
+		return serveMCPStdio(ctx, gw, g)
+	}
+	return serveMCPHTTP(ctx, gw, f, g)
 }
 
 // serveMCPStdio serves one session on stdin/stdout; stdout carries only

@@ -33,7 +33,7 @@ func runHelper(args []string) int {
 		if err != nil {
 			abi = 0
 		}
-		fmt.Printf("%sok abi=%d uid=%d\n", stderrPrefix, abi, os.Getuid())
+		fmt.Printf("%sok abi=%d uid=%d wire=%d\n", stderrPrefix, abi, os.Getuid(), wireVersion)
 		return 0
 	}
 	if len(args) > 0 && args[0] == zygoteFlag {

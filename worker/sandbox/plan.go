@@ -24,6 +24,15 @@ const (
 	ExitExecDenied = 126
 )
 
+// wireVersion is the version of what the worker and its helper say to
+// each other: the spec in the helper's argv, the zygote's control
+// messages, requests and replies (zygote_wire_linux.go). The helper states
+// it in its probe answer and in the zygote's ready message, and a worker
+// refuses a helper that states another (or none: a build from before the
+// version was stated, which spoke version 1). Raise it with every change
+// of that wire.
+const wireVersion = 2
+
 // stderrPrefix starts every line the helper itself writes.
 const stderrPrefix = "toolmesh-sandbox: "
 

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,6 +43,14 @@ func ProbeHelpers(ctx context.Context, candidates []string) Support {
 			continue
 		}
 		abi, err := probeHelper(ctx, h)
+		var mismatch *wireMismatch
+		if errors.As(err, &mismatch) {
+			// A helper of another build is refused outright rather than
+			// passed over for the next candidate: it is the one an
+			// operator put beside the worker, and running beside it
+			// unnoticed would hide a stale install.
+			return Support{Problem: fmt.Sprintf("sandbox helper %s: %v", h, err)}
+		}
 		if err != nil {
 			reasons = append(reasons, fmt.Sprintf("%s: %v", h, err))
 			continue
@@ -64,11 +73,31 @@ func probeHelper(ctx context.Context, helper string) (int, error) {
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("probe in a new user and network namespace failed: %v: %s", err, strings.TrimSpace(out.String()))
 	}
-	var abi, uid int
-	if _, err := fmt.Sscanf(strings.TrimSpace(out.String()), stderrPrefix+"ok abi=%d uid=%d", &abi, &uid); err != nil {
-		return 0, fmt.Errorf("not a sandbox helper (it answered %q)", strings.TrimSpace(out.String()))
+	return parseProbe(strings.TrimSpace(out.String()))
+}
+
+// parseProbe reads a helper's probe answer: its Landlock ABI, once its
+// wire version is this worker's.
+func parseProbe(answer string) (int, error) {
+	var abi, uid, wire int
+	n, _ := fmt.Sscanf(answer, stderrPrefix+"ok abi=%d uid=%d wire=%d", &abi, &uid, &wire)
+	switch {
+	case n < 2:
+		return 0, fmt.Errorf("not a sandbox helper (it answered %q)", answer)
+	case n == 2:
+		return 0, &wireMismatch{got: 1}
+	case wire != wireVersion:
+		return 0, &wireMismatch{got: wire}
 	}
 	return abi, nil
+}
+
+// wireMismatch is a helper from another build: it speaks wire version got.
+type wireMismatch struct{ got int }
+
+func (e *wireMismatch) Error() string {
+	return fmt.Sprintf("it speaks sandbox wire version %d and this worker %d: the helper is from another build of toolmesh; "+
+		"install toolmesh and %s from one build (make build puts them side by side)", e.got, wireVersion, HelperName)
 }
 
 // RootRunsAs is the uid and gid a root worker's confined programs run

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -340,8 +342,13 @@ func (zp *zygoteProc) ready() error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("sandbox zygote did not start: %v", err)
-	case string(b[:n]) == zygoteReady:
+	case string(b[:n]) == fmt.Sprintf("%s %d", zygoteReady, wireVersion):
 		return nil
+	case string(b[:n]) == zygoteReady:
+		return fmt.Errorf("sandbox zygote did not start: %v", &wireMismatch{got: 1})
+	case strings.HasPrefix(string(b[:n]), zygoteReady+" "):
+		got, _ := strconv.Atoi(strings.TrimPrefix(string(b[:n]), zygoteReady+" "))
+		return fmt.Errorf("sandbox zygote did not start: %v", &wireMismatch{got: got})
 	}
 	return fmt.Errorf("sandbox zygote did not start: %s", b[:n])
 }

@@ -48,7 +48,8 @@ const zygoteFlag = "--zygote"
 const zygoteControlFD = 3
 
 // zygoteReady and zygoteFailed start the zygote's first message on the
-// control socket: it is ready, or why it could not start.
+// control socket: it is ready (followed by a space and its wireVersion),
+// or why it could not start.
 const (
 	zygoteReady  = "ready"
 	zygoteFailed = "failed: "
@@ -112,7 +113,7 @@ func runZygote(args []string) int {
 		}
 		return ExitSetup
 	}
-	if _, err := control.Write([]byte(zygoteReady)); err != nil {
+	if _, err := control.Write(fmt.Appendf(nil, "%s %d", zygoteReady, wireVersion)); err != nil {
 		return ExitSetup
 	}
 	sigs := make(chan os.Signal, 1)
