@@ -114,7 +114,7 @@ func (c *Caller) catalogEntries(ctx context.Context, wait time.Duration) (map[st
 	}
 	gctx, gcancel := context.WithTimeout(ctx, wait)
 	defer gcancel()
-	entries, err := c.gatherCatalog(gctx, nil)
+	entries, err := c.gatherCatalog(gctx)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -192,13 +192,10 @@ func (c *Caller) resolveSets(ctx context.Context, bySet map[string][]string) map
 }
 
 // gatherCatalog asks every worker for its specs and collects the answers
-// until done (given the answers so far and the latest) says the set is
-// whole, or ctx ends.
-func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]catalogEntry, last catalogEntry) bool) (map[string]catalogEntry, error) {
+// until ctx ends (a mesh without a registry cannot know when all are in).
+func (c *Caller) gatherCatalog(ctx context.Context) (map[string]catalogEntry, error) {
 	var mu sync.Mutex
 	entries := map[string]catalogEntry{}
-	whole := make(chan struct{})
-	finished := false
 	// NewInbox, not NewRespInbox: a response inbox also matches the
 	// connection's request wildcard, and every answer would arrive twice.
 	inbox := c.nc.NewInbox()
@@ -211,10 +208,6 @@ func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]cat
 		mu.Lock()
 		defer mu.Unlock()
 		entries[e.WorkerID] = e
-		if !finished && done != nil && done(entries, e) {
-			finished = true
-			close(whole)
-		}
 	})
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeConnectionLost, err.Error())
@@ -223,13 +216,9 @@ func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]cat
 	if err := c.nc.PublishRequest(c.subjects.Catalog(), inbox, nil); err != nil {
 		return nil, c.problems.New(envelope.CodeConnectionLost, err.Error())
 	}
-	select {
-	case <-whole:
-	case <-ctx.Done():
-	}
+	<-ctx.Done()
 	mu.Lock()
 	defer mu.Unlock()
-	finished = true
 	return maps.Clone(entries), nil
 }
 
@@ -240,17 +229,17 @@ func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]cat
 func buildCatalog(entries map[string]catalogEntry) Catalog {
 	// Workers of one spec set share its decoded specs (one slice), so a
 	// spec's address names it: only a tool given by more than one set is
-	// compared by its JSON.
+	// compared by its JSON, and each set's tools are visited once.
 	byName := map[string]map[*envelope.ToolSpec][]string{} // name → spec → its workers
-	for _, e := range entries {
-		for i := range e.Tools {
-			s := &e.Tools[i]
+	for _, g := range specGroups(entries) {
+		for i := range g.tools {
+			s := &g.tools[i]
 			vs := byName[s.Name]
 			if vs == nil {
 				vs = map[*envelope.ToolSpec][]string{}
 				byName[s.Name] = vs
 			}
-			vs[s] = append(vs[s], e.WorkerID)
+			vs[s] = append(vs[s], g.workers...)
 		}
 	}
 	cat := Catalog{Tools: make([]CatalogTool, 0, len(byName)), Workers: len(entries)}
@@ -259,6 +248,39 @@ func buildCatalog(entries map[string]catalogEntry) Catalog {
 	}
 	sort.Slice(cat.Tools, func(i, j int) bool { return cat.Tools[i].Spec.Name < cat.Tools[j].Spec.Name })
 	return cat
+}
+
+// specGroup is the workers (sorted) sharing one decoded spec set.
+type specGroup struct {
+	tools   []envelope.ToolSpec
+	workers []string
+}
+
+// specGroups groups entries by the spec slice they share.
+func specGroups(entries map[string]catalogEntry) []*specGroup {
+	type slice struct {
+		first *envelope.ToolSpec
+		n     int
+	}
+	index := map[slice]*specGroup{}
+	var out []*specGroup
+	for _, e := range entries {
+		if len(e.Tools) == 0 {
+			continue
+		}
+		key := slice{&e.Tools[0], len(e.Tools)}
+		g := index[key]
+		if g == nil {
+			g = &specGroup{tools: e.Tools}
+			index[key] = g
+			out = append(out, g)
+		}
+		g.workers = append(g.workers, e.WorkerID)
+	}
+	for _, g := range out {
+		slices.Sort(g.workers)
+	}
+	return out
 }
 
 // variantsOf merges one tool's specs that are equal in JSON (copies from
@@ -285,7 +307,7 @@ func variantsOf(vs map[*envelope.ToolSpec][]string) map[string]*ToolVariant {
 func catalogTool(vs map[string]*ToolVariant) CatalogTool {
 	variants := make([]ToolVariant, 0, len(vs))
 	for _, v := range vs {
-		sort.Strings(v.Workers)
+		sortOnce(v.Workers)
 		variants = append(variants, *v)
 	}
 	sort.Slice(variants, func(i, j int) bool {
@@ -299,11 +321,19 @@ func catalogTool(vs map[string]*ToolVariant) CatalogTool {
 		t.Instances += len(v.Workers)
 		t.Workers = append(t.Workers, v.Workers...)
 	}
-	sort.Strings(t.Workers)
+	sortOnce(t.Workers)
 	if len(variants) > 1 {
 		t.Conflicts = variants[1:]
 	}
 	return t
+}
+
+// sortOnce sorts ids unless they are sorted already (a tool given by one
+// spec set has its set's sorted workers).
+func sortOnce(ids []string) {
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
 }
 
 // Describe returns the spec of tool, or tool_not_found when no worker

@@ -3,7 +3,6 @@ package caller
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -69,8 +68,8 @@ func (c *Caller) subscribePresence() (*nats.Subscription, error) {
 		if !ok || c.presence.repeat(wid, m.Data, now) {
 			return
 		}
-		var b wire.Beacon
-		if json.Unmarshal(m.Data, &b) != nil || b.WorkerID != wid || !wire.ValidWorkerID(wid) {
+		b, err := wire.ParseBeacon(m.Data)
+		if err != nil || b.WorkerID != wid || !wire.ValidWorkerID(wid) {
 			return
 		}
 		c.presence.beacon(b, m.Data, beaconInterval(b.IntervalMS, c.cfg.Heartbeat), now)

@@ -2,7 +2,6 @@ package caller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -63,8 +62,8 @@ func (c *Caller) registrySnapshot(ctx context.Context) (map[string]registered, e
 // stream that holds messages is retried, with a short pause that grows,
 // until ctx ends.
 func readRegistry(ctx context.Context, js jetstream.JetStream, stream string, cons jetstream.Consumer, prefix string) (map[string]registered, error) {
-	out := map[string]registered{}
-	var read uint64 // the highest stream sequence read
+	var out map[string]registered // sized by the first message's count of those pending
+	var read uint64               // the highest stream sequence read
 	pause := time.Millisecond
 	for {
 		batch, err := cons.FetchNoWait(1024)
@@ -74,16 +73,21 @@ func readRegistry(ctx context.Context, js jetstream.JetStream, stream string, co
 		n, last := 0, false
 		for m := range batch.Messages() {
 			n++
-			last = applyRegistryMsg(out, prefix, m) || last
-			if md, err := m.Metadata(); err == nil {
-				read = max(read, md.Sequence.Stream)
+			md, err := m.Metadata()
+			if err != nil {
+				continue
 			}
+			if out == nil {
+				out = make(map[string]registered, min(md.NumPending+1, maxRegistryHint))
+			}
+			read = max(read, md.Sequence.Stream)
+			last = applyRegistryMsg(out, prefix, m, md) || last
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return nil, err
 		}
 		if last {
-			return out, nil
+			return orEmpty(out), nil
 		}
 		if n > 0 {
 			continue
@@ -96,7 +100,7 @@ func readRegistry(ctx context.Context, js jetstream.JetStream, stream string, co
 		// Past the stream's last message (those after the pass's
 		// position may have expired meanwhile), or nothing stored.
 		if info.State.Msgs == 0 || info.State.LastSeq <= read {
-			return out, nil
+			return orEmpty(out), nil
 		}
 		select {
 		case <-ctx.Done():
@@ -107,13 +111,20 @@ func readRegistry(ctx context.Context, js jetstream.JetStream, stream string, co
 	}
 }
 
-// applyRegistryMsg applies one registry message to out; it reports
-// whether the message was the last one pending.
-func applyRegistryMsg(out map[string]registered, prefix string, m jetstream.Msg) bool {
-	md, err := m.Metadata()
-	if err != nil {
-		return false
+// maxRegistryHint bounds the registry map's initial size.
+const maxRegistryHint = 1 << 20
+
+// orEmpty is reg, or an empty registry when no message was read.
+func orEmpty(reg map[string]registered) map[string]registered {
+	if reg == nil {
+		return map[string]registered{}
 	}
+	return reg
+}
+
+// applyRegistryMsg applies one registry message (md its metadata) to
+// out; it reports whether the message was the last one pending.
+func applyRegistryMsg(out map[string]registered, prefix string, m jetstream.Msg, md *jetstream.MsgMetadata) bool {
 	key, ok := strings.CutPrefix(m.Subject(), prefix)
 	if !ok {
 		return md.NumPending == 0
@@ -123,8 +134,8 @@ func applyRegistryMsg(out map[string]registered, prefix string, m jetstream.Msg)
 		delete(out, key)
 		return md.NumPending == 0
 	}
-	var b wire.Beacon
-	if json.Unmarshal(m.Data(), &b) != nil || b.WorkerID != key || !wire.ValidWorkerID(key) {
+	b, err := wire.ParseBeacon(m.Data())
+	if err != nil || b.WorkerID != key || !wire.ValidWorkerID(key) {
 		return md.NumPending == 0 // not a worker's key: nothing to list
 	}
 	out[key] = registered{beacon: b, written: md.Timestamp}

@@ -137,8 +137,8 @@ func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *
 		case r := <-f.results:
 			f.land(r)
 		case m := <-beacons:
-			var b wire.Beacon
-			if json.Unmarshal(m.Data, &b) != nil || b.WorkerID == "" {
+			b, err := wire.ParseBeacon(m.Data)
+			if err != nil || b.WorkerID == "" {
 				continue
 			}
 			f.apply(ctx, b)

@@ -3,6 +3,8 @@ package wire
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // SpecsDigest names a catalogue's tools array by its content: the hex
@@ -36,4 +38,14 @@ type Beacon struct {
 	// RefreshMS is how often the worker rewrites its registry key (only
 	// in the registry's copy of the beacon).
 	RefreshMS int64 `json:"refresh_ms,omitempty"`
+}
+
+// ParseBeacon decodes a beacon (a presence message or a registry value).
+// A caller reads 10,000 of them in every registry pass; segmentio's
+// decoder, already the module's JSON validator (internal/jsonx), takes
+// about a third of encoding/json's time for one.
+func ParseBeacon(data []byte) (Beacon, error) {
+	var b Beacon
+	err := segjson.Unmarshal(data, &b)
+	return b, err
 }
