@@ -158,10 +158,8 @@ func withNoNewPrivs() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("own path: %v", err)
-	}
+	// The running file itself, even if its path was replaced since.
+	const self = "/proc/self/exe"
 	return fmt.Errorf("exec %s with no_new_privs: %v", self, syscall.Exec(self, os.Args, os.Environ()))
 }
 
