@@ -114,7 +114,7 @@ func (c *Caller) catalogEntries(ctx context.Context, wait time.Duration) (map[st
 	}
 	gctx, gcancel := context.WithTimeout(ctx, wait)
 	defer gcancel()
-	entries, err := c.gatherCatalog(gctx, nil)
+	entries, err := c.gatherCatalog(gctx)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -192,13 +192,10 @@ func (c *Caller) resolveSets(ctx context.Context, bySet map[string][]string) map
 }
 
 // gatherCatalog asks every worker for its specs and collects the answers
-// until done (given the answers so far and the latest) says the set is
-// whole, or ctx ends.
-func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]catalogEntry, last catalogEntry) bool) (map[string]catalogEntry, error) {
+// until ctx ends (a mesh without a registry cannot know when all are in).
+func (c *Caller) gatherCatalog(ctx context.Context) (map[string]catalogEntry, error) {
 	var mu sync.Mutex
 	entries := map[string]catalogEntry{}
-	whole := make(chan struct{})
-	finished := false
 	// NewInbox, not NewRespInbox: a response inbox also matches the
 	// connection's request wildcard, and every answer would arrive twice.
 	inbox := c.nc.NewInbox()
@@ -211,10 +208,6 @@ func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]cat
 		mu.Lock()
 		defer mu.Unlock()
 		entries[e.WorkerID] = e
-		if !finished && done != nil && done(entries, e) {
-			finished = true
-			close(whole)
-		}
 	})
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeConnectionLost, err.Error())
@@ -223,13 +216,9 @@ func (c *Caller) gatherCatalog(ctx context.Context, done func(got map[string]cat
 	if err := c.nc.PublishRequest(c.subjects.Catalog(), inbox, nil); err != nil {
 		return nil, c.problems.New(envelope.CodeConnectionLost, err.Error())
 	}
-	select {
-	case <-whole:
-	case <-ctx.Done():
-	}
+	<-ctx.Done()
 	mu.Lock()
 	defer mu.Unlock()
-	finished = true
 	return maps.Clone(entries), nil
 }
 

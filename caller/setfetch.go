@@ -25,6 +25,7 @@ const setQuiet = time.Second
 type setAsk struct {
 	key, digest, worker string
 	lone                bool // the set's only worker: its own answer is the truth
+	round               int
 }
 
 // setFetch is one batch of spec-set requests on one inbox: each answer's
@@ -66,7 +67,7 @@ func (c *Caller) askSets(ctx context.Context, need map[string][]string, out map[
 		}
 	})
 	for round := 0; round < maxSetAsks && len(keys) > 0 && ctx.Err() == nil; round++ {
-		f.collect(ctx, f.send(keys, round))
+		f.collect(ctx, round, f.send(keys, round))
 		keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := out[k]; return ok })
 	}
 }
@@ -84,7 +85,7 @@ func (f *setFetch) send(keys []string, round int) int {
 		if digest != key {
 			digest = ""
 		}
-		a := setAsk{key: key, digest: digest, worker: ids[round], lone: len(ids) == 1}
+		a := setAsk{key: key, digest: digest, worker: ids[round], lone: len(ids) == 1, round: round}
 		f.asks = append(f.asks, a)
 		reply := f.inbox + "." + strconv.Itoa(len(f.asks)-1)
 		if err := f.c.nc.PublishRequest(f.c.subjects.WorkerCatalog(a.worker), reply, nil); err != nil {
@@ -97,36 +98,39 @@ func (f *setFetch) send(keys []string, round int) int {
 	return sent
 }
 
-// collect takes answers until sent of them (late answers to an earlier
-// round count too, and are used) have come, setQuiet passes with none,
-// or ctx ends.
-func (f *setFetch) collect(ctx context.Context, sent int) {
+// collect takes answers until the sent requests of round have all been
+// answered, setQuiet passes with no answer, or ctx ends. A late answer
+// to an earlier round is used too, but does not count for this one.
+func (f *setFetch) collect(ctx context.Context, round, sent int) {
 	quiet := time.NewTimer(setQuiet)
 	defer quiet.Stop()
-	for got := 0; got < sent; got++ {
+	for got := 0; got < sent; {
 		select {
 		case <-ctx.Done():
 			return
 		case <-quiet.C:
 			return
 		case m := <-f.ch:
-			f.take(m)
+			if f.take(m) == round {
+				got++
+			}
 			quiet.Reset(setQuiet)
 		}
 	}
 }
 
-// take uses one answer: the set it was asked for is resolved when the
-// answer verifies and gives that set (or comes from the set's only
-// worker, whose own answer is newer than its registry key).
-func (f *setFetch) take(m *nats.Msg) {
+// take uses one answer and returns the round of the request it answers
+// (-1: none). The set asked for is resolved when the answer verifies and
+// gives that set (or comes from the set's only worker, whose own answer
+// is newer than its registry key).
+func (f *setFetch) take(m *nats.Msg) int {
 	i, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
 	if err != nil || i < 0 || i >= len(f.asks) {
-		return
+		return -1
 	}
 	a := f.asks[i]
 	if _, done := f.out[a.key]; done {
-		return
+		return a.round
 	}
 	e, err := f.c.verifiedEntry(m.Data, a.worker) // a 503 (no responders) has no data and fails here
 	switch {
@@ -137,4 +141,5 @@ func (f *setFetch) take(m *nats.Msg) {
 	default:
 		f.out[a.key] = e.Tools
 	}
+	return a.round
 }

@@ -53,6 +53,11 @@ func (w *Worker) openRegistry() jetstream.KeyValue {
 	}
 	ctx, cancel := context.WithTimeout(w.stopCtx, 2*time.Second)
 	defer cancel()
+	if refused := w.registryRefused(ctx); refused != "" {
+		w.log.Warn("worker registry unavailable: this identity may not use the JetStream API, so the worker runs unregistered and catalogues will say they cannot know the fleet's size",
+			"refused", refused)
+		return nil
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: w.subjects.RegistryBucket(), TTL: w.cfg.RegistryTTL, History: 1,
 		Description: "toolmesh workers: one key per live worker",
@@ -64,6 +69,27 @@ func (w *Worker) openRegistry() jetstream.KeyValue {
 		return nil
 	}
 	return kv
+}
+
+// registryRefused returns the registry's JetStream API subject when the
+// server refuses this identity a publish to it, "" otherwise. A request
+// the server refuses is never answered, so without asking first every
+// registry request would wait out its timeout (a pool under deploy/secure
+// has no JetStream API: 2 s of worker.New). The probe is the registry
+// stream's info request, flushed: the server reports a refused publish
+// before it answers the flush. Its answer, if any, goes unread.
+func (w *Worker) registryRefused(ctx context.Context) string {
+	subject := "$JS.API.STREAM.INFO.KV_" + w.subjects.RegistryBucket()
+	if err := w.nc.PublishRequest(subject, w.nc.NewInbox(), nil); err != nil {
+		return ""
+	}
+	if err := w.nc.FlushWithContext(ctx); err != nil {
+		return ""
+	}
+	if op, denied, ok := wire.Violation(w.nc.LastError()); ok && op == wire.OpPublish && denied == subject {
+		return subject
+	}
+	return ""
 }
 
 // refreshEvery is how often the worker rewrites its registry key.

@@ -4,9 +4,10 @@ package sandbox
 
 import "errors"
 
-// canInject says unshareInto works on this architecture: not here, so the
-// zygote's children unshare their user namespace themselves (at the cost
-// of a full fork rather than a vfork).
+// canInject says confineInto works on this architecture: not here, so the
+// zygote confines a thread per call and forks from it, and its children
+// unshare their user namespace themselves (at the cost of a full fork
+// rather than a vfork).
 const canInject = false
 
-func unshareInto(int) error { return errors.New("unshareInto: not on this architecture") }
+func confineInto(int, int) error { return errors.New("confineInto: not on this architecture") }

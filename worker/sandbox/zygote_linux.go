@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -23,12 +24,15 @@ import (
 // an exec rather than a helper's start and a new network namespace.
 //
 // Each program still gets everything a per-call helper gave it: a Landlock
-// domain of its own (the zygote confines a fresh thread per call and forks
-// from it, so concurrent calls are sibling domains that cannot signal or
-// trace one another), a user namespace of its own nested in the zygote's
-// (so its process limit counts only its own processes), and its resource
-// limits, set while it is stopped at its exec, before its first
-// instruction (ptrace), from outside its sandbox.
+// domain of its own (on amd64 and arm64 the program is made to restrict
+// itself while held at its exec, see confineInto; elsewhere the zygote
+// confines a fresh thread per call and forks from it; either way
+// concurrent calls are sibling domains that cannot signal or trace one
+// another), a user namespace of its own nested in the zygote's (so its
+// process limit counts only its own processes), and its resource limits,
+// set while it is stopped at its exec, before its first instruction
+// (ptrace), from outside its sandbox. The zygote's own threads stay
+// unconfined (with no_new_privs) where confineInto works.
 //
 // The worker talks to the zygote over a SOCK_SEQPACKET control socket
 // (fd 3): each message is one byte carrying four descriptors by
@@ -83,12 +87,14 @@ const requestFollows = "c"
 // zygote is the zygote's state: the ruleset every call's thread is
 // confined with, the limits, and the live process groups.
 type zygote struct {
-	ruleset  int
-	spec     string // the spec, as the helper takes it
-	self     string // this program, which serves as the helper
-	limits   Limits
-	uid, gid int
-	grace    time.Duration
+	ruleset int
+	// execGrants are the grants a program may be run from (see mayExec).
+	execGrants []string
+	spec       string // the spec, as the helper takes it
+	self       string // this program, which serves as the helper
+	limits     Limits
+	uid, gid   int
+	grace      time.Duration
 	// traced says programs are held at their exec by ptrace; when this
 	// host forbids ptrace, each program is started through the helper
 	// instead (see startUntraced).
@@ -103,6 +109,10 @@ type zygote struct {
 func runZygote(args []string) int {
 	if len(args) != 2 {
 		fmt.Fprintf(os.Stderr, "%susage: %s %s SPEC GRACE\n", stderrPrefix, helperFlag, zygoteFlag)
+		return ExitSetup
+	}
+	if err := withNoNewPrivs(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
 		return ExitSetup
 	}
 	control, z, err := newZygote(args[0], args[1])
@@ -130,8 +140,35 @@ func runZygote(args []string) int {
 	return 0
 }
 
+// withNoNewPrivs makes sure every thread of the zygote, and so every
+// program it starts, has no_new_privs (no exec gains privileges, and
+// Landlock may be applied): when it is not set, it sets it on this thread
+// and executes the zygote again from it. execve keeps it, and every thread
+// of the new image descends from that one. Once per zygote, never per
+// call.
+func withNoNewPrivs() error {
+	set, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil {
+		return fmt.Errorf("prctl(PR_GET_NO_NEW_PRIVS): %v", err)
+	}
+	if set == 1 {
+		return nil
+	}
+	runtime.LockOSThread() // never unlocked: the exec replaces the process
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	// The running file itself, even if its path was replaced since.
+	const self = "/proc/self/exe"
+	return fmt.Errorf("exec %s with no_new_privs: %v", self, syscall.Exec(self, os.Args, os.Environ()))
+}
+
 // newZygote reads the spec and grace and builds the ruleset.
 func newZygote(specJSON, graceText string) (*os.File, *zygote, error) {
+	// Inherited without close-on-exec (as every descriptor a child is
+	// given): set it, or every program started would hold the control
+	// socket, and could take other calls' requests and descriptors.
+	syscall.CloseOnExec(zygoteControlFD)
 	control, err := pollable(zygoteControlFD, "control")
 	if err != nil {
 		return nil, nil, fmt.Errorf("control socket: %v", err)
@@ -158,8 +195,8 @@ func newZygote(specJSON, graceText string) (*os.File, *zygote, error) {
 	if err != nil {
 		return control, nil, err
 	}
-	return control, &zygote{ruleset: fd, spec: specJSON, self: self, limits: s.Limits, uid: os.Getuid(), gid: os.Getgid(),
-		grace: grace, traced: traced, live: make(map[int]*child)}, nil
+	return control, &zygote{ruleset: fd, execGrants: execGrants(s), spec: specJSON, self: self, limits: s.Limits,
+		uid: os.Getuid(), gid: os.Getgid(), grace: grace, traced: traced, live: make(map[int]*child)}, nil
 }
 
 // mayTrace says whether this process may hold a child at its exec: a
@@ -246,7 +283,6 @@ func (z *zygote) serve(req *zygoteRequest, fds []int) {
 	}
 	start := z.startUntraced
 	if z.traced {
-		runtime.LockOSThread() // never unlocked: the thread ends with the call
 		start = z.start
 	}
 	c, code, err := start(*req, fds[1:])
@@ -268,27 +304,35 @@ func (z *zygote) serve(req *zygoteRequest, fds []int) {
 // and a pidfd of it (-1 when the kernel gave none).
 type child struct{ pid, pidfd int }
 
-// start confines the calling thread and starts the program from it,
-// stopped at its exec until its namespace and limits are set; on failure
-// it writes why on the program's stderr and returns the helper's exit
-// code for it.
+// start starts the program, stopped at its exec until it is confined and
+// its namespace and limits are set; on failure it writes why on the
+// program's stderr and returns the helper's exit code for it.
 func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 	fail := func(code int, format string, a ...any) (*child, int, error) {
 		err := fmt.Errorf(format, a...)
 		_, _ = unix.Write(stdio[2], []byte(stderrPrefix+err.Error()+"\n"))
 		return nil, code, err
 	}
-	if err := confineThread(z.ruleset); err != nil {
+	// Only the thread that forked a traced program may ptrace it.
+	runtime.LockOSThread()
+	files := []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])}
+	if canInject {
+		// The thread stays unconfined, and serves call after call: the
+		// program confines itself at its exec (confineInto), with the
+		// ruleset it gets as descriptor rulesetInChild.
+		defer runtime.UnlockOSThread()
+		if !z.mayExec(req.Argv[0]) {
+			return fail(ExitExecDenied, "exec %s: not beneath the sandbox's read or write grants", req.Argv[0])
+		}
+		files = append(files, uintptr(z.ruleset))
+	} else if err := confineThread(z.ruleset); err != nil {
+		// Never unlocked: the confined thread ends with the call.
 		return fail(ExitSetup, "%v", err)
 	}
 	pidfd := -1
 	attr := childAttr()
 	attr.PidFD = &pidfd
-	pid, err := syscall.ForkExec(req.Argv[0], req.Argv, &syscall.ProcAttr{
-		Env:   req.Env,
-		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
-		Sys:   attr,
-	})
+	pid, err := syscall.ForkExec(req.Argv[0], req.Argv, &syscall.ProcAttr{Env: req.Env, Files: files, Sys: attr})
 	if err != nil {
 		code := ExitSetup
 		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
@@ -306,6 +350,33 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 		return fail(ExitSetup, "%v", err)
 	}
 	return c, 0, nil
+}
+
+// rulesetInChild is the descriptor a program holds the zygote's ruleset
+// as, from its exec until confineInto closes it.
+const rulesetInChild = 3
+
+// mayExec checks what Landlock checked at the program's exec when the
+// zygote forked from a confined thread: that the program (symbolic links
+// resolved) lies beneath a grant that lets it run (read and write grants
+// both do). A program that cannot be resolved is left to its exec to
+// refuse.
+func (z *zygote) mayExec(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	return err != nil || covered(real, z.execGrants)
+}
+
+// execGrants are the spec's read and write grants, symbolic links resolved.
+func execGrants(s spec) []string {
+	var out []string
+	for _, list := range [][]string{s.RX, s.RW} {
+		for _, p := range list {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				out = append(out, real)
+			}
+		}
+	}
+	return out
 }
 
 // startUntraced starts the program where ptrace is forbidden, as
@@ -338,8 +409,9 @@ func (z *zygote) startUntraced(req zygoteRequest, stdio []int) (*child, int, err
 }
 
 // childAttr is how a program starts: in a process group of its own,
-// killed if its thread of the zygote ends, stopped at its exec (traced),
-// and, unless unshareInto will make it, in a user namespace of its own.
+// killed if its thread of the zygote ends (with confineInto, threads are
+// kept: it dies with the zygote), stopped at its exec (traced), and,
+// unless confineInto will make it, in a user namespace of its own.
 func childAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Ptrace: true}
 	if !canInject {
@@ -348,24 +420,31 @@ func childAttr() *syscall.SysProcAttr {
 	return a
 }
 
-// release lets the program stopped at its exec go, once its user
-// namespace maps its user and group and its limits are set.
+// release lets the program stopped at its exec go, once it is confined
+// (where confineInto works), its user namespace maps its user and group
+// and its limits are set.
 func (z *zygote) release(pid int) error {
 	if err := waitStop(pid); err != nil {
 		return err
 	}
 	if canInject {
-		if err := unshareInto(pid); err != nil {
+		if err := confineInto(pid, rulesetInChild); err != nil {
 			return err
 		}
-	}
-	// The maps are written under /proc, which this thread's sandbox
-	// denies: a goroutine that is not locked runs on a thread that was
-	// never confined (confined threads are locked and end with their call).
-	errc := make(chan error, 1)
-	go func() { errc <- z.prepare(pid) }()
-	if err := <-errc; err != nil {
-		return err
+		// This thread was never confined: it may write under /proc.
+		if err := z.prepare(pid); err != nil {
+			return err
+		}
+	} else {
+		// The maps are written under /proc, which this thread's sandbox
+		// denies: a goroutine that is not locked runs on a thread that
+		// was never confined (confined threads are locked and end with
+		// their call).
+		errc := make(chan error, 1)
+		go func() { errc <- z.prepare(pid) }()
+		if err := <-errc; err != nil {
+			return err
+		}
 	}
 	if err := syscall.PtraceDetach(pid); err != nil {
 		return fmt.Errorf("ptrace detach: %v", err)

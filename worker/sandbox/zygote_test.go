@@ -117,6 +117,10 @@ func checkConfinement(t *testing.T, z *Zygote) {
 		{"runs as the worker's user", "id -u", uid + "\n", "", 0},
 		{"limits set", "grep -E '^Max (cpu time|processes|open files)' /proc/self/limits | tr -s ' '",
 			"Max cpu time 7 8 seconds \nMax processes 8 8 processes \nMax open files 32 32 files \n", "", 0},
+		// The ruleset reaches the program as descriptor 3 and is closed
+		// before the program's first instruction.
+		{"holds no descriptor beyond its stdio", "readlink /proc/$$/fd/3 || echo none", "none\n", "", 0},
+		{"has no_new_privs", "grep '^NoNewPrivs:' /proc/self/status | tr -d ' \t'", "NoNewPrivs:1\n", "", 0},
 		{"a user namespace of its own", "readlink /proc/self/ns/user", "", "", 0},
 		{"another user namespace of its own", "readlink /proc/self/ns/user", "", "", 0},
 	}
@@ -140,6 +144,34 @@ func checkConfinement(t *testing.T, z *Zygote) {
 			}
 			if out != c.wantOut {
 				t.Fatalf("stdout %q, want %q", out, c.wantOut)
+			}
+		})
+	}
+}
+
+// A program outside the grants does not run, and says why, whether the
+// zygote holds it at its exec (where mayExec refuses it before the fork)
+// or starts it through the helper (where Landlock refuses the exec).
+func TestZygoteRefusesAProgramOutsideItsGrants(t *testing.T) {
+	for _, denyPtrace := range []string{"", "1"} {
+		t.Run("ptrace denied "+denyPtrace, func(t *testing.T) {
+			t.Setenv(denyPtraceEnv, denyPtrace)
+			z := zygoteFor(t, &Policy{}) // /bin/sh and its libraries, not /bin/true
+			errR, errW, _ := os.Pipe()
+			run, err := z.Start([]string{"/bin/true"}, nil, nil, os.Stdout, errW)
+			errW.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stderr, _ := io.ReadAll(errR)
+			end, err := run.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Through the helper (ptrace denied) the helper ran, as the
+			// program's pid, and its exec was refused.
+			if (run.Pid != 0) != (denyPtrace != "") || end.ExitCode() != ExitExecDenied || !strings.Contains(string(stderr), "exec /bin/true") {
+				t.Fatalf("pid %d, exit %d, stderr %q; want no program, exit %d", run.Pid, end.ExitCode(), stderr, ExitExecDenied)
 			}
 		})
 	}
