@@ -110,12 +110,24 @@ func (w *Worker) untrack(c *call) {
 	// A peer without calls lingers until its next beat, which forgets it:
 	// a caller whose calls come one at a time keeps one peer, not one per call.
 	if p.latest == c {
-		p.latest = nil
-		for other := range p.calls {
-			p.latest = other
-			break
+		p.latest = mostRecent(p.calls)
+		if p.latest != nil {
+			p.interval = p.latest.interval
 		}
 	}
+}
+
+// mostRecent is the call of calls received last (nil for none): the one
+// whose reply subject carries the peer's beats and whose interval they
+// keep (§8.1), so the caller judges silence by what it asked for last.
+func mostRecent(calls map[*call]struct{}) *call {
+	var latest *call
+	for c := range calls {
+		if latest == nil || c.started.After(latest.started) {
+			latest = c
+		}
+	}
+	return latest
 }
 
 // beat sends p's heartbeat, keeps server-made reply mappings alive, and

@@ -24,12 +24,15 @@ import (
 // an exec rather than a helper's start and a new network namespace.
 //
 // Each program still gets everything a per-call helper gave it: a Landlock
-// domain of its own (the zygote confines a fresh thread per call and forks
-// from it, so concurrent calls are sibling domains that cannot signal or
-// trace one another), a user namespace of its own nested in the zygote's
-// (so its process limit counts only its own processes), and its resource
-// limits, set while it is stopped at its exec, before its first
-// instruction (ptrace), from outside its sandbox.
+// domain of its own (on amd64 and arm64 the program is made to restrict
+// itself while held at its exec, see confineInto; elsewhere the zygote
+// confines a fresh thread per call and forks from it; either way
+// concurrent calls are sibling domains that cannot signal or trace one
+// another), a user namespace of its own nested in the zygote's (so its
+// process limit counts only its own processes), and its resource limits,
+// set while it is stopped at its exec, before its first instruction
+// (ptrace), from outside its sandbox. The zygote's own threads stay
+// unconfined (with no_new_privs) where confineInto works.
 //
 // The worker talks to the zygote over a SOCK_SEQPACKET control socket
 // (fd 3): each message is one byte carrying four descriptors by
@@ -155,10 +158,8 @@ func withNoNewPrivs() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("own path: %v", err)
-	}
+	// The running file itself, even if its path was replaced since.
+	const self = "/proc/self/exe"
 	return fmt.Errorf("exec %s with no_new_privs: %v", self, syscall.Exec(self, os.Args, os.Environ()))
 }
 
