@@ -2,6 +2,7 @@ package caller
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,13 +60,7 @@ func (c *Caller) askSets(ctx context.Context, need map[string][]string, out map[
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	_ = sub.SetPendingLimits(-1, -1)
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range need {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	keys := slices.Sorted(maps.Keys(need))
 	for round := 0; round < maxSetAsks && len(keys) > 0 && ctx.Err() == nil; round++ {
 		f.collect(ctx, round, f.send(keys, round))
 		keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := out[k]; return ok })
