@@ -157,7 +157,7 @@ type Caller struct {
 	// specs caches decoded catalogue spec sets by digest (catalog.go).
 	specs specCache
 	// search keeps the search index of the last catalogue (searchindex.go).
-	search searchCache
+	search SearchCache
 	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
 	// catalogue subject (scope.go).
 	trusted trustedSets

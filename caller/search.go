@@ -28,7 +28,7 @@ func (c *Caller) Search(ctx context.Context, query string) ([]SearchHit, error) 
 	if err != nil {
 		return nil, err
 	}
-	return c.search.index(cat).Search(query), nil
+	return c.search.Index(cat).Search(query), nil
 }
 
 // SearchCatalog ranks cat's tools against query as Search does, so a

@@ -148,9 +148,9 @@ func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var sc searchCache
-			first := sc.index(base)
-			ix := sc.index(tc.next)
+			var sc SearchCache
+			first := sc.Index(base)
+			ix := sc.Index(tc.next)
 			if kept := sc.last == first; kept != tc.kept {
 				t.Fatalf("index kept=%v, want %v", kept, tc.kept)
 			}
@@ -191,10 +191,10 @@ func BenchmarkSearchKeptIndex(b *testing.B) {
 	for _, n := range []int{5_000, 50_000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			cat := searchFleet(b, n)
-			var sc searchCache
-			sc.index(cat)
+			var sc SearchCache
+			sc.Index(cat)
 			for b.Loop() {
-				if hits := sc.index(cat).Search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+				if hits := sc.Index(cat).Search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
 					b.Fatal("read a file: fs.read_file not first")
 				}
 			}

@@ -141,16 +141,21 @@ func sameSearchText(a, b *envelope.ToolSpec) bool {
 		string(a.InputSchema) == string(b.InputSchema) && slices.Equal(a.Tags, b.Tags)
 }
 
-// searchCache is a caller's index of its last catalogue revision. The
-// zero value is ready.
-type searchCache struct {
+// SearchCache keeps the index of the last catalogue searched, so that
+// repeated searches of an unchanged catalogue cost only their query: a
+// Caller keeps one for Search, and the MCP gateway one for its search
+// tool. Give it the catalogue's tools in a stable order (a Catalog's are
+// sorted by name): a reordered catalogue reads as a changed one. The zero
+// value is ready; it is safe for concurrent use.
+type SearchCache struct {
 	mu   sync.Mutex
 	last *SearchIndex
 }
 
-// index returns the index of cat: the last one while the catalogue's
-// tools read the same, else a new one, kept.
-func (sc *searchCache) index(cat Catalog) *SearchIndex {
+// Index returns the index of cat: the last one while the catalogue's tools
+// read the same (with cat's tools, as they are now, in its hits), else a
+// new one, kept.
+func (sc *SearchCache) Index(cat Catalog) *SearchIndex {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.last != nil {

@@ -93,7 +93,10 @@ type Gateway struct {
 	// known is every tool the filter allows in the fleet as last seen
 	// (what a search ranks); lastView is the view last applied, and
 	// revealed the MCP names searches have added (progressive.go).
-	known    map[string]caller.CatalogTool
+	known map[string]caller.CatalogTool
+	// index is the search index of known as last searched, kept while
+	// the known tools read the same (it has a lock of its own).
+	index    caller.SearchCache
 	lastView fleetView
 	revealed map[string]bool
 	// surf are the bridged servers' resources, prompts and completions

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -117,7 +118,10 @@ func (g *Gateway) search(query string, limit int) ([]*mcp.Tool, int) {
 		cat.Tools = append(cat.Tools, ct)
 	}
 	g.mu.Unlock()
-	hits := caller.SearchCatalog(cat, query)
+	// In name order, as a Catalog's, so the kept index is reused while the
+	// known tools stay the same.
+	slices.SortFunc(cat.Tools, func(a, b caller.CatalogTool) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+	hits := g.index.Index(cat).Search(query)
 	out := []*mcp.Tool{}
 	for _, h := range hits {
 		if len(out) == limit {
