@@ -41,10 +41,5 @@ func setSyscall(r *syscall.PtraceRegs, c injectedCall) ([]byte, error) {
 	return amd64Syscall, nil
 }
 
-// syscallErrno is the injected call's error (0: it succeeded).
-func syscallErrno(r *syscall.PtraceRegs) syscall.Errno {
-	if e := -int64(r.Rax); e > 0 && e < 4096 {
-		return syscall.Errno(e)
-	}
-	return 0
-}
+// returnValue is what the injected call returned.
+func returnValue(r *syscall.PtraceRegs) int64 { return int64(r.Rax) }

@@ -2,7 +2,10 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // canInject says confineInto works on this architecture: not here, so the
 // zygote confines a thread per call and forks from it, and its children
@@ -10,4 +13,6 @@ import "errors"
 // rather than a vfork).
 const canInject = false
 
-func confineInto(int, int) error { return errors.New("confineInto: not on this architecture") }
+func confineInto(int, int, *[]syscall.Signal) error {
+	return errors.New("confineInto: not on this architecture")
+}

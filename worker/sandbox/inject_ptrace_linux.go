@@ -34,9 +34,12 @@ const (
 // instruction at its program counter, and for each call the registers are
 // set and the program single-stepped over it (one stop each); then the
 // instruction and the registers are put back, so the program starts
-// afresh where it would have. Any failure leaves the program stopped, for
-// the caller to kill: it never runs unconfined.
-func confineInto(pid, ruleset int) error {
+// afresh where it would have. A signal that stops the program before an
+// injected call ran is appended to held, undelivered (the call is stepped
+// again), for the caller to queue again once the program is confined.
+// Each call must return exactly 0. Any failure leaves the program
+// stopped, for the caller to kill: it never runs unconfined.
+func confineInto(pid, ruleset int, held *[]syscall.Signal) error {
 	var saved syscall.PtraceRegs
 	if err := syscall.PtraceGetRegs(pid, &saved); err != nil {
 		return fmt.Errorf("ptrace getregs: %v", err)
@@ -59,11 +62,11 @@ func confineInto(pid, ruleset int) error {
 				return err
 			}
 		}
-		if err := stepOver(pid, &regs); err != nil {
+		if err := stepOver(pid, &regs, len(insn), held); err != nil {
 			return err
 		}
-		if e := syscallErrno(&regs); e != 0 {
-			return fmt.Errorf("%s: %v", [...]string{"unshare(CLONE_NEWUSER)", "landlock_restrict_self", "close"}[c.call], e)
+		if err := syscallResult(&regs); err != nil {
+			return fmt.Errorf("%s: %v", [...]string{"unshare(CLONE_NEWUSER)", "landlock_restrict_self", "close"}[c.call], err)
 		}
 	}
 	if _, err := syscall.PtracePokeText(pid, pc, orig); err != nil {
@@ -88,19 +91,60 @@ func swapText(pid int, pc uintptr, insn []byte) ([]byte, error) {
 }
 
 // stepOver sets regs, runs the program pid one instruction (the injected
-// system call) and reads its registers back into regs.
-func stepOver(pid int, regs *syscall.PtraceRegs) error {
+// system call, insnLen bytes long) and reads its registers back into
+// regs. Only a SIGTRAP stop just past the instruction shows it ran: a
+// signal pending for the program stops it before the instruction instead
+// (its registers then still hold the call's number and arguments); that
+// signal is appended to held, undelivered, and the program stepped again.
+// Any other stop is an error.
+func stepOver(pid int, regs *syscall.PtraceRegs, insnLen int, held *[]syscall.Signal) error {
+	pc := programCounter(regs)
 	if err := syscall.PtraceSetRegs(pid, regs); err != nil {
 		return fmt.Errorf("ptrace setregs: %v", err)
 	}
-	if err := syscall.PtraceSingleStep(pid); err != nil {
-		return fmt.Errorf("ptrace singlestep: %v", err)
+	for range maxHeldStops {
+		if err := syscall.PtraceSingleStep(pid); err != nil {
+			return fmt.Errorf("ptrace singlestep: %v", err)
+		}
+		sig, err := waitStop(pid)
+		if err != nil {
+			return err
+		}
+		if err := syscall.PtraceGetRegs(pid, regs); err != nil {
+			return fmt.Errorf("ptrace getregs: %v", err)
+		}
+		stepped, err := classifyStep(sig, programCounter(regs), pc, insnLen)
+		if err != nil || stepped {
+			return err
+		}
+		*held = append(*held, sig)
 	}
-	if err := waitStop(pid); err != nil {
-		return err
+	return fmt.Errorf("the program was signalled %d times during an injected system call", maxHeldStops)
+}
+
+// classifyStep says what a stop with signal sig at at, of a program
+// single-stepped from pc over an instruction insnLen bytes long, shows:
+// the instruction ran (a SIGTRAP just past it), or it did not yet (another
+// signal, still at pc: step again), or neither, an error.
+func classifyStep(sig syscall.Signal, at, pc uintptr, insnLen int) (bool, error) {
+	switch {
+	case sig == syscall.SIGTRAP && at == pc+uintptr(insnLen):
+		return true, nil
+	case sig != syscall.SIGTRAP && at == pc:
+		return false, nil
 	}
-	if err := syscall.PtraceGetRegs(pid, regs); err != nil {
-		return fmt.Errorf("ptrace getregs: %v", err)
+	return false, fmt.Errorf("injected system call at %#x: unexpected stop (%v) at %#x", pc, sig, at)
+}
+
+// syscallResult is nil when the injected call returned exactly 0 (each of
+// them returns 0 on success), else why not.
+func syscallResult(r *syscall.PtraceRegs) error {
+	switch v := returnValue(r); {
+	case v == 0:
+		return nil
+	case -v > 0 && -v < 4096:
+		return syscall.Errno(-v)
+	default:
+		return fmt.Errorf("returned %d, not 0", v)
 	}
-	return nil
 }

@@ -84,8 +84,9 @@ const inlineRequestMax = 8 << 10
 // socket.
 const requestFollows = "c"
 
-// zygote is the zygote's state: the ruleset every call's thread is
-// confined with, the limits, and the live process groups.
+// zygote is the zygote's state: the ruleset every program is confined
+// with (by confineInto, or, where that does not work, through the thread
+// it is forked from), the limits, and the live process groups.
 type zygote struct {
 	ruleset int
 	// execGrants are the grants a program may be run from (see mayExec).
@@ -264,8 +265,9 @@ func closeFDs(fds []int) {
 
 // serve runs one call: req is its request (nil: it follows on the call's
 // socket), fds its socket and the program's stdin, stdout and stderr. A
-// traced program is started from a thread of its own, confined for this
-// call and ended with it (the goroutine never unlocks it).
+// traced program is started from a locked thread: where confineInto works
+// the thread stays unconfined and is unlocked after the start; elsewhere
+// it is confined for this call and ended with it (never unlocked).
 func (z *zygote) serve(req *zygoteRequest, fds []int) {
 	sock := os.NewFile(uintptr(fds[0]), "call")
 	defer sock.Close()
@@ -421,14 +423,22 @@ func childAttr() *syscall.SysProcAttr {
 }
 
 // release lets the program stopped at its exec go, once it is confined
-// (where confineInto works), its user namespace maps its user and group
-// and its limits are set.
+// (where confineInto works), its user namespace maps its
+// user and group and its limits are set. Signals sent to it while it was
+// held are queued again just before it goes.
 func (z *zygote) release(pid int) error {
-	if err := waitStop(pid); err != nil {
+	held, err := awaitExec(pid)
+	if err != nil {
 		return err
 	}
+	return z.releaseHeld(pid, held)
+}
+
+// releaseHeld is release once the program pid is held at its exec stop;
+// held are the signals sent to it so far.
+func (z *zygote) releaseHeld(pid int, held []syscall.Signal) error {
 	if canInject {
-		if err := confineInto(pid, rulesetInChild); err != nil {
+		if err := confineInto(pid, rulesetInChild, &held); err != nil {
 			return err
 		}
 		// This thread was never confined: it may write under /proc.
@@ -445,6 +455,9 @@ func (z *zygote) release(pid int) error {
 		if err := <-errc; err != nil {
 			return err
 		}
+	}
+	if err := queueAgain(pid, held); err != nil {
+		return err
 	}
 	if err := syscall.PtraceDetach(pid); err != nil {
 		return fmt.Errorf("ptrace detach: %v", err)
