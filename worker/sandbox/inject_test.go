@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -180,5 +181,65 @@ func TestClassifyStep(t *testing.T) {
 				t.Fatalf("stepped %v, err %v; want %v, error %v", stepped, err, c.stepped, c.err)
 			}
 		})
+	}
+}
+
+// mayExec fails closed: a program that cannot be resolved is refused too.
+func TestMayExec(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.WriteFile(in, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	z := &zygote{execGrants: []string{dir}}
+	cases := []struct {
+		name, path string
+		code       int // 0: allowed
+	}{
+		{"beneath a grant", in, 0},
+		{"outside the grants", "/bin/sh", ExitExecDenied},
+		{"missing", filepath.Join(dir, "missing"), ExitSetup},
+		{"missing outside the grants", "/no/such/program", ExitSetup},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := z.mayExec(c.path)
+			if (err == nil) != (c.code == 0) || (err != nil && execCode(err) != c.code) {
+				t.Fatalf("mayExec(%s) = %v; want exit code %d", c.path, err, c.code)
+			}
+		})
+	}
+}
+
+// What the program runs is checked again at its exec stop: a script
+// beneath a grant whose interpreter is not is refused there (mayExec saw
+// only the script), as Landlock refused the interpreter's exec.
+func TestZygoteRefusesAnInterpreterOutsideItsGrants(t *testing.T) {
+	dir, err := os.MkdirTemp("", "zygote-script")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "s")
+	if err := os.WriteFile(script, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	z := zygoteFor(t, &Policy{Read: []string{dir}}) // /bin/sh and its libraries, not /bin/true
+	errR, errW, _ := os.Pipe()
+	run, err := z.Start([]string{script}, nil, nil, os.Stdout, errW)
+	errW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, _ := io.ReadAll(errR)
+	end, err := run.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Pid != 0 || end.ExitCode() != ExitExecDenied || !strings.Contains(string(stderr), "exec "+script) {
+		t.Fatalf("pid %d, exit %d, stderr %q; want no program, exit %d", run.Pid, end.ExitCode(), stderr, ExitExecDenied)
 	}
 }

@@ -323,8 +323,8 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 		// program confines itself at its exec (confineInto), with the
 		// ruleset it gets as descriptor rulesetInChild.
 		defer runtime.UnlockOSThread()
-		if !z.mayExec(req.Argv[0]) {
-			return fail(ExitExecDenied, "exec %s: not beneath the sandbox's read or write grants", req.Argv[0])
+		if err := z.mayExec(req.Argv[0]); err != nil {
+			return fail(execCode(err), "exec %s: %v", req.Argv[0], err)
 		}
 		files = append(files, uintptr(z.ruleset))
 	} else if err := confineThread(z.ruleset); err != nil {
@@ -336,11 +336,7 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 	attr.PidFD = &pidfd
 	pid, err := syscall.ForkExec(req.Argv[0], req.Argv, &syscall.ProcAttr{Env: req.Env, Files: files, Sys: attr})
 	if err != nil {
-		code := ExitSetup
-		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
-			code = ExitExecDenied
-		}
-		return fail(code, "exec %s: %v", req.Argv[0], err)
+		return fail(execCode(err), "exec %s: %v", req.Argv[0], err)
 	}
 	c := &child{pid: pid, pidfd: pidfd}
 	z.mu.Lock()
@@ -349,6 +345,9 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 	if err := z.release(pid); err != nil {
 		z.kill(c, syscall.SIGKILL)
 		z.reap(c)
+		if errors.Is(err, errExecDenied) {
+			return fail(ExitExecDenied, "exec %s: %v", req.Argv[0], err)
+		}
 		return fail(ExitSetup, "%v", err)
 	}
 	return c, 0, nil
@@ -358,14 +357,47 @@ func (z *zygote) start(req zygoteRequest, stdio []int) (*child, int, error) {
 // as, from its exec until confineInto closes it.
 const rulesetInChild = 3
 
+// errExecDenied is why a program outside the grants is refused.
+var errExecDenied = errors.New("not beneath the sandbox's read or write grants")
+
+// execCode is the helper's exit code for a program that could not be
+// started because of err: ExitExecDenied when it was refused.
+func execCode(err error) int {
+	if errors.Is(err, errExecDenied) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		return ExitExecDenied
+	}
+	return ExitSetup
+}
+
 // mayExec checks what Landlock checked at the program's exec when the
 // zygote forked from a confined thread: that the program (symbolic links
 // resolved) lies beneath a grant that lets it run (read and write grants
-// both do). A program that cannot be resolved is left to its exec to
-// refuse.
-func (z *zygote) mayExec(path string) bool {
+// both do). A program that cannot be resolved is refused (fail closed);
+// checkExec checks again at its exec stop what it then runs.
+func (z *zygote) mayExec(path string) error {
 	real, err := filepath.EvalSymlinks(path)
-	return err != nil || covered(real, z.execGrants)
+	if err != nil {
+		return err
+	}
+	if !covered(real, z.execGrants) {
+		return errExecDenied
+	}
+	return nil
+}
+
+// checkExec checks, with the program pid held at its exec stop, that the
+// file it runs (the interpreter, for a script) lies beneath a grant that
+// lets it run: the path mayExec checked may have been replaced between
+// the check and the exec.
+func (z *zygote) checkExec(pid int) error {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return fmt.Errorf("what the program runs: %v", err)
+	}
+	if !covered(exe, z.execGrants) {
+		return fmt.Errorf("it runs %s, %w", exe, errExecDenied)
+	}
+	return nil
 }
 
 // execGrants are the spec's read and write grants, symbolic links resolved.
@@ -423,7 +455,7 @@ func childAttr() *syscall.SysProcAttr {
 }
 
 // release lets the program stopped at its exec go, once it is confined
-// (where confineInto works), its user namespace maps its
+// (where confineInto works, after checkExec), its user namespace maps its
 // user and group and its limits are set. Signals sent to it while it was
 // held are queued again just before it goes.
 func (z *zygote) release(pid int) error {
@@ -438,6 +470,9 @@ func (z *zygote) release(pid int) error {
 // held are the signals sent to it so far.
 func (z *zygote) releaseHeld(pid int, held []syscall.Signal) error {
 	if canInject {
+		if err := z.checkExec(pid); err != nil {
+			return err
+		}
 		if err := confineInto(pid, rulesetInChild, &held); err != nil {
 			return err
 		}
