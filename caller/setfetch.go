@@ -2,9 +2,9 @@ package caller
 
 import (
 	"context"
+	"crypto/rand"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,13 +30,15 @@ type setAsk struct {
 }
 
 // setFetch is one batch of spec-set requests on one inbox: each answer's
-// reply subject ends in the index of its ask.
+// reply subject ends in its ask's token, random and used once, so a
+// worker asked once cannot answer for another worker's ask by guessing
+// its subject, nor count twice towards a round.
 type setFetch struct {
 	c     *Caller
 	need  map[string][]string // set key → its workers
 	out   map[string][]envelope.ToolSpec
 	inbox string
-	asks  []setAsk
+	asks  map[string]setAsk // reply token → the ask not yet answered
 	ch    chan *nats.Msg
 }
 
@@ -52,7 +54,7 @@ func (c *Caller) askSets(ctx context.Context, need map[string][]string, out map[
 	if len(need) == 0 {
 		return
 	}
-	f := &setFetch{c: c, need: need, out: out, inbox: c.nc.NewInbox(), ch: make(chan *nats.Msg, maxSetAsks*len(need))}
+	f := &setFetch{c: c, need: need, out: out, inbox: c.nc.NewInbox(), asks: map[string]setAsk{}, ch: make(chan *nats.Msg, maxSetAsks*len(need))}
 	sub, err := c.nc.ChanSubscribe(f.inbox+".*", f.ch)
 	if err != nil {
 		c.log.Debug("catalogue: spec sets not fetched", "err", err)
@@ -81,8 +83,9 @@ func (f *setFetch) send(keys []string, round int) int {
 			digest = ""
 		}
 		a := setAsk{key: key, digest: digest, worker: ids[round], lone: len(ids) == 1, round: round}
-		f.asks = append(f.asks, a)
-		reply := f.inbox + "." + strconv.Itoa(len(f.asks)-1)
+		token := rand.Text()
+		f.asks[token] = a
+		reply := f.inbox + "." + token
 		if err := f.c.nc.PublishRequest(f.c.subjects.WorkerCatalog(a.worker), reply, nil); err != nil {
 			f.c.log.Debug("catalogue: spec set request not sent", "worker", a.worker, "err", err)
 			continue
@@ -119,11 +122,12 @@ func (f *setFetch) collect(ctx context.Context, round, sent int) {
 // gives that set (or comes from the set's only worker, whose own answer
 // is newer than its registry key).
 func (f *setFetch) take(m *nats.Msg) int {
-	i, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
-	if err != nil || i < 0 || i >= len(f.asks) {
-		return -1
+	token := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	a, asked := f.asks[token]
+	if !asked {
+		return -1 // not ours, or answered already
 	}
-	a := f.asks[i]
+	delete(f.asks, token)
 	if _, done := f.out[a.key]; done {
 		return a.round
 	}

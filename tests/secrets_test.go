@@ -172,6 +172,37 @@ func TestHandlerErrorsLoseURLCredentialsAndBearer(t *testing.T) {
 	lw.finish(t, f, password, bearer)
 }
 
+// A middleware that takes the bearer off the request (an auth layer that
+// checks it and passes it on in the context) does not turn its redaction
+// off: the worker redacts the bearer the call brought, not whatever
+// req.Bearer holds when the call ends.
+func TestBearerTakenOffTheRequestStaysRedacted(t *testing.T) {
+	lw := newLeakWatch(t)
+	f := newMesh(t, worker.Config{Logger: lw.log, TracerProvider: lw.tp}, caller.Config{Logger: lw.log, TracerProvider: lw.tp})
+	type tokenKey struct{}
+	takeBearer := func(next worker.Handler) worker.Handler {
+		return worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+			ctx = context.WithValue(ctx, tokenKey{}, req.Bearer)
+			req.Bearer = ""
+			return next.Handle(ctx, req, emit)
+		})
+	}
+	err := f.w.Register(envelope.ToolSpec{Name: "api.fetch"}, worker.HandlerFunc(func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		return nil, fmt.Errorf("the API refused token %s", ctx.Value(tokenKey{}))
+	}), takeBearer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := randomToken(t, 40)
+	resp, err := f.c.Call(context.Background(), "api.fetch", nil, caller.WithBearer(bearer))
+	p := wantCode(t, err, envelope.CodeToolFailed)
+	if !strings.Contains(p.Detail, "the API refused token") {
+		t.Fatalf("detail %q: want the handler's error, redacted", p.Detail)
+	}
+	lw.seen = append(lw.seen, string(mustJSON(p)), string(mustJSON(resp)))
+	lw.finish(t, f, bearer)
+}
+
 // A bridged server's env secret in the text of its isError result, at
 // every offset around the 2,000-byte cut of the Problem's detail, is in
 // no Problem (detail nor mcp_content), span or log.

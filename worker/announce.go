@@ -135,11 +135,11 @@ func (a *announcer) publish(calls []*call) {
 		head := wire.AppendBeatHead(nil, a.w.cfg.ID, cs[0].interval.Milliseconds())
 		buf := append(make([]byte, 0, len(head)+len(cs)*27), head...)
 		for _, c := range cs {
-			if len(buf)+len(c.id)+1 > limit {
+			if len(buf)+len(c.key.id)+1 > limit {
 				a.w.publishBeat(cs[0], buf)
 				buf = append(buf[:0], head...)
 			}
-			buf = append(append(buf, c.id...), ' ')
+			buf = append(append(buf, c.key.id...), ' ')
 		}
 		a.w.publishBeat(cs[0], buf)
 	}

@@ -152,7 +152,7 @@ func (c *call) open(q Question, schema *envelope.Schema, approval *envelope.Appr
 		return "", nil, errCallEnded
 	}
 	c.qseq++
-	id := "Q" + strconv.Itoa(c.qseq)
+	id := "Q" + strconv.Itoa(int(c.qseq))
 	ev := envelope.QuestionEvent(q.Message, envelope.Question{ID: id, Schema: q.Schema, WorkerID: c.w.cfg.ID,
 		TimeoutMS: max(timeout.Milliseconds(), 1), Approval: approval, Sampling: q.Sampling})
 	if err := c.enqueueFreeLocked(ev); err != nil {
@@ -226,7 +226,7 @@ func (c *call) answer(ctl wire.Control) {
 	span := trace.SpanFromContext(c.ctx)
 	qid := attribute.String("toolmesh.question_id", ctl.QuestionID)
 	if reason != "" {
-		c.w.log.Debug("answer dropped", "call_id", c.id, "question_id", ctl.QuestionID, "reason", reason)
+		c.w.log.Debug("answer dropped", "call_id", c.key.id, "question_id", ctl.QuestionID, "reason", reason)
 		span.AddEvent("toolmesh.answer.dropped", trace.WithAttributes(qid, attribute.String("toolmesh.answer.reason", reason)))
 		return
 	}

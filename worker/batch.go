@@ -153,7 +153,7 @@ func (w *Worker) refuseBatch(reply string, p *envelope.Problem) {
 
 // frame names the call in a reply body bound for the batch's shared
 // subject; see wire.WithCallID.
-func (b *batch) frame(c *call, body []byte) []byte { return wire.WithCallID(body, c.id) }
+func (b *batch) frame(c *call, body []byte) []byte { return wire.WithCallID(body, c.key.id) }
 
 // ended counts n calls of the batch as over and reports whether they
 // were the last: only then may the shared reply mapping be released.
@@ -168,13 +168,13 @@ func (b *batch) ended(n int) bool { return b.left.Add(int32(-n)) == 0 }
 func (b *batch) terminal(c *call, data []byte) {
 	b.mu.Lock()
 	if b.busy || b.held {
-		b.ends = append(b.ends, heldEnd{c.id, data})
+		b.ends = append(b.ends, heldEnd{c.key.id, data})
 		b.mu.Unlock()
 		return
 	}
 	b.busy = true
 	b.mu.Unlock()
-	if b.publish(wire.WithCallID(data, c.id), 1) {
+	if b.publish(wire.WithCallID(data, c.key.id), 1) {
 		runtime.Gosched() // others' handlers already runnable may finish and queue (see caller.sendCoalesced)
 	}
 	b.drain()

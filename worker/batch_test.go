@@ -166,10 +166,10 @@ func TestBatchRepliesCoalesce(t *testing.T) {
 	b.left.Store(4)
 	b.busy = true // as if a reply of the batch were being published
 	for _, id := range []string{"A", "B", "C"} {
-		b.terminal(&call{id: id}, []byte(`{"type":"result","data":"`+id+`"}`))
+		b.terminal(&call{key: callKey{id: id}}, []byte(`{"type":"result","data":"`+id+`"}`))
 	}
 	b.busy = false
-	b.terminal(&call{id: "D"}, []byte(`{"type":"result","data":"D"}`))
+	b.terminal(&call{key: callKey{id: "D"}}, []byte(`{"type":"result","data":"D"}`))
 	want := []string{
 		"tm2 ev seq=1 len=28 id=D\n" + `{"type":"result","data":"D"}`,
 		"tm2 ends ids=A,B,C len=28,28,28\n" + `{"type":"result","data":"A"}{"type":"result","data":"B"}{"type":"result","data":"C"}`,

@@ -31,9 +31,8 @@ type call struct {
 	w        *Worker
 	tool     *tool
 	reply    string
-	batch    *batch // the batch it came in (its replies name it), or nil
-	id       string
-	key      callKey // (identity, id): how control messages find the call
+	batch    *batch  // the batch it came in (its replies name it), or nil
+	key      callKey // (identity, call id): how control messages find the call
 	callerID string
 	trace    *traceFields // nil for an untraced call
 	interval time.Duration
@@ -43,10 +42,14 @@ type call struct {
 	cancelFn context.CancelCauseFunc
 	credit   chan struct{}   // stream mode: signalled on each grant
 	ctx      context.Context // the handler's, for its emits
-	// req is what the handler gets; its Bearer (redacted from everything
-	// this call reports) and IdempotencyKey are set from the metadata
-	// line when the call is read, the rest when the handler starts.
-	req    Request
+	// req is what the handler gets; its Bearer and IdempotencyKey are set
+	// from the metadata line when the call is read, the rest when the
+	// handler starts.
+	req Request
+	// bearer is the bearer as the call brought it (nil: none), redacted
+	// from everything the call reports: a middleware may change or clear
+	// req.Bearer, which must not turn the redaction off.
+	bearer *string
 	sentAt sentClock // when the reply subject last carried a message
 	share  shareKey  // the sender whose share the call holds (see shares)
 	pickup int64     // the caller's pickup cutoff, unix ns (0: none)
@@ -64,12 +67,12 @@ type call struct {
 	ended   bool       // the terminal is decided: no more emits
 	ask1    bool       // the caller answers questions (ask=1)
 	asked   bool       // a question went out: every message is a numbered frame
+	qseq    int32      // questions asked so far (beside the flags: no padding)
 	seq     int64
 	sent    int64   // non-terminal events accepted from the handler
 	granted int64   // non-terminal events the caller has allowed
 	out     *outbox // stream mode, or a call that asked: events not yet published
 
-	qseq      int                      // questions asked so far
 	questions map[string]*openQuestion // open questions by id
 }
 
@@ -96,7 +99,7 @@ func (c *call) run() {
 
 	var p *envelope.Problem
 	if !w.track(c) {
-		p = w.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("call id %s is already in flight on this worker; every call needs its own id", c.id))
+		p = w.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("call id %s is already in flight on this worker; every call needs its own id", c.key.id))
 		p = c.finish(nil, p)
 	} else {
 		if w.stopCtx.Err() != nil { // stopped before this call was registered
@@ -163,7 +166,7 @@ func (c *call) startSpan() (context.Context, trace.Span) {
 	}
 	ctx, span := c.w.tracer.Start(ctx, c.tool.spanName, c.tool.spanOpts...)
 	if span.IsRecording() { // attributes cost allocations nobody reads when tracing is off
-		span.SetAttributes(append(telemetry.SpanAttributes(c.tool.spec.Name, c.id, c.stream),
+		span.SetAttributes(append(telemetry.SpanAttributes(c.tool.spec.Name, c.key.id, c.stream),
 			attribute.String("toolmesh.worker_id", c.w.cfg.ID))...)
 	}
 	return ctx, span
@@ -234,7 +237,7 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 	}
 	if p == nil && c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
-		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.id, meta)); err != nil {
+		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.key.id, meta)); err != nil {
 			p = c.contextProblem(ctx)
 		}
 	}
@@ -298,7 +301,7 @@ func (c *call) parseBody() (wire.Call, *envelope.Schema, *envelope.Problem) {
 func (c *call) request(body wire.Call) *Request {
 	t := c.tool
 	c.req = Request{
-		Tool: t.spec.Name, CallID: c.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
+		Tool: t.spec.Name, CallID: c.key.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
 		ResponseFormat: body.ResponseFormat, Bearer: c.req.Bearer,
 		IdempotencyKey: c.req.IdempotencyKey,
 		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec, call: c,
@@ -385,11 +388,20 @@ func (c *call) acquireSlot(ctx context.Context) bool {
 	}
 }
 
+// redactor removes the call's bearer (as the call brought it) and any URL
+// credentials from what the call reports.
+func (c *call) redactor() *redact.Redactor {
+	if c.bearer == nil {
+		return redact.New()
+	}
+	return redact.New(*c.bearer)
+}
+
 // invoke runs the handler, turning a panic into handler_error.
 func (c *call) invoke(ctx context.Context, req *Request) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			msg := redact.New(c.req.Bearer).String(fmt.Sprint(r))
+			msg := c.redactor().String(fmt.Sprint(r))
 			c.w.log.Error("handler panicked", "tool", req.Tool, "call_id", req.CallID, "panic", msg, "stack", string(debug.Stack()))
 			res, err = nil, c.w.problems.New(envelope.CodeHandlerError, fmt.Sprintf("tool %s panicked: %s", req.Tool, msg))
 		}

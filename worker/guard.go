@@ -45,18 +45,18 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	}
 	c.setMeta(meta)
 	if m.batch != nil {
-		c.id, c.ask1 = m.batchID, false // a batched call is never asked (§23.1)
+		c.key.id, c.ask1 = m.batchID, false // a batched call is never asked (§23.1)
 		if prob == nil && c.stream {
 			prob = w.problems.New(envelope.CodeInvalidInput, "a batch carries unary calls only; send a stream call on its own").WithFix(metaFix, envelope.MaybeIncorrect)
 		}
 	}
-	if c.id == "" {
-		c.id = ulid.Make().String()
+	if c.key.id == "" {
+		c.key.id = ulid.Make().String()
 	}
 	if c.serverReply() {
 		c.markSent() // the mapping is fresh: no keepalive is due for a minute
 	}
-	c.key = callKey{wire.Identity(m.header), c.id}
+	c.key.identity = wire.Identity(m.header)
 	if prob == nil {
 		prob = w.refuseEarly(m, meta)
 	}
@@ -92,9 +92,13 @@ func pickupNanos(t time.Time) int64 {
 
 // setMeta copies a call's metadata into it.
 func (c *call) setMeta(m callMeta) {
-	c.id, c.callerID, c.stream = m.callID, m.callerID, m.mode == wire.ModeStream
+	c.key.id, c.callerID, c.stream = m.callID, m.callerID, m.mode == wire.ModeStream
 	c.interval, c.granted = m.interval, int64(m.window)
 	c.req.Bearer, c.req.IdempotencyKey, c.ask1 = m.bearer, m.idem, m.ask
+	if m.bearer != "" {
+		bearer := m.bearer // only a call with a bearer pays for its copy
+		c.bearer = &bearer
+	}
 	if m.trace != (traceFields{}) {
 		tf := m.trace // only a traced call pays for its own copy
 		c.trace = &tf

@@ -165,11 +165,11 @@ func (w *Worker) sendBeats(p *peer) []*call {
 	buf := append(make([]byte, 0, len(head)+len(p.calls)*27), head...)
 	var fresh []*call
 	for c := range p.calls {
-		if len(buf)+len(c.id)+1 > limit {
+		if len(buf)+len(c.key.id)+1 > limit {
 			w.publishBeat(p.latest, buf)
 			buf = append(buf[:0], head...)
 		}
-		buf = append(append(buf, c.id...), ' ')
+		buf = append(append(buf, c.key.id...), ' ')
 		if c.namedAt.Load() == 0 {
 			fresh = append(fresh, c)
 		}
@@ -187,7 +187,7 @@ func (w *Worker) keepRepliesAlive(p *peer, now time.Time) {
 			continue
 		}
 		b := wire.AppendBeatHead(nil, w.cfg.ID, p.interval.Milliseconds())
-		w.publishBeat(c, append(b, c.id...))
+		w.publishBeat(c, append(b, c.key.id...))
 	}
 }
 

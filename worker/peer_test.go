@@ -11,7 +11,7 @@ func TestMostRecent(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	calls := make([]*call, 5)
 	for i := range calls {
-		calls[i] = &call{id: string(rune('a' + i)), started: t0.Add(time.Duration(i) * time.Millisecond)}
+		calls[i] = &call{key: callKey{id: string(rune('a' + i))}, started: t0.Add(time.Duration(i) * time.Millisecond)}
 	}
 	cases := []struct {
 		name string

@@ -75,11 +75,15 @@ func (w *Worker) openRegistry() jetstream.KeyValue {
 // server refuses this identity a publish to it, "" otherwise. A request
 // the server refuses is never answered, so without asking first every
 // registry request would wait out its timeout (a pool under deploy/secure
-// has no JetStream API: 2 s of worker.New). The probe is the registry
-// stream's info request, flushed: the server reports a refused publish
-// before it answers the flush. Its answer, if any, goes unread.
+// has no JetStream API: 2 s of worker.New). The probe is the first
+// request opening the registry makes, the account info ($JS.API.INFO,
+// which nats.go asks before it creates or updates the bucket's stream),
+// flushed: the server reports a refused publish before it answers the
+// flush. Its answer, if any, goes unread. An identity granted the
+// bucket's stream subjects but not the account info could not open the
+// registry either.
 func (w *Worker) registryRefused(ctx context.Context) string {
-	subject := "$JS.API.STREAM.INFO.KV_" + w.subjects.RegistryBucket()
+	const subject = "$JS.API.INFO"
 	if err := w.nc.PublishRequest(subject, w.nc.NewInbox(), nil); err != nil {
 		return ""
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/redact"
 )
 
 // outbox holds a stream's events accepted from the handler and not yet
@@ -46,7 +45,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	if c.ended {
 		c.mu.Unlock()
 		c.w.untrack(c)
-		return redact.New(c.req.Bearer).Problem(p)
+		return c.redactor().Problem(p)
 	}
 	c.ended = true
 	c.mu.Unlock()
@@ -57,7 +56,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 		// Redacted before anything reads it: the error event, the tool's
 		// last_error in $SRV.STATS and the span status all come from p.
 		// Every handler error loses the call's bearer and URL credentials.
-		ev, enc, _ = c.encode(envelope.ErrorEvent(redact.New(c.req.Bearer).Problem(p)))
+		ev, enc, _ = c.encode(envelope.ErrorEvent(c.redactor().Problem(p)))
 	} else {
 		// checkResult made data with json.Marshal or checked it with
 		// jsonx.Valid, so the result is written without a second check.
@@ -249,7 +248,7 @@ func (c *call) publish(body []byte) {
 		c.markSent()
 	}
 	if err := c.w.nc.Publish(c.reply, body); err != nil {
-		c.w.log.Warn("publish event", "call_id", c.id, "err", err)
+		c.w.log.Warn("publish event", "call_id", c.key.id, "err", err)
 	}
 }
 

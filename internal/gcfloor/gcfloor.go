@@ -47,6 +47,8 @@ type sentinel struct {
 // Start keeps the heap goal at least bytes until Stop. It returns nil —
 // and changes nothing — when bytes is 0, when the GOGC environment
 // variable is set (the operator's choice wins) or when collection is off.
+// GOGC is the process's own setting, so start one Floor per process: two
+// would each set it after the other's collections.
 func Start(bytes uint64) *Floor {
 	if bytes == 0 || os.Getenv("GOGC") != "" {
 		return nil
