@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
 // heldSh starts `sh -c script` held at its exec stop (traced by the
@@ -215,14 +217,7 @@ func TestMayExec(t *testing.T) {
 // beneath a grant whose interpreter is not is refused there (mayExec saw
 // only the script), as Landlock refused the interpreter's exec.
 func TestZygoteRefusesAnInterpreterOutsideItsGrants(t *testing.T) {
-	dir, err := os.MkdirTemp("", "zygote-script")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testutil.OpenDir(t, "zygote-script")
 	script := filepath.Join(dir, "s")
 	if err := os.WriteFile(script, []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)

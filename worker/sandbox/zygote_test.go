@@ -52,14 +52,7 @@ func reachableSelf(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "zygote-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testutil.OpenDir(t, "zygote-test")
 	path := filepath.Join(dir, "sandbox.test")
 	if err := os.WriteFile(path, b, 0o755); err != nil {
 		t.Fatal(err)
