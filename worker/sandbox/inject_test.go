@@ -223,17 +223,7 @@ func TestZygoteRefusesAnInterpreterOutsideItsGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	z := zygoteFor(t, &Policy{Read: []string{dir}}) // /bin/sh and its libraries, not /bin/true
-	errR, errW, _ := os.Pipe()
-	run, err := z.Start([]string{script}, nil, nil, os.Stdout, errW)
-	errW.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, _ := io.ReadAll(errR)
-	end, err := run.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, end, stderr := runForStderr(t, z, script)
 	if run.Pid != 0 || end.ExitCode() != ExitExecDenied || !strings.Contains(string(stderr), "exec "+script) {
 		t.Fatalf("pid %d, exit %d, stderr %q; want no program, exit %d", run.Pid, end.ExitCode(), stderr, ExitExecDenied)
 	}

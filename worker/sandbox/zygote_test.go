@@ -150,17 +150,7 @@ func TestZygoteRefusesAProgramOutsideItsGrants(t *testing.T) {
 		t.Run("ptrace denied "+denyPtrace, func(t *testing.T) {
 			t.Setenv(denyPtraceEnv, denyPtrace)
 			z := zygoteFor(t, &Policy{}) // /bin/sh and its libraries, not /bin/true
-			errR, errW, _ := os.Pipe()
-			run, err := z.Start([]string{"/bin/true"}, nil, nil, os.Stdout, errW)
-			errW.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stderr, _ := io.ReadAll(errR)
-			end, err := run.Wait()
-			if err != nil {
-				t.Fatal(err)
-			}
+			run, end, stderr := runForStderr(t, z, "/bin/true")
 			// Through the helper (ptrace denied) the helper ran, as the
 			// program's pid, and its exec was refused.
 			if (run.Pid != 0) != (denyPtrace != "") || end.ExitCode() != ExitExecDenied || !strings.Contains(string(stderr), "exec /bin/true") {
@@ -168,6 +158,25 @@ func TestZygoteRefusesAProgramOutsideItsGrants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runForStderr starts argv through z and waits for it: what the zygote
+// did (the program's pid, 0 when none started), how it ended, and what
+// it wrote to stderr.
+func runForStderr(t *testing.T, z *Zygote, argv ...string) (*Run, *Exit, []byte) {
+	t.Helper()
+	errR, errW, _ := os.Pipe()
+	run, err := z.Start(argv, nil, nil, os.Stdout, errW)
+	errW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, _ := io.ReadAll(errR)
+	end, err := run.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, end, stderr
 }
 
 // Where ptrace is forbidden (simulated: the zygote runs under a seccomp
