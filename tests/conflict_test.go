@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/caller/mcpgateway"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/gateway"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -125,7 +125,7 @@ func checkCommandDescribeConflict(t *testing.T, m *conflictMesh) {
 // the real schema, no worker's description (the note says why), and the
 // conflict in _meta, on the tool and on the list.
 func checkGatewayConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
-	g := runGateway(t, mcpgateway.Config{Caller: c, Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	g := runGateway(t, gateway.Config{Caller: c, Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 	mc := connectInProcess(t, g, "2025-11-25")
 	var res *mcp.ListToolsResult
 	waitFor(t, "tools/list to show the conflict", func() bool {

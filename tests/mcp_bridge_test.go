@@ -19,10 +19,10 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
 var (
@@ -31,11 +31,11 @@ var (
 	mcpServerErr  error
 )
 
-// mcpServerBin builds the go-sdk test server of worker/mcpbridge/testdata.
+// mcpServerBin builds the go-sdk test server of mcp/bridge/testdata.
 func mcpServerBin(t *testing.T) string {
 	t.Helper()
 	mcpServerOnce.Do(func() {
-		mcpServerPath, mcpServerErr = testutil.BuildBinary("../worker/mcpbridge/testdata/mcpserver", "mcpserver")
+		mcpServerPath, mcpServerErr = testutil.BuildBinary("../mcp/bridge/testdata/mcpserver", "mcpserver")
 	})
 	if mcpServerErr != nil {
 		t.Fatal(mcpServerErr)
@@ -44,16 +44,16 @@ func mcpServerBin(t *testing.T) string {
 }
 
 // startBridge bridges entry onto a fresh mesh and returns a caller on it.
-func startBridge(t *testing.T, entry mcpbridge.Entry) (*mcpbridge.Bridge, *caller.Caller) {
+func startBridge(t *testing.T, entry bridge.Entry) (*bridge.Bridge, *caller.Caller) {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{})
 	return bridgeOn(t, srv, entry), meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 }
 
 // bridgeOn bridges entry onto srv, quietly, draining it when the test ends.
-func bridgeOn(t *testing.T, srv *embedded.Server, entry mcpbridge.Entry) *mcpbridge.Bridge {
+func bridgeOn(t *testing.T, srv *embedded.Server, entry bridge.Entry) *bridge.Bridge {
 	t.Helper()
-	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry,
+	b, err := bridge.Start(context.Background(), meshtest.Connect(t, srv), bridge.Config{Entry: entry,
 		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +88,8 @@ func structuredOf(result []byte) string {
 }
 
 func TestMCPBridgeStdio(t *testing.T) {
-	entry := mcpbridge.Entry{Namespace: "t", InheritEnv: []string{"PATH"},
-		Server: mcpbridge.ServerConfig{Command: mcpServerBin(t), Env: map[string]string{"TESTSERVER_GREETING": "hello"}}}
+	entry := bridge.Entry{Namespace: "t", InheritEnv: []string{"PATH"},
+		Server: bridge.ServerConfig{Command: mcpServerBin(t), Env: map[string]string{"TESTSERVER_GREETING": "hello"}}}
 	b, c := startBridge(t, entry)
 	t.Run("tools", func(t *testing.T) {
 		cat, err := c.Catalog(context.Background(), 0)
@@ -258,7 +258,7 @@ func checkBridgeCrash(t *testing.T, c *caller.Caller) {
 func TestMCPBridgeHTTP(t *testing.T) {
 	p := startExec(t, mcpServerBin(t), "-http", "127.0.0.1:0")
 	url := p.waitLine(t, regexp.MustCompile(`listening on (http://\S+)`))[1]
-	entry := mcpbridge.Entry{Namespace: "h", Server: mcpbridge.ServerConfig{URL: url, Headers: map[string]string{"X-Test-Key": "k1"}}}
+	entry := bridge.Entry{Namespace: "h", Server: bridge.ServerConfig{URL: url, Headers: map[string]string{"X-Test-Key": "k1"}}}
 	_, c := startBridge(t, entry)
 	if got, p := callBridged(t, c, "h.echo", map[string]string{"message": "over http"}); p != nil || got != `{"message":"over http"}` {
 		t.Fatalf("h.echo = %s %v", got, p)
@@ -290,13 +290,13 @@ func TestMCPBridgeHTTP(t *testing.T) {
 		got, p := callBridged(t, c, "h.echo", map[string]string{"message": "back"})
 		return p == nil && got == `{"message":"back"}`
 	})
-	_, bad := mcpbridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), mcpbridge.Config{Logger: meshtest.Quiet(),
-		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url}}})
+	_, bad := bridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), bridge.Config{Logger: meshtest.Quiet(),
+		Entry: bridge.Entry{Namespace: "x", Server: bridge.ServerConfig{URL: url}}})
 	if bad == nil {
 		t.Fatal("a server refusing the bridge (no header) must fail Start")
 	}
-	_, bad = mcpbridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), mcpbridge.Config{Logger: meshtest.Quiet(),
-		Entry: mcpbridge.Entry{Namespace: "x", Server: mcpbridge.ServerConfig{URL: url + "?token=hunter2", Headers: map[string]string{"X-Api-Key": "hunter3"}}}})
+	_, bad = bridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), bridge.Config{Logger: meshtest.Quiet(),
+		Entry: bridge.Entry{Namespace: "x", Server: bridge.ServerConfig{URL: url + "?token=hunter2", Headers: map[string]string{"X-Api-Key": "hunter3"}}}})
 	if bad == nil || strings.Contains(bad.Error(), "hunter2") || strings.Contains(bad.Error(), "hunter3") {
 		t.Fatalf("Start with a secret in the binding: %v (must fail, without the secret)", bad)
 	}
@@ -339,7 +339,7 @@ func TestMCPBridgeCommand(t *testing.T) {
 func farViaGateway(t *testing.T) *mcpClient {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{})
-	bridgeOn(t, srv, mcpbridge.Entry{Namespace: "far", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t)}})
+	bridgeOn(t, srv, bridge.Entry{Namespace: "far", Server: bridge.ServerConfig{Command: mcpServerBin(t)}})
 	g := startGateway(t, &mcpMesh{srv: srv})
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := g.Server().Connect(context.Background(), st, nil)

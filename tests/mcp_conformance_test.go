@@ -20,7 +20,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 )
 
 // The official MCP conformance suite, pinned: 0.1.12 is the newest that
@@ -279,7 +279,7 @@ func checkMediaResult(t *testing.T, out []byte, wantData string) {
 // result (the go-sdk client alone delivers the result first and the last
 // notification after the call ended).
 func TestMCPBridgeProgressBeforeResult(t *testing.T) {
-	entry := mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}}
+	entry := bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t)}}
 	_, c := startBridge(t, entry)
 	for range 5 {
 		st, err := c.Stream(context.Background(), "conf.test_tool_with_progress", nil)

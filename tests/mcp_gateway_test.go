@@ -20,9 +20,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/caller/mcpgateway"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mcp/gateway"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -94,18 +94,18 @@ func mcpCount(_ context.Context, r *worker.Request, emit worker.Emitter) (any, e
 }
 
 // startGateway runs a gateway on the mesh that denies secret.*.
-func startGateway(t *testing.T, m *mcpMesh) *mcpgateway.Gateway {
+func startGateway(t *testing.T, m *mcpMesh) *gateway.Gateway {
 	t.Helper()
 	c := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
-	return runGateway(t, mcpgateway.Config{Caller: c, Deny: []string{"secret.*"},
+	return runGateway(t, gateway.Config{Caller: c, Deny: []string{"secret.*"},
 		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 }
 
 // runGateway makes a gateway of cfg, syncs it with the mesh and runs it
 // until the test ends.
-func runGateway(t testing.TB, cfg mcpgateway.Config) *mcpgateway.Gateway {
+func runGateway(t testing.TB, cfg gateway.Config) *gateway.Gateway {
 	t.Helper()
-	g, err := mcpgateway.New(cfg)
+	g, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func newMCPClient() (*mcpClient, *mcp.Client) {
 // connectMCP connects a client over transport at protocol version (""
 // for the SDK's latest, 2026-07-28).
 // connectInProcess connects a go-sdk client to g over in-memory transports.
-func connectInProcess(t *testing.T, g *mcpgateway.Gateway, version string) *mcpClient {
+func connectInProcess(t *testing.T, g *gateway.Gateway, version string) *mcpClient {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := g.Server().Connect(context.Background(), st, nil)
@@ -194,7 +194,7 @@ func TestMCPGatewayHTTP(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			m := startMCPMesh(t)
 			g := startGateway(t, m)
-			hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{}))
+			hs := httptest.NewServer(g.HTTPHandler(gateway.HTTPOptions{}))
 			t.Cleanup(hs.Close)
 			mc := connectMCP(t, &mcp.StreamableClientTransport{Endpoint: hs.URL}, v)
 			if got := mc.cs.InitializeResult().ProtocolVersion; got != v {
@@ -421,7 +421,7 @@ func waitListChanged(t *testing.T, mc *mcpClient, why string) {
 func TestMCPGatewayHTTPGuards(t *testing.T) {
 	m := startMCPMesh(t)
 	g := startGateway(t, m)
-	hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{Bearer: "s3cret", MaxBodyBytes: 4096}))
+	hs := httptest.NewServer(g.HTTPHandler(gateway.HTTPOptions{Bearer: "s3cret", MaxBodyBytes: 4096}))
 	t.Cleanup(hs.Close)
 	post := func(origin, auth, body string) int {
 		req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(body))
@@ -483,7 +483,7 @@ func (b bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestMCPGatewayWire2026(t *testing.T) {
 	m := startMCPMesh(t)
 	g := startGateway(t, m)
-	hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{}))
+	hs := httptest.NewServer(g.HTTPHandler(gateway.HTTPOptions{}))
 	t.Cleanup(hs.Close)
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	cases := []struct {
@@ -561,7 +561,7 @@ func TestMCPGatewayStreamCloseCancels(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(hs.Close)
 	m := startMCPMesh(t)
-	h = startGateway(t, m).HTTPHandler(mcpgateway.HTTPOptions{})
+	h = startGateway(t, m).HTTPHandler(gateway.HTTPOptions{})
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	ctx, cancel := context.WithCancel(context.Background())
@@ -641,7 +641,7 @@ func TestMCPGatewayProblemFitsTheOutputSchema(t *testing.T) {
 func TestMCPGatewayClosesIdleSessions(t *testing.T) {
 	m := startMCPMesh(t)
 	g := startGateway(t, m)
-	hs := httptest.NewServer(g.HTTPHandler(mcpgateway.HTTPOptions{SessionIdle: 50 * time.Millisecond}))
+	hs := httptest.NewServer(g.HTTPHandler(gateway.HTTPOptions{SessionIdle: 50 * time.Millisecond}))
 	t.Cleanup(hs.Close)
 	post := func(session, body string) *http.Response {
 		req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(body))
@@ -683,7 +683,7 @@ func TestMCPGatewayClosesIdleSessions(t *testing.T) {
 func TestMCPGatewayNamespace(t *testing.T) {
 	m := startMCPMesh(t)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
-	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Namespace: "secret", CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	g, err := gateway.New(gateway.Config{Caller: c, Namespace: "secret", CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -709,7 +709,7 @@ func TestMCPGatewayNamespace(t *testing.T) {
 			t.Errorf("%s outside the namespace's names: %v, want unknown tool", name, err)
 		}
 	}
-	if _, err := mcpgateway.New(mcpgateway.Config{Caller: c, Namespace: "a b"}); err == nil {
+	if _, err := gateway.New(gateway.Config{Caller: c, Namespace: "a b"}); err == nil {
 		t.Error("an invalid namespace must be refused")
 	}
 }
@@ -722,7 +722,7 @@ func TestMCPGatewayNamespace(t *testing.T) {
 func TestMCPGatewayCallsAToolNotYetListed(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Deny: []string{"secret.*"}, CatalogWait: time.Second, Logger: meshtest.Quiet()})
+	g, err := gateway.New(gateway.Config{Caller: c, Deny: []string{"secret.*"}, CatalogWait: time.Second, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
 // fixtureLogs are the messages the fixture's test_tool_with_logging sends.
@@ -22,7 +22,7 @@ var fixtureLogs = []string{"Tool execution started", "Tool processing data", "To
 // during a tool call reach the streaming mesh call as log events, in
 // order, before its result.
 func TestMCPBridgeLogsReachTheCall(t *testing.T) {
-	_, c := startBridge(t, mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}})
+	_, c := startBridge(t, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t)}})
 	st, err := c.Stream(context.Background(), "conf.test_tool_with_logging", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestMCPBridgeLogsReachTheCall(t *testing.T) {
 // logging/setLevel asks: none at warning, all three at debug.
 func TestMCPGatewayRelaysLogs(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	bridgeOn(t, srv, mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}})
+	bridgeOn(t, srv, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t)}})
 	var mu sync.Mutex
 	var got []string
 	cs := gatewayClient(t, srv, "conf", &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {

@@ -11,8 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/caller/mcpgateway"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/gateway"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -52,7 +52,7 @@ func searchCatalogMesh(t *testing.T) *embedded.Server {
 func TestMCPGatewayProgressiveDiscovery(t *testing.T) {
 	srv := searchCatalogMesh(t)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, Progressive: true, Pinned: []string{"echo"},
+	g, err := gateway.New(gateway.Config{Caller: c, Progressive: true, Pinned: []string{"echo"},
 		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -112,12 +112,12 @@ func TestMCPGatewayProgressiveDiscovery(t *testing.T) {
 
 // Pins without progressive discovery, or a malformed pin, are refused.
 func TestMCPGatewayProgressiveConfig(t *testing.T) {
-	for _, cfg := range []mcpgateway.Config{
+	for _, cfg := range []gateway.Config{
 		{Pinned: []string{"echo"}},
 		{Progressive: true, Pinned: []string{"[bad"}},
 	} {
 		cfg.Caller = &caller.Caller{}
-		if _, err := mcpgateway.New(cfg); err == nil {
+		if _, err := gateway.New(cfg); err == nil {
 			t.Fatalf("%+v accepted", cfg)
 		} else {
 			wantCode(t, err, envelope.CodeInvalidConfig)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
 // TestMCPBridgeSamplingAsksTheCaller: a bridged server's
@@ -21,7 +21,7 @@ import (
 // caller's answer is the model reply the server gets; a decline reaches
 // the server as a refusal.
 func TestMCPBridgeSamplingAsksTheCaller(t *testing.T) {
-	_, c := startBridge(t, mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}})
+	_, c := startBridge(t, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t)}})
 	cases := []struct {
 		name   string
 		answer func(q caller.Question) (caller.Answer, error)
@@ -68,7 +68,7 @@ func TestMCPBridgeSamplingAsksTheCaller(t *testing.T) {
 // with neither has the server refused, which then answers its own error.
 func TestMCPGatewaySampling(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	bridgeOn(t, srv, mcpbridge.Entry{Namespace: "conf", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}})
+	bridgeOn(t, srv, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t)}})
 	cases := []struct {
 		name    string
 		opts    *mcp.ClientOptions

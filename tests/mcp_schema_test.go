@@ -11,7 +11,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 )
 
 // TestMCPBridgeWildSchemas bridges a server whose tools carry the schemas
@@ -19,7 +19,7 @@ import (
 // keywords): every tool is on the mesh, each changed schema says what
 // changed in its $comment, and the normalised schemas are enforced.
 func TestMCPBridgeWildSchemas(t *testing.T) {
-	entry := mcpbridge.Entry{Namespace: "w", Server: mcpbridge.ServerConfig{Command: mcpServerBin(t), Args: []string{"-wild"}}}
+	entry := bridge.Entry{Namespace: "w", Server: bridge.ServerConfig{Command: mcpServerBin(t), Args: []string{"-wild"}}}
 	b, c := startBridge(t, entry)
 	cases := []struct {
 		tool    string

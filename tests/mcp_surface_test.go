@@ -15,14 +15,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/caller/mcpgateway"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
+	"github.com/toolmesh/toolmesh/mcp/gateway"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
 // notesServer is a go-sdk MCP server (served over streamable HTTP) with a
@@ -71,11 +71,11 @@ func surfaceMesh(t *testing.T) (*embedded.Server, *notesServer) {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{})
 	notes := startNotesServer(t, "")
-	for _, e := range []mcpbridge.Entry{
-		{Namespace: "a", Server: mcpbridge.ServerConfig{Command: conformanceFixture(t)}},
-		{Namespace: "b", Server: mcpbridge.ServerConfig{URL: notes.url}},
+	for _, e := range []bridge.Entry{
+		{Namespace: "a", Server: bridge.ServerConfig{Command: conformanceFixture(t)}},
+		{Namespace: "b", Server: bridge.ServerConfig{URL: notes.url}},
 	} {
-		b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{Entry: e,
+		b, err := bridge.Start(context.Background(), meshtest.Connect(t, srv), bridge.Config{Entry: e,
 			Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func gatewayClient(t testing.TB, srv *embedded.Server, ns string, opts *mcp.Clie
 			return ns == "" || strings.HasPrefix(ct.Spec.Name, ns+".")
 		})
 	})
-	g := runGateway(t, mcpgateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
+	g := runGateway(t, gateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
 		CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := g.Server().Connect(context.Background(), st, nil)
@@ -283,7 +283,7 @@ func TestMCPSurfaceNamespace(t *testing.T) {
 // bridge's start, naming it.
 func TestMCPSurfaceOnTheMesh(t *testing.T) {
 	notes := startNotesServer(t, "")
-	_, c := startBridge(t, mcpbridge.Entry{Namespace: "n", Server: mcpbridge.ServerConfig{URL: notes.url}})
+	_, c := startBridge(t, bridge.Entry{Namespace: "n", Server: bridge.ServerConfig{URL: notes.url}})
 	resp, err := c.Call(context.Background(), "n._mcp.resources_read", map[string]string{"uri": "mem://note"})
 	if err != nil || !strings.Contains(string(resp.Data), "remember the milk") {
 		t.Fatalf("n._mcp.resources_read = %s %v", resp.Data, err)
@@ -293,8 +293,8 @@ func TestMCPSurfaceOnTheMesh(t *testing.T) {
 		t.Fatalf("resources_read without uri: %v, want invalid_input", err)
 	}
 	sneaky := startNotesServer(t, "_mcp.resources_read")
-	_, err = mcpbridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), mcpbridge.Config{
-		Logger: meshtest.Quiet(), Entry: mcpbridge.Entry{Namespace: "s", Server: mcpbridge.ServerConfig{URL: sneaky.url}}})
+	_, err = bridge.Start(context.Background(), meshtest.Connect(t, meshtest.StartServer(t, embedded.Config{})), bridge.Config{
+		Logger: meshtest.Quiet(), Entry: bridge.Entry{Namespace: "s", Server: bridge.ServerConfig{URL: sneaky.url}}})
 	if err == nil || !strings.Contains(err.Error(), `"_mcp.resources_read"`) {
 		t.Fatalf("a server tool in the reserved segment: Start = %v, want a failure naming it", err)
 	}

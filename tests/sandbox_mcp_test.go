@@ -12,11 +12,11 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // npmFilesystem is the reference filesystem server, pinned.
@@ -45,11 +45,11 @@ func TestMCPInteropSandboxedFilesystem(t *testing.T) {
 	}
 	support := sandbox.ProbeHelpers(ctx, []string{filepath.Join(sandboxBins(t), sandbox.HelperName)})
 	modules := filepath.Join(pkgs, "node_modules")
-	entry := mcpbridge.Entry{Namespace: "fs", InheritEnv: []string{"PATH", "HOME"},
-		Server:  mcpbridge.ServerConfig{Command: "node", Args: []string{filepath.Join(modules, "@modelcontextprotocol/server-filesystem/dist/index.js"), data, "/etc"}},
+	entry := bridge.Entry{Namespace: "fs", InheritEnv: []string{"PATH", "HOME"},
+		Server:  bridge.ServerConfig{Command: "node", Args: []string{filepath.Join(modules, "@modelcontextprotocol/server-filesystem/dist/index.js"), data, "/etc"}},
 		Sandbox: &sandbox.Policy{Read: []string{modules, "/etc/ssl/openssl.cnf"}, Write: []string{data}}}
 	srv := meshtest.StartServer(t, embedded.Config{})
-	b, err := mcpbridge.Start(ctx, meshtest.Connect(t, srv), mcpbridge.Config{Entry: entry, Sandbox: &support,
+	b, err := bridge.Start(ctx, meshtest.Connect(t, srv), bridge.Config{Entry: entry, Sandbox: &support,
 		Worker: worker.Config{Logger: meshtest.Quiet()}, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)

@@ -15,10 +15,10 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
 // envLeakTools print SECRET (the binding's env value TOK) after or before
@@ -210,9 +210,9 @@ func TestBridgedEnvSecretNeverLeaks(t *testing.T) {
 	lw := newLeakWatch(t)
 	secret := randomToken(t, 40)
 	srv := meshtest.StartServer(t, embedded.Config{})
-	b, err := mcpbridge.Start(context.Background(), meshtest.Connect(t, srv), mcpbridge.Config{
-		Entry: mcpbridge.Entry{Namespace: "t", InheritEnv: []string{"PATH"},
-			Server: mcpbridge.ServerConfig{Command: mcpServerBin(t), Env: map[string]string{"TESTSERVER_SECRET": secret}}},
+	b, err := bridge.Start(context.Background(), meshtest.Connect(t, srv), bridge.Config{
+		Entry: bridge.Entry{Namespace: "t", InheritEnv: []string{"PATH"},
+			Server: bridge.ServerConfig{Command: mcpServerBin(t), Env: map[string]string{"TESTSERVER_SECRET": secret}}},
 		Worker: worker.Config{Logger: lw.log, TracerProvider: lw.tp}, Logger: lw.log})
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/caller/mcpgateway"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/gateway"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -168,7 +168,7 @@ func watchSeed(t *testing.T, c *caller.Caller, want string) []string {
 // the go-sdk client once want is listed.
 func gatewayTools(t *testing.T, c *caller.Caller, want string) []string {
 	t.Helper()
-	g, err := mcpgateway.New(mcpgateway.Config{Caller: c, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	g, err := gateway.New(gateway.Config{Caller: c, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,14 @@
 // limits) and execs the program. It is kept apart from the toolmesh
 // binary because it starts for every call, and a small binary starts
 // several times faster than the whole command; the toolmesh binary serves
-// as its own helper when this one is absent. See package worker/sandbox.
+// as its own helper when this one is absent. See package sandbox.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/toolmesh/toolmesh/worker/sandbox"
+	"github.com/toolmesh/toolmesh/sandbox"
 )
 
 func main() {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // echoSchema is the bench echo tool's input: one property, as issue 12's

@@ -8,8 +8,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
 // startBridges hosts the MCP servers bound in the tools file at path
@@ -20,11 +20,11 @@ func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (
 	if path == "" {
 		return none, 0, nil
 	}
-	entries, err := mcpbridge.LoadFile(path)
+	entries, err := bridge.LoadFile(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	var bridges []*mcpbridge.Bridge
+	var bridges []*bridge.Bridge
 	drainAll := func(timeout time.Duration) error {
 		dctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -38,7 +38,7 @@ func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (
 		return nil
 	}
 	for _, e := range entries {
-		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{Entry: e, Logger: g.log, AllowUnconfined: g.allowUnconfined,
+		b, err := bridge.Start(ctx, nc, bridge.Config{Entry: e, Logger: g.log, AllowUnconfined: g.allowUnconfined,
 			Worker: worker.Config{Prefix: g.prefix, Logger: g.log}})
 		if err != nil {
 			_ = drainAll(5 * time.Second)

@@ -7,7 +7,7 @@
 package main
 
 import (
-	"github.com/toolmesh/toolmesh/worker/sandbox"
+	"github.com/toolmesh/toolmesh/sandbox"
 
 	"context"
 	"errors"

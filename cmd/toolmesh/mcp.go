@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/caller/mcpgateway"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/gcfloor"
+	"github.com/toolmesh/toolmesh/mcp/gateway"
 )
 
 // mcpFlags are the flags of `toolmesh mcp`.
@@ -84,7 +84,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 // runMCP serves the gateway on c over stdio or HTTP until ctx ends,
 // following the fleet meanwhile.
 func runMCP(ctx context.Context, c *caller.Caller, f mcpFlags, g *globals) error {
-	gw, err := mcpgateway.New(mcpgateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
+	gw, err := gateway.New(gateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
 		NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log,
 		Progressive: f.progressive, Pinned: splitList(f.pinned), SearchLimit: f.searchLimit})
 	if err != nil {
@@ -106,7 +106,7 @@ func runMCP(ctx context.Context, c *caller.Caller, f mcpFlags, g *globals) error
 
 // serveMCPStdio serves one session on stdin/stdout; stdout carries only
 // JSON-RPC, logs go to stderr.
-func serveMCPStdio(ctx context.Context, gw *mcpgateway.Gateway, g *globals) error {
+func serveMCPStdio(ctx context.Context, gw *gateway.Gateway, g *globals) error {
 	if err := gw.ServeStdio(ctx, io.NopCloser(g.stdin), nopWriteCloser{g.stdout}); err != nil && ctx.Err() == nil {
 		return envelope.NewProblem(envelope.CodeConnectionLost, "mcp stdio: "+err.Error())
 	}
@@ -139,17 +139,17 @@ func (f *mcpFlags) checkHTTP() error {
 
 // serveMCPHTTP serves /mcp (and /) until ctx ends, then shuts down
 // gracefully.
-func serveMCPHTTP(ctx context.Context, gw *mcpgateway.Gateway, f mcpFlags, g *globals) error {
+func serveMCPHTTP(ctx context.Context, gw *gateway.Gateway, f mcpFlags, g *globals) error {
 	ln, err := net.Listen("tcp", f.http)
 	if err != nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s: %v", f.http, err)
 	}
-	h := gw.HTTPHandler(mcpgateway.HTTPOptions{Bearer: f.bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody})
+	h := gw.HTTPHandler(gateway.HTTPOptions{Bearer: f.bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/", h)
 	fmt.Fprintf(g.stderr, "toolmesh mcp: serving MCP on http://%s/mcp\n", ln.Addr())
-	if err := mcpgateway.ServeHTTP(ctx, ln, mux, f.grace); err != nil {
+	if err := gateway.ServeHTTP(ctx, ln, mux, f.grace); err != nil {
 		return envelope.NewProblem(envelope.CodeInternal, "mcp http: "+err.Error())
 	}
 	return nil

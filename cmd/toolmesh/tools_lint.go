@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/worker/cli"
-	"github.com/toolmesh/toolmesh/worker/mcpbridge"
 )
 
 func newToolsLintCmd(g *globals) *cobra.Command {
@@ -42,7 +42,7 @@ func lintFile(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := mcpbridge.LoadFile(path)
+	entries, err := bridge.LoadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// surfaceSpec is a bridged MCP server's surface tool as mcpbridge makes
+// surfaceSpec is a bridged MCP server's surface tool as mcp/bridge makes
 // it: "<namespace>._mcp.<op>", tagged wire.MCPSurfaceTag.
 func surfaceSpec(ns, op string) envelope.ToolSpec {
 	return envelope.ToolSpec{Name: wire.MCPSurfaceName(ns, op), Title: op + " of MCP server " + ns,

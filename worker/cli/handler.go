@@ -23,8 +23,8 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/internal/supervise"
+	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // stderrTail is how much of a program's stderr a Problem or result carries.

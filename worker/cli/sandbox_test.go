@@ -16,8 +16,8 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // sandboxed loads a one-tool tools file and makes its Handler with the

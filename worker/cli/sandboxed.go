@@ -8,7 +8,7 @@ import (
 	"os/exec"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
+	"github.com/toolmesh/toolmesh/sandbox"
 )
 
 // prepareSandbox resolves t's sandbox for its program, or refuses the
@@ -116,7 +116,7 @@ func denialText(d *sandbox.Denial) string {
 }
 
 // SandboxSummary is what a tool's spec shows of its sandbox: counts,
-// never paths (worker/mcpbridge shows bridged servers' the same way).
+// never paths (mcp/bridge shows bridged servers' the same way).
 func SandboxSummary(p *sandbox.Policy) *envelope.SandboxSummary {
 	l := p.Limits
 	return &envelope.SandboxSummary{Confined: true, ReadPaths: len(p.Read), WritePaths: len(p.Write),

@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
+	"github.com/toolmesh/toolmesh/sandbox"
 )
 
 // DefaultMaxOutputBytes is the default stdout cap: a quarter of the
@@ -77,7 +77,7 @@ func (l Limits) withDefaults(d Limits) Limits {
 type Tool struct {
 	Spec   envelope.ToolSpec
 	Limits Limits
-	// Sandbox confines the program (see package worker/sandbox); nil runs
+	// Sandbox confines the program (see package sandbox); nil runs
 	// it with the worker's own rights.
 	Sandbox *sandbox.Policy
 	// AllowUnconfined runs the tool unconfined, with a warning, when this
@@ -144,7 +144,7 @@ type toolJSON struct {
 	SandboxIdle    envelope.Duration     `json:"sandbox_idle"`
 	Binding        *struct {
 		CLI json.RawMessage `json:"cli"`
-		// MCP binds a whole MCP server; package worker/mcpbridge reads it.
+		// MCP binds a whole MCP server; package mcp/bridge reads it.
 		MCP json.RawMessage `json:"mcp"`
 	} `json:"binding"`
 	Namespace string `json:"namespace"` // with binding.mcp
@@ -191,7 +191,7 @@ func toolLabel(i int, rawTool json.RawMessage) string {
 }
 
 // parseTool decodes and checks tools[i]; a nil Tool and nil error mean an
-// MCP server's entry, which worker/mcpbridge hosts.
+// MCP server's entry, which mcp/bridge hosts.
 func parseTool(i int, rawTool json.RawMessage, defaults Limits, defaultBox *sandbox.Policy) (*Tool, []string, error) {
 	label := toolLabel(i, rawTool)
 	var tj toolJSON
@@ -285,7 +285,7 @@ func Parse(data []byte) (*File, error) {
 			if err != nil {
 				return nil, err
 			}
-			continue // an MCP server's tools: hosted by worker/mcpbridge
+			continue // an MCP server's tools: hosted by mcp/bridge
 		}
 		if j, dup := seen[t.Spec.Name]; dup {
 			return nil, bad("%s: field name: %q is already defined by tools[%d]", toolLabel(i, rawTool), t.Spec.Name, j)

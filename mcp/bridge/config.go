@@ -1,4 +1,4 @@
-package mcpbridge
+package bridge
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
+	"github.com/toolmesh/toolmesh/sandbox"
 )
 
 // ServerConfig is one tools-file entry's `binding.mcp`: either a command

@@ -1,4 +1,4 @@
-package mcpbridge
+package bridge
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"os/exec"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker/cli"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // prepareSandbox resolves the entry's sandbox for its server command, or

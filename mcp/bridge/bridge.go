@@ -1,4 +1,4 @@
-// Package mcpbridge hosts an MCP server's tools on the mesh. A tools-file
+// Package bridge hosts an MCP server's tools on the mesh. A tools-file
 // entry `binding: {mcp: {...}}` with a `namespace` names a stdio server (a
 // command the worker starts) or a streamable HTTP one (a URL); the bridge
 // connects with the official MCP Go SDK, lists the server's tools and
@@ -8,10 +8,10 @@
 // backoff; calls in flight get a worker_lost Problem), and stops it on
 // Drain.
 //
-//	entries, _ := mcpbridge.LoadFile("tools.yaml")
-//	b, _ := mcpbridge.Start(ctx, nc, mcpbridge.Config{Entry: entries[0]})
+//	entries, _ := bridge.LoadFile("tools.yaml")
+//	b, _ := bridge.Start(ctx, nc, bridge.Config{Entry: entries[0]})
 //	defer b.Drain(context.Background())
-package mcpbridge
+package bridge
 
 import (
 	"context"
@@ -32,8 +32,8 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
+	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/sandbox"
 )
 
 // Config configures a Bridge. Entry is required.

@@ -1,4 +1,4 @@
-// Package mcpgateway serves the mesh's tools to MCP clients: tools/list
+// Package gateway serves the mesh's tools to MCP clients: tools/list
 // comes from the mesh catalogue, tools/call becomes a mesh call. It is
 // built on the official MCP Go SDK (github.com/modelcontextprotocol/go-sdk),
 // which carries the protocol itself — both the 2025-11-25 session model
@@ -6,11 +6,11 @@
 // subscriptions/listen, resultType, ttlMs/cacheScope) — so this package
 // only maps mesh concepts onto it.
 //
-//	g, _ := mcpgateway.New(mcpgateway.Config{Caller: c})
+//	g, _ := gateway.New(gateway.Config{Caller: c})
 //	_ = g.Sync(ctx)               // the first tool list
 //	go g.Run(ctx)                 // keeps it in step with the fleet
 //	_ = g.ServeStdio(ctx, os.Stdin, os.Stdout)
-package mcpgateway
+package gateway
 
 import (
 	"context"
@@ -119,7 +119,7 @@ type servedTool struct {
 // is not empty, and Run to follow the fleet.
 func New(cfg Config) (*Gateway, error) {
 	if cfg.Caller == nil {
-		return nil, errors.New("mcpgateway: Config.Caller is required")
+		return nil, errors.New("gateway: Config.Caller is required")
 	}
 	f, err := newFilter(cfg.Allow, cfg.Deny)
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package mcpbridge
+package bridge
 
 import "syscall"
 
