@@ -173,10 +173,11 @@ func ValidationProblem(code Code, what string, violations []Violation) *Problem 
 const MaxFormatSchemaBytes = 64 << 10
 
 // CompileFormatSchema compiles a caller's response_format schema and
-// refuses one that no result could satisfy — the schema false, or one
-// whose $ref chain loops without consuming the document (such as
-// {"$ref":"#"}), which fails on every value — so that the call is refused
-// before its tool runs rather than after its side effects.
+// refuses one that no result could satisfy — the schema false, one whose
+// $ref chain loops without consuming the document (such as {"$ref":"#"}),
+// or one whose keywords contradict each other (unsatisfiable lists what is
+// decided) — so that the call is refused before its tool runs rather than
+// after its side effects.
 func CompileFormatSchema(raw json.RawMessage) (*Schema, error) {
 	if len(raw) > MaxFormatSchemaBytes {
 		return nil, fmt.Errorf("schema is %d bytes, more than the %d a worker compiles", len(raw), MaxFormatSchemaBytes)
@@ -187,6 +188,9 @@ func CompileFormatSchema(raw json.RawMessage) (*Schema, error) {
 	}
 	if s.compiled.Bool != nil && !*s.compiled.Bool {
 		return nil, fmt.Errorf("schema is false: no result can satisfy it")
+	}
+	if why := unsatisfiable(raw); why != "" {
+		return nil, fmt.Errorf("no result can satisfy the schema: %s", why)
 	}
 	for _, probe := range []any{nil, map[string]any{}, []any{}, "", json.Number("0"), true} {
 		var ve *jsonschema.ValidationError

@@ -12,7 +12,7 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// Issue 20: a response_format schema no result can satisfy is refused
+// A response_format schema no result can satisfy is refused
 // invalid_input before the tool runs — not after its side effects — and a
 // satisfiable recursive schema is still taken.
 func TestResponseFormatCheckedBeforeTheToolRuns(t *testing.T) {
@@ -32,6 +32,11 @@ func TestResponseFormatCheckedBeforeTheToolRuns(t *testing.T) {
 		{"false", `false`, false},
 		{"too large", `{"description":"` + strings.Repeat("x", envelope.MaxFormatSchemaBytes) + `"}`, false},
 		{"not a schema", `{"type":"no-such-type"}`, false},
+		{"not anything", `{"not":{}}`, false},
+		{"empty enum", `{"enum":[]}`, false},
+		{"contradictory allOf", `{"allOf":[{"type":"string"},{"type":"number"}]}`, false},
+		{"minimum above maximum, required", `{"type":"object","required":["n"],"properties":{"n":{"type":"number","minimum":5,"maximum":1}}}`, false},
+		{"minimum above maximum, optional", `{"type":"object","properties":{"n":{"type":"number","minimum":5,"maximum":1}}}`, true},
 		{"recursive tree", `{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#"}}}}`, true},
 	}
 	for _, tc := range cases {
