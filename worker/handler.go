@@ -90,6 +90,22 @@ type Request struct {
 // tool_failed).
 func (r *Request) Bind(v any) error { return bindArgs(r.Tool, r.Args, v) }
 
+// Sender names whom the call counts against when a handler shares out
+// something scarce (slots, a queue) fairly: the identity the server
+// stamped (Identity) when there is one, else the caller id the call
+// carried ("" for an unleased call in a single account, where all such
+// calls are one sender), the same sender as Config.MaxPerIdentity counts.
+func (r *Request) Sender() string {
+	if r.call == nil {
+		return r.Identity
+	}
+	k := senderOf(r.call)
+	if k.identity {
+		return "identity:" + k.name
+	}
+	return "caller:" + k.name
+}
+
 // bindArgs decodes a tool's args into v; a misfit is invalid_input.
 func bindArgs(tool string, args json.RawMessage, v any) error {
 	if err := json.Unmarshal(args, v); err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fairshare"
 	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/internal/supervise"
 	"github.com/toolmesh/toolmesh/sandbox"
@@ -36,7 +37,7 @@ type Handler struct {
 	binding *envelope.CliBindingConfig
 	limits  Limits
 	inherit []string
-	slots   chan struct{}
+	slots   *fairshare.Semaphore // the tool's MaxConcurrent slots, shared by sender
 	log     *slog.Logger
 	sup     *supervise.Supervisor
 	ownSup  bool            // sup is this Handler's own, closed by Close
@@ -80,7 +81,7 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 	}
 	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
 	h := &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
-		slots: make(chan struct{}, lim.MaxConcurrent), log: log,
+		slots: fairshare.New(lim.MaxConcurrent, queuePerSender(lim.MaxConcurrent)), log: log,
 		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening,
 		secrets: envSecrets(binding.Env)}
 	if plan != nil {
@@ -258,6 +259,25 @@ func (t *tailBuffer) String() string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
+// queuePerSender bounds the calls one sender may have waiting for a tool's
+// slots: enough to keep every slot busy twice over, few enough that a
+// flood is refused at once rather than held for minutes.
+func queuePerSender(slots int) int { return 2 * slots }
+
+// acquire takes one of the tool's slots in the sender's turn (see package
+// fairshare): a sender with calls queued delays only its own calls, and
+// one with its bound already waiting is refused overloaded, unrun.
+func (h *Handler) acquire(ctx context.Context, req *worker.Request) error {
+	err := h.slots.Acquire(ctx, req.Sender())
+	if errors.Is(err, fairshare.ErrQueueFull) {
+		return envelope.Problemf(envelope.CodeOverloaded,
+			"tool %s already has this sender's %d calls waiting for its %d slots; the program did not run",
+			h.spec.Name, queuePerSender(h.limits.MaxConcurrent), h.limits.MaxConcurrent).
+			WithRetryAfter(1).WithRan(envelope.RanNo)
+	}
+	return err
+}
+
 // Handle runs the program for one call.
 func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 	b := h.binding
@@ -276,12 +296,10 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 		}
 		pageAll = true
 	}
-	select {
-	case h.slots <- struct{}{}:
-		defer func() { <-h.slots }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := h.acquire(ctx, req); err != nil {
+		return nil, err
 	}
+	defer h.slots.Release()
 	if h.limits.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.limits.Timeout)

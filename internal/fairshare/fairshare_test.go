@@ -1,0 +1,106 @@
+package fairshare
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+)
+
+// waiting counts the calls waiting, for tests to line waiters up.
+func (s *Semaphore) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, q := range s.queue {
+		n += len(q)
+	}
+	return n
+}
+
+// queueUp starts an Acquire for sender and waits until it is queued; the
+// returned channel yields the sender once the slot is granted.
+func queueUp(t *testing.T, s *Semaphore, sender string, granted chan<- string) {
+	t.Helper()
+	before := s.waiting()
+	go func() {
+		if err := s.Acquire(context.Background(), sender); err != nil {
+			t.Error(err)
+			return
+		}
+		granted <- sender
+	}()
+	for s.waiting() == before {
+		runtime.Gosched()
+	}
+}
+
+// TestTurnsBySender: bob queues three calls before alice queues one; the
+// slots freed next go bob, alice, bob, bob — alice waits one turn, not
+// behind all of bob's calls.
+func TestTurnsBySender(t *testing.T) {
+	s := New(1, 10)
+	if err := s.Acquire(context.Background(), "carol"); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan string, 4)
+	for _, who := range []string{"bob", "bob", "bob", "alice"} {
+		queueUp(t, s, who, granted)
+	}
+	var order []string
+	for range 4 {
+		s.Release()
+		order = append(order, <-granted)
+	}
+	want := []string{"bob", "alice", "bob", "bob"}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("slots went to %v, want %v", order, want)
+		}
+	}
+}
+
+// TestQueueBoundPerSender: a sender with its bound waiting is refused at
+// once; another sender still queues.
+func TestQueueBoundPerSender(t *testing.T) {
+	s := New(1, 2)
+	if err := s.Acquire(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan string, 3)
+	queueUp(t, s, "bob", granted)
+	queueUp(t, s, "bob", granted)
+	if err := s.Acquire(context.Background(), "bob"); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("bob's third waiting call: %v, want ErrQueueFull", err)
+	}
+	queueUp(t, s, "alice", granted)
+}
+
+// TestGiveUpPassesTheSlotOn: a waiter whose context ends leaves the queue,
+// and a slot granted to it as it gave up goes to the next in turn.
+func TestGiveUpPassesTheSlotOn(t *testing.T) {
+	s := New(1, 4)
+	if err := s.Acquire(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- s.Acquire(ctx, "quitter") }()
+	for s.waiting() == 0 {
+		runtime.Gosched()
+	}
+	granted := make(chan string, 1)
+	queueUp(t, s, "stayer", granted)
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("quitter: %v, want context.Canceled", err)
+	}
+	s.Release()
+	if who := <-granted; who != "stayer" {
+		t.Fatalf("slot went to %s", who)
+	}
+	s.Release()
+	if err := s.Acquire(context.Background(), "y"); err != nil {
+		t.Fatalf("the slot was not given back: %v", err)
+	}
+}
