@@ -22,7 +22,7 @@ type Semaphore struct {
 
 	mu    sync.Mutex
 	free  int
-	ring  []string              // senders with waiters, in turn order
+	ring  []string             // senders with waiters, in turn order
 	queue map[string][]*waiter // each sender's waiters, oldest first
 }
 
