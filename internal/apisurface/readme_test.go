@@ -8,33 +8,43 @@ import (
 	"testing"
 )
 
-// TestReadmeProgramsCompile keeps the README's Go programs true: every
-// ```go block's code lines (blank lines, comment-only lines and "…" left
-// out; each line compared with its indentation trimmed) must appear, in
-// order, in one _test.go file of the module, where go vet and go test
-// compile them (examples, most with // Output:). A README line that
-// drifts from the code fails here, naming the line.
+// TestReadmeProgramsCompile keeps the README's and the guides' Go
+// programs true: every ```go block's code lines (blank lines, comment-only
+// lines and "…" left out; each line compared with its indentation
+// trimmed) must appear, in order, in one _test.go file of the module,
+// where go vet and go test compile them (examples, most with // Output:).
+// A line that drifts from the code fails here, naming the file and line.
 func TestReadmeProgramsCompile(t *testing.T) {
 	root := filepath.Join("..", "..")
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := goBlocks(string(readme))
-	if len(blocks) == 0 {
+	if len(goBlocks(string(readme))) == 0 {
 		t.Fatal("the README has no ```go block")
 	}
+	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	files := testFiles(t, root)
-	for _, b := range blocks {
-		if best, at, missing := bestMatch(b.lines, files); missing != "" {
-			t.Errorf("README.md:%d: the Go block's line %q is not in any test file in order (closest: %s, after %d of %d lines); mirror the block in an example",
-				b.start, missing, best, at, len(b.lines))
+	for _, doc := range append([]string{filepath.Join(root, "README.md")}, guides...) {
+		md, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(root, doc)
+		for _, b := range goBlocks(string(md)) {
+			if best, at, missing := bestMatch(b.lines, files); missing != "" {
+				t.Errorf("%s:%d: the Go block's line %q is not in any test file in order (closest: %s, after %d of %d lines); mirror the block in an example",
+					name, b.start, missing, best, at, len(b.lines))
+			}
 		}
 	}
 }
 
 type goBlock struct {
-	start int // README line of the opening fence
+	start int // line of the opening fence
 	lines []string
 }
 
