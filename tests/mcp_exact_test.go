@@ -60,8 +60,8 @@ func TestMCPBridgeDeclaresOnlyWhatTheMeshHonours(t *testing.T) {
 		want string
 	}{
 		{nil, `{"elicitation":false,"roots":false,"sampling":false}`},
-		{[]string{bridge.CapabilityElicitation}, `{"elicitation":true,"roots":false,"sampling":false}`},
-		{[]string{bridge.CapabilityElicitation, bridge.CapabilitySampling}, `{"elicitation":true,"roots":false,"sampling":true}`},
+		{[]string{"elicitation"}, `{"elicitation":true,"roots":false,"sampling":false}`},
+		{[]string{"elicitation", "sampling"}, `{"elicitation":true,"roots":false,"sampling":true}`},
 	}
 	for _, tc := range cases {
 		_, c := startBridge(t, bridge.Entry{Namespace: "c", Server: bridge.ServerConfig{Command: mcpServerBin(t), ClientCapabilities: tc.caps}})
@@ -131,7 +131,7 @@ const sep1330Schema = `{"type":"object","properties":{` +
 func TestMCPElicitationEnumsThroughTheMesh(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	bridgeOn(t, srv, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t),
-		ClientCapabilities: []string{bridge.CapabilityElicitation}}})
+		ClientCapabilities: []string{"elicitation"}}})
 	var asked []any
 	answer := map[string]any{"titledSingle": "value2", "titledMulti": []any{"value1", "value3"}, "untitledMulti": []any{"option2"}, "legacyEnum": "opt3"}
 	cs := gatewayClient(t, srv, "conf", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

@@ -143,9 +143,9 @@ func (b *Bridge) clientOptions() *mcp.ClientOptions {
 	}
 	for _, c := range b.cfg.Entry.Server.ClientCapabilities {
 		switch c {
-		case CapabilityElicitation:
+		case capElicitation:
 			opts.ElicitationHandler = b.onElicit
-		case CapabilitySampling:
+		case capSampling:
 			opts.CreateMessageHandler = b.onSample
 		}
 	}

@@ -44,8 +44,8 @@ type ServerConfig struct {
 
 // The client capabilities a binding may list (ServerConfig.ClientCapabilities).
 const (
-	CapabilityElicitation = "elicitation"
-	CapabilitySampling    = "sampling"
+	capElicitation = "elicitation"
+	capSampling    = "sampling"
 )
 
 // Entry is one MCP server bound in a tools file: its tools appear on the
@@ -190,7 +190,7 @@ func parseEntry(namespace, name string, node *yaml.Node) (Entry, error) {
 func checkCapabilities(caps []string) error {
 	for _, c := range caps {
 		switch c {
-		case CapabilityElicitation, CapabilitySampling:
+		case capElicitation, capSampling:
 		case "roots":
 			return fmt.Errorf("field binding.mcp.client_capabilities: roots: the mesh has no roots to give a server")
 		default:

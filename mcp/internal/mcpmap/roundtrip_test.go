@@ -44,7 +44,7 @@ func TestToolRoundTrip(t *testing.T) {
 	yes, no := true, false
 	tools := []*mcp.Tool{
 		{Name: "read_file", Title: "Read a file", Description: "Reads a file under the allowed roots.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1},"head":{"type":"integer","minimum":1}},"required":["path"],"additionalProperties":false}`),
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1},"head":{"type":"integer","minimum":1}},"required":["path"],"additionalProperties":false}`),
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"content":{"type":"string"}},"required":["content"]}`),
 			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}},
 		{Name: "delete_entity", Description: "Deletes an entity.",
@@ -239,7 +239,7 @@ func TestElicitationRoundTrip(t *testing.T) {
 // client's text reply is the reply the server gets.
 func TestSamplingRoundTrip(t *testing.T) {
 	sent := &mcp.CreateMessageParams{MaxTokens: 100, SystemPrompt: "Be brief.", Temperature: 0.2,
-		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "What is the mesh?"}}},
+		Messages:         []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "What is the mesh?"}}},
 		ModelPreferences: &mcp.ModelPreferences{Hints: []*mcp.ModelHint{{Name: "claude"}}, SpeedPriority: 0.5}}
 	msg, params, err := SamplingQuestion(overTheWire[*mcp.CreateMessageParams](t, sent))
 	if err != nil || msg != "system: Be brief.\nuser: What is the mesh?" {
