@@ -136,7 +136,7 @@ func TestMCPInteropConformance(t *testing.T) {
 
 	_, natsURL := startDev(t)
 	tools := filepath.Join(t.TempDir(), "tools.yaml")
-	yaml := fmt.Sprintf("tools:\n  - namespace: conf\n    binding:\n      mcp: {command: %q}\n", fixture)
+	yaml := fmt.Sprintf("tools:\n  - namespace: conf\n    binding:\n      mcp: {command: %q, client_capabilities: [elicitation, sampling]}\n", fixture)
 	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

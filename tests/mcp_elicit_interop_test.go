@@ -88,7 +88,7 @@ func elicitBridged(t *testing.T, dir string) {
 	_, url := startDev(t)
 	tools := filepath.Join(dir, "tools.yaml")
 	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	yaml := fmt.Sprintf("tools:\n  - namespace: everything\n    binding:\n      mcp: {command: node, args: [%q, stdio]}\n", server)
+	yaml := fmt.Sprintf("tools:\n  - namespace: everything\n    binding:\n      mcp: {command: node, args: [%q, stdio], client_capabilities: [elicitation]}\n", server)
 	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

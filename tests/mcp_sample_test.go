@@ -21,7 +21,7 @@ import (
 // caller's answer is the model reply the server gets; a decline reaches
 // the server as a refusal.
 func TestMCPBridgeSamplingAsksTheCaller(t *testing.T) {
-	_, c := startBridge(t, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t)}})
+	_, c := startBridge(t, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t), ClientCapabilities: []string{"sampling"}}})
 	cases := []struct {
 		name   string
 		answer func(q caller.Question) (caller.Answer, error)
@@ -68,7 +68,7 @@ func TestMCPBridgeSamplingAsksTheCaller(t *testing.T) {
 // with neither has the server refused, which then answers its own error.
 func TestMCPGatewaySampling(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	bridgeOn(t, srv, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t)}})
+	bridgeOn(t, srv, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t), ClientCapabilities: []string{"sampling"}}})
 	cases := []struct {
 		name    string
 		opts    *mcp.ClientOptions

@@ -106,19 +106,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 	b := &Bridge{nc: nc, cfg: cfg, log: cfg.Logger.With("mcp_namespace", cfg.Entry.Namespace),
 		relist: make(chan struct{}, 1), done: make(chan struct{}), backoff: cfg.RestartMin,
 		secrets: serverSecrets(cfg.Entry.Server)}
-	b.client = mcp.NewClient(&mcp.Implementation{Name: "toolmesh-bridge", Version: "0.1.0"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case b.relist <- struct{}{}:
-			default:
-			}
-		},
-		ProgressNotificationHandler: b.onProgress,
-		ElicitationHandler:          b.onElicit,
-		ResourceUpdatedHandler:      b.onResourceUpdated,
-		LoggingMessageHandler:       b.onLog,
-		CreateMessageHandler:        b.onSample,
-	})
+	b.client = mcp.NewClient(&mcp.Implementation{Name: "toolmesh-bridge", Version: "0.1.0"}, b.clientOptions())
 	if err := b.prepareSandbox(ctx); err != nil {
 		return nil, err
 	}
@@ -136,6 +124,32 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 	b.cancel = cancel
 	go b.supervise(runCtx, sess)
 	return b, nil
+}
+
+// clientOptions are the bridge's as the server's MCP client: it follows
+// the tool list and resource updates, and declares the client
+// capabilities the binding lists (ServerConfig.ClientCapabilities) and no
+// other — roots, which the SDK declares by default, included.
+func (b *Bridge) clientOptions() *mcp.ClientOptions {
+	opts := &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case b.relist <- struct{}{}:
+			default:
+			}
+		},
+		ResourceUpdatedHandler: b.onResourceUpdated,
+	}
+	for _, c := range b.cfg.Entry.Server.ClientCapabilities {
+		switch c {
+		case capElicitation:
+			opts.ElicitationHandler = b.onElicit
+		case capSampling:
+			opts.CreateMessageHandler = b.onSample
+		}
+	}
+	return opts
 }
 
 // Namespace returns the entry's namespace.
@@ -224,7 +238,7 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport}}}
+			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification}}}
 	}
 	sess, err := b.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 	if err != nil {
@@ -297,22 +311,6 @@ func (b *Bridge) childEnv() []string {
 		env = append(env, k+"="+v)
 	}
 	return env
-}
-
-// headerTransport adds the binding's headers to every request.
-type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.headers) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range h.headers {
-			r.Header.Set(k, v)
-		}
-	}
-	return h.next.RoundTrip(r)
 }
 
 // supervise follows list_changed and restarts the server when its session

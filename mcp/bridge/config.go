@@ -31,7 +31,22 @@ type ServerConfig struct {
 	// not host. A tool the mesh cannot host fails the worker's start
 	// unless it is listed here.
 	Skip []string `yaml:"skip"`
+	// ClientCapabilities lists the client capabilities the bridge declares
+	// to the server: "elicitation" (a server's elicitation/create becomes
+	// a question of the call it belongs to) and "sampling"
+	// (sampling/createMessage becomes a sampling question). A mesh
+	// caller answers questions only when it says so call by call, so
+	// none is declared unless listed here: a server then does what it
+	// does for a client without them, as it would for the caller
+	// directly. Roots are never declared: the mesh has none to give.
+	ClientCapabilities []string `yaml:"client_capabilities"`
 }
+
+// The client capabilities a binding may list (ServerConfig.ClientCapabilities).
+const (
+	capElicitation = "elicitation"
+	capSampling    = "sampling"
+)
 
 // Entry is one MCP server bound in a tools file: its tools appear on the
 // mesh as <Namespace>.<tool>.
@@ -159,6 +174,9 @@ func parseEntry(namespace, name string, node *yaml.Node) (Entry, error) {
 	case sc.URL == "" && len(sc.Headers) > 0:
 		return Entry{}, fmt.Errorf("field binding.mcp.headers: headers need url")
 	}
+	if err := checkCapabilities(sc.ClientCapabilities); err != nil {
+		return Entry{}, err
+	}
 	if sc.URL != "" {
 		u, err := url.Parse(sc.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -166,6 +184,20 @@ func parseEntry(namespace, name string, node *yaml.Node) (Entry, error) {
 		}
 	}
 	return Entry{Namespace: namespace, Server: sc}, nil
+}
+
+// checkCapabilities refuses a client capability the bridge cannot honour.
+func checkCapabilities(caps []string) error {
+	for _, c := range caps {
+		switch c {
+		case capElicitation, capSampling:
+		case "roots":
+			return fmt.Errorf("field binding.mcp.client_capabilities: roots: the mesh has no roots to give a server")
+		default:
+			return fmt.Errorf("field binding.mcp.client_capabilities: %q: want elicitation or sampling", c)
+		}
+	}
+	return nil
 }
 
 // decodeSandbox reads a sandbox block (a YAML node): the entry's own, or

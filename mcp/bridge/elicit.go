@@ -2,13 +2,13 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -74,39 +74,29 @@ func (a *askers) onlySink() (*sink, int) {
 }
 
 // onElicit answers a bridged server's elicitation/create with the mesh
-// caller's answer. Declared through ClientOptions.ElicitationHandler, so
-// the bridge tells every server it supports (form) elicitation.
+// caller's answer (mcpmap.ElicitQuestion, mcpmap.ElicitResult). Set only
+// when the binding lists elicitation in client_capabilities, so the
+// bridge declares the capability to a server only then.
 func (b *Bridge) onElicit(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	decline := &mcp.ElicitResult{Action: envelope.ActionDecline}
-	if r.Params.Mode == "url" {
-		return decline, nil // a URL to open is nothing a mesh caller can be shown safely
+	message, schema, err := mcpmap.ElicitQuestion(r.Params)
+	if err != nil {
+		return decline, nil
 	}
 	req, callCtx, n := b.askers.only()
 	if req == nil {
 		b.log.Warn("declined a server's elicitation: it cannot be tied to one call", "calls_in_flight", n)
 		return decline, nil
 	}
-	schema := json.RawMessage(`{"type":"object"}`)
-	if r.Params.RequestedSchema != nil {
-		raw, err := json.Marshal(r.Params.RequestedSchema)
-		if err != nil {
-			return decline, nil
-		}
-		schema = raw
-	}
 	askCtx, cancel := context.WithCancel(callCtx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel) // the server gave up on its request
 	defer stop()
-	a, err := req.Ask(askCtx, worker.Question{Message: r.Params.Message, Schema: schema})
+	a, err := req.Ask(askCtx, worker.Question{Message: message, Schema: schema})
 	if err != nil {
 		return &mcp.ElicitResult{Action: outcomeOf(err)}, nil
 	}
-	res := &mcp.ElicitResult{Action: a.Action}
-	if a.Action == envelope.ActionAccept && json.Unmarshal(a.Content, &res.Content) != nil {
-		return &mcp.ElicitResult{Action: envelope.ActionCancel}, nil
-	}
-	return res, nil
+	return mcpmap.ElicitResult(a.Action, a.Content), nil
 }
 
 // outcomeOf is what the server is told when the mesh could not answer:

@@ -1,8 +1,6 @@
 package bridge
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -37,13 +35,8 @@ func newSink(emit worker.Emitter) *sink {
 			var err error
 			switch p := item.(type) {
 			case *mcp.ProgressNotificationParams:
-				if p.Total > 0 {
-					pct = min(max(p.Progress/p.Total*100, pct), 100)
-				}
-				msg := p.Message
-				if p.Total <= 0 {
-					msg = fmt.Sprintf("%s (%g)", p.Message, p.Progress)
-				}
+				var msg string
+				pct, msg = mcpmap.MeshProgress(p, pct)
 				err = emit.Progress(pct, msg)
 			case *mcp.LoggingMessageParams:
 				err = emitLog(emit, p)
@@ -63,11 +56,11 @@ func emitLog(emit worker.Emitter, p *mcp.LoggingMessageParams) error {
 	if !ok {
 		return nil
 	}
-	data, err := json.Marshal(p.Data)
+	l, err := mcpmap.LogMessage(p)
 	if err != nil {
 		return nil
 	}
-	return le.Log(envelope.LogMessage{Level: string(p.Level), Logger: p.Logger, Data: data})
+	return le.Log(l)
 }
 
 func (s *sink) offer(p any) {
@@ -92,16 +85,6 @@ func (s *sink) close() {
 	<-s.done
 }
 
-// onProgress routes a progress notification the SDK handled to its call.
-// A stdio server's progress is routed as it is read instead (processConn),
-// so here only an HTTP server's is.
-func (b *Bridge) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if b.cfg.Entry.Server.Command != "" {
-		return
-	}
-	b.routeProgress(req.Params)
-}
-
 // routeProgress hands a server's progress notification to its call.
 func (b *Bridge) routeProgress(p *mcp.ProgressNotificationParams) {
 	token, ok := p.ProgressToken.(string)
@@ -113,24 +96,22 @@ func (b *Bridge) routeProgress(p *mcp.ProgressNotificationParams) {
 	}
 }
 
-// onLog routes a log message the SDK handled (an HTTP server's; a stdio
-// server's is routed as it is read, like progress).
-func (b *Bridge) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
-	if b.cfg.Entry.Server.Command != "" {
-		return
-	}
-	b.routeLog(req.Params)
-}
-
-// routeLog hands a server's log message to the one streaming call in
-// flight: a log message names no request, so with several calls in
-// flight (or none, or a unary one) it cannot be tied to a caller and goes
-// to the worker's log instead, never to a caller it may not concern.
+// routeLog hands a server's log message that no call's own stream
+// carried (any of a stdio server's, an HTTP server's on its standalone
+// stream) to the one streaming call in flight: such a message names no
+// request, so with several calls in flight (or none, or a unary one) it
+// cannot be tied to a caller and goes to the worker's log instead, never
+// to a caller it may not concern.
 func (b *Bridge) routeLog(p *mcp.LoggingMessageParams) {
 	if sk, _ := b.askers.onlySink(); sk != nil {
 		sk.offer(p)
 		return
 	}
+	b.logServer(p)
+}
+
+// logServer writes a server's log message to the worker's log.
+func (b *Bridge) logServer(p *mcp.LoggingMessageParams) {
 	b.log.Info("mcp server log", "level", string(p.Level), "logger", p.Logger, "data", b.secrets.String(fmt.Sprint(p.Data)))
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -67,7 +68,8 @@ func (b *Bridge) surface(sess *mcp.ClientSession) []hosted {
 			Description: fmt.Sprintf("The bridged MCP server's %s, carried as a mesh call; toolmesh mcp serves it as that method (docs/protocol.md §24).", op.method),
 			InputSchema: []byte(op.input), Streaming: op.streaming, Tags: []string{"mcp", wire.MCPSurfaceTag}}
 		if !op.streaming {
-			s.Annotations = &envelope.Annotations{ReadOnly: trueOnly(true)}
+			readOnly := true
+			s.Annotations = &envelope.Annotations{ReadOnly: &readOnly}
 		}
 		if b.plan != nil {
 			s.Sandbox = cli.SandboxSummary(b.plan.Policy)
@@ -130,7 +132,7 @@ func readResource(ctx context.Context, _ *Bridge, sess *mcp.ClientSession, req *
 	if err != nil {
 		return nil, err
 	}
-	res.Meta = resultMeta(res.Meta)
+	res.Meta = mcpmap.ResultMeta(res.Meta)
 	return res, nil
 }
 
@@ -143,7 +145,7 @@ func getPrompt(ctx context.Context, _ *Bridge, sess *mcp.ClientSession, req *wor
 	if err != nil {
 		return nil, err
 	}
-	res.Meta = resultMeta(res.Meta)
+	res.Meta = mcpmap.ResultMeta(res.Meta)
 	return res, nil
 }
 
@@ -156,6 +158,6 @@ func complete(ctx context.Context, _ *Bridge, sess *mcp.ClientSession, req *work
 	if err != nil {
 		return nil, err
 	}
-	res.Meta = resultMeta(res.Meta)
+	res.Meta = mcpmap.ResultMeta(res.Meta)
 	return res, nil
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
-	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
@@ -153,7 +153,7 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 			b.log.Info("mcp bridge: tool skipped as the tools file says", "tool", t.Name)
 			continue
 		}
-		spec, changes, err := specOf(b.cfg.Entry.Namespace, t)
+		spec, changes, err := mcpmap.Spec(b.cfg.Entry.Namespace, t)
 		if err != nil {
 			refused = append(refused, fmt.Sprintf("%q: %v", t.Name, err))
 			continue
@@ -167,59 +167,6 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 		tools = append(tools, hosted{spec: spec, mcpName: t.Name})
 	}
 	return tools, refused, nil
-}
-
-// specOf maps an MCP tool onto a mesh ToolSpec named <namespace>.<name>,
-// normalising its schemas (see normaliseInput) and returning what it
-// changed. Only the hints the server declared become annotations: the
-// SDK decodes an absent readOnlyHint or idempotentHint as false, MCP's
-// default, so false is left unset rather than declared.
-func specOf(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) {
-	s := envelope.ToolSpec{Name: namespace + "." + t.Name, Title: t.Title, Description: t.Description, Tags: []string{"mcp"}, MCPResult: true}
-	if err := envelope.ValidateToolName(s.Name); err != nil {
-		return s, nil, fmt.Errorf("its name cannot be a mesh tool name: %v", err)
-	}
-	if wire.IsMCPSurfaceReserved(t.Name) {
-		return s, nil, fmt.Errorf("its name starts with %q, which the mesh reserves for the server's resources and prompts", wire.MCPSurfaceSegment+".")
-	}
-	in, err := json.Marshal(t.InputSchema)
-	if err != nil {
-		return s, nil, fmt.Errorf("inputSchema: %w", err)
-	}
-	var changes []string
-	if s.InputSchema, changes, err = normaliseInput(in); err != nil {
-		return s, nil, err
-	}
-	if t.OutputSchema != nil {
-		out, err := json.Marshal(t.OutputSchema)
-		if err != nil {
-			return s, nil, fmt.Errorf("outputSchema: %w", err)
-		}
-		var more []string
-		if s.OutputSchema, more, err = normaliseOutput(out); err != nil {
-			return s, nil, err
-		}
-		changes = append(changes, more...)
-	}
-	if a := t.Annotations; a != nil {
-		if s.Title == "" {
-			s.Title = a.Title
-		}
-		ann := envelope.Annotations{ReadOnly: trueOnly(a.ReadOnlyHint), Destructive: a.DestructiveHint,
-			Idempotent: trueOnly(a.IdempotentHint), OpenWorld: a.OpenWorldHint}
-		if ann != (envelope.Annotations{}) {
-			s.Annotations = &ann
-		}
-	}
-	return s, changes, s.Validate()
-}
-
-// trueOnly is &v when v is true, else nil (unset: MCP's default false).
-func trueOnly(v bool) *bool {
-	if !v {
-		return nil
-	}
-	return &v
 }
 
 // handler forwards one mesh call to the MCP tool mcpName. Cancelling the
@@ -252,7 +199,7 @@ func (b *Bridge) forward(mcpName string) worker.HandlerFunc {
 			params.SetProgressToken(token)
 		}
 		defer b.askers.track(ctx, req, sk)()
-		res, err := sess.CallTool(ctx, params)
+		res, err := sess.CallTool(withCallSink(ctx, sk), params)
 		if err != nil {
 			return nil, b.failure(ctx, sess, mcpName, err)
 		}
@@ -313,61 +260,14 @@ func (b *Bridge) callProblem(what string, err error) *envelope.Problem {
 // URI the server does not have.
 const codeResourceNotFound = -32002
 
-// resultOf maps an MCP result onto the mesh: the result is the MCP
-// result itself (content blocks, structuredContent, _meta: the spec sets
-// MCPResult), so both round-trip unchanged; isError becomes a tool_failed
-// Problem carrying the text and, as mcp_content, the blocks.
+// resultOf maps an MCP result onto the mesh (mcpmap.MeshResult), and an
+// error result onto the Problem carrying it whole (mcpmap.ErrorProblem),
+// which the handler redacts again, the server's blocks among it.
 func resultOf(res *mcp.CallToolResult, secrets *redact.Redactor) (any, error) {
 	if res.IsError {
-		// Redacted before it is cut (redact.Redactor.Head), so no piece
-		// of a secret straddling the cut stays; the handler redacts the
-		// whole Problem again, mcp_content among it.
-		text, cut := secrets.Head(contentText(res.Content), 2000)
-		if cut {
-			text += "…"
-		}
-		p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+text)
-		return nil, p.WithExtension("mcp_content", res.Content)
+		return nil, mcpmap.ErrorProblem(res, secrets)
 	}
-	content := res.Content
-	if content == nil {
-		content = []mcp.Content{}
-	}
-	out := map[string]any{"content": content}
-	if res.StructuredContent != nil {
-		out["structuredContent"] = res.StructuredContent
-	}
-	if meta := resultMeta(res.Meta); len(meta) > 0 {
-		out["_meta"] = meta
-	}
-	return out, nil
-}
-
-// resultMeta is a result's _meta without the keys the MCP project reserves
-// (io.modelcontextprotocol/…, such as serverInfo): they describe the
-// connection the result came over, and the gateway writes its own.
-func resultMeta(m mcp.Meta) mcp.Meta {
-	var out mcp.Meta
-	for k, v := range m {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			continue
-		}
-		if out == nil {
-			out = mcp.Meta{}
-		}
-		out[k] = v
-	}
-	return out
-}
-
-func contentText(cs []mcp.Content) string {
-	var parts []string
-	for _, c := range cs {
-		if t, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, " ")
+	return mcpmap.MeshResult(res), nil
 }
 
 func clip(s string, n int) string {

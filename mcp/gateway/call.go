@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
 
 // maxDeltaBytes bounds the deltas a result accumulates; past it the rest
@@ -60,16 +59,18 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool s
 	return relay(ctx, req, st, kind.mcpResult), nil
 }
 
-// fitOutputSchema keeps an error result valid for a tool that declares an
-// output schema: MCP clients (the official TypeScript SDK among them)
-// check structuredContent against that schema even when isError is set,
-// and a Problem does not match it. There the problem+json travels as a
-// second text block instead of as structuredContent.
+// fitOutputSchema keeps an error result the gateway made of a Problem
+// valid for a tool that declares an output schema: MCP clients (the
+// official TypeScript SDK among them) check structuredContent against
+// that schema even when isError is set, and a Problem does not match it.
+// There the problem+json travels as a second text block instead of as
+// structuredContent. An MCP server's own error result (problemResult) is
+// served as the server sent it.
 func fitOutputSchema(res *mcp.CallToolResult, tool *mcp.Tool) *mcp.CallToolResult {
-	if !res.IsError || tool.OutputSchema == nil || res.StructuredContent == nil {
+	body, ours := res.StructuredContent.(problemBody)
+	if !res.IsError || tool.OutputSchema == nil || !ours {
 		return res
 	}
-	body, _ := json.Marshal(res.StructuredContent)
 	res.Content = append(res.Content, &mcp.TextContent{Text: string(body)})
 	res.StructuredContent = nil
 	return res
@@ -100,11 +101,7 @@ func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream, mcp
 				p.log(ev.Log)
 				continue
 			}
-			msg := ev.Message
-			if ev.Pct != nil {
-				msg = strings.TrimSpace(fmt.Sprintf("%.0f%% %s", *ev.Pct, ev.Message))
-			}
-			p.send(msg)
+			p.send(mcpmap.ProgressMessage(ev.Pct, ev.Message))
 		case envelope.EventDelta:
 			deltas.add(ev.Data)
 			p.send("delta " + clip(string(ev.Data), 200))
@@ -147,7 +144,7 @@ func (p *progress) log(l *envelope.LogMessage) {
 	if p.req.Session == nil {
 		return
 	}
-	_ = p.req.Session.Log(p.ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(l.Level), Logger: l.Logger, Data: l.Data})
+	_ = p.req.Session.Log(p.ctx, mcpmap.LoggingParams(l))
 }
 
 // deltaLog accumulates a call's deltas up to maxDeltaBytes.
@@ -166,35 +163,25 @@ func (d *deltaLog) add(data json.RawMessage) {
 	d.items = append(d.items, append(json.RawMessage(nil), data...))
 }
 
-// resultOf builds the MCP result of a mesh result: structuredContent (an
-// object: the result itself, or {"result": …} for other JSON values) plus
-// its text serialisation; deltas precede it as text blocks.
+// resultOf builds the MCP result of a mesh result (mcpmap.StructuredResult);
+// deltas precede it as text blocks.
 func resultOf(data json.RawMessage, deltas deltaLog) *mcp.CallToolResult {
-	if len(data) == 0 {
-		data = json.RawMessage("null")
-	}
-	structured := structured(data)
-	res := &mcp.CallToolResult{StructuredContent: structured}
+	res := mcpmap.StructuredResult(data)
 	deltas.prepend(res)
-	// The caller validated the event's JSON: its text is the result's
-	// text as it is, not encoded once more.
-	res.Content = append(res.Content, &mcp.TextContent{Text: string(structured)})
 	return res
 }
 
 // mcpResultOf serves the result of an MCPResult tool (an MCP tool result,
-// as the bridge hosts one) unchanged: its content blocks, structuredContent
-// and _meta; deltas, if the tool sent any, precede the blocks as text.
+// as the bridge hosts one) unchanged (mcpmap.ServerResult): its content
+// blocks, structuredContent and _meta; deltas, if the tool sent any,
+// precede the blocks as text.
 func mcpResultOf(data json.RawMessage, deltas deltaLog) *mcp.CallToolResult {
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(data, &res); err != nil {
+	res, err := mcpmap.ServerResult(data)
+	if err != nil {
 		return problemResult(envelope.NewProblem(envelope.CodeOutputInvalid, "the tool's MCP result cannot be decoded: "+err.Error()))
 	}
-	deltas.prepend(&res)
-	if res.Content == nil {
-		res.Content = []mcp.Content{}
-	}
-	return &res
+	deltas.prepend(res)
+	return res
 }
 
 // prepend puts the deltas before res's content as text blocks, and says
@@ -216,47 +203,25 @@ func (d *deltaLog) prepend(res *mcp.CallToolResult) {
 	}
 }
 
-// structured returns data as an MCP structuredContent object.
-func structured(data json.RawMessage) json.RawMessage {
-	if jsonx.IsObject(data) {
-		return data
-	}
-	const open, end = `{"result":`, `}`
-	b := make([]byte, 0, len(open)+len(data)+len(end))
-	return append(append(append(b, open...), data...), end...)
-}
-
 // problemResult turns a Problem into an MCP tool error: isError, the
-// problem+json as structuredContent, and one line an LLM can act on.
-// A Problem that carries an MCP server's own error content (mcp_content,
-// as the bridge reports isError) has those blocks as its content instead,
-// so the server's words reach the client unchanged.
+// problem+json as structuredContent, and one line an LLM can act on. A
+// Problem that carries an MCP server's own error result (the bridge's,
+// mcpmap.ErrorProblem) is that result, exactly as the server sent it.
 func problemResult(p *envelope.Problem) *mcp.CallToolResult {
-	body, _ := json.Marshal(p)
-	content := []mcp.Content{&mcp.TextContent{Text: problemLine(p)}}
-	if own := problemContent(p); len(own) > 0 {
-		content = own
+	if own, ok := mcpmap.ErrorResult(p); ok {
+		return own
 	}
-	return &mcp.CallToolResult{IsError: true, StructuredContent: json.RawMessage(body), Content: content}
+	body, _ := json.Marshal(p)
+	return &mcp.CallToolResult{IsError: true, StructuredContent: problemBody(body),
+		Content: []mcp.Content{&mcp.TextContent{Text: problemLine(p)}}}
 }
 
-// problemContent decodes a Problem's mcp_content extension (nil when it
-// has none or it is not a list of MCP content blocks).
-func problemContent(p *envelope.Problem) []mcp.Content {
-	raw, ok := p.Extensions["mcp_content"]
-	if !ok {
-		return nil
-	}
-	b, err := json.Marshal(map[string]any{"content": raw})
-	if err != nil {
-		return nil
-	}
-	var res mcp.CallToolResult
-	if json.Unmarshal(b, &res) != nil {
-		return nil
-	}
-	return res.Content
-}
+// problemBody is the problem+json of an error result the gateway made
+// (problemResult), told apart from a server's own structuredContent.
+type problemBody json.RawMessage
+
+// MarshalJSON writes the problem+json as it is.
+func (b problemBody) MarshalJSON() ([]byte, error) { return b, nil }
 
 // problemLine is "<code>: <detail> Fix: … Retry after Ns." on one line.
 func problemLine(p *envelope.Problem) string {

@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
 
 // elicitOptions declare that a call answers questions when its MCP client
@@ -54,19 +54,19 @@ func canSample(ip *mcp.InitializeParams) bool {
 // reply's text is the answer. A failed request, or a reply that is not
 // text, is a cancel: nothing the question's form can hold.
 func sample(ctx context.Context, ss *mcp.ServerSession, q caller.Question) caller.Answer {
-	var params mcp.CreateMessageParams
-	if err := json.Unmarshal(q.Sampling, &params); err != nil {
-		return caller.Dismiss()
-	}
-	res, err := ss.CreateMessage(ctx, &params)
+	params, err := mcpmap.CreateMessageParams(q.Sampling)
 	if err != nil {
 		return caller.Dismiss()
 	}
-	text, ok := res.Content.(*mcp.TextContent)
+	res, err := ss.CreateMessage(ctx, params)
+	if err != nil {
+		return caller.Dismiss()
+	}
+	ans, ok := mcpmap.SamplingAnswer(res)
 	if !ok {
 		return caller.Dismiss()
 	}
-	a, err := caller.Accept(envelope.SamplingAnswer{Text: text.Text, Model: res.Model, StopReason: res.StopReason})
+	a, err := caller.Accept(ans)
 	if err != nil {
 		return caller.Dismiss()
 	}
@@ -86,19 +86,15 @@ func canElicit(ip *mcp.InitializeParams) bool {
 // elicit asks the client; a failed request (the client errs, refuses the
 // schema or goes away) is a cancel: nobody chose.
 func elicit(ctx context.Context, ss *mcp.ServerSession, q caller.Question) caller.Answer {
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: elicitMessage(q), RequestedSchema: q.Schema})
-	if err != nil || !envelope.ValidAction(res.Action) {
+	res, err := ss.Elicit(ctx, mcpmap.ElicitParams(elicitMessage(q), q.Schema))
+	if err != nil {
 		return caller.Dismiss()
 	}
-	a := caller.Answer{Action: res.Action}
-	if res.Action == envelope.ActionAccept {
-		content := res.Content
-		if content == nil {
-			content = map[string]any{}
-		}
-		a.Content, _ = json.Marshal(content)
+	action, content, ok := mcpmap.Answer(res)
+	if !ok {
+		return caller.Dismiss()
 	}
-	return a
+	return caller.Answer{Action: action, Content: content}
 }
 
 // elicitMessage is the text the client shows: the question, and for an

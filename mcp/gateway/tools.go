@@ -10,78 +10,8 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
-
-// anyObject is the input schema of a tool that declares none: the mesh
-// accepts any argument object, and MCP requires an object schema.
-var anyObject = json.RawMessage(`{"type":"object"}`)
-
-// mcpTool maps a mesh ToolSpec onto the MCP tool name: its name as served,
-// title, description, both schemas and the annotations as MCP hints.
-// A non-object output schema is wrapped as {"result": …}, because MCP's
-// structuredContent is always an object (see structured).
-func mcpTool(name string, s envelope.ToolSpec) (*mcp.Tool, error) {
-	in := s.InputSchema
-	if len(in) == 0 {
-		in = anyObject
-	}
-	t := &mcp.Tool{
-		Name:        name,
-		Title:       s.Title,
-		Description: s.Description,
-		InputSchema: in,
-		Annotations: hints(s),
-	}
-	if len(s.OutputSchema) > 0 && s.MCPResult {
-		// It describes structuredContent already.
-		t.OutputSchema = s.OutputSchema
-	} else if len(s.OutputSchema) > 0 {
-		out, err := outputSchema(s.OutputSchema)
-		if err != nil {
-			return nil, err
-		}
-		t.OutputSchema = out
-	}
-	if s.Streaming {
-		t.Meta = mcp.Meta{"io.toolmesh/streaming": true}
-	}
-	return t, nil
-}
-
-// hints maps the mesh's annotations onto MCP's, passing through only what
-// the tool declared: nil when it declared none. (The SDK always writes
-// readOnlyHint and idempotentHint; unset, they are MCP's default false.)
-func hints(s envelope.ToolSpec) *mcp.ToolAnnotations {
-	a := s.Annotations
-	if a == nil || *a == (envelope.Annotations{}) {
-		return nil
-	}
-	return &mcp.ToolAnnotations{
-		ReadOnlyHint:    a.IsReadOnly(),
-		DestructiveHint: a.Destructive,
-		IdempotentHint:  a.IsIdempotent(),
-		OpenWorldHint:   a.OpenWorld,
-	}
-}
-
-// outputSchema returns an object output schema for MCP: the tool's own
-// when it is an object schema, else one wrapping it under "result".
-func outputSchema(raw json.RawMessage) (json.RawMessage, error) {
-	var head struct {
-		Type any `json:"type"`
-	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, fmt.Errorf("output_schema: %w", err)
-	}
-	if head.Type == "object" {
-		return raw, nil
-	}
-	return json.Marshal(map[string]any{
-		"type":       "object",
-		"properties": map[string]json.RawMessage{"result": raw},
-		"required":   []string{"result"},
-	})
-}
 
 // fingerprint identifies an MCP tool's whole definition.
 func fingerprint(t *mcp.Tool) string {
@@ -140,10 +70,10 @@ func matchAny(patterns []string, name string) bool {
 }
 
 // servedDef is the MCP definition of one catalogue tool served as name:
-// mcpTool of its spec, marked when workers give different specs for it
+// mcpmap.Tool of its spec, marked when workers give different specs for it
 // (see markConflict).
 func servedDef(name string, ct caller.CatalogTool) (*mcp.Tool, error) {
-	t, err := mcpTool(name, ct.Spec)
+	t, err := mcpmap.Tool(name, ct.Spec)
 	if err != nil || len(ct.Conflicts) == 0 {
 		return t, err
 	}

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,6 +48,7 @@ func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
 	addTools(s)
 	addControlTools(s)
+	addClientTools(s)
 	if *wild || *unhostable {
 		addWildTools(s, *wild, *unhostable)
 	}
@@ -150,6 +152,55 @@ func addControlTools(s *mcp.Server) {
 		}) (*mcp.CallToolResult, any, error) {
 			text := strings.Repeat("x", in.N) + os.Getenv("TESTSERVER_SECRET") + " denied"
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+		})
+}
+
+// addClientTools adds the tools that show what the client is told and
+// sent: its declared capabilities, an error result of a tool with an
+// output schema, and log messages of calls in flight together.
+func addClientTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "client_caps", Description: "the client capabilities the client declared"},
+		func(_ context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, map[string]bool, error) {
+			caps := req.Session.InitializeParams().Capabilities
+			return nil, map[string]bool{"roots": caps.RootsV2 != nil || caps.Roots.ListChanged,
+				"elicitation": caps.Elicitation != nil, "sampling": caps.Sampling != nil}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail_typed", Description: "reports an error, though it declares an output schema"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, struct {
+			N int `json:"n"`
+		}, error) {
+			res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no n today"}}}
+			return res, struct {
+				N int `json:"n"`
+			}{}, nil
+		})
+	var mu sync.Mutex
+	var waiting chan struct{}
+	// pair returns a channel closed once a second call has come in.
+	pair := func() <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if waiting == nil {
+			waiting = make(chan struct{})
+			return waiting
+		}
+		both := waiting
+		close(both)
+		waiting = nil
+		return both
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "log_pair", Description: "logs its tag, waits for a second call to be in flight, logs it again"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Tag string `json:"tag"`
+		}) (*mcp.CallToolResult, map[string]string, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "pair", Data: in.Tag + " start"})
+			select {
+			case <-pair():
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "pair", Data: in.Tag + " end"})
+			return nil, map[string]string{"tag": in.Tag}, nil
 		})
 }
 

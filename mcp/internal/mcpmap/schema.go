@@ -1,4 +1,4 @@
-package bridge
+package mcpmap
 
 import (
 	"encoding/json"
@@ -14,14 +14,14 @@ import (
 // mesh enforces instead.
 const notePrefix = "toolmesh bridge: "
 
-// normaliseInput turns an MCP tool's inputSchema into a mesh input schema
+// NormaliseInput turns an MCP tool's inputSchema into a mesh input schema
 // (an object schema the mesh can compile). Servers in the wild list
 // schemas without "type" (a zero-argument tool's {} or {"properties":{}}),
 // the boolean schema true, or a type list; MCP arguments are always a JSON
 // object, so each becomes an object schema and the change is written into
 // the schema's $comment. A schema no object can satisfy, or one that does
 // not compile, is an error: the tool cannot be hosted.
-func normaliseInput(raw json.RawMessage) (json.RawMessage, []string, error) {
+func NormaliseInput(raw json.RawMessage) (json.RawMessage, []string, error) {
 	schema, changes, err := asObjectSchema(raw, "inputSchema")
 	if err != nil {
 		return nil, nil, err
@@ -46,11 +46,11 @@ func normaliseInput(raw json.RawMessage) (json.RawMessage, []string, error) {
 	return finish(schema, changes, "inputSchema")
 }
 
-// normaliseOutput turns an MCP tool's outputSchema (absent: nil) into the
+// NormaliseOutput turns an MCP tool's outputSchema (absent: nil) into the
 // mesh output schema, which describes the result's structuredContent. The
 // boolean schema true becomes {}; false, or a schema that does not
 // compile, is an error.
-func normaliseOutput(raw json.RawMessage) (json.RawMessage, []string, error) {
+func NormaliseOutput(raw json.RawMessage) (json.RawMessage, []string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil, nil
 	}
@@ -78,7 +78,7 @@ func asObjectSchema(raw json.RawMessage, field string) (map[string]any, []string
 	dec.UseNumber() // 2^53+1 stays 2^53+1
 	if err := dec.Decode(&schema); err != nil || schema == nil {
 		if err == nil {
-			err = fmt.Errorf("got %s", clip(trimmed, 40))
+			err = fmt.Errorf("got %.40s", trimmed) // at most 40 characters, never half of one
 		}
 		return nil, nil, fmt.Errorf("%s is not a JSON Schema (an object or a boolean): %v", field, err)
 	}

@@ -1,4 +1,4 @@
-package bridge
+package mcpmap
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ func TestNormaliseInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, changes, err := normaliseInput(json.RawMessage(c.in))
+			out, changes, err := NormaliseInput(json.RawMessage(c.in))
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err = %v, want one containing %q", err, c.err)
@@ -74,15 +74,15 @@ func TestNormaliseOutput(t *testing.T) {
 		{in: `false`, err: "boolean schema false"},
 	}
 	for _, c := range cases {
-		out, _, err := normaliseOutput(json.RawMessage(c.in))
+		out, _, err := NormaliseOutput(json.RawMessage(c.in))
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("normaliseOutput(%s) err = %v, want %q", c.in, err, c.err)
+				t.Errorf("NormaliseOutput(%s) err = %v, want %q", c.in, err, c.err)
 			}
 			continue
 		}
 		if err != nil || string(out) != c.want {
-			t.Errorf("normaliseOutput(%s) = %s, %v; want %s", c.in, out, err, c.want)
+			t.Errorf("NormaliseOutput(%s) = %s, %v; want %s", c.in, out, err, c.want)
 		}
 	}
 }
