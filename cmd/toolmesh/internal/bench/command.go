@@ -46,7 +46,7 @@ type benchOptions struct {
 	levels, cliLevels, bigLevels, gatewayLevels []int
 
 	// fleetWorkers, fleetSlots and fleetWork shape the fleet rows
-	// (bench_fleet.go; 0 workers: skip them).
+	// (fleet.go; 0 workers: skip them).
 	fleetWorkers, fleetSlots int
 	fleetWork                time.Duration
 

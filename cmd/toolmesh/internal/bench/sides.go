@@ -57,7 +57,7 @@ type bencher struct {
 	gw *gatewaySides
 	// cold hosts the cold-start row's many tools.
 	cold *worker.Worker
-	// fleet is the fleet rows' workers and responders (bench_fleet.go).
+	// fleet is the fleet rows' workers and responders (fleet.go).
 	fleet *benchFleet
 }
 
