@@ -22,9 +22,10 @@ build:
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
 
-# Issue 20's floods at full size (20,000 CLI calls at 2 `toolmesh worker`s
-# on a stock nats-server, with and without a kill -9): opt-in, since they
-# take a few minutes of a 2-core box; `make test` runs small versions.
+# The honest floods at full size: 20,000 CLI calls at 2 `toolmesh worker`s
+# on a stock nats-server, with and without a kill -9, to show every call
+# still ends with a true outcome. Opt-in, since they take a few minutes of
+# a 2-core box; `make test` runs small versions.
 flood:
 	TOOLMESH_FLOOD=1 TOOLMESH_REQUIRE_NATS_SERVER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestHonestFlood' ./tests/
 
@@ -44,9 +45,10 @@ vet:
 
 lint: fmt-check vet
 
-# Benchmarks report each toolmesh figure beside raw NATS measured in the same run,
-# then `toolmesh bench` gives every target of issue 12 as a ratio in one run
-# (its memory row needs the built binary: worker and caller in processes of their own).
+# Benchmarks report each toolmesh figure beside raw NATS measured in the same run:
+# `toolmesh bench` gives every row's target as a ratio to its raw peer in one run
+# (its memory row needs the built binary: worker and caller in processes of their own),
+# then the Go benchmarks and the spawn benchmark.
 BENCHFLAGS ?=
 # `toolmesh bench` comes first: its table is the README's.
 bench: build
@@ -54,9 +56,10 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./tests/...
 	$(GO) test -run '^$$' -bench Spawn -benchtime 1x ./worker/cli/
 
-# Issue 24's catalogue figures (README, "Watch at fleet scale"): Watch
-# showing a new and a killed worker among 1,000 simulated ones, and the
-# caller's CPU for a catalogue beside a raw gather. BIG_FLEET=1 adds 5,000
+# The catalogue at fleet scale (README, "Watch at fleet scale"): how fast
+# Watch shows a new and a killed worker among 1,000 simulated ones, and the
+# caller's CPU for a catalogue beside a raw gather, so discovery's cost is
+# known before a fleet grows. BIG_FLEET=1 adds 5,000
 # workers (a few minutes of a 2-core box); BIG_FLEET=5000,10000 lists sizes.
 BIG_FLEET ?=
 bench-catalogue:

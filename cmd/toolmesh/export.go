@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/envelope/provider"
 )
@@ -22,7 +23,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export --provider openai|openai-responses|anthropic|gemini|mcp",
 		Short: "Print the mesh's tools in a model provider's (or MCP's) shape, with the name map",
-		Args:  noArgs,
+		Args:  usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := provider.ParseProvider(prov)
 			if err != nil {

@@ -24,12 +24,6 @@ func checkToolName(name string) error {
 	return nil
 }
 
-// flagValueProblem reports a flag value outside its allowed set.
-func flagValueProblem(flag, got string, allowed ...string) *envelope.Problem {
-	return envelope.Problemf(envelope.CodeInvalidInput, "--%s: want %s, got %q", flag, strings.Join(allowed, ", "), got).
-		WithFix(fmt.Sprintf("Pass --%s %s (or leave it out for the default).", flag, strings.Join(allowed, "|")), envelope.HasPlaceholders)
-}
-
 // fitFix replaces the schema-violations fix on a usage Problem that has no
 // violations (a safety net for failures without a fix of their own).
 func fitFix(p *envelope.Problem, cmd *cobra.Command) *envelope.Problem {

@@ -23,6 +23,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/bench"
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -116,11 +118,11 @@ func newRoot(g *globals) *cobra.Command {
 		Version:       buildVersion(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := SelectFormat(g.format, false); err != nil {
-				return flagValueProblem("format", g.format, string(FormatJSON), string(FormatPretty))
+				return usage.FlagValueProblem("format", g.format, string(FormatJSON), string(FormatPretty))
 			}
 			level := slog.LevelWarn
 			if err := level.UnmarshalText([]byte(g.logLevel)); g.logLevel != "" && err != nil {
-				return flagValueProblem("log-level", g.logLevel, "debug", "info", "warn", "error")
+				return usage.FlagValueProblem("log-level", g.logLevel, "debug", "info", "warn", "error")
 			}
 			if g.logLevel == "" && (cmd.Name() == "dev" || cmd.Name() == "worker") {
 				level = slog.LevelInfo
@@ -171,4 +173,13 @@ func (g *globals) dial(ctx context.Context, name string) (*nats.Conn, error) {
 		return nil, mesh.DialProblem(opts.URLOrDefault(), err)
 	}
 	return nc, nil
+}
+
+// newBenchCmd is `toolmesh bench`, which reads the global flags, the
+// logger and the streams once the command line is parsed.
+func newBenchCmd(g *globals) *cobra.Command {
+	return bench.Command(func() *bench.Env {
+		return &bench.Env{Dial: g.dial, Connect: g.connect, NKey: g.nkey, Prefix: g.prefix, Log: g.log,
+			Stdin: g.stdin, Stdout: g.stdout, Stderr: g.stderr}
+	})
 }

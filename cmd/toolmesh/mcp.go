@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/gcfloor"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
@@ -42,7 +43,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [--http ADDR]",
 		Short: "Serve the mesh's tools to MCP clients over stdio (default) or streamable HTTP",
-		Args:  noArgs,
+		Args:  usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.http != "" {
 				if err := f.checkHTTP(); err != nil {

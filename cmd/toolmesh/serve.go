@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
 
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
@@ -29,7 +30,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
-		Args:  noArgs,
+		Args:  usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), g, devConfig{listen, config, drain, approvals, tf})
 		},
@@ -153,7 +154,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker --config tools.yaml",
 		Short: "Join a mesh and host the command-line tools of a tools file",
-		Args:  noArgs,
+		Args:  usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if config == "" {
@@ -281,15 +282,6 @@ func toolNames(w *worker.Worker) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
-}
-
-// noArgs refuses positional arguments with a usage Problem.
-func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return envelope.Problemf(envelope.CodeInvalidInput, "%s takes no arguments, got %q", cmd.CommandPath(), args).
-			WithFix(fmt.Sprintf("See `%s --help`.", cmd.CommandPath()), envelope.MaybeIncorrect)
-	}
-	return nil
 }
 
 // announce makes ready mean listed: the registry holds the worker's tools

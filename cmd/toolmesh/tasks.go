@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/tasks"
 )
@@ -172,7 +173,7 @@ func newTasksLsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List your tasks, newest first",
-		Args:  noArgs,
+		Args:  usage.NoArgs,
 		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, _ []string) error {
 			list, err := c.Tasks(cmd.Context(), state, limit)
 			if err != nil {
@@ -220,7 +221,7 @@ func newTasksServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a task service (needs JetStream): it keeps durable calls and runs them on the mesh's workers",
-		Args:  noArgs,
+		Args:  usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			nc, err := g.dial(ctx, "tasks")

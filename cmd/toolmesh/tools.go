@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -27,7 +28,7 @@ func newToolsListCmd(g *globals) *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List every tool the mesh's workers host",
-		Args:  noArgs,
+		Args:  usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cat, err := g.catalog(cmd, wait)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -31,10 +32,10 @@ func newTopCmd(g *globals) *cobra.Command {
 works over ssh. Rates and the P50/P99 columns cover the last interval; totals are since
 each worker started. With --json it takes two samples --interval apart and prints one
 summary (totals from the second sample) for scripts. Ctrl-C quits.`,
-		Args: noArgs,
+		Args: usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if interval <= 0 {
-				return flagValueProblem("interval", interval.String(), "a positive duration such as 1s")
+				return usage.FlagValueProblem("interval", interval.String(), "a positive duration such as 1s")
 			}
 			c, done, err := g.newCaller(cmd, "top")
 			if err != nil {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// The fleet rows (issue 26, "coalescing that does not unbalance a
-// fleet"): --fleet-workers workers, each running at most --fleet-slots
+// The fleet rows show that coalescing does not unbalance a fleet:
+// --fleet-workers workers, each running at most --fleet-slots
 // handlers at once, each handler taking --fleet-work, kept exactly at
 // capacity (workers × slots calls in flight) by one caller — beside as
 // many raw nats.go responders in one queue group, each running as many
@@ -44,7 +44,7 @@ const fleetTool = "fleet"
 
 // serveFleet starts the fleet: each worker and each raw responder on a
 // connection of its own, as separate hosts would be.
-func (b *bencher) serveFleet(dial func(string) (*nats.Conn, error), prefix string, o *benchOptions, g *globals) error {
+func (b *bencher) serveFleet(dial func(string) (*nats.Conn, error), prefix string, o *benchOptions, env *Env) error {
 	f := &benchFleet{}
 	b.fleet = f
 	capacity := o.fleetWorkers * o.fleetSlots
@@ -57,7 +57,7 @@ func (b *bencher) serveFleet(dial func(string) (*nats.Conn, error), prefix strin
 		f.conns = append(f.conns, nc)
 		// Queue room for every call in flight, on both sides: a worker
 		// handed more than its slots holds them, as a raw responder does.
-		w, err := worker.New(nc, worker.Config{Prefix: prefix, Logger: g.log, MaxConcurrent: o.fleetSlots,
+		w, err := worker.New(nc, worker.Config{Prefix: prefix, Logger: env.Log, MaxConcurrent: o.fleetSlots,
 			MaxQueued: capacity, MaxPerIdentity: capacity, Description: "toolmesh bench fleet"})
 		if err != nil {
 			return envelope.NewProblem(envelope.CodeInternal, err.Error())
@@ -65,10 +65,14 @@ func (b *bencher) serveFleet(dial func(string) (*nats.Conn, error), prefix strin
 		f.workers = append(f.workers, w)
 		if err := w.Register(envelope.ToolSpec{Name: fleetTool}, worker.HandlerFunc(
 			func(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
-				if !sleepCtx(ctx, work) {
+				t := time.NewTimer(work)
+				defer t.Stop()
+				select {
+				case <-t.C:
+					return req.Args, nil
+				case <-ctx.Done():
 					return nil, ctx.Err()
 				}
-				return req.Args, nil
 			})); err != nil {
 			return envelope.AsProblem(err, envelope.CodeInternal)
 		}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -55,13 +55,13 @@ type memorySide struct {
 // memoryRow measures the toolmesh side, then the raw one (nats.go
 // requests to a responder that hands each message to a goroutine that
 // blocks), each with fresh processes.
-func memoryRow(ctx context.Context, g *globals, url string, o *benchOptions) benchResult {
+func memoryRow(ctx context.Context, env *Env, url string, o *benchOptions) benchResult {
 	n := o.memoryCalls
 	r := benchResult{Scenario: fmt.Sprintf("memory, %d calls in flight", n), InFlight: n,
 		Peers:  "raw: nats.go requests to a responder handing each to a goroutine that blocks; worker and caller in processes of their own",
 		Memory: &benchMemory{Calls: n}}
-	r.Memory.Toolmesh, r.Toolmesh = memoryBurst(ctx, g, url, o, modeMesh)
-	r.Memory.Raw, r.Raw = memoryBurst(ctx, g, url, o, modeRaw)
+	r.Memory.Toolmesh, r.Toolmesh = memoryBurst(ctx, env, url, o, modeMesh)
+	r.Memory.Raw, r.Raw = memoryBurst(ctx, env, url, o, modeRaw)
 	m := r.Memory
 	m.CallerHeapRatio = ratio(m.Toolmesh.CallerHeapPerCall, m.Raw.CallerHeapPerCall)
 	m.WorkerBytesRatio = ratio(m.Toolmesh.WorkerBytesPerCall, m.Raw.WorkerBytesPerCall)
@@ -82,18 +82,18 @@ func ratio(a, b float64) float64 {
 
 // memoryBurst runs one side's burst; a failure is reported as the
 // side's errors, like any failed call of the bench.
-func memoryBurst(ctx context.Context, g *globals, url string, o *benchOptions, mode string) (memorySide, benchSide) {
+func memoryBurst(ctx context.Context, env *Env, url string, o *benchOptions, mode string) (memorySide, benchSide) {
 	n := o.memoryCalls
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute+time.Duration(n)*time.Millisecond)
 	defer cancel()
-	prefix := g.prefix + "-benchmem-" + strings.ToLower(ulid.Make().String())
+	prefix := env.Prefix + "-benchmem-" + strings.ToLower(ulid.Make().String())
 	var side benchSide
-	w, wBase, err := startPeer(ctx, g, o, url, prefix, peerWorker, mode)
+	w, wBase, err := startPeer(ctx, env, o, url, prefix, peerWorker, mode)
 	if err != nil {
 		return memorySide{}, failedSide(n, err)
 	}
 	defer w.stop()
-	c, cBase, err := startPeer(ctx, g, o, url, prefix, peerCaller, mode)
+	c, cBase, err := startPeer(ctx, env, o, url, prefix, peerCaller, mode)
 	if err != nil {
 		return memorySide{}, failedSide(n, err)
 	}
@@ -215,8 +215,8 @@ type peerProc struct {
 // startPeer re-executes this binary as one side of the memory row and
 // reads its first figures. The server's URL and secrets given as flags
 // reach it through its environment, never its argv.
-func startPeer(ctx context.Context, g *globals, o *benchOptions, url, prefix, role, mode string) (*peerProc, peerStats, error) {
-	cmd, err := peerCommand(ctx, g, o, url, prefix, role, mode)
+func startPeer(ctx context.Context, env *Env, o *benchOptions, url, prefix, role, mode string) (*peerProc, peerStats, error) {
+	cmd, err := peerCommand(ctx, env, o, url, prefix, role, mode)
 	if err != nil {
 		return nil, peerStats{}, err
 	}
@@ -241,15 +241,15 @@ func startPeer(ctx context.Context, g *globals, o *benchOptions, url, prefix, ro
 }
 
 // peerCommand is the command line of one memory-row process.
-func peerCommand(ctx context.Context, g *globals, o *benchOptions, url, prefix, role, mode string) (*exec.Cmd, error) {
+func peerCommand(ctx context.Context, env *Env, o *benchOptions, url, prefix, role, mode string) (*exec.Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"bench", "--peer", role, "--peer-mode", mode, "--memory-calls", strconv.Itoa(o.memoryCalls),
 		"--memory-heartbeat", o.memoryBeat.String(), "--prefix", prefix, "--log-level", "error"}
-	for flag, v := range map[string]string{"creds": g.connect.Creds, "nkey": g.nkey,
-		"tls-ca": g.connect.TLSCA, "tls-cert": g.connect.TLSCert, "tls-key": g.connect.TLSKey} {
+	for flag, v := range map[string]string{"creds": env.Connect.Creds, "nkey": env.NKey,
+		"tls-ca": env.Connect.TLSCA, "tls-cert": env.Connect.TLSCert, "tls-key": env.Connect.TLSKey} {
 		if v != "" {
 			args = append(args, "--"+flag, v)
 		}
@@ -257,7 +257,7 @@ func peerCommand(ctx context.Context, g *globals, o *benchOptions, url, prefix, 
 	cmd := exec.CommandContext(ctx, self, args...)
 	// The URL too goes by the environment: it may carry a password.
 	cmd.Env = append(os.Environ(), "NATS_URL="+url)
-	for name, v := range map[string]string{"NATS_USER": g.connect.User, "NATS_PASSWORD": g.connect.Password, "NATS_TOKEN": g.connect.Token} {
+	for name, v := range map[string]string{"NATS_USER": env.Connect.User, "NATS_PASSWORD": env.Connect.Password, "NATS_TOKEN": env.Connect.Token} {
 		if v != "" {
 			cmd.Env = append(cmd.Env, name+"="+v)
 		}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 type benchCall func(b *bencher, ctx context.Context) error
 
 // benchScenario is one row of the report: its sides, interleaved in rounds,
-// and issue 12's targets for it. Adding a row is adding one entry to
+// and its targets. Adding a row is adding one entry to
 // benchScenarios.
 type benchScenario struct {
 	name     string
@@ -80,8 +80,8 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 	}
 	if n := slices.Max(o.levels); n > 1 {
 		// At the highest level, the mesh with coalescing off: calls never
-		// travel together, so this is the per-call cost alone (issue 12's
-		// floor at 256 in flight).
+		// travel together, so this is the per-call cost alone, with a floor
+		// of its own at 256 in flight.
 		var goals []benchGoal
 		if n == 256 {
 			goals = []benchGoal{{metric: metricThroughput, bound: 0.8}}
@@ -97,8 +97,9 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 			raw: (*bencher).rawNoResponders, toolmesh: (*bencher).meshNoResponders,
 			goals: []benchGoal{{metric: metricP50, atMost: true, bound: 1.3}}})
 	if durable {
-		// Issue 22's target: durable unary calls at ≥ 0.8× a hand-written
-		// JetStream work queue's rate, at the highest level in flight.
+		// Durable calls are worth their keeping when they run at ≥ 0.8× a
+		// hand-written JetStream work queue's rate, at the highest level
+		// in flight.
 		s = append(s, benchScenario{name: "durable unary (task)", inFlight: slices.Max(o.levels), peers: peersWorkQueue,
 			raw: (*bencher).rawWorkQueue, toolmesh: (*bencher).durableUnary,
 			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"encoding/json"
@@ -9,14 +9,14 @@ import (
 	"text/tabwriter"
 )
 
-func printBench(g *globals, r benchReport, asJSON bool) {
+func printBench(env *Env, r benchReport, asJSON bool) {
 	if asJSON {
 		out, _ := json.MarshalIndent(r, "", "  ")
-		fmt.Fprintln(g.stdout, string(out))
+		fmt.Fprintln(env.Stdout, string(out))
 		return
 	}
-	fmt.Fprintf(g.stdout, "server: %s, %s per side and scenario in %d rounds, the sides' order rotating each round\n\n", r.Server, r.Duration, r.Rounds)
-	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(env.Stdout, "server: %s, %s per side and scenario in %d rounds, the sides' order rotating each round\n\n", r.Server, r.Duration, r.Rounds)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tIN FLIGHT\tRAW/S\tMICRO/S\tTOOLMESH/S\tTOOLMESH/RAW\tMICRO/RAW\tTOOLMESH/MICRO\tRAW P50\tTOOLMESH P50\tP50 RATIO\tTARGET\tMET")
 	var memory []benchResult
 	for _, x := range r.Results {
@@ -34,12 +34,12 @@ func printBench(g *globals, r benchReport, asJSON bool) {
 			microRaw, meshMicro, x.Raw.P50Micros, x.Toolmesh.P50Micros, spread(x.P50Ratio, x.P50Spread), targetText(x), metText(x))
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(g.stdout, "\nratios are medians over rounds [lowest–highest round]: throughput 1.00 = as many calls per second, p50 1.00 = as fast.")
-	printVersus(g.stdout, r.Results)
+	fmt.Fprintln(env.Stdout, "\nratios are medians over rounds [lowest–highest round]: throughput 1.00 = as many calls per second, p50 1.00 = as fast.")
+	printVersus(env.Stdout, r.Results)
 	for _, x := range memory {
-		printMemory(g.stdout, x)
+		printMemory(env.Stdout, x)
 	}
-	printFlood(g, r.Flood)
+	printFlood(env, r.Flood)
 }
 
 // printVersus prints toolmesh against every peer of the rows that have

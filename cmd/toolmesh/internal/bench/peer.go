@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -82,28 +82,28 @@ type benchPeer struct {
 }
 
 // runBenchPeer serves as one process of the memory row until stdin closes.
-func runBenchPeer(ctx context.Context, g *globals, o *benchOptions) error {
+func runBenchPeer(ctx context.Context, env *Env, o *benchOptions) error {
 	if (o.peer != peerWorker && o.peer != peerCaller) || (o.peerMode != modeMesh && o.peerMode != modeRaw) || o.memoryCalls < 1 {
 		return envelope.NewProblem(envelope.CodeInvalidInput, "--peer is internal to the bench: worker or caller, with --peer-mode toolmesh or raw and --memory-calls")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	nc, err := g.dial(ctx, "bench "+o.peer)
+	nc, err := env.Dial(ctx, "bench "+o.peer)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	p := &benchPeer{role: o.peer, mode: o.peerMode, calls: o.memoryCalls, beat: o.memoryBeat, nc: nc,
-		subject: g.prefix + ".raw.block", args: json.RawMessage(`{"message":"x"}`), gate: make(chan struct{})}
-	if err := p.start(g); err != nil {
+		subject: env.Prefix + ".raw.block", args: json.RawMessage(`{"message":"x"}`), gate: make(chan struct{})}
+	if err := p.start(env); err != nil {
 		return err
 	}
 	defer p.stop()
-	enc := json.NewEncoder(g.stdout)
+	enc := json.NewEncoder(env.Stdout)
 	if err := enc.Encode(p.stats(cmdMeasure)); err != nil {
 		return nil
 	}
-	lines := bufio.NewScanner(g.stdin)
+	lines := bufio.NewScanner(env.Stdin)
 	for lines.Scan() {
 		if err := enc.Encode(p.do(ctx, strings.TrimSpace(lines.Text()))); err != nil {
 			return nil
@@ -113,13 +113,13 @@ func runBenchPeer(ctx context.Context, g *globals, o *benchOptions) error {
 }
 
 // start hosts the blocking tool (worker) or makes the caller.
-func (p *benchPeer) start(g *globals) error {
+func (p *benchPeer) start(env *Env) error {
 	var err error
 	switch {
 	case p.role == peerCaller && p.mode == modeMesh:
-		p.c, err = caller.New(p.nc, caller.Config{Prefix: g.prefix, Logger: g.log, Retries: caller.NoRetries, Heartbeat: p.beat})
+		p.c, err = caller.New(p.nc, caller.Config{Prefix: env.Prefix, Logger: env.Log, Retries: caller.NoRetries, Heartbeat: p.beat})
 	case p.role == peerWorker && p.mode == modeMesh:
-		err = p.hostBlock(g)
+		err = p.hostBlock(env)
 	case p.role == peerWorker:
 		var sub *nats.Subscription
 		sub, err = p.nc.QueueSubscribe(p.subject, "q", func(m *nats.Msg) {
@@ -146,9 +146,9 @@ func (p *benchPeer) start(g *globals) error {
 // hostBlock registers "block", whose handler waits for release, on a
 // worker whose admission limits allow every call of the burst at once
 // (the bench caller is its only sender, so its share is the whole worker).
-func (p *benchPeer) hostBlock(g *globals) error {
+func (p *benchPeer) hostBlock(env *Env) error {
 	n := p.calls
-	w, err := worker.New(p.nc, worker.Config{Prefix: g.prefix, Logger: g.log, MaxConcurrent: n, MaxQueued: n, MaxPerIdentity: n,
+	w, err := worker.New(p.nc, worker.Config{Prefix: env.Prefix, Logger: env.Log, MaxConcurrent: n, MaxQueued: n, MaxPerIdentity: n,
 		MaxPendingCalls: 2*n + 1024, MaxPendingBytes: 1 << 30, Description: "toolmesh bench memory"})
 	if err != nil {
 		return err

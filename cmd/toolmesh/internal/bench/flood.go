@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -19,8 +19,10 @@ import (
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
 
-// floodCounts is one side of the flood row (issue 20): how the calls of
-// a burst fired all at once at a CLI-bound program ended, by outcome.
+// floodCounts is one side of the flood row: how the calls of a burst
+// fired all at once at a CLI-bound program ended, by outcome. It shows
+// that under a flood every call through the mesh still ends with a true
+// outcome, which raw request/reply cannot tell.
 type floodCounts struct {
 	Side     string         `json:"side"`
 	Calls    int            `json:"calls"`
@@ -145,11 +147,11 @@ func (b *bencher) burst(n int, call func() string) map[string]int {
 }
 
 // printFlood prints the flood row's counts, one line per side.
-func printFlood(g *globals, rows []floodCounts) {
+func printFlood(env *Env, rows []floodCounts) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(g.stdout, "\nflood: %d calls fired at once at a CLI-bound /bin/true (%d runs at a time), timeout %s each\n", rows[0].Calls, floodProgramSlots, rows[0].Timeout)
+	fmt.Fprintf(env.Stdout, "\nflood: %d calls fired at once at a CLI-bound /bin/true (%d runs at a time), timeout %s each\n", rows[0].Calls, floodProgramSlots, rows[0].Timeout)
 	for _, r := range rows {
 		keys := make([]string, 0, len(r.Outcomes))
 		for k := range r.Outcomes {
@@ -160,7 +162,7 @@ func printFlood(g *globals, rows []floodCounts) {
 		for i, k := range keys {
 			parts[i] = fmt.Sprintf("%s %d", k, r.Outcomes[k])
 		}
-		fmt.Fprintf(g.stdout, "  %-8s  %s\n", r.Side, strings.Join(parts, ", "))
+		fmt.Fprintf(env.Stdout, "  %-8s  %s\n", r.Side, strings.Join(parts, ", "))
 	}
-	fmt.Fprintln(g.stdout, "each failure through the mesh says whether the program ran (ran: no, maybe, yes); a raw request/reply failure cannot (ran: unknown).")
+	fmt.Fprintln(env.Stdout, "each failure through the mesh says whether the program ran (ran: no, maybe, yes); a raw request/reply failure cannot (ran: unknown).")
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
 
-// echoSchema is the bench echo tool's input: one property, as issue 12's
-// throughput target prescribes, so every toolmesh call pays validation.
+// echoSchema is the bench echo tool's input: one property, the input the
+// throughput targets are set for, so every toolmesh call pays validation.
 const echoSchema = `{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`
 
 // bencher holds every side: a raw responder and a toolmesh worker on one
@@ -57,17 +57,17 @@ type bencher struct {
 	gw *gatewaySides
 	// cold hosts the cold-start row's many tools.
 	cold *worker.Worker
-	// fleet is the fleet rows' workers and responders (bench_fleet.go).
+	// fleet is the fleet rows' workers and responders (fleet.go).
 	fleet *benchFleet
 }
 
-func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url string, o *benchOptions, g *globals) (*bencher, error) {
+func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url string, o *benchOptions, env *Env) (*bencher, error) {
 	maxInFlight, payload, deltas := slices.Max(slices.Concat(o.levels, o.cliLevels, o.gatewayLevels)), o.payload, o.deltas
 	b := &bencher{deltas: deltas, trueBin: trueBinary()}
 	if support := sandbox.Probe(context.Background()); support.Problem == "" {
 		b.sandboxed = true
 	} else {
-		fmt.Fprintf(g.stderr, "the sandboxed CLI rows are skipped: %s\n", support.Problem)
+		fmt.Fprintf(env.Stderr, "the sandboxed CLI rows are skipped: %s\n", support.Problem)
 	}
 	ok := false
 	defer func() {
@@ -86,22 +86,22 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url 
 	b.raw = raw
 	// A private prefix and subject: the bench never joins a live mesh's
 	// queue groups or answers its callers.
-	prefix := g.prefix + "-bench-" + strings.ToLower(ulid.Make().String())
+	prefix := env.Prefix + "-bench-" + strings.ToLower(ulid.Make().String())
 	b.rawSubject = prefix + ".raw"
-	b.prefix, b.log = prefix, g.log
+	b.prefix, b.log = prefix, env.Log
 	b.args, _ = json.Marshal(map[string]string{"message": strings.Repeat("x", payload)})
 
-	if err := b.serveSides(ctx, dial, serve, url, prefix, maxInFlight, o, g); err != nil {
+	if err := b.serveSides(ctx, dial, serve, url, prefix, maxInFlight, o, env); err != nil {
 		return nil, err
 	}
 	var err error
 	if b.peers, err = newBenchPeers(ctx, maxInFlight, payload, deltas); err != nil {
 		return nil, err
 	}
-	if err := b.startCallers(call, prefix, g); err != nil {
+	if err := b.startCallers(call, prefix, env); err != nil {
 		return nil, err
 	}
-	b.startDurableRow(ctx, dial, prefix, g)
+	b.startDurableRow(ctx, dial, prefix, env)
 	for _, nc := range b.conns {
 		if err := nc.Flush(); err != nil {
 			return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
@@ -114,26 +114,26 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url 
 // serveSides starts every side the rows call: the raw responder, the
 // micro endpoint, the mesh worker with its big results, the fleet, and
 // the gateway processes.
-func (b *bencher) serveSides(ctx context.Context, dial func(string) (*nats.Conn, error), serve *nats.Conn, url, prefix string, maxInFlight int, o *benchOptions, g *globals) error {
+func (b *bencher) serveSides(ctx context.Context, dial func(string) (*nats.Conn, error), serve *nats.Conn, url, prefix string, maxInFlight int, o *benchOptions, env *Env) error {
 	if err := b.serveRaw(serve); err != nil {
 		return err
 	}
 	if err := b.serveMicro(b.conns[3]); err != nil {
 		return err
 	}
-	if err := b.serveMesh(serve, prefix, maxInFlight, g); err != nil {
+	if err := b.serveMesh(serve, prefix, maxInFlight, env); err != nil {
 		return err
 	}
 	if err := b.serveBig(serve, b.w, o.bigLevels); err != nil {
 		return err
 	}
 	if o.fleetWorkers > 0 {
-		if err := b.serveFleet(dial, prefix, o, g); err != nil {
+		if err := b.serveFleet(dial, prefix, o, env); err != nil {
 			return err
 		}
 	}
 	if len(o.gatewayLevels) > 0 || o.coldTools > 0 {
-		if err := b.startGateway(ctx, serve, url, prefix, o, g); err != nil {
+		if err := b.startGateway(ctx, serve, url, prefix, o, env); err != nil {
 			return err
 		}
 	}
@@ -141,13 +141,13 @@ func (b *bencher) serveSides(ctx context.Context, dial func(string) (*nats.Conn,
 }
 
 // startCallers makes the mesh callers on call: one coalescing, one not.
-func (b *bencher) startCallers(call *nats.Conn, prefix string, g *globals) error {
-	c, err := caller.New(call, caller.Config{Prefix: prefix, Logger: g.log})
+func (b *bencher) startCallers(call *nats.Conn, prefix string, env *Env) error {
+	c, err := caller.New(call, caller.Config{Prefix: prefix, Logger: env.Log})
 	if err != nil {
 		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
 	b.c = c
-	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: g.log, Coalescing: caller.CoalesceOff}); err != nil {
+	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: env.Log, Coalescing: caller.CoalesceOff}); err != nil {
 		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
 	return nil
@@ -201,8 +201,8 @@ func (b *bencher) serveMicro(nc *nats.Conn) error {
 
 // serveMesh hosts the toolmesh side: a worker with echo, count and a CLI
 // binding of /bin/true.
-func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, g *globals) error {
-	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: g.log, MaxConcurrent: maxInFlight, MaxPerIdentity: maxInFlight, Description: "toolmesh bench"})
+func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, env *Env) error {
+	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: env.Log, MaxConcurrent: maxInFlight, MaxPerIdentity: maxInFlight, Description: "toolmesh bench"})
 	if err != nil {
 		return envelope.NewProblem(envelope.CodeInternal, err.Error())
 	}
@@ -223,7 +223,7 @@ func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, g 
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
-	if err := cli.RegisterFile(w, file, g.log); err != nil {
+	if err := cli.RegisterFile(w, file, env.Log); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -60,8 +60,9 @@ type benchResult struct {
 	Versus []benchVersus `json:"versus,omitempty"`
 	// Memory holds the memory row's figures.
 	Memory *benchMemory `json:"memory,omitempty"`
-	// Target is issue 12's target for the row, Met whether this run met
-	// it (absent when the row has none), Checks each part of it.
+	// Target is the row's target (the bound within which the mesh's own
+	// cost beside its peer is worth what it adds), Met whether this run
+	// met it (absent when the row has none), Checks each part of it.
 	Target string       `json:"target,omitempty"`
 	Met    *bool        `json:"met,omitempty"`
 	Checks []benchCheck `json:"checks,omitempty"`
@@ -100,8 +101,8 @@ type benchReport struct {
 	Flood []floodCounts `json:"flood,omitempty"`
 }
 
-// benchGoal is one target of issue 12: a metric of a row, a comparison
-// and a bound.
+// benchGoal is one part of a row's target: a metric of the row, a
+// comparison and a bound.
 type benchGoal struct {
 	metric benchMetric
 	atMost bool // the metric must be ≤ bound (else ≥)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
@@ -36,15 +37,16 @@ type benchOptions struct {
 	memoryBeat   time.Duration
 	asJSON       bool
 	targets      targetPolicy
-	// flood and floodTimeout make the flood row (issue 20): that many
-	// calls fired at once, each with that timeout (0 calls: skip it).
+	// flood and floodTimeout make the flood row: that many calls fired
+	// at once, each with that timeout (0 calls: skip it), to show that
+	// under a flood every call still ends with a true outcome.
 	flood        int
 	floodTimeout time.Duration
 
 	levels, cliLevels, bigLevels, gatewayLevels []int
 
 	// fleetWorkers, fleetSlots and fleetWork shape the fleet rows
-	// (bench_fleet.go; 0 workers: skip them).
+	// (fleet.go; 0 workers: skip them).
 	fleetWorkers, fleetSlots int
 	fleetWork                time.Duration
 
@@ -63,7 +65,10 @@ const (
 	targetsEnforce targetPolicy = "enforce"
 )
 
-func newBenchCmd(g *globals) *cobra.Command {
+// Command is `toolmesh bench`: its flags, and a run that takes what it
+// needs of the toolmesh command from envOf, called once the command line
+// is parsed (so the global flags and the logger are set by then).
+func Command(envOf func() *Env) *cobra.Command {
 	o := &benchOptions{}
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -72,22 +77,24 @@ func newBenchCmd(g *globals) *cobra.Command {
 nobody answers and a CLI-bound /bin/true at each --cli-concurrency, each beside its raw
 peer (nats.go request/reply, a nats.go micro endpoint, publish→subscribe, os/exec) on the
 same server in the same run, in interleaved rounds, and print the median ratios with
-their spread and the targets of issue 12. Then --memory-calls calls held in flight at
+their spread and each row's target: the bound within which the mesh's own cost beside
+its raw peer is worth what the mesh adds. Then --memory-calls calls held in flight at
 once, worker and caller each in a process of their own, for heap and RSS per call.
 Runs against an embedded server unless --server or $NATS_URL names one; it hosts its
 own tools under a private subject prefix, so a live mesh is not disturbed.`,
-		Args: noArgs,
+		Args: usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			env := envOf()
 			if o.peer == peerMCP {
-				return runMCPPeer(cmd.Context(), g, o)
+				return runMCPPeer(cmd.Context(), env, o)
 			}
 			if o.peer != "" {
-				return runBenchPeer(cmd.Context(), g, o)
+				return runBenchPeer(cmd.Context(), env, o)
 			}
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return runBench(cmd.Context(), cmd, g, o)
+			return runBench(cmd.Context(), cmd, env, o)
 		},
 	}
 	f := cmd.Flags()
@@ -151,20 +158,20 @@ func (o *benchOptions) validate() error {
 		return envelope.NewProblem(envelope.CodeInvalidInput, "--duration and --flood-timeout must be positive, --rounds and --deltas at least 1, --payload, --memory-calls, --memory-settle, --memory-heartbeat, --cold-tools, --flood and --fleet-workers at least 0, --fleet-slots at least 1 and --fleet-work positive")
 	}
 	if o.targets != targetsReport && o.targets != targetsEnforce {
-		return flagValueProblem("targets", string(o.targets), string(targetsReport), string(targetsEnforce))
+		return usage.FlagValueProblem("targets", string(o.targets), string(targetsReport), string(targetsEnforce))
 	}
 	return nil
 }
 
 // runBench runs every scenario, then the memory row, prints the report and
 // says whether it can be trusted (and, with --targets enforce, met).
-func runBench(ctx context.Context, cmd *cobra.Command, g *globals, o *benchOptions) error {
-	srv, err := benchServer(ctx, cmd, g)
+func runBench(ctx context.Context, cmd *cobra.Command, env *Env, o *benchOptions) error {
+	srv, err := benchServer(ctx, cmd, env)
 	if err != nil {
 		return err
 	}
 	defer srv.shutdown()
-	b, err := newBencher(ctx, srv.dial, srv.url, o, g)
+	b, err := newBencher(ctx, srv.dial, srv.url, o, env)
 	if err != nil {
 		return err
 	}
@@ -183,12 +190,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, g *globals, o *benchOptio
 	}
 	b.close()
 	if o.memoryCalls > 0 && ctx.Err() == nil {
-		report.Results = append(report.Results, memoryRow(ctx, g, srv.url, o))
+		report.Results = append(report.Results, memoryRow(ctx, env, srv.url, o))
 	}
 	if ctx.Err() != nil {
 		return envelope.NewProblem(envelope.CodeCancelled, "bench interrupted")
 	}
-	printBench(g, report, o.asJSON)
+	printBench(env, report, o.asJSON)
 	if err := report.failures(); err != nil {
 		return err
 	}
@@ -208,10 +215,10 @@ type benchHost struct {
 
 // benchServer chooses the server: an embedded one unless --server or
 // $NATS_URL names one.
-func benchServer(ctx context.Context, cmd *cobra.Command, g *globals) (benchHost, error) {
+func benchServer(ctx context.Context, cmd *cobra.Command, env *Env) (benchHost, error) {
 	if cmd.Flags().Changed("server") || os.Getenv("NATS_URL") != "" {
-		dial := func(name string) (*nats.Conn, error) { return g.dial(ctx, name) }
-		url := g.connect.URLOrDefault()
+		dial := func(name string) (*nats.Conn, error) { return env.Dial(ctx, name) }
+		url := env.Connect.URLOrDefault()
 		return benchHost{dial: dial, name: mesh.RedactURL(url), url: url, shutdown: func() {}}, nil
 	}
 	srv, err := embedded.Start(ctx, embedded.Config{})

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -40,7 +40,7 @@ const (
 // gatewaySides holds the MCP sessions of the gateway rows and the
 // processes behind them.
 type gatewaySides struct {
-	g      *globals
+	env    *Env
 	url    string
 	client *mcp.Client
 	args   echoMessage
@@ -59,8 +59,8 @@ func mcpPeerTool(i int) string { return fmt.Sprintf("tool%04d", i) }
 
 // selfCommand is this binary with args, on the bench's server: its URL
 // and any secret given as a flag go by the environment, never the argv.
-func selfCommand(ctx context.Context, g *globals, url string, args ...string) (*exec.Cmd, error) {
-	cmd, err := peerCommand(ctx, g, &benchOptions{}, url, g.prefix, "", "")
+func selfCommand(ctx context.Context, env *Env, url string, args ...string) (*exec.Cmd, error) {
+	cmd, err := peerCommand(ctx, env, &benchOptions{}, url, env.Prefix, "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +80,8 @@ func selfCommand(ctx context.Context, g *globals, url string, args ...string) (*
 
 // newGatewaySides starts both servers over both transports and connects
 // a session to each.
-func newGatewaySides(ctx context.Context, g *globals, url, prefix string, payload int) (_ *gatewaySides, err error) {
-	s := &gatewaySides{g: g, url: url, direct: map[string]*mcp.ClientSession{}, via: map[string]*mcp.ClientSession{},
+func newGatewaySides(ctx context.Context, env *Env, url, prefix string, payload int) (_ *gatewaySides, err error) {
+	s := &gatewaySides{env: env, url: url, direct: map[string]*mcp.ClientSession{}, via: map[string]*mcp.ClientSession{},
 		client: mcp.NewClient(&mcp.Implementation{Name: "toolmesh-bench", Version: "0.0.1"}, nil)}
 	s.args.Message = strings.Repeat("x", payload)
 	defer func() {
@@ -113,7 +113,7 @@ func newGatewaySides(ctx context.Context, g *globals, url, prefix string, payloa
 
 // stdio starts this binary with args and connects over its stdin/stdout.
 func (s *gatewaySides) stdio(ctx context.Context, args ...string) (*mcp.ClientSession, error) {
-	cmd, err := selfCommand(context.WithoutCancel(ctx), s.g, s.url, args...)
+	cmd, err := selfCommand(context.WithoutCancel(ctx), s.env, s.url, args...)
 	if err != nil {
 		return nil, envelope.AsProblem(err, envelope.CodeInternal)
 	}
@@ -130,7 +130,7 @@ func (s *gatewaySides) stdio(ctx context.Context, args ...string) (*mcp.ClientSe
 // and connects a 2025-11-25 session to it.
 func (s *gatewaySides) http(ctx context.Context, fromStderr bool, args ...string) (*mcp.ClientSession, error) {
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	cmd, err := selfCommand(pctx, s.g, s.url, args...)
+	cmd, err := selfCommand(pctx, s.env, s.url, args...)
 	if err != nil {
 		cancel()
 		return nil, envelope.AsProblem(err, envelope.CodeInternal)
@@ -234,10 +234,10 @@ func (s *gatewaySides) coldStart(ctx context.Context, args ...string) (time.Dura
 
 // startGateway hosts the cold-start row's tools on a mesh of their own
 // and starts the gateway rows' servers.
-func (b *bencher) startGateway(ctx context.Context, serve *nats.Conn, url, prefix string, o *benchOptions, g *globals) error {
+func (b *bencher) startGateway(ctx context.Context, serve *nats.Conn, url, prefix string, o *benchOptions, env *Env) error {
 	coldPrefix := prefix + "-cold"
 	if o.coldTools > 0 {
-		w, err := worker.New(serve, worker.Config{Prefix: coldPrefix, Logger: g.log, Description: "toolmesh bench cold start"})
+		w, err := worker.New(serve, worker.Config{Prefix: coldPrefix, Logger: env.Log, Description: "toolmesh bench cold start"})
 		if err != nil {
 			return envelope.AsProblem(err, envelope.CodeInternal)
 		}
@@ -252,7 +252,7 @@ func (b *bencher) startGateway(ctx context.Context, serve *nats.Conn, url, prefi
 			return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 		}
 	}
-	gw, err := newGatewaySides(ctx, g, url, prefix, o.payload)
+	gw, err := newGatewaySides(ctx, env, url, prefix, o.payload)
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func gatewayScenarios(levels []int, coldTools int) []benchScenario {
 // --peer-tools more tools of echo's schema, over stdio, or over
 // streamable HTTP on a loopback port it prints on stdout, until stdin
 // closes.
-func runMCPPeer(ctx context.Context, g *globals, o *benchOptions) error {
+func runMCPPeer(ctx context.Context, env *Env, o *benchOptions) error {
 	s := mcp.NewServer(&mcp.Implementation{Name: "toolmesh-bench-peer", Version: "0.0.1"}, nil)
 	echo := func(_ context.Context, _ *mcp.CallToolRequest, in echoMessage) (*mcp.CallToolResult, echoMessage, error) {
 		return nil, in, nil
@@ -302,7 +302,7 @@ func runMCPPeer(ctx context.Context, g *globals, o *benchOptions) error {
 	}
 	switch o.peerMode {
 	case transportStdo:
-		if err := s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(g.stdin), Writer: nopWriteCloser{g.stdout}}); err != nil && ctx.Err() == nil {
+		if err := s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}); err != nil && ctx.Err() == nil {
 			return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 		}
 		return nil
@@ -313,9 +313,15 @@ func runMCPPeer(ctx context.Context, g *globals, o *benchOptions) error {
 		}
 		srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}
 		go func() { _ = srv.Serve(ln) }()
-		fmt.Fprintf(g.stdout, "http://%s\n", ln.Addr())
-		_, _ = io.Copy(io.Discard, g.stdin)
+		fmt.Fprintf(env.Stdout, "http://%s\n", ln.Addr())
+		_, _ = io.Copy(io.Discard, env.Stdin)
 		return srv.Close()
 	}
 	return envelope.NewProblem(envelope.CodeInvalidInput, "--peer mcp is internal to the bench: --peer-mode stdio or http")
 }
+
+// nopWriteCloser leaves stdout open when the MCP peer's session ends.
+type nopWriteCloser struct{ io.Writer }
+
+// Close does nothing: the process's stdout outlives the session.
+func (nopWriteCloser) Close() error { return nil }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type benchDurable struct {
 
 // startDurable readies the durable row; a server without JetStream skips
 // it (nil, with the reason).
-func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix string, g *globals) (*benchDurable, error) {
+func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix string, env *Env) (*benchDurable, error) {
 	js, err := jetstream.New(svcNC)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix str
 	d := &benchDurable{js: js, pub: pubNC, waiting: map[string]chan struct{}{}}
 	flat := strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(prefix) // as tasks names its streams
 	d.streams = []string{"TOOLMESH_TASKS_" + flat, "TOOLMESH_TASKQ_" + flat, "OBJ_TOOLMESH_TASKOBJ_" + flat, "BENCH_WQ_" + flat}
-	if d.svc, err = tasks.New(ctx, svcNC, tasks.Config{Prefix: prefix, Retention: 10 * time.Minute, Logger: g.log}); err != nil {
+	if d.svc, err = tasks.New(ctx, svcNC, tasks.Config{Prefix: prefix, Retention: 10 * time.Minute, Logger: env.Log}); err != nil {
 		return nil, err
 	}
 	if err := d.serveQueue(ctx, wqNC, prefix, d.streams[3]); err != nil {
@@ -159,20 +159,20 @@ func (d *benchDurable) close() {
 
 // startDurableRow readies the durable row on connections of its own, or
 // says on stderr why the row is skipped.
-func (b *bencher) startDurableRow(ctx context.Context, dial func(string) (*nats.Conn, error), prefix string, g *globals) {
+func (b *bencher) startDurableRow(ctx context.Context, dial func(string) (*nats.Conn, error), prefix string, env *Env) {
 	var ncs []*nats.Conn
 	for _, name := range []string{"bench tasks", "bench work queue", "bench work queue caller"} {
 		nc, err := dial(name)
 		if err != nil {
-			fmt.Fprintf(g.stderr, "the durable row is skipped: %v\n", err)
+			fmt.Fprintf(env.Stderr, "the durable row is skipped: %v\n", err)
 			return
 		}
 		b.conns = append(b.conns, nc)
 		ncs = append(ncs, nc)
 	}
-	d, err := startDurable(ctx, ncs[0], ncs[1], ncs[2], prefix, g)
+	d, err := startDurable(ctx, ncs[0], ncs[1], ncs[2], prefix, env)
 	if err != nil {
-		fmt.Fprintf(g.stderr, "the durable row is skipped: %v\n", err)
+		fmt.Fprintf(env.Stderr, "the durable row is skipped: %v\n", err)
 		return
 	}
 	b.durable = d

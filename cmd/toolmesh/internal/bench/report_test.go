@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+func TestMedianSpread(t *testing.T) {
+	for _, tc := range []struct {
+		in       []float64
+		median   float64
+		min, max float64
+	}{
+		{nil, 0, 0, 0},
+		{[]float64{2}, 2, 2, 2},
+		{[]float64{3, 1, 2}, 2, 1, 3},
+		{[]float64{4, 1, 2, 3}, 2.5, 1, 4},
+	} {
+		med, s := medianSpread(tc.in)
+		if med != tc.median || s != [2]float64{tc.min, tc.max} {
+			t.Errorf("medianSpread(%v) = %v %v, want %v [%v %v]", tc.in, med, s, tc.median, tc.min, tc.max)
+		}
+	}
+}
+
+// Ratios are taken round by round, so one slow round of one side moves
+// the spread, not the median.
+func TestRatiosOverRounds(t *testing.T) {
+	mesh := &benchSide{rounds: []benchRound{{100, 20}, {100, 20}, {10, 200}}}
+	raw := &benchSide{rounds: []benchRound{{100, 10}, {50, 10}, {100, 10}}}
+	r := ratiosOver(mesh, raw)
+	if r.ThroughputRatio != 1 || r.ThroughputSpread != [2]float64{0.1, 2} {
+		t.Errorf("throughput %v %v, want 1 [0.1 2]", r.ThroughputRatio, r.ThroughputSpread)
+	}
+	if r.P50Ratio != 2 || r.P50Spread != [2]float64{2, 20} {
+		t.Errorf("p50 %v %v, want 2 [2 20]", r.P50Ratio, r.P50Spread)
+	}
+}
+
+// A row is judged on its own figures, and meets nothing when calls failed;
+// a missed target fails the run only when enforced, failed calls always.
+func TestBenchTargets(t *testing.T) {
+	goals := []benchGoal{{metric: metricThroughput, bound: 1.2}, {metric: metricP50, atMost: true, bound: 1.1}}
+	for _, tc := range []struct {
+		name       string
+		tp, p50    float64
+		errors     int
+		met        bool
+		text       string
+		missed     bool
+		untrusting bool
+	}{
+		{"both met", 1.3, 1.0, 0, true, "yes", false, false},
+		{"one missed", 1.3, 1.5, 0, false, "no: p50", true, false},
+		{"both missed", 0.5, 1.5, 0, false, "no", true, false},
+		{"calls failed", 1.3, 1.0, 3, false, "no", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := benchResult{Scenario: "unary", InFlight: 256, Toolmesh: benchSide{Errors: tc.errors, FirstError: "boom"}}
+			r.ThroughputRatio, r.P50Ratio = tc.tp, tc.p50
+			r.judge(goals)
+			if r.Met == nil || *r.Met != tc.met || metText(r) != tc.text || len(r.Checks) != 2 {
+				t.Fatalf("met %v, text %q, checks %+v; want %v %q", r.Met, metText(r), r.Checks, tc.met, tc.text)
+			}
+			if r.Checks[0].Got != tc.tp || r.Checks[1].Got != tc.p50 {
+				t.Errorf("checks judged %+v, the row says %v and %v", r.Checks, tc.tp, tc.p50)
+			}
+			report := benchReport{Results: []benchResult{r, {Scenario: "no target"}}}
+			checkProblem(t, "missed", report.missed(), tc.missed)
+			checkProblem(t, "failures", report.failures(), tc.untrusting)
+		})
+	}
+}
+
+func checkProblem(t *testing.T, what string, err error, want bool) {
+	t.Helper()
+	var p *envelope.Problem
+	if want != (err != nil) || (err != nil && (!errors.As(err, &p) || p.Code != envelope.CodeToolFailed)) {
+		t.Errorf("%s: %v, want a tool_failed Problem: %v", what, err, want)
+	}
+}
+
+// A figure that was never measured (no raw calls, a memory burst that did
+// not hold, no /proc for RSS) meets no target, however low it reads.
+func TestUnmeasuredMeetsNothing(t *testing.T) {
+	memoryGoals := []benchGoal{{metric: metricCallerHeap, atMost: true, bound: 1024}, {metric: metricRSSAfter, atMost: true, bound: 1.2}}
+	for _, tc := range []struct {
+		name  string
+		row   benchResult
+		goals []benchGoal
+	}{
+		{"no ratio", benchResult{}, []benchGoal{{metric: metricP50, atMost: true, bound: 1.1}}},
+		{"burst not held", benchResult{Memory: &benchMemory{}}, memoryGoals},
+		{"no RSS", benchResult{Memory: &benchMemory{Toolmesh: memorySide{Measured: true, CallerHeapPerCall: 2048}}}, memoryGoals},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.row.judge(tc.goals)
+			for _, c := range tc.row.Checks {
+				if c.Met {
+					t.Errorf("check %+v met", c)
+				}
+			}
+			if tc.row.Met == nil || *tc.row.Met {
+				t.Errorf("met = %v, want false", tc.row.Met)
+			}
+		})
+	}
+}

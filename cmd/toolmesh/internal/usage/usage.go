@@ -1,0 +1,33 @@
+// Package usage holds the Problems of a malformed command line that every
+// toolmesh command shares, so the commands kept in packages of their own
+// (the bench) refuse bad usage exactly as the main package's commands do.
+//
+// The registry's default fix for invalid_input points at the violations a
+// schema check attaches. A usage error of the command has none, so it must
+// never keep that fix: each Problem here carries its own.
+package usage
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// NoArgs refuses positional arguments with a usage Problem; it is a
+// cobra.PositionalArgs.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return envelope.Problemf(envelope.CodeInvalidInput, "%s takes no arguments, got %q", cmd.CommandPath(), args).
+			WithFix(fmt.Sprintf("See `%s --help`.", cmd.CommandPath()), envelope.MaybeIncorrect)
+	}
+	return nil
+}
+
+// FlagValueProblem reports a flag value outside its allowed set.
+func FlagValueProblem(flag, got string, allowed ...string) *envelope.Problem {
+	return envelope.Problemf(envelope.CodeInvalidInput, "--%s: want %s, got %q", flag, strings.Join(allowed, ", "), got).
+		WithFix(fmt.Sprintf("Pass --%s %s (or leave it out for the default).", flag, strings.Join(allowed, "|")), envelope.HasPlaceholders)
+}
