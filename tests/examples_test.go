@@ -152,6 +152,22 @@ func TestExampleCLIToolsFile(t *testing.T) {
 	}
 }
 
+// The CLI tools file served by `toolmesh dev`: the sandboxed grep
+// answers, and files.list refuses a path outside its root before ls runs.
+func TestExampleCLIToolsServed(t *testing.T) {
+	bin := filepath.Join(sandboxBins(t), "toolmesh")
+	dev := startExec(t, bin, "dev", "--listen", "127.0.0.1:0", "--config", "../examples/cli-tools/tools.yaml")
+	url := dev.waitLine(t, regexp.MustCompile(`listening on (nats://\S+)`))[1]
+	grep := runBin(t, bin, "call", "text.grep", "--server", url, "--args", `{"pattern":"b","text":"a\nb\nc"}`)
+	if grep.code != 0 || !strings.Contains(grep.stdout, `"lines":["b"]`) {
+		t.Errorf("text.grep: %+v", grep)
+	}
+	out := runBin(t, bin, "call", "files.list", "--server", url, "--args", `{"dir":"../etc"}`)
+	if out.code != 2 || !strings.Contains(out.stderr, `"code":"invalid_input"`) || !strings.Contains(out.stderr, "arg_rules.dir.under") {
+		t.Errorf("files.list outside /usr/share: %+v", out)
+	}
+}
+
 // The bridge file passes both loaders a worker runs on a tools file: the
 // CLI loader (which leaves MCP entries to the bridge) and the bridge's.
 func TestExampleMCPBridgeFile(t *testing.T) {
