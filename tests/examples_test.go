@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mcp/bridge"
@@ -189,8 +191,11 @@ func TestExampleMCPBridgeFile(t *testing.T) {
 }
 
 // Each MCP host configuration is JSON whose one server starts `toolmesh
-// mcp` with a --server URL, in the shape its host reads.
+// mcp` with a --server URL, in the shape its host reads; started as the
+// host would start it (the URL pointed at a test mesh), it serves the
+// mesh's tools over stdio.
 func TestExampleMCPHostConfigs(t *testing.T) {
+	m := startMCPMesh(t)
 	for file, key := range map[string]string{
 		"claude_desktop_config.json": "mcpServers",
 		"cursor-mcp.json":            "mcpServers",
@@ -221,5 +226,25 @@ func TestExampleMCPHostConfigs(t *testing.T) {
 		if key == "servers" && mesh.Type != "stdio" {
 			t.Errorf("%s: type %q, want stdio (VS Code's name for a command it starts)", file, mesh.Type)
 		}
+		args := append([]string{}, mesh.Args...)
+		args[2] = m.srv.ClientURL()
+		hostListsTools(t, file, exec.Command(toolmeshBin(t), args...))
 	}
+}
+
+// hostListsTools runs cmd as an MCP host runs a stdio server and checks
+// that tools/list holds the test mesh's echo tool.
+func hostListsTools(t *testing.T, file string, cmd *exec.Cmd) {
+	t.Helper()
+	mc := connectMCP(t, &mcp.CommandTransport{Command: cmd}, protocolVersions[0])
+	res, err := mc.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("%s: tools/list: %v", file, err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == "echo" {
+			return
+		}
+	}
+	t.Errorf("%s: tools/list lacks the mesh's echo tool: %d tools", file, len(res.Tools))
 }
