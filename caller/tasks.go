@@ -108,6 +108,14 @@ func (c *Caller) tasksCaller() (*Caller, error) {
 // every event of the call, "unary" only its terminal.
 func WithTaskMode(mode string) Option { return func(o *callOptions) { o.taskMode = mode } }
 
+// Folded makes a Stream call return what a unary call of the tool
+// returns (docs/protocol.md §4.1 fold): the worker still sends the start
+// event and questions, but the handler runs as for a unary call, so a
+// tool that streams its output (a CLI tool's lines or NDJSON items)
+// gathers it into its result, and progress and deltas are not sent. The
+// task service runs the attempts of a unary task so.
+func Folded() Option { return func(o *callOptions) { o.fold = true } }
+
 // submitArgs builds the args of the task service's submit tool.
 func submitArgs(tool string, args any, o callOptions, wait bool) (map[string]any, error) {
 	raw, err := encodeArgs(args)

@@ -302,6 +302,10 @@ func (s *Service) attempt(ctx, actx context.Context, r *attemptRun) envelope.Too
 	if r.q.IdemKey != "" {
 		opts = append(opts, caller.WithIdempotencyKey(r.q.IdemKey))
 	}
+	if r.q.Mode == "unary" {
+		// The task's result is what a plain call returns (§22.6).
+		opts = append(opts, caller.Folded())
+	}
 	st, err := s.call.Stream(actx, r.q.Tool, r.q.Args, opts...)
 	if err != nil {
 		return envelope.ErrorEvent(asProblem(err))
