@@ -47,6 +47,9 @@ type TaskRecord struct {
 	Terminal     json.RawMessage `json:"terminal,omitempty"`
 	TerminalSeq  uint64          `json:"terminal_seq,omitempty"`
 	Deduplicated bool            `json:"deduplicated,omitempty"`
+	// Waiting says, while the task is queued, why no attempt runs yet: no
+	// worker hosts its tool, or its workers were too busy to take it.
+	Waiting string `json:"waiting,omitempty"`
 	// Question is the question event the task waits on while its state is
 	// input_required (§23.9); see OpenQuestion.
 	Question json.RawMessage `json:"question,omitempty"`

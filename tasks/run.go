@@ -215,7 +215,7 @@ func (s *Service) afterAttempt(ctx context.Context, r *attemptRun, ev envelope.T
 	case ctx.Err() != nil: // this instance is stopping: another judges the attempt
 		_ = r.m.Nak()
 	case unrun(ev):
-		s.requeue(ctx, r)
+		s.requeue(ctx, r, ev)
 	case ev.Code == envelope.CodeWorkerLost || ev.Code == envelope.CodeConnectionLost || ev.Code == envelope.CodeStreamGap:
 		s.lost(ctx, r, ev)
 	default:
@@ -237,9 +237,10 @@ func unrun(ev envelope.ToolEvent) bool {
 
 // requeue puts a task no worker took back in the queue: the handler did
 // not run, so the attempt does not count (§22.6).
-func (s *Service) requeue(ctx context.Context, r *attemptRun) {
+func (s *Service) requeue(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) {
 	r.attempt--
 	rec := r.q.record(caller.TaskQueued, r.attempt, r.events)
+	rec.Waiting = waitingFor(r.q.Tool, ev)
 	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", 0); err != nil {
 		_ = r.m.Nak()
 		return
@@ -251,6 +252,18 @@ func (s *Service) requeue(ctx context.Context, r *attemptRun) {
 	delay := 250 * time.Millisecond << min(n-1, 5)
 	_ = r.m.NakWithDelay(min(delay, 5*time.Second))
 	s.changed(r)
+}
+
+// waitingFor says why a task whose attempt did not run waits (the
+// record's waiting).
+func waitingFor(tool string, ev envelope.ToolEvent) string {
+	switch ev.Code {
+	case envelope.CodeToolNotFound:
+		return fmt.Sprintf("no worker hosts tool %s; the task waits for one", tool)
+	case envelope.CodeOverloaded:
+		return fmt.Sprintf("the workers of tool %s were too busy to take it (%s); the task waits", tool, ev.Message)
+	}
+	return fmt.Sprintf("the call to tool %s could not be sent (%s); the task waits", tool, ev.Message)
 }
 
 // lost handles a lost attempt: another attempt when the task is

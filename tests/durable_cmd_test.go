@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -82,4 +83,33 @@ func plainResult(t *testing.T, resp map[string]json.RawMessage) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A detached call of a tool no worker hosts (a typo) is kept and waits,
+// exit 0, but says so: on stderr at once, and in the task's record while
+// it queues.
+func TestCommandDetachedCallOfUnhostedToolSaysSo(t *testing.T) {
+	_, url := startDev(t)
+	r := runCmd(t, "", "call", "ecoh", "--detach", "--server", url)
+	id := regexp.MustCompile(`"task_id":"(` + ulidRe + `)"`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || id == nil {
+		t.Fatalf("call ecoh --detach: %+v", r)
+	}
+	if !strings.Contains(r.stderr, "no worker hosts tool ecoh") || !strings.Contains(r.stderr, id[1]) {
+		t.Errorf("stderr %q does not say that no worker hosts ecoh", r.stderr)
+	}
+	var rec caller.TaskRecord
+	waitFor(t, "the record to say why the task waits", func() bool {
+		got := runCmd(t, "", "tasks", "get", id[1], "--server", url)
+		rec = caller.TaskRecord{}
+		return json.Unmarshal([]byte(got.stdout), &rec) == nil && rec.Waiting != ""
+	})
+	if rec.State != caller.TaskQueued || !strings.Contains(rec.Waiting, "no worker hosts tool ecoh") {
+		t.Errorf("record %+v, want queued and waiting for a worker of ecoh", rec)
+	}
+	// A hosted tool's submit says nothing of the kind.
+	r = runCmd(t, "", "call", "echo", "--detach", "--server", url, "--args", `{"message":"hi"}`)
+	if r.code != 0 || strings.Contains(r.stderr, "no worker hosts") {
+		t.Errorf("call echo --detach: %+v", r)
+	}
 }
