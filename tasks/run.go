@@ -64,8 +64,9 @@ type attemptRun struct {
 	m       jetstream.Msg
 	q       queuedCall
 	subject string
-	attempt int // the attempt running or last run
-	events  int // events recorded so far
+	attempt int   // the attempt running or last run
+	events  int   // events recorded so far
+	bytes   int64 // bytes of the events this runner recorded
 	worker  string
 	mark    uint64                  // the sequence of the attempt's dispatch mark
 	picked  bool                    // a worker took the attempt up: the task reads running
@@ -421,7 +422,7 @@ func (s *Service) recordWith(ctx context.Context, r *attemptRun, ev envelope.Too
 	if _, err := s.appendEntry(ctx, r.subject, e, r.q.TaskID+".e"+strconv.Itoa(n), 0); err != nil {
 		return err
 	}
-	r.events = n
+	r.events, r.bytes = n, r.bytes+int64(len(data))
 	return nil
 }
 
@@ -435,10 +436,16 @@ func (s *Service) finish(ctx context.Context, r *attemptRun, ev envelope.ToolEve
 	rec := r.q.record(stateOf(ev), r.attempt, r.events+1)
 	rec.Code, rec.WorkerID = string(ev.Code), r.worker
 	if err := s.recordWith(ctx, r, ev, &rec); err != nil {
-		_ = r.m.Nak()
+		// A pause, not at once: the store may be full until the retention
+		// makes room.
+		_ = r.m.NakWithDelay(time.Second)
 		return
 	}
 	s.settle(r)
+	// The task's events count against its owner's bytes from now on.
+	if err := s.charge(ctx, r.q.Owner, 0, r.bytes, false); err != nil {
+		s.log.Warn("task usage: the bytes of an ended task were not counted", "task", r.q.TaskID, "err", err)
+	}
 }
 
 // settleEnded settles a task whose last entry is its terminal event: one

@@ -35,6 +35,18 @@ type Config struct {
 	// MaxQueuedPerTool bounds each tool's tasks not yet ended (default
 	// 1024); past it submit answers overloaded.
 	MaxQueuedPerTool int64
+	// MaxTasksPerOwner bounds the tasks one identity keeps within the
+	// retention, ended ones included (0: no bound); past it submit
+	// answers task_quota_exceeded.
+	MaxTasksPerOwner int64
+	// MaxBytesPerOwner bounds the bytes one identity's tasks keep within
+	// the retention: their args and recorded events (0: no bound); past
+	// it submit answers task_quota_exceeded.
+	MaxBytesPerOwner int64
+	// MaxStoreBytes bounds the size of each of the task log, the queue and
+	// the object store (0: no bound); a full store refuses new tasks with
+	// task_quota_exceeded rather than dropping old ones.
+	MaxStoreBytes int64
 	// MaxAttempts bounds the attempts of a re-runnable task (default 3).
 	MaxAttempts int
 	// MaxTaskTimeout is the largest (and the default) task budget
@@ -112,6 +124,7 @@ type Service struct {
 	logs  jetstream.Stream
 	queue jetstream.Stream
 	objs  jetstream.ObjectStore
+	usage jetstream.Stream // each owner's usage, when quotas are set
 	api   *worker.Worker
 	call  *caller.Caller
 	cons  jetstream.ConsumeContext
@@ -132,13 +145,14 @@ type Service struct {
 
 // names are the subjects and JetStream names of one mesh's task service.
 type names struct {
-	base, logStream, queueStream, objects, consumer string
+	base, logStream, queueStream, objects, usage, consumer string
 }
 
 func namesFor(prefix string) names {
 	flat := strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(prefix)
 	return names{base: prefix + ".tasks", logStream: "TOOLMESH_TASKS_" + flat,
-		queueStream: "TOOLMESH_TASKQ_" + flat, objects: "TOOLMESH_TASKOBJ_" + flat, consumer: "runners"}
+		queueStream: "TOOLMESH_TASKQ_" + flat, objects: "TOOLMESH_TASKOBJ_" + flat,
+		usage: "TOOLMESH_TASKUSE_" + flat, consumer: "runners"}
 }
 
 func (n names) logSubject(owner, id string) string { return n.base + ".log." + owner + "." + id }
@@ -181,6 +195,7 @@ func (s *Service) openStorage(ctx context.Context) error {
 		// too: a task just ended would read as running, and a wait for its
 		// end would miss it. Replicated, reads go to the leader.
 		Replicas: s.cfg.Replicas, AllowDirect: s.cfg.Replicas == 1,
+		MaxBytes: s.maxBytes(), Discard: jetstream.DiscardNew,
 	})
 	if err != nil {
 		return fmt.Errorf("task log stream: %w", err)
@@ -189,18 +204,40 @@ func (s *Service) openStorage(ctx context.Context) error {
 		Name: s.names.queueStream, Subjects: []string{s.names.base + ".q.>"},
 		Retention: jetstream.WorkQueuePolicy, MaxAge: s.cfg.Retention,
 		MaxMsgsPerSubject: s.cfg.MaxQueuedPerTool, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
-		Replicas: s.cfg.Replicas,
+		Replicas: s.cfg.Replicas, MaxBytes: s.maxBytes(),
 	})
 	if err != nil {
 		return fmt.Errorf("task queue stream: %w", err)
 	}
 	s.objs, err = s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: s.names.objects, TTL: s.cfg.Retention, Replicas: s.cfg.Replicas,
+		Bucket: s.names.objects, TTL: s.cfg.Retention, Replicas: s.cfg.Replicas, MaxBytes: s.maxBytes(),
 	})
 	if err != nil {
 		return fmt.Errorf("task object store: %w", err)
 	}
+	if !s.quotas() {
+		return nil
+	}
+	// One message per owner, replaced by compare-and-set; a stream under
+	// the task subjects, which the task service's permissions already
+	// grant (deploy/secure), rather than a KV bucket under $KV.
+	s.usage, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: s.names.usage, Subjects: []string{s.names.base + ".use.>"},
+		MaxMsgsPerSubject: 1, MaxAge: s.cfg.Retention + time.Hour, Replicas: s.cfg.Replicas,
+		AllowDirect: s.cfg.Replicas == 1,
+	})
+	if err != nil {
+		return fmt.Errorf("task usage bucket: %w", err)
+	}
 	return nil
+}
+
+// maxBytes is the streams' MaxBytes: the operator's bound, or none (-1).
+func (s *Service) maxBytes() int64 {
+	if s.cfg.MaxStoreBytes > 0 {
+		return s.cfg.MaxStoreBytes
+	}
+	return -1
 }
 
 // start opens the inner caller, the kill subscription, the API worker and
