@@ -214,14 +214,14 @@ func (s *Service) enqueue(ctx context.Context, q *queuedCall, seq uint64) error 
 		return err
 	}
 	_, err = retry(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
-		return s.js.PublishMsg(ctx, &nats.Msg{Subject: s.names.queueSubject(q.Tool), Data: data}, jetstream.WithMsgID(q.TaskID))
+		return s.js.PublishMsg(ctx, &nats.Msg{Subject: s.names.queueSubject(q.Owner, q.Tool), Data: data}, jetstream.WithMsgID(q.TaskID))
 	})
 	if err == nil {
 		return nil
 	}
 	_, _ = retry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.logs.DeleteMsg(ctx, seq) })
 	if strings.Contains(err.Error(), "maximum messages per subject") {
-		return envelope.Problemf(envelope.CodeOverloaded, "the task queue of tool %s is full (%d tasks not yet ended); no task was made",
+		return envelope.Problemf(envelope.CodeOverloaded, "your task queue of tool %s is full (%d of your tasks not yet ended); no task was made",
 			q.Tool, s.cfg.MaxQueuedPerTool).WithRetryAfter(1)
 	}
 	return err

@@ -52,10 +52,9 @@ func (s *Service) startRunners(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("task queue consumer: %w", err)
 	}
-	s.cons, err = cons.Consume(func(m jetstream.Msg) {
-		s.wg.Add(1)
-		go s.handle(m)
-	}, jetstream.PullMaxMessages(256))
+	s.wg.Add(1)
+	go s.keepHeld()
+	s.cons, err = cons.Consume(s.take, jetstream.PullMaxMessages(256))
 	return err
 }
 
@@ -77,7 +76,6 @@ type attemptRun struct {
 // handle takes one queued call: settles a task already ended, ends one
 // whose deadline passed, judges a lost attempt, or runs the next attempt.
 func (s *Service) handle(m jetstream.Msg) {
-	defer s.wg.Done()
 	ctx := s.ctx
 	r := &attemptRun{m: m}
 	if err := json.Unmarshal(m.Data(), &r.q); err != nil {

@@ -32,8 +32,9 @@ type Config struct {
 	// Retention is how long a task's log, events and result are kept
 	// (default 24h); then the task answers task_expired.
 	Retention time.Duration
-	// MaxQueuedPerTool bounds each tool's tasks not yet ended (default
-	// 1024); past it submit answers overloaded.
+	// MaxQueuedPerTool bounds each owner's tasks of one tool not yet
+	// ended (default 1024); past it submit answers overloaded, to that
+	// owner only.
 	MaxQueuedPerTool int64
 	// MaxTasksPerOwner bounds the tasks one identity keeps within the
 	// retention, ended ones included (0: no bound); past it submit
@@ -47,6 +48,14 @@ type Config struct {
 	// the object store (0: no bound); a full store refuses new tasks with
 	// task_quota_exceeded rather than dropping old ones.
 	MaxStoreBytes int64
+	// MaxRunningPerOwner bounds one owner's tasks each instance runs (or
+	// holds for the owner's turn) at once (default 64): one owner's flood
+	// takes no more of the instance's runners, nor of a worker's share of
+	// the service's calls, while instances run owners round robin.
+	MaxRunningPerOwner int
+	// MaxRunningPerOwnerTool bounds one owner's tasks of one tool each
+	// instance runs at once (default 16).
+	MaxRunningPerOwnerTool int
 	// MaxAttempts bounds the attempts of a re-runnable task (default 3).
 	MaxAttempts int
 	// MaxTaskTimeout is the largest (and the default) task budget
@@ -81,6 +90,12 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxQueuedPerTool <= 0 {
 		cfg.MaxQueuedPerTool = 1024
+	}
+	if cfg.MaxRunningPerOwner <= 0 {
+		cfg.MaxRunningPerOwner = 64
+	}
+	if cfg.MaxRunningPerOwnerTool <= 0 {
+		cfg.MaxRunningPerOwnerTool = 16
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
@@ -140,6 +155,7 @@ type Service struct {
 	mu      sync.Mutex
 	running map[string]*attemptRun // task id → its attempt running here
 	wake    wakers
+	fair    fairQueue
 	done    *nats.Subscription
 }
 
@@ -156,9 +172,11 @@ func namesFor(prefix string) names {
 }
 
 func (n names) logSubject(owner, id string) string { return n.base + ".log." + owner + "." + id }
-func (n names) queueSubject(tool string) string    { return n.base + ".q." + tool }
-func (n names) killSubject(id string) string       { return n.base + ".kill." + id }
-func (n names) answerSubject(id string) string     { return n.base + ".answer." + id }
+func (n names) queueSubject(owner, tool string) string {
+	return n.base + ".q." + owner + "." + tool
+}
+func (n names) killSubject(id string) string   { return n.base + ".kill." + id }
+func (n names) answerSubject(id string) string { return n.base + ".answer." + id }
 func (n names) doneSubject(owner, id string) string {
 	return n.base + ".done." + owner + "." + id
 }
@@ -172,7 +190,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{nc: nc, cfg: cfg, log: cfg.Logger, js: js, names: namesFor(cfg.Prefix),
-		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan struct{}]struct{}{}}}
+		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan struct{}]struct{}{}},
+		fair: fairQueue{owners: map[string]*ownerQueue{}}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.openStorage(ctx); err != nil {
 		s.cancel()
