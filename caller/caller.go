@@ -890,6 +890,9 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	if o.ask {
 		b = wire.AppendPair(b, wire.MetaAsk, "1")
 	}
+	if o.fold && mode == stream {
+		b = wire.AppendPair(b, wire.MetaFold, "1")
+	}
 	// Trace context only when there is some: an untraced call pays for
 	// one check, not for a propagator.
 	if sc := span.SpanContext(); sc.IsValid() || baggage.FromContext(ctx).Len() > 0 {

@@ -66,6 +66,7 @@ const (
 	CodeInputRequired         Code = envelope.CodeInputRequired
 	CodeInputTimeout          Code = envelope.CodeInputTimeout
 	CodeDeclined              Code = envelope.CodeDeclined
+	CodeTaskQuotaExceeded     Code = envelope.CodeTaskQuotaExceeded
 	CodeToolConflict          Code = envelope.CodeToolConflict
 	CodeSandboxReadDenied     Code = envelope.CodeSandboxReadDenied
 	CodeSandboxWriteDenied    Code = envelope.CodeSandboxWriteDenied

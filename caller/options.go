@@ -30,6 +30,7 @@ type callOptions struct {
 	window         int
 	taskMode       string
 	ask            bool       // ask=1: the call answers questions
+	fold           bool       // fold=1: a stream call that gets the unary result
 	onQuestion     AnswerFunc // answers them, or nil (a Stream's reader does)
 }
 

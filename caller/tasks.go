@@ -47,6 +47,9 @@ type TaskRecord struct {
 	Terminal     json.RawMessage `json:"terminal,omitempty"`
 	TerminalSeq  uint64          `json:"terminal_seq,omitempty"`
 	Deduplicated bool            `json:"deduplicated,omitempty"`
+	// Waiting says, while the task is queued, why no attempt runs yet: no
+	// worker hosts its tool, or its workers were too busy to take it.
+	Waiting string `json:"waiting,omitempty"`
 	// Question is the question event the task waits on while its state is
 	// input_required (§23.9); see OpenQuestion.
 	Question json.RawMessage `json:"question,omitempty"`
@@ -107,6 +110,14 @@ func (c *Caller) tasksCaller() (*Caller, error) {
 // WithTaskMode sets a task's mode (Submit): "stream" (the default) records
 // every event of the call, "unary" only its terminal.
 func WithTaskMode(mode string) Option { return func(o *callOptions) { o.taskMode = mode } }
+
+// Folded makes a Stream call return what a unary call of the tool
+// returns (docs/protocol.md §4.1 fold): the worker still sends the start
+// event and questions, but the handler runs as for a unary call, so a
+// tool that streams its output (a CLI tool's lines or NDJSON items)
+// gathers it into its result, and progress and deltas are not sent. The
+// task service runs the attempts of a unary task so.
+func Folded() Option { return func(o *callOptions) { o.fold = true } }
 
 // submitArgs builds the args of the task service's submit tool.
 func submitArgs(tool string, args any, o callOptions, wait bool) (map[string]any, error) {

@@ -35,6 +35,9 @@ const (
 	CodeInputRequired         Code = "input_required"
 	CodeInputTimeout          Code = "input_timeout"
 	CodeDeclined              Code = "declined"
+	// CodeTaskQuotaExceeded: a submit would take the owner past its task
+	// storage quota, or the task store is full.
+	CodeTaskQuotaExceeded Code = "task_quota_exceeded"
 	// CodeToolConflict: workers give different specs for one tool name.
 	CodeToolConflict Code = "tool_conflict"
 	// The sandbox codes: a confined program was refused by its sandbox.
@@ -111,6 +114,8 @@ var registry = withSlugs(map[Code]CodeInfo{
 		Fix: fix("The tool's question was not answered in time; call again and answer it sooner, or ask the operator for a longer question timeout.", MaybeIncorrect)},
 	CodeDeclined: {Title: "Declined", Status: 403, ExitCode: 20,
 		Fix: fix("The caller declined what the tool asked (an approval or a question it cannot go on without); call again only if the answer should now be yes.", Unspecified)},
+	CodeTaskQuotaExceeded: {Title: "Task quota exceeded", Status: 507, ExitCode: 22,
+		Fix: fix("Your tasks take all the task storage the operator allows you (the extension quota says which bound); cancel or stop submitting tasks until older ones pass the retention, or ask the operator for a larger quota.", MaybeIncorrect)},
 	CodeToolConflict: {Title: "Tool conflict", Status: 409, ExitCode: 21,
 		Fix: fix("Workers give different specs for this tool name, so a call may reach either; do not trust the description until the operator removes the workers giving the other spec (the extension conflicts names them).", Unspecified)},
 	CodeSandboxReadDenied: {Title: "Sandbox denied a read", Status: 403, ExitCode: 40,

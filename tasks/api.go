@@ -85,9 +85,17 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 		return nil, envelope.Problemf(envelope.CodeInvalidInput, "submit: %v", err).WithExtension("pointer", "/tool")
 	}
 	q := s.newQueued(req, a)
-	rec, seq, dup, err := s.recordQueued(ctx, &q, dedupeID(q.Owner, a))
-	if err != nil {
+	// Charged before anything is written, so that a refusal leaves nothing
+	// behind; a submission that makes no task is refunded.
+	if err := s.charge(ctx, q.Owner, 1, int64(len(a.Args)), true); err != nil {
 		return nil, err
+	}
+	rec, seq, dup, err := s.recordQueued(ctx, &q, dedupeID(q.Owner, a))
+	if err != nil || dup {
+		s.refund(q.Owner, a)
+	}
+	if err != nil {
+		return nil, storeFull(err)
 	}
 	rec.Deduplicated = dup && a.IdemKey != "" // a repeated submit_id is the same submission
 	if dup {
@@ -97,16 +105,38 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 		return rec, nil
 	}
 	if !a.Wait {
-		return rec, s.enqueue(ctx, &q, seq)
+		return rec, s.enqueueCharged(ctx, &q, seq, a)
 	}
 	// Waiting from before the task can run: its end cannot be missed, and
 	// a task just queued need not be read before it has changed.
 	changed, stop := s.awaitChange(s.names.doneSubject(q.Owner, q.TaskID))
 	defer stop()
-	if err := s.enqueue(ctx, &q, seq); err != nil {
+	if err := s.enqueueCharged(ctx, &q, seq, a); err != nil {
 		return nil, err
 	}
 	return s.waitLoop(ctx, q.Owner, q.TaskID, changed, true)
+}
+
+// enqueueCharged enqueues a charged task, refunding it when the queue
+// refuses it.
+func (s *Service) enqueueCharged(ctx context.Context, q *queuedCall, seq uint64, a submitReq) error {
+	err := s.enqueue(ctx, q, seq)
+	if err != nil {
+		s.refund(q.Owner, a)
+	}
+	return storeFull(err)
+}
+
+// refund takes back the charge of a submission that made no task.
+func (s *Service) refund(owner string, a submitReq) {
+	if !s.quotas() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	if err := s.charge(ctx, owner, -1, -int64(len(a.Args)), false); err != nil {
+		s.log.Warn("task usage: a refund was lost; the owner's usage reads high until the retention passes", "err", err)
+	}
 }
 
 // newQueued makes a new task's queued call.
@@ -184,14 +214,14 @@ func (s *Service) enqueue(ctx context.Context, q *queuedCall, seq uint64) error 
 		return err
 	}
 	_, err = retry(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
-		return s.js.PublishMsg(ctx, &nats.Msg{Subject: s.names.queueSubject(q.Tool), Data: data}, jetstream.WithMsgID(q.TaskID))
+		return s.js.PublishMsg(ctx, &nats.Msg{Subject: s.names.queueSubject(q.Owner, q.Tool), Data: data}, jetstream.WithMsgID(q.TaskID))
 	})
 	if err == nil {
 		return nil
 	}
 	_, _ = retry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.logs.DeleteMsg(ctx, seq) })
 	if strings.Contains(err.Error(), "maximum messages per subject") {
-		return envelope.Problemf(envelope.CodeOverloaded, "the task queue of tool %s is full (%d tasks not yet ended); no task was made",
+		return envelope.Problemf(envelope.CodeOverloaded, "your task queue of tool %s is full (%d of your tasks not yet ended); no task was made",
 			q.Tool, s.cfg.MaxQueuedPerTool).WithRetryAfter(1)
 	}
 	return err

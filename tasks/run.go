@@ -52,10 +52,9 @@ func (s *Service) startRunners(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("task queue consumer: %w", err)
 	}
-	s.cons, err = cons.Consume(func(m jetstream.Msg) {
-		s.wg.Add(1)
-		go s.handle(m)
-	}, jetstream.PullMaxMessages(256))
+	s.wg.Add(1)
+	go s.keepHeld()
+	s.cons, err = cons.Consume(s.take, jetstream.PullMaxMessages(256))
 	return err
 }
 
@@ -64,8 +63,9 @@ type attemptRun struct {
 	m       jetstream.Msg
 	q       queuedCall
 	subject string
-	attempt int // the attempt running or last run
-	events  int // events recorded so far
+	attempt int   // the attempt running or last run
+	events  int   // events recorded so far
+	bytes   int64 // bytes of the events this runner recorded
 	worker  string
 	mark    uint64                  // the sequence of the attempt's dispatch mark
 	picked  bool                    // a worker took the attempt up: the task reads running
@@ -76,7 +76,6 @@ type attemptRun struct {
 // handle takes one queued call: settles a task already ended, ends one
 // whose deadline passed, judges a lost attempt, or runs the next attempt.
 func (s *Service) handle(m jetstream.Msg) {
-	defer s.wg.Done()
 	ctx := s.ctx
 	r := &attemptRun{m: m}
 	if err := json.Unmarshal(m.Data(), &r.q); err != nil {
@@ -215,7 +214,7 @@ func (s *Service) afterAttempt(ctx context.Context, r *attemptRun, ev envelope.T
 	case ctx.Err() != nil: // this instance is stopping: another judges the attempt
 		_ = r.m.Nak()
 	case unrun(ev):
-		s.requeue(ctx, r)
+		s.requeue(ctx, r, ev)
 	case ev.Code == envelope.CodeWorkerLost || ev.Code == envelope.CodeConnectionLost || ev.Code == envelope.CodeStreamGap:
 		s.lost(ctx, r, ev)
 	default:
@@ -237,9 +236,10 @@ func unrun(ev envelope.ToolEvent) bool {
 
 // requeue puts a task no worker took back in the queue: the handler did
 // not run, so the attempt does not count (§22.6).
-func (s *Service) requeue(ctx context.Context, r *attemptRun) {
+func (s *Service) requeue(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) {
 	r.attempt--
 	rec := r.q.record(caller.TaskQueued, r.attempt, r.events)
+	rec.Waiting = waitingFor(r.q.Tool, ev)
 	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", 0); err != nil {
 		_ = r.m.Nak()
 		return
@@ -251,6 +251,18 @@ func (s *Service) requeue(ctx context.Context, r *attemptRun) {
 	delay := 250 * time.Millisecond << min(n-1, 5)
 	_ = r.m.NakWithDelay(min(delay, 5*time.Second))
 	s.changed(r)
+}
+
+// waitingFor says why a task whose attempt did not run waits (the
+// record's waiting).
+func waitingFor(tool string, ev envelope.ToolEvent) string {
+	switch ev.Code {
+	case envelope.CodeToolNotFound:
+		return fmt.Sprintf("no worker hosts tool %s; the task waits for one", tool)
+	case envelope.CodeOverloaded:
+		return fmt.Sprintf("the workers of tool %s were too busy to take it (%s); the task waits", tool, ev.Message)
+	}
+	return fmt.Sprintf("the call to tool %s could not be sent (%s); the task waits", tool, ev.Message)
 }
 
 // lost handles a lost attempt: another attempt when the task is
@@ -301,6 +313,10 @@ func (s *Service) attempt(ctx, actx context.Context, r *attemptRun) envelope.Too
 	}
 	if r.q.IdemKey != "" {
 		opts = append(opts, caller.WithIdempotencyKey(r.q.IdemKey))
+	}
+	if r.q.Mode == "unary" {
+		// The task's result is what a plain call returns (§22.6).
+		opts = append(opts, caller.Folded())
 	}
 	st, err := s.call.Stream(actx, r.q.Tool, r.q.Args, opts...)
 	if err != nil {
@@ -404,7 +420,7 @@ func (s *Service) recordWith(ctx context.Context, r *attemptRun, ev envelope.Too
 	if _, err := s.appendEntry(ctx, r.subject, e, r.q.TaskID+".e"+strconv.Itoa(n), 0); err != nil {
 		return err
 	}
-	r.events = n
+	r.events, r.bytes = n, r.bytes+int64(len(data))
 	return nil
 }
 
@@ -418,10 +434,16 @@ func (s *Service) finish(ctx context.Context, r *attemptRun, ev envelope.ToolEve
 	rec := r.q.record(stateOf(ev), r.attempt, r.events+1)
 	rec.Code, rec.WorkerID = string(ev.Code), r.worker
 	if err := s.recordWith(ctx, r, ev, &rec); err != nil {
-		_ = r.m.Nak()
+		// A pause, not at once: the store may be full until the retention
+		// makes room.
+		_ = r.m.NakWithDelay(time.Second)
 		return
 	}
 	s.settle(r)
+	// The task's events count against its owner's bytes from now on.
+	if err := s.charge(ctx, r.q.Owner, 0, r.bytes, false); err != nil {
+		s.log.Warn("task usage: the bytes of an ended task were not counted", "task", r.q.TaskID, "err", err)
+	}
 }
 
 // settleEnded settles a task whose last entry is its terminal event: one

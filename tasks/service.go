@@ -32,9 +32,30 @@ type Config struct {
 	// Retention is how long a task's log, events and result are kept
 	// (default 24h); then the task answers task_expired.
 	Retention time.Duration
-	// MaxQueuedPerTool bounds each tool's tasks not yet ended (default
-	// 1024); past it submit answers overloaded.
+	// MaxQueuedPerTool bounds each owner's tasks of one tool not yet
+	// ended (default 1024); past it submit answers overloaded, to that
+	// owner only.
 	MaxQueuedPerTool int64
+	// MaxTasksPerOwner bounds the tasks one identity keeps within the
+	// retention, ended ones included (0: no bound); past it submit
+	// answers task_quota_exceeded.
+	MaxTasksPerOwner int64
+	// MaxBytesPerOwner bounds the bytes one identity's tasks keep within
+	// the retention: their args and recorded events (0: no bound); past
+	// it submit answers task_quota_exceeded.
+	MaxBytesPerOwner int64
+	// MaxStoreBytes bounds the size of each of the task log, the queue and
+	// the object store (0: no bound); a full store refuses new tasks with
+	// task_quota_exceeded rather than dropping old ones.
+	MaxStoreBytes int64
+	// MaxRunningPerOwner bounds one owner's tasks each instance runs (or
+	// holds for the owner's turn) at once (default 64): one owner's flood
+	// takes no more of the instance's runners, nor of a worker's share of
+	// the service's calls, while instances run owners round robin.
+	MaxRunningPerOwner int
+	// MaxRunningPerOwnerTool bounds one owner's tasks of one tool each
+	// instance runs at once (default 16).
+	MaxRunningPerOwnerTool int
 	// MaxAttempts bounds the attempts of a re-runnable task (default 3).
 	MaxAttempts int
 	// MaxTaskTimeout is the largest (and the default) task budget
@@ -69,6 +90,12 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxQueuedPerTool <= 0 {
 		cfg.MaxQueuedPerTool = 1024
+	}
+	if cfg.MaxRunningPerOwner <= 0 {
+		cfg.MaxRunningPerOwner = 64
+	}
+	if cfg.MaxRunningPerOwnerTool <= 0 {
+		cfg.MaxRunningPerOwnerTool = 16
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
@@ -112,6 +139,7 @@ type Service struct {
 	logs  jetstream.Stream
 	queue jetstream.Stream
 	objs  jetstream.ObjectStore
+	usage jetstream.Stream // each owner's usage, when quotas are set
 	api   *worker.Worker
 	call  *caller.Caller
 	cons  jetstream.ConsumeContext
@@ -127,24 +155,28 @@ type Service struct {
 	mu      sync.Mutex
 	running map[string]*attemptRun // task id → its attempt running here
 	wake    wakers
+	fair    fairQueue
 	done    *nats.Subscription
 }
 
 // names are the subjects and JetStream names of one mesh's task service.
 type names struct {
-	base, logStream, queueStream, objects, consumer string
+	base, logStream, queueStream, objects, usage, consumer string
 }
 
 func namesFor(prefix string) names {
 	flat := strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(prefix)
 	return names{base: prefix + ".tasks", logStream: "TOOLMESH_TASKS_" + flat,
-		queueStream: "TOOLMESH_TASKQ_" + flat, objects: "TOOLMESH_TASKOBJ_" + flat, consumer: "runners"}
+		queueStream: "TOOLMESH_TASKQ_" + flat, objects: "TOOLMESH_TASKOBJ_" + flat,
+		usage: "TOOLMESH_TASKUSE_" + flat, consumer: "runners"}
 }
 
 func (n names) logSubject(owner, id string) string { return n.base + ".log." + owner + "." + id }
-func (n names) queueSubject(tool string) string    { return n.base + ".q." + tool }
-func (n names) killSubject(id string) string       { return n.base + ".kill." + id }
-func (n names) answerSubject(id string) string     { return n.base + ".answer." + id }
+func (n names) queueSubject(owner, tool string) string {
+	return n.base + ".q." + owner + "." + tool
+}
+func (n names) killSubject(id string) string   { return n.base + ".kill." + id }
+func (n names) answerSubject(id string) string { return n.base + ".answer." + id }
 func (n names) doneSubject(owner, id string) string {
 	return n.base + ".done." + owner + "." + id
 }
@@ -158,7 +190,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{nc: nc, cfg: cfg, log: cfg.Logger, js: js, names: namesFor(cfg.Prefix),
-		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan struct{}]struct{}{}}}
+		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan struct{}]struct{}{}},
+		fair: fairQueue{owners: map[string]*ownerQueue{}}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.openStorage(ctx); err != nil {
 		s.cancel()
@@ -181,6 +214,7 @@ func (s *Service) openStorage(ctx context.Context) error {
 		// too: a task just ended would read as running, and a wait for its
 		// end would miss it. Replicated, reads go to the leader.
 		Replicas: s.cfg.Replicas, AllowDirect: s.cfg.Replicas == 1,
+		MaxBytes: s.maxBytes(), Discard: jetstream.DiscardNew,
 	})
 	if err != nil {
 		return fmt.Errorf("task log stream: %w", err)
@@ -189,18 +223,40 @@ func (s *Service) openStorage(ctx context.Context) error {
 		Name: s.names.queueStream, Subjects: []string{s.names.base + ".q.>"},
 		Retention: jetstream.WorkQueuePolicy, MaxAge: s.cfg.Retention,
 		MaxMsgsPerSubject: s.cfg.MaxQueuedPerTool, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
-		Replicas: s.cfg.Replicas,
+		Replicas: s.cfg.Replicas, MaxBytes: s.maxBytes(),
 	})
 	if err != nil {
 		return fmt.Errorf("task queue stream: %w", err)
 	}
 	s.objs, err = s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: s.names.objects, TTL: s.cfg.Retention, Replicas: s.cfg.Replicas,
+		Bucket: s.names.objects, TTL: s.cfg.Retention, Replicas: s.cfg.Replicas, MaxBytes: s.maxBytes(),
 	})
 	if err != nil {
 		return fmt.Errorf("task object store: %w", err)
 	}
+	if !s.quotas() {
+		return nil
+	}
+	// One message per owner, replaced by compare-and-set; a stream under
+	// the task subjects, which the task service's permissions already
+	// grant (deploy/secure), rather than a KV bucket under $KV.
+	s.usage, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: s.names.usage, Subjects: []string{s.names.base + ".use.>"},
+		MaxMsgsPerSubject: 1, MaxAge: s.cfg.Retention + time.Hour, Replicas: s.cfg.Replicas,
+		AllowDirect: s.cfg.Replicas == 1,
+	})
+	if err != nil {
+		return fmt.Errorf("task usage bucket: %w", err)
+	}
 	return nil
+}
+
+// maxBytes is the streams' MaxBytes: the operator's bound, or none (-1).
+func (s *Service) maxBytes() int64 {
+	if s.cfg.MaxStoreBytes > 0 {
+		return s.cfg.MaxStoreBytes
+	}
+	return -1
 }
 
 // start opens the inner caller, the kill subscription, the API worker and

@@ -66,6 +66,7 @@ type call struct {
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
 	ended   bool       // the terminal is decided: no more emits
 	ask1    bool       // the caller answers questions (ask=1)
+	fold    bool       // fold=1: stream framing, but the handler runs as unary
 	asked   bool       // a question went out: every message is a numbered frame
 	qseq    int32      // questions asked so far (beside the flags: no padding)
 	seq     int64
@@ -304,7 +305,7 @@ func (c *call) request(body wire.Call) *Request {
 		Tool: t.spec.Name, CallID: c.key.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
 		ResponseFormat: body.ResponseFormat, Bearer: c.req.Bearer,
 		IdempotencyKey: c.req.IdempotencyKey,
-		Deadline:       c.deadline, Streaming: c.stream, Spec: &t.spec, call: c,
+		Deadline:       c.deadline, Streaming: c.stream && !c.fold, Spec: &t.spec, call: c,
 		Identity: c.key.identity,
 	}
 	return &c.req // part of the call: no allocation of its own

@@ -95,6 +95,7 @@ func (c *call) setMeta(m callMeta) {
 	c.key.id, c.callerID, c.stream = m.callID, m.callerID, m.mode == wire.ModeStream
 	c.interval, c.granted = m.interval, int64(m.window)
 	c.req.Bearer, c.req.IdempotencyKey, c.ask1 = m.bearer, m.idem, m.ask
+	c.fold = c.stream && m.fold
 	if m.bearer != "" {
 		bearer := m.bearer // only a call with a bearer pays for its copy
 		c.bearer = &bearer

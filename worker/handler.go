@@ -71,7 +71,8 @@ type Request struct {
 	// Deadline is when the call's budget runs out (zero when unbounded).
 	Deadline time.Time
 	// Streaming is true when the caller asked for the event stream; in
-	// unary mode progress and deltas are not delivered.
+	// unary mode, and in a stream call with fold=1 (the caller wants the
+	// result a unary call returns), progress and deltas are not delivered.
 	Streaming bool
 	// Spec is the tool's spec.
 	Spec *envelope.ToolSpec

@@ -37,6 +37,7 @@ type callMeta struct {
 	idem, bearer     string
 	trace            traceFields
 	ask              bool      // ask=1: the caller answers questions
+	fold             bool      // fold=1: the handler runs as for a unary call (§6)
 	pickup           time.Time // zero: the caller set no pickup deadline
 }
 
@@ -131,6 +132,12 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
 			m.pickup = time.UnixMilli(min(ms, maxUnixMilli))
 		}
 		return 1 << 12, err
+	case wire.MetaFold:
+		m.fold = string(v) == "1"
+		if !m.fold {
+			return 1 << 13, fmt.Errorf("want 1, got %.32q", v)
+		}
+		return 1 << 13, nil
 	}
 	return 0, nil
 }

@@ -100,7 +100,8 @@ func (c *call) sendTerminalLocked(ev envelope.ToolEvent, data []byte) *envelope.
 }
 
 // emit accepts a non-terminal event, waiting for credit in stream mode.
-// In unary mode, and for a plain request, it sends nothing.
+// In unary mode, for a plain request, and in a folded stream call for all
+// but the start event, it sends nothing.
 func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
 	for {
 		c.mu.Lock()
@@ -108,7 +109,7 @@ func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
 		case c.ended:
 			c.mu.Unlock()
 			return errCallEnded
-		case !c.stream:
+		case !c.stream || c.fold && ev.Type != envelope.EventStart:
 			c.mu.Unlock()
 			return nil
 		case c.sent < c.granted:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -134,10 +135,33 @@ func callDurable(ctx context.Context, g *globals, c *caller.Caller, tool string,
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
-	if err := printJSON(g, rec); err != nil || detach {
+	if err := printJSON(g, rec); err != nil {
 		return err
 	}
+	warnUnhosted(ctx, g, c, rec)
+	if detach {
+		return nil
+	}
 	return watchTask(ctx, g.stdout, c, rec.TaskID, 1)
+}
+
+// warnUnhosted says on stderr that a queued task's tool has no worker: the
+// task is kept and waits for one, which a typo'd name would wait for in
+// vain until its deadline.
+func warnUnhosted(ctx context.Context, g *globals, c *caller.Caller, rec caller.TaskRecord) {
+	if rec.State != caller.TaskQueued {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := c.Describe(dctx, rec.Tool)
+	var p *envelope.Problem
+	if !errors.As(err, &p) || p.Code != envelope.CodeToolNotFound {
+		return
+	}
+	fmt.Fprintf(g.stderr, "toolmesh: no worker hosts tool %s now; task %s stays queued until one does (deadline %s). "+
+		"Check the name with `toolmesh tools list`; drop the task with `toolmesh tasks cancel %s`.\n",
+		rec.Tool, rec.TaskID, rec.Deadline, rec.TaskID)
 }
 
 // callOptions are the call options the flags ask for.

@@ -198,22 +198,30 @@ func newTasksLsCmd(g *globals) *cobra.Command {
 
 // taskFlags are the task service's settings on the command line.
 type taskFlags struct {
-	retention time.Duration
-	queue     int64
-	replicas  int
-	attempts  int
+	retention                          time.Duration
+	queue                              int64
+	replicas                           int
+	attempts                           int
+	ownerTasks, ownerBytes, storeBytes int64
+	ownerRunning, ownerToolRunning     int
 }
 
 func (f *taskFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.retention, "task-retention", 24*time.Hour, "how long tasks' events and results are kept")
-	cmd.Flags().Int64Var(&f.queue, "task-queue", 1024, "per tool, how many tasks may wait or run before submit answers overloaded")
+	cmd.Flags().Int64Var(&f.queue, "task-queue", 1024, "per identity and tool, how many tasks may wait or run before submit answers overloaded")
 	cmd.Flags().IntVar(&f.replicas, "task-replicas", 1, "replicas of the task streams (3 on a 3-node JetStream cluster)")
 	cmd.Flags().IntVar(&f.attempts, "task-attempts", 3, "attempts of a re-runnable task whose worker is lost")
+	cmd.Flags().IntVar(&f.ownerRunning, "task-owner-running", 64, "per identity, how many of its tasks each task service instance runs at once (owners take turns)")
+	cmd.Flags().IntVar(&f.ownerToolRunning, "task-owner-tool-running", 16, "per identity and tool, how many of its tasks each task service instance runs at once")
+	cmd.Flags().Int64Var(&f.ownerTasks, "task-owner-max-tasks", 0, "per identity, how many tasks it may keep within the retention, ended ones included (0: no bound)")
+	cmd.Flags().Int64Var(&f.ownerBytes, "task-owner-max-bytes", 0, "per identity, how many bytes of args and events its tasks may keep within the retention (0: no bound)")
+	cmd.Flags().Int64Var(&f.storeBytes, "task-store-max-bytes", 0, "bound on each task stream's size (log, queue, objects); a full store refuses new tasks (0: no bound)")
 }
 
 func (f *taskFlags) config(g *globals) tasks.Config {
 	return tasks.Config{Prefix: g.prefix, Retention: f.retention, MaxQueuedPerTool: f.queue,
-		Replicas: f.replicas, MaxAttempts: f.attempts, Logger: g.log}
+		Replicas: f.replicas, MaxAttempts: f.attempts, MaxTasksPerOwner: f.ownerTasks, MaxBytesPerOwner: f.ownerBytes,
+		MaxStoreBytes: f.storeBytes, MaxRunningPerOwner: f.ownerRunning, MaxRunningPerOwnerTool: f.ownerToolRunning, Logger: g.log}
 }
 
 func newTasksServeCmd(g *globals) *cobra.Command {

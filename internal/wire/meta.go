@@ -37,6 +37,10 @@ const (
 	// MetaPickup is the wall-clock time (unix ms) after which a worker
 	// that reads the call refuses it unrun (docs/protocol.md §8.2).
 	MetaPickup = "pickup"
+	// MetaFold is "1": a stream call whose caller wants the result a unary
+	// call of the tool returns, so the handler runs as for a unary call
+	// (docs/protocol.md §6).
+	MetaFold = "fold"
 )
 
 // ErrVersion is the error of a metadata line or frame of a protocol
