@@ -370,9 +370,3 @@ func contentText(cs []mcp.Content) string {
 	return strings.Join(parts, " ")
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
