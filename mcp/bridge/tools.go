@@ -369,4 +369,3 @@ func contentText(cs []mcp.Content) string {
 	}
 	return strings.Join(parts, " ")
 }
-
