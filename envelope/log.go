@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolmesh/toolmesh/internal/textcut"
 	"strings"
 
 	"github.com/toolmesh/toolmesh/internal/jsonx"
@@ -42,9 +43,7 @@ func (m LogMessage) Text() string {
 	if json.Unmarshal(m.Data, &s) == nil {
 		data = s
 	}
-	if len(data) > 500 {
-		data = data[:500] + "…"
-	}
+	data = textcut.Clip(data, 500)
 	data = strings.ReplaceAll(data, "\n", " ")
 	if m.Logger == "" {
 		return fmt.Sprintf("[%s] %s", m.Level, data)

@@ -159,7 +159,11 @@ func ValidationProblem(code Code, what string, violations []Violation) *Problem 
 			Edit:          map[string]any{"pointer": v.Pointer},
 		})
 	}
-	p := Problemf(code, "%s do not match the schema: %s", what, strings.Join(msgs, "; "))
+	verb := "does" // the result, the answer
+	if what == "args" {
+		verb = "do"
+	}
+	p := Problemf(code, "%s %s not match the schema: %s", what, verb, strings.Join(msgs, "; "))
 	if code == CodeInvalidInput {
 		p.WithFix(violationsFix, MaybeIncorrect)
 	}

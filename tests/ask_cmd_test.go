@@ -138,3 +138,107 @@ func TestCommandCallAsksOnTerminal(t *testing.T) {
 		t.Errorf("stdout = %q, want only the Response", stdout.String())
 	}
 }
+
+// TestCommandCallQuestionStopsTheSpinner: on a terminal, the progress
+// display stops while a question waits for its answer, so the prompt line
+// stays as the form wrote it instead of being redrawn as "⠼ remove [1s]…".
+func TestCommandCallQuestionStopsTheSpinner(t *testing.T) {
+	_, url := startDev(t)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal on this machine: %v", err)
+	}
+	defer ptmx.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolmeshBin(t), "call", "remove", "--server", url, "--args", `{"path":"/tmp/demo"}`)
+	var stdout bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &stdout, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tty.Close()
+	sc := &screen{changed: make(chan struct{}, 1)}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			_, _ = sc.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	const prompt = "delete it?) [y/n]: "
+	sc.waitFor(t, prompt)
+	// An observation window, not a synchronisation: a display that kept
+	// running would redraw several times in it (it ticks every 100ms).
+	<-time.After(time.Second)
+	shown := sc.String()
+	if after := shown[strings.LastIndex(shown, prompt)+len(prompt):]; after != "" {
+		t.Errorf("the terminal was written to while the question waited: %q", after)
+	}
+	if _, err := ptmx.Write([]byte("n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("call on a terminal: %v; terminal showed %q", err, sc.String())
+	}
+	<-copied
+	var promptLine string
+	for _, l := range renderLines(sc.String()) {
+		if strings.Contains(l, prompt) {
+			promptLine = l
+		}
+	}
+	if !strings.HasSuffix(promptLine, prompt+"n") || strings.ContainsAny(promptLine, "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
+		t.Errorf("the prompt line reads %q; want the form's prompt and the typed answer", promptLine)
+	}
+	if !strings.Contains(stdout.String(), `"kept":"/tmp/demo"`) {
+		t.Errorf("stdout = %q, want the Response of a kept file", stdout.String())
+	}
+}
+
+// renderLines is what a terminal shows of out: a carriage return goes
+// back to the line's start and later text overwrites, ESC[2K and ESC[K
+// clear the line (this display's only control sequences).
+func renderLines(out string) []string {
+	var lines []string
+	var line []rune
+	col := 0
+	put := func(r rune) {
+		if col < len(line) {
+			line[col] = r
+		} else {
+			line = append(line, r)
+		}
+		col++
+	}
+	rs := []rune(out)
+	for i := 0; i < len(rs); i++ {
+		switch r := rs[i]; {
+		case r == '\n':
+			lines = append(lines, string(line))
+			line, col = nil, 0
+		case r == '\r':
+			col = 0
+		case r == 0x1b && i+1 < len(rs) && rs[i+1] == '[':
+			j := i + 2
+			for j < len(rs) && (rs[j] < '@' || rs[j] > '~') {
+				j++
+			}
+			if j < len(rs) && rs[j] == 'K' {
+				line = line[:min(col, len(line))]
+				if strings.HasPrefix(string(rs[i+2:j]), "2") {
+					line, col = nil, 0
+				}
+			}
+			i = j
+		default:
+			put(r)
+		}
+	}
+	return append(lines, string(line))
+}

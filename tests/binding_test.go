@@ -163,14 +163,16 @@ func TestBindingInjectionCorpus(t *testing.T) {
 	}
 }
 
-// A misspelt binding field loads with a warning that suggests the right
-// name, and a program that is not installed stops the worker at load.
+// A misspelt binding field stops dev at load with an error that suggests
+// the right name, and so does a program that is not installed.
 func TestBindingLoadChecks(t *testing.T) {
 	dir := t.TempDir()
 	typo := filepath.Join(dir, "typo.yaml")
 	_ = os.WriteFile(typo, []byte("tools: [{name: t, binding: {cli: {cmd: cat, output_fromat: lines}}}]"), 0o644)
-	p := startProc(t, "dev", "--listen", "127.0.0.1:0", "--config", typo)
-	p.waitLine(t, regexp.MustCompile(`did you mean output_format\?`))
+	if r := runCmd(t, "", "dev", "--listen", "127.0.0.1:0", "--config", typo); r.code != 78 ||
+		!regexp.MustCompile(`did you mean output_format\?`).MatchString(r.stderr) {
+		t.Fatalf("a misspelt binding field: exit %d stderr %s", r.code, r.stderr)
+	}
 
 	missing := filepath.Join(dir, "missing.yaml")
 	_ = os.WriteFile(missing, []byte("tools: [{name: files.find, binding: {cli: {cmd: toolmesh-not-installed}}}]"), 0o644)

@@ -262,9 +262,33 @@ func (c *call) runHandler(ctx context.Context, pc prepared) (json.RawMessage, *e
 		return nil, c.contextProblem(ctx)
 	}
 	if err != nil {
-		return nil, w.problems.Rebase(envelope.AsProblem(err, envelope.CodeToolFailed))
+		return nil, w.problems.Rebase(handlerProblem(err))
 	}
 	return c.checkResult(res, body.ResponseFormat, format)
+}
+
+// handlerProblem is the Problem of a handler's error while the call's own
+// context is still live. Only the call's own deadline and cancel may read
+// as the caller's (code timeout or cancelled, which errors.Is matches to
+// context.DeadlineExceeded and context.Canceled, and a caller may retry as
+// its own timeout): a context error of the handler's own making (an inner
+// timeout, "db query: context deadline exceeded") or a timeout Problem it
+// returns is the handler's failure, tool_failed. A cancelled Problem the
+// handler returns stands: it says the caller dismissed a question or an
+// approval, which is the caller's doing.
+func handlerProblem(err error) *envelope.Problem {
+	var p *envelope.Problem
+	if !errors.As(err, &p) {
+		return envelope.NewProblem(envelope.CodeToolFailed, err.Error())
+	}
+	if p.Code != envelope.CodeTimeout {
+		return p
+	}
+	q := envelope.NewProblem(envelope.CodeToolFailed, "the tool's own time limit ran out, not the call's budget: "+p.Detail)
+	for k, v := range p.Extensions { // stderr_tail, ran
+		q = q.WithExtension(k, v)
+	}
+	return q
 }
 
 // malformedBodyFix is the fix of a call body that is not {"args":{…}, …}:

@@ -22,8 +22,9 @@ import (
 // answers a small form; else the --answer values answer the questions in
 // order, and a question past them ends the call with input_required;
 // with neither the call declares nothing and the worker answers
-// input_required itself.
-func (g *globals) answerOptions(answers []string) ([]caller.Option, error) {
+// input_required itself. The form pauses gate (the progress display)
+// while it asks, so the display does not draw over the prompt.
+func (g *globals) answerOptions(answers []string, gate *spinnerGate) ([]caller.Option, error) {
 	given := make([]caller.Answer, 0, len(answers))
 	for _, a := range answers {
 		ans, err := parseAnswerFlag(a)
@@ -37,7 +38,7 @@ func (g *globals) answerOptions(answers []string) ([]caller.Option, error) {
 	case len(given) > 0:
 		return []caller.Option{caller.OnQuestion(listAnswerer(given))}, nil
 	case ok && isTerminal(stdin) && isTerminal(g.stderr):
-		return []caller.Option{caller.OnQuestion(formAnswerer(stdin, g.stderr))}, nil
+		return []caller.Option{caller.OnQuestion(formAnswerer(stdin, g.stderr, gate))}, nil
 	}
 	return nil, nil
 }
@@ -88,12 +89,18 @@ func inputRequired(q caller.Question, why string) *envelope.Problem {
 
 // formAnswerer asks a person at the terminal: the question, then one
 // prompt per property of its schema. End of input (Ctrl-D) declines.
-func formAnswerer(in io.Reader, out io.Writer) caller.AnswerFunc {
+// While it asks, gate (nil: none) keeps the progress display off the
+// terminal.
+func formAnswerer(in io.Reader, out io.Writer, gate *spinnerGate) caller.AnswerFunc {
 	var mu sync.Mutex
 	r := bufio.NewReader(in)
 	return func(_ context.Context, q caller.Question) (caller.Answer, error) {
 		mu.Lock() // one question at a time on one terminal
 		defer mu.Unlock()
+		if gate != nil {
+			gate.pause()
+			defer gate.resume()
+		}
 		showQuestion(out, q)
 		fields, err := formFields(q.Schema)
 		if err != nil {

@@ -80,7 +80,8 @@ func runCall(cmd *cobra.Command, g *globals, tool string, cf callFlags) error {
 	if d := cf.durable; d.detach || d.durable {
 		return callDurable(ctx, g, c, tool, raw, append(opts, d.options(cf.stream)...), d.detach)
 	}
-	asking, err := g.answerOptions(cf.answers)
+	gate := newSpinnerGate(g.stderr) // the progress display's, paused while a question asks
+	asking, err := g.answerOptions(cf.answers, gate)
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func runCall(cmd *cobra.Command, g *globals, tool string, cf callFlags) error {
 	case cf.stream:
 		return streamEvents(ctx, g, c, tool, raw, opts)
 	case isTerminal(g.stderr):
-		return callWithProgress(ctx, g, c, tool, raw, opts)
+		return callWithProgress(ctx, g, c, tool, raw, gate, opts)
 	}
 	resp, err := c.Call(ctx, tool, raw, opts...)
 	return printResponse(g.stdout, resp, err)
@@ -280,14 +281,15 @@ func streamEvents(ctx context.Context, g *globals, c *caller.Caller, tool string
 }
 
 // callWithProgress streams the call so a terminal user sees progress and
-// deltas on stderr while stdout still gets just the final Response.
-func callWithProgress(ctx context.Context, g *globals, c *caller.Caller, tool string, args json.RawMessage, opts []caller.Option) error {
+// deltas on stderr while stdout still gets just the final Response. The
+// display draws through gate, which a question's form pauses.
+func callWithProgress(ctx context.Context, g *globals, c *caller.Caller, tool string, args json.RawMessage, gate *spinnerGate, opts []caller.Option) error {
 	s, err := c.Stream(ctx, tool, args, opts...)
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	defer s.Close()
-	bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(g.stderr), progressbar.OptionSetDescription(tool),
+	bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(gate), progressbar.OptionSetDescription(tool),
 		progressbar.OptionSpinnerType(14), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(50*time.Millisecond))
 	bounded := false
 	for ev := range s.Events() { // a failure is the terminal error event, handled below

@@ -13,6 +13,7 @@ package redact
 import (
 	"encoding/json"
 	"errors"
+	"github.com/toolmesh/toolmesh/internal/textcut"
 	"slices"
 	"strings"
 	"sync"
@@ -156,29 +157,22 @@ func hideFragments(s string, frags map[string]struct{}) string {
 // so that String still sees, whole, a secret or a URL straddling the cut.
 func (r *Redactor) Keep(shown int) int { return shown + max(r.Longest(), urlSlack) }
 
-// Tail returns the last max bytes of r.String(s) and whether it cut:
+// Tail returns the last max bytes (or fewer, to start on a character) of r.String(s) and whether it cut:
 // redacted first, then cut, so the cut cannot split a secret into a
 // visible piece.
 func (r *Redactor) Tail(s string, max int) (string, bool) {
 	s = r.String(s)
-	if len(s) > max {
-		return s[len(s)-max:], true
-	}
-	return s, false
+	return textcut.Tail(s, max)
 }
 
-// Head returns the first max bytes of r.String(s) and whether it cut.
+// Head returns the first max bytes (or fewer, to end on a character) of r.String(s) and whether it cut.
 func (r *Redactor) Head(s string, max int) (string, bool) {
 	// Only the part that can show matters, plus room to see a secret or a
 	// URL's credentials that straddle the cut whole.
 	if keep := r.Keep(max); len(s) > keep {
-		s = s[:keep]
+		s, _ = textcut.Head(s, keep)
 	}
-	s = r.String(s)
-	if len(s) > max {
-		return s[:max], true
-	}
-	return s, false
+	return textcut.Head(r.String(s), max)
 }
 
 // Error returns err's text redacted ("" for nil).

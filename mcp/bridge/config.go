@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/configkeys"
 	"github.com/toolmesh/toolmesh/sandbox"
 )
 
@@ -96,6 +97,15 @@ func Parse(data []byte) ([]Entry, error) {
 				MCP yaml.Node `yaml:"mcp"`
 			} `yaml:"binding"`
 		} `yaml:"tools"`
+	}
+	var whole any
+	if err := yaml.Unmarshal(data, &whole); err != nil {
+		return nil, fmt.Errorf("not valid YAML: %v", err)
+	}
+	// Every key of the file, as the CLI loader checks them: an unknown or
+	// misplaced key is an error naming the nearest valid one.
+	if err := configkeys.Check(whole, configkeys.ToolsFile()); err != nil {
+		return nil, err
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("not valid YAML: %v", err)

@@ -1,8 +1,12 @@
 package bridge
 
 import (
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/toolmesh/toolmesh/internal/configkeys"
 )
 
 func TestParse(t *testing.T) {
@@ -37,6 +41,9 @@ tools:
 		{name: "cli and mcp", yaml: "tools: [{namespace: a, binding: {cli: {cmd: x}, mcp: {command: x}}}]", err: "not both"},
 		{name: "namespace on cli", yaml: "tools: [{name: n, namespace: a, binding: {cli: {cmd: x}}}]", err: "only an MCP binding"},
 		{name: "not yaml", yaml: "tools: [", err: "not valid YAML"},
+		{name: "typo names the nearest key", yaml: "tools: [{namespace: a, binding: {mcp: {comand: x}}}]", err: `unknown field "comand" in tools[0].binding.mcp (did you mean command?)`},
+		{name: "misplaced sandbox", yaml: "tools: [{namespace: a, binding: {mcp: {command: x, sandbox: {}}}}]",
+			err: `unknown field "sandbox" in tools[0].binding.mcp: sandbox is not valid there; it belongs at tools[0].sandbox`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,4 +98,23 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The tools file's shape knows exactly the keys of binding.mcp that
+// ServerConfig reads, so the key check and the decoder agree.
+func TestMCPBindingShapeMatchesServerConfig(t *testing.T) {
+	typ := reflect.TypeOf(ServerConfig{})
+	var want []string
+	for i := 0; i < typ.NumField(); i++ {
+		want = append(want, typ.Field(i).Tag.Get("yaml"))
+	}
+	var got []string
+	for k := range configkeys.MCPBinding().Fields {
+		got = append(got, k)
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("shape %v, ServerConfig %v", got, want)
+	}
 }

@@ -269,10 +269,3 @@ func resultOf(res *mcp.CallToolResult, secrets *redact.Redactor) (any, error) {
 	}
 	return mcpmap.MeshResult(res), nil
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

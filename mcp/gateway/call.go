@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolmesh/toolmesh/internal/textcut"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -104,7 +105,7 @@ func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream, mcp
 			p.send(mcpmap.ProgressMessage(ev.Pct, ev.Message))
 		case envelope.EventDelta:
 			deltas.add(ev.Data)
-			p.send("delta " + clip(string(ev.Data), 200))
+			p.send("delta " + textcut.Clip(string(ev.Data), 200))
 		case envelope.EventResult:
 			if mcpResult {
 				return mcpResultOf(ev.Data, deltas)
@@ -226,7 +227,7 @@ func (b problemBody) MarshalJSON() ([]byte, error) { return b, nil }
 // problemLine is "<code>: <detail> Fix: … Retry after Ns." on one line.
 func problemLine(p *envelope.Problem) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", p.Code, clip(p.Detail, 500))
+	fmt.Fprintf(&b, "%s: %s", p.Code, textcut.Clip(p.Detail, 500))
 	if p.SuggestedFix != nil && p.SuggestedFix.Description != "" {
 		fmt.Fprintf(&b, " Fix: %s", p.SuggestedFix.Description)
 	}
@@ -236,11 +237,4 @@ func problemLine(p *envelope.Problem) string {
 		b.WriteString(" Not transient: do not retry unchanged.")
 	}
 	return strings.ReplaceAll(b.String(), "\n", " ")
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -282,17 +282,17 @@ func (h *Handler) acquire(ctx context.Context, req *worker.Request) error {
 func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 	b := h.binding
 	if req.DryRun && b.DryRunFlag == "" {
-		return nil, envelope.Problemf(envelope.CodeDryRunUnsupported,
-			"tool %s has no dry_run_flag, so a dry run is refused rather than run for real", h.spec.Name)
+		return nil, notRun(envelope.Problemf(envelope.CodeDryRunUnsupported,
+			"tool %s has no dry_run_flag, so a dry run is refused rather than run for real", h.spec.Name))
 	}
 	pageAll := false
 	if req.Page != nil {
 		if req.Page.Cursor != "" {
-			return nil, envelope.Problemf(envelope.CodePaginationUnsupported, "tool %s is a command-line tool: it pages only with page.all, not by cursor", h.spec.Name)
+			return nil, notRun(envelope.Problemf(envelope.CodePaginationUnsupported, "tool %s is a command-line tool: it pages only with page.all, not by cursor", h.spec.Name))
 		}
 		if b.PageAllFlag == "" {
-			return nil, envelope.Problemf(envelope.CodePaginationUnsupported,
-				"tool %s has no page_all_flag, so page.all is refused rather than silently returning one page", h.spec.Name)
+			return nil, notRun(envelope.Problemf(envelope.CodePaginationUnsupported,
+				"tool %s has no page_all_flag, so page.all is refused rather than silently returning one page", h.spec.Name))
 		}
 		pageAll = true
 	}
@@ -307,7 +307,7 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 	}
 	args, err := h.harden.apply(h.spec.Name, req.Args)
 	if err != nil {
-		return nil, err
+		return nil, notRun(err)
 	}
 	argv := Argv(b, h.spec.Name, args, req.DryRun, pageAll)
 	secrets := h.secrets.With(req.Bearer)
@@ -317,6 +317,17 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 	// tails and excerpts are redacted before they are cut, where they are
 	// built.
 	return res, secrets.ProblemOf(err)
+}
+
+// notRun marks a refusal made before the program started: the call's
+// Problem says ran "no" (the worker would otherwise say "yes", because
+// the Handler ran), so an agent knows a retry cannot do the work twice.
+func notRun(err error) error {
+	var p *envelope.Problem
+	if errors.As(err, &p) {
+		return p.WithRan(envelope.RanNo)
+	}
+	return err
 }
 
 // run starts argv in its own process group and turns its output and exit

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
@@ -39,6 +41,9 @@ func optionPositionWarnings(t Tool) []string {
 			continue
 		}
 		name := segs[0].Arg
+		if segs[0].Flag != "" && argIsBoolean(t.Spec.InputSchema, name) {
+			continue // a boolean flag pair renders FLAG alone: no value follows it
+		}
 		if segs[0].Flag != "" {
 			out = append(out, fmt.Sprintf("%s: args_template token %s: the value of %s follows %s; a value starting with '-' is safe only if %s takes an argument (add arg_rules.%s.no_dash to be sure)",
 				t.Spec.Name, tok, name, segs[0].Flag, segs[0].Flag, name))
@@ -48,4 +53,36 @@ func optionPositionWarnings(t Tool) []string {
 			t.Spec.Name, tok, name))
 	}
 	return out
+}
+
+// argIsBoolean reports whether the input schema declares arg name a
+// boolean (type "boolean", or only "boolean" and "null"), whose flag pair
+// {arg.NAME?FLAG} passes FLAG alone for true and nothing for false.
+func argIsBoolean(schema json.RawMessage, name string) bool {
+	var s struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return false
+	}
+	prop, ok := s.Properties[name]
+	if !ok {
+		return false
+	}
+	var one string
+	if json.Unmarshal(prop.Type, &one) == nil {
+		return one == "boolean"
+	}
+	var many []string
+	if json.Unmarshal(prop.Type, &many) != nil || len(many) == 0 {
+		return false
+	}
+	for _, typ := range many {
+		if typ != "boolean" && typ != "null" {
+			return false
+		}
+	}
+	return slices.Contains(many, "boolean")
 }

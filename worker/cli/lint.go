@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
+	"github.com/toolmesh/toolmesh/internal/configkeys"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -89,38 +90,6 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	return keys
 }
 
-// bindingWarnings names the members of a CLI binding that no version of
-// the binding knows, with the closest known field: the binding format
-// makes parsers tolerate unknown fields, so a typo would otherwise pass silently.
-func bindingWarnings(label string, raw json.RawMessage) []string {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(raw, &members) != nil {
-		return nil
-	}
-	known := append(argtemplate.BindingFields(), hardeningFields()...)
-	var out []string
-	for _, name := range sortedKeys(members) {
-		if contains(known, name) {
-			continue
-		}
-		w := fmt.Sprintf("%s: field binding.cli.%s is unknown and ignored", label, name)
-		if best := closest(name, known); best != "" {
-			w = fmt.Sprintf("%s: binding.cli.%s: did you mean %s? (unknown fields are ignored)", label, name, best)
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // checkArgRefs looks for {arg.NAME} placeholders and a stdin arg that
 // name no property of an input schema that lists its properties: an error
 // when the schema closes the object (no call can ever set that arg), a
@@ -178,43 +147,5 @@ func checkCmd(tool, cmd string) error {
 }
 
 // closest returns the known name nearest to name when it is near enough
-// to be a likely typo (edit distance at most a third of its length, min 1).
-func closest(name string, known []string) string {
-	best, bestD := "", len(name)/3+1
-	if bestD < 2 {
-		bestD = 2
-	}
-	for _, k := range known {
-		if d := editDistance(name, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance counting a swap of two
-// neighbouring letters as one edit (optimal string alignment).
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
-}
+// to be a likely typo.
+func closest(name string, known []string) string { return configkeys.Near(name, known) }

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/configkeys"
 	"github.com/toolmesh/toolmesh/sandbox"
 )
 
@@ -109,9 +110,9 @@ type File struct {
 // the locale, nothing secret.
 func defaultInheritedEnv() []string { return []string{"PATH", "HOME", "LANG", "TZ"} }
 
-// fileJSON is the tools file's shape; unknown fields are errors (typos in
-// a config should not pass silently) except inside binding.cli, which must
-// tolerate fields of later binding-format versions.
+// fileJSON is the tools file's shape; unknown keys anywhere in the file
+// are errors (configkeys.ToolsFile, checked first): a typo or a block one
+// level too deep must not pass silently.
 type fileJSON struct {
 	Defaults *limitsJSON       `json:"defaults"`
 	Env      []string          `json:"inherit_env"`
@@ -179,6 +180,27 @@ func bad(format string, args ...any) error {
 	return envelope.Problemf(envelope.CodeInvalidConfig, format, args...)
 }
 
+// keysError is the invalid_config Problem of an unknown key; one inside
+// tools[i] is named after the tool as the loader's other errors are:
+// "tools[0] (ls): unknown field "sandbox" in binding.cli: …".
+func keysError(err error, doc any) error {
+	var ue *configkeys.UnknownKeyError
+	if !errors.As(err, &ue) {
+		return bad("%v", err)
+	}
+	var i int
+	top, _ := doc.(map[string]any)
+	tools, _ := top["tools"].([]any)
+	if n, _ := fmt.Sscanf(ue.Where, "tools[%d]", &i); n != 1 || i < 0 || i >= len(tools) {
+		return bad("%v", err)
+	}
+	prefix := fmt.Sprintf("tools[%d]", i)
+	rawTool, _ := json.Marshal(tools[i])
+	e := *ue
+	e.Where = strings.TrimPrefix(strings.TrimPrefix(ue.Where, prefix), ".")
+	return bad("%s: %v", toolLabel(i, rawTool), &e)
+}
+
 // toolLabel names tools[i] in messages, with its name when it has one.
 func toolLabel(i int, rawTool json.RawMessage) string {
 	var head struct {
@@ -235,8 +257,7 @@ func parseTool(i int, rawTool json.RawMessage, defaults Limits, defaultBox *sand
 	}
 	lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent,
 		KillGrace: time.Duration(tj.KillGrace), SandboxIdle: time.Duration(tj.SandboxIdle)}
-	warnings := append(bindingWarnings(label, tj.Binding.CLI), refWarnings...)
-	return &Tool{Spec: spec, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, warnings, nil
+	return &Tool{Spec: spec, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, refWarnings, nil
 }
 
 func Parse(data []byte) (*File, error) {
@@ -244,7 +265,11 @@ func Parse(data []byte) (*File, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, bad("not valid YAML: %v", err)
 	}
-	raw, err := json.Marshal(jsonable(doc))
+	doc = jsonable(doc)
+	if err := configkeys.Check(doc, configkeys.ToolsFile()); err != nil {
+		return nil, keysError(err, doc) // every key, binding.cli's too: a misplaced one must not silently weaken the tool
+	}
+	raw, err := json.Marshal(doc)
 	if err != nil {
 		return nil, bad("%v", err)
 	}

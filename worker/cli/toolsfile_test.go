@@ -4,11 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
+	"github.com/toolmesh/toolmesh/internal/configkeys"
 )
 
 const goodFile = `
@@ -30,7 +33,6 @@ tools:
         dry_run_flag: --dry-run
         page_all_flag: --all
         exit_code_map: {2: invalid_args, 3: auth_required}
-        some_future_field: tolerated
   - name: cat
     timeout: 5s
     sandbox_idle: 10s
@@ -69,7 +71,7 @@ func TestParseErrors(t *testing.T) {
 		{"no binding", "tools: [{name: a}]", "tools[0] (a): field binding.cli"},
 		{"bad format", "tools: [{name: a, binding: {cli: {cmd: x, output_format: xml}}}]", "tools[0] (a): field binding.cli.output_format"},
 		{"bad exit key", "tools: [{name: a, binding: {cli: {cmd: x, exit_code_map: {two: y}}}}]", "tools[0] (a): field binding.cli.exit_code_map"},
-		{"typo", "tools: [{name: a, descripton: x, binding: {cli: {cmd: x}}}]", `tools[0] (a): json: unknown field "descripton"`},
+		{"typo", "tools: [{name: a, descripton: x, binding: {cli: {cmd: x}}}]", `tools[0] (a): unknown field "descripton" (did you mean description?)`},
 		{"bad name", "tools: [{name: 'a b', binding: {cli: {cmd: x}}}]", "tools[0] (a b)"},
 		{"duplicate", "tools: [{name: a, binding: {cli: {cmd: x}}}, {name: a, binding: {cli: {cmd: y}}}]", "tools[1] (a): field name"},
 		{"schema not object", "tools: [{name: a, input_schema: {type: string}, binding: {cli: {cmd: x}}}]", "field input_schema"},
@@ -88,6 +90,20 @@ func TestParseErrors(t *testing.T) {
 			"tools[0] (a): field binding.cli.args_template: arg.patern names no property of input_schema (did you mean arg.pattern?)"},
 		{"stdin arg not in schema", "tools: [{name: a, input_schema: {type: object, properties: {text: {type: string}}, additionalProperties: false}, binding: {cli: {cmd: x, stdin: arg.txt}}}]",
 			"tools[0] (a): field binding.cli.stdin: arg.txt"},
+		{"unknown binding field", "tools: [{name: a, binding: {cli: {cmd: x, some_future_field: y}}}]",
+			`tools[0] (a): unknown field "some_future_field" in binding.cli (the nearest valid key is `},
+		{"misplaced sandbox", "tools: [{name: a, binding: {cli: {cmd: x, sandbox: {network: none}}}}]",
+			`tools[0] (a): unknown field "sandbox" in binding.cli: sandbox is not valid there; it belongs at tools[0].sandbox`},
+		{"misplaced limit", "tools: [{name: a, binding: {cli: {cmd: x, timeout: 5s}}}]",
+			`tools[0] (a): unknown field "timeout" in binding.cli: timeout is not valid there; it belongs at tools[0].timeout`},
+		{"annotation hint spelling", "tools: [{name: a, annotations: {idempotentHint: true}, binding: {cli: {cmd: x}}}]",
+			`tools[0] (a): unknown field "idempotentHint" in annotations (did you mean idempotent?)`},
+		{"arg rule typo", "tools: [{name: a, binding: {cli: {cmd: x, arg_rules: {p: {nodash: true}}}}}]",
+			`tools[0] (a): unknown field "nodash" in binding.cli.arg_rules.p (did you mean no_dash?)`},
+		{"default limit typo", "defaults: {kill_grase: 1s}\ntools: [{name: a, binding: {cli: {cmd: x}}}]",
+			`unknown field "kill_grase" in defaults (did you mean kill_grace?)`},
+		{"mcp binding typo", "tools: [{namespace: m, binding: {mcp: {comand: x}}}]",
+			`tools[0]: unknown field "comand" in binding.mcp (did you mean command?)`},
 		{"negative cap", "tools: [{name: a, max_output_bytes: -1, binding: {cli: {cmd: x}}}]", "tools[0] (a): limits"},
 	}
 	for _, c := range cases {
@@ -115,19 +131,18 @@ func TestLoadFileNamesThePath(t *testing.T) {
 	}
 }
 
-// Unknown binding fields load (the binding format requires parsers to tolerate them) with a warning
-// that names the tool and the closest known field.
+// Unknown binding fields are errors naming the tool, the field and the
+// closest known one: a typo must not pass silently.
 func TestBindingFieldWarnings(t *testing.T) {
-	f, err := Parse([]byte("tools: [{name: a, binding: {cli: {cmd: x, output_fromat: lines, frobnicate: 1}}}]"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		"tools[0] (a): field binding.cli.frobnicate is unknown and ignored",
-		"tools[0] (a): binding.cli.output_fromat: did you mean output_format? (unknown fields are ignored)",
-	}
-	if strings.Join(f.Warnings, "\n") != strings.Join(want, "\n") {
-		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(f.Warnings, "\n"), strings.Join(want, "\n"))
+	for file, want := range map[string]string{
+		"tools: [{name: a, binding: {cli: {cmd: x, output_fromat: lines}}}]": `tools[0] (a): unknown field "output_fromat" in binding.cli (did you mean output_format?)`,
+		"tools: [{name: a, binding: {cli: {cmd: x, frobnicate: 1}}}]":        `tools[0] (a): unknown field "frobnicate" in binding.cli (the nearest valid key is`,
+	} {
+		f, err := Parse([]byte(file))
+		var p *envelope.Problem
+		if !errors.As(err, &p) || p.Code != envelope.CodeInvalidConfig || !strings.Contains(p.Detail, want) {
+			t.Errorf("%s: loaded %v, error %v; want invalid_config containing %q", file, f, err, want)
+		}
 	}
 	open, err := Parse([]byte("tools: [{name: a, input_schema: {type: object, properties: {text: {type: string}}}, binding: {cli: {cmd: x, stdin: arg.txt}}}]"))
 	if err != nil || len(open.Warnings) != 1 || !strings.Contains(open.Warnings[0], "tools[0] (a): field binding.cli.stdin: arg.txt names no property of input_schema (did you mean arg.text?)") {
@@ -136,5 +151,34 @@ func TestBindingFieldWarnings(t *testing.T) {
 	clean, err := Parse([]byte("tools: [{name: a, binding: {cli: {cmd: x, stdin: params_json, output_format: lines}}}]"))
 	if err != nil || len(clean.Warnings) != 0 {
 		t.Errorf("a clean binding: %v %q", err, clean.Warnings)
+	}
+}
+
+// The key check knows every field the loader decodes, so no valid key is
+// refused: a field added to the loader must be added to the shape too.
+func TestToolsFileShapeMatchesTheLoader(t *testing.T) {
+	shape := configkeys.ToolsFile()
+	tool := shape.Fields["tools"].Each
+	for _, c := range []struct {
+		where string
+		node  *configkeys.Node
+		want  []string
+	}{
+		{"file", shape, jsonFields(fileJSON{})},
+		{"defaults", shape.Fields["defaults"], jsonFields(limitsJSON{})},
+		{"tool", tool, jsonFields(toolJSON{})},
+		{"binding.cli", tool.Fields["binding"].Fields["cli"], append(argtemplate.BindingFields(), hardeningFields()...)},
+		{"arg_rules.NAME", tool.Fields["binding"].Fields["cli"].Fields["arg_rules"].AnyKey, jsonFields(ArgRule{})},
+	} {
+		var got []string
+		for k := range c.node.Fields {
+			got = append(got, k)
+		}
+		sort.Strings(got)
+		want := append([]string(nil), c.want...)
+		sort.Strings(want)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: the shape has %v, the loader reads %v", c.where, got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package mcpmap
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/toolmesh/toolmesh/internal/textcut"
 	"slices"
 	"strings"
 
@@ -78,7 +79,7 @@ func asObjectSchema(raw json.RawMessage, field string) (map[string]any, []string
 	dec.UseNumber() // 2^53+1 stays 2^53+1
 	if err := dec.Decode(&schema); err != nil || schema == nil {
 		if err == nil {
-			err = fmt.Errorf("got %.40s", trimmed) // at most 40 characters, never half of one
+			err = fmt.Errorf("got %s", textcut.Clip(trimmed, 40))
 		}
 		return nil, nil, fmt.Errorf("%s is not a JSON Schema (an object or a boolean): %v", field, err)
 	}

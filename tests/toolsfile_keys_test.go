@@ -1,0 +1,68 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// A tools file with an unknown or misplaced key is refused by every
+// command that reads it: worker and dev exit 78 (invalid_config) naming
+// the key and the nearest valid one, before anything runs unconfined,
+// and tools lint reports the same error.
+func TestCommandToolsFileUnknownKeys(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ name, file, want string }{
+		{"sandbox under binding.cli", `
+tools:
+  - name: ls
+    binding:
+      cli:
+        cmd: ls
+        sandbox: {read: [/usr], network: none}
+`, `unknown field "sandbox" in binding.cli: sandbox is not valid there; it belongs at tools[0].sandbox`},
+		{"annotation typo", `
+tools:
+  - name: ls
+    annotations: {idempotentHint: true}
+    binding: {cli: {cmd: ls}}
+`, `unknown field "idempotentHint" in annotations (did you mean idempotent?)`},
+		{"file-level typo", `
+sandboxx: {network: none}
+tools:
+  - {name: ls, binding: {cli: {cmd: ls}}}
+`, `unknown field "sandboxx" (did you mean sandbox?)`},
+		{"mcp binding typo", `
+tools:
+  - namespace: fs
+    binding: {mcp: {comand: npx}}
+`, `unknown field "comand" in binding.mcp (did you mean command?)`},
+	}
+	info, _ := envelope.Lookup(envelope.CodeInvalidConfig)
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := filepath.Join(dir, c.name+".yaml")
+			if err := os.WriteFile(cfg, []byte(c.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{
+				{"worker", "--config", cfg, "--server", "nats://127.0.0.1:1"},
+				{"dev", "--listen", "127.0.0.1:0", "--config", cfg},
+				{"tools", "lint", cfg},
+			} {
+				r := runCmd(t, "", args...)
+				var p envelope.Problem
+				if err := json.Unmarshal([]byte(strings.TrimSpace(r.stderr)), &p); err != nil {
+					t.Fatalf("%s: stderr is not one Problem: %q", args[0], r.stderr)
+				}
+				if r.code != info.ExitCode || p.Code != envelope.CodeInvalidConfig || !strings.Contains(p.Detail, c.want) {
+					t.Errorf("case %d, %s: exit %d, %s: %s; want exit %d naming %q", i, args[0], r.code, p.Code, p.Detail, info.ExitCode, c.want)
+				}
+			}
+		})
+	}
+}
