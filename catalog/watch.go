@@ -47,7 +47,7 @@ type Change struct {
 // drain or stop; a worker silent for mesh.MissedBeats of its intervals
 // (kill -9, a lost host) is gone. The sequence ends when ctx ends or the
 // consumer stops; an error (a Problem) is yielded once and ends it.
-// Workers that give different specs for one name are shown as Catalog
+// Workers that give different specs for one name are shown as List
 // shows them: the spec most of them give, the others in
 // Tool.Conflicts (a change of its own when one appears or goes).
 //
@@ -269,7 +269,7 @@ func (v *liveView) expire(now time.Time) {
 
 // tool returns name as the fleet now hosts it; ok is false when nobody
 // does. Workers that give different specs for the name are a conflict,
-// shown as Catalog shows one (see catalogTool): the spec most of them
+// shown as List shows one (see catalogTool): the spec most of them
 // give is the tool's, every other is in Conflicts — never the spec of
 // whichever worker sorts first.
 func (v *liveView) tool(name string) (Tool, bool) {
