@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -95,7 +96,7 @@ func (c *Catalog) SpecSet(ctx context.Context, digest string, workers ...string)
 	if specs, ok := c.specs.get(digest); ok && digest != "" {
 		return specs, nil
 	}
-	last := fmt.Errorf("spec set %.12s… not seen yet", digest)
+	last := errSetUnseen
 	for i, id := range workers {
 		if i == maxSetAsks || ctx.Err() != nil {
 			break
@@ -112,6 +113,9 @@ func (c *Catalog) SpecSet(ctx context.Context, digest string, workers ...string)
 	}
 	return nil, last
 }
+
+// errSetUnseen says a spec set is not in the cache and no worker gave it.
+var errSetUnseen = errors.New("spec set not seen, and no worker asked gave it")
 
 // askWorker asks one worker for its catalogue entry.
 func (c *Catalog) askWorker(ctx context.Context, workerID string, wait time.Duration) (catalogEntry, error) {
