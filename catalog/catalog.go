@@ -70,12 +70,21 @@ func New(nc *nats.Conn, cfg Config) *Catalog {
 // catalogEntry is one worker's catalogue answer.
 type catalogEntry = wire.CatalogEntry
 
-// DefaultWait is the wait of List when it is given none, and of Describe,
-// Search and Watch's first pass, which take none: with a worker registry
-// it bounds reading it and fetching the spec sets not yet known (both end
-// as soon as they are done, so it is reached only when JetStream or
-// workers are stuck); without one it is how long answers are gathered.
-const DefaultWait = time.Second
+// DefaultWait is List's wait when it is given none: with a worker
+// registry it bounds reading it and fetching the spec sets not yet known
+// (both end as soon as they are done, so it is reached only when
+// JetStream or workers are stuck; it leaves room for every round of spec
+// set requests); without one it is how long answers are gathered.
+const DefaultWait = 3 * time.Second
+
+// Describe, Search and Watch's first pass take no wait: they read a
+// registry bounded by innerRegistryWait, ending as soon as it is done,
+// and without one gather answers for innerGatherWait, short because
+// they answer a question in the middle of other work.
+const (
+	innerRegistryWait = 10 * time.Second
+	innerGatherWait   = 300 * time.Millisecond
+)
 
 // List returns every worker's tools, one entry per tool with the workers
 // hosting it, leaving out the tools this NATS identity may not call: the
@@ -91,7 +100,15 @@ const DefaultWait = time.Second
 // complete:false: NATS cannot say how many workers exist. A wait of 0
 // means DefaultWait.
 func (c *Catalog) List(ctx context.Context, wait time.Duration) (Listing, error) {
-	entries, warnings, complete, err := c.entries(ctx, wait)
+	if wait <= 0 {
+		wait = DefaultWait
+	}
+	return c.listing(ctx, wait, wait)
+}
+
+// listing is the listing of entries(ctx, bound, gather).
+func (c *Catalog) listing(ctx context.Context, bound, gather time.Duration) (Listing, error) {
+	entries, warnings, complete, err := c.entries(ctx, bound, gather)
 	if err != nil {
 		return Listing{}, err
 	}
@@ -101,12 +118,10 @@ func (c *Catalog) List(ctx context.Context, wait time.Duration) (Listing, error)
 }
 
 // entries gathers every worker's entry as List describes, with the
-// warnings that say what may be missing.
-func (c *Catalog) entries(ctx context.Context, wait time.Duration) (map[string]catalogEntry, []string, bool, error) {
-	if wait <= 0 {
-		wait = DefaultWait
-	}
-	rctx, cancel := context.WithTimeout(ctx, wait)
+// warnings that say what may be missing: bound bounds a registry's
+// listing, and without a registry answers are gathered for gather.
+func (c *Catalog) entries(ctx context.Context, bound, gather time.Duration) (map[string]catalogEntry, []string, bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	perms := c.permissions(rctx)
 	may := c.callableBy(perms)
@@ -116,7 +131,7 @@ func (c *Catalog) entries(ctx context.Context, wait time.Duration) (map[string]c
 		reg, regErr = c.registrySnapshot(rctx)
 	}
 	if reg != nil {
-		entries, warnings := c.registryEntries(rctx, reg, wait)
+		entries, warnings := c.registryEntries(rctx, reg, bound)
 		complete := len(warnings) == 0
 		entries = visibleEntries(entries, may)
 		return entries, append(warnings, scoped(entries)...), complete, nil
@@ -124,7 +139,7 @@ func (c *Catalog) entries(ctx context.Context, wait time.Duration) (map[string]c
 	if ctx.Err() != nil {
 		return nil, nil, false, c.problems.Rebase(envelope.AsProblem(ctx.Err(), envelope.CodeTimeout))
 	}
-	gctx, gcancel := context.WithTimeout(ctx, wait)
+	gctx, gcancel := context.WithTimeout(ctx, gather)
 	defer gcancel()
 	entries, err := c.gatherCatalog(gctx)
 	if err != nil {
@@ -133,7 +148,7 @@ func (c *Catalog) entries(ctx context.Context, wait time.Duration) (map[string]c
 	entries = visibleEntries(entries, may)
 	warnings := []string{fmt.Sprintf(
 		"no worker registry (%v): NATS cannot say how many workers exist, so the %d that answered within %s may not be all",
-		regErr, len(entries), wait)}
+		regErr, len(entries), gather)}
 	warnings = append(warnings, c.confirmSenders(ctx, entries)...)
 	return entries, append(warnings, scoped(entries)...), false, nil
 }

@@ -36,7 +36,7 @@ func (c *Catalog) Describe(ctx context.Context, tool string) (envelope.ToolSpec,
 	if err != nil {
 		return envelope.ToolSpec{}, err
 	}
-	entries, warnings, _, err := c.entries(ctx, 0)
+	entries, warnings, _, err := c.entries(ctx, innerRegistryWait, innerGatherWait)
 	if err != nil {
 		return envelope.ToolSpec{}, err
 	}

@@ -21,12 +21,12 @@ type SearchHit struct {
 // name weighted most), best first; tools that share no word with the
 // query are left out, and so are MCP surface tools (a bridged server's
 // resources, prompts and completions, which are not tools to find). It
-// lists as List(ctx, 0) does, and keeps its index while the listing's
+// reads the catalogue as Describe does, and keeps its index while the listing's
 // tools read the same (a new revision builds a new one), so repeated
 // searches cost the query's postings, not the catalogue's size. A reader
 // holding a listing of its own ranks it with NewSearchIndex.
 func (c *Catalog) Search(ctx context.Context, query string) ([]SearchHit, error) {
-	l, err := c.List(ctx, 0)
+	l, err := c.listing(ctx, innerRegistryWait, innerGatherWait)
 	if err != nil {
 		return nil, err
 	}

@@ -68,8 +68,8 @@ func (c *Catalog) Watch(ctx context.Context) iter.Seq2[Change, error] {
 		v := newLiveView(c.cfg.Heartbeat)
 		may := c.callable(ctx)
 		// Seeded from the catalogue: the registry when there is one (the
-		// whole fleet in one pass), else a gather for DefaultWait.
-		entries, _, _, err := c.entries(ctx, 0)
+		// whole fleet in one pass), else a short gather.
+		entries, _, _, err := c.entries(ctx, innerRegistryWait, innerGatherWait)
 		if err != nil {
 			yield(Change{}, err)
 			return

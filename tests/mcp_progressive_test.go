@@ -23,7 +23,7 @@ import (
 // and the demo tools) on one worker whose handlers echo their args.
 func searchCatalogMesh(t *testing.T) *embedded.Server {
 	t.Helper()
-	b, err := os.ReadFile("../caller/testdata/search_catalog.json")
+	b, err := os.ReadFile("../catalog/testdata/search_catalog.json")
 	if err != nil {
 		t.Fatal(err)
 	}
