@@ -38,7 +38,7 @@ func TestStartMesh(t *testing.T) {
 			if n, err := caller.CallAs[int](ctx, m.Caller, "double", map[string]int{"N": 21}); err != nil || n != 42 {
 				t.Fatalf("double: %d, %v", n, err)
 			}
-			cat, err := m.Caller.Catalog(ctx, time.Minute)
+			cat, err := m.Caller.Catalog().List(ctx, time.Minute)
 			if err != nil || !cat.Complete || cat.Workers != 1 {
 				t.Fatalf("catalogue: %v complete=%v workers=%d %v", err, cat.Complete, cat.Workers, cat.ScopeWarnings)
 			}

@@ -1,11 +1,3 @@
-// Package caller invokes tools on a toolmesh. One Caller holds ONE wildcard
-// inbox subscription and routes every event to its call by the call id in
-// the subject's last token, so thousands of calls share one connection with
-// no subscription per call.
-//
-//	c, _ := caller.New(nc, caller.Config{})
-//	defer c.Close()
-//	resp, err := c.Call(ctx, "echo", map[string]any{"message": "hi"})
 package caller
 
 import (
@@ -34,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -154,15 +147,10 @@ type Caller struct {
 	// nsenders counts them.
 	senders  sync.Map
 	nsenders atomic.Int32
-	// specs caches decoded catalogue spec sets by digest (catalog.go).
-	specs specCache
-	// search keeps the search index of the last catalogue (searchindex.go).
-	search SearchCache
-	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
-	// catalogue subject (scope.go).
-	trusted trustedSets
-	// perms caches what this identity may publish (tenant.go).
-	perms permView
+	// cat is the caller's catalogue: Catalog returns it, Dispatch
+	// searches it, and the liveness checks read the spec sets it has
+	// seen (presence.go).
+	cat *catalog.Catalog
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 
@@ -247,6 +235,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		presence:     newPresence(),
 		done:         make(chan struct{}),
 	}
+	c.cat = catalog.New(nc, catalog.Config{Prefix: cfg.Prefix, Heartbeat: cfg.Heartbeat, ProblemBaseURI: cfg.ProblemBaseURI, Logger: c.log})
 	var seed [32]byte
 	_, _ = rand.Read(seed[:])
 	c.ids = mrand.NewChaCha8(seed)
@@ -306,6 +295,12 @@ func (c *Caller) subscribe() error {
 
 // ID returns the caller's id.
 func (c *Caller) ID() string { return c.cfg.ID }
+
+// Catalog returns the caller's catalogue of the mesh (List, Watch,
+// Describe, Search, SampleFleet), on the caller's connection and prefix.
+// It is one per caller: the spec sets it learns also tell the caller's
+// liveness checks which tools a silent worker hosts.
+func (c *Caller) Catalog() *catalog.Catalog { return c.cat }
 
 // Close fails the calls in flight with cancelled, unsubscribes and stops
 // the caller's goroutines. The connection stays open.
@@ -647,7 +642,7 @@ func addKey(set map[string]bool, k string) map[string]bool {
 func (c *Caller) probeHosts(waiting map[string]bool, now time.Time) map[string]bool {
 	probed := map[string]bool{}
 	for tool := range waiting {
-		for _, wid := range append(c.probes.hostIDs(tool), c.presence.suspects(c, tool, now)...) {
+		for _, wid := range append(c.probes.hostIDs(tool), c.presence.suspects(c.knownSet, tool, now)...) {
 			if !probed[wid] {
 				probed[wid] = true
 				c.probeWorker(wid, now)

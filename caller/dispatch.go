@@ -105,15 +105,15 @@ func isSearch(ts *provider.Toolset) func(provider.ToolCall) bool {
 }
 
 // resultItem is one call's result element: a tool search is answered
-// from the mesh's search index (caller.Search, the ranking `toolmesh
-// tools search` gives) with the offered tools that match best.
+// from the mesh's search index (catalog.Catalog.Search, the ranking
+// `toolmesh tools search` gives) with the offered tools that match best.
 func (c *Caller) resultItem(ctx context.Context, ts *provider.Toolset, call provider.ToolCall, o *provider.Outcome) (json.RawMessage, error) {
 	if !isSearch(ts)(call) {
 		return provider.ResultItem(ts.Provider, call, *o)
 	}
 	var found []string
 	if call.Search != "" {
-		hits, err := c.Search(ctx, call.Search)
+		hits, err := c.cat.Search(ctx, call.Search)
 		if err != nil {
 			c.log.Debug("dispatch: tool search failed; answering with no tools", "err", err)
 		}

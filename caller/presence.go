@@ -25,7 +25,7 @@ import (
 // a reply subject), and its 503 says it is gone. Which tools a worker
 // hosts comes from its beacon's spec-set digest: a digest's tools are
 // known when a worker giving it named a call of the tool, or from the
-// caller's spec cache (Catalog, Watch), or, for a worker found gone
+// spec sets the caller's catalogue has seen (List, Watch), or, for a worker found gone
 // whose set is unknown, fetched from a live worker giving the same set.
 
 // presence is what this caller's presence subscription has seen.
@@ -72,7 +72,7 @@ func (c *Caller) subscribePresence() (*nats.Subscription, error) {
 		if err != nil || b.WorkerID != wid || !wire.ValidWorkerID(wid) {
 			return
 		}
-		c.presence.beacon(b, m.Data, beaconInterval(b.IntervalMS, c.cfg.Heartbeat), now)
+		c.presence.beacon(b, m.Data, wire.BeaconInterval(b.IntervalMS, c.cfg.Heartbeat), now)
 	})
 }
 
@@ -132,10 +132,20 @@ const (
 	hostsUnknown
 )
 
+// specLookup gives the spec set a digest names, when it is known.
+type specLookup func(digest string) ([]envelope.ToolSpec, bool)
+
+// knownSet is the spec set digest names, when the caller's catalogue has
+// seen it: a lookup, never a request.
+func (c *Caller) knownSet(digest string) ([]envelope.ToolSpec, bool) {
+	specs, err := c.cat.SpecSet(context.Background(), digest)
+	return specs, err == nil
+}
+
 // hosts says whether worker wid, giving spec set w.digest, hosts tool;
 // pr.mu must be held. A pooled worker hosts only its pool's tools (§14.1).
-func (pr *presence) hosts(c *Caller, wid string, w presenceWorker, tool string) hostKnowledge {
-	if pool := poolOf(wid); pool != "" && !strings.HasPrefix(tool, pool+".") {
+func (pr *presence) hosts(known specLookup, wid string, w presenceWorker, tool string) hostKnowledge {
+	if pool := wire.PoolOf(wid); pool != "" && !strings.HasPrefix(tool, pool+".") {
 		return hostsNot
 	}
 	if pr.named[w.digest][tool] {
@@ -144,7 +154,7 @@ func (pr *presence) hosts(c *Caller, wid string, w presenceWorker, tool string) 
 	if w.digest == "" {
 		return hostsUnknown
 	}
-	specs, ok := c.specs.get(w.digest)
+	specs, ok := known(w.digest)
 	switch {
 	case !ok:
 		return hostsUnknown
@@ -156,12 +166,12 @@ func (pr *presence) hosts(c *Caller, wid string, w presenceWorker, tool string) 
 
 // suspects lists the workers whose beacons are overdue (more than one and
 // a half of their intervals old) and that may host tool.
-func (pr *presence) suspects(c *Caller, tool string, now time.Time) []string {
+func (pr *presence) suspects(known specLookup, tool string, now time.Time) []string {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	var ids []string
 	for wid, w := range pr.workers {
-		if now.Sub(w.seen) > w.interval*3/2 && pr.hosts(c, wid, w, tool) != hostsNot {
+		if now.Sub(w.seen) > w.interval*3/2 && pr.hosts(known, wid, w, tool) != hostsNot {
 			ids = append(ids, wid)
 		}
 	}
@@ -171,7 +181,7 @@ func (pr *presence) suspects(c *Caller, tool string, now time.Time) []string {
 // goneHost returns a worker among gone (found gone by a probe) that hosts
 // tool, or "". It also returns the spec sets of gone workers that may
 // host it but are unknown, each with the live workers giving it, to fetch.
-func (pr *presence) goneHost(c *Caller, tool string, gone []string, now time.Time) (string, map[string][]string) {
+func (pr *presence) goneHost(known specLookup, tool string, gone []string, now time.Time) (string, map[string][]string) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	var fetch map[string][]string
@@ -180,7 +190,7 @@ func (pr *presence) goneHost(c *Caller, tool string, gone []string, now time.Tim
 		if !ok {
 			continue
 		}
-		switch pr.hosts(c, wid, w, tool) {
+		switch pr.hosts(known, wid, w, tool) {
 		case hostsYes:
 			return wid, nil
 		case hostsUnknown:
@@ -237,7 +247,7 @@ func (pr *presence) forget(now time.Time) {
 }
 
 // fetchSets fetches, in the background, the spec sets of fetch (digest →
-// live workers giving it) into the spec cache, bounded by MissedBeats
+// live workers giving it) into the catalogue's spec cache, bounded by MissedBeats
 // intervals and by the caller's life.
 func (c *Caller) fetchSets(fetch map[string][]string) {
 	for digest, twins := range fetch {
@@ -253,7 +263,7 @@ func (c *Caller) fetchSets(fetch map[string][]string) {
 				case <-ctx.Done():
 				}
 			}()
-			if _, err := c.fetchSpecs(ctx, digest, twins); err != nil {
+			if _, err := c.cat.SpecSet(ctx, digest, twins...); err != nil {
 				c.log.Debug("spec set of a gone worker not fetched", "specs", digest, "err", err)
 			}
 		}()
@@ -268,7 +278,7 @@ func (c *Caller) silentHost(tool string, now time.Time) string {
 	if len(gone) == 0 {
 		return ""
 	}
-	wid, fetch := c.presence.goneHost(c, tool, gone, now)
+	wid, fetch := c.presence.goneHost(c.knownSet, tool, gone, now)
 	c.fetchSets(fetch)
 	return wid
 }

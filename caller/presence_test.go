@@ -36,14 +36,15 @@ func TestPresenceGoneHost(t *testing.T) {
 		{"a goodbye forgets the worker", []wire.Beacon{{WorkerID: "G", Specs: "S"}, {WorkerID: "G", State: wire.BeaconGone}}, [2]string{}, []string{"t.a"}, "t.a", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Caller{}
+			cache := map[string][]envelope.ToolSpec{}
 			if tc.cached != nil {
 				specs := make([]envelope.ToolSpec, len(tc.cached))
 				for i, n := range tc.cached {
 					specs[i] = envelope.ToolSpec{Name: n}
 				}
-				c.specs.put("S", specs)
+				cache["S"] = specs
 			}
+			known := lookupIn(cache)
 			pr := newPresence()
 			var gone string
 			for _, b := range tc.beacons {
@@ -58,11 +59,11 @@ func TestPresenceGoneHost(t *testing.T) {
 			if tc.learned[0] != "" {
 				pr.learn(tc.learned[0], tc.learned[1])
 			}
-			got, fetch := pr.goneHost(c, tc.tool, []string{gone}, now)
+			got, fetch := pr.goneHost(known, tc.tool, []string{gone}, now)
 			if got != tc.wantGone || !reflect.DeepEqual(fetch, tc.wantFetch) {
 				t.Fatalf("goneHost = %q, fetch %v; want %q, %v", got, fetch, tc.wantGone, tc.wantFetch)
 			}
-			if _, again := pr.goneHost(c, tc.tool, []string{gone}, now); again != nil {
+			if _, again := pr.goneHost(known, tc.tool, []string{gone}, now); again != nil {
 				t.Errorf("a spec set asked for is asked again at once: %v", again)
 			}
 		})
@@ -73,14 +74,13 @@ func TestPresenceGoneHost(t *testing.T) {
 // and only for tools it may host.
 func TestPresenceSuspects(t *testing.T) {
 	now := time.Now()
-	c := &Caller{}
-	c.specs.put("S", []envelope.ToolSpec{{Name: "t.a"}})
+	known := lookupIn(map[string][]envelope.ToolSpec{"S": {{Name: "t.a"}}})
 	pr := newPresence()
 	pr.beacon(wire.Beacon{WorkerID: "OLD", State: wire.BeaconUp, Specs: "S"}, nil, time.Second, now.Add(-1600*time.Millisecond))
 	pr.beacon(wire.Beacon{WorkerID: "LATE", State: wire.BeaconUp, Specs: "S"}, nil, time.Second, now.Add(-1400*time.Millisecond))
 	pr.beacon(wire.Beacon{WorkerID: "OTHER", State: wire.BeaconUp, Specs: "U"}, nil, time.Second, now.Add(-5*time.Second))
 	for tool, want := range map[string][]string{"t.a": {"OLD", "OTHER"}, "t.b": {"OTHER"}} {
-		got := pr.suspects(c, tool, now)
+		got := pr.suspects(known, tool, now)
 		if len(got) != len(want) {
 			t.Errorf("suspects(%s) = %v, want %v", tool, got, want)
 			continue
@@ -121,5 +121,14 @@ func TestPresenceRepeat(t *testing.T) {
 	}
 	if w := pr.workers["W"]; !w.seen.Equal(now.Add(time.Second)) || w.digest != "S" {
 		t.Errorf("after a repeat the worker is %+v: want seen moved, spec set kept", w)
+	}
+}
+
+// lookupIn is a spec lookup over cache, standing in for the spec sets a
+// caller's catalogue has seen.
+func lookupIn(cache map[string][]envelope.ToolSpec) specLookup {
+	return func(digest string) ([]envelope.ToolSpec, bool) {
+		specs, ok := cache[digest]
+		return specs, ok
 	}
 }

@@ -27,7 +27,7 @@ func TestCatalogIsCompleteWithoutWaiting(t *testing.T) {
 	if !m.Server.Server.JetStreamEnabled() {
 		t.Fatal("the test mesh runs without JetStream")
 	}
-	cat, err := m.Caller.Catalog(context.Background(), time.Minute)
+	cat, err := m.Caller.Catalog().List(context.Background(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,7 +181,7 @@ func BenchmarkCatalog(b *testing.B) {
 			c := meshtest.NewCaller(b, nc, caller.Config{})
 			in := nc.Stats().InBytes
 			for b.Loop() {
-				cat, err := c.Catalog(context.Background(), 0)
+				cat, err := c.Catalog().List(context.Background(), 0)
 				if err != nil || !cat.Complete || cat.Workers != workers || len(cat.Tools) != 500*5 {
 					b.Fatalf("catalogue: %v complete=%v workers=%d tools=%d %v", err, cat.Complete, cat.Workers, len(cat.Tools), cat.ScopeWarnings)
 				}
@@ -193,7 +193,7 @@ func BenchmarkCatalog(b *testing.B) {
 			// spec set is fetched, none cached.
 			for b.Loop() {
 				c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})
-				cat, err := c.Catalog(context.Background(), 0)
+				cat, err := c.Catalog().List(context.Background(), 0)
 				if err != nil || !cat.Complete || cat.Workers != workers {
 					b.Fatalf("catalogue: %v complete=%v workers=%d %v", err, cat.Complete, cat.Workers, cat.ScopeWarnings)
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
@@ -75,7 +76,7 @@ type catalogCaller struct {
 }
 
 // complete checks a catalogue lists the whole fleet.
-func (cc *catalogCaller) complete(cat caller.Catalog, err error) error {
+func (cc *catalogCaller) complete(cat catalog.Listing, err error) error {
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func (cc *catalogCaller) side(ctx context.Context, side string) (catalogRow, err
 	case "raw":
 		return measure(side, cc.raw, func() error { rawGather(cc.t, cc.raw, cc.workers); return nil })
 	case "toolmesh":
-		return measure(side, cc.warm, func() error { return cc.complete(cc.c.Catalog(ctx, 0)) })
+		return measure(side, cc.warm, func() error { return cc.complete(cc.c.Catalog().List(ctx, 0)) })
 	default:
 		nc, err := nats.Connect(cc.url)
 		if err != nil {
@@ -104,7 +105,7 @@ func (cc *catalogCaller) side(ctx context.Context, side string) (catalogRow, err
 				return err
 			}
 			defer c.Close()
-			return cc.complete(c.Catalog(ctx, 0))
+			return cc.complete(c.Catalog().List(ctx, 0))
 		})
 	}
 }

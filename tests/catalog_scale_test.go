@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh"
@@ -65,7 +66,7 @@ func TestIdleWorkerWith1000ToolsIsSmall(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	// Ready means listed: one catalogue right after "worker ready" holds
 	// all 1,000 tools (the worker writes its registry entry first).
-	cat, err := c.Catalog(context.Background(), 0)
+	cat, err := c.Catalog().List(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestCatalogUnderRegistryChurnMissesNoWorker(t *testing.T) {
 	}()
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	for run := range 100 {
-		cat, err := c.Catalog(context.Background(), 0)
+		cat, err := c.Catalog().List(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,11 +132,13 @@ func TestCatalogAnswersArriveOnce(t *testing.T) {
 	}
 	// A caller's first catalogue also asks the server, once per
 	// connection, which tools this identity may call: one more message.
-	if _, err := c.Catalog(context.Background(), 0); err != nil {
+	// The gather is short, so no worker's presence beacon lands in it.
+	const gather = 300 * time.Millisecond
+	if _, err := c.Catalog().List(context.Background(), gather); err != nil {
 		t.Fatal(err)
 	}
 	before := nc.Stats().InMsgs
-	cat, err := c.Catalog(context.Background(), 0)
+	cat, err := c.Catalog().List(context.Background(), gather)
 	if err != nil || cat.Workers != 5 {
 		t.Fatalf("catalogue of 5 workers: %v %+v", err, cat)
 	}
@@ -151,7 +154,7 @@ func TestToolsListShows1000Workers(t *testing.T) {
 	f := newSimFleet(t, srv, "L", 1_000, 5, 50)
 	f.register(t)
 	r := runCmd(t, "", "tools", "list", "--json", "--server", srv.ClientURL())
-	var cat caller.Catalog
+	var cat catalog.Listing
 	if err := json.Unmarshal([]byte(r.stdout), &cat); err != nil || r.code != 0 {
 		t.Fatalf("tools list: exit %d, %v\n%s", r.code, err, r.stderr)
 	}
@@ -170,7 +173,7 @@ func TestToolsListShows1000Workers(t *testing.T) {
 func TestToolsSearchCommand(t *testing.T) {
 	_, url := startDev(t)
 	r := runCmd(t, "", "tools", "search", "echo", "my", "arguments", "back", "--json", "--server", url)
-	var hits []caller.SearchHit
+	var hits []catalog.SearchHit
 	if err := json.Unmarshal([]byte(r.stdout), &hits); err != nil || r.code != 0 {
 		t.Fatalf("tools search: exit %d, %v\n%s", r.code, err, r.stderr)
 	}
@@ -196,7 +199,7 @@ func TestAnnounceMeansListed(t *testing.T) {
 		if err := w.Announce(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		cat, err := c.Catalog(context.Background(), 0)
+		cat, err := c.Catalog().List(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +259,7 @@ func TestColdCatalogAsksOneWorkerPerSpecSet(t *testing.T) {
 	newSimFleet(t, srv, "C", 1_000, 5, 50).register(t)
 	spy := newSpyCatalogRequests(t, srv)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-	cat, err := c.Catalog(context.Background(), 0)
+	cat, err := c.Catalog().List(context.Background(), 0)
 	if err != nil || !cat.Complete || cat.Workers != 1_000 || len(cat.Tools) != 250 {
 		t.Fatalf("catalogue: %v, complete=%v, %d workers, %d tools %v", err, cat.Complete, cat.Workers, len(cat.Tools), cat.ScopeWarnings)
 	}
@@ -288,7 +291,7 @@ func TestCatalogAsksASetsNextWorker(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-			cat, err := c.Catalog(context.Background(), 0)
+			cat, err := c.Catalog().List(context.Background(), 0)
 			if err != nil || cat.Complete != tc.complete {
 				t.Fatalf("catalogue: %v, complete=%v, want %v %v", err, cat.Complete, tc.complete, cat.ScopeWarnings)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
@@ -45,7 +46,7 @@ func TestCatalogIsHonestAbout20Workers(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	complete := 0
 	for run := range 50 {
-		cat, err := c.Catalog(context.Background(), 0)
+		cat, err := c.Catalog().List(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestCatalogIsHonestAbout20Workers(t *testing.T) {
 func TestCatalogWithoutRegistryIsIncomplete(t *testing.T) {
 	f := newMeshOn(t, embedded.Config{NoJetStream: true}, worker.Config{}, caller.Config{})
 	register(t, f.w, envelope.ToolSpec{Name: "echo"}, echo)
-	cat, err := f.c.Catalog(context.Background(), 0)
+	cat, err := f.c.Catalog().List(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestEndpointNamesAreValidADR32(t *testing.T) {
 }
 
 // next reads Watch's next change, failing the test on an error.
-func next(t *testing.T, changes func() (caller.CatalogChange, error, bool)) caller.CatalogChange {
+func next(t *testing.T, changes func() (catalog.Change, error, bool)) catalog.Change {
 	t.Helper()
 	ch, err, ok := changes()
 	if !ok || err != nil {
@@ -128,7 +129,7 @@ func next(t *testing.T, changes func() (caller.CatalogChange, error, bool)) call
 
 // nextOf reads Watch's next change of tool, skipping the others (on a
 // loaded machine a late beacon can make another worker blink).
-func nextOf(t *testing.T, changes func() (caller.CatalogChange, error, bool), tool string) caller.CatalogChange {
+func nextOf(t *testing.T, changes func() (catalog.Change, error, bool), tool string) catalog.Change {
 	t.Helper()
 	for {
 		if ch := next(t, changes); ch.Tool.Spec.Name == tool {
@@ -145,25 +146,25 @@ func TestWatchSeesJoinAndDrain(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes, stop := iterPull(c.Watch(ctx))
+	changes, stop := iterPull(c.Catalog().Watch(ctx))
 	defer stop()
-	if ch := next(t, changes); ch.Kind != caller.ToolAdded || ch.Tool.Spec.Name != "fs.read" {
+	if ch := next(t, changes); ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != "fs.read" {
 		t.Fatalf("first change %+v", ch)
 	}
 	second := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, second, envelope.ToolSpec{Name: "fs.write"}, echo)
-	if ch := nextOf(t, changes, "fs.write"); ch.Kind != caller.ToolAdded || ch.Tool.Workers[0] != second.ID() {
+	if ch := nextOf(t, changes, "fs.write"); ch.Kind != catalog.ToolAdded || ch.Tool.Workers[0] != second.ID() {
 		t.Fatalf("join %+v", ch)
 	}
 	third := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, third, envelope.ToolSpec{Name: "fs.read"}, echo)
-	if ch := nextOf(t, changes, "fs.read"); ch.Kind != caller.ToolChanged || ch.Tool.Instances != 2 {
+	if ch := nextOf(t, changes, "fs.read"); ch.Kind != catalog.ToolChanged || ch.Tool.Instances != 2 {
 		t.Fatalf("second instance %+v", ch)
 	}
 	if err := second.Drain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ch := nextOf(t, changes, "fs.write"); ch.Kind != caller.ToolRemoved {
+	if ch := nextOf(t, changes, "fs.write"); ch.Kind != catalog.ToolRemoved {
 		t.Fatalf("drain %+v", ch)
 	}
 }
@@ -178,15 +179,15 @@ func TestWatchSeesKilledWorkerGo(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes, stop := iterPull(c.Watch(ctx))
+	changes, stop := iterPull(c.Catalog().Watch(ctx))
 	defer stop()
-	if ch := next(t, changes); ch.Kind != caller.ToolAdded || ch.Tool.Spec.Name != "files.search" {
+	if ch := next(t, changes); ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != "files.search" {
 		t.Fatalf("first change %+v", ch)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if ch := next(t, changes); ch.Kind != caller.ToolRemoved || ch.Tool.Spec.Name != "files.search" {
+	if ch := next(t, changes); ch.Kind != catalog.ToolRemoved || ch.Tool.Spec.Name != "files.search" {
 		t.Fatalf("after kill -9: %+v", ch)
 	}
 }
@@ -199,7 +200,7 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes, stop := iterPull(c.Watch(ctx))
+	changes, stop := iterPull(c.Catalog().Watch(ctx))
 	defer stop()
 	first := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, first, envelope.ToolSpec{Name: "first"}, echo)
@@ -221,7 +222,7 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 	_ = hostile.Flush()
 	w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
 	register(t, w, envelope.ToolSpec{Name: "real"}, echo)
-	if ch := nextOf(t, changes, "real"); ch.Kind != caller.ToolAdded {
+	if ch := nextOf(t, changes, "real"); ch.Kind != catalog.ToolAdded {
 		t.Fatalf("after fake beacons: %+v", ch)
 	}
 }
@@ -240,10 +241,10 @@ func TestWatchJudgesAWorkerByItsOwnInterval(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes := make(chan caller.CatalogChange, 16)
+	changes := make(chan catalog.Change, 16)
 	go func() {
 		defer close(changes)
-		for ch, err := range c.Watch(ctx) {
+		for ch, err := range c.Catalog().Watch(ctx) {
 			if err != nil {
 				return
 			}
@@ -254,7 +255,7 @@ func TestWatchJudgesAWorkerByItsOwnInterval(t *testing.T) {
 			}
 		}
 	}()
-	if ch := <-changes; ch.Kind != caller.ToolAdded || ch.Tool.Spec.Name != "slow.tool" {
+	if ch := <-changes; ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != "slow.tool" {
 		t.Fatalf("first change %+v", ch)
 	}
 	// Two beacons after the seed span a whole 2 s interval, far longer

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
@@ -57,7 +58,7 @@ func TestConflictingSpecsAreShownAsConflicts(t *testing.T) {
 func checkWatchConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for ch, err := range c.Watch(ctx) {
+	for ch, err := range c.Catalog().Watch(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,11 +80,11 @@ func checkWatchConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 func checkDescribeConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 	// Workers reach the registry in the background: wait for all three.
 	waitFor(t, "the catalogue listing docs.search on its 3 workers", func() bool {
-		cat, err := c.Catalog(context.Background(), 0)
+		cat, err := c.Catalog().List(context.Background(), 0)
 		return err == nil && len(cat.Tools) == 1 && cat.Tools[0].Instances == 3
 	})
 	for i := range 12 {
-		spec, err := c.Describe(context.Background(), "docs.search")
+		spec, err := c.Catalog().Describe(context.Background(), "docs.search")
 		var prob *envelope.Problem
 		if !errors.As(err, &prob) || prob.Code != envelope.CodeToolConflict {
 			t.Fatalf("Describe %d: err %v, want tool_conflict", i, err)
@@ -92,7 +93,7 @@ func checkDescribeConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 			t.Fatalf("Describe %d returned the description %q, want the real spec's every time", i, spec.Description)
 		}
 		raw, _ := json.Marshal(prob.Extensions["conflicts"])
-		var variants []caller.ToolVariant
+		var variants []catalog.Variant
 		if err := json.Unmarshal(raw, &variants); err != nil || len(variants) != 2 ||
 			variants[0].Spec.Description != m.real.Description || len(variants[0].Workers) != 2 ||
 			variants[1].Spec.Description != m.injected.Description || len(variants[1].Workers) != 1 {
@@ -159,7 +160,7 @@ func TestDescribeWithoutConflict(t *testing.T) {
 		register(t, meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{}), spec, echo)
 	}
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv, nats.Name("describer")), caller.Config{})
-	got, err := c.Describe(context.Background(), "docs.fetch")
+	got, err := c.Catalog().Describe(context.Background(), "docs.fetch")
 	if err != nil || got.Description != spec.Description {
 		t.Fatalf("Describe: %+v, %v; want the one spec and no error", got, err)
 	}

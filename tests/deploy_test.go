@@ -74,13 +74,13 @@ func TestDeployPermissionsCoverTheProtocol(t *testing.T) {
 	<-started
 	cancel()
 	wantCode(t, <-errc, envelope.CodeCancelled)
-	cat, err := c.Catalog(ctx, 5*time.Second)
+	cat, err := c.Catalog().List(ctx, 5*time.Second)
 	// These deploy files run no JetStream, so there is no worker registry
 	// and the catalogue honestly cannot claim to be complete.
 	if err != nil || len(cat.Tools) != 3 || cat.Complete || len(cat.ScopeWarnings) != 1 || !strings.Contains(cat.ScopeWarnings[0], "no worker registry") {
 		t.Fatalf("catalogue: %v %+v", err, cat)
 	}
-	if _, err := c.Describe(ctx, "count"); err != nil {
+	if _, err := c.Catalog().Describe(ctx, "count"); err != nil {
 		t.Fatalf("describe: %v", err)
 	}
 	// Stock tooling as the caller user: a bare discovery ping.

@@ -20,7 +20,7 @@ func TestDispatchAnswersToolSearch(t *testing.T) {
 	srv := searchCatalogMesh(t)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx := context.Background()
-	cat, err := c.Catalog(ctx, 0)
+	cat, err := c.Catalog().List(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

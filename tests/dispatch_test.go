@@ -161,7 +161,7 @@ func TestDispatchEndToEnd(t *testing.T) {
 	f := dispatchMesh(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cat, err := f.c.Catalog(ctx, 300*time.Millisecond)
+	cat, err := f.c.Catalog().List(ctx, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

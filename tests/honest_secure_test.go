@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -189,11 +190,11 @@ func TestSecurePoolCannotAdvertiseOutsideItsNamespace(t *testing.T) {
 	}
 	anc, _ := m.dial(t, "alice")
 	alice := meshtest.NewCaller(t, anc, caller.Config{})
-	cat, err := alice.Catalog(context.Background(), time.Second)
+	cat, err := alice.Catalog().List(context.Background(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var echoTool *caller.CatalogTool
+	var echoTool *catalog.Tool
 	for i, tool := range cat.Tools {
 		if !strings.HasPrefix(tool.Spec.Name, "demo.") {
 			t.Errorf("alice's catalogue lists %s, outside the demo pool's namespace", tool.Spec.Name)

@@ -92,7 +92,7 @@ func TestMCPBridgeStdio(t *testing.T) {
 		Server: bridge.ServerConfig{Command: mcpServerBin(t), Env: map[string]string{"TESTSERVER_GREETING": "hello"}}}
 	b, c := startBridge(t, entry)
 	t.Run("tools", func(t *testing.T) {
-		cat, err := c.Catalog(context.Background(), 0)
+		cat, err := c.Catalog().List(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestMCPBridgeStdio(t *testing.T) {
 				t.Fatalf("catalogue %v lacks %s", names, want)
 			}
 		}
-		spec, _ := c.Describe(context.Background(), "t.echo")
+		spec, _ := c.Catalog().Describe(context.Background(), "t.echo")
 		if !spec.Annotations.IsReadOnly() || !strings.Contains(string(spec.InputSchema), `"message"`) {
 			t.Fatalf("t.echo spec lost its schema or hints: %+v", spec)
 		}

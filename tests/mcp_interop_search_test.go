@@ -24,7 +24,7 @@ type searchSummary struct {
 // official TypeScript client, against a mesh of the real bridged
 // server-filesystem and server-memory (npm) and the demo tools: the
 // search tool answers "read a file" with fs.read_file first, as
-// `toolmesh tools search` (caller.Search) does, and the found tools join
+// `toolmesh tools search` (catalog.Catalog.Search) does, and the found tools join
 // the tool list with list_changed.
 func TestMCPInteropProgressiveSearch(t *testing.T) {
 	dir := npmInstallInto(t, npmSDK, npmFilesystem, npmMemory)

@@ -23,7 +23,7 @@ import (
 // and the demo tools) on one worker whose handlers echo their args.
 func searchCatalogMesh(t *testing.T) *embedded.Server {
 	t.Helper()
-	b, err := os.ReadFile("../caller/testdata/search_catalog.json")
+	b, err := os.ReadFile("../catalog/testdata/search_catalog.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func searchCatalogMesh(t *testing.T) *embedded.Server {
 
 // A progressive gateway lists the search tool and its pins; a search
 // answers with the matching tools' definitions (the ranking
-// caller.Search gives), and they join tools/list with list_changed and
+// catalog.Catalog.Search gives), and they join tools/list with list_changed and
 // become callable.
 func TestMCPGatewayProgressiveDiscovery(t *testing.T) {
 	srv := searchCatalogMesh(t)
@@ -81,12 +81,12 @@ func TestMCPGatewayProgressiveDiscovery(t *testing.T) {
 	if err := json.Unmarshal(raw, &found); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := c.Search(ctx, "read a file")
+	hits, err := c.Catalog().Search(ctx, "read a file")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(found.Tools) != 3 || found.Tools[0].Name != "fs.read_file" || hits[0].Tool.Spec.Name != "fs.read_file" || found.Total != len(hits) {
-		t.Fatalf("search_tools = %s; caller.Search's first %s of %d", raw, hits[0].Tool.Spec.Name, len(hits))
+		t.Fatalf("search_tools = %s; catalog.Catalog.Search's first %s of %d", raw, hits[0].Tool.Spec.Name, len(hits))
 	}
 	if found.Tools[0].Description == "" || !json.Valid(found.Tools[0].InputSchema) || len(found.Tools[0].InputSchema) < 20 {
 		t.Fatalf("the hit carries no spec: %s", raw)

@@ -36,7 +36,7 @@ func TestMCPBridgeWildSchemas(t *testing.T) {
 		if !slices.Contains(b.Tools(), tc.tool) {
 			t.Fatalf("%s is not hosted; hosted: %v", tc.tool, b.Tools())
 		}
-		spec, err := c.Describe(context.Background(), tc.tool)
+		spec, err := c.Catalog().Describe(context.Background(), tc.tool)
 		if err != nil {
 			t.Fatal(err)
 		}

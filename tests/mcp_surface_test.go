@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
@@ -104,8 +105,8 @@ func gatewayClient(t testing.TB, srv *embedded.Server, ns string, opts *mcp.Clie
 	// The bridge's worker announces in the background: the gateway syncs
 	// once its tools are listed, as it would after `toolmesh worker` said ready.
 	waitFor(t, "the catalogue to list namespace "+ns, func() bool {
-		cat, err := c.Catalog(context.Background(), time.Second)
-		return err == nil && cat.Complete && slices.ContainsFunc(cat.Tools, func(ct caller.CatalogTool) bool {
+		cat, err := c.Catalog().List(context.Background(), time.Second)
+		return err == nil && cat.Complete && slices.ContainsFunc(cat.Tools, func(ct catalog.Tool) bool {
 			return ns == "" || strings.HasPrefix(ct.Spec.Name, ns+".")
 		})
 	})

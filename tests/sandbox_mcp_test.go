@@ -56,7 +56,7 @@ func TestMCPInteropSandboxedFilesystem(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Drain(context.Background()) })
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-	spec, err := c.Describe(ctx, "fs.read_text_file")
+	spec, err := c.Catalog().Describe(ctx, "fs.read_text_file")
 	if err != nil || spec.Sandbox == nil || !spec.Sandbox.Confined || spec.Sandbox.Network != "none" {
 		t.Fatalf("spec %+v: %v", spec.Sandbox, err)
 	}

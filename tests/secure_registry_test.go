@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -35,8 +36,8 @@ func TestSecurePoolWithoutJetStreamRunsUnregistered(t *testing.T) {
 	}
 	anc, _ := m.dial(t, "alice")
 	alice := meshtest.NewCaller(t, anc, caller.Config{})
-	cat, err := alice.Catalog(context.Background(), 0)
-	if err != nil || cat.Complete || !slices.ContainsFunc(cat.Tools, func(t caller.CatalogTool) bool { return t.Spec.Name == "demo.unregistered" }) {
+	cat, err := alice.Catalog().List(context.Background(), 0)
+	if err != nil || cat.Complete || !slices.ContainsFunc(cat.Tools, func(t catalog.Tool) bool { return t.Spec.Name == "demo.unregistered" }) {
 		t.Fatalf("alice's catalogue: %v, complete=%v, %d tools %v", err, cat.Complete, len(cat.Tools), cat.ScopeWarnings)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
@@ -451,11 +452,11 @@ tools:
 		}
 		answers = append(answers, msg.Data)
 	}
-	spec, err := alice.Describe(ctx, "demo.secretive")
+	spec, err := alice.Catalog().Describe(ctx, "demo.secretive")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := alice.Catalog(ctx, 5*time.Second)
+	cat, err := alice.Catalog().List(ctx, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -957,10 +958,10 @@ func TestSecureTenantWatchesTheFleet(t *testing.T) {
 	alice := meshtest.NewCaller(t, anc, caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes := make(chan caller.CatalogChange, 16)
+	changes := make(chan catalog.Change, 16)
 	go func() {
 		defer close(changes)
-		for ch, err := range alice.Watch(ctx) {
+		for ch, err := range alice.Catalog().Watch(ctx) {
 			if err != nil {
 				return // the want below reports the watch ended
 			}
@@ -974,7 +975,7 @@ func TestSecureTenantWatchesTheFleet(t *testing.T) {
 	wnc, _ := m.dial(t, "tools")
 	w := meshtest.NewWorker(t, wnc, worker.Config{Pool: "demo", Heartbeat: 100 * time.Millisecond})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
-	want := func(kind caller.ChangeKind) {
+	want := func(kind catalog.ChangeKind) {
 		t.Helper()
 		giveUp := time.After(20 * time.Second) // a hang guard, not a timing assertion
 		for {
@@ -991,9 +992,9 @@ func TestSecureTenantWatchesTheFleet(t *testing.T) {
 			}
 		}
 	}
-	want(caller.ToolAdded)
+	want(catalog.ToolAdded)
 	wnc.Close() // no goodbye: only the beacons' silence tells
-	want(caller.ToolRemoved)
+	want(catalog.ToolRemoved)
 }
 
 // Attack: bob reads alice's failed call through $SRV.STATS, which every

@@ -49,7 +49,7 @@ func catalogNames(t *testing.T, c *caller.Caller, want string) []string {
 	t.Helper()
 	var names []string
 	waitFor(t, "the catalogue to hold "+want, func() bool {
-		cat, err := c.Catalog(context.Background(), 0)
+		cat, err := c.Catalog().List(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestSecureTenantSeesOnlyItsTools(t *testing.T) {
 	}
 	noFS(t, "catalogue", catalogNames(t, alice, "demo.echo"))
 
-	hits, err := alice.Search(ctx, "read a file")
+	hits, err := alice.Catalog().Search(ctx, "read a file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,19 +99,19 @@ func TestSecureTenantSeesOnlyItsTools(t *testing.T) {
 		hitNames = append(hitNames, h.Tool.Spec.Name)
 	}
 	noFS(t, "search", hitNames)
-	if bobHits, _ := bob.Search(ctx, "read a file"); len(bobHits) == 0 || bobHits[0].Tool.Spec.Name != "fs.read_file" {
+	if bobHits, _ := bob.Catalog().Search(ctx, "read a file"); len(bobHits) == 0 || bobHits[0].Tool.Spec.Name != "fs.read_file" {
 		t.Fatalf("control: bob's search for 'read a file' = %v, want fs.read_file first", bobHits)
 	}
 
-	if _, err := alice.Describe(ctx, "fs.read_file"); err == nil {
+	if _, err := alice.Catalog().Describe(ctx, "fs.read_file"); err == nil {
 		t.Fatal("alice described fs.read_file")
 	} else if p := wantCode(t, err, envelope.CodeForbidden); strings.Contains(p.Detail, "Read the complete") {
 		t.Fatalf("the refusal quotes the tool: %v", p)
 	}
-	if _, err := alice.Describe(ctx, "demo.echo"); err != nil {
+	if _, err := alice.Catalog().Describe(ctx, "demo.echo"); err != nil {
 		t.Fatalf("alice may describe demo.echo: %v", err)
 	}
-	if _, err := bob.Describe(ctx, "fs.read_file"); err != nil {
+	if _, err := bob.Catalog().Describe(ctx, "fs.read_file"); err != nil {
 		t.Fatalf("control: bob may describe fs.read_file: %v", err)
 	}
 	noFS(t, "watch", watchSeed(t, alice, "demo.echo"))
@@ -151,7 +151,7 @@ func watchSeed(t *testing.T, c *caller.Caller, want string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
 	defer cancel()
 	var names []string
-	for ch, err := range c.Watch(ctx) {
+	for ch, err := range c.Catalog().Watch(ctx) {
 		if err != nil {
 			t.Fatalf("watch: %v (after %v)", err, names)
 		}

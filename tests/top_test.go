@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -177,7 +178,7 @@ func TestTopJSONAgreesWithStats(t *testing.T) {
 	stop()
 	stats := settledStats(t, nc)
 	r := runCmd(t, "", "top", "--json", "--server", url, "--interval", "100ms", "--wait", "2s")
-	var sum caller.FleetSummary
+	var sum catalog.FleetSummary
 	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil || r.code != 0 {
 		t.Fatalf("top --json: exit %d stdout %s stderr %s", r.code, r.stdout, r.stderr)
 	}
@@ -199,7 +200,7 @@ func TestTopJSONAgreesWithStats(t *testing.T) {
 
 // compareCodes checks top's errors by code against the sum of the raw
 // answers, and that the load left its trace there.
-func compareCodes(t *testing.T, sum caller.FleetSummary, stats []micro.Stats, want map[string]toolTotals) {
+func compareCodes(t *testing.T, sum catalog.FleetSummary, stats []micro.Stats, want map[string]toolTotals) {
 	t.Helper()
 	codes := map[string]int64{}
 	for _, s := range stats {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -116,7 +117,7 @@ func (bc *beaconer) kill(id string) {
 
 // watchFeed runs one Watch into a channel until its context ends.
 type watchFeed struct {
-	changes chan caller.CatalogChange
+	changes chan catalog.Change
 	err     chan error
 	done    chan struct{}
 }
@@ -124,10 +125,10 @@ type watchFeed struct {
 // startWatch follows c's live catalogue on a goroutine of its own; the
 // feed is closed (done) once ctx ends and Watch has returned.
 func startWatch(ctx context.Context, c *caller.Caller) *watchFeed {
-	w := &watchFeed{changes: make(chan caller.CatalogChange, 1<<16), err: make(chan error, 1), done: make(chan struct{})}
+	w := &watchFeed{changes: make(chan catalog.Change, 1<<16), err: make(chan error, 1), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		for ch, err := range c.Watch(ctx) {
+		for ch, err := range c.Catalog().Watch(ctx) {
 			if err != nil {
 				w.err <- err
 				return
@@ -145,9 +146,9 @@ func startWatch(ctx context.Context, c *caller.Caller) *watchFeed {
 // await reads changes until every tool in want has last been reported
 // as want says (added or removed), and returns when that was; it fails
 // when ctx ends first (a deadline, so a lost change cannot hang the run).
-func (w *watchFeed) await(ctx context.Context, want map[string]caller.ChangeKind) (time.Time, error) {
+func (w *watchFeed) await(ctx context.Context, want map[string]catalog.ChangeKind) (time.Time, error) {
 	missing := len(want)
-	state := map[string]caller.ChangeKind{}
+	state := map[string]catalog.ChangeKind{}
 	for missing > 0 {
 		select {
 		case <-ctx.Done():
@@ -156,8 +157,8 @@ func (w *watchFeed) await(ctx context.Context, want map[string]caller.ChangeKind
 			return time.Time{}, fmt.Errorf("watch ended: %w", err)
 		case ch := <-w.changes:
 			name, kind := ch.Tool.Spec.Name, ch.Kind
-			if kind == caller.ToolChanged {
-				kind = caller.ToolAdded
+			if kind == catalog.ToolChanged {
+				kind = catalog.ToolAdded
 			}
 			target, ok := want[name]
 			if !ok {
@@ -222,8 +223,8 @@ func newWatchRig(tb testing.TB, workers, joiners int, interval time.Duration) *w
 }
 
 // toolsWant is every one of names expected as kind.
-func toolsWant(names []string, kind caller.ChangeKind) map[string]caller.ChangeKind {
-	want := map[string]caller.ChangeKind{}
+func toolsWant(names []string, kind catalog.ChangeKind) map[string]catalog.ChangeKind {
+	want := map[string]catalog.ChangeKind{}
 	for _, n := range names {
 		want[n] = kind
 	}
@@ -239,7 +240,7 @@ func (r *watchRig) allFleetTools(ctx context.Context) (time.Duration, error) {
 			names = append(names, fmt.Sprintf("ns%d.tool%d", set, i))
 		}
 	}
-	at, err := r.feed.await(ctx, toolsWant(names, caller.ToolAdded))
+	at, err := r.feed.await(ctx, toolsWant(names, catalog.ToolAdded))
 	return at.Sub(r.started), err
 }
 
@@ -254,7 +255,7 @@ func (r *watchRig) joinAndKill(ctx context.Context, id string, phase time.Durati
 		return 0, 0, err
 	}
 	ready := time.Now()
-	at, err := r.feed.await(ctx, toolsWant(r.tools[id], caller.ToolAdded))
+	at, err := r.feed.await(ctx, toolsWant(r.tools[id], catalog.ToolAdded))
 	if err != nil {
 		return 0, 0, fmt.Errorf("joiner %s: %w", id, err)
 	}
@@ -266,7 +267,7 @@ func (r *watchRig) joinAndKill(ctx context.Context, id string, phase time.Durati
 	}
 	r.bc.kill(id)
 	killed := time.Now()
-	at, err = r.feed.await(ctx, toolsWant(r.tools[id], caller.ToolRemoved))
+	at, err = r.feed.await(ctx, toolsWant(r.tools[id], catalog.ToolRemoved))
 	if err != nil {
 		return 0, 0, fmt.Errorf("killed %s: %w", id, err)
 	}

@@ -155,7 +155,7 @@ func warnUnhosted(ctx context.Context, g *globals, c *caller.Caller, rec caller.
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := c.Describe(dctx, rec.Tool)
+	_, err := c.Catalog().Describe(dctx, rec.Tool)
 	var p *envelope.Problem
 	if !errors.As(err, &p) || p.Code != envelope.CodeToolNotFound {
 		return

@@ -47,7 +47,7 @@ func (g *globals) completeToolNames(_ *cobra.Command, args []string, toComplete 
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
 	defer c.Close()
-	cat, err := c.Catalog(ctx, 0)
+	cat, err := c.Catalog().List(ctx, 0)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}

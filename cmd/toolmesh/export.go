@@ -63,7 +63,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&prov, "provider", "", "openai, openai-responses, anthropic, gemini or mcp (required)")
 	cmd.Flags().StringVar(&model, "model", "", "model name, to pick the capability row (e.g. gpt-3.5-turbo gets JSON mode for response formats)")
 	cmd.Flags().BoolVar(&deferred, "defer", false, "mark every tool for deferred loading with a client-run tool search (openai-responses: namespaces from dotted names; anthropic: defer_loading); caller.Dispatch answers the searches")
-	cmd.Flags().DurationVar(&wait, "wait", 0, "bound on reading the catalogue (default: the worker registry in one pass, bounded by 10s; without JetStream, answers gathered for 300ms)")
+	cmd.Flags().DurationVar(&wait, "wait", 0, catalogWaitHelp)
 	return cmd
 }
 

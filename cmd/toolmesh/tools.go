@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -42,7 +43,7 @@ func newToolsListCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print the catalogue as JSON")
-	list.Flags().DurationVar(&wait, "wait", 0, "bound on reading the catalogue (default: the worker registry in one pass, bounded by 10s; without JetStream, answers gathered for 300ms)")
+	list.Flags().DurationVar(&wait, "wait", 0, catalogWaitHelp)
 	return list
 }
 
@@ -63,7 +64,7 @@ func newToolsSearchCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hits := caller.SearchCatalog(cat, strings.Join(args, " "))
+			hits := catalog.NewSearchIndex(cat).Search(strings.Join(args, " "))
 			if limit > 0 && len(hits) > limit {
 				hits = hits[:limit]
 			}
@@ -104,7 +105,7 @@ func printJSON(g *globals, v any) error {
 }
 
 // printCatalog prints the catalogue as a table, and what it lacks on stderr.
-func printCatalog(g *globals, cat caller.Catalog, wait time.Duration) {
+func printCatalog(g *globals, cat catalog.Listing, wait time.Duration) {
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTITLE\tINSTANCES\tSTREAMING\tANNOTATIONS")
 	for _, t := range cat.Tools {
@@ -141,7 +142,7 @@ func newToolsDescribeCmd(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: g.withCaller("tools", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
-			spec, err := c.Describe(cmd.Context(), args[0])
+			spec, err := c.Catalog().Describe(cmd.Context(), args[0])
 			if err != nil && !isConflict(err) {
 				return envelope.AsProblem(err, envelope.CodeInternal)
 			}
@@ -224,17 +225,21 @@ func (g *globals) newCaller(cmd *cobra.Command, name string) (*caller.Caller, fu
 	return c, func() { _ = c.Close(); nc.Close() }, nil
 }
 
+// catalogWaitHelp describes the --wait flag of the commands that list the
+// catalogue (catalog.Catalog.List's wait).
+const catalogWaitHelp = "bound on reading the catalogue (0: catalog.DefaultWait, 3s): the worker registry is read in one pass, ending as soon as it is done; without JetStream, answers are gathered for the whole wait"
+
 // catalog dials, gathers the mesh's catalogue for at most wait, and hangs
 // up: what `tools list` and `tools export` both show.
-func (g *globals) catalog(cmd *cobra.Command, wait time.Duration) (caller.Catalog, error) {
+func (g *globals) catalog(cmd *cobra.Command, wait time.Duration) (catalog.Listing, error) {
 	c, done, err := g.newCaller(cmd, "tools")
 	if err != nil {
-		return caller.Catalog{}, err
+		return catalog.Listing{}, err
 	}
 	defer done()
-	cat, err := c.Catalog(cmd.Context(), wait)
+	cat, err := c.Catalog().List(cmd.Context(), wait)
 	if err != nil {
-		return caller.Catalog{}, envelope.AsProblem(err, envelope.CodeInternal)
+		return catalog.Listing{}, envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	return cat, nil
 }

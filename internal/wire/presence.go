@@ -3,6 +3,8 @@ package wire
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
+	"time"
 
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -48,4 +50,27 @@ func ParseBeacon(data []byte) (Beacon, error) {
 	var b Beacon
 	err := segjson.Unmarshal(data, &b)
 	return b, err
+}
+
+// MaxBeaconInterval bounds the interval a beacon may claim, so no worker
+// can make itself immortal in a reader's view of the fleet.
+const MaxBeaconInterval = 10 * time.Minute
+
+// BeaconInterval is the interval a worker claims (in a beacon or a
+// catalogue answer), bounded by MaxBeaconInterval; orElse when it claims
+// none (a worker from before the claim existed).
+func BeaconInterval(ms int64, orElse time.Duration) time.Duration {
+	if ms <= 0 {
+		return orElse
+	}
+	return min(time.Duration(ms)*time.Millisecond, MaxBeaconInterval)
+}
+
+// PoolOf is the pool a worker id names: its first token when it has more
+// than one, "" for a worker without a pool (protocol v2, §14.1, "Scope").
+func PoolOf(workerID string) string {
+	if i := strings.IndexByte(workerID, '.'); i > 0 {
+		return workerID[:i]
+	}
+	return ""
 }

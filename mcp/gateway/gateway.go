@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
@@ -47,7 +48,7 @@ type Config struct {
 	Namespace string
 	// CatalogWait bounds one catalogue gathering (default 500ms).
 	CatalogWait time.Duration
-	// Settle is how long a burst of fleet changes (caller.Watch) must go
+	// Settle is how long a burst of fleet changes (catalog.Catalog.Watch) must go
 	// quiet before the served tools follow it (default 100ms); the SDK then
 	// sends one list_changed for the burst.
 	Settle time.Duration
@@ -93,10 +94,10 @@ type Gateway struct {
 	// known is every tool the filter allows in the fleet as last seen
 	// (what a search ranks); lastView is the view last applied, and
 	// revealed the MCP names searches have added (progressive.go).
-	known map[string]caller.CatalogTool
+	known map[string]catalog.Tool
 	// index is the search index of known as last searched, kept while
 	// the known tools read the same (it has a lock of its own).
-	index    caller.SearchCache
+	index    catalog.SearchCache
 	lastView fleetView
 	revealed map[string]bool
 	// surf are the bridged servers' resources, prompts and completions
@@ -147,7 +148,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Logger = slog.Default()
 	}
 	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{},
-		known: map[string]caller.CatalogTool{}, revealed: map[string]bool{}}
+		known: map[string]catalog.Tool{}, revealed: map[string]bool{}}
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, g.serverOptions())
 	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown, g.noteLogLevel)
 	if cfg.Progressive {
@@ -227,14 +228,14 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClo
 }
 
 // Run keeps the served tools in step with the fleet until ctx ends:
-// caller.Watch reports each tool that appears, changes or goes (a worker
+// catalog.Catalog.Watch reports each tool that appears, changes or goes (a worker
 // killed without a goodbye goes within 3 of its heartbeat intervals), and
 // once a burst of changes settles the served tools become exactly the
 // watched ones. Call Sync first so the first tools/list is not empty.
 func (g *Gateway) Run(ctx context.Context) error {
-	changes := make(chan caller.CatalogChange)
+	changes := make(chan catalog.Change)
 	go g.follow(ctx, changes)
-	live := map[string]caller.CatalogTool{}
+	live := map[string]catalog.Tool{}
 	var settle <-chan time.Time
 	for {
 		select {
@@ -244,7 +245,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if ch.Kind == caller.ToolRemoved {
+			if ch.Kind == catalog.ToolRemoved {
 				delete(live, ch.Tool.Spec.Name)
 			} else {
 				live[ch.Tool.Spec.Name] = ch.Tool
@@ -257,12 +258,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 }
 
-// follow copies caller.Watch's changes into changes until ctx ends,
+// follow copies catalog.Catalog.Watch's changes into changes until ctx ends,
 // starting the watch again (after a pause) when it ends with an error.
-func (g *Gateway) follow(ctx context.Context, changes chan<- caller.CatalogChange) {
+func (g *Gateway) follow(ctx context.Context, changes chan<- catalog.Change) {
 	defer close(changes)
 	for ctx.Err() == nil {
-		for ch, err := range g.cfg.Caller.Watch(ctx) {
+		for ch, err := range g.cfg.Caller.Catalog().Watch(ctx) {
 			if err != nil {
 				g.log.Warn("mcp gateway: fleet watch", "err", err)
 				break
@@ -282,7 +283,7 @@ func (g *Gateway) follow(ctx context.Context, changes chan<- caller.CatalogChang
 
 // Sync reads the catalogue once and applies it.
 func (g *Gateway) Sync(ctx context.Context) error {
-	cat, err := g.cfg.Caller.Catalog(ctx, g.cfg.CatalogWait)
+	cat, err := g.cfg.Caller.Catalog().List(ctx, g.cfg.CatalogWait)
 	if err != nil {
 		return err
 	}
@@ -296,7 +297,7 @@ func (g *Gateway) Sync(ctx context.Context) error {
 
 // fleetView is what the served tools should become.
 type fleetView struct {
-	tools []caller.CatalogTool
+	tools []catalog.Tool
 	// gaps name what the view may be missing (tools/list _meta).
 	gaps  []string
 	prune pruneRule
@@ -316,12 +317,12 @@ const (
 
 // watchedView is Watch's live tools, with the gaps the catalogue reports
 // (a registered worker that does not answer, or no registry at all).
-func (g *Gateway) watchedView(ctx context.Context, live map[string]caller.CatalogTool) fleetView {
+func (g *Gateway) watchedView(ctx context.Context, live map[string]catalog.Tool) fleetView {
 	view := fleetView{prune: pruneMissing}
 	for _, t := range live {
 		view.tools = append(view.tools, t)
 	}
-	if cat, err := g.cfg.Caller.Catalog(ctx, g.cfg.CatalogWait); err != nil {
+	if cat, err := g.cfg.Caller.Catalog().List(ctx, g.cfg.CatalogWait); err != nil {
 		view.gaps = []string{"catalogue: " + err.Error()}
 	} else {
 		view.gaps = gapsOf(cat)
@@ -330,7 +331,7 @@ func (g *Gateway) watchedView(ctx context.Context, live map[string]caller.Catalo
 }
 
 // gapsOf is what an incomplete catalogue says it may miss.
-func gapsOf(cat caller.Catalog) []string {
+func gapsOf(cat catalog.Listing) []string {
 	if cat.Complete {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -18,10 +18,10 @@ import (
 // tools does not fit a model's context, so tools/list starts small — the
 // search tool and the pinned tools — and each search adds the tools it
 // found, so the client can call them; the SDK tells the client with
-// notifications/tools/list_changed. The search is caller.SearchCatalog
+// notifications/tools/list_changed. The search is catalog.NewSearchIndex
 // over the gateway's own view of the fleet (its allow/deny lists and the
 // caller's permissions applied), the same ranking `toolmesh tools search`
-// and caller.Search give.
+// and catalog.Catalog.Search give.
 
 // SearchToolName is the search tool's name in progressive mode (after
 // Config.NamePrefix).
@@ -113,14 +113,14 @@ func orEmpty(raw json.RawMessage) json.RawMessage {
 // up to limit tools as they would be served, with how many matched.
 func (g *Gateway) search(query string, limit int) ([]*mcp.Tool, int) {
 	g.mu.Lock()
-	cat := caller.Catalog{Tools: make([]caller.CatalogTool, 0, len(g.known))}
+	cat := catalog.Listing{Tools: make([]catalog.Tool, 0, len(g.known))}
 	for _, ct := range g.known {
 		cat.Tools = append(cat.Tools, ct)
 	}
 	g.mu.Unlock()
 	// In name order, as a Catalog's, so the kept index is reused while the
 	// known tools stay the same.
-	slices.SortFunc(cat.Tools, func(a, b caller.CatalogTool) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+	slices.SortFunc(cat.Tools, func(a, b catalog.Tool) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
 	hits := g.index.Index(cat).Search(query)
 	out := []*mcp.Tool{}
 	for _, h := range hits {

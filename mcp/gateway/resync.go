@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 )
 
 // describeUnknown is the receiving middleware that asks the mesh about a
@@ -15,7 +15,7 @@ import (
 // "unknown tool". A worker is callable as soon as it subscribes, but it
 // reaches the registry (and so the catalogue and Watch) a moment later,
 // in the background; an agent told "unknown tool" for a tool that exists
-// gives up on it or picks another. caller.Describe asks the tool's own
+// gives up on it or picks another. catalog.Catalog.Describe asks the tool's own
 // subject, so it finds such a worker; its spec is then served at once.
 // The question costs one request, as the call itself would.
 func (g *Gateway) describeUnknown(next mcp.MethodHandler) mcp.MethodHandler {
@@ -57,13 +57,13 @@ func (g *Gateway) describe(ctx context.Context, served string) {
 	if !ok {
 		return
 	}
-	spec, err := g.cfg.Caller.Describe(ctx, name)
+	spec, err := g.cfg.Caller.Catalog().Describe(ctx, name)
 	if err != nil || spec.Name != name {
 		return
 	}
 	g.mu.Lock()
 	view := g.lastView
 	g.mu.Unlock()
-	view.tools = append(slices.Clone(view.tools), caller.CatalogTool{Spec: spec, Instances: 1})
+	view.tools = append(slices.Clone(view.tools), catalog.Tool{Spec: spec, Instances: 1})
 	g.apply(view)
 }

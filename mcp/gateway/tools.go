@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
@@ -72,7 +72,7 @@ func matchAny(patterns []string, name string) bool {
 // servedDef is the MCP definition of one catalogue tool served as name:
 // mcpmap.Tool of its spec, marked when workers give different specs for it
 // (see markConflict).
-func servedDef(name string, ct caller.CatalogTool) (*mcp.Tool, error) {
+func servedDef(name string, ct catalog.Tool) (*mcp.Tool, error) {
 	t, err := mcpmap.Tool(name, ct.Spec)
 	if err != nil || len(ct.Conflicts) == 0 {
 		return t, err
@@ -86,12 +86,12 @@ const conflictNote = "CONFLICT: workers on the mesh give %d different specs for 
 
 // markConflict marks the definition of a tool for which workers give
 // different specs (docs/protocol.md §14.1): the served schema is the spec
-// most of them give (caller.Catalog's rule, never one by chance), but no
+// most of them give (the rule of catalog.Catalog.List, never one by chance), but no
 // worker's title or description is served — one of them may be a hostile
 // worker's, written to steer the model — only a note saying so; and
 // _meta "io.toolmesh/conflict" lists the workers giving each spec, the
 // served one first.
-func markConflict(t *mcp.Tool, ct caller.CatalogTool) {
+func markConflict(t *mcp.Tool, ct catalog.Tool) {
 	t.Title = ""
 	t.Description = fmt.Sprintf(conflictNote, len(ct.Conflicts)+1)
 	if t.Meta == nil {
@@ -105,7 +105,7 @@ func markConflict(t *mcp.Tool, ct caller.CatalogTool) {
 const conflictMetaKey = "io.toolmesh/conflict"
 
 // conflictOf lists the workers giving each of ct's specs, the served first.
-func conflictOf(ct caller.CatalogTool) map[string]any {
+func conflictOf(ct catalog.Tool) map[string]any {
 	other := map[string]bool{}
 	var specs []map[string]any
 	for _, v := range ct.Conflicts {

@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"context"
@@ -10,32 +10,24 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // A worker may advertise only what it may host (protocol v2, §14.1,
 // "Scope"). A pooled worker's id is <pool>.<ulid>, and the operator's NATS
 // permissions give each pool its own subjects (deploy/secure: the demo
 // pool subscribes toolmesh.call.demo.>, toolmesh.catalog.demo.> and
-// toolmesh.ctl.demo.> only). So the caller keeps from a worker's entry
+// toolmesh.ctl.demo.> only). So the catalogue keeps from a worker's entry
 // only the tools in its pool's namespace, <pool>.*, and believes the id an
 // answer claims only when the worker answered on a subject bound to that
 // id (<p>.catalog.<worker-id>), which only a worker the permissions let
 // hold it can: the permissions are the one source of truth, not a list of
-// the caller's own.
-
-// poolOf is the pool a worker id names: its first token when it has more
-// than one, "" for a worker without a pool.
-func poolOf(workerID string) string {
-	if i := strings.IndexByte(workerID, '.'); i > 0 {
-		return workerID[:i]
-	}
-	return ""
-}
+// the catalogue's own.
 
 // inScope keeps only the tools of e within its worker's pool namespace,
 // saying which it dropped.
 func inScope(e catalogEntry) (catalogEntry, []string) {
-	pool := poolOf(e.WorkerID)
+	pool := wire.PoolOf(e.WorkerID)
 	if pool == "" {
 		return e, nil
 	}
@@ -105,14 +97,14 @@ func trustKey(e catalogEntry) string {
 	if e.Specs == "" {
 		return ""
 	}
-	return e.Specs + "|" + poolOf(e.WorkerID)
+	return e.Specs + "|" + wire.PoolOf(e.WorkerID)
 }
 
 // confirmSenders checks the worker ids that broadcast answers claimed:
 // for each (spec set, pool) pair not yet trusted, the claiming workers
 // are asked on their own catalogue subjects until one answers with the
 // same set; an id that does not is dropped, with a warning.
-func (c *Caller) confirmSenders(ctx context.Context, entries map[string]catalogEntry) []string {
+func (c *Catalog) confirmSenders(ctx context.Context, entries map[string]catalogEntry) []string {
 	claims := map[string][]string{} // trust key → worker ids ("" key: one group per id)
 	for id, e := range entries {
 		k := trustKey(e)
@@ -164,7 +156,7 @@ func scoped(entries map[string]catalogEntry) []string {
 // confirmClaim asks the workers ids, claiming one trust key, on their own
 // subjects until one confirms the key's spec set, and returns the ids
 // that were asked and did not.
-func (c *Caller) confirmClaim(ctx context.Context, key string, ids []string, entries map[string]catalogEntry) []string {
+func (c *Catalog) confirmClaim(ctx context.Context, key string, ids []string, entries map[string]catalogEntry) []string {
 	var bad []string
 	for _, id := range ids {
 		e, err := c.askWorker(ctx, id, time.Second)

@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"encoding/json"
@@ -33,7 +33,7 @@ func benchView(b *testing.B) *liveView {
 	for w := range benchWorkers {
 		v.setWorker(fmt.Sprint("W", w), 1, now, time.Second, benchSpecs(w))
 	}
-	v.flush(func(CatalogChange, error) bool { return true })
+	v.flush(func(Change, error) bool { return true })
 	return v
 }
 
@@ -90,8 +90,8 @@ func BenchmarkWatchWorkerChurn(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		v.dropWorker("W42")
-		v.flush(func(CatalogChange, error) bool { return true })
+		v.flush(func(Change, error) bool { return true })
 		v.setWorker("W42", 1, time.Now(), time.Second, specs)
-		v.flush(func(CatalogChange, error) bool { return true })
+		v.flush(func(Change, error) bool { return true })
 	}
 }

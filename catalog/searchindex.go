@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"math"
@@ -17,9 +17,9 @@ import (
 // catalogue with NewSearchIndex; it is read-only afterwards and safe for
 // concurrent use.
 type SearchIndex struct {
-	tools    []CatalogTool // the catalogue's tools, shared with it
-	docs     []int32       // the searchable ones (not MCP surface tools): their places in tools
-	lens     [][4]int32    // each searchable tool's field lengths in words
+	tools    []Tool     // the catalogue's tools, shared with it
+	docs     []int32    // the searchable ones (not MCP surface tools): their places in tools
+	lens     [][4]int32 // each searchable tool's field lengths in words
 	postings map[string][]posting
 	meanLen  [4]float64
 }
@@ -32,9 +32,9 @@ type posting struct {
 }
 
 // NewSearchIndex indexes cat's tools (MCP surface tools left out, as
-// SearchCatalog says). The index shares cat.Tools: leave them unchanged
+// Catalog.Search says). The index shares cat.Tools: leave them unchanged
 // while it is in use.
-func NewSearchIndex(cat Catalog) *SearchIndex {
+func NewSearchIndex(cat Listing) *SearchIndex {
 	ix := &SearchIndex{tools: cat.Tools, postings: map[string][]posting{}}
 	for i := range cat.Tools {
 		if _, _, surface := wire.SplitMCPSurface(&cat.Tools[i].Spec); !surface {
@@ -68,7 +68,7 @@ func NewSearchIndex(cat Catalog) *SearchIndex {
 	return ix
 }
 
-// Search ranks the indexed tools against query as SearchCatalog does.
+// Search ranks the indexed tools against query as Catalog.Search does.
 func (ix *SearchIndex) Search(query string) []SearchHit {
 	terms := searchTerms(query)
 	if len(terms) == 0 {
@@ -122,7 +122,7 @@ func (ix *SearchIndex) scoreTerm(term string, scores map[int32]float64) {
 // the same order), with cat's tools (their workers and instances as they
 // are now) in the hits; nil when the catalogue has changed. Spec sets are
 // decoded once and shared, so the comparison is mostly of equal pointers.
-func (ix *SearchIndex) over(cat Catalog) *SearchIndex {
+func (ix *SearchIndex) over(cat Listing) *SearchIndex {
 	if len(cat.Tools) != len(ix.tools) {
 		return nil
 	}
@@ -143,8 +143,8 @@ func sameSearchText(a, b *envelope.ToolSpec) bool {
 
 // SearchCache keeps the index of the last catalogue searched, so that
 // repeated searches of an unchanged catalogue cost only their query: a
-// Caller keeps one for Search, and the MCP gateway one for its search
-// tool. Give it the catalogue's tools in a stable order (a Catalog's are
+// Catalog keeps one for Search, and the MCP gateway one for its search
+// tool. Give it the catalogue's tools in a stable order (a Listing's are
 // sorted by name): a reordered catalogue reads as a changed one. The zero
 // value is ready; it is safe for concurrent use.
 type SearchCache struct {
@@ -155,7 +155,7 @@ type SearchCache struct {
 // Index returns the index of cat: the last one while the catalogue's tools
 // read the same (with cat's tools, as they are now, in its hits), else a
 // new one, kept.
-func (sc *SearchCache) Index(cat Catalog) *SearchIndex {
+func (sc *SearchCache) Index(cat Listing) *SearchIndex {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.last != nil {

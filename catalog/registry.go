@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"context"
@@ -32,7 +32,7 @@ var errNoJetStreamAPI = errors.New("this identity may not use the JetStream API 
 // already or removed only after its new one was appended behind the
 // pass's position, which the pass reaches before it sees nothing pending.
 // nil (with the reason) when the mesh has no registry.
-func (c *Caller) registrySnapshot(ctx context.Context) (map[string]registered, error) {
+func (c *Catalog) registrySnapshot(ctx context.Context) (map[string]registered, error) {
 	if on, _ := c.nc.ConnectedServerJetStream(); !on {
 		return nil, errNoJetStream
 	}

@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkRegistrySnapshot10k reads a registry of 10,000 workers' keys
-// in one pass, as every Catalog does, on an embedded server with
+// in one pass, as every List does, on an embedded server with
 // JetStream.
 func BenchmarkRegistrySnapshot10k(b *testing.B) {
 	ctx := context.Background()
@@ -42,11 +42,7 @@ func BenchmarkRegistrySnapshot10k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	c, err := New(nc, Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
+	c := New(nc, Config{})
 	for b.Loop() {
 		reg, err := c.registrySnapshot(ctx)
 		if err != nil || len(reg) != 10_000 {

@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"reflect"
@@ -57,7 +57,7 @@ func TestBuildCatalogShowsConflicts(t *testing.T) {
 		"demo.z": {WorkerID: "demo.z", Tools: []envelope.ToolSpec{fake}},
 	}
 	for range 20 { // map order varies: the answer may not
-		cat := buildCatalog(entries)
+		cat := buildListing(entries)
 		if len(cat.Tools) != 1 {
 			t.Fatalf("tools %+v", cat.Tools)
 		}

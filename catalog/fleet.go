@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"context"
@@ -42,10 +42,10 @@ type ToolSample struct {
 	mesh.ToolLoad
 }
 
-// SampleFleet asks every worker of this caller's mesh for its stats over
+// SampleFleet asks every worker of the mesh for its stats over
 // $SRV.STATS (the ADR-32 subject stock NATS tooling uses), gathering the
 // answers that arrive within wait (default 500ms).
-func (c *Caller) SampleFleet(ctx context.Context, wait time.Duration) (FleetSample, error) {
+func (c *Catalog) SampleFleet(ctx context.Context, wait time.Duration) (FleetSample, error) {
 	if wait <= 0 {
 		wait = 500 * time.Millisecond
 	}

@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"context"
@@ -12,32 +12,25 @@ import (
 // SearchHit is one tool that matches a search, with its score (higher is
 // better; only the order means anything).
 type SearchHit struct {
-	Tool  CatalogTool `json:"tool"`
-	Score float64     `json:"score"`
+	Tool  Tool    `json:"tool"`
+	Score float64 `json:"score"`
 }
 
-// Search ranks the catalogue's tools against query by the words of their
+// Search ranks the listing's tools against query by the words of their
 // names, titles, descriptions and argument names (a BM25 ranking, the
 // name weighted most), best first; tools that share no word with the
-// query are left out. It reads the catalogue as Catalog(ctx, 0) does, and
-// keeps its index while the catalogue's tools read the same (a new
-// catalogue revision builds a new one), so repeated searches cost the
-// query's postings, not the catalogue's size.
-func (c *Caller) Search(ctx context.Context, query string) ([]SearchHit, error) {
-	cat, err := c.Catalog(ctx, 0)
+// query are left out, and so are MCP surface tools (a bridged server's
+// resources, prompts and completions, which are not tools to find). It
+// reads the catalogue as Describe does, and keeps its index while the listing's
+// tools read the same (a new revision builds a new one), so repeated
+// searches cost the query's postings, not the catalogue's size. A reader
+// holding a listing of its own ranks it with NewSearchIndex.
+func (c *Catalog) Search(ctx context.Context, query string) ([]SearchHit, error) {
+	l, err := c.listing(ctx, innerRegistryWait, innerGatherWait)
 	if err != nil {
 		return nil, err
 	}
-	return c.search.Index(cat).Search(query), nil
-}
-
-// SearchCatalog ranks cat's tools against query as Search does, so a
-// caller holding a catalogue (a gateway, an exporter) answers from it.
-// MCP surface tools (a bridged server's resources, prompts and
-// completions, wire.SplitMCPSurface) are not tools to find: they are
-// left out. It builds the index for one query; NewSearchIndex keeps it.
-func SearchCatalog(cat Catalog, query string) []SearchHit {
-	return NewSearchIndex(cat).Search(query)
+	return c.search.Index(l).Search(query), nil
 }
 
 // Field weights: a word of the tool's own name says most about it.

@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"slices"

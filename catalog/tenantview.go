@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 )
 
 // A tenant's view: the catalogue, search, Describe and Watch show only the
-// tools this caller's NATS identity may call. Who may call what has one
+// tools this NATS identity may call. Who may call what has one
 // source of truth, the publish permissions the NATS server enforces on the
-// caller's user; the caller asks the server for them ($SYS.REQ.USER.INFO,
+// connection's user; the catalogue asks the server for them ($SYS.REQ.USER.INFO,
 // which answers every client about itself) and keeps a tool exactly when
 // the server would accept a publish to its call subject.
 
-// permissionsWait bounds asking the server for the caller's permissions.
+// permissionsWait bounds asking the server for this identity's permissions.
 const permissionsWait = 2 * time.Second
 
 // permView caches the connection's publish permissions for the life of
@@ -28,20 +28,20 @@ const permissionsWait = 2 * time.Second
 // permissions) asks again.
 type permView struct {
 	mu    sync.Mutex
-	at    int64 // Caller.reconnected+1 when asked; 0: never asked
+	at    uint64 // the connection's reconnect count+1 when asked; 0: never asked
 	perms wire.PublishPermissions
 }
 
-// callable returns whether this caller's identity may call a tool. When
+// callable returns whether this identity may call a tool. When
 // the server cannot say (no system account, or the user may not ask) every
 // tool is kept: the view is a convenience over the server's refusal, which
 // still ends any call it does not permit with forbidden.
-func (c *Caller) callable(ctx context.Context) func(tool string) bool {
+func (c *Catalog) callable(ctx context.Context) func(tool string) bool {
 	return c.callableBy(c.permissions(ctx))
 }
 
 // callableBy is callable for the permissions perms.
-func (c *Caller) callableBy(perms wire.PublishPermissions) func(tool string) bool {
+func (c *Catalog) callableBy(perms wire.PublishPermissions) func(tool string) bool {
 	if perms.Unrestricted {
 		return func(string) bool { return true }
 	}
@@ -50,10 +50,10 @@ func (c *Caller) callableBy(perms wire.PublishPermissions) func(tool string) boo
 
 // permissions returns the cached publish permissions, asking the server
 // once per connection.
-func (c *Caller) permissions(ctx context.Context) wire.PublishPermissions {
+func (c *Catalog) permissions(ctx context.Context) wire.PublishPermissions {
 	c.perms.mu.Lock()
 	defer c.perms.mu.Unlock()
-	now := c.reconnected.Load()
+	now := c.nc.Stats().Reconnects
 	if c.perms.at == now+1 { // +1: the zero value means never asked
 		return c.perms.perms
 	}
@@ -74,7 +74,7 @@ var errNotPermitted = errors.New("publish to " + wire.UserInfoSubject + " not pe
 // askPermissions asks the server which subjects this connection may
 // publish to. A refused ask is known at the round trip's end (the server
 // reports the violation before it answers the flush), not after a wait.
-func (c *Caller) askPermissions(ctx context.Context) (wire.PublishPermissions, error) {
+func (c *Catalog) askPermissions(ctx context.Context) (wire.PublishPermissions, error) {
 	ctx, cancel := context.WithTimeout(ctx, permissionsWait)
 	defer cancel()
 	inbox := c.nc.NewInbox()
@@ -137,7 +137,7 @@ func visibleSpecs(specs []envelope.ToolSpec, may func(string) bool) []envelope.T
 // notCallable is Describe's answer for a tool this identity may not call:
 // the same whether or not a worker hosts it, so the answer names nothing
 // another tenant offers.
-func (c *Caller) notCallable(tool string) error {
+func (c *Catalog) notCallable(tool string) error {
 	return wire.ForbiddenProblem(c.problems, wire.OpPublish, c.subjects.Call(tool),
 		fmt.Sprintf("this identity may not call tool %s, so its catalogue does not show it", tool))
 }
@@ -146,7 +146,7 @@ func (c *Caller) notCallable(tool string) error {
 // worker registry through the JetStream API; a tenant without it (as in
 // deploy/secure) learns so at once instead of waiting for the server's
 // refusal to time the read out.
-func (c *Caller) registryReadable(perms wire.PublishPermissions) bool {
+func (c *Catalog) registryReadable(perms wire.PublishPermissions) bool {
 	stream := "KV_" + c.subjects.RegistryBucket()
 	return perms.MayPublish("$JS.API.STREAM.INFO."+stream) && perms.MayPublish("$JS.API.CONSUMER.CREATE."+stream+".x")
 }

@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 // searchFixture is a catalogue of the bridged reference MCP servers'
 // tools (server-filesystem as fs., server-memory as memory., with their
 // own descriptions and argument names) beside the demo tools.
-func searchFixture(t *testing.T) Catalog {
+func searchFixture(t *testing.T) Listing {
 	t.Helper()
 	b, err := os.ReadFile("testdata/search_catalog.json")
 	if err != nil {
@@ -25,9 +25,9 @@ func searchFixture(t *testing.T) Catalog {
 	if err := json.Unmarshal(b, &specs); err != nil {
 		t.Fatal(err)
 	}
-	cat := Catalog{}
+	cat := Listing{}
 	for _, s := range specs {
-		cat.Tools = append(cat.Tools, CatalogTool{Spec: s, Instances: 1})
+		cat.Tools = append(cat.Tools, Tool{Spec: s, Instances: 1})
 	}
 	return cat
 }
@@ -48,7 +48,7 @@ func TestSearchRanksTheToolAnAgentMeans(t *testing.T) {
 		{"readFile", "fs.read_file"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
-			hits := SearchCatalog(cat, tc.query)
+			hits := NewSearchIndex(cat).Search(tc.query)
 			if len(hits) == 0 || hits[0].Tool.Spec.Name != tc.first {
 				names := []string{}
 				for i, h := range hits {
@@ -66,7 +66,7 @@ func TestSearchRanksTheToolAnAgentMeans(t *testing.T) {
 func TestSearchLeavesOutToolsSharingNoWord(t *testing.T) {
 	cat := searchFixture(t)
 	for _, q := range []string{"", "the a of", "kubernetes"} {
-		if hits := SearchCatalog(cat, q); len(hits) != 0 {
+		if hits := NewSearchIndex(cat).Search(q); len(hits) != 0 {
 			t.Fatalf("%q matched %d tools, first %s", q, len(hits), hits[0].Tool.Spec.Name)
 		}
 	}
@@ -78,25 +78,25 @@ func TestSearchLeavesOutToolsSharingNoWord(t *testing.T) {
 func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
 	cat := searchFixture(t)
 	for _, op := range []string{wire.MCPResourcesRead, wire.MCPResourcesList, wire.MCPPromptsGet} {
-		cat.Tools = append(cat.Tools, CatalogTool{Instances: 1, Spec: envelope.ToolSpec{Name: wire.MCPSurfaceName("fs", op),
+		cat.Tools = append(cat.Tools, Tool{Instances: 1, Spec: envelope.ToolSpec{Name: wire.MCPSurfaceName("fs", op),
 			Title: op + " of MCP server fs", Description: "read a file resource of the MCP server",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string"}}}`), Tags: []string{"mcp", wire.MCPSurfaceTag}}})
 	}
 	for _, q := range []string{"read a file", "resources read", "prompts get", "uri"} {
-		for _, h := range SearchCatalog(cat, q) {
+		for _, h := range NewSearchIndex(cat).Search(q) {
 			if _, _, surface := wire.SplitMCPSurface(&h.Tool.Spec); surface {
 				t.Fatalf("%q found surface tool %s", q, h.Tool.Spec.Name)
 			}
 		}
 	}
-	if hits := SearchCatalog(cat, "read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+	if hits := NewSearchIndex(cat).Search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
 		t.Fatalf("read a file: want fs.read_file first, got %d hits", len(hits))
 	}
 }
 
 // searchFleet is the fixture's catalogue grown to n tools with generated
 // ones.
-func searchFleet(tb testing.TB, n int) Catalog {
+func searchFleet(tb testing.TB, n int) Listing {
 	f, err := os.ReadFile("testdata/search_catalog.json")
 	if err != nil {
 		tb.Fatal(err)
@@ -105,23 +105,23 @@ func searchFleet(tb testing.TB, n int) Catalog {
 	if err := json.Unmarshal(f, &specs); err != nil {
 		tb.Fatal(err)
 	}
-	cat := Catalog{}
+	cat := Listing{}
 	for _, s := range specs {
-		cat.Tools = append(cat.Tools, CatalogTool{Spec: s, Instances: 1})
+		cat.Tools = append(cat.Tools, Tool{Spec: s, Instances: 1})
 	}
 	for i := len(cat.Tools); i < n; i++ {
-		cat.Tools = append(cat.Tools, CatalogTool{Instances: 1, Spec: envelope.ToolSpec{Name: fmt.Sprintf("ns%d.tool%d", i/10, i%10),
+		cat.Tools = append(cat.Tools, Tool{Instances: 1, Spec: envelope.ToolSpec{Name: fmt.Sprintf("ns%d.tool%d", i/10, i%10),
 			Description: "list the records of a table in a database, filtered", InputSchema: json.RawMessage(`{"type":"object","properties":{"table":{"type":"string"}}}`)}})
 	}
 	return cat
 }
 
-// A caller keeps its search index while the catalogue's tools read the
+// A Catalog keeps its search index while the catalogue's tools read the
 // same (their hosts may change, and hits show them as they are now), and
 // builds a new one when a tool's words change or a tool comes or goes.
 func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
-	withTool := func(cat Catalog, name string, edit func(*CatalogTool)) Catalog {
-		out := Catalog{Tools: slices.Clone(cat.Tools)}
+	withTool := func(cat Listing, name string, edit func(*Tool)) Listing {
+		out := Listing{Tools: slices.Clone(cat.Tools)}
 		for i := range out.Tools {
 			if out.Tools[i].Spec.Name == name {
 				edit(&out.Tools[i])
@@ -132,19 +132,19 @@ func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
 	base := searchFixture(t)
 	cases := []struct {
 		name  string
-		next  Catalog
+		next  Listing
 		query string
 		kept  bool
 		first string // the first hit's name, "" for no hit
 		hosts int    // its instances
 	}{
 		{"same catalogue", base, "read a file", true, "fs.read_file", 1},
-		{"more hosts", withTool(base, "fs.read_file", func(t *CatalogTool) { t.Instances = 7 }), "read a file", true, "fs.read_file", 7},
-		{"description changed", withTool(base, "fs.read_file", func(t *CatalogTool) { t.Spec.Description = "deploy to kubernetes" }), "kubernetes", false, "fs.read_file", 1},
-		{"argument renamed", withTool(base, "echo", func(t *CatalogTool) {
+		{"more hosts", withTool(base, "fs.read_file", func(t *Tool) { t.Instances = 7 }), "read a file", true, "fs.read_file", 7},
+		{"description changed", withTool(base, "fs.read_file", func(t *Tool) { t.Spec.Description = "deploy to kubernetes" }), "kubernetes", false, "fs.read_file", 1},
+		{"argument renamed", withTool(base, "echo", func(t *Tool) {
 			t.Spec.InputSchema = json.RawMessage(`{"type":"object","properties":{"kubeconfig":{"type":"string"}}}`)
 		}), "kubeconfig", false, "echo", 1},
-		{"tool gone", Catalog{Tools: base.Tools[1:]}, base.Tools[0].Spec.Name, false, "", 0},
+		{"tool gone", Listing{Tools: base.Tools[1:]}, base.Tools[0].Spec.Name, false, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,7 +155,7 @@ func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
 				t.Fatalf("index kept=%v, want %v", kept, tc.kept)
 			}
 			hits := ix.Search(tc.query)
-			if want := SearchCatalog(tc.next, tc.query); !reflect.DeepEqual(hits, want) {
+			if want := NewSearchIndex(tc.next).Search(tc.query); !reflect.DeepEqual(hits, want) {
 				t.Fatalf("%q: the kept index ranks %d hits unlike a fresh one's %d", tc.query, len(hits), len(want))
 			}
 			switch {
@@ -170,13 +170,13 @@ func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
 
 // BenchmarkSearchBuild ranks a catalogue of 5,000 and 50,000 tools (the
 // fixture's real tools among generated ones) for one query, building its
-// index (SearchCatalog).
+// index (NewSearchIndex).
 func BenchmarkSearchBuild(b *testing.B) {
 	for _, n := range []int{5_000, 50_000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			cat := searchFleet(b, n)
 			for b.Loop() {
-				if hits := SearchCatalog(cat, "read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+				if hits := NewSearchIndex(cat).Search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
 					b.Fatal("read a file: fs.read_file not first")
 				}
 			}
@@ -184,8 +184,8 @@ func BenchmarkSearchBuild(b *testing.B) {
 	}
 }
 
-// BenchmarkSearchKeptIndex is a caller's repeated search of an unchanged
-// catalogue (Search less its Catalog): the kept index checked against the
+// BenchmarkSearchKeptIndex is a repeated search of an unchanged
+// catalogue (Search less its List): the kept index checked against the
 // catalogue, then the query ranked.
 func BenchmarkSearchKeptIndex(b *testing.B) {
 	for _, n := range []int{5_000, 50_000} {

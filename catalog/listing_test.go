@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
-// buildCatalog lists each tool once with every host in id order, whether
+// buildListing lists each tool once with every host in id order, whether
 // its workers share one decoded spec set, hold equal copies, or disagree
 // (the spec most give wins; the other is a conflict).
 func TestBuildCatalogCountsEveryHost(t *testing.T) {
@@ -33,7 +33,7 @@ func TestBuildCatalogCountsEveryHost(t *testing.T) {
 			for id, tools := range tc.entries {
 				entries[id] = catalogEntry{WorkerID: id, Tools: tools}
 			}
-			cat := buildCatalog(entries)
+			cat := buildListing(entries)
 			if cat.Workers != len(tc.entries) || len(cat.Tools) != 2 || cat.Tools[0].Spec.Name != "a.x" {
 				t.Fatalf("catalogue %+v", cat)
 			}
@@ -60,7 +60,7 @@ func BenchmarkBuildCatalog10k(b *testing.B) {
 		entries[id] = catalogEntry{WorkerID: id, Tools: sets[w%500]}
 	}
 	for b.Loop() {
-		if cat := buildCatalog(entries); len(cat.Tools) != 2_500 || cat.Tools[0].Instances != 20 {
+		if cat := buildListing(entries); len(cat.Tools) != 2_500 || cat.Tools[0].Instances != 20 {
 			b.Fatalf("%d tools", len(cat.Tools))
 		}
 	}

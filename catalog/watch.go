@@ -1,4 +1,4 @@
-package caller
+package catalog
 
 import (
 	"bytes"
@@ -32,34 +32,34 @@ const (
 	ToolChanged ChangeKind = "changed"
 )
 
-// CatalogChange is one change of the live catalogue: the tool as it is
+// Change is one change of the live catalogue: the tool as it is
 // now (as it was last, for ToolRemoved).
-type CatalogChange struct {
+type Change struct {
 	Kind ChangeKind
-	Tool CatalogTool
+	Tool Tool
 }
 
-// Watch follows the live catalogue of the tools this caller's identity
-// may call (see Catalog): it first yields every tool already present as
+// Watch follows the live catalogue of the tools this identity
+// may call (see List): it first yields every tool already present as
 // added, then one change per tool whenever a worker joins,
 // changes its tools, drains or dies. Workers announce themselves every
 // heartbeat interval on their presence subject and say goodbye when they
 // drain or stop; a worker silent for mesh.MissedBeats of its intervals
 // (kill -9, a lost host) is gone. The sequence ends when ctx ends or the
 // consumer stops; an error (a Problem) is yielded once and ends it.
-// Workers that give different specs for one name are shown as Catalog
+// Workers that give different specs for one name are shown as List
 // shows them: the spec most of them give, the others in
-// CatalogTool.Conflicts (a change of its own when one appears or goes).
+// Tool.Conflicts (a change of its own when one appears or goes).
 //
 // Cost: one presence beacon (~100 bytes) per worker per interval, handled
 // in O(1) when nothing changed; a change costs one request to the one
 // worker concerned and O(its tools) bookkeeping.
-func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
-	return func(yield func(CatalogChange, error) bool) {
+func (c *Catalog) Watch(ctx context.Context) iter.Seq2[Change, error] {
+	return func(yield func(Change, error) bool) {
 		beacons := make(chan *nats.Msg, 8192)
 		sub, err := c.nc.ChanSubscribe(c.subjects.PresenceAll(), beacons)
 		if err != nil {
-			yield(CatalogChange{}, c.problems.New(envelope.CodeConnectionLost, err.Error()))
+			yield(Change{}, c.problems.New(envelope.CodeConnectionLost, err.Error()))
 			return
 		}
 		// The channel bounds what waits unread; past it NATS drops beacons,
@@ -68,15 +68,15 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 		v := newLiveView(c.cfg.Heartbeat)
 		may := c.callable(ctx)
 		// Seeded from the catalogue: the registry when there is one (the
-		// whole fleet in one pass), else a gather for DefaultCatalogWait.
-		entries, _, _, err := c.catalogEntries(ctx, 0)
+		// whole fleet in one pass), else a short gather.
+		entries, _, _, err := c.entries(ctx, innerRegistryWait, innerGatherWait)
 		if err != nil {
-			yield(CatalogChange{}, err)
+			yield(Change{}, err)
 			return
 		}
 		now := time.Now()
 		for _, w := range entries {
-			v.setWorker(w.WorkerID, -1, now, beaconInterval(w.IntervalMS, v.interval), w.Tools)
+			v.setWorker(w.WorkerID, -1, now, wire.BeaconInterval(w.IntervalMS, v.interval), w.Tools)
 		}
 		if !v.flush(yield) {
 			return
@@ -90,20 +90,6 @@ func (c *Caller) Watch(ctx context.Context) iter.Seq2[CatalogChange, error] {
 // costs bounded goroutines and never stalls the view.
 const maxFetches = 256
 
-// beaconInterval is the interval a worker claims (in a beacon or a
-// catalogue answer), bounded by maxBeaconInterval; orElse when it claims
-// none (a worker from before the claim existed).
-func beaconInterval(ms int64, orElse time.Duration) time.Duration {
-	if ms <= 0 {
-		return orElse
-	}
-	return min(time.Duration(ms)*time.Millisecond, maxBeaconInterval)
-}
-
-// maxBeaconInterval bounds the interval a beacon may claim, so no worker
-// can make itself immortal in the view.
-const maxBeaconInterval = 10 * time.Minute
-
 // fetched is the outcome of fetching one worker's tools.
 type fetched struct {
 	token    uint64
@@ -115,7 +101,7 @@ type fetched struct {
 
 // follower applies beacons, fetch results and expiries to a live view.
 type follower struct {
-	c        *Caller
+	c        *Catalog
 	v        *liveView
 	may      func(tool string) bool // the tools this identity may call
 	results  chan fetched
@@ -124,7 +110,7 @@ type follower struct {
 }
 
 // followPresence applies beacons and expiries to v until ctx ends.
-func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *nats.Msg, may func(string) bool, yield func(CatalogChange, error) bool) {
+func (c *Catalog) followPresence(ctx context.Context, v *liveView, beacons chan *nats.Msg, may func(string) bool, yield func(Change, error) bool) {
 	f := &follower{c: c, v: v, may: may, results: make(chan fetched, maxFetches), inflight: map[string]uint64{}}
 	tick := time.NewTicker(max(v.interval/2, 5*time.Millisecond))
 	defer tick.Stop()
@@ -152,7 +138,7 @@ func (c *Caller) followPresence(ctx context.Context, v *liveView, beacons chan *
 // apply records one beacon, starting a fetch of the worker's tools when
 // they are new to the view or have changed.
 func (f *follower) apply(ctx context.Context, b wire.Beacon) {
-	interval := beaconInterval(b.IntervalMS, f.v.interval)
+	interval := wire.BeaconInterval(b.IntervalMS, f.v.interval)
 	if b.State == wire.BeaconGone {
 		delete(f.inflight, b.WorkerID) // a fetch still out must not bring it back
 		f.v.dropWorker(b.WorkerID)
@@ -200,7 +186,7 @@ func (f *follower) land(r fetched) {
 }
 
 // workerTools asks one worker for its specs.
-func (c *Caller) workerTools(ctx context.Context, workerID string, wait time.Duration) ([]envelope.ToolSpec, error) {
+func (c *Catalog) workerTools(ctx context.Context, workerID string, wait time.Duration) ([]envelope.ToolSpec, error) {
 	e, err := c.askWorker(ctx, workerID, wait)
 	e, dropped := inScope(e)
 	for _, w := range dropped {
@@ -215,7 +201,7 @@ type liveView struct {
 	interval time.Duration
 	workers  map[string]*viewWorker
 	hosts    map[string]map[string]bool // tool → worker ids
-	shown    map[string]CatalogTool     // tool → as last yielded
+	shown    map[string]Tool            // tool → as last yielded
 	dirty    map[string]bool
 }
 
@@ -228,7 +214,7 @@ type viewWorker struct {
 
 func newLiveView(interval time.Duration) *liveView {
 	return &liveView{interval: interval, workers: map[string]*viewWorker{}, hosts: map[string]map[string]bool{},
-		shown: map[string]CatalogTool{}, dirty: map[string]bool{}}
+		shown: map[string]Tool{}, dirty: map[string]bool{}}
 }
 
 func (v *liveView) setWorker(id string, revision int64, now time.Time, interval time.Duration, specs []envelope.ToolSpec) {
@@ -283,25 +269,25 @@ func (v *liveView) expire(now time.Time) {
 
 // tool returns name as the fleet now hosts it; ok is false when nobody
 // does. Workers that give different specs for the name are a conflict,
-// shown as Catalog shows one (see catalogTool): the spec most of them
+// shown as List shows one (see catalogTool): the spec most of them
 // give is the tool's, every other is in Conflicts — never the spec of
 // whichever worker sorts first.
-func (v *liveView) tool(name string) (CatalogTool, bool) {
+func (v *liveView) tool(name string) (Tool, bool) {
 	hosts := v.hosts[name]
 	if len(hosts) == 0 {
-		return CatalogTool{}, false
+		return Tool{}, false
 	}
-	var variants []*ToolVariant
+	var variants []*Variant
 	for id := range hosts {
 		s := v.workers[id].tools[name]
-		i := slices.IndexFunc(variants, func(tv *ToolVariant) bool { return sameSpec(tv.Spec, s) })
+		i := slices.IndexFunc(variants, func(tv *Variant) bool { return sameSpec(tv.Spec, s) })
 		if i < 0 {
 			i = len(variants)
-			variants = append(variants, &ToolVariant{Spec: s})
+			variants = append(variants, &Variant{Spec: s})
 		}
 		variants[i].Workers = append(variants[i].Workers, id)
 	}
-	byKey := make(map[string]*ToolVariant, len(variants))
+	byKey := make(map[string]*Variant, len(variants))
 	for i, tv := range variants {
 		byKey[strconv.Itoa(i)] = tv
 	}
@@ -322,7 +308,7 @@ func sameSpec(a, b envelope.ToolSpec) bool {
 
 // flush yields one change per dirty tool, in name order; false when the
 // consumer stopped.
-func (v *liveView) flush(yield func(CatalogChange, error) bool) bool {
+func (v *liveView) flush(yield func(Change, error) bool) bool {
 	names := make([]string, 0, len(v.dirty))
 	for n := range v.dirty {
 		names = append(names, n)
@@ -332,14 +318,14 @@ func (v *liveView) flush(yield func(CatalogChange, error) bool) bool {
 	for _, n := range names {
 		before, was := v.shown[n]
 		now, is := v.tool(n)
-		var ch CatalogChange
+		var ch Change
 		switch {
 		case is && !was:
-			ch = CatalogChange{Kind: ToolAdded, Tool: now}
+			ch = Change{Kind: ToolAdded, Tool: now}
 		case was && !is:
-			ch = CatalogChange{Kind: ToolRemoved, Tool: before}
+			ch = Change{Kind: ToolRemoved, Tool: before}
 		case is && !reflect.DeepEqual(before, now):
-			ch = CatalogChange{Kind: ToolChanged, Tool: now}
+			ch = Change{Kind: ToolChanged, Tool: now}
 		default:
 			continue
 		}

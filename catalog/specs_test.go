@@ -1,6 +1,7 @@
-package caller
+package catalog
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -26,5 +27,23 @@ func TestSetFetchTakesOnlyItsOwnTokens(t *testing.T) {
 	}
 	if r := f.take(&nats.Msg{Subject: "_INBOX.x.tokenA"}); r != -1 {
 		t.Fatalf("a second answer on a used token was taken for round %d: want it ignored", r)
+	}
+}
+
+// SpecSet with no workers only looks: a set decoded before is returned
+// as it was cached, one not seen fails at once, and "" (a worker naming
+// no set) is never taken from the cache.
+func TestSpecSetWithoutWorkersOnlyLooks(t *testing.T) {
+	c := &Catalog{}
+	set := []envelope.ToolSpec{{Name: "t.a"}}
+	c.specs.put("S", set)
+	c.specs.put("", set)
+	if got, err := c.SpecSet(context.Background(), "S"); err != nil || len(got) != 1 || &got[0] != &set[0] {
+		t.Fatalf("SpecSet(S) = %v, %v; want the cached set itself", got, err)
+	}
+	for _, digest := range []string{"U", ""} {
+		if got, err := c.SpecSet(context.Background(), digest); err == nil || got != nil {
+			t.Errorf("SpecSet(%q) = %v, %v; want an error and no set", digest, got, err)
+		}
 	}
 }

@@ -1,0 +1,20 @@
+// Package caller invokes tools on a toolmesh. One Caller holds ONE wildcard
+// inbox subscription and routes every event to its call by the call id in
+// the subject's last token, so thousands of calls share one connection with
+// no subscription per call.
+//
+//	c, _ := caller.New(nc, caller.Config{})
+//	defer c.Close()
+//	resp, err := c.Call(ctx, "echo", map[string]any{"message": "hi"})
+//
+// What lives here: the call path — Call, CallAs, CallEvent, Stream and
+// typed streams, paging a tool's results (CallPage, CallAll), Dispatch of
+// a model's tool calls, middleware, retries, questions a tool asks, the
+// client side of durable tasks — and the liveness that judges calls in
+// flight: heartbeats, the workers' presence beacons, probes of silent
+// workers and settle markers (protocol v2, §8.2).
+//
+// What does not: discovery. Listing, watching, describing and searching
+// the mesh's tools, and sampling the fleet's stats, are package catalog's;
+// Caller.Catalog returns the caller's own catalogue, on its connection.
+package caller
