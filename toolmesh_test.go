@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolmesh/toolmesh"
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -31,7 +32,7 @@ func TestStartMesh(t *testing.T) {
 			if (m.Server.ClientURL() == "") != (tc.cfg.Server.Listen == "") {
 				t.Errorf("client URL %q for listen %q", m.Server.ClientURL(), tc.cfg.Server.Listen)
 			}
-			if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "double"},
+			if err := worker.AddTool(m.Worker, envelope.ToolSpec{Name: "double"},
 				func(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) { return 2 * in.N, nil }); err != nil {
 				t.Fatal(err)
 			}

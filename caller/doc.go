@@ -17,4 +17,10 @@
 // What does not: discovery. Listing, watching, describing and searching
 // the mesh's tools, and sampling the fleet's stats, are package catalog's;
 // Caller.Catalog returns the caller's own catalogue, on its connection.
+//
+// The shapes a call carries — envelope.ToolSpec, envelope.Problem and its
+// codes, envelope.ToolEvent, envelope.Response — are named from package
+// envelope, not re-exported here: one name per thing, so that go doc,
+// errors.As and a type switch see the same type whichever package a
+// reader came from, and a code added to the registry appears once.
 package caller

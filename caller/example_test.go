@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -21,7 +22,7 @@ func ExampleCallAs() {
 	type in struct {
 		N int `json:"n"`
 	}
-	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "squares"},
+	if err := worker.AddTool(m.Worker, envelope.ToolSpec{Name: "squares"},
 		func(_ context.Context, _ *worker.Request, a in) ([]int, error) {
 			out := make([]int, a.N)
 			for i := range out {
@@ -46,9 +47,9 @@ func ExampleCallAs() {
 // inside it) and may answer without sending anything.
 func ExampleMiddleware() {
 	onlyReads := func(next caller.Invoker) caller.Invoker {
-		return func(ctx context.Context, inv *caller.Invocation) (string, caller.ToolEvent) {
+		return func(ctx context.Context, inv *caller.Invocation) (string, envelope.ToolEvent) {
 			if inv.Tool != "read" {
-				return "", caller.ErrorEvent(caller.NewProblem(caller.CodeForbidden, "this caller only reads"))
+				return "", envelope.ErrorEvent(envelope.NewProblem(envelope.CodeForbidden, "this caller only reads"))
 			}
 			return next(ctx, inv)
 		}
@@ -60,7 +61,7 @@ func ExampleMiddleware() {
 	defer m.Close()
 
 	_, err = m.Caller.Call(context.Background(), "write", nil)
-	fmt.Println(err.(*caller.Problem).Code)
+	fmt.Println(err.(*envelope.Problem).Code)
 	// Output:
 	// forbidden
 }
@@ -83,7 +84,7 @@ func ExampleStreamAs() {
 	type total struct {
 		Lines int `json:"lines"`
 	}
-	if err := worker.AddStreamTool(m.Worker, worker.ToolSpec{Name: "lines"},
+	if err := worker.AddStreamTool(m.Worker, envelope.ToolSpec{Name: "lines"},
 		func(_ context.Context, _ *worker.Request, a in, emit worker.TypedEmitter[line]) (total, error) {
 			for i := 1; i <= a.N; i++ {
 				if err := emit.Delta(line{I: i, Text: fmt.Sprint("line ", i)}); err != nil {

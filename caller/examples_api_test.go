@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/envelope/provider"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -23,7 +24,7 @@ func ExampleCaller_Stream() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	err = m.Worker.Register(worker.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(
+	err = m.Worker.Register(envelope.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(
 		func(_ context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
 			for i := 1; i <= 3; i++ {
 				if err := emit.Delta(i); err != nil {
@@ -46,9 +47,9 @@ func ExampleCaller_Stream() {
 			log.Fatal(err)
 		}
 		switch ev.Type {
-		case caller.EventDelta:
+		case envelope.EventDelta:
 			fmt.Println("delta", string(ev.Data))
-		case caller.EventResult:
+		case envelope.EventResult:
 			fmt.Println("result", string(ev.Data))
 		}
 	}
@@ -59,7 +60,7 @@ func ExampleCaller_Stream() {
 	// result {"counted":3}
 }
 
-// A failed call's error is a *caller.Problem: errors.As finds it, its
+// A failed call's error is a *envelope.Problem: errors.As finds it, its
 // Code says what went wrong, and Transient whether a retry may help. A
 // call whose context ran out is also errors.Is context.DeadlineExceeded.
 func Example_problems() {
@@ -71,7 +72,7 @@ func Example_problems() {
 	type in struct {
 		N int `json:"n"`
 	}
-	err = worker.AddTool(m.Worker, worker.ToolSpec{Name: "wait"},
+	err = worker.AddTool(m.Worker, envelope.ToolSpec{Name: "wait"},
 		func(ctx context.Context, _ *worker.Request, a in) (int, error) {
 			<-ctx.Done() // a tool that never finishes in time
 			return 0, ctx.Err()
@@ -81,7 +82,7 @@ func Example_problems() {
 	}
 
 	_, err = m.Caller.Call(context.Background(), "wait", map[string]string{"n": "seven"})
-	var p *caller.Problem
+	var p *envelope.Problem
 	if errors.As(err, &p) {
 		fmt.Println(p.Code, p.Transient())
 	}
@@ -109,7 +110,7 @@ func ExampleCaller_Dispatch() {
 		A int `json:"a"`
 		B int `json:"b"`
 	}
-	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "add", Description: "Adds two integers."},
+	if err := worker.AddTool(m.Worker, envelope.ToolSpec{Name: "add", Description: "Adds two integers."},
 		func(_ context.Context, _ *worker.Request, in Pair) (int, error) { return in.A + in.B, nil }); err != nil {
 		log.Fatal(err)
 	}

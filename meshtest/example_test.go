@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -21,7 +22,7 @@ func ExampleNew() {
 	ctx := context.Background()
 
 	m := meshtest.New(t)
-	worker.AddTool(m.Worker, worker.ToolSpec{Name: "double"}, double)
+	worker.AddTool(m.Worker, envelope.ToolSpec{Name: "double"}, double)
 	n, err := caller.CallAs[int](ctx, m.Caller, "double", map[string]int{"N": 21})
 	if err != nil || n != 42 {
 		t.Fatalf("double: %d, %v", n, err)
@@ -30,7 +31,7 @@ func ExampleNew() {
 
 func TestExampleNew(t *testing.T) {
 	m := meshtest.New(t)
-	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "double"},
+	if err := worker.AddTool(m.Worker, envelope.ToolSpec{Name: "double"},
 		func(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) { return 2 * in.N, nil }); err != nil {
 		t.Fatal(err)
 	}

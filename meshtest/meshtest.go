@@ -5,7 +5,7 @@
 // to the test's output, all stopped when the test ends.
 //
 //	m := meshtest.New(t)
-//	worker.AddTool(m.Worker, worker.ToolSpec{Name: "add"}, add)
+//	worker.AddTool(m.Worker, envelope.ToolSpec{Name: "add"}, add)
 //	sum, err := caller.CallAs[int](ctx, m.Caller, "add", Pair{1, 2})
 package meshtest
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -20,7 +20,7 @@ import (
 // say complete:false.
 func TestCatalogIsCompleteWithoutWaiting(t *testing.T) {
 	m := meshtest.New(t)
-	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "double"},
+	if err := worker.AddTool(m.Worker, envelope.ToolSpec{Name: "double"},
 		func(_ context.Context, _ *worker.Request, in struct{ N int }) (int, error) { return 2 * in.N, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +45,13 @@ func TestLogHelper(t *testing.T) {
 		t.Skip("run by TestWorkerLogsReachTheTestOutput")
 	}
 	m := meshtest.New(t)
-	if err := m.Worker.Register(worker.ToolSpec{Name: "boom"}, worker.HandlerFunc(
+	if err := m.Worker.Register(envelope.ToolSpec{Name: "boom"}, worker.HandlerFunc(
 		func(context.Context, *worker.Request, worker.Emitter) (any, error) { panic("kaboom") })); err != nil {
 		t.Fatal(err)
 	}
 	_, err := m.Caller.Call(context.Background(), "boom", map[string]any{})
-	var p *caller.Problem
-	if !errors.As(err, &p) || p.Code != caller.CodeHandlerError {
+	var p *envelope.Problem
+	if !errors.As(err, &p) || p.Code != envelope.CodeHandlerError {
 		t.Fatalf("call: %v", err)
 	}
 }

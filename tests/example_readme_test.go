@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -26,7 +27,7 @@ func Example_typedTools() {
 	defer m.Close()
 	ctx, w, c := context.Background(), m.Worker, m.Caller
 
-	worker.AddTool(w, worker.ToolSpec{Name: "add"},
+	worker.AddTool(w, envelope.ToolSpec{Name: "add"},
 		func(ctx context.Context, _ *worker.Request, in Pair) (int, error) { return in.A + in.B, nil })
 	sum, err := caller.CallAs[int](ctx, c, "add", Pair{A: 2, B: 3}) // 5
 	fmt.Println(sum, err)
@@ -62,7 +63,7 @@ func Example_questions() {
 	type Confirm struct {
 		Confirm bool `json:"confirm"`
 	}
-	worker.AddTool(w, worker.ToolSpec{Name: "rm"}, func(ctx context.Context, req *worker.Request, in Path) (Out, error) {
+	worker.AddTool(w, envelope.ToolSpec{Name: "rm"}, func(ctx context.Context, req *worker.Request, in Path) (Out, error) {
 		ok, err := worker.AskAs[Confirm](ctx, req, "Delete "+in.Path+"?") // schema inferred from Confirm
 		if err != nil {
 			return Out{}, err // declined, cancelled, input_required or input_timeout: a Problem as it is

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -21,7 +22,7 @@ func Example() {
 	wnc, _ := srv.Connect()
 	defer wnc.Close()
 	w, _ := worker.New(wnc, worker.Config{})
-	_ = w.Register(worker.ToolSpec{
+	_ = w.Register(envelope.ToolSpec{
 		Name:        "greet",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 	}, worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
@@ -52,7 +53,7 @@ func Example() {
 
 	// Failures are Problems an agent can act on.
 	_, err := c.Call(ctx, "greet", map[string]int{"name": 7})
-	p := err.(*caller.Problem)
+	p := err.(*envelope.Problem)
 	fmt.Println(p.Code, p.ExitCode, p.RetryAfter == nil)
 	// Output:
 	// true {"greeting":"Hello, Ada"}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/workermw"
@@ -28,7 +29,7 @@ func ExampleAddTool() {
 	}
 	defer m.Close()
 
-	err = worker.AddTool(m.Worker, worker.ToolSpec{Name: "add"},
+	err = worker.AddTool(m.Worker, envelope.ToolSpec{Name: "add"},
 		func(_ context.Context, _ *worker.Request, in Pair) (int, error) { return in.A + in.B, nil })
 	if err != nil {
 		log.Fatal(err)
@@ -37,7 +38,7 @@ func ExampleAddTool() {
 	sum, err := caller.CallAs[int](context.Background(), m.Caller, "add", Pair{A: 2, B: 3})
 	fmt.Println(sum, err)
 	_, err = m.Caller.Call(context.Background(), "add", map[string]any{"a": "two"})
-	fmt.Println(err.(*worker.Problem).Code)
+	fmt.Println(err.(*envelope.Problem).Code)
 	// Output:
 	// 5 <nil>
 	// invalid_input
@@ -58,7 +59,7 @@ func ExampleAddStreamTool() {
 	}
 	defer m.Close()
 
-	err = worker.AddStreamTool(m.Worker, worker.ToolSpec{Name: "greet"},
+	err = worker.AddStreamTool(m.Worker, envelope.ToolSpec{Name: "greet"},
 		func(_ context.Context, _ *worker.Request, in Greeting, emit worker.TypedEmitter[string]) (int, error) {
 			for range in.Times {
 				if err := emit.Delta("hello " + in.Name); err != nil {
@@ -101,7 +102,7 @@ func ExampleConfig_middleware() {
 	}
 	defer m.Close()
 
-	err = m.Worker.Register(worker.ToolSpec{Name: "slow"}, worker.HandlerFunc(
+	err = m.Worker.Register(envelope.ToolSpec{Name: "slow"}, worker.HandlerFunc(
 		func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 			return map[string]bool{"ok": true}, nil
 		}),
@@ -128,7 +129,7 @@ func ExampleAddTool_defaults() {
 		N     int `json:"n"`
 		Times int `json:"times,omitempty" toolmesh:"default=10"`
 	}
-	if err := worker.AddTool(m.Worker, worker.ToolSpec{Name: "scale"},
+	if err := worker.AddTool(m.Worker, envelope.ToolSpec{Name: "scale"},
 		func(_ context.Context, _ *worker.Request, in Scaled) (int, error) { return in.N * in.Times, nil }); err != nil {
 		log.Fatal(err)
 	}

@@ -6,11 +6,14 @@
 // A minimal worker:
 //
 //	w, _ := worker.New(nc, worker.Config{})
-//	w.Register(worker.ToolSpec{Name: "echo"}, worker.HandlerFunc(
+//	w.Register(envelope.ToolSpec{Name: "echo"}, worker.HandlerFunc(
 //		func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 //			return json.RawMessage(req.Args), nil
 //		}))
 //	defer w.Drain(context.Background())
+//
+// Specs, Problems and their codes are package envelope's, named from there
+// (as caller does): the one registry of codes has one home.
 package worker
 
 import (

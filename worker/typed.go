@@ -54,7 +54,7 @@ func (t TypedEmitter[D]) Delta(d D) error { return t.e.Delta(d) }
 // {"result": …}, and caller.CallAs decodes it back. mw wraps this tool
 // only, inside the worker-wide chain (Config.Middleware).
 //
-//	worker.AddTool(w, worker.ToolSpec{Name: "add"},
+//	worker.AddTool(w, envelope.ToolSpec{Name: "add"},
 //		func(ctx context.Context, _ *worker.Request, in Pair) (int, error) {
 //			return in.A + in.B, nil
 //		})

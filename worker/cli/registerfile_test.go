@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -55,7 +56,7 @@ func TestRegisterFileAllOrNone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := meshtest.New(t)
 			if tc.already != "" {
-				if err := m.Worker.Register(worker.ToolSpec{Name: tc.already}, worker.HandlerFunc(nil)); err != nil {
+				if err := m.Worker.Register(envelope.ToolSpec{Name: tc.already}, worker.HandlerFunc(nil)); err != nil {
 					t.Fatal(err)
 				}
 			}
