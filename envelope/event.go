@@ -140,65 +140,88 @@ func (e ToolEvent) AppendJSON(b []byte) ([]byte, error) {
 	var err error
 	switch e.Type {
 	case EventStart:
-		b = appendString(b, "tool_id", e.ToolID)
-		if e.CallID != "" {
-			b = e.appendCallID(b)
-		}
-		if e.Metadata != nil {
-			if b, err = appendValue(b, "metadata", e.Metadata); err != nil {
-				return nil, err
-			}
-		}
+		b, err = e.appendStart(b)
 	case EventProgress:
-		if e.Pct != nil {
-			if *e.Pct < 0 || *e.Pct > 100 {
-				return nil, fmt.Errorf("progress: pct %v outside 0..100", *e.Pct)
-			}
-			b = append(b, `,"pct":`...)
-			b = strconv.AppendFloat(b, *e.Pct, 'f', -1, 64)
-		}
-		if e.Message != "" {
-			b = appendString(b, "message", e.Message)
-		}
-		if e.Log != nil {
-			if b, err = e.appendLog(b); err != nil {
-				return nil, err
-			}
-		}
+		b, err = e.appendProgress(b)
 	case EventDelta, EventResult:
-		b = append(b, `,"data":`...)
-		if len(e.Data) == 0 {
-			b = append(b, "null"...)
-		} else {
-			if !e.validData && !jsonx.Valid(e.Data) {
-				return nil, fmt.Errorf("%s: data is not valid JSON in UTF-8", e.Type)
-			}
-			b = append(b, e.Data...)
-		}
+		b, err = e.appendData(b)
 	case EventError:
-		if e.Code == "" {
-			return nil, errors.New("error event: code is required")
-		}
-		b = appendString(b, "code", string(e.Code))
-		b = appendString(b, "message", e.Message)
-		if e.Details != nil {
-			if b, err = e.Details.appendJSON(append(b, `,"details":`...)); err != nil {
-				return nil, fmt.Errorf("event details: %w", err)
-			}
-		} else if len(e.DetailsRaw) > 0 {
-			if !jsonx.Valid(e.DetailsRaw) {
-				return nil, errors.New("error event: details is not valid JSON")
-			}
-			b = append(append(b, `,"details":`...), e.DetailsRaw...)
-		}
+		b, err = e.appendError(b)
 	case EventQuestion, EventAnswered:
-		if b, err = e.appendQuestion(b); err != nil {
-			return nil, err
-		}
+		b, err = e.appendQuestion(b)
 	default:
-		return nil, fmt.Errorf("event: unknown type %q", e.Type)
+		err = fmt.Errorf("event: unknown type %q", e.Type)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return append(e.appendExtra(b), '}'), nil
+}
+
+// appendStart writes a start event's members.
+func (e ToolEvent) appendStart(b []byte) ([]byte, error) {
+	b = appendString(b, "tool_id", e.ToolID)
+	if e.CallID != "" {
+		b = e.appendCallID(b)
+	}
+	if e.Metadata != nil {
+		return appendValue(b, "metadata", e.Metadata)
+	}
+	return b, nil
+}
+
+// appendProgress writes a progress event's members.
+func (e ToolEvent) appendProgress(b []byte) ([]byte, error) {
+	if e.Pct != nil {
+		if *e.Pct < 0 || *e.Pct > 100 {
+			return nil, fmt.Errorf("progress: pct %v outside 0..100", *e.Pct)
+		}
+		b = append(b, `,"pct":`...)
+		b = strconv.AppendFloat(b, *e.Pct, 'f', -1, 64)
+	}
+	if e.Message != "" {
+		b = appendString(b, "message", e.Message)
+	}
+	if e.Log != nil {
+		return e.appendLog(b)
+	}
+	return b, nil
+}
+
+// appendData writes a delta's or a result's data, checked unless it is
+// known valid.
+func (e ToolEvent) appendData(b []byte) ([]byte, error) {
+	b = append(b, `,"data":`...)
+	if len(e.Data) == 0 {
+		return append(b, "null"...), nil
+	}
+	if !e.validData && !jsonx.Valid(e.Data) {
+		return nil, fmt.Errorf("%s: data is not valid JSON in UTF-8", e.Type)
+	}
+	return append(b, e.Data...), nil
+}
+
+// appendError writes an error event's code, message and details.
+func (e ToolEvent) appendError(b []byte) ([]byte, error) {
+	if e.Code == "" {
+		return nil, errors.New("error event: code is required")
+	}
+	b = appendString(b, "code", string(e.Code))
+	b = appendString(b, "message", e.Message)
+	switch {
+	case e.Details != nil:
+		out, err := e.Details.appendJSON(append(b, `,"details":`...))
+		if err != nil {
+			return nil, fmt.Errorf("event details: %w", err)
+		}
+		return out, nil
+	case len(e.DetailsRaw) > 0:
+		if !jsonx.Valid(e.DetailsRaw) {
+			return nil, errors.New("error event: details is not valid JSON")
+		}
+		return append(append(b, `,"details":`...), e.DetailsRaw...), nil
+	}
+	return b, nil
 }
 
 // appendCallID writes the call id, as a number when it arrived as one.
