@@ -83,21 +83,26 @@ func LoadFile(path string) ([]Entry, error) {
 	return entries, nil
 }
 
+// toolsDoc is the part of a tools file the bridge reads.
+type toolsDoc struct {
+	InheritEnv []string     `yaml:"inherit_env"`
+	Sandbox    yaml.Node    `yaml:"sandbox"`
+	Tools      []toolsEntry `yaml:"tools"`
+}
+
+// toolsEntry is one entry of a tools file, as far as the bridge reads it.
+type toolsEntry struct {
+	Name      string    `yaml:"name"`
+	Namespace string    `yaml:"namespace"`
+	Sandbox   yaml.Node `yaml:"sandbox"`
+	Binding   struct {
+		CLI yaml.Node `yaml:"cli"`
+		MCP yaml.Node `yaml:"mcp"`
+	} `yaml:"binding"`
+}
+
 // Parse reads the MCP-bound entries of a tools file's contents.
 func Parse(data []byte) ([]Entry, error) {
-	var doc struct {
-		InheritEnv []string  `yaml:"inherit_env"`
-		Sandbox    yaml.Node `yaml:"sandbox"`
-		Tools      []struct {
-			Name      string    `yaml:"name"`
-			Namespace string    `yaml:"namespace"`
-			Sandbox   yaml.Node `yaml:"sandbox"`
-			Binding   struct {
-				CLI yaml.Node `yaml:"cli"`
-				MCP yaml.Node `yaml:"mcp"`
-			} `yaml:"binding"`
-		} `yaml:"tools"`
-	}
 	var whole any
 	if err := yaml.Unmarshal(data, &whole); err != nil {
 		return nil, fmt.Errorf("not valid YAML: %v", err)
@@ -107,6 +112,7 @@ func Parse(data []byte) ([]Entry, error) {
 	if err := configkeys.Check(whole, configkeys.ToolsFile()); err != nil {
 		return nil, err
 	}
+	var doc toolsDoc
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("not valid YAML: %v", err)
 	}
@@ -121,34 +127,46 @@ func Parse(data []byte) ([]Entry, error) {
 	var out []Entry
 	seen := map[string]int{}
 	for i, t := range doc.Tools {
-		label := fmt.Sprintf("tools[%d]", i)
-		if t.Binding.MCP.Kind == 0 {
-			if t.Namespace != "" {
-				return nil, fmt.Errorf("%s: field namespace: only an MCP binding (binding.mcp) takes a namespace", label)
-			}
-			continue // not an MCP binding: the CLI loader's
-		}
-		if t.Binding.CLI.Kind != 0 {
-			return nil, fmt.Errorf("%s: field binding: set cli or mcp, not both", label)
-		}
-		e, err := parseEntry(t.Namespace, t.Name, &t.Binding.MCP)
+		e, ok, err := mcpEntry(i, &t, fileBox, seen)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", label, err)
+			return nil, err
 		}
-		if j, dup := seen[e.Namespace]; dup {
-			return nil, fmt.Errorf("%s: field namespace: %q is already bound by tools[%d]", label, e.Namespace, j)
+		if ok {
+			e.InheritEnv = inherit
+			out = append(out, e)
 		}
-		seen[e.Namespace] = i
-		e.InheritEnv = inherit
-		if e.Sandbox, _, err = decodeSandbox(&t.Sandbox, fileBox); err != nil {
-			return nil, fmt.Errorf("%s: field %v", label, err)
-		}
-		if e.Sandbox != nil && e.Server.Command == "" {
-			return nil, fmt.Errorf("%s: field sandbox: only a stdio server (command) runs under a sandbox, not a url", label)
-		}
-		out = append(out, e)
 	}
 	return out, nil
+}
+
+// mcpEntry reads tools[i] when it binds an MCP server (ok false when it is
+// the CLI loader's), refusing a namespace another entry (in seen) binds.
+func mcpEntry(i int, t *toolsEntry, fileBox *sandbox.Policy, seen map[string]int) (Entry, bool, error) {
+	label := fmt.Sprintf("tools[%d]", i)
+	if t.Binding.MCP.Kind == 0 {
+		if t.Namespace != "" {
+			return Entry{}, false, fmt.Errorf("%s: field namespace: only an MCP binding (binding.mcp) takes a namespace", label)
+		}
+		return Entry{}, false, nil
+	}
+	if t.Binding.CLI.Kind != 0 {
+		return Entry{}, false, fmt.Errorf("%s: field binding: set cli or mcp, not both", label)
+	}
+	e, err := parseEntry(t.Namespace, t.Name, &t.Binding.MCP)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("%s: %v", label, err)
+	}
+	if j, dup := seen[e.Namespace]; dup {
+		return Entry{}, false, fmt.Errorf("%s: field namespace: %q is already bound by tools[%d]", label, e.Namespace, j)
+	}
+	seen[e.Namespace] = i
+	if e.Sandbox, _, err = decodeSandbox(&t.Sandbox, fileBox); err != nil {
+		return Entry{}, false, fmt.Errorf("%s: field %v", label, err)
+	}
+	if e.Sandbox != nil && e.Server.Command == "" {
+		return Entry{}, false, fmt.Errorf("%s: field sandbox: only a stdio server (command) runs under a sandbox, not a url", label)
+	}
+	return e, true, nil
 }
 
 // parseEntry validates one binding.mcp and its namespace.
