@@ -6,7 +6,7 @@ PKGS      := ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: all build test test-sdk lint vet fmt-check bench bench-catalogue fuzz fuzz-smoke interop-mcp flood
+.PHONY: all build test test-sdk lint vet fmt-check bench docs-bench bench-catalogue fuzz fuzz-smoke interop-mcp flood
 
 all: build test
 
@@ -50,13 +50,24 @@ lint: fmt-check vet
 # (its memory row needs the built binary: worker and caller in processes of their own),
 # then the Go benchmarks and the spawn benchmark.
 BENCHFLAGS ?=
-# `toolmesh bench` comes first: its table is the README's.
+# `toolmesh bench` comes first: its table is docs/performance.md's.
 bench: build
 	bin/toolmesh bench $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./tests/...
 	$(GO) test -run '^$$' -bench Spawn -benchtime 1x ./worker/cli/
 
-# The catalogue at fleet scale (README, "Watch at fleet scale"): how fast
+# docs/performance.md's tables come from one run of `toolmesh bench`,
+# with the machine, the date and the load before and after written beside
+# them, so the page never mixes figures of different runs.
+docs-bench: build
+	@tmp=$$(mktemp -d); load0=$$(cut -d' ' -f1-3 /proc/loadavg); \
+	bin/toolmesh bench --json $(BENCHFLAGS) > $$tmp/bench.json && \
+	$(GO) run ./cmd/toolmesh/internal/bench/benchdoc -in $$tmp/bench.json \
+		-date "$$(date -u +%Y-%m-%d)" -machine "$$(nproc) cores ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))" \
+		-load "$$load0 before, $$(cut -d' ' -f1-3 /proc/loadavg) after"; \
+	rc=$$?; rm -rf $$tmp; exit $$rc
+
+# The catalogue at fleet scale (docs/performance.md): how fast
 # Watch shows a new and a killed worker among 1,000 simulated ones, and the
 # caller's CPU for a catalogue beside a raw gather, so discovery's cost is
 # known before a fleet grows. BIG_FLEET=1 adds 5,000
