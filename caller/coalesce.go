@@ -191,7 +191,7 @@ func (c *Caller) sendQueued(subject string, q []queued) {
 // one worker of the queue group, so a queue no longer than the fleet goes
 // out a call a message, spread as uncoalesced calls would be, and a
 // longer one in as many batches as there are workers at least: coalescing
-// never piles a fleet's calls on a few of its workers (issue 26).
+// never piles a fleet's calls on a few of its workers.
 func batchCap(queued, hosts int) int {
 	if hosts <= 1 {
 		return maxBatch

@@ -20,8 +20,8 @@ import (
 // mode (a worker that overruns it ends the call) and by one event in
 // unary mode. What only some calls need (stream credit, chunk
 // reassembly, a held settle Problem, questions) lives behind pointers
-// made on first use, so a unary call in flight is 240 bytes, not 384
-// (issue 26: the caller's heap per call in flight).
+// made on first use, so a unary call in flight is 240 bytes, not 384:
+// the caller's heap per call in flight is what a flood of calls costs.
 type pending struct {
 	c      *Caller
 	id     string

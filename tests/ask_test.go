@@ -156,7 +156,7 @@ func TestAskWithoutAnswerer(t *testing.T) {
 // TestAskDeadline: a question nobody answers ends the call with
 // input_timeout once its timeout passes, and the handler's context ends.
 func TestAskDeadline(t *testing.T) {
-	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{QuestionTimeout: 200 * time.Millisecond}})
+	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Liveness: worker.Liveness{QuestionTimeout: 200 * time.Millisecond}}})
 	handlerDone := make(chan error, 1)
 	err := m.Worker.Register(envelope.ToolSpec{Name: "ask"}, worker.HandlerFunc(
 		func(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
@@ -342,7 +342,7 @@ func TestApprovalInSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Approvals: approvalPolicy, TracerProvider: tp},
+	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Approvals: approvalPolicy, Tracing: worker.Tracing{TracerProvider: tp}},
 		Caller: caller.Config{TracerProvider: tp}})
 	approvalMesh(t, m.Worker)
 	yes := func(context.Context, caller.Question) (caller.Answer, error) {

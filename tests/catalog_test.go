@@ -141,7 +141,7 @@ func nextOf(t *testing.T, changes func() (catalog.Change, error, bool), tool str
 // Watch yields the tools present, then a worker's join and its drain.
 func TestWatchSeesJoinAndDrain(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	first := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	first := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 200 * time.Millisecond}})
 	register(t, first, envelope.ToolSpec{Name: "fs.read"}, echo)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -151,12 +151,12 @@ func TestWatchSeesJoinAndDrain(t *testing.T) {
 	if ch := next(t, changes); ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != "fs.read" {
 		t.Fatalf("first change %+v", ch)
 	}
-	second := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	second := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 200 * time.Millisecond}})
 	register(t, second, envelope.ToolSpec{Name: "fs.write"}, echo)
 	if ch := nextOf(t, changes, "fs.write"); ch.Kind != catalog.ToolAdded || ch.Tool.Workers[0] != second.ID() {
 		t.Fatalf("join %+v", ch)
 	}
-	third := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	third := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 200 * time.Millisecond}})
 	register(t, third, envelope.ToolSpec{Name: "fs.read"}, echo)
 	if ch := nextOf(t, changes, "fs.read"); ch.Kind != catalog.ToolChanged || ch.Tool.Instances != 2 {
 		t.Fatalf("second instance %+v", ch)
@@ -202,7 +202,7 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 	defer cancel()
 	changes, stop := iterPull(c.Catalog().Watch(ctx))
 	defer stop()
-	first := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	first := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 200 * time.Millisecond}})
 	register(t, first, envelope.ToolSpec{Name: "first"}, echo)
 	if ch := next(t, changes); ch.Tool.Spec.Name != "first" { // the watch is following now
 		t.Fatalf("first change %+v", ch)
@@ -220,7 +220,7 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 		}
 	}
 	_ = hostile.Flush()
-	w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 200 * time.Millisecond})
+	w := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 200 * time.Millisecond}})
 	register(t, w, envelope.ToolSpec{Name: "real"}, echo)
 	if ch := nextOf(t, changes, "real"); ch.Kind != catalog.ToolAdded {
 		t.Fatalf("after fake beacons: %+v", ch)
@@ -232,7 +232,7 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 // catalogue answer, before any beacon, and must not drop it in between.
 func TestWatchJudgesAWorkerByItsOwnInterval(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	slow := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Heartbeat: 2 * time.Second})
+	slow := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 2 * time.Second}})
 	register(t, slow, envelope.ToolSpec{Name: "slow.tool"}, echo)
 	beacons := make(chan struct{}, 16)
 	if _, err := meshtest.Connect(t, srv).Subscribe(mesh.Subjects{}.Presence(slow.ID()), func(*nats.Msg) { beacons <- struct{}{} }); err != nil {

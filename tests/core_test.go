@@ -101,7 +101,7 @@ func TestStreamingCall(t *testing.T) {
 
 // 10,000 calls in flight from one caller connection, each result checked.
 func TestTenThousandConcurrentCalls(t *testing.T) {
-	f := newMesh(t, worker.Config{MaxConcurrent: 512}, caller.Config{})
+	f := newMesh(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 512}}, caller.Config{})
 	register(t, f.w, envelope.ToolSpec{Name: "echo"}, echo)
 	const n = 10000
 	var wg sync.WaitGroup
@@ -170,7 +170,7 @@ func TestSchemaInvalidArgsNeverRunHandler(t *testing.T) {
 }
 
 func TestOversizeArgs(t *testing.T) {
-	f := newMesh(t, worker.Config{MaxArgsBytes: 1024}, caller.Config{})
+	f := newMesh(t, worker.Config{Limits: worker.Limits{MaxArgsBytes: 1024}}, caller.Config{})
 	var ran atomic.Int32
 	register(t, f.w, envelope.ToolSpec{Name: "echo"}, func(ctx context.Context, r *worker.Request, e worker.Emitter) (any, error) {
 		ran.Add(1)
@@ -190,7 +190,7 @@ func TestOversizeArgs(t *testing.T) {
 }
 
 func TestOversizeResultIsReportedNotCut(t *testing.T) {
-	f := newMesh(t, worker.Config{MaxResultBytes: 1 << 20}, caller.Config{})
+	f := newMesh(t, worker.Config{Limits: worker.Limits{MaxResultBytes: 1 << 20}}, caller.Config{})
 	register(t, f.w, envelope.ToolSpec{Name: "big"}, func(context.Context, *worker.Request, worker.Emitter) (any, error) {
 		return map[string]string{"x": strings.Repeat("b", 2<<20)}, nil
 	})
@@ -385,7 +385,7 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 }
 
 func TestOverloadedCarriesRetryAfter(t *testing.T) {
-	f := newMesh(t, worker.Config{MaxConcurrent: 1, MaxQueued: worker.NoQueue, OverloadRetryAfter: 3 * time.Second}, caller.Config{})
+	f := newMesh(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 1, MaxQueued: worker.NoQueue, OverloadRetryAfter: 3 * time.Second}}, caller.Config{})
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	register(t, f.w, envelope.ToolSpec{Name: "slot"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
@@ -524,7 +524,7 @@ func TestDiscovery(t *testing.T) {
 // always safe); other transient failures are retried only when the call is
 // idempotent.
 func TestRetryPolicy(t *testing.T) {
-	f := newMesh(t, worker.Config{MaxConcurrent: 1, MaxQueued: worker.NoQueue, OverloadRetryAfter: 20 * time.Millisecond}, caller.Config{})
+	f := newMesh(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 1, MaxQueued: worker.NoQueue, OverloadRetryAfter: 20 * time.Millisecond}}, caller.Config{})
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	register(t, f.w, envelope.ToolSpec{Name: "slot"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
@@ -575,7 +575,7 @@ func TestRetryPolicy(t *testing.T) {
 // never started, reported live workers lost.
 func TestBatchedCallsToABlockingHandlerAllRun(t *testing.T) {
 	const calls = 20
-	f := newMesh(t, worker.Config{MaxConcurrent: calls, MaxQueued: calls, MaxPerIdentity: calls}, caller.Config{Retries: caller.NoRetries})
+	f := newMesh(t, worker.Config{Limits: worker.Limits{MaxConcurrent: calls, MaxQueued: calls, MaxPerIdentity: calls}}, caller.Config{Retries: caller.NoRetries})
 	var entered atomic.Int32
 	gate := make(chan struct{})
 	register(t, f.w, envelope.ToolSpec{Name: "block"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {

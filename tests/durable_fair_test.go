@@ -33,7 +33,7 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	// A worker whose per-sender share (half its 16 slots) the old
 	// dispatch let one owner's flood fill for every owner.
-	w := m.demoWorker(t, worker.Config{MaxConcurrent: 16})
+	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 16}})
 	register(t, w, envelope.ToolSpec{Name: "demo.park"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
 		started.Add(1)
 		defer ended.Add(1)

@@ -163,7 +163,7 @@ func TestTracePropagation(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	f := newMesh(t, worker.Config{TracerProvider: tp}, caller.Config{TracerProvider: tp})
+	f := newMesh(t, worker.Config{Tracing: worker.Tracing{TracerProvider: tp}}, caller.Config{TracerProvider: tp})
 	register(t, f.w, envelope.ToolSpec{Name: "echo"}, echo)
 	resp, err := f.c.Call(context.Background(), "echo", nil)
 	if err != nil {

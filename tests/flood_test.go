@@ -92,7 +92,7 @@ func TestFloodIsAnsweredWithBoundedHeap(t *testing.T) {
 	if raceEnabled {
 		n = 20_000
 	}
-	f := newMesh(t, worker.Config{MaxConcurrent: 8}, caller.Config{})
+	f := newMesh(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 8}}, caller.Config{})
 	register(t, f.w, envelope.ToolSpec{Name: "work"}, echo)
 	out := flood(context.Background(), f.c, n)
 	if p := out.firstOther.Load(); p != nil {
@@ -111,7 +111,7 @@ func TestFloodIsAnsweredWithBoundedHeap(t *testing.T) {
 // answers and the heap's high-water mark.
 func BenchmarkFlood100k(b *testing.B) {
 	srv := meshtest.StartServer(b, embedded.Config{})
-	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{MaxConcurrent: 8})
+	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{Limits: worker.Limits{MaxConcurrent: 8}})
 	register(b, w, envelope.ToolSpec{Name: "work"}, echo)
 	c := meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})
 	for b.Loop() {

@@ -64,7 +64,7 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	share := 1024 / 2 // worker.Config.MaxPerIdentity's default: half of MaxConcurrent's
+	share := 1024 / 2 // worker.Config.Limits.MaxPerIdentity's default: half of MaxConcurrent's
 	for range bobBurst - share {
 		<-refused
 	}
@@ -84,7 +84,7 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 
 // controlFloodRSSBound bounds the worker process's peak RSS under bob's
 // flood of 1 MB control messages: the worker's control subscription holds
-// at most worker.Config.MaxControlPendingBytes (4 MiB) unread, and a
+// at most worker.Config.Limits.MaxControlPendingBytes (4 MiB) unread, and a
 // message over 1 KiB is dropped undecoded, so the flood (300 MB) must
 // leave the process near its idle size. Before the limits the issue
 // measured 44 MiB → 1.27 GiB.

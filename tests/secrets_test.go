@@ -129,7 +129,7 @@ func (lw *leakWatch) finish(t *testing.T, f *meshFixture, secrets ...string) {
 // as any 8-byte piece.
 func TestEnvSecretNeverLeaks(t *testing.T) {
 	lw := newLeakWatch(t)
-	f := newMesh(t, worker.Config{Logger: lw.log, TracerProvider: lw.tp}, caller.Config{Logger: lw.log, TracerProvider: lw.tp})
+	f := newMesh(t, worker.Config{Logger: lw.log, Tracing: worker.Tracing{TracerProvider: lw.tp}}, caller.Config{Logger: lw.log, TracerProvider: lw.tp})
 	secret := randomToken(t, 40)
 	registerToolsFile(t, f.w, envLeakTools(secret), lw.log)
 	// The 40-byte secret straddles the cut for n in 4057..4095 (tail) and
@@ -150,7 +150,7 @@ func TestEnvSecretNeverLeaks(t *testing.T) {
 // name and where it failed, never the password.
 func TestHandlerErrorsLoseURLCredentialsAndBearer(t *testing.T) {
 	lw := newLeakWatch(t)
-	f := newMesh(t, worker.Config{Logger: lw.log, TracerProvider: lw.tp}, caller.Config{Logger: lw.log, TracerProvider: lw.tp})
+	f := newMesh(t, worker.Config{Logger: lw.log, Tracing: worker.Tracing{TracerProvider: lw.tp}}, caller.Config{Logger: lw.log, TracerProvider: lw.tp})
 	password, bearer := "hunter2-"+randomToken(t, 12), randomToken(t, 40)
 	register(t, f.w, envelope.ToolSpec{Name: "db.query"}, func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
 		var a struct{ Plain bool }
@@ -178,7 +178,7 @@ func TestHandlerErrorsLoseURLCredentialsAndBearer(t *testing.T) {
 // req.Bearer holds when the call ends.
 func TestBearerTakenOffTheRequestStaysRedacted(t *testing.T) {
 	lw := newLeakWatch(t)
-	f := newMesh(t, worker.Config{Logger: lw.log, TracerProvider: lw.tp}, caller.Config{Logger: lw.log, TracerProvider: lw.tp})
+	f := newMesh(t, worker.Config{Logger: lw.log, Tracing: worker.Tracing{TracerProvider: lw.tp}}, caller.Config{Logger: lw.log, TracerProvider: lw.tp})
 	type tokenKey struct{}
 	takeBearer := func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
@@ -213,7 +213,7 @@ func TestBridgedEnvSecretNeverLeaks(t *testing.T) {
 	b, err := bridge.Start(context.Background(), meshtest.Connect(t, srv), bridge.Config{
 		Entry: bridge.Entry{Namespace: "t", InheritEnv: []string{"PATH"},
 			Server: bridge.ServerConfig{Command: mcpServerBin(t), Env: map[string]string{"TESTSERVER_SECRET": secret}}},
-		Worker: worker.Config{Logger: lw.log, TracerProvider: lw.tp}, Logger: lw.log})
+		Worker: worker.Config{Logger: lw.log, Tracing: worker.Tracing{TracerProvider: lw.tp}}, Logger: lw.log})
 	if err != nil {
 		t.Fatal(err)
 	}

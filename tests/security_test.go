@@ -495,7 +495,7 @@ func TestSecureDeniedPublishIsForbiddenAtOnce(t *testing.T) {
 // caller alive) whose inbox nobody reads ends within its bounded life.
 func TestSecureUnleasedCallHasABoundedLife(t *testing.T) {
 	m := startSecure(t)
-	w := m.demoWorker(t, worker.Config{MaxUnleasedLife: 500 * time.Millisecond})
+	w := m.demoWorker(t, worker.Config{Liveness: worker.Liveness{MaxUnleasedLife: 500 * time.Millisecond}})
 	ended := make(chan error, 1)
 	register(t, w, envelope.ToolSpec{Name: "demo.forever", Streaming: true}, func(ctx context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
 		for ctx.Err() == nil {
@@ -665,7 +665,7 @@ func TestSecureBearerNeverLeaks(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	w := m.demoWorker(t, worker.Config{Logger: log, TracerProvider: tp})
+	w := m.demoWorker(t, worker.Config{Logger: log, Tracing: worker.Tracing{TracerProvider: tp}})
 	registerToolsFile(t, w, leakTools, log)
 	register(t, w, envelope.ToolSpec{Name: "demo.goleak"}, func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
 		var a struct{ N int }
@@ -973,7 +973,7 @@ func TestSecureTenantWatchesTheFleet(t *testing.T) {
 		}
 	}()
 	wnc, _ := m.dial(t, "tools")
-	w := meshtest.NewWorker(t, wnc, worker.Config{Pool: "demo", Heartbeat: 100 * time.Millisecond})
+	w := meshtest.NewWorker(t, wnc, worker.Config{Pool: "demo", Liveness: worker.Liveness{Heartbeat: 100 * time.Millisecond}})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	want := func(kind catalog.ChangeKind) {
 		t.Helper()

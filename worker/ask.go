@@ -136,7 +136,7 @@ func (c *call) ask(ctx context.Context, q Question, approval *envelope.Approval)
 func (c *call) questionTimeout(q Question) time.Duration {
 	d := q.Timeout
 	if d <= 0 {
-		d = c.w.cfg.QuestionTimeout
+		d = c.w.cfg.Liveness.QuestionTimeout
 	}
 	if !c.deadline.IsZero() {
 		d = min(d, max(time.Until(c.deadline), time.Millisecond))

@@ -156,7 +156,7 @@ func (c *call) pastPickup(now time.Time) bool { return c.pickup != 0 && now.Unix
 func (c *call) tooLate(why string) *envelope.Problem {
 	return c.w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
 		"worker %s %s; the handler did not run and will not", c.w.cfg.ID, why)).
-		WithRetryAfter(c.w.cfg.OverloadRetryAfter.Seconds())
+		WithRetryAfter(c.w.cfg.Limits.OverloadRetryAfter.Seconds())
 }
 
 // startSpan starts the call's server span, a child of the caller's.
@@ -450,7 +450,7 @@ func (c *call) contextProblem(ctx context.Context) *envelope.Problem {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && c.unleased:
 		return c.w.problems.New(envelope.CodeTimeout, fmt.Sprintf(
 			"the call reached this worker's limit of %s for calls whose caller does not prove it is alive (send %s= in the call's metadata line, or a shorter %s=)",
-			c.w.cfg.MaxUnleasedLife, wire.MetaCaller, wire.MetaTimeout))
+			c.w.cfg.Liveness.MaxUnleasedLife, wire.MetaCaller, wire.MetaTimeout))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return c.w.problems.New(envelope.CodeTimeout, fmt.Sprintf("the call's budget ran out after %s", time.Since(c.started).Round(time.Millisecond)))
 	}

@@ -39,6 +39,6 @@ func (w *Worker) catalogue() (tools []byte, digest string) {
 // catalogueEntry is the worker's answer on its catalogue subjects.
 func (w *Worker) catalogueEntry() []byte {
 	tools, digest := w.catalogue()
-	b, _ := json.Marshal(catalogueAnswer{WorkerID: w.cfg.ID, Tools: tools, IntervalMS: w.cfg.Heartbeat.Milliseconds(), Specs: digest})
+	b, _ := json.Marshal(catalogueAnswer{WorkerID: w.cfg.ID, Tools: tools, IntervalMS: w.cfg.Liveness.Heartbeat.Milliseconds(), Specs: digest})
 	return b
 }

@@ -18,7 +18,7 @@ import (
 // bodies: whatever arrives, the worker answers with a well-formed event
 // (a result or a Problem) and never panics or stays silent.
 func FuzzCallMessage(f *testing.F) {
-	w, raw := newTestWorker(f, Config{MaxArgsBytes: 4096})
+	w, raw := newTestWorker(f, Config{Limits: Limits{MaxArgsBytes: 4096}})
 	spec := envelope.ToolSpec{Name: "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)}
 	if err := w.Register(spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
@@ -85,7 +85,7 @@ func FuzzCallMessage(f *testing.F) {
 // one it can split ends with exactly one terminal naming the call — a
 // result or a Problem, never internal_error, never silence.
 func FuzzBatchMessage(f *testing.F) {
-	w, raw := newTestWorker(f, Config{MaxArgsBytes: 4096})
+	w, raw := newTestWorker(f, Config{Limits: Limits{MaxArgsBytes: 4096}})
 	spec := envelope.ToolSpec{Name: "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)}
 	if err := w.Register(spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {

@@ -34,7 +34,7 @@ type callMsg struct {
 // budget already spent. A call whose caller does not prove it is alive
 // gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
 func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
-	c := &call{w: w, tool: t, reply: m.reply, batch: m.batch, started: received, interval: w.cfg.Heartbeat}
+	c := &call{w: w, tool: t, reply: m.reply, batch: m.batch, started: received, interval: w.cfg.Liveness.Heartbeat}
 	line, body, err := wire.SplitCall(m.data)
 	var meta callMeta
 	var prob *envelope.Problem
@@ -69,7 +69,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	}
 	c.pickup = pickupNanos(meta.pickup)
 	if c.callerID == "" || !c.repliesToCaller() { // nobody will prove the caller alive
-		if life := received.Add(w.cfg.MaxUnleasedLife); c.deadline.IsZero() || c.deadline.After(life) {
+		if life := received.Add(w.cfg.Liveness.MaxUnleasedLife); c.deadline.IsZero() || c.deadline.After(life) {
 			c.deadline, c.unleased = life, true
 		}
 	}
@@ -112,9 +112,9 @@ func (c *call) setMeta(m callMeta) {
 // refuseEarly is the Problem of a well-formed call that must not run: a
 // body past MaxArgsBytes, or a budget already spent.
 func (w *Worker) refuseEarly(m callMsg, meta callMeta) *envelope.Problem {
-	if len(m.data) > w.cfg.MaxArgsBytes {
+	if len(m.data) > w.cfg.Limits.MaxArgsBytes {
 		return w.problems.New(envelope.CodePayloadTooLarge,
-			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.data), w.cfg.MaxArgsBytes)).
+			fmt.Sprintf("call body is %d bytes, more than this worker's limit of %d", len(m.data), w.cfg.Limits.MaxArgsBytes)).
 			WithFix(largeArgsFix, envelope.MaybeIncorrect)
 	}
 	if meta.hasBudget && meta.budget <= 0 {
@@ -123,7 +123,7 @@ func (w *Worker) refuseEarly(m callMsg, meta callMeta) *envelope.Problem {
 	if late := w.lateForPickup(meta); late > 0 {
 		return w.problems.New(envelope.CodeOverloaded, fmt.Sprintf(
 			"worker %s read the call %s too late for its caller's pickup deadline; the handler did not run and will not", w.cfg.ID, late.Round(time.Millisecond))).
-			WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds())
+			WithRetryAfter(w.cfg.Limits.OverloadRetryAfter.Seconds())
 	}
 	return nil
 }
@@ -168,7 +168,7 @@ func (w *Worker) onViolation(op wire.Operation, subject string) {
 // the refusal before answering the round trip, and nats.go records it as
 // the connection's last error before the round trip returns.
 func (w *Worker) confirmSubscriptions(subjects ...string) error {
-	if err := w.nc.FlushTimeout(w.cfg.ConfirmTimeout); err != nil {
+	if err := w.nc.FlushTimeout(w.cfg.Liveness.ConfirmTimeout); err != nil {
 		return fmt.Errorf("subscriptions not confirmed by the server: %w", err)
 	}
 	op, denied, ok := wire.Violation(w.nc.LastError())

@@ -98,7 +98,7 @@ func (r *Request) Bind(v any) error { return bindArgs(r.Tool, r.Args, v) }
 // something scarce (slots, a queue) fairly: the identity the server
 // stamped (Identity) when there is one, else the caller id the call
 // carried ("" for an unleased call in a single account, where all such
-// calls are one sender), the same sender as Config.MaxPerIdentity counts.
+// calls are one sender), the same sender as Config.Limits.MaxPerIdentity counts.
 func (r *Request) Sender() string {
 	if r.call == nil {
 		return r.Identity

@@ -59,7 +59,7 @@ func (w *Worker) openRegistry() jetstream.KeyValue {
 		return nil
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: w.subjects.RegistryBucket(), TTL: w.cfg.RegistryTTL, History: 1,
+		Bucket: w.subjects.RegistryBucket(), TTL: w.cfg.Liveness.RegistryTTL, History: 1,
 		Description: "toolmesh workers: one key per live worker",
 	})
 	if err != nil {
@@ -97,7 +97,7 @@ func (w *Worker) registryRefused(ctx context.Context) string {
 }
 
 // refreshEvery is how often the worker rewrites its registry key.
-func (w *Worker) refreshEvery() time.Duration { return max(w.cfg.RegistryTTL/3, time.Second) }
+func (w *Worker) refreshEvery() time.Duration { return max(w.cfg.Liveness.RegistryTTL/3, time.Second) }
 
 func (p *presence) loop() {
 	defer close(p.exited)
@@ -105,7 +105,7 @@ func (p *presence) loop() {
 	// once on reconnect rather than at the next refresh.
 	reconnected := p.w.nc.StatusChanged(nats.CONNECTED)
 	defer p.w.nc.RemoveStatusListener(reconnected)
-	beat := time.NewTicker(p.w.cfg.Heartbeat)
+	beat := time.NewTicker(p.w.cfg.Liveness.Heartbeat)
 	defer beat.Stop()
 	refresh := time.NewTicker(p.w.refreshEvery())
 	defer refresh.Stop()
@@ -145,7 +145,7 @@ func (p *presence) current(state string) []byte {
 	rev := p.revision
 	p.mu.Unlock()
 	_, digest := p.w.catalogue()
-	b, _ := json.Marshal(wire.Beacon{WorkerID: p.w.cfg.ID, State: state, Revision: rev, IntervalMS: p.w.cfg.Heartbeat.Milliseconds(),
+	b, _ := json.Marshal(wire.Beacon{WorkerID: p.w.cfg.ID, State: state, Revision: rev, IntervalMS: p.w.cfg.Liveness.Heartbeat.Milliseconds(),
 		Specs: digest, RefreshMS: p.w.refreshEvery().Milliseconds()})
 	return b
 }

@@ -43,7 +43,7 @@ func rawCall(t *testing.T, raw *nats.Conn, tool string, body []byte) envelope.To
 // admission and Stop's wait are ordered.
 func TestStopOrdersAdmission(t *testing.T) {
 	for round := range 20 {
-		w, raw := newTestWorker(t, Config{MaxConcurrent: 4, MaxQueued: 64})
+		w, raw := newTestWorker(t, Config{Limits: Limits{MaxConcurrent: 4, MaxQueued: 64}})
 		var stopped, late atomic.Bool
 		if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
 			if stopped.Load() {
@@ -93,7 +93,7 @@ func TestRegisterConfirmIsUnlockedAndAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	w, err := New(nc, Config{ConfirmTimeout: time.Hour})
+	w, err := New(nc, Config{Liveness: Liveness{ConfirmTimeout: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func (c *call) emit(ctx context.Context, ev envelope.ToolEvent) error {
 func (c *call) enqueueLocked(ev envelope.ToolEvent) error {
 	start := len(c.out.buf)
 	buf, err := ev.AppendJSON(c.out.buf)
-	if err == nil && len(buf)-start > c.w.cfg.MaxResultBytes {
+	if err == nil && len(buf)-start > c.w.cfg.Limits.MaxResultBytes {
 		err = c.tooLarge(ev.Type, len(buf)-start)
 	}
 	if err != nil {
@@ -292,7 +292,7 @@ func (c *call) checkEncoded(ev envelope.ToolEvent, data []byte, err error) (enve
 		ev = envelope.ErrorEvent(c.w.problems.New(envelope.CodeOutputInvalid, "terminal event cannot be encoded: "+err.Error()))
 		data, _ = ev.AppendJSON(nil)
 	}
-	if len(data) > c.w.cfg.MaxResultBytes {
+	if len(data) > c.w.cfg.Limits.MaxResultBytes {
 		p := c.tooLarge(ev.Type, len(data))
 		if !ev.IsTerminal() {
 			return ev, nil, p
@@ -306,7 +306,7 @@ func (c *call) checkEncoded(ev envelope.ToolEvent, data []byte, err error) (enve
 // tooLarge is the Problem of an event past MaxResultBytes.
 func (c *call) tooLarge(typ envelope.EventType, size int) *envelope.Problem {
 	return c.w.problems.New(envelope.CodePayloadTooLarge,
-		fmt.Sprintf("%s event is %d bytes, more than this worker's max_result_bytes (%d)", typ, size, c.w.cfg.MaxResultBytes)).
+		fmt.Sprintf("%s event is %d bytes, more than this worker's max_result_bytes (%d)", typ, size, c.w.cfg.Limits.MaxResultBytes)).
 		WithFix("Ask the tool for less (narrower arguments, paging), or raise the worker's MaxResultBytes and the caller's.", envelope.MaybeIncorrect)
 }
 

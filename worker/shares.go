@@ -3,9 +3,9 @@ package worker
 import "sync"
 
 // shares counts the calls each sender holds admitted on this worker, so
-// that no sender takes more than Config.MaxPerIdentity of its slots and
-// queue while others wait (issue 20: one tenant's burst of unleased calls
-// locked every other tenant out of a shared worker for minutes).
+// that no sender takes more than Config.Limits.MaxPerIdentity of its slots
+// and queue while others wait: without it one tenant's burst of unleased
+// calls locks every other tenant out of a shared worker for minutes.
 //
 // A sender is the identity the NATS server vouches for (account/user,
 // under deploy/secure), however many caller ids it makes up; in a single

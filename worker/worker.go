@@ -24,7 +24,7 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// NoQueue as Config.MaxQueued admits no call beyond the running ones.
+// NoQueue as Config.Limits.MaxQueued admits no call beyond the running ones.
 // Zero never means "none" in a Config: it means the documented default.
 const NoQueue = -1
 
@@ -43,11 +43,36 @@ type Config struct {
 	// Name is the ADR-32 service name (default mesh.ServiceName).
 	Name string
 	// Version is the worker's semantic version, reported to discovery (default 0.1.0).
-	Version     string
+	Version string
+	// Description and Metadata are reported to discovery as they are.
 	Description string
 	Metadata    map[string]string
 	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix).
 	Prefix string
+	// Limits bound what the worker admits and holds: calls, their sizes,
+	// each sender's share, and unread messages.
+	Limits Limits
+	// Liveness sets the heartbeats and the time bounds of calls,
+	// registrations and questions.
+	Liveness Liveness
+	// Approvals requires the caller's approval before matching tools run
+	// (docs/protocol.md §23.7).
+	Approvals Approvals
+	// Middleware wraps every tool's handler, the first outermost, outside
+	// the tool's own middleware (see Register). Package worker/workermw
+	// has auth, limits, access logs and metrics.
+	Middleware []Middleware
+	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
+	ProblemBaseURI string
+	// Logger receives the worker's logs (default slog.Default()).
+	Logger *slog.Logger
+	// Tracing sets where spans go and how trace context is read.
+	Tracing Tracing
+}
+
+// Limits bound what a worker admits and holds; each zero value means
+// the default named on its field.
+type Limits struct {
 	// MaxConcurrent bounds handlers running at once (default 1024).
 	MaxConcurrent int
 	// MaxQueued bounds admitted calls waiting for a slot (0: the default,
@@ -57,21 +82,8 @@ type Config struct {
 	MaxQueued int
 	// OverloadRetryAfter is the retry_after of overloaded answers (default 1s).
 	OverloadRetryAfter time.Duration
-	// Heartbeat is the interval used when a caller names none (default 1s).
-	Heartbeat time.Duration
-	// MinHeartbeat floors caller-requested intervals (default and
-	// minimum mesh.MinHeartbeat, which callers floor their own intervals to).
-	MinHeartbeat time.Duration
-	// MaxUnleasedLife bounds calls whose caller does not prove it is alive
-	// (no caller= in the call's metadata line, as from a plain `nats req`): such
-	// a call ends with timeout after its budget or this, whichever is
-	// shorter, so a call for a dead inbox cannot run forever (default 5m).
-	MaxUnleasedLife time.Duration
 	// MaxArgsBytes bounds a call body (default: the connection's max payload).
 	MaxArgsBytes int
-	// ConfirmTimeout bounds how long Register waits for the server to
-	// confirm a tool's subscription (default 10s).
-	ConfirmTimeout time.Duration
 	// MaxPendingCalls and MaxPendingBytes bound the calls waiting unread in
 	// one tool's subscription (defaults 65536 and 64 MiB). Admission is
 	// cheap, so they are reached only by a flood faster than a core can
@@ -94,33 +106,46 @@ type Config struct {
 	// one). Past it the sender's calls are refused overloaded, unrun,
 	// while others' are still admitted.
 	MaxPerIdentity int
-	// RegistryTTL is how long the worker's key in the JetStream worker
-	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
-	RegistryTTL time.Duration
 	// MaxResultBytes caps one event's encoded size (default
 	// mesh.DefaultMaxResultBytes). An event larger than the server's
 	// max_payload goes out in chunks over the call's event stream; past
 	// this cap a result becomes payload_too_large.
 	MaxResultBytes int
-	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
-	ProblemBaseURI string
-	// Logger receives the worker's logs (default slog.Default()).
-	Logger *slog.Logger
+}
+
+// Liveness sets a worker's heartbeats and the time bounds of its calls,
+// registrations and questions; each zero value means the default named
+// on its field.
+type Liveness struct {
+	// Heartbeat is the interval used when a caller names none (default 1s).
+	Heartbeat time.Duration
+	// MinHeartbeat floors caller-requested intervals (default and
+	// minimum mesh.MinHeartbeat, which callers floor their own intervals to).
+	MinHeartbeat time.Duration
+	// MaxUnleasedLife bounds calls whose caller does not prove it is alive
+	// (no caller= in the call's metadata line, as from a plain `nats req`): such
+	// a call ends with timeout after its budget or this, whichever is
+	// shorter, so a call for a dead inbox cannot run forever (default 5m).
+	MaxUnleasedLife time.Duration
+	// ConfirmTimeout bounds how long Register waits for the server to
+	// confirm a tool's subscription (default 10s).
+	ConfirmTimeout time.Duration
+	// RegistryTTL is how long the worker's key in the JetStream worker
+	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
+	RegistryTTL time.Duration
+	// QuestionTimeout bounds how long a question waits for its answer
+	// when the handler gives no timeout (default DefaultQuestionTimeout).
+	QuestionTimeout time.Duration
+}
+
+// Tracing sets a worker's OpenTelemetry tracing; the zero value traces
+// through the global provider (and costs nothing while none is installed).
+type Tracing struct {
 	// TracerProvider makes server spans (default: the global provider; while
 	// none is installed, calls make no spans at all and cost nothing for it).
 	TracerProvider trace.TracerProvider
 	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
 	Propagator propagation.TextMapPropagator
-	// Approvals requires the caller's approval before matching tools run
-	// (docs/protocol.md §23.7).
-	Approvals Approvals
-	// QuestionTimeout bounds how long a question waits for its answer
-	// when the handler gives no timeout (default DefaultQuestionTimeout).
-	QuestionTimeout time.Duration
-	// Middleware wraps every tool's handler, the first outermost, outside
-	// the tool's own middleware (see Register). Package worker/workermw
-	// has auth, limits, access logs and metrics.
-	Middleware []Middleware
 }
 
 // Worker hosts tools on one NATS connection.
@@ -165,7 +190,7 @@ type Worker struct {
 	probing map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 
 	presence  *presence
-	shares    shares     // calls admitted per sender (Config.MaxPerIdentity)
+	shares    shares     // calls admitted per sender (Config.Limits.MaxPerIdentity)
 	announcer *announcer // names calls to their callers before they start
 
 	// The encoded catalogue (see catalogue), for toolsVersion catVersion.
@@ -232,8 +257,8 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Propagator == nil {
-		cfg.Propagator = mesh.DefaultPropagator()
+	if cfg.Tracing.Propagator == nil {
+		cfg.Tracing.Propagator = mesh.DefaultPropagator()
 	}
 	return cfg
 }
@@ -241,54 +266,54 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 // withLimitDefaults fills the unset bounds of cfg: admission, timing,
 // sizes and the pending limits of its subscriptions.
 func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
-	if cfg.MaxConcurrent <= 0 {
-		cfg.MaxConcurrent = 1024
+	if cfg.Limits.MaxConcurrent <= 0 {
+		cfg.Limits.MaxConcurrent = 1024
 	}
-	if cfg.MaxQueued < 0 {
-		cfg.MaxQueued = 0
-	} else if cfg.MaxQueued == 0 {
-		cfg.MaxQueued = 4 * cfg.MaxConcurrent
+	if cfg.Limits.MaxQueued < 0 {
+		cfg.Limits.MaxQueued = 0
+	} else if cfg.Limits.MaxQueued == 0 {
+		cfg.Limits.MaxQueued = 4 * cfg.Limits.MaxConcurrent
 	}
-	if cfg.OverloadRetryAfter <= 0 {
-		cfg.OverloadRetryAfter = time.Second
+	if cfg.Limits.OverloadRetryAfter <= 0 {
+		cfg.Limits.OverloadRetryAfter = time.Second
 	}
-	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = mesh.DefaultHeartbeat
+	if cfg.Liveness.Heartbeat <= 0 {
+		cfg.Liveness.Heartbeat = mesh.DefaultHeartbeat
 	}
-	cfg.Heartbeat = min(max(cfg.Heartbeat, mesh.MinHeartbeat), mesh.MaxHeartbeat)
-	cfg.MinHeartbeat = max(cfg.MinHeartbeat, mesh.MinHeartbeat)
-	if cfg.MaxUnleasedLife <= 0 {
-		cfg.MaxUnleasedLife = 5 * time.Minute
+	cfg.Liveness.Heartbeat = min(max(cfg.Liveness.Heartbeat, mesh.MinHeartbeat), mesh.MaxHeartbeat)
+	cfg.Liveness.MinHeartbeat = max(cfg.Liveness.MinHeartbeat, mesh.MinHeartbeat)
+	if cfg.Liveness.MaxUnleasedLife <= 0 {
+		cfg.Liveness.MaxUnleasedLife = 5 * time.Minute
 	}
-	if cfg.QuestionTimeout <= 0 {
-		cfg.QuestionTimeout = DefaultQuestionTimeout
+	if cfg.Liveness.QuestionTimeout <= 0 {
+		cfg.Liveness.QuestionTimeout = DefaultQuestionTimeout
 	}
-	if cfg.MaxResultBytes <= 0 {
-		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
+	if cfg.Limits.MaxResultBytes <= 0 {
+		cfg.Limits.MaxResultBytes = mesh.DefaultMaxResultBytes
 	}
-	if cfg.RegistryTTL <= 0 {
-		cfg.RegistryTTL = mesh.DefaultRegistryTTL
+	if cfg.Liveness.RegistryTTL <= 0 {
+		cfg.Liveness.RegistryTTL = mesh.DefaultRegistryTTL
 	}
-	if cfg.ConfirmTimeout <= 0 {
-		cfg.ConfirmTimeout = 10 * time.Second
+	if cfg.Liveness.ConfirmTimeout <= 0 {
+		cfg.Liveness.ConfirmTimeout = 10 * time.Second
 	}
-	if cfg.MaxPendingCalls <= 0 {
-		cfg.MaxPendingCalls = 1 << 16
+	if cfg.Limits.MaxPendingCalls <= 0 {
+		cfg.Limits.MaxPendingCalls = 1 << 16
 	}
-	if cfg.MaxPendingBytes <= 0 {
-		cfg.MaxPendingBytes = 64 << 20
+	if cfg.Limits.MaxPendingBytes <= 0 {
+		cfg.Limits.MaxPendingBytes = 64 << 20
 	}
-	if cfg.MaxControlPending <= 0 {
-		cfg.MaxControlPending = 4096
+	if cfg.Limits.MaxControlPending <= 0 {
+		cfg.Limits.MaxControlPending = 4096
 	}
-	if cfg.MaxControlPendingBytes <= 0 {
-		cfg.MaxControlPendingBytes = 4 << 20
+	if cfg.Limits.MaxControlPendingBytes <= 0 {
+		cfg.Limits.MaxControlPendingBytes = 4 << 20
 	}
-	if cfg.MaxPerIdentity <= 0 {
-		cfg.MaxPerIdentity = max(cfg.MaxConcurrent/2, 1)
+	if cfg.Limits.MaxPerIdentity <= 0 {
+		cfg.Limits.MaxPerIdentity = max(cfg.Limits.MaxConcurrent/2, 1)
 	}
-	if cfg.MaxArgsBytes <= 0 {
-		cfg.MaxArgsBytes = int(nc.MaxPayload())
+	if cfg.Limits.MaxArgsBytes <= 0 {
+		cfg.Limits.MaxArgsBytes = int(nc.MaxPayload())
 	}
 	return cfg
 }
@@ -317,11 +342,11 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg:         cfg,
 		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
 		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:      telemetry.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
-		prop:        cfg.Propagator,
+		tracer:      telemetry.NewTracer(cfg.Tracing.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
+		prop:        cfg.Tracing.Propagator,
 		log:         cfg.Logger.With("worker_id", cfg.ID),
 		started:     time.Now().UTC(),
-		slots:       make(chan struct{}, cfg.MaxConcurrent),
+		slots:       make(chan struct{}, cfg.Limits.MaxConcurrent),
 		idle:        make(chan *call),
 		tools:       map[string]*tool{},
 		registering: map[string]bool{},
@@ -330,8 +355,8 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		probing:     map[callKey]chan bool{},
 		formats:     map[string]*envelope.Schema{},
 	}
-	w.shares = shares{limit: cfg.MaxPerIdentity, held: map[shareKey]int{}}
-	w.meta = metaParser{problems: w.problems, defInterval: cfg.Heartbeat, minInterval: cfg.MinHeartbeat}
+	w.shares = shares{limit: cfg.Limits.MaxPerIdentity, held: map[shareKey]int{}}
+	w.meta = metaParser{problems: w.problems, defInterval: cfg.Liveness.Heartbeat, minInterval: cfg.Liveness.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	w.announcer = newAnnouncer(w)
@@ -463,7 +488,7 @@ func (w *Worker) reserve(t *tool) error {
 	}
 	// The limits bound the calls waiting unread when a flood outruns the
 	// readers; NATS then drops calls (their callers see worker_lost).
-	_ = sub.SetPendingLimits(w.cfg.MaxPendingCalls, w.cfg.MaxPendingBytes)
+	_ = sub.SetPendingLimits(w.cfg.Limits.MaxPendingCalls, w.cfg.Limits.MaxPendingBytes)
 	t.sub, t.dsub = sub, dsub
 	w.registering[name] = true
 	return nil
@@ -589,7 +614,7 @@ func (w *Worker) subscribeControl() error {
 	// bounded: past the limits NATS drops control messages (a cancel or
 	// alive lost to a flood is resent at the sender's next tick) instead of
 	// the worker's memory growing with a neighbour's flood.
-	_ = ctl.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
+	_ = ctl.SetPendingLimits(w.cfg.Limits.MaxControlPending, w.cfg.Limits.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, ctl)
 	// Confirmed on its own: when the pool is wrong, the control subject is
 	// the one to name (discovery subjects would be refused too).
@@ -600,7 +625,7 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
-	_ = probes.SetPendingLimits(w.cfg.MaxControlPending, w.cfg.MaxControlPendingBytes)
+	_ = probes.SetPendingLimits(w.cfg.Limits.MaxControlPending, w.cfg.Limits.MaxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, probes)
 	answer := func(m *nats.Msg) { _ = m.Respond(w.catalogueEntry()) }
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
@@ -719,16 +744,16 @@ func (w *Worker) admit(c *call) bool {
 	case w.stopping:
 		detail = fmt.Sprintf("worker %s is stopping; the handler did not run", w.cfg.ID)
 	case !w.shares.take(c):
-		detail = fmt.Sprintf("worker %s already holds this sender's share of %d calls; the handler did not run", w.cfg.ID, w.cfg.MaxPerIdentity)
-	case w.admitted.Add(1) > int64(w.cfg.MaxConcurrent+w.cfg.MaxQueued):
+		detail = fmt.Sprintf("worker %s already holds this sender's share of %d calls; the handler did not run", w.cfg.ID, w.cfg.Limits.MaxPerIdentity)
+	case w.admitted.Add(1) > int64(w.cfg.Limits.MaxConcurrent+w.cfg.Limits.MaxQueued):
 		w.admitted.Add(-1)
 		w.shares.give(c)
-		detail = fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.MaxConcurrent, w.cfg.MaxQueued)
+		detail = fmt.Sprintf("worker %s has %d calls running and %d queued", w.cfg.ID, w.cfg.Limits.MaxConcurrent, w.cfg.Limits.MaxQueued)
 	default:
 		w.inflight.Add(1)
 		return true
 	}
-	c.reject(w.problems.New(envelope.CodeOverloaded, detail).WithRetryAfter(w.cfg.OverloadRetryAfter.Seconds()))
+	c.reject(w.problems.New(envelope.CodeOverloaded, detail).WithRetryAfter(w.cfg.Limits.OverloadRetryAfter.Seconds()))
 	return false
 }
 

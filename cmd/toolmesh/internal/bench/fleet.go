@@ -57,8 +57,7 @@ func (b *bencher) serveFleet(dial func(string) (*nats.Conn, error), prefix strin
 		f.conns = append(f.conns, nc)
 		// Queue room for every call in flight, on both sides: a worker
 		// handed more than its slots holds them, as a raw responder does.
-		w, err := worker.New(nc, worker.Config{Prefix: prefix, Logger: env.Log, MaxConcurrent: o.fleetSlots,
-			MaxQueued: capacity, MaxPerIdentity: capacity, Description: "toolmesh bench fleet"})
+		w, err := worker.New(nc, worker.Config{Prefix: prefix, Logger: env.Log, Description: "toolmesh bench fleet", Limits: worker.Limits{MaxConcurrent: o.fleetSlots, MaxQueued: capacity, MaxPerIdentity: capacity}})
 		if err != nil {
 			return envelope.NewProblem(envelope.CodeInternal, err.Error())
 		}

@@ -148,8 +148,7 @@ func (p *benchPeer) start(env *Env) error {
 // (the bench caller is its only sender, so its share is the whole worker).
 func (p *benchPeer) hostBlock(env *Env) error {
 	n := p.calls
-	w, err := worker.New(p.nc, worker.Config{Prefix: env.Prefix, Logger: env.Log, MaxConcurrent: n, MaxQueued: n, MaxPerIdentity: n,
-		MaxPendingCalls: 2*n + 1024, MaxPendingBytes: 1 << 30, Description: "toolmesh bench memory"})
+	w, err := worker.New(p.nc, worker.Config{Prefix: env.Prefix, Logger: env.Log, Description: "toolmesh bench memory", Limits: worker.Limits{MaxConcurrent: n, MaxQueued: n, MaxPerIdentity: n, MaxPendingCalls: 2*n + 1024, MaxPendingBytes: 1 << 30}})
 	if err != nil {
 		return err
 	}

@@ -202,7 +202,7 @@ func (b *bencher) serveMicro(nc *nats.Conn) error {
 // serveMesh hosts the toolmesh side: a worker with echo, count and a CLI
 // binding of /bin/true.
 func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, env *Env) error {
-	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: env.Log, MaxConcurrent: maxInFlight, MaxPerIdentity: maxInFlight, Description: "toolmesh bench"})
+	w, err := worker.New(serve, worker.Config{Prefix: prefix, Logger: env.Log, Description: "toolmesh bench", Limits: worker.Limits{MaxConcurrent: maxInFlight, MaxPerIdentity: maxInFlight}})
 	if err != nil {
 		return envelope.NewProblem(envelope.CodeInternal, err.Error())
 	}
