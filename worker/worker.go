@@ -321,22 +321,52 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 // New creates a worker on nc and starts serving its control and discovery
 // subjects. Register tools to start taking calls.
 func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+	cfg, err := cfg.checked(nc)
+	if err != nil {
+		return nil, err
+	}
+	w := newWorker(nc, cfg)
+	go w.announcer.run()
+	wire.OnViolation(nc, w.onViolation)
+	err = w.subscribeControl()
+	if err == nil {
+		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
+	}
+	if err != nil {
+		w.stopCancel(err) // also silences the chained error handler
+		w.unsubscribeAll()
+		return nil, err
+	}
+	w.startPresence()
+	w.stopWhenClosed()
+	return w, nil
+}
+
+// checked refuses a configuration a worker cannot run with and fills in
+// the defaults.
+func (cfg Config) checked(nc *nats.Conn) (Config, error) {
 	if cfg.Pool != "" {
 		var pool string
 		if err := token(&pool, []byte(cfg.Pool)); err != nil || len(cfg.Pool) > 64 {
-			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: want 1-64 characters of A-Z a-z 0-9 _ -", cfg.Pool)
+			return cfg, envelope.Problemf(envelope.CodeInvalidConfig, "worker pool %q: want 1-64 characters of A-Z a-z 0-9 _ -", cfg.Pool)
 		}
 	}
 	if err := cfg.Approvals.check(); err != nil {
-		return nil, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
+		return cfg, envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
 	}
 	cfg = cfg.withDefaults(nc)
 	if !wire.ValidWorkerID(cfg.ID) {
 		// Callers ignore a worker id they could not put in a subject, so
 		// such a worker could never be cancelled, credited or kept alive.
-		return nil, envelope.Problemf(envelope.CodeInvalidConfig,
+		return cfg, envelope.Problemf(envelope.CodeInvalidConfig,
 			"worker id %q: want dot-separated tokens of A-Z a-z 0-9 _ -, at most 256 characters", cfg.ID)
 	}
+	return cfg, nil
+}
+
+// newWorker makes the worker's state from a checked configuration; it
+// subscribes nothing yet.
+func newWorker(nc *nats.Conn, cfg Config) *Worker {
 	w := &Worker{
 		nc:          nc,
 		cfg:         cfg,
@@ -360,21 +390,14 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	w.announcer = newAnnouncer(w)
-	go w.announcer.run()
-	wire.OnViolation(nc, w.onViolation)
-	err := w.subscribeControl()
-	if err == nil {
-		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
-	}
-	if err != nil {
-		w.stopCancel(err) // also silences the chained error handler
-		w.unsubscribeAll()
-		return nil, err
-	}
-	w.startPresence()
-	// A connection closed for good can deliver no result: cancel the
-	// handlers rather than let them run for nobody.
-	closed := nc.StatusChanged(nats.CLOSED)
+	return w
+}
+
+// stopWhenClosed cancels the handlers once the connection is closed for
+// good: such a connection can deliver no result, so they would run for
+// nobody.
+func (w *Worker) stopWhenClosed() {
+	closed := w.nc.StatusChanged(nats.CLOSED)
 	w.closed = closed
 	go func() {
 		if _, ok := <-closed; ok {
@@ -382,7 +405,6 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 			w.presence.goodbye()
 		}
 	}()
-	return w, nil
 }
 
 // ID returns the worker's instance id.
