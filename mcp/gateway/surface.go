@@ -13,6 +13,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
 
 // surfaces are the bridged servers' resources, prompts and completions as
@@ -50,9 +51,9 @@ type nsTool struct{ ns, tool string }
 
 // routes remember which namespace listed which resource URI and which
 // template, so a read (or a subscription, or a completion of a template's
-// argument) goes to the server that offers it.
+// argument) goes to the server that offers it and to no other.
 type routes struct {
-	uris      map[string]string // resource URI → namespace
+	uris      map[string]string // resource URI in normal form (mcpmap.ResourceURI) → namespace
 	templates []routeTemplate
 }
 
@@ -115,10 +116,14 @@ func rpcError(p *envelope.Problem) *jsonrpc.Error {
 	if raw, ok := p.Extensions["mcp_error"]; ok {
 		b, _ := json.Marshal(raw)
 		var e struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
 		}
 		if json.Unmarshal(b, &e) == nil && e.Code != 0 {
+			if len(e.Data) > 0 && string(e.Data) != "null" {
+				data = e.Data // the server's own (a resource-not-found's {"uri"})
+			}
 			return &jsonrpc.Error{Code: e.Code, Message: e.Message, Data: data}
 		}
 	}
@@ -129,13 +134,12 @@ func rpcError(p *envelope.Problem) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: code, Message: problemLine(p), Data: data}
 }
 
-// errNotFound is the JSON-RPC error for a resource no namespace offers.
+// errNotFound is MCP's resource-not-found error (SEP-2164: invalid
+// params, the URI in its data) for a resource no namespace offers.
 func errNotFound(uri string) error {
-	return &jsonrpc.Error{Code: codeResourceNotFound, Message: "Resource not found: no server on the mesh offers " + uri}
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: data}
 }
-
-// codeResourceNotFound is MCP's error for resources/read of an unknown URI.
-const codeResourceNotFound = -32002
 
 // listResources gathers every namespace's resources, URIs as their
 // servers gave them, and remembers which namespace listed each URI. A
@@ -151,8 +155,12 @@ func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.List
 			continue
 		}
 		for _, r := range got.Resources {
-			if _, dup := uris[r.URI]; !dup {
-				uris[r.URI] = nt.ns
+			n, err := mcpmap.ResourceURI(r.URI)
+			if err != nil {
+				continue // no read of it would be let through
+			}
+			if _, dup := uris[n]; !dup {
+				uris[n] = nt.ns
 				res.Resources = append(res.Resources, r)
 			}
 		}
@@ -199,19 +207,23 @@ func gapsMeta(gaps []string) mcp.Meta {
 }
 
 // route finds the namespace offering op for a resource URI (or a
-// template's raw text): the only one that offers op, else the one that
-// listed the URI or a template matching it — listing again once when
-// nothing remembered matches.
+// template's raw text, for a completion): the one that listed the URI or
+// a template matching its normal form (mcpmap.ResourceURI), listing again
+// once when nothing remembered matches. A URI no namespace offers goes
+// nowhere, even when only one server could take it (its catch-all
+// template does not make every URI its own), and a malformed one or one
+// with a ".." segment is refused before any server sees it.
 func (g *Gateway) route(ctx context.Context, req mcp.Request, op, uri string) (string, error) {
+	normal, err := mcpmap.ResourceURI(uri)
+	if err != nil && op != wire.MCPComplete {
+		return "", rpcError(envelope.AsProblem(err, envelope.CodeInvalidInput))
+	}
 	offer := g.surfaceView().offering(op)
 	if len(offer) == 0 {
 		return "", errNotFound(uri)
 	}
-	if len(offer) == 1 {
-		return offer[0].tool, nil
-	}
 	for attempt := 0; attempt < 2; attempt++ {
-		if ns := g.owner(uri); ns != "" {
+		if ns := g.owner(uri, normal); ns != "" {
 			for _, nt := range offer {
 				if nt.ns == ns {
 					return nt.tool, nil
@@ -227,15 +239,17 @@ func (g *Gateway) route(ctx context.Context, req mcp.Request, op, uri string) (s
 	return "", errNotFound(uri)
 }
 
-// owner is the namespace that listed uri, or a template matching it.
-func (g *Gateway) owner(uri string) string {
+// owner is the namespace that listed the URI whose normal form is
+// normal, or has a template matching it (or, for a completion, whose
+// template's raw text is uri).
+func (g *Gateway) owner(uri, normal string) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ns, ok := g.routes.uris[uri]; ok {
+	if ns, ok := g.routes.uris[normal]; ok && normal != "" {
 		return ns
 	}
 	for _, t := range g.routes.templates {
-		if t.raw == uri || t.re.Regexp().MatchString(uri) {
+		if t.raw == uri || normal != "" && (t.re.Regexp().MatchString(normal) || t.re.Regexp().MatchString(uri)) {
 			return t.ns
 		}
 	}
