@@ -145,7 +145,7 @@ func errNotFound(uri string) error {
 // servers gave them, and remembers which namespace listed each URI. A
 // namespace that fails is left out and named in _meta.
 func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.ListResourcesResult, error) {
-	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: cacheHints(req)}
 	uris := map[string]string{}
 	var gaps []string
 	for _, nt := range g.surfaceView().offering(wire.MCPResourcesList) {
@@ -175,7 +175,7 @@ func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.List
 // listTemplates gathers every namespace's resource templates and
 // remembers which namespace listed each.
 func (g *Gateway) listTemplates(ctx context.Context, req mcp.Request) (*mcp.ListResourceTemplatesResult, error) {
-	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
+	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Cacheable: cacheHints(req)}
 	var tmpls []routeTemplate
 	var gaps []string
 	for _, nt := range g.surfaceView().offering(wire.MCPResourceTemplatesList) {
@@ -262,14 +262,59 @@ func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	if err != nil {
 		return nil, err
 	}
-	return surfaceCall[mcp.ReadResourceResult](ctx, g, req, tool, map[string]string{"uri": req.Params.URI})
+	res, err := surfaceCall[mcp.ReadResourceResult](ctx, g, req, tool, map[string]string{"uri": req.Params.URI})
+	if err != nil {
+		return nil, err
+	}
+	if res.CacheScope == "" { // a server at 2025-11-25 sends none
+		res.Cacheable = cacheHints(req)
+	}
+	return completed(req, res)
+}
+
+// completed marks a relayed prompts/get or resources/read result
+// resultType "complete" for a 2026-07-28 request, whose schema requires
+// it. The go-sdk sets that field (unexported) only on results its own
+// handlers return, and these the gateway answers itself, so it is set the
+// one way the SDK exposes: decoding the result with the field present.
+func completed[T any](req mcp.Request, res *T) (*T, error) {
+	pv, ok := req.(interface{ ProtocolVersion() string })
+	if !ok || pv.ProtocolVersion() < protocolStateless {
+		return res, nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	if b, err = json.Marshal(fields); err != nil {
+		return nil, err
+	}
+	var out T
+	return &out, json.Unmarshal(b, &out)
+}
+
+// cacheHints are the caching hints (SEP-2549) of a result the gateway
+// gathers itself, which the SDK fills only for results it builds: stale
+// at once (ttlMs 0: the fleet changes under it), and "private" when the
+// client presented a bearer — the listing is then of what that bearer may
+// see, which no other client may be served from a cache — else "public".
+func cacheHints(req mcp.Request) mcp.Cacheable {
+	if bearerOfExtra(req.GetExtra()) != "" {
+		return mcp.Cacheable{CacheScope: "private"}
+	}
+	return mcp.Cacheable{CacheScope: "public"}
 }
 
 // listPrompts gathers every namespace's prompts under served names: the
 // prompt's own under --namespace, else "<namespace>.<prompt>", as tools
 // are named (both after NamePrefix).
 func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPromptsResult, error) {
-	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: cacheHints(req)}
 	var gaps []string
 	for _, nt := range g.surfaceView().offering(wire.MCPPromptsList) {
 		got, err := surfaceCall[mcp.ListPromptsResult](ctx, g, req, nt.tool, struct{}{})
@@ -312,7 +357,11 @@ func (g *Gateway) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 	if req.Params.Arguments != nil {
 		args["arguments"] = req.Params.Arguments
 	}
-	return surfaceCall[mcp.GetPromptResult](ctx, g, req, tool, args)
+	res, err := surfaceCall[mcp.GetPromptResult](ctx, g, req, tool, args)
+	if err != nil {
+		return nil, err
+	}
+	return completed(req, res)
 }
 
 // complete answers completion/complete from the namespace that offers

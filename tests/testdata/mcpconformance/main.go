@@ -35,9 +35,24 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
-	log.Fatal(http.Serve(ln, h))
+	log.Fatal(http.Serve(ln, bothModels(s)))
+}
+
+// bothModels serves 2025-11-25 sessions and, to requests whose
+// Mcp-Protocol-Version names 2026-07-28 or later, the stateless revision:
+// the SDK accepts that revision only on a stateless handler.
+func bothModels(s *mcp.Server) http.Handler {
+	get := func(*http.Request) *mcp.Server { return s }
+	stateful := mcp.NewStreamableHTTPHandler(get, nil)
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 }
 
 // newServer builds the server with every capability the suite tests.
