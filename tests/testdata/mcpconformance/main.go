@@ -1,6 +1,7 @@
 // Command mcpconformance is toolmesh's own MCP server implementing the
 // server specification of the official conformance suite
-// (@modelcontextprotocol/conformance 0.1.12): its test tools, resources,
+// (@modelcontextprotocol/conformance, written for 0.1.12 and run with
+// 0.2.0-alpha.12 at 2025-11-25 and 2026-07-28): its test tools, resources,
 // prompts, completion and logging, written from the suite's scenario
 // descriptions on the official Go SDK. It serves stdio, or streamable HTTP
 // with -http ADDR (printing "listening on URL" to stderr).
