@@ -23,9 +23,21 @@ import (
 	"github.com/toolmesh/toolmesh/mcp/bridge"
 )
 
-// The official MCP conformance suite, pinned: 0.1.12 is the newest that
-// runs on Node 20.
-const npmConformance = "@modelcontextprotocol/conformance@0.1.12"
+// The official MCP conformance suite, pinned, and the Node it needs (22;
+// the machine's own may be older): npm installs both beside each other
+// and the suite runs with that node first on PATH.
+const (
+	npmConformance = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+	npmNode22      = "node@22"
+)
+
+// conformanceRuns are the revisions the suite is run at, each with its
+// suite selection: the active scenarios of 2025-11-25, and every
+// scenario of 2026-07-28.
+var conformanceRuns = []struct{ revision, suite string }{
+	{"2025-11-25", "active"},
+	{"2026-07-28", "all"},
+}
 
 var (
 	fixtureOnce sync.Once
@@ -79,10 +91,10 @@ var pendingScenarios = []string{"json-schema-2020-12"}
 // runConformance runs every active server scenario, and each pending one
 // named above, against url and returns, per scenario, "pass" or the
 // failed/total count of its checks.
-func runConformance(t *testing.T, dir, url string) map[string]string {
+func runConformance(t *testing.T, dir, url, revision, suite string) map[string]string {
 	t.Helper()
 	got := map[string]string{}
-	for _, line := range strings.Split(conformance(t, dir, "--url", url), "\n") {
+	for _, line := range strings.Split(conformance(t, dir, "--url", url, "--spec-version", revision, "--suite", suite), "\n") {
 		if m := scenarioLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
 			got[m[1]] = verdict(m[2], m[3])
 		}
@@ -91,7 +103,7 @@ func runConformance(t *testing.T, dir, url string) map[string]string {
 		t.Fatal("the suite printed no summary")
 	}
 	for _, sc := range pendingScenarios {
-		m := oneScenario.FindStringSubmatch(conformance(t, dir, "--url", url, "--scenario", sc))
+		m := oneScenario.FindStringSubmatch(conformance(t, dir, "--url", url, "--spec-version", revision, "--scenario", sc))
 		if m == nil {
 			t.Fatalf("scenario %s printed no result", sc)
 		}
@@ -107,6 +119,7 @@ func conformance(t *testing.T, dir string, args ...string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "conformance"), append([]string{"server"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "node_modules", ".bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	_ = cmd.Run() // it exits 1 when a scenario fails; its output says which
@@ -129,10 +142,10 @@ func verdict(passed, failed string) string {
 // bridge → the fixture over stdio). Every scenario that passes directly
 // must pass through the mesh.
 func TestMCPInteropConformance(t *testing.T) {
-	dir := npmDir(t, npmConformance)
+	dir := npmDir(t, npmNode22, npmConformance)
 	fixture := conformanceFixture(t)
 	fx := startExec(t, fixture, "-http", "127.0.0.1:0")
-	direct := runConformance(t, dir, fx.waitLine(t, regexp.MustCompile(`listening on (http://\S+)`))[1])
+	fixtureURL := fx.waitLine(t, regexp.MustCompile(`listening on (http://\S+)`))[1]
 
 	_, natsURL := startDev(t)
 	tools := filepath.Join(t.TempDir(), "tools.yaml")
@@ -145,9 +158,22 @@ func TestMCPInteropConformance(t *testing.T) {
 		return runCmd(t, "", "call", "conf.test_simple_text", "--server", natsURL).code == 0
 	})
 	gw := startProc(t, "mcp", "--server", natsURL, "--http", "127.0.0.1:0", "--namespace", "conf")
-	viaMesh := runConformance(t, dir, gw.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1])
+	gwURL := gw.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]
+	for _, run := range conformanceRuns {
+		t.Run(run.revision, func(t *testing.T) {
+			direct := runConformance(t, dir, fixtureURL, run.revision, run.suite)
+			viaMesh := runConformance(t, dir, gwURL, run.revision, run.suite)
+			t.Logf("conformance %s at %s (--suite %s), per scenario:\n%s", npmConformance, run.revision, run.suite, conformanceTable(direct, viaMesh))
+			checkCarried(t, direct, viaMesh)
+		})
+	}
+}
 
-	t.Logf("conformance %s, per scenario:\n%s", npmConformance, conformanceTable(direct, viaMesh))
+// checkCarried fails for every scenario that passes against the fixture
+// directly but not through the mesh (unless beyondTheMesh says why), and
+// for every one beyondTheMesh lists that now passes through it.
+func checkCarried(t *testing.T, direct, viaMesh map[string]string) {
+	t.Helper()
 	var lost, crossed []string
 	for name, res := range direct {
 		_, beyond := beyondTheMesh[name]

@@ -189,8 +189,8 @@ func checkSurfaceResources(t *testing.T, cs *mcp.ClientSession) {
 	}
 	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "nowhere://x"})
 	var je *jsonrpc.Error
-	if !errors.As(err, &je) || je.Code != -32002 {
-		t.Errorf("resources/read of a URI no server offers: %v, want JSON-RPC -32002", err)
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(string(je.Data), `"uri":"nowhere://x"`) {
+		t.Errorf("resources/read of a URI no server offers: %v, want JSON-RPC -32602 with the URI in its data (SEP-2164)", err)
 	}
 }
 

@@ -14,8 +14,12 @@ import (
 
 // startBridges hosts the MCP servers bound in the tools file at path
 // ("" for none) and returns the function that drains them and how many
-// it started.
-func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (func(time.Duration) error, int, error) {
+// it started. Each bridge's workers are made from wcfg, the command's own
+// worker template: the same prefix, pool, middleware and approval policy,
+// so a bridge under --pool subscribes the pool's control subjects
+// (<prefix>.ctl.<pool>.<id>) that deploy/secure lets the pool's user
+// read, and --approve patterns cover bridged tools as well.
+func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals, wcfg worker.Config) (func(time.Duration) error, int, error) {
 	none := func(time.Duration) error { return nil }
 	if path == "" {
 		return none, 0, nil
@@ -39,7 +43,7 @@ func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (
 	}
 	for _, e := range entries {
 		b, err := bridge.Start(ctx, nc, bridge.Config{Entry: e, Logger: g.log, AllowUnconfined: g.allowUnconfined,
-			Worker: worker.Config{Prefix: g.prefix, Logger: g.log}})
+			Worker: bridgeWorker(wcfg)})
 		if err != nil {
 			_ = drainAll(5 * time.Second)
 			return nil, 0, err
@@ -48,4 +52,11 @@ func startBridges(ctx context.Context, nc *nats.Conn, path string, g *globals) (
 		bridges = append(bridges, b)
 	}
 	return drainAll, len(bridges), nil
+}
+
+// bridgeWorker is the template of a bridge's workers made from the
+// command's: its id and description are the bridge's own.
+func bridgeWorker(wcfg worker.Config) worker.Config {
+	wcfg.ID, wcfg.Description = "", ""
+	return wcfg
 }

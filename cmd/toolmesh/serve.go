@@ -87,8 +87,9 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
 	defer nc.Close()
-	w, err := worker.New(nc, worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware(),
-		Approvals: dc.approvals})
+	wcfg := worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware(),
+		Approvals: dc.approvals}
+	w, err := worker.New(nc, wcfg)
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
@@ -102,7 +103,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 		}
 	}
-	drainBridges, _, err := startBridges(ctx, nc, config, g)
+	drainBridges, _, err := startBridges(ctx, nc, config, g, wcfg)
 	if err != nil {
 		w.Stop()
 		return err
@@ -202,7 +203,7 @@ func runWorker(ctx context.Context, g *globals, nc *nats.Conn, file *cli.File, c
 			return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 		}
 	}
-	drainBridges, bridged, err := startBridges(ctx, nc, config, g)
+	drainBridges, bridged, err := startBridges(ctx, nc, config, g, wcfg)
 	if err != nil {
 		if w != nil {
 			w.Stop()

@@ -71,6 +71,8 @@ type Bridge struct {
 	drains sync.WaitGroup // replaced workers still finishing their calls
 	askers askers         // calls a server's elicitation may be put to (elicit.go)
 	subs   subscriptions  // calls following a resource (subscribe.go)
+	// offered is what the server offers to read (resources.go).
+	offered offered
 
 	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
 	// secrets are the binding's env and header values and its URL's

@@ -95,8 +95,12 @@ func subscribe(ctx context.Context, b *Bridge, sess *mcp.ClientSession, req *wor
 	if err := req.Bind(&p); err != nil {
 		return nil, err
 	}
+	uri, err := b.ownedURI(ctx, sess, p.URI) // the server's spelling; the caller is answered in its own
+	if err != nil {
+		return nil, err
+	}
 	ended := b.sessionEnded(sess)
-	updates, release, err := b.subs.add(ctx, sess, p.URI)
+	updates, release, err := b.subs.add(ctx, sess, uri)
 	if err != nil {
 		return nil, err
 	}

@@ -123,11 +123,18 @@ func listPrompts(ctx context.Context, _ *Bridge, sess *mcp.ClientSession, _ *wor
 	return map[string]any{"prompts": ps}, err
 }
 
-func readResource(ctx context.Context, _ *Bridge, sess *mcp.ClientSession, req *worker.Request, _ worker.Emitter) (any, error) {
+// readResource reads a resource the server offers (ownedURI); nothing
+// else reaches it.
+func readResource(ctx context.Context, b *Bridge, sess *mcp.ClientSession, req *worker.Request, _ worker.Emitter) (any, error) {
 	var p mcp.ReadResourceParams
 	if err := req.Bind(&p); err != nil {
 		return nil, err
 	}
+	uri, err := b.ownedURI(ctx, sess, p.URI)
+	if err != nil {
+		return nil, err
+	}
+	p.URI = uri
 	res, err := sess.ReadResource(ctx, &p)
 	if err != nil {
 		return nil, err

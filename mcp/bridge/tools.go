@@ -238,7 +238,7 @@ func errUnreachable(err error) bool {
 
 // callProblem maps a JSON-RPC error from the server onto the registry;
 // the server's own error travels in the Problem's "mcp_error" extension
-// ({"code","message"}), so the MCP gateway can answer its client with it.
+// ({"code","message","data"}), so the MCP gateway can answer its client with it.
 func (b *Bridge) callProblem(what string, err error) *envelope.Problem {
 	var je *jsonrpc.Error
 	if !asJSONRPC(err, &je) {
@@ -253,7 +253,11 @@ func (b *Bridge) callProblem(what string, err error) *envelope.Problem {
 	default:
 		p = envelope.Problemf(envelope.CodeToolFailed, "the MCP server answered %s with an error: %s", what, b.redact(je))
 	}
-	return p.WithExtension("mcp_error", map[string]any{"code": je.Code, "message": b.redact(errors.New(je.Message))})
+	mcpErr := map[string]any{"code": je.Code, "message": b.redact(errors.New(je.Message))}
+	if d := b.secrets.String(string(je.Data)); len(je.Data) > 0 && json.Valid([]byte(d)) {
+		mcpErr["data"] = json.RawMessage(d) // a resource-not-found's {"uri"} (SEP-2164), say
+	}
+	return p.WithExtension("mcp_error", mcpErr)
 }
 
 // codeResourceNotFound is MCP's JSON-RPC error for resources/read of a

@@ -13,6 +13,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
 
 // surfaces are the bridged servers' resources, prompts and completions as
@@ -50,9 +51,9 @@ type nsTool struct{ ns, tool string }
 
 // routes remember which namespace listed which resource URI and which
 // template, so a read (or a subscription, or a completion of a template's
-// argument) goes to the server that offers it.
+// argument) goes to the server that offers it and to no other.
 type routes struct {
-	uris      map[string]string // resource URI → namespace
+	uris      map[string]string // resource URI in normal form (mcpmap.ResourceURI) → namespace
 	templates []routeTemplate
 }
 
@@ -115,10 +116,14 @@ func rpcError(p *envelope.Problem) *jsonrpc.Error {
 	if raw, ok := p.Extensions["mcp_error"]; ok {
 		b, _ := json.Marshal(raw)
 		var e struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
 		}
 		if json.Unmarshal(b, &e) == nil && e.Code != 0 {
+			if len(e.Data) > 0 && string(e.Data) != "null" {
+				data = e.Data // the server's own (a resource-not-found's {"uri"})
+			}
 			return &jsonrpc.Error{Code: e.Code, Message: e.Message, Data: data}
 		}
 	}
@@ -129,19 +134,18 @@ func rpcError(p *envelope.Problem) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: code, Message: problemLine(p), Data: data}
 }
 
-// errNotFound is the JSON-RPC error for a resource no namespace offers.
+// errNotFound is MCP's resource-not-found error (SEP-2164: invalid
+// params, the URI in its data) for a resource no namespace offers.
 func errNotFound(uri string) error {
-	return &jsonrpc.Error{Code: codeResourceNotFound, Message: "Resource not found: no server on the mesh offers " + uri}
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: data}
 }
-
-// codeResourceNotFound is MCP's error for resources/read of an unknown URI.
-const codeResourceNotFound = -32002
 
 // listResources gathers every namespace's resources, URIs as their
 // servers gave them, and remembers which namespace listed each URI. A
 // namespace that fails is left out and named in _meta.
 func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.ListResourcesResult, error) {
-	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: cacheHints(req)}
 	uris := map[string]string{}
 	var gaps []string
 	for _, nt := range g.surfaceView().offering(wire.MCPResourcesList) {
@@ -151,8 +155,12 @@ func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.List
 			continue
 		}
 		for _, r := range got.Resources {
-			if _, dup := uris[r.URI]; !dup {
-				uris[r.URI] = nt.ns
+			n, err := mcpmap.ResourceURI(r.URI)
+			if err != nil {
+				continue // no read of it would be let through
+			}
+			if _, dup := uris[n]; !dup {
+				uris[n] = nt.ns
 				res.Resources = append(res.Resources, r)
 			}
 		}
@@ -167,7 +175,7 @@ func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.List
 // listTemplates gathers every namespace's resource templates and
 // remembers which namespace listed each.
 func (g *Gateway) listTemplates(ctx context.Context, req mcp.Request) (*mcp.ListResourceTemplatesResult, error) {
-	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
+	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Cacheable: cacheHints(req)}
 	var tmpls []routeTemplate
 	var gaps []string
 	for _, nt := range g.surfaceView().offering(wire.MCPResourceTemplatesList) {
@@ -199,19 +207,23 @@ func gapsMeta(gaps []string) mcp.Meta {
 }
 
 // route finds the namespace offering op for a resource URI (or a
-// template's raw text): the only one that offers op, else the one that
-// listed the URI or a template matching it — listing again once when
-// nothing remembered matches.
+// template's raw text, for a completion): the one that listed the URI or
+// a template matching its normal form (mcpmap.ResourceURI), listing again
+// once when nothing remembered matches. A URI no namespace offers goes
+// nowhere, even when only one server could take it (its catch-all
+// template does not make every URI its own), and a malformed one or one
+// with a ".." segment is refused before any server sees it.
 func (g *Gateway) route(ctx context.Context, req mcp.Request, op, uri string) (string, error) {
+	normal, err := mcpmap.ResourceURI(uri)
+	if err != nil && op != wire.MCPComplete {
+		return "", rpcError(envelope.AsProblem(err, envelope.CodeInvalidInput))
+	}
 	offer := g.surfaceView().offering(op)
 	if len(offer) == 0 {
 		return "", errNotFound(uri)
 	}
-	if len(offer) == 1 {
-		return offer[0].tool, nil
-	}
 	for attempt := 0; attempt < 2; attempt++ {
-		if ns := g.owner(uri); ns != "" {
+		if ns := g.owner(uri, normal); ns != "" {
 			for _, nt := range offer {
 				if nt.ns == ns {
 					return nt.tool, nil
@@ -227,15 +239,17 @@ func (g *Gateway) route(ctx context.Context, req mcp.Request, op, uri string) (s
 	return "", errNotFound(uri)
 }
 
-// owner is the namespace that listed uri, or a template matching it.
-func (g *Gateway) owner(uri string) string {
+// owner is the namespace that listed the URI whose normal form is
+// normal, or has a template matching it (or, for a completion, whose
+// template's raw text is uri).
+func (g *Gateway) owner(uri, normal string) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ns, ok := g.routes.uris[uri]; ok {
+	if ns, ok := g.routes.uris[normal]; ok && normal != "" {
 		return ns
 	}
 	for _, t := range g.routes.templates {
-		if t.raw == uri || t.re.Regexp().MatchString(uri) {
+		if t.raw == uri || normal != "" && (t.re.Regexp().MatchString(normal) || t.re.Regexp().MatchString(uri)) {
 			return t.ns
 		}
 	}
@@ -248,14 +262,59 @@ func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	if err != nil {
 		return nil, err
 	}
-	return surfaceCall[mcp.ReadResourceResult](ctx, g, req, tool, map[string]string{"uri": req.Params.URI})
+	res, err := surfaceCall[mcp.ReadResourceResult](ctx, g, req, tool, map[string]string{"uri": req.Params.URI})
+	if err != nil {
+		return nil, err
+	}
+	if res.CacheScope == "" { // a server at 2025-11-25 sends none
+		res.Cacheable = cacheHints(req)
+	}
+	return completed(req, res)
+}
+
+// completed marks a relayed prompts/get or resources/read result
+// resultType "complete" for a 2026-07-28 request, whose schema requires
+// it. The go-sdk sets that field (unexported) only on results its own
+// handlers return, and these the gateway answers itself, so it is set the
+// one way the SDK exposes: decoding the result with the field present.
+func completed[T any](req mcp.Request, res *T) (*T, error) {
+	pv, ok := req.(interface{ ProtocolVersion() string })
+	if !ok || pv.ProtocolVersion() < protocolStateless {
+		return res, nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	if b, err = json.Marshal(fields); err != nil {
+		return nil, err
+	}
+	var out T
+	return &out, json.Unmarshal(b, &out)
+}
+
+// cacheHints are the caching hints (SEP-2549) of a result the gateway
+// gathers itself, which the SDK fills only for results it builds: stale
+// at once (ttlMs 0: the fleet changes under it), and "private" when the
+// client presented a bearer — the listing is then of what that bearer may
+// see, which no other client may be served from a cache — else "public".
+func cacheHints(req mcp.Request) mcp.Cacheable {
+	if bearerOfExtra(req.GetExtra()) != "" {
+		return mcp.Cacheable{CacheScope: "private"}
+	}
+	return mcp.Cacheable{CacheScope: "public"}
 }
 
 // listPrompts gathers every namespace's prompts under served names: the
 // prompt's own under --namespace, else "<namespace>.<prompt>", as tools
 // are named (both after NamePrefix).
 func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPromptsResult, error) {
-	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: cacheHints(req)}
 	var gaps []string
 	for _, nt := range g.surfaceView().offering(wire.MCPPromptsList) {
 		got, err := surfaceCall[mcp.ListPromptsResult](ctx, g, req, nt.tool, struct{}{})
@@ -298,7 +357,11 @@ func (g *Gateway) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 	if req.Params.Arguments != nil {
 		args["arguments"] = req.Params.Arguments
 	}
-	return surfaceCall[mcp.GetPromptResult](ctx, g, req, tool, args)
+	res, err := surfaceCall[mcp.GetPromptResult](ctx, g, req, tool, args)
+	if err != nil {
+		return nil, err
+	}
+	return completed(req, res)
 }
 
 // complete answers completion/complete from the namespace that offers

@@ -1,6 +1,7 @@
 // Command mcpconformance is toolmesh's own MCP server implementing the
 // server specification of the official conformance suite
-// (@modelcontextprotocol/conformance 0.1.12): its test tools, resources,
+// (@modelcontextprotocol/conformance, written for 0.1.12 and run with
+// 0.2.0-alpha.12 at 2025-11-25 and 2026-07-28): its test tools, resources,
 // prompts, completion and logging, written from the suite's scenario
 // descriptions on the official Go SDK. It serves stdio, or streamable HTTP
 // with -http ADDR (printing "listening on URL" to stderr).
@@ -35,9 +36,24 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
-	log.Fatal(http.Serve(ln, h))
+	log.Fatal(http.Serve(ln, bothModels(s)))
+}
+
+// bothModels serves 2025-11-25 sessions and, to requests whose
+// Mcp-Protocol-Version names 2026-07-28 or later, the stateless revision:
+// the SDK accepts that revision only on a stateless handler.
+func bothModels(s *mcp.Server) http.Handler {
+	get := func(*http.Request) *mcp.Server { return s }
+	stateful := mcp.NewStreamableHTTPHandler(get, nil)
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 }
 
 // newServer builds the server with every capability the suite tests.

@@ -12,6 +12,9 @@
 // With -wild it also lists tools whose schemas servers in the wild emit
 // (no "type", {}, true, a type list, 2020-12 keywords), and with
 // -unhostable one whose inputSchema no argument object can match.
+// With -files it offers resources: file:///notes/readme.txt listed, and
+// a catch-all template file:///{+path} answering every other file URI;
+// its tool reads says every URI a resources/read brought it.
 package main
 
 import (
@@ -44,6 +47,7 @@ func main() {
 	addr := flag.String("http", "", "serve streamable HTTP on ADDR instead of stdio")
 	wild := flag.Bool("wild", false, "also list tools with the schemas servers in the wild emit")
 	unhostable := flag.Bool("unhostable", false, `also list a tool whose inputSchema is {"type":"string"}`)
+	files := flag.Bool("files", false, "also offer a listed file resource and a catch-all file:///{+path} template")
 	flag.Parse()
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
 	addTools(s)
@@ -51,6 +55,9 @@ func main() {
 	addClientTools(s)
 	if *wild || *unhostable {
 		addWildTools(s, *wild, *unhostable)
+	}
+	if *files {
+		addFiles(s)
 	}
 	if *addr == "" {
 		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
@@ -265,6 +272,34 @@ func addWildTools(s *mcp.Server, wild, unhostable bool) {
 				}
 			}
 			return res, err
+		}
+	})
+}
+
+// addFiles adds the -files resources and the tool reads, and records the
+// URI of every resources/read before the SDK looks at it.
+func addFiles(s *mcp.Server) {
+	var mu sync.Mutex
+	reads := []string{}
+	text := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "contents of " + req.Params.URI}}}, nil
+	}
+	s.AddResource(&mcp.Resource{URI: "file:///notes/readme.txt", Name: "readme", MIMEType: "text/plain"}, text)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "file:///{+path}", Name: "any file", MIMEType: "text/plain"}, text)
+	mcp.AddTool(s, &mcp.Tool{Name: "reads", Description: "every URI a resources/read brought the server"},
+		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, map[string][]string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return nil, map[string][]string{"reads": append([]string{}, reads...)}, nil
+		})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.ReadResourceRequest); ok {
+				mu.Lock()
+				reads = append(reads, r.Params.URI)
+				mu.Unlock()
+			}
+			return next(ctx, method, req)
 		}
 	})
 }
