@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/textcut"
 	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
 
@@ -74,4 +75,4 @@ func resourceNotFound(uri string) *envelope.Problem {
 }
 
 // clipURIText bounds a URI quoted in a Problem's detail.
-func clipURIText(uri string) string { return clip(uri, 200) }
+func clipURIText(uri string) string { return textcut.Clip(uri, 200) }
