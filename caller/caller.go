@@ -706,10 +706,10 @@ func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration
 		// may be among the messages not yet read.
 		return nil
 	case hosts.gone:
-		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(quiet, "a worker of the tool is gone"))
+		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(live, quiet, "a worker of the tool is gone"))
 	}
 	if wid := c.silentHost(live.tool, now); wid != "" {
-		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(quiet, "worker "+wid+
+		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(live, quiet, "worker "+wid+
 			", which hosts the tool, is gone: its presence beacons stopped and the NATS server has no subscription of it"))
 	}
 	switch {
@@ -718,14 +718,18 @@ func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration
 	case hosts.alive && quiet <= silentBeats*beat:
 		return nil
 	case hosts.alive:
-		return c.problems.New(envelope.CodeOverloaded, unpickedDetail(quiet, "the workers of the tool are alive but have not read it")).
+		return c.problems.New(envelope.CodeOverloaded, unpickedDetail(live, quiet, "the workers of the tool are alive but have not read it")).
 			WithRetryAfter(beat.Seconds())
 	}
-	return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(quiet, "no worker of the tool was heard lately"))
+	return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(live, quiet, "no worker of the tool was heard lately"))
 }
 
 // unpickedDetail says why a call no worker named ended.
-func unpickedDetail(quiet time.Duration, why string) string {
+func unpickedDetail(live liveness, quiet time.Duration, why string) string {
+	if live.maybe {
+		return fmt.Sprintf("no worker took up the call in %s (%s): the call accepted that a worker start it before the NATS server confirmed a heartbeat naming it (its tool is idempotent or read-only, or it carries an idempotency key), so it may have run; repeating it is safe",
+			quiet.Round(time.Millisecond), why)
+	}
 	return fmt.Sprintf("no worker took up the call in %s (%s): workers name a call in a heartbeat the server confirms before they start it, and refuse it unrun past its pickup cutoff, so the call did not run and will not (this caller read every message routed to it before it decided)",
 		quiet.Round(time.Millisecond), why)
 }
@@ -790,7 +794,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		span.End()
 		return nil, prob
 	}
-	p.id, p.reply, p.pickup, p.span = id, reply, pickup, span
+	p.id, p.reply, p.pickup, p.span, p.maybe = id, reply, pickup, span, acceptsMaybe(o)
 	if p.stream {
 		p.rare = &pendingRare{window: window}
 	}
@@ -887,6 +891,9 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	}
 	if o.fold && mode == stream {
 		b = wire.AppendPair(b, wire.MetaFold, "1")
+	}
+	if acceptsMaybe(o) {
+		b = wire.AppendPair(b, wire.MetaMaybe, "1")
 	}
 	// Trace context only when there is some: an untraced call pays for
 	// one check, not for a propagator.
@@ -1035,6 +1042,14 @@ func (c *Caller) applyOptions(opts []Option) callOptions {
 	}
 	return o
 }
+
+// acceptsMaybe reports whether a call lost before any worker named it may
+// be reported ran "maybe" rather than "no": the call declares its tool
+// idempotent or carries an idempotency key, so repeating it is safe
+// whatever its ran says. The worker then need not wait for the server to
+// confirm the heartbeat naming the call before starting it (protocol v2,
+// §8.2), when its own spec of the tool agrees or the key is there.
+func acceptsMaybe(o callOptions) bool { return o.idempotent || o.idempotencyKey != "" }
 
 // retrySafe reports whether a failed attempt may be repeated.
 func retrySafe(p *envelope.Problem, o callOptions) bool {

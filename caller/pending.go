@@ -45,6 +45,7 @@ type pending struct {
 	rare      *pendingRare // guarded by mu; made by more (a stream call's at start)
 
 	stream         bool // immutable
+	maybe          bool // immutable: sent maybe=1, so lost unnamed it may have run (settle.go)
 	spoken         bool // a worker has sent something for this call
 	terminalQueued bool // a terminal event is queued: nothing more is accepted
 	over           bool // the terminal was handed to the reader
@@ -98,13 +99,14 @@ type liveness struct {
 	last     time.Time     // the last word, or the call's start before any
 	spoken   bool          // a worker has said anything at all
 	over     bool          // the terminal is queued: nothing left to judge
+	maybe    bool          // sent maybe=1: lost unnamed, it may have run
 }
 
 func (p *pending) liveness() liveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return liveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued,
-		pickup: p.pickup, due: p.dueLocked() != nil && !p.spoken}
+		pickup: p.pickup, due: p.dueLocked() != nil && !p.spoken, maybe: p.maybe}
 }
 
 // heard records a heartbeat naming this call: the worker holding it and

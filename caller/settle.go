@@ -141,9 +141,21 @@ func (c *Caller) settle(sent time.Time) {
 			reconnected.Before(p.pickup.Add(-cutoff))
 		p.mu.Unlock()
 		if ready {
-			p.fail(prob.WithRan(envelope.RanNo), false)
+			p.fail(unnamedRan(prob, p.maybe), false)
 		}
 	}
+}
+
+// unnamedRan is the Problem of a call settled unnamed: ran "no", unless
+// the call accepted "maybe" (maybe=1), which lets a worker whose spec of
+// the tool is idempotent or read-only, or that got an idempotency key,
+// start it without the server's confirmation of a heartbeat naming it —
+// so it may have run, unnamed.
+func unnamedRan(prob *envelope.Problem, maybe bool) *envelope.Problem {
+	if maybe {
+		return prob.WithRan(envelope.RanMaybe)
+	}
+	return prob.WithRan(envelope.RanNo)
 }
 
 // markerPatience is how long a due call waits for a settle marker's

@@ -81,7 +81,8 @@ func TestCommandBench(t *testing.T) {
 		inFlight int
 		micro    bool
 		target   bool
-	}{{"unary", 1, true, true}, {"unary", 3, true, false}, {"unary, coalescing off", 3, true, false}, {"stream of 5 deltas", 1, false, true},
+	}{{"unary", 1, true, true}, {"unary", 3, true, false}, {"unary, idempotent", 1, true, false}, {"unary, idempotent", 3, true, false},
+		{"unary, coalescing off", 3, true, false}, {"stream of 5 deltas", 1, false, true},
 		{"no responders", 1, false, true}, {"durable unary (task)", 3, false, true}, {"mcp gateway, http", 2, false, true}, {"mcp gateway, stdio", 2, false, true},
 		{"mcp cold start, 5 tools", 1, false, true},
 		{"fleet of 2 × 2 slots, 1ms each", 4, false, true}, {"fleet of 2 × 2 slots, 1ms each, coalescing off", 4, false, false},

@@ -56,9 +56,12 @@ func gatedExecLogTool(t *testing.T, dir, gate string) (toolsFile, logPath string
 	return logTagTool(t, dir, body), logPath
 }
 
-// logTagTool writes a tools file of one tool, flood.log, whose program
-// runs body (a shell script given the tag as $1) and then answers
-// {"tag": …}; it returns the tools file's path.
+// logTagTool writes a tools file of two tools, flood.log and flood.idem,
+// whose program runs body (a shell script given the tag as $1) and then
+// answers {"tag": …}; it returns the tools file's path. flood.log
+// declares nothing (destructive, MCP's default): no worker starts its
+// calls before a confirmed heartbeat names them. flood.idem is declared
+// idempotent: a call that accepts "maybe" may start unnamed.
 func logTagTool(t *testing.T, dir, body string) string {
 	t.Helper()
 	script := filepath.Join(dir, "logtag.sh")
@@ -73,7 +76,13 @@ func logTagTool(t *testing.T, dir, body string) string {
     input_schema: {type: object, properties: {tag: {type: string}}, required: [tag]}
     binding:
       cli: {cmd: %s, args_template: "{arg.tag}"}
-`, script)
+  - name: flood.idem
+    description: appends its tag to an execution log; declared idempotent
+    input_schema: {type: object, properties: {tag: {type: string}}, required: [tag]}
+    annotations: {idempotent: true}
+    binding:
+      cli: {cmd: %s, args_template: "{arg.tag}"}
+`, script, script)
 	if err := os.WriteFile(toolsFile, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +151,23 @@ type outcome struct {
 	ran    string        // the Problem's "ran" member ("" for ok)
 	detail string
 	after  time.Duration // from the flood's start
+	idem   bool          // a call of flood.idem that accepted "maybe"
 }
 
 // fireFlood sends n calls to flood.log at once, tags "0".."n-1", and
 // returns each call's outcome by tag.
 func fireFlood(ctx context.Context, c *caller.Caller, n int) []outcome {
+	return fireFloodOf(ctx, c, n, false)
+}
+
+// fireMixedFlood is fireFlood whose odd tags call flood.idem, declared
+// idempotent by the call too (caller.Idempotent): those calls accept
+// "maybe", and their workers start them without a confirmed naming.
+func fireMixedFlood(ctx context.Context, c *caller.Caller, n int) []outcome {
+	return fireFloodOf(ctx, c, n, true)
+}
+
+func fireFloodOf(ctx context.Context, c *caller.Caller, n int, mixed bool) []outcome {
 	out := make([]outcome, n)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -154,11 +175,17 @@ func fireFlood(ctx context.Context, c *caller.Caller, n int) []outcome {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.Call(ctx, "flood.log", map[string]string{"tag": strconv.Itoa(i)}, caller.WithRetries(caller.NoRetries))
+			idem := mixed && i%2 == 1
+			tool, opts := "flood.log", []caller.Option{caller.WithRetries(caller.NoRetries)}
+			if idem {
+				tool, opts = "flood.idem", append(opts, caller.Idempotent())
+			}
+			_, err := c.Call(ctx, tool, map[string]string{"tag": strconv.Itoa(i)}, opts...)
+			out[i].idem = idem
 			if err != nil {
 				p := envelope.AsProblem(err, envelope.CodeInternal)
 				ran, _ := p.Extensions["ran"].(string)
-				out[i] = outcome{code: p.Code, ran: ran, detail: p.Detail, after: time.Since(start)}
+				out[i] = outcome{code: p.Code, ran: ran, detail: p.Detail, after: time.Since(start), idem: idem}
 			}
 		}()
 	}
@@ -193,6 +220,9 @@ func tally(outs []outcome) string {
 		if o.code != "" {
 			k = string(o.code) + "/" + o.ran
 		}
+		if o.idem {
+			k = "idem:" + k
+		}
 		n[k]++
 	}
 	var keys []string
@@ -208,9 +238,11 @@ func tally(outs []outcome) string {
 }
 
 // Issue 20: a flood of CLI calls at 2 `toolmesh worker`s on a stock
-// nats-server. Every call ends ok (in the log exactly once), refused
-// not-run (absent from the log), or cancelled by its caller; no live
-// worker is ever reported lost.
+// nats-server, half of a destructive tool, half of an idempotent one
+// that accepts "maybe". Every call ends ok (in the log exactly once),
+// refused not-run (absent from the log), or cancelled by its caller; no
+// live worker is ever reported lost; only the idempotent tool's calls
+// may say "maybe".
 func TestHonestFloodAtTwoWorkers(t *testing.T) { floodAtTwoWorkers(t, 0) }
 
 // Issue 20 on a busy host: the same flood while as many processes as the
@@ -237,7 +269,7 @@ func floodAtTwoWorkers(t *testing.T, burners int) {
 	defer cancel()
 	burnCPU(t, burners)
 	n := floodCalls()
-	outs := fireFlood(ctx, c, n)
+	outs := fireMixedFlood(ctx, c, n)
 	runs := readExecLog(t, logPath)
 	t.Logf("%d calls at 2 workers, %d processes spinning: %s; %d runs logged", n, burners, tally(outs), len(runs))
 	checkAccounting(t, outs, runs, false)
@@ -246,7 +278,10 @@ func floodAtTwoWorkers(t *testing.T, burners int) {
 // checkAccounting holds every outcome to the execution log: ok ran
 // exactly once, not-run never ran, nothing ran twice; worker_lost only
 // when allowLost (a worker was killed), and then only "maybe" for calls
-// that ran and never "no" for a call in the log.
+// that ran and never "no" for a call in the log. A call the caller
+// settled unnamed (overloaded) says "no" — "maybe" only when the call
+// and its tool's declaration allow it (flood.idem's, which may start
+// unnamed).
 func checkAccounting(t *testing.T, outs []outcome, runs map[string]int, allowLost bool) {
 	t.Helper()
 	bad := 0
@@ -267,6 +302,7 @@ func checkAccounting(t *testing.T, outs []outcome, runs map[string]int, allowLos
 			report("call %s ended %s saying it did not run, but it ran", tag, o.code)
 		case o.code == envelope.CodeWorkerLost && !allowLost:
 			report("call %s ended worker_lost (ran=%q) after %s although both workers lived: %s", tag, o.ran, o.after, o.detail)
+		case o.code == envelope.CodeOverloaded && o.ran == "maybe" && o.idem:
 		case o.code == envelope.CodeOverloaded && o.ran != "no":
 			report("call %s ended overloaded without saying it did not run (ran=%q)", tag, o.ran)
 		case o.code != envelope.CodeOverloaded && o.code != envelope.CodeWorkerLost && o.code != envelope.CodeCancelled:
@@ -297,7 +333,7 @@ func TestHonestFloodWorkerKilled(t *testing.T) {
 	defer cancel()
 	n := floodCalls()
 	done := make(chan []outcome, 1)
-	go func() { done <- fireFlood(ctx, c, n) }()
+	go func() { done <- fireMixedFlood(ctx, c, n) }()
 	// Kill once both workers are running calls at the gate: each runs at
 	// most 8 at once (the tools file's default max_concurrent), so more
 	// than 8 logged runs are on both.

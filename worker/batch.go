@@ -259,7 +259,7 @@ func (b *batch) publish(body []byte, n int) bool {
 func (w *Worker) announceBatch(calls []*call) {
 	var named []*call
 	for _, c := range calls {
-		if c.callerID != "" && c.repliesToCaller() && !c.pastPickup(time.Now()) {
+		if c.mustConfirm() && !c.pastPickup(time.Now()) {
 			named = append(named, c)
 		}
 	}

@@ -57,11 +57,18 @@ type call struct {
 	// (unix ns; 0: not yet): from then on its caller can know it is taken
 	// up (see announcer).
 	namedAt atomic.Int64
+	// round is the announcer's round that names the call, queued when it
+	// was admitted (nil: none queued, see announceEarly).
+	round *announceRound
 
 	stream   bool
 	unleased bool // no caller liveness: the deadline is the worker's bound
 	tracked  bool // in w.calls (and its peer); guarded by w.callsMu
 	shared   bool // the call holds a place in share
+	// unconfirmed: the caller accepts ran "maybe" (maybe=1) and this
+	// worker's spec of the tool is idempotent or read-only, or the call has
+	// an idempotency key, so it starts without the server's confirmation.
+	unconfirmed bool
 
 	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
 	ended   bool       // the terminal is decided: no more emits
@@ -112,12 +119,33 @@ func (c *call) run() {
 	telemetry.EndSpan(span, p)
 }
 
+// announceEarly queues the heartbeat naming c as soon as c is admitted,
+// so that the server's confirmation of it (see announced) travels while
+// the call starts, decodes and validates its body and waits for a slot,
+// instead of after. A call that needs no confirmation queues nothing.
+func (c *call) announceEarly() {
+	if c.mustConfirm() {
+		c.round = c.w.announcer.announce(c)
+	}
+}
+
+// mustConfirm reports whether c may start only once the server has
+// confirmed a heartbeat naming it: its caller is known and did not
+// accept, with this worker's agreement, a lost call reported "maybe"
+// (protocol v2, §8.2).
+func (c *call) mustConfirm() bool {
+	return c.callerID != "" && !c.unconfirmed && c.repliesToCaller()
+}
+
 // announced names c to its caller before its handler starts, and
 // reports the Problem (nil: it may start) of a call that must not start:
 // its caller may already have reported it not run. A call whose caller is
 // known starts only once the server has confirmed a heartbeat naming it,
 // and only when that confirmation came before the call's pickup cutoff
-// (protocol v2, §8.2); a call with no peer has nobody to tell.
+// (protocol v2, §8.2); a call with no peer has nobody to tell. A call
+// whose caller and tool both accept "maybe" (unconfirmed) waits for no
+// confirmation, but still does not start past its cutoff unnamed: its
+// caller may already have given it up.
 func (c *call) announced(ctx context.Context) *envelope.Problem {
 	if c.callerID == "" || !c.repliesToCaller() || c.namedInTime() {
 		return nil
@@ -126,7 +154,13 @@ func (c *call) announced(ctx context.Context) *envelope.Problem {
 	if c.pastPickup(time.Now()) {
 		return c.tooLate("got to the call after its caller's pickup cutoff, before any heartbeat had named it")
 	}
-	r := w.announcer.announce(c)
+	if c.unconfirmed {
+		return nil
+	}
+	r := c.round
+	if r == nil {
+		r = w.announcer.announce(c)
+	}
 	select {
 	case <-r.done:
 	case <-ctx.Done():

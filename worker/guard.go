@@ -96,6 +96,10 @@ func (c *call) setMeta(m callMeta) {
 	c.interval, c.granted = m.interval, int64(m.window)
 	c.req.Bearer, c.req.IdempotencyKey, c.ask1 = m.bearer, m.idem, m.ask
 	c.fold = c.stream && m.fold
+	// Both sides must accept a lost call reported "maybe": the caller
+	// (maybe=1) and this worker's own spec of the tool, or the caller's
+	// idempotency key (§8.2).
+	c.unconfirmed = m.maybe && (c.tool.retrySafe || m.idem != "")
 	if m.bearer != "" {
 		bearer := m.bearer // only a call with a bearer pays for its copy
 		c.bearer = &bearer

@@ -38,6 +38,7 @@ type callMeta struct {
 	trace            traceFields
 	ask              bool      // ask=1: the caller answers questions
 	fold             bool      // fold=1: the handler runs as for a unary call (§6)
+	maybe            bool      // maybe=1: the caller accepts ran "maybe" (§8.2)
 	pickup           time.Time // zero: the caller set no pickup deadline
 }
 
@@ -138,6 +139,12 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
 			return 1 << 13, fmt.Errorf("want 1, got %.32q", v)
 		}
 		return 1 << 13, nil
+	case wire.MetaMaybe:
+		m.maybe = string(v) == "1"
+		if !m.maybe {
+			return 1 << 14, fmt.Errorf("want 1, got %.32q", v)
+		}
+		return 1 << 14, nil
 	}
 	return 0, nil
 }

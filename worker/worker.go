@@ -214,6 +214,9 @@ type tool struct {
 	spanName string
 	spanOpts []trace.SpanStartOption
 	approve  bool // calls wait for the caller's approval (Config.Approvals)
+	// retrySafe: the spec declares the tool idempotent or read-only, so a
+	// call whose caller accepts ran "maybe" may start unconfirmed (§8.2).
+	retrySafe bool
 
 	load loadStats // in flight, errors by code, latency (stats.go)
 	// typical is a moving average of its handler's run time (ns): a tool
@@ -428,7 +431,8 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	}
 	t := &tool{spec: spec, handler: h, input: in, output: out,
 		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
-		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
+		retrySafe: spec.Annotations.IsIdempotent() || spec.Annotations.IsReadOnly(),
+		spanOpts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	if err := w.reserve(t); err != nil {
 		return err
 	}
@@ -742,6 +746,7 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	if c == nil || !w.admit(c) {
 		return
 	}
+	c.announceEarly()
 	w.dispatch(c)
 }
 

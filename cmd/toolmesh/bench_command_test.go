@@ -54,7 +54,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	}
 	for _, want := range []string{
 		"SCENARIO", "MICRO/RAW", "TOOLMESH/MICRO", "TARGET", "MET",
-		"\nunary   ", "throughput ≥ 1.20", "stream of 3 deltas", "no responders", "p50 ≤ 1.30", "cli /bin/true",
+		"\nunary   ", "unary, idempotent", "throughput ≥ 1.20", "stream of 3 deltas", "no responders", "p50 ≤ 1.30", "cli /bin/true",
 		"memory, 20 calls in flight", "caller heap per call", "worker heap+stack per blocked call",
 		"caller heap/call ≤ 1.0 KiB", "worker/blocked call ≤ 6.0 KiB", "RSS after/baseline ≤ 1.20",
 		"what users would pick instead", "mcp-http-stateless", "grpc", "result of 1 MiB", "throughput ≥ 0.50",
@@ -86,6 +86,7 @@ func TestBenchJSONHasEveryPeer(t *testing.T) {
 	}
 	want := map[string][]string{
 		"unary":              {"raw", "micro", "mcp-http", "mcp-http-stateless", "grpc"},
+		"unary, idempotent":  {"raw", "micro", "grpc"},
 		"stream of 3 deltas": {"raw", "mcp-http", "mcp-http-stateless", "grpc"},
 	}
 	seen := 0
@@ -106,8 +107,8 @@ func TestBenchJSONHasEveryPeer(t *testing.T) {
 			t.Errorf("%s at %d: peers %v, want %v", r.Scenario, r.InFlight, got, peers)
 		}
 	}
-	if seen != 3 {
-		t.Errorf("%d unary and stream rows, want 3:\n%s", seen, out.String())
+	if seen != 5 {
+		t.Errorf("%d unary and stream rows, want 5:\n%s", seen, out.String())
 	}
 }
 

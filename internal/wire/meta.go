@@ -41,6 +41,12 @@ const (
 	// call of the tool returns, so the handler runs as for a unary call
 	// (docs/protocol.md §6).
 	MetaFold = "fold"
+	// MetaMaybe is "1": the caller accepts that a call lost unnamed is
+	// reported ran "maybe", so a worker whose own spec of the tool allows
+	// it (idempotent or read-only), or a call with an idempotency key, may
+	// start the call without waiting for the server to confirm the
+	// heartbeat naming it (docs/protocol.md §8.2).
+	MetaMaybe = "maybe"
 )
 
 // ErrVersion is the error of a metadata line or frame of a protocol

@@ -78,6 +78,14 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 			toolmesh: func(b *bencher, ctx context.Context) error { return b.meshUnary(ctx) },
 			versus:   unaryVersus(), goals: unaryGoals(n)})
 	}
+	for _, n := range o.levels {
+		// The same echo declared idempotent and read-only, called as such:
+		// its worker starts it without the pickup confirmation that the
+		// unary row's (destructive by default) pays for (protocol §8.2).
+		s = append(s, benchScenario{name: "unary, idempotent", inFlight: n, peers: peersRequestReply,
+			raw: (*bencher).rawUnary, micro: (*bencher).microUnary, toolmesh: (*bencher).meshUnaryIdempotent,
+			versus: []versusCall{grpcUnaryVersus}})
+	}
 	if n := slices.Max(o.levels); n > 1 {
 		// At the highest level, the mesh with coalescing off: calls never
 		// travel together, so this is the per-call cost alone, with a floor
@@ -130,9 +138,12 @@ func unaryVersus() []versusCall {
 	return []versusCall{
 		{peerMCPHTTP, "MCP go-sdk, streamable HTTP " + mcpSessionRevision + " (a session)", (*bencher).mcpUnary},
 		{peerMCPStateles, "MCP go-sdk, streamable HTTP " + mcpStatelessRevision + " (stateless)", (*bencher).mcpStatelessUnary},
-		{peerGRPC, "grpc-go unary, JSON codec", (*bencher).grpcUnary},
+		grpcUnaryVersus,
 	}
 }
+
+// grpcUnaryVersus is gRPC's side of a unary row.
+var grpcUnaryVersus = versusCall{peerGRPC, "grpc-go unary, JSON codec", (*bencher).grpcUnary}
 
 // streamVersus are the stream row's peers beside raw.
 func streamVersus() []versusCall {

@@ -211,6 +211,12 @@ func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, en
 		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) { return req.Args, nil })); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
+	yes := true
+	if err := w.Register(envelope.ToolSpec{Name: echoIdempotent, InputSchema: json.RawMessage(echoSchema),
+		Annotations: &envelope.Annotations{Idempotent: &yes, ReadOnly: &yes}}, worker.HandlerFunc(
+		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) { return req.Args, nil })); err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
 	if err := w.Register(envelope.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(b.count)); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
@@ -284,6 +290,21 @@ func (b *bencher) microUnary(ctx context.Context) error {
 // meshUnary calls echo; opts select a variant of the call.
 func (b *bencher) meshUnary(ctx context.Context, opts ...caller.Option) error {
 	_, err := b.c.Call(ctx, "echo", b.args, opts...)
+	return err
+}
+
+// echoIdempotent is echo declared idempotent and read-only.
+const echoIdempotent = "echo.idempotent"
+
+// meshUnaryIdempotent calls echoIdempotent as an idempotent call: it
+// accepts ran "maybe", so the worker starts it unconfirmed.
+func (b *bencher) meshUnaryIdempotent(ctx context.Context) error {
+	return b.meshUnaryOf(ctx, echoIdempotent, caller.Idempotent())
+}
+
+// meshUnaryOf calls tool with echo's args.
+func (b *bencher) meshUnaryOf(ctx context.Context, tool string, opts ...caller.Option) error {
+	_, err := b.c.Call(ctx, tool, b.args, opts...)
 	return err
 }
 
