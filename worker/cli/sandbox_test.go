@@ -235,7 +235,13 @@ tools:
 	for _, args := range []string{`{"path":"-rf"}`, `{"path":"--output=/etc/passwd"}`, `{"path":"../../etc/passwd"}`,
 		`{"path":"escape/passwd"}`, `{"path":"/etc/passwd"}`, `{"n":-5,"path":"in.txt"}`} {
 		_, err, _ := call(t, h, args)
-		wantProblem(t, err, envelope.CodeInvalidInput)
+		p := wantProblem(t, err, envelope.CodeInvalidInput)
+		// The refusal names only what the caller sent: never the root,
+		// nor where a symbolic link leads.
+		if b, _ := json.Marshal(p); strings.Contains(string(b), root) || strings.Contains(string(b), "/etc\"") ||
+			(!strings.Contains(args, "/etc") && strings.Contains(string(b), "/etc")) {
+			t.Errorf("%s: the refusal shows host paths: %s", args, b)
+		}
 		if _, err := os.Stat(mark); !os.IsNotExist(err) {
 			t.Fatalf("%s: the program ran before the refusal", args)
 		}
