@@ -55,6 +55,8 @@ var (
 	reHidden   = regexp.MustCompile(`(?i)no such file or directory|directory nonexistent|\bENOENT\b|errno 2\b`)
 	rePath     = regexp.MustCompile("(/[^\\s:'\"`,()\\[\\]{}]+)")
 	reNoNet    = regexp.MustCompile(`(?i)network is unreachable|\bENETUNREACH\b|errno 101\b|no route to host|name resolution|could not resolve|couldn't connect|failed to connect`)
+	reAbstract = regexp.MustCompile(`(?:^|[\s'"(])(@[\w.\-/]+)`)
+	reRefused  = regexp.MustCompile(`(?i)connection refused|\bECONNREFUSED\b|errno 111\b`)
 	reUnixVerb = regexp.MustCompile(`(?i)\bconnect|AF_UNIX|unix socket`)
 	reNetVerb  = regexp.MustCompile(`(?i)\bconnect|\bsocket|\btcp\b|\bbind\b`)
 	reAddr     = regexp.MustCompile(`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|localhost)(?::| port |/)(\d{1,5})`)
@@ -154,6 +156,11 @@ func networkDenial(p *Policy, lines []string) *Denial {
 func socketDenial(p *Policy, lines []string) *Denial {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := lines[i]
+		if m := reAbstract.FindStringSubmatch(l); m != nil && (reRefused.MatchString(l) || reDenied.MatchString(l)) && !p.Network.Any {
+			// Network none: abstract sockets are the host's network
+			// namespace's, which the program is not in.
+			return &Denial{Rule: RuleNetwork, Address: "unix:" + m[1], Attribution: ByStderr, Evidence: l}
+		}
 		if !reHidden.MatchString(l) && !reDenied.MatchString(l) {
 			continue
 		}

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -149,5 +150,48 @@ func TestCommandRefusesAProgramOutsideItsGrants(t *testing.T) {
 	}
 	if end.ExitCode() != ExitExecDenied && end.ExitCode() != ExitSetup || !strings.Contains(string(stderr), "exec /bin/true") {
 		t.Fatalf("exit %d, stderr %q; want exit %d", end.ExitCode(), stderr, ExitExecDenied)
+	}
+}
+
+// BenchmarkConfinedTrue runs /bin/true through the sandbox (the helper as
+// init of its namespaces, the confiner, the exec); BenchmarkBwrapTrue runs
+// it through bubblewrap confining it the way operators do, in the same
+// run, for comparison.
+func BenchmarkConfinedTrue(b *testing.B) {
+	pl := planFor(b, &Policy{})
+	pl.Program = "/bin/true"
+	helper := pl.helper
+	if h := os.Getenv("TOOLMESH_BENCH_HELPER"); h != "" {
+		helper = h // a built toolmesh-sandbox, as workers run it
+	}
+	pl2, err := Prepare(&Policy{}, "/bin/true", helper)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		c, err := pl2.Command(nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = c.Cmd.Start()
+		c.Started()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if end, err := c.Wait(); err != nil || end.Status != 0 {
+			b.Fatalf("%v %v", end, err)
+		}
+	}
+}
+
+func BenchmarkBwrapTrue(b *testing.B) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("no bwrap")
+	}
+	for b.Loop() {
+		if out, err := exec.Command(bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "/bin/true").CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
 	}
 }

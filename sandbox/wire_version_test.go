@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	
+
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 

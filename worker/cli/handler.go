@@ -39,9 +39,9 @@ type Handler struct {
 	slots   chan struct{}
 	log     *slog.Logger
 	sup     *supervise.Supervisor
-	ownSup  bool            // sup is this Handler's own, closed by Close
-	plan    *sandbox.Plan   // the program's sandbox; nil: unconfined
-	harden  Hardening       // argument rules checked before the program runs
+	ownSup  bool          // sup is this Handler's own, closed by Close
+	plan    *sandbox.Plan // the program's sandbox; nil: unconfined
+	harden  Hardening     // argument rules checked before the program runs
 	// secrets holds the binding's env values, redacted (with the call's
 	// bearer) from everything a call reports.
 	secrets *redact.Redactor
