@@ -447,17 +447,10 @@ tools:
 				waitFor(t, "the grandchild to die", func() bool { return len(pidsRunning(t, marker)) == 0 })
 				return
 			}
-			stop := make(chan []int, 1)
-			go func() {
-				var pids []int
-				waitFor(t, "the grandchild to run", func() bool { pids = pidsRunning(t, marker); return len(pids) > 0 })
-				stop <- pids
-			}()
-			_, err := runAndCancel(t, h, pidfile)
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("handler returned %v", err)
+			pid, err := runAndCancel(t, h, pidfile)
+			if !errors.Is(err, context.Canceled) || pid == 0 {
+				t.Fatalf("handler returned %v (grandchild %d)", err, pid)
 			}
-			<-stop
 			waitFor(t, "the grandchild to die", func() bool { return len(pidsRunning(t, marker)) == 0 })
 		})
 	}
