@@ -49,16 +49,22 @@ type Denial struct {
 // The patterns of stderr lines by what they report (errno names, strerror
 // texts and the wording of common runtimes).
 var (
-	reDenied  = regexp.MustCompile(`(?i)permission denied|operation not permitted|\bEACCES\b|\bEPERM\b|errno 13\b|errno 1\b`)
-	rePath    = regexp.MustCompile("(/[^\\s:'\"`,()\\[\\]{}]+)")
-	reNoNet   = regexp.MustCompile(`(?i)network is unreachable|\bENETUNREACH\b|errno 101\b|no route to host|name resolution|could not resolve|couldn't connect|failed to connect`)
-	reNetVerb = regexp.MustCompile(`(?i)\bconnect|\bsocket|\btcp\b|\bbind\b`)
-	reAddr    = regexp.MustCompile(`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|localhost)(?::| port |/)(\d{1,5})`)
-	reWrite   = regexp.MustCompile(`(?i)creat|writ|touch|mkdir|remove|unlink|rename|read-only|\brm\b|\bmv\b|\bcp\b|truncat|O_WRONLY|O_RDWR|W_OK|\btee\b`)
-	reExec    = regexp.MustCompile(`(?i)exec|cannot run|spawn`)
-	reMemory  = regexp.MustCompile(`(?i)out of memory|MemoryError|cannot allocate memory|bad_alloc|\bENOMEM\b|memory exhausted|allocation failed|errno 12\b`)
-	reProcs   = regexp.MustCompile(`(?i)cannot fork|can't fork|fork: |fork failed|fork\(\)|BlockingIOError|resource temporarily unavailable|\bEAGAIN\b|errno 11\b|pthread_create|failed to create new OS thread`)
-	reFiles   = regexp.MustCompile(`(?i)too many open files|\bEMFILE\b|errno 24\b`)
+	reDenied = regexp.MustCompile(`(?i)permission denied|operation not permitted|\bEACCES\b|\bEPERM\b|errno 13\b|errno 1\b`)
+	// reHidden is a path the program did not find: outside its grants,
+	// the sandbox's view does not show it.
+	reHidden   = regexp.MustCompile(`(?i)no such file or directory|directory nonexistent|\bENOENT\b|errno 2\b`)
+	rePath     = regexp.MustCompile("(/[^\\s:'\"`,()\\[\\]{}]+)")
+	reNoNet    = regexp.MustCompile(`(?i)network is unreachable|\bENETUNREACH\b|errno 101\b|no route to host|name resolution|could not resolve|couldn't connect|failed to connect`)
+	reAbstract = regexp.MustCompile(`(?:^|[\s'"(])(@[\w.\-/]+)`)
+	reRefused  = regexp.MustCompile(`(?i)connection refused|\bECONNREFUSED\b|errno 111\b`)
+	reUnixVerb = regexp.MustCompile(`(?i)\bconnect|AF_UNIX|unix socket`)
+	reNetVerb  = regexp.MustCompile(`(?i)\bconnect|\bsocket|\btcp\b|\bbind\b`)
+	reAddr     = regexp.MustCompile(`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|localhost)(?::| port |/)(\d{1,5})`)
+	reWrite    = regexp.MustCompile(`(?i)creat|writ|touch|mkdir|remove|unlink|rename|read-only|\brm\b|\bmv\b|\bcp\b|truncat|O_WRONLY|O_RDWR|W_OK|\btee\b`)
+	reExec     = regexp.MustCompile(`(?i)exec|cannot run|spawn`)
+	reMemory   = regexp.MustCompile(`(?i)out of memory|MemoryError|cannot allocate memory|bad_alloc|\bENOMEM\b|memory exhausted|allocation failed|errno 12\b`)
+	reProcs    = regexp.MustCompile(`(?i)cannot fork|can't fork|fork: |fork failed|fork\(\)|BlockingIOError|resource temporarily unavailable|\bEAGAIN\b|errno 11\b|pthread_create|failed to create new OS thread`)
+	reFiles    = regexp.MustCompile(`(?i)too many open files|\bEMFILE\b|errno 24\b`)
 )
 
 // Classify says which rule or limit of p stopped a confined program that
@@ -75,7 +81,7 @@ func Classify(p *Policy, st *Exit, stderr string) *Denial {
 		return &Denial{Rule: RuleExec, Path: firstPath(lastLine(stderr, stderrPrefix+"exec ")), Attribution: ByExit, Evidence: lastLine(stderr, stderrPrefix+"exec ")}
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	for _, check := range []func(*Policy, []string) *Denial{limitDenial, networkDenial, fileDenial} {
+	for _, check := range []func(*Policy, []string) *Denial{limitDenial, socketDenial, networkDenial, fileDenial} {
 		if d := check(p, lines); d != nil {
 			return d
 		}
@@ -143,12 +149,51 @@ func networkDenial(p *Policy, lines []string) *Denial {
 	return nil
 }
 
-// fileDenial finds a refused path: a "permission denied" line naming a
-// path outside the grants that the worker itself can reach.
+// socketDenial finds a refused connect to a pathname unix socket outside
+// the grants, which the sandbox's view does not show: a "no such file"
+// (or "permission denied") line naming a socket that exists on the host,
+// or, with no path named, a "no such file" right after a connect.
+func socketDenial(p *Policy, lines []string) *Denial {
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		if m := reAbstract.FindStringSubmatch(l); m != nil && (reRefused.MatchString(l) || reDenied.MatchString(l)) && !p.Network.Any {
+			// Network none: abstract sockets are the host's network
+			// namespace's, which the program is not in.
+			return &Denial{Rule: RuleNetwork, Address: "unix:" + m[1], Attribution: ByStderr, Evidence: l}
+		}
+		if !reHidden.MatchString(l) && !reDenied.MatchString(l) {
+			continue
+		}
+		for _, m := range rePath.FindAllString(l, -1) {
+			path := strings.TrimRight(m, ".")
+			if st, err := os.Stat(path); err == nil && st.Mode()&os.ModeSocket != 0 && !covered(path, p.Write) && !covered(path, p.Read) {
+				return &Denial{Rule: RuleNetwork, Address: "unix:" + path, Attribution: ByStderr, Evidence: l}
+			}
+		}
+		context := strings.Join(lines[max(0, i-3):i+1], "\n")
+		if reHidden.MatchString(l) && reUnixVerb.MatchString(context) && rePath.FindString(l) == "" {
+			return &Denial{Rule: RuleNetwork, Attribution: ByStderr, Evidence: l}
+		}
+	}
+	return nil
+}
+
+// existsOnHost reports whether path, or its directory, exists as the
+// worker sees it.
+func existsOnHost(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// fileDenial finds a refused path: a "permission denied" line (Landlock)
+// or a "no such file" line (the view shows only the grants) naming a path
+// outside the grants that the worker itself can reach — for "no such
+// file", one that exists on the host, or whose directory does (a create).
 func fileDenial(p *Policy, lines []string) *Denial {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := lines[i]
-		if !reDenied.MatchString(l) {
+		hidden := reHidden.MatchString(l)
+		if !reDenied.MatchString(l) && !hidden {
 			continue
 		}
 		locs := rePath.FindAllStringIndex(l, -1)
@@ -159,6 +204,9 @@ func fileDenial(p *Policy, lines []string) *Denial {
 			path := strings.TrimRight(l[loc[0]:loc[1]], ".")
 			if covered(path, p.Write) || covered(path, devicesRW()) {
 				continue
+			}
+			if hidden && (covered(path, p.Read) || !existsOnHost(path) && !reWrite.MatchString(l)) {
+				continue // the program's own missing file
 			}
 			if rule := fileRule(p, path, l); rule != "" && dacAllows(path, rule == RuleWrite) {
 				return &Denial{Rule: rule, Path: path, Attribution: ByStderr, Evidence: l}

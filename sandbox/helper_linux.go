@@ -14,10 +14,10 @@ import (
 )
 
 // Main makes the running program the sandbox helper when it was started
-// as one (its first argument is the helper flag): it confines itself and
-// execs the tool's program, never returning. Otherwise it returns at once.
-// Call it first thing in main (and in TestMain of tests that run confined
-// programs) so the program can serve as its own helper.
+// as one (its first argument is the helper flag): it confines the tool's
+// program and never returns. Otherwise it returns at once. Call it first
+// thing in main (and in TestMain of tests that run confined programs) so
+// the program can serve as its own helper.
 func Main() {
 	if len(os.Args) < 2 || os.Args[1] != helperFlag {
 		return
@@ -25,19 +25,17 @@ func Main() {
 	os.Exit(runHelper(os.Args[2:]))
 }
 
-// runHelper confines this process per args[0] (the spec, or --probe) and
-// execs args[1] with args[1:] as its argv.
+// runHelper is the helper in one of its three roles: the probe, the
+// sandbox's init (args[0] the spec; see init_linux.go), or, started by
+// that init, the confiner (confineFlag) that restricts itself and execs
+// the program.
 func runHelper(args []string) int {
 	if len(args) == 1 && args[0] == "--probe" {
-		abi, err := landlockABI()
-		if err != nil {
-			abi = 0
-		}
-		fmt.Printf("%sok abi=%d uid=%d wire=%d\n", stderrPrefix, abi, os.Getuid(), wireVersion)
-		return 0
+		return runProbe()
 	}
-	if len(args) > 0 && args[0] == zygoteFlag {
-		return runZygote(args[1:])
+	confiner := len(args) > 0 && args[0] == confineFlag
+	if confiner {
+		args = args[1:]
 	}
 	if len(args) < 2 {
 		fmt.Fprintf(os.Stderr, "%susage: %s SPEC PROGRAM [ARG…]\n", stderrPrefix, helperFlag)
@@ -48,6 +46,32 @@ func runHelper(args []string) int {
 		fmt.Fprintf(os.Stderr, "%sbad spec: %v\n", stderrPrefix, err)
 		return ExitSetup
 	}
+	if confiner {
+		return runConfiner(s, args[1:])
+	}
+	return runInit(s, args[0], args[1:])
+}
+
+// runProbe answers the probe, once it checked (in the namespaces the
+// worker started it in) that it can build a sandbox's view: a private
+// mount namespace and a /proc of its own PID namespace.
+func runProbe() int {
+	abi, err := landlockABI()
+	if err != nil {
+		abi = 0
+	}
+	if err := probeView(); err != nil {
+		fmt.Printf("%sno view: %v\n", stderrPrefix, err)
+		return ExitSetup
+	}
+	fmt.Printf("%sok abi=%d uid=%d wire=%d\n", stderrPrefix, abi, os.Getuid(), wireVersion)
+	return 0
+}
+
+// runConfiner confines this process per s (Landlock, no_new_privs,
+// resource limits) and execs argv[0] with argv. It runs inside the
+// sandbox's view, in a user namespace of its own, with no capability.
+func runConfiner(s spec, argv []string) int {
 	// Landlock and no_new_privs bind the calling thread, and execve keeps
 	// that thread's credentials: stay on it until the exec.
 	runtime.LockOSThread()
@@ -59,8 +83,8 @@ func runHelper(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
 		return ExitSetup
 	}
-	err := syscall.Exec(args[1], args[1:], os.Environ())
-	fmt.Fprintf(os.Stderr, "%sexec %s: %v\n", stderrPrefix, args[1], err)
+	err := syscall.Exec(argv[0], argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "%sexec %s: %v\n", stderrPrefix, argv[0], err)
 	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 		return ExitExecDenied
 	}
@@ -101,7 +125,7 @@ func restrict(s spec) error {
 }
 
 // confineThread sets no_new_privs on the calling thread and confines it
-// with the ruleset fd (both bind this thread only, and what it forks).
+// with the ruleset fd (both bind this thread only, and what it execs).
 func confineThread(ruleset int) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)

@@ -16,6 +16,15 @@ const HelperName = "toolmesh-sandbox"
 // Main first becomes the helper when started with it.
 const helperFlag = "--toolmesh-sandbox"
 
+// confineFlag follows the helper flag when the sandbox's init starts the
+// helper again, inside the sandbox, to confine itself and exec the program.
+const confineFlag = "--confine"
+
+// RootRunsAs is the uid and gid a root worker's confined programs run
+// as (nobody): the kernel exempts real root from RLIMIT_NPROC, so a
+// process limit binds only a program that is not root.
+const RootRunsAs = 65534
+
 // Exit codes of the helper itself, before the program runs.
 const (
 	// ExitSetup: the sandbox could not be set up; the program never ran.
@@ -26,12 +35,12 @@ const (
 
 // wireVersion is the version of what the worker and its helper say to
 // each other: the spec in the helper's argv, the zygote's control
-// messages, requests and replies (zygote_wire_linux.go). The helper states
-// it in its probe answer and in the zygote's ready message, and a worker
+// program's end it reports on its status descriptor. The helper states
+// it in its probe answer, and a worker
 // refuses a helper that states another (or none: a build from before the
 // version was stated, which spoke version 1). Raise it with every change
 // of that wire.
-const wireVersion = 2
+const wireVersion = 3
 
 // stderrPrefix starts every line the helper itself writes.
 const stderrPrefix = "toolmesh-sandbox: "
@@ -53,6 +62,16 @@ type spec struct {
 	NetHandled bool     `json:"net,omitempty"`
 	Ports      []uint16 `json:"ports,omitempty"`
 	Limits     Limits   `json:"limits,omitempty"`
+	// UID and GID are what the program runs as (the worker's, or
+	// RootRunsAs for a root worker).
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// View lists what the view shows beyond the grants, which Landlock
+	// does not grant: the helper's own files (a dynamically linked
+	// helper needs its loader and libraries to start as the confiner).
+	View []string `json:"view,omitempty"`
+	// Status says the init reports the program's end on descriptor 3.
+	Status bool `json:"status,omitempty"`
 }
 
 // Plan is a Policy resolved for one program: ready to start it confined.
@@ -63,7 +82,9 @@ type Plan struct {
 	// interpreter and shared libraries, and a few harmless devices.
 	Auto   []string
 	helper string
-	spec   string
+	spec   string // the spec, as Argv passes it
+	// statusSpec is the spec with Status set, as Command passes it.
+	statusSpec string
 }
 
 // Prepare resolves p for the program at path (absolute, as exec.LookPath
@@ -88,11 +109,25 @@ func Prepare(p *Policy, path, helper string) (*Plan, error) {
 	if !p.Network.Any {
 		s.NetHandled, s.Ports = true, p.Network.Ports
 	}
+	if helper != "" {
+		if s.View, err = programFiles(helper); err != nil {
+			return nil, fmt.Errorf("sandbox: helper: %v", err)
+		}
+	}
+	s.UID, s.GID = os.Getuid(), os.Getgid()
+	if s.UID == 0 {
+		s.UID, s.GID = RootRunsAs, RootRunsAs
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Policy: p, Program: path, Auto: auto, helper: helper, spec: string(b)}, nil
+	s.Status = true
+	withStatus, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Policy: p, Program: path, Auto: auto, helper: helper, spec: string(b), statusSpec: string(withStatus)}, nil
 }
 
 // Argv is the helper's argument vector that runs the program with args

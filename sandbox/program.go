@@ -41,8 +41,11 @@ func addFile(path string, seen map[string]bool, out *[]string) (string, bool) {
 	}
 	seen[real] = true
 	*out = append(*out, real)
-	if real != path { // the name the loader asks for, kept for clarity
+	if real != path && !seen[path] {
+		// The name the loader asks for: the sandbox's view shows only
+		// what is listed, so the links on the way must be listed too.
 		seen[path] = true
+		*out = append(*out, filepath.Clean(path))
 	}
 	return real, true
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	denyPtraceIfAsked() // a zygote test simulates a host that forbids ptrace
+	denyPtraceIfAsked() // a test simulates a host that forbids ptrace
 	Main()
 	os.Exit(m.Run())
 }

@@ -24,10 +24,11 @@ type Support struct {
 	Problem string
 }
 
-// Probe looks for a working helper and checks, by running it in a fresh
-// user and network namespace, that the kernel gives a confined program
-// what this package relies on: unprivileged user namespaces, network
-// namespaces, and Landlock (ABI 1 for files, 4 for TCP ports).
+// Probe looks for a working helper and checks, by running it in the
+// namespaces a sandbox gets, that the kernel gives a confined program
+// what this package relies on: unprivileged user namespaces, PID, mount
+// and network namespaces, a /proc of its own, and Landlock (ABI 1 for
+// files, 4 for TCP ports).
 func Probe(ctx context.Context) Support {
 	return ProbeHelpers(ctx, helperCandidates())
 }
@@ -100,30 +101,25 @@ func (e *wireMismatch) Error() string {
 		"install toolmesh and %s from one build (make build puts them side by side)", e.got, wireVersion, HelperName)
 }
 
-// RootRunsAs is the uid and gid a root worker's confined programs run
-// as (nobody): the kernel exempts real root from RLIMIT_NPROC, so a
-// process limit binds only a program that is not root.
-const RootRunsAs = 65534
-
-// namespaceAttr starts a process in a user namespace of its own (its
-// limits then count only its own processes, and no capability it holds
-// there reaches the host), and with noNet in an empty network namespace
-// too. The worker's uid and gid map to themselves; a root worker's
-// programs run as RootRunsAs instead.
+// namespaceAttr starts the sandbox helper as its init: in a user
+// namespace of its own (nothing it holds there reaches the host), where
+// it is root, mapped to the worker's user (or nobody for a root worker,
+// which is never mapped), with new PID, mount and IPC namespaces it may
+// build the sandbox in, and with noNet an empty network namespace too
+// (which also holds no abstract unix socket of the host).
 func namespaceAttr(noNet bool) *syscall.SysProcAttr {
-	flags := uintptr(syscall.CLONE_NEWUSER)
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC)
 	if noNet {
 		flags |= syscall.CLONE_NEWNET
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	attr := &syscall.SysProcAttr{Cloneflags: flags}
 	if uid == 0 {
 		uid, gid = RootRunsAs, RootRunsAs
-		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 	}
-	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-	return attr
+	return &syscall.SysProcAttr{Cloneflags: flags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+		Credential:  &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}}
 }
 
 // SysProcAttr is the process attributes a confined program starts with

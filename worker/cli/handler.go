@@ -40,10 +40,9 @@ type Handler struct {
 	slots   *fairshare.Semaphore // the tool's MaxConcurrent slots, shared by sender
 	log     *slog.Logger
 	sup     *supervise.Supervisor
-	ownSup  bool            // sup is this Handler's own, closed by Close
-	plan    *sandbox.Plan   // the program's sandbox; nil: unconfined
-	zygote  *sandbox.Zygote // starts the confined program of each call (with plan)
-	harden  Hardening       // argument rules checked before the program runs
+	ownSup  bool          // sup is this Handler's own, closed by Close
+	plan    *sandbox.Plan // the program's sandbox; nil: unconfined
+	harden  Hardening     // argument rules checked before the program runs
 	// secrets holds the binding's env values, redacted (with the call's
 	// bearer) from everything a call reports.
 	secrets *redact.Redactor
@@ -85,7 +84,6 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening,
 		secrets: envSecrets(binding.Env)}
 	if plan != nil {
-		h.zygote = sandbox.NewZygote(plan, lim.KillGrace, lim.SandboxIdle)
 	}
 	return h, nil
 }
@@ -126,9 +124,6 @@ func (h *Handler) Spec() envelope.ToolSpec { return h.spec }
 // supervisor per kill grace that lives as long as the process, which their
 // Close leaves running.
 func (h *Handler) Close() error {
-	if h.zygote != nil {
-		_ = h.zygote.Close()
-	}
 	if !h.ownSup {
 		return nil
 	}
@@ -383,7 +378,7 @@ type readerOnly struct{ io.Reader }
 // process is a started program: its group, its output pipes and its stdin.
 type process struct {
 	wait           func() error // waits for the program
-	sweep          bool         // reap sweeps the group (a zygote sweeps its programs' own)
+	sweep          bool         // reap sweeps the group
 	release        func()       // tells the supervisor the group is gone
 	stdout, stderr *os.File
 	feed           *stdinFeed
@@ -415,7 +410,7 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
 	p := &process{stdout: stdoutR, stderr: stderrR, feed: feed}
-	if h.zygote != nil {
+	if h.plan != nil {
 		err = h.startConfined(p, argv, env, stdoutW, stderrW)
 	} else {
 		err = h.startPlain(p, argv, env, stdoutW, stderrW)
@@ -448,27 +443,31 @@ func (h *Handler) startPlain(p *process, argv, env []string, stdout, stderr *os.
 	return nil
 }
 
-// startConfined has the tool's zygote start argv confined; the supervisor
-// watches its group from the moment its pid is known (until then the
-// zygote answers for it).
+// startConfined starts argv confined under the supervisor: the sandbox
+// helper is the group's leader and the init of the program's PID
+// namespace, so sweeping the group ends every process the call started,
+// however it detached.
 func (h *Handler) startConfined(p *process, argv, env []string, stdout, stderr *os.File) error {
-	run, err := h.zygote.Start(append([]string{h.plan.Program}, argv[1:]...), env, p.feed.reader(), stdout, stderr)
+	c, err := h.plan.Command(argv[1:], env)
 	if err != nil {
 		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q in its sandbox: %v", h.spec.Name, argv[0], err)
 	}
-	p.pgid = run.Pid
-	if p.pgid > 0 {
-		if err := h.sup.Track(p.pgid); err != nil {
-			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-			_, _ = run.Wait()
-			return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
-		}
+	cmd := c.Cmd
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if r := p.feed.reader(); r != nil {
+		cmd.Stdin = r
 	}
-	p.release = func() { h.sup.Untrack(p.pgid) }
+	err = h.sup.Start(cmd)
+	c.Started()
+	if err != nil {
+		c.Close()
+		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q in its sandbox: %v", h.spec.Name, argv[0], err)
+	}
+	p.pgid, p.sweep = cmd.Process.Pid, true
+	p.release = func() { h.sup.Release(p.pgid) }
 	p.wait = func() error {
-		end, err := run.Wait()
+		end, err := c.Wait()
 		if err != nil {
-			p.sweep = true // the zygote died: sweep what its death left
 			return err
 		}
 		if end.Status != 0 {

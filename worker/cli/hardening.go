@@ -174,7 +174,8 @@ func resolveUnder(root, p string) (string, error) {
 			existing = r
 			break
 		} else if !os.IsNotExist(err) {
-			return "", fmt.Errorf("path %q: %v", p, err)
+			// The error names host paths the caller never sent.
+			return "", fmt.Errorf("path %q cannot be resolved", p)
 		}
 		parent := filepath.Dir(existing)
 		rest = filepath.Join(filepath.Base(existing), rest)
@@ -185,7 +186,9 @@ func resolveUnder(root, p string) (string, error) {
 	}
 	resolved := filepath.Join(existing, rest)
 	if resolved != root && !strings.HasPrefix(resolved, root+string(filepath.Separator)) {
-		return "", fmt.Errorf("path %q resolves to %s, outside %s", p, resolved, root)
+		// Only what the caller sent is named: where it resolves (a symbolic
+		// link's target) and the root are the host's, not the caller's.
+		return "", fmt.Errorf("path %q leads outside the directory this argument is confined to", p)
 	}
 	return resolved, nil
 }

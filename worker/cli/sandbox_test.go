@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,7 +236,13 @@ tools:
 	for _, args := range []string{`{"path":"-rf"}`, `{"path":"--output=/etc/passwd"}`, `{"path":"../../etc/passwd"}`,
 		`{"path":"escape/passwd"}`, `{"path":"/etc/passwd"}`, `{"n":-5,"path":"in.txt"}`} {
 		_, err, _ := call(t, h, args)
-		wantProblem(t, err, envelope.CodeInvalidInput)
+		p := wantProblem(t, err, envelope.CodeInvalidInput)
+		// The refusal names only what the caller sent: never the root,
+		// nor where a symbolic link leads.
+		if b, _ := json.Marshal(p); strings.Contains(string(b), root) || strings.Contains(string(b), "/etc\"") ||
+			(!strings.Contains(args, "/etc") && strings.Contains(string(b), "/etc")) {
+			t.Errorf("%s: the refusal shows host paths: %s", args, b)
+		}
 		if _, err := os.Stat(mark); !os.IsNotExist(err) {
 			t.Fatalf("%s: the program ran before the refusal", args)
 		}
@@ -400,23 +407,27 @@ func TestRegisterFileServesTheSandboxSummary(t *testing.T) {
 	}
 }
 
-// A confined program (which the tool's zygote starts, not the worker) is
-// stopped as a plain one is: a cancel takes its whole group down, a
-// program ignoring SIGTERM gets SIGKILL after the grace, and a grandchild
-// left behind by a program that exits is swept.
+// A confined program is stopped as a plain one is: a cancel takes its
+// whole sandbox down, a program ignoring SIGTERM gets SIGKILL after the
+// grace, and a grandchild left behind by a program that exits is ended,
+// as is one that detached with setsid and a double fork. The program
+// runs in a PID namespace of its own, so the pid it writes is its own
+// namespace's; the grandchild is found on the host by its marker.
 func TestSandboxedProgramsStopWithTheirGroup(t *testing.T) {
 	cases := []struct {
 		name, script string
 		cancel       bool
 	}{
-		{"cancel", `sleep 1000 & echo $! > "$0"; wait`, true},
-		{"sigterm ignored", `trap "" TERM; sleep 1000 & echo $! > "$0"; wait; wait`, true},
-		{"normal exit", `sleep 1000 & echo $! > "$0"; echo '{"ok":1}'`, false},
+		{"cancel", `sleep 1000.1 & echo $! > "$0"; wait`, true},
+		{"sigterm ignored", `trap "" TERM; sleep 1000.2 & echo $! > "$0"; wait; wait`, true},
+		{"normal exit", `sleep 1000.3 & echo $! > "$0"; echo '{"ok":1}'`, false},
+		{"setsid double fork", `setsid sh -c 'sleep 1000.4 & echo $! > "$0"' "$0" & wait; echo '{"ok":1}'`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := openDir(t, true)
 			pidfile := filepath.Join(dir, "pid")
+			marker := c.script[strings.Index(c.script, "1000."):][:6]
 			h := sandboxed(t, `
 tools:
   - name: t
@@ -430,18 +441,107 @@ tools:
 					t.Fatalf("%v %v", err, res)
 				}
 				b, _ := os.ReadFile(pidfile)
-				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-				if pid == 0 {
+				if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid == 0 {
 					t.Fatal("no grandchild pid")
 				}
-				waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
+				waitFor(t, "the grandchild to die", func() bool { return len(pidsRunning(t, marker)) == 0 })
 				return
 			}
 			pid, err := runAndCancel(t, h, pidfile)
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("handler returned %v", err)
+			if !errors.Is(err, context.Canceled) || pid == 0 {
+				t.Fatalf("handler returned %v (grandchild %d)", err, pid)
 			}
-			waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
+			waitFor(t, "the grandchild to die", func() bool { return len(pidsRunning(t, marker)) == 0 })
 		})
+	}
+}
+
+// pidsRunning are the host pids of live processes running `sleep marker`.
+func pidsRunning(t *testing.T, marker string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if string(cmdline) == "sleep\x00"+marker+"\x00" && pidAlive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// With network none, a confined program cannot connect to a pathname unix
+// socket outside its grants, though anyone may write to it (mode 777), nor
+// to an abstract one: the pathname does not exist in its view, the
+// abstract name not in its network namespace; the call's Problem says the
+// sandbox refused the connection. A socket inside a write grant is reached.
+func TestSandboxRefusesUnixSocketsOutsideItsGrants(t *testing.T) {
+	outside, inside := openDir(t, true), openDir(t, true)
+	var mu sync.Mutex
+	var accepted []string
+	listen := func(addr string) {
+		ln, err := net.Listen("unix", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		if addr[0] == '/' {
+			if err := os.Chmod(addr, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				accepted = append(accepted, addr)
+				mu.Unlock()
+				_, _ = c.Write([]byte("host secret\n"))
+				c.Close()
+			}
+		}()
+	}
+	outsideSock, insideSock := filepath.Join(outside, "s.sock"), filepath.Join(inside, "s.sock")
+	abstract := "@toolmesh-test-" + filepath.Base(outside)
+	for _, a := range []string{outsideSock, insideSock, abstract} {
+		listen(a)
+	}
+	stdlib := python3Stdlib(t)
+	h := sandboxed(t, `
+tools:
+  - name: t
+    input_schema: {type: object, properties: {path: {type: string}}}
+    sandbox: {read: [`+stdlib+`], write: [`+inside+`], network: none}
+    binding: {cli: {cmd: /usr/bin/python3, args: ["-c", "`+
+		`import socket,sys\np=sys.argv[1]\ns=socket.socket(socket.AF_UNIX)\ntry:\n  s.connect(p.replace('@','\\0',1))\nexcept OSError as e:\n  sys.exit(f'connect {p}: {e}')\nprint(s.recv(100).decode().strip())"], args_template: "{arg.path}", output_format: lines}}
+`)
+	for _, sock := range []string{outsideSock, abstract} {
+		res, err, _ := call(t, h, `{"path":"`+sock+`"}`)
+		p := wantProblem(t, err, envelope.CodeSandboxConnectDenied)
+		if sock[0] == '/' && p.Extensions["address"] != "unix:"+sock {
+			t.Errorf("%s: address %v (stderr %v)", sock, p.Extensions["address"], p.Extensions["stderr_tail"])
+		}
+		if res != nil {
+			t.Errorf("%s: a result %v", sock, res)
+		}
+	}
+	res, err, _ := call(t, h, `{"path":"`+insideSock+`"}`)
+	if err != nil || !strings.Contains(resultJSON(t, res), "host secret") {
+		t.Fatalf("a socket inside the write grant: %v %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(accepted) != 1 || accepted[0] != insideSock {
+		t.Fatalf("accepted %v, want only %s", accepted, insideSock)
 	}
 }

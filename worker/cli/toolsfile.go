@@ -36,9 +36,10 @@ type Limits struct {
 	MaxConcurrent int
 	// KillGrace is how long a program has between SIGTERM and SIGKILL (default 2s).
 	KillGrace time.Duration
-	// SandboxIdle is how long a sandboxed tool's zygote (the process that
-	// starts its confined programs) is kept without a call before it exits;
-	// the next call starts it again (default sandbox.DefaultZygoteIdle).
+	// SandboxIdle is read from tools files written when a sandboxed
+	// tool kept a process between calls (default a minute); no process
+	// is kept any more (each call's sandbox is its own), so it has no
+	// effect.
 	SandboxIdle time.Duration
 }
 
@@ -68,7 +69,7 @@ func (l Limits) withDefaults(d Limits) Limits {
 		l.SandboxIdle = d.SandboxIdle
 	}
 	if l.SandboxIdle == 0 {
-		l.SandboxIdle = sandbox.DefaultZygoteIdle
+		l.SandboxIdle = time.Minute
 	}
 	return l
 }
