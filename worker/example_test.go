@@ -143,3 +143,29 @@ func ExampleAddTool_defaults() {
 	fmt.Println(omitted, sent)
 	// Output: 20 0
 }
+
+// A worker configured by what each setting bounds: its pool at the top,
+// its limits grouped; every other setting keeps its default.
+func ExampleConfig() {
+	m, err := meshtest.Start(meshtest.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	nc, err := m.Server.Connect()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+
+	w, err := worker.New(nc, worker.Config{
+		Pool:   "billing",
+		Limits: worker.Limits{MaxConcurrent: 64, MaxPerIdentity: 8},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Stop()
+	fmt.Println(strings.HasPrefix(w.ID(), "billing."))
+	// Output: true
+}
