@@ -56,6 +56,8 @@ type Catalog struct {
 	// feed hears the permissions violations the server reports on the
 	// connection (violations.go).
 	feed violationFeed
+	// known keeps the names of the tools last read (suggest.go).
+	known knownNames
 }
 
 // New makes a catalogue reader on nc.
@@ -138,7 +140,9 @@ func (c *Catalog) entries(ctx context.Context, bound, gather time.Duration) (map
 		complete := len(warnings) == 0
 		entries, notes, decided := c.viewEntries(ctx, entries)
 		warnings = append(warnings, notes...)
-		return entries, append(warnings, scoped(entries)...), complete && decided, nil
+		warnings = append(warnings, scoped(entries)...)
+		c.known.remember(a.epoch, entries)
+		return entries, warnings, complete && decided, nil
 	}
 	if ctx.Err() != nil {
 		return nil, nil, false, c.problems.Rebase(envelope.AsProblem(ctx.Err(), envelope.CodeTimeout))
@@ -155,7 +159,9 @@ func (c *Catalog) entries(ctx context.Context, bound, gather time.Duration) (map
 		regErr, len(entries), gather)}
 	warnings = append(warnings, notes...)
 	warnings = append(warnings, c.confirmSenders(ctx, entries)...)
-	return entries, append(warnings, scoped(entries)...), false, nil
+	warnings = append(warnings, scoped(entries)...)
+	c.known.remember(a.epoch, entries)
+	return entries, warnings, false, nil
 }
 
 // staleAfter is how long past its refresh period a registry key may go

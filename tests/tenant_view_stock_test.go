@@ -98,6 +98,13 @@ func TestStockSecureTenantViewFailsClosed(t *testing.T) {
 		t.Fatalf("control: bob may describe fs.echo: %v", err)
 	}
 
+	// A "did you mean" names only a tool the identity may call.
+	if near := alice.Catalog().Suggest(ctx, "fs.ech0"); near != "demo.echo" {
+		t.Fatalf("alice's nearest tool to fs.ech0 = %q, want demo.echo", near)
+	}
+	if near := bob.Catalog().Suggest(ctx, "fs.ech0"); near != "fs.echo" {
+		t.Fatalf("control: bob's nearest tool to fs.ech0 = %q, want fs.echo", near)
+	}
 	noFS(t, "watch", watchSeedWithin(t, alice, "demo.echo", 5*time.Second))
 	noFS(t, "MCP tools/list", gatewayTools(t, alice, "demo.echo"))
 	if names := gatewayTools(t, bob, "fs.echo"); !slices.Contains(names, "demo.echo") {
