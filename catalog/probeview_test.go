@@ -56,7 +56,10 @@ func TestProbedViewFailsClosed(t *testing.T) {
 	w := meshtest.NewWorker(t, dial("tools"), worker.Config{Logger: meshtest.Quiet()})
 	for _, name := range []string{"demo.echo", "fs.read_file", "fs.write_file"} {
 		if err := w.Register(envelope.ToolSpec{Name: name}, worker.HandlerFunc(
-			func(context.Context, *worker.Request, worker.Emitter) (any, error) { ran.Add(1); return map[string]any{}, nil })); err != nil {
+			func(context.Context, *worker.Request, worker.Emitter) (any, error) {
+				ran.Add(1)
+				return map[string]any{}, nil
+			})); err != nil {
 			t.Fatal(err)
 		}
 	}
