@@ -412,7 +412,10 @@ func (c *Caller) route(subject, id string) (*pending, *batch) {
 // Within PickupTimeout of this caller's reconnect, workers may simply not
 // have re-subscribed yet (they reconnect on their own schedule), so the
 // answer is transient — connection_lost, unrun, which Call retries —
-// rather than a permanent tool_not_found.
+// rather than a permanent tool_not_found. A tool_not_found names the tool
+// nearest in name that this identity may call (catalog.Catalog.Suggest:
+// the names its catalogue has, or one bounded read when it has none), so
+// a typo is one step from its fix.
 func (c *Caller) noSuchTool(tool string) *envelope.Problem {
 	if at := c.reconnected.Load(); at != 0 {
 		if since := time.Since(time.Unix(0, at)); since < c.cfg.PickupTimeout {
@@ -421,7 +424,13 @@ func (c *Caller) noSuchTool(tool string) *envelope.Problem {
 				strconv.Quote(tool), since.Round(time.Millisecond))).WithRetryAfter(retryAfterReconnect.Seconds()).WithRan(envelope.RanNo)
 		}
 	}
-	return c.problems.New(envelope.CodeToolNotFound, "no worker hosts tool "+strconv.Quote(tool)).WithRan(envelope.RanNo)
+	detail := "no worker hosts tool " + strconv.Quote(tool)
+	near := c.cat.Suggest(context.Background(), tool)
+	if near == "" {
+		return c.problems.New(envelope.CodeToolNotFound, detail).WithRan(envelope.RanNo)
+	}
+	return c.problems.New(envelope.CodeToolNotFound, detail+"; did you mean "+strconv.Quote(near)+"?").WithRan(envelope.RanNo).
+		WithFix(fmt.Sprintf("Call %s instead (`toolmesh tools list` shows every tool this identity may call)", near), envelope.MaybeIncorrect)
 }
 
 // retryAfterReconnect is the retry_after of a call that found no worker
@@ -465,16 +474,20 @@ func (c *Caller) onEnds(subject string, f wire.Frame) {
 
 // noResponders ends the call, or every call of the batch, sent to a
 // subject nobody subscribes to.
+// The Problem is made off the subscription's goroutine: naming the
+// nearest tool may read the catalogue once.
 func (c *Caller) noResponders(subject string) {
 	p, b := c.route(subject, "")
 	if b != nil {
-		for _, p := range b.calls {
-			p.fail(c.noSuchTool(p.tool), false)
-		}
+		go func() {
+			for _, p := range b.calls {
+				p.fail(c.noSuchTool(p.tool), false)
+			}
+		}()
 		return
 	}
 	if p != nil {
-		p.fail(c.noSuchTool(p.tool), false)
+		go func() { p.fail(c.noSuchTool(p.tool), false) }()
 	}
 }
 

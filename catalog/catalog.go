@@ -51,8 +51,13 @@ type Catalog struct {
 	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
 	// catalogue subject (poolscope.go).
 	trusted trustedSets
-	// perms caches what this identity may publish (tenantview.go).
+	// perms caches what this identity may call (tenantview.go).
 	perms permView
+	// feed hears the permissions violations the server reports on the
+	// connection (violations.go).
+	feed violationFeed
+	// known keeps the names of the tools last read (suggest.go).
+	known knownNames
 }
 
 // New makes a catalogue reader on nc.
@@ -118,23 +123,26 @@ func (c *Catalog) listing(ctx context.Context, bound, gather time.Duration) (Lis
 }
 
 // entries gathers every worker's entry as List describes, with the
-// warnings that say what may be missing: bound bounds a registry's
-// listing, and without a registry answers are gathered for gather.
+// warnings that say what may be missing, keeping only the tools this
+// identity may call (viewEntries): bound bounds a registry's listing, and
+// without a registry answers are gathered for gather.
 func (c *Catalog) entries(ctx context.Context, bound, gather time.Duration) (map[string]catalogEntry, []string, bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	perms := c.permissions(rctx)
-	may := c.callableBy(perms)
+	a := c.access(rctx)
 	var reg map[string]registered
 	regErr := errNoJetStreamAPI
-	if c.registryReadable(perms) {
-		reg, regErr = c.registrySnapshot(rctx)
+	if c.registryReadable(a) {
+		reg, regErr = c.registryRead(rctx, a)
 	}
 	if reg != nil {
 		entries, warnings := c.registryEntries(rctx, reg, bound)
 		complete := len(warnings) == 0
-		entries = visibleEntries(entries, may)
-		return entries, append(warnings, scoped(entries)...), complete, nil
+		entries, notes, decided := c.viewEntries(ctx, entries)
+		warnings = append(warnings, notes...)
+		warnings = append(warnings, scoped(entries)...)
+		c.known.remember(a.epoch, entries)
+		return entries, warnings, complete && decided, nil
 	}
 	if ctx.Err() != nil {
 		return nil, nil, false, c.problems.Rebase(envelope.AsProblem(ctx.Err(), envelope.CodeTimeout))
@@ -145,12 +153,15 @@ func (c *Catalog) entries(ctx context.Context, bound, gather time.Duration) (map
 	if err != nil {
 		return nil, nil, false, err
 	}
-	entries = visibleEntries(entries, may)
+	entries, notes, _ := c.viewEntries(ctx, entries)
 	warnings := []string{fmt.Sprintf(
 		"no worker registry (%v): NATS cannot say how many workers exist, so the %d that answered within %s may not be all",
 		regErr, len(entries), gather)}
+	warnings = append(warnings, notes...)
 	warnings = append(warnings, c.confirmSenders(ctx, entries)...)
-	return entries, append(warnings, scoped(entries)...), false, nil
+	warnings = append(warnings, scoped(entries)...)
+	c.known.remember(a.epoch, entries)
+	return entries, warnings, false, nil
 }
 
 // staleAfter is how long past its refresh period a registry key may go

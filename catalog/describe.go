@@ -15,43 +15,102 @@ import (
 // Describe returns the spec of tool, or tool_not_found when no worker
 // hosts it, or forbidden when this NATS identity may not call it
 // (whether or not a worker hosts it). The answer never depends on which
-// worker happens to answer: the tool's subject is asked first (one
-// request, so a tool nobody hosts is tool_not_found at once, and a worker
-// that has just started is found before it reaches the registry), then
-// the catalogue (see List, whose scope rules apply) decides. When
-// workers give different specs for the name, Describe returns the spec
-// most of them give (ties: the lowest worker id's), always the same, and
-// with it a tool_conflict Problem whose extension "conflicts" lists every
-// spec given and its workers: a caller must not act on a description
-// that another worker contradicts (docs/protocol.md §14.1).
+// worker happens to answer: the tool's subject is asked (one request, so
+// a tool nobody hosts is tool_not_found at once where the server says no
+// one listens, and a worker that has just started is found before it
+// reaches the registry) while the catalogue (see List, whose scope rules
+// apply) is read, and the catalogue decides: a tool it does not list, and
+// no worker has answered for by then, is tool_not_found (across a service
+// import the server never says that no one listens). When workers give
+// different specs for the name, Describe returns the spec most of them
+// give (ties: the lowest worker id's), always the same, and with it a
+// tool_conflict Problem whose extension "conflicts" lists every spec
+// given and its workers: a caller must not act on a description that
+// another worker contradicts (docs/protocol.md §14.1).
 func (c *Catalog) Describe(ctx context.Context, tool string) (envelope.ToolSpec, error) {
 	if err := envelope.ValidateToolName(tool); err != nil {
 		return envelope.ToolSpec{}, c.problems.New(envelope.CodeInvalidInput, err.Error()).
 			WithFix("Tool names are dot-separated segments of letters, digits, _ and -; list the tools on offer with List.", envelope.MaybeIncorrect)
 	}
-	if !c.callable(ctx)(tool) {
+	a, err := c.decide(ctx, []string{tool})
+	switch {
+	case err != nil:
+		return envelope.ToolSpec{}, c.undecidedProblem(ctx, tool, err)
+	case !a.may(tool):
 		return envelope.ToolSpec{}, c.notCallable(tool)
 	}
-	answered, err := c.describeOne(ctx, tool)
-	if err != nil {
-		return envelope.ToolSpec{}, err
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan described, 1)
+	go func() {
+		spec, err := c.describeOne(dctx, tool)
+		answers <- described{spec, err}
+	}()
+	reads := make(chan catalogRead, 1)
+	go func() {
+		entries, warnings, _, err := c.entries(dctx, innerRegistryWait, innerGatherWait)
+		reads <- catalogRead{entries, warnings, err}
+	}()
+	var d described
+	select {
+	case d = <-answers:
+		if d.err != nil {
+			return envelope.ToolSpec{}, d.err
+		}
+		return c.describeListed(tool, &d, <-reads)
+	case r := <-reads:
+		if r.err != nil {
+			return envelope.ToolSpec{}, r.err
+		}
+		if _, isListed := catalogToolNamed(r.entries, tool); isListed {
+			d = <-answers // a worker the catalogue lists answers
+		} else {
+			select {
+			case d = <-answers:
+			default: // no worker answered while the catalogue was read
+				return c.describeListed(tool, nil, r)
+			}
+		}
+		if d.err != nil {
+			return envelope.ToolSpec{}, d.err
+		}
+		return c.describeListed(tool, &d, r)
 	}
-	entries, warnings, _, err := c.entries(ctx, innerRegistryWait, innerGatherWait)
-	if err != nil {
-		return envelope.ToolSpec{}, err
+}
+
+// described is the answer on a tool's describe subject.
+type described struct {
+	spec envelope.ToolSpec
+	err  error
+}
+
+// catalogRead is the catalogue as Describe reads it.
+type catalogRead struct {
+	entries  map[string]catalogEntry
+	warnings []string
+	err      error
+}
+
+// describeListed decides Describe's answer from the catalogue l and the
+// tool subject's answer (nil when none came before the catalogue).
+func (c *Catalog) describeListed(tool string, answered *described, l catalogRead) (envelope.ToolSpec, error) {
+	if l.err != nil {
+		return envelope.ToolSpec{}, l.err
 	}
-	t, listed := catalogToolNamed(entries, tool)
+	t, isListed := catalogToolNamed(l.entries, tool)
 	switch {
-	case !listed && outOfScope(warnings, tool):
+	case !isListed && outOfScope(l.warnings, tool):
 		// Offered only by workers that may not host it (§14.1, "Scope").
 		return envelope.ToolSpec{}, c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker may host tool %q: only workers of a pool outside its namespace offer it", tool))
-	case !listed:
+	case !isListed && answered == nil:
+		return envelope.ToolSpec{}, c.problems.New(envelope.CodeToolNotFound, fmt.Sprintf("no worker hosts tool %q", tool))
+	case !isListed:
 		// Only a worker not yet in the catalogue hosts it: its answer is
 		// the one there is.
-		return answered, nil
+		return answered.spec, nil
 	}
-	if !slices.ContainsFunc(append([]Variant{{Spec: t.Spec}}, t.Conflicts...), func(v Variant) bool { return sameSpec(v.Spec, answered) }) {
-		t.Conflicts = append(t.Conflicts, Variant{Spec: answered, Workers: []string{}})
+	if answered != nil && !slices.ContainsFunc(append([]Variant{{Spec: t.Spec}}, t.Conflicts...), func(v Variant) bool { return sameSpec(v.Spec, answered.spec) }) {
+		t.Conflicts = append(t.Conflicts, Variant{Spec: answered.spec, Workers: []string{}})
 	}
 	if len(t.Conflicts) > 0 {
 		return t.Spec, c.conflictProblem(t)

@@ -66,7 +66,6 @@ func (c *Catalog) Watch(ctx context.Context) iter.Seq2[Change, error] {
 		// which costs nothing but a refresh: every worker beacons again.
 		defer func() { _ = sub.Unsubscribe() }()
 		v := newLiveView(c.cfg.Heartbeat)
-		may := c.callable(ctx)
 		// Seeded from the catalogue: the registry when there is one (the
 		// whole fleet in one pass), else a short gather.
 		entries, _, _, err := c.entries(ctx, innerRegistryWait, innerGatherWait)
@@ -81,7 +80,7 @@ func (c *Catalog) Watch(ctx context.Context) iter.Seq2[Change, error] {
 		if !v.flush(yield) {
 			return
 		}
-		c.followPresence(ctx, v, beacons, may, yield)
+		c.followPresence(ctx, v, beacons, yield)
 	}
 }
 
@@ -96,22 +95,23 @@ type fetched struct {
 	beacon   wire.Beacon
 	interval time.Duration
 	tools    []envelope.ToolSpec
+	access   *access // what the identity may call, decided for tools
 	err      error
 }
 
-// follower applies beacons, fetch results and expiries to a live view.
+// follower applies beacons, fetch results and expiries to a live view,
+// keeping only the tools this identity may call (tenantview.go).
 type follower struct {
 	c        *Catalog
 	v        *liveView
-	may      func(tool string) bool // the tools this identity may call
 	results  chan fetched
 	inflight map[string]uint64 // worker id → token of its fetch in flight
 	tokens   uint64
 }
 
 // followPresence applies beacons and expiries to v until ctx ends.
-func (c *Catalog) followPresence(ctx context.Context, v *liveView, beacons chan *nats.Msg, may func(string) bool, yield func(Change, error) bool) {
-	f := &follower{c: c, v: v, may: may, results: make(chan fetched, maxFetches), inflight: map[string]uint64{}}
+func (c *Catalog) followPresence(ctx context.Context, v *liveView, beacons chan *nats.Msg, yield func(Change, error) bool) {
+	f := &follower{c: c, v: v, results: make(chan fetched, maxFetches), inflight: map[string]uint64{}}
 	tick := time.NewTicker(max(v.interval/2, 5*time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -148,10 +148,13 @@ func (f *follower) apply(ctx context.Context, b wire.Beacon) {
 		return
 	}
 	if specs, ok := f.c.specs.get(b.Specs); ok && b.Specs != "" {
-		// A spec set already known (a replica's): nothing to fetch.
-		delete(f.inflight, b.WorkerID)
-		f.v.setWorker(b.WorkerID, b.Revision, time.Now(), interval, visibleSpecs(specs, f.may))
-		return
+		if a := f.c.current(); a.decided(specs) {
+			// A spec set already known (a replica's), whose tools the
+			// view has decided on: nothing to fetch or ask.
+			delete(f.inflight, b.WorkerID)
+			f.v.setWorker(b.WorkerID, b.Revision, time.Now(), interval, visibleSpecs(specs, a.may))
+			return
+		}
 	}
 	if _, out := f.inflight[b.WorkerID]; out || len(f.inflight) >= maxFetches {
 		return // its next beacon tries again
@@ -164,6 +167,9 @@ func (f *follower) apply(ctx context.Context, b wire.Beacon) {
 		// The watcher's own interval bounds the fetch, not the one the
 		// beacon claims: a worker cannot hold a fetch slot for long.
 		r.tools, r.err = f.c.workerTools(ctx, b.WorkerID, mesh.MissedBeats*f.v.interval)
+		if r.err == nil {
+			r.access, r.err = f.c.decide(ctx, toolNames(r.tools))
+		}
 		select {
 		case f.results <- r:
 		case <-ctx.Done():
@@ -182,7 +188,16 @@ func (f *follower) land(r fetched) {
 		f.c.log.Debug("watch: worker's tools not fetched; retrying on its next beacon", "worker_id", id, "err", r.err)
 		return
 	}
-	f.v.setWorker(id, r.beacon.Revision, time.Now(), r.interval, visibleSpecs(r.tools, f.may))
+	f.v.setWorker(id, r.beacon.Revision, time.Now(), r.interval, visibleSpecs(r.tools, r.access.may))
+}
+
+// toolNames lists the names of specs.
+func toolNames(specs []envelope.ToolSpec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name
+	}
+	return out
 }
 
 // workerTools asks one worker for its specs.

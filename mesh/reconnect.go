@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/nats-io/nats.go"
@@ -31,7 +32,10 @@ func connectionLogging(log *slog.Logger) []nats.Option {
 			log.Info("NATS connection re-established", "server", nc.ConnectedUrlRedacted(), "reconnects", nc.Stats().Reconnects)
 		}),
 		nats.ClosedHandler(func(nc *nats.Conn) {
-			if err := nc.LastError(); err != nil { // nil: closed by its owner
+			// nil: closed by its owner. A permissions violation is no
+			// reason to close (nats.go keeps the connection), only the
+			// last refusal heard: a catalogue's probes leave one.
+			if err := nc.LastError(); err != nil && !errors.Is(err, nats.ErrPermissionViolation) {
 				log.Error("NATS connection closed for good", "err", err)
 			}
 		}),

@@ -735,7 +735,9 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	received := time.Now()
 	if m.Reply == "" {
-		w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
+		if m.Header.Get(wire.HeaderProbe) == "" { // a catalogue's permission probe is expected (§14.5)
+			w.log.Warn("call without a reply subject dropped", "tool", t.spec.Name)
+		}
 		return
 	}
 	if wire.IsBatch(m.Data) {

@@ -19,6 +19,12 @@ import (
 // other spelling is the client's own and must not be read as identity.
 const HeaderRequestInfo = "Nats-Request-Info"
 
+// HeaderProbe marks a permission probe: a message on a tool's call
+// subject with no reply subject and no body, which a catalogue publishes
+// only to learn whether the server accepts it (docs/protocol.md §14.5). A
+// worker drops it without a word; it is never a call.
+const HeaderProbe = "Toolmesh-Probe"
+
 // Identity returns who sent a message as the NATS server vouches for it:
 // "account/user" from the server-stamped Nats-Request-Info header, or ""
 // when the message did not cross a service import (a single-account mesh,
