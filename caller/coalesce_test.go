@@ -301,7 +301,7 @@ func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
 
 // A batch carries no more than an even share of the queue per worker
 // heard on the tool, and never more than maxBatch: a fleet keeps its
-// spread (issue 26).
+// spread.
 func TestBatchCapKeepsAFleetsSpread(t *testing.T) {
 	for _, tc := range []struct{ queued, hosts, want int }{
 		{queued: 20, hosts: 0, want: caller.MaxBatch}, // no worker heard yet

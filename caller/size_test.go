@@ -6,7 +6,7 @@ import (
 )
 
 // TestPendingStaysSmall guards the caller's memory per call in flight
-// (issue 26: at most 1 KiB with the goroutine that waits): a unary call's
+// (at most 1 KiB with the goroutine that waits): a unary call's
 // pending fits the 240-byte size class, what only streams, chunked
 // results, questions and unnamed calls need living behind pointers made on
 // first use. A field added to pending belongs in pendingRare unless every

@@ -15,7 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
-// Issue 21's defects in what the toolmesh command reports, each checked
+// Defects once found in what the toolmesh command reports, each checked
 // against the built binary and a real `toolmesh dev` mesh.
 
 // An echo result with a member named success (or id) is a successful

@@ -38,7 +38,7 @@ type benchMesh struct {
 	c   *caller.Caller
 }
 
-// benchEchoSpec is echo with the one-property input schema of issue 12's
+// benchEchoSpec is echo with the one-property input schema of the unary rows'
 // throughput target, so every call pays validation.
 var benchEchoSpec = envelope.ToolSpec{Name: "echo",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)}

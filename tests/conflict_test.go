@@ -22,7 +22,7 @@ import (
 
 // conflictMesh is a mesh where three real workers host docs.search: two
 // give its real spec and one a spec whose description is a prompt
-// injection (issue 20's hostile neighbour).
+// injection (a hostile neighbour).
 type conflictMesh struct {
 	srv            *embedded.Server
 	real, injected envelope.ToolSpec
@@ -41,7 +41,7 @@ func startConflictMesh(t *testing.T) *conflictMesh {
 	return m
 }
 
-// Issue 20: workers giving different specs for one name are a conflict
+// Workers giving different specs for one name are a conflict
 // everywhere the catalogue shows — Watch, Describe and the MCP gateway —
 // never one spec or the other by chance.
 func TestConflictingSpecsAreShownAsConflicts(t *testing.T) {

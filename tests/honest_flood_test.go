@@ -237,7 +237,7 @@ func tally(outs []outcome) string {
 	return b.String()
 }
 
-// Issue 20: a flood of CLI calls at 2 `toolmesh worker`s on a stock
+// A flood of CLI calls at 2 `toolmesh worker`s on a stock
 // nats-server, half of a destructive tool, half of an idempotent one
 // that accepts "maybe". Every call ends ok (in the log exactly once),
 // refused not-run (absent from the log), or cancelled by its caller; no
@@ -245,7 +245,7 @@ func tally(outs []outcome) string {
 // may say "maybe".
 func TestHonestFloodAtTwoWorkers(t *testing.T) { floodAtTwoWorkers(t, 0) }
 
-// Issue 20 on a busy host: the same flood while as many processes as the
+// On a busy host: the same flood while as many processes as the
 // host has cores spin (opt-in: make flood): outcomes stay true when the
 // workers, the caller and the server all fight for CPU.
 func TestHonestFloodOnABusyHost(t *testing.T) {
@@ -314,7 +314,7 @@ func checkAccounting(t *testing.T, outs []outcome, runs map[string]int, allowLos
 	}
 }
 
-// Issue 20 and 24: kill -9 of one of 2 workers under the same flood. Its
+// Kill -9 of one of 2 workers under the same flood. Its
 // calls end worker_lost saying "maybe" (picked up) or "no" (never taken
 // up) — and no call said "no" is in the execution log; every ok is in it
 // once; nothing ran twice.

@@ -24,7 +24,7 @@ func pidLogTool(t *testing.T, dir string) (toolsFile, logPath, pidPath string) {
 	return logTagTool(t, dir, body), logPath, pidPath
 }
 
-// Issues 20 and 24: a worker dies holding calls it never read. One of 4
+// A worker dies holding calls it never read. One of 4
 // `toolmesh worker`s is stopped (SIGSTOP: it reads nothing more), calls
 // are fired at the tool — the server hands a share of them to the stopped
 // worker — and it is killed (SIGKILL). The caller finds it gone by

@@ -16,7 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// Issue 20: a worker that never said a word to this caller dies (kill -9)
+// A worker that never said a word to this caller dies (kill -9)
 // holding calls it never read. Of 2 `toolmesh worker`s the victim is
 // stopped (SIGSTOP: it reads nothing, names nothing, beacons no more)
 // before a fresh caller fires its calls, so the caller has only seen the

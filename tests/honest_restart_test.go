@@ -12,7 +12,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
-// Issue 20: the stock nats-server restarts under load. The caller
+// The stock nats-server restarts under load. The caller
 // reconnects before the `toolmesh worker` has re-subscribed its tool, yet
 // no call to the tool that existed before ends tool_not_found: a call that
 // finds no worker just after the reconnect is connection_lost, ran "no"

@@ -26,7 +26,7 @@ import (
 // caller= (unleased), sent at once.
 const bobBurst = 5300
 
-// Issue 20, under deploy/secure verbatim: bob's burst of unleased calls to
+// Under deploy/secure verbatim: bob's burst of unleased calls to
 // a slow tool takes only his share of the shared worker (MaxPerIdentity);
 // the rest are refused overloaded, unrun; he disconnects, and alice is
 // still served by the same worker at once.
@@ -90,7 +90,7 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 // measured 44 MiB → 1.27 GiB.
 const controlFloodRSSBound = 160 << 20
 
-// Issue 20, under deploy/secure verbatim: bob floods a `toolmesh worker`
+// Under deploy/secure verbatim: bob floods a `toolmesh worker`
 // process's control subject with 1 MB messages; its peak RSS stays under
 // the bound and it still serves alice.
 func TestSecureControlFloodLeavesWorkerMemoryBounded(t *testing.T) {
@@ -154,7 +154,7 @@ func fakeEntry(t *testing.T, id string, tools ...envelope.ToolSpec) []byte {
 	return fmt.Appendf(nil, `{"worker_id":%q,"tools":%s,"interval_ms":1000,"specs":%q}`, id, raw, wire.SpecsDigest(raw))
 }
 
-// Issue 20, under deploy/secure verbatim: a hostile `demo` pool answers
+// Under deploy/secure verbatim: a hostile `demo` pool answers
 // every catalogue request claiming to be workers of other pools (admin.x),
 // of no pool (FAKE) and of its own (demo.fake) — answering on
 // demo.fake's own subject too — offering admin.wipe, prod.search and a

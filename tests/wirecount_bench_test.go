@@ -50,9 +50,9 @@ func readProcessCounts() processCounts {
 // BenchmarkUnary256Wire counts, at 256 calls in flight, what each side
 // costs per call besides time: messages and bytes through the server (its
 // varz counters), read and write system calls and CPU of the whole
-// process (server, callers and responders alike live in it). Issue 26
-// asked whether toolmesh's gap to micro is messages and wake-ups or CPU:
-// these metrics answer it in any run (README, Performance).
+// process (server, callers and responders alike live in it). Whether
+// toolmesh's gap to micro is messages and wake-ups or CPU, these
+// metrics answer in any run (docs/performance.md).
 func BenchmarkUnary256Wire(b *testing.B) {
 	m := newBenchMesh(b)
 	ctx := context.Background()

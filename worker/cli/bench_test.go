@@ -163,8 +163,8 @@ func BenchmarkSpawnHandler(b *testing.B) {
 // BenchmarkSandboxHandler is a sandboxed CLI-bound /bin/true against the
 // same tool unconfined, both through the CLI handler alone (no NATS), with
 // the sandbox of toolmesh bench's sandboxed row. The ratio is the
-// sandboxed calls per second over the unconfined ones (issue 25's target:
-// at least 0.8).
+// sandboxed calls per second over the unconfined ones (the sandboxed
+// row's target: at least 0.8).
 func BenchmarkSandboxHandler(b *testing.B) {
 	for _, n := range []int{1, 8} {
 		b.Run(inFlight(n), func(b *testing.B) {
