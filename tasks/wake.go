@@ -8,19 +8,33 @@ import (
 // submit with wait, cancel), all woken through one subscription to
 // <p>.tasks.done.> rather than a subscription per wait: a subscription
 // costs the server a sublist change, and nats.go a buffer, every time.
+// A notice carries the task's record as it changed, so that a wait for a
+// task's end needs no read of the stream.
 type wakers struct {
-	waits map[string]map[chan struct{}]struct{} // done subject → its waiters (Service.mu)
+	waits map[string]map[chan []byte]struct{} // done subject → its waiters (Service.mu)
 }
+
+// Notice headers of <p>.tasks.done.<owner>.<id>.
+const (
+	// hdrNotice says what changed: noticeQueued (a new task) or
+	// noticeChanged; a notice without the header wakes as a change.
+	hdrNotice = "Toolmesh-Task-Notice"
+	// hdrInstance names the instance that sent the notice.
+	hdrInstance   = "Toolmesh-Task-Instance"
+	noticeQueued  = "queued"
+	noticeChanged = "changed"
+)
 
 // awaitChange registers a wait for the next change of the task whose done
 // subject is subject; stop ends it. A change that comes before the wait
-// reads the task is not missed: register first, then read.
-func (s *Service) awaitChange(subject string) (changed <-chan struct{}, stop func()) {
-	ch := make(chan struct{}, 1)
+// reads the task is not missed: register first, then read. The channel
+// carries the notice's record (empty when the notice had none).
+func (s *Service) awaitChange(subject string) (changed <-chan []byte, stop func()) {
+	ch := make(chan []byte, 1)
 	s.mu.Lock()
 	set := s.wake.waits[subject]
 	if set == nil {
-		set = map[chan struct{}]struct{}{}
+		set = map[chan []byte]struct{}{}
 		s.wake.waits[subject] = set
 	}
 	set[ch] = struct{}{}
@@ -35,14 +49,26 @@ func (s *Service) awaitChange(subject string) (changed <-chan struct{}, stop fun
 	}
 }
 
-// onDone wakes every wait on the task that changed.
+// onDone counts a task submitted or ended and wakes every wait on it.
 func (s *Service) onDone(m *nats.Msg) {
+	s.countNotice(m)
+	if m.Header.Get(hdrNotice) == noticeQueued {
+		return // nobody waits on a task's submit
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for ch := range s.wake.waits[m.Subject] {
 		select {
-		case ch <- struct{}{}:
-		default: // already woken: it reads the task again anyway
+		case ch <- m.Data:
+		default: // already woken and not yet read: the newer record replaces it
+			select {
+			case <-ch:
+			default:
+			}
+			select {
+			case ch <- m.Data:
+			default:
+			}
 		}
 	}
 }
@@ -67,14 +93,15 @@ func (s *Service) wakeOnReconnect() {
 	}()
 }
 
-// wakeAll wakes every wait of this instance.
+// wakeAll wakes every wait of this instance, with no record: each reads
+// its task again.
 func (s *Service) wakeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, set := range s.wake.waits {
 		for ch := range set {
 			select {
-			case ch <- struct{}{}:
+			case ch <- nil:
 			default:
 			}
 		}

@@ -50,11 +50,11 @@ func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix str
 	}
 	d := &benchDurable{js: js, pub: pubNC, waiting: map[string]chan struct{}{}}
 	flat := strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(prefix) // as tasks names its streams
-	d.streams = []string{"TOOLMESH_TASKS_" + flat, "TOOLMESH_TASKQ_" + flat, "OBJ_TOOLMESH_TASKOBJ_" + flat, "BENCH_WQ_" + flat}
+	d.streams = []string{"TOOLMESH_TASKS_" + flat, "OBJ_TOOLMESH_TASKOBJ_" + flat, "BENCH_WQ_" + flat}
 	if d.svc, err = tasks.New(ctx, svcNC, tasks.Config{Prefix: prefix, Retention: 10 * time.Minute, Logger: env.Log}); err != nil {
 		return nil, err
 	}
-	if err := d.serveQueue(ctx, wqNC, prefix, d.streams[3]); err != nil {
+	if err := d.serveQueue(ctx, wqNC, prefix, d.streams[2]); err != nil {
 		d.close()
 		return nil, err
 	}
