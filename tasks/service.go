@@ -186,8 +186,8 @@ func (n names) queueSubject(owner, id, tool string) string {
 func (n names) eventSubject(owner, id string) string { return n.taskPrefix(owner, id) + ".e" }
 func (n names) taskFilter(owner, id string) string   { return n.taskPrefix(owner, id) + ".>" }
 func (n names) queueFilter() string                  { return n.base + ".log.*.*.q.>" }
-func (n names) killSubject(id string) string   { return n.base + ".kill." + id }
-func (n names) answerSubject(id string) string { return n.base + ".answer." + id }
+func (n names) killSubject(id string) string         { return n.base + ".kill." + id }
+func (n names) answerSubject(id string) string       { return n.base + ".answer." + id }
 func (n names) doneSubject(owner, id string) string {
 	return n.base + ".done." + owner + "." + id
 }
