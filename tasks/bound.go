@@ -100,5 +100,10 @@ func (s *Service) notify(owner string, rec *caller.TaskRecord, kind string) {
 	}
 	m := &nats.Msg{Subject: s.names.doneSubject(owner, rec.TaskID), Data: data,
 		Header: nats.Header{hdrNotice: []string{kind}, hdrInstance: []string{s.instance}}}
+	if kind != noticeQueued {
+		// Waits here are woken at once, not after the notice's trip
+		// through the server; other instances' waits hear the notice.
+		s.wakeWaits(m.Subject, data)
+	}
 	_ = s.nc.PublishMsg(m)
 }

@@ -49,24 +49,31 @@ func (s *Service) awaitChange(subject string) (changed <-chan []byte, stop func(
 	}
 }
 
-// onDone counts a task submitted or ended and wakes every wait on it.
+// onDone counts a task submitted or ended and wakes every wait on it;
+// this instance's own notices woke its waits when they were sent.
 func (s *Service) onDone(m *nats.Msg) {
 	s.countNotice(m)
-	if m.Header.Get(hdrNotice) == noticeQueued {
+	if m.Header.Get(hdrNotice) == noticeQueued || m.Header.Get(hdrInstance) == s.instance {
 		return // nobody waits on a task's submit
 	}
+	s.wakeWaits(m.Subject, m.Data)
+}
+
+// wakeWaits hands every wait on the task whose done subject is subject
+// the record data.
+func (s *Service) wakeWaits(subject string, data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for ch := range s.wake.waits[m.Subject] {
+	for ch := range s.wake.waits[subject] {
 		select {
-		case ch <- m.Data:
+		case ch <- data:
 		default: // already woken and not yet read: the newer record replaces it
 			select {
 			case <-ch:
 			default:
 			}
 			select {
-			case ch <- m.Data:
+			case ch <- data:
 			default:
 			}
 		}
