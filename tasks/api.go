@@ -90,7 +90,7 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 		s.forget(q.Owner, q.Tool, q.TaskID)
 		return nil, err
 	}
-	var changed <-chan []byte
+	var changed <-chan notice
 	if a.Wait {
 		// Waiting from before the task can run: its end cannot be missed,
 		// and a task just queued need not be read before it has changed.
@@ -229,7 +229,7 @@ func (s *Service) waitEnded(ctx context.Context, owner, id string) (any, error) 
 // its end, which carries the record, else read each time the task
 // changes. pending says the task is known not to have ended, so the next
 // read waits for a notice.
-func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan []byte, pending bool) (any, error) {
+func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan notice, pending bool) (any, error) {
 	for {
 		if !pending {
 			rec, prob := s.lookup(ctx, owner, id, true)
@@ -241,12 +241,12 @@ func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan
 			}
 		}
 		select {
-		case data := <-changed:
-			var rec caller.TaskRecord
-			if json.Unmarshal(data, &rec) == nil && rec.TerminalSeq != 0 && len(rec.Terminal) > 0 {
-				return rec, nil
+		case n := <-changed:
+			if n.final {
+				return json.RawMessage(n.record), nil // the final record, as it is
 			}
-			pending = rec.TaskID != "" && !caller.TaskTerminal(rec.State)
+			var rec caller.TaskRecord
+			pending = json.Unmarshal(n.record, &rec) == nil && rec.TaskID != "" && !caller.TaskTerminal(rec.State)
 		case <-ctx.Done():
 			return nil, ctxProblem(ctx, ctx.Err())
 		}

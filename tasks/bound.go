@@ -61,49 +61,54 @@ func (s *Service) forget(owner, tool, id string) {
 }
 
 // countNotice counts a task another instance queued, and uncounts one
-// that ended.
+// that ended, from the notice's subject and headers alone.
 func (s *Service) countNotice(m *nats.Msg) {
-	if len(m.Data) == 0 {
-		return
-	}
 	kind := m.Header.Get(hdrNotice)
 	if kind == noticeQueued && m.Header.Get(hdrInstance) == s.instance {
 		return // counted when it was submitted here
 	}
-	var rec caller.TaskRecord
-	if json.Unmarshal(m.Data, &rec) != nil || rec.TaskID == "" {
-		return
-	}
-	owner := strings.TrimPrefix(m.Subject, s.names.base+".done.")
-	owner, _, _ = strings.Cut(owner, ".")
-	switch {
-	case kind == noticeQueued:
-		deadline, _ := time.Parse(time.RFC3339Nano, rec.Deadline)
-		key := owner + " " + rec.Tool
+	rest := strings.TrimPrefix(m.Subject, s.names.base+".done.")
+	owner, id, _ := strings.Cut(rest, ".")
+	tool := m.Header.Get(hdrTool)
+	switch kind {
+	case noticeQueued:
+		deadline := time.Now().Add(s.cfg.MaxTaskTimeout)
+		key := owner + " " + tool
 		s.mu.Lock()
 		if s.open.byTool[key] == nil {
 			s.open.byTool[key] = map[string]time.Time{}
 		}
-		s.open.byTool[key][rec.TaskID] = deadline
+		s.open.byTool[key][id] = deadline
 		s.mu.Unlock()
-	case caller.TaskTerminal(rec.State):
-		s.forget(owner, rec.Tool, rec.TaskID)
+	case noticeEnded, noticeFinal:
+		s.forget(owner, tool, id)
 	}
 }
 
 // notify publishes a notice of a task's change on its done subject: the
-// record as it now stands (kind noticeQueued for a new task).
+// record as it now stands, and what changed (noticeQueued for a new
+// task; a terminal state makes it noticeEnded, or noticeFinal when the
+// record carries its terminal).
 func (s *Service) notify(owner string, rec *caller.TaskRecord, kind string) {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return
+	if caller.TaskTerminal(rec.State) {
+		kind = noticeEnded
+		if len(rec.Terminal) > 0 && rec.TerminalSeq != 0 {
+			kind = noticeFinal
+		}
+	}
+	var data []byte
+	if kind != noticeQueued { // a new task's notice is only counted
+		var err error
+		if data, err = json.Marshal(rec); err != nil {
+			return
+		}
 	}
 	m := &nats.Msg{Subject: s.names.doneSubject(owner, rec.TaskID), Data: data,
-		Header: nats.Header{hdrNotice: []string{kind}, hdrInstance: []string{s.instance}}}
+		Header: nats.Header{hdrNotice: []string{kind}, hdrInstance: []string{s.instance}, hdrTool: []string{rec.Tool}}}
 	if kind != noticeQueued {
 		// Waits here are woken at once, not after the notice's trip
 		// through the server; other instances' waits hear the notice.
-		s.wakeWaits(m.Subject, data)
+		s.wakeWaits(m.Subject, notice{record: data, final: kind == noticeFinal})
 	}
 	_ = s.nc.PublishMsg(m)
 }

@@ -201,7 +201,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{nc: nc, cfg: cfg, log: cfg.Logger, js: js, names: namesFor(cfg.Prefix),
-		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan []byte]struct{}{}},
+		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan notice]struct{}{}},
 		fair: fairQueue{owners: map[string]*ownerQueue{}}, open: openTasks{byTool: map[string]map[string]time.Time{}},
 		instance: nats.NewInbox()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

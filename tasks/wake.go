@@ -11,7 +11,15 @@ import (
 // A notice carries the task's record as it changed, so that a wait for a
 // task's end needs no read of the stream.
 type wakers struct {
-	waits map[string]map[chan []byte]struct{} // done subject → its waiters (Service.mu)
+	waits map[string]map[chan notice]struct{} // done subject → its waiters (Service.mu)
+}
+
+// notice is what a wait is woken with: the task's record as it changed
+// (nil when unknown: read the task), and whether that record is the
+// final one with its terminal inline, to be answered as it is.
+type notice struct {
+	record []byte
+	final  bool
 }
 
 // Notice headers of <p>.tasks.done.<owner>.<id>.
@@ -20,21 +28,28 @@ const (
 	// noticeChanged; a notice without the header wakes as a change.
 	hdrNotice = "Toolmesh-Task-Notice"
 	// hdrInstance names the instance that sent the notice.
-	hdrInstance   = "Toolmesh-Task-Instance"
+	hdrInstance = "Toolmesh-Task-Instance"
+	// hdrTool names the task's tool, so that counting needs no decoding.
+	hdrTool       = "Toolmesh-Task-Tool"
 	noticeQueued  = "queued"
 	noticeChanged = "changed"
+	// noticeEnded is the notice of a task's end; its record is final.
+	noticeEnded = "ended"
+	// noticeFinal is the notice of a task's end whose record carries the
+	// terminal inline: a wait answers it as it is.
+	noticeFinal = "final"
 )
 
 // awaitChange registers a wait for the next change of the task whose done
 // subject is subject; stop ends it. A change that comes before the wait
 // reads the task is not missed: register first, then read. The channel
 // carries the notice's record (empty when the notice had none).
-func (s *Service) awaitChange(subject string) (changed <-chan []byte, stop func()) {
-	ch := make(chan []byte, 1)
+func (s *Service) awaitChange(subject string) (changed <-chan notice, stop func()) {
+	ch := make(chan notice, 1)
 	s.mu.Lock()
 	set := s.wake.waits[subject]
 	if set == nil {
-		set = map[chan []byte]struct{}{}
+		set = map[chan notice]struct{}{}
 		s.wake.waits[subject] = set
 	}
 	set[ch] = struct{}{}
@@ -56,12 +71,12 @@ func (s *Service) onDone(m *nats.Msg) {
 	if m.Header.Get(hdrNotice) == noticeQueued || m.Header.Get(hdrInstance) == s.instance {
 		return // nobody waits on a task's submit
 	}
-	s.wakeWaits(m.Subject, m.Data)
+	s.wakeWaits(m.Subject, notice{record: m.Data, final: m.Header.Get(hdrNotice) == noticeFinal})
 }
 
 // wakeWaits hands every wait on the task whose done subject is subject
-// the record data.
-func (s *Service) wakeWaits(subject string, data []byte) {
+// the notice n.
+func (s *Service) wakeWaits(subject string, data notice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for ch := range s.wake.waits[subject] {
@@ -108,7 +123,7 @@ func (s *Service) wakeAll() {
 	for _, set := range s.wake.waits {
 		for ch := range set {
 			select {
-			case ch <- nil:
+			case ch <- notice{}:
 			default:
 			}
 		}
