@@ -181,6 +181,7 @@ type Worker struct {
 type tool struct {
 	spec    envelope.ToolSpec
 	handler Handler
+	admit   Admitter // the handler's own admission before start, if it has one
 	input   *envelope.Schema
 	output  *envelope.Schema
 	sub     *nats.Subscription
@@ -374,12 +375,13 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	if h == nil {
 		return errors.New("register: nil handler")
 	}
+	admit, _ := h.(Admitter)
 	h = Chain(Chain(h, mw...), w.cfg.Middleware...)
 	in, out, err := spec.Compile()
 	if err != nil {
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
-	t := &tool{spec: spec, handler: h, input: in, output: out,
+	t := &tool{spec: spec, handler: h, admit: admit, input: in, output: out,
 		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	if err := w.reserve(t); err != nil {
