@@ -114,7 +114,6 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 		}
 		return rec, nil
 	}
-	s.notify(q.Owner, &rec, noticeQueued)
 	if !a.Wait {
 		return rec, nil
 	}

@@ -11,10 +11,10 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
-// openTasks counts each owner's tasks of each tool not yet ended, as this
-// instance hears them submitted and ended (the notices on
-// <p>.tasks.done.>): the bound MaxQueuedPerTool without a write or a read
-// of the stream per submit.
+// openTasks counts each owner's tasks of each tool submitted through this
+// instance and not yet ended (it hears every task's end, on
+// <p>.tasks.done.>): the bound MaxQueuedPerTool, per instance as the
+// running bounds are, without a write or a read of the stream per submit.
 type openTasks struct {
 	byTool map[string]map[string]time.Time // owner+" "+tool → task id → its deadline (Service.mu)
 }
@@ -60,35 +60,20 @@ func (s *Service) forget(owner, tool, id string) {
 	}
 }
 
-// countNotice counts a task another instance queued, and uncounts one
-// that ended, from the notice's subject and headers alone.
+// countNotice uncounts a task that ended, from the notice's subject and
+// headers alone.
 func (s *Service) countNotice(m *nats.Msg) {
-	kind := m.Header.Get(hdrNotice)
-	if kind == noticeQueued && m.Header.Get(hdrInstance) == s.instance {
-		return // counted when it was submitted here
-	}
-	rest := strings.TrimPrefix(m.Subject, s.names.base+".done.")
-	owner, id, _ := strings.Cut(rest, ".")
-	tool := m.Header.Get(hdrTool)
-	switch kind {
-	case noticeQueued:
-		deadline := time.Now().Add(s.cfg.MaxTaskTimeout)
-		key := owner + " " + tool
-		s.mu.Lock()
-		if s.open.byTool[key] == nil {
-			s.open.byTool[key] = map[string]time.Time{}
-		}
-		s.open.byTool[key][id] = deadline
-		s.mu.Unlock()
+	switch m.Header.Get(hdrNotice) {
 	case noticeEnded, noticeFinal:
-		s.forget(owner, tool, id)
+		rest := strings.TrimPrefix(m.Subject, s.names.base+".done.")
+		owner, id, _ := strings.Cut(rest, ".")
+		s.forget(owner, m.Header.Get(hdrTool), id)
 	}
 }
 
 // notify publishes a notice of a task's change on its done subject: the
-// record as it now stands, and what changed (noticeQueued for a new
-// task; a terminal state makes it noticeEnded, or noticeFinal when the
-// record carries its terminal).
+// record as it now stands, and what changed (a terminal state makes it
+// noticeEnded, or noticeFinal when the record carries its terminal).
 func (s *Service) notify(owner string, rec *caller.TaskRecord, kind string) {
 	if caller.TaskTerminal(rec.State) {
 		kind = noticeEnded
@@ -96,19 +81,14 @@ func (s *Service) notify(owner string, rec *caller.TaskRecord, kind string) {
 			kind = noticeFinal
 		}
 	}
-	var data []byte
-	if kind != noticeQueued { // a new task's notice is only counted
-		var err error
-		if data, err = json.Marshal(rec); err != nil {
-			return
-		}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return
 	}
 	m := &nats.Msg{Subject: s.names.doneSubject(owner, rec.TaskID), Data: data,
 		Header: nats.Header{hdrNotice: []string{kind}, hdrInstance: []string{s.instance}, hdrTool: []string{rec.Tool}}}
-	if kind != noticeQueued {
-		// Waits here are woken at once, not after the notice's trip
-		// through the server; other instances' waits hear the notice.
-		s.wakeWaits(m.Subject, notice{record: data, final: kind == noticeFinal})
-	}
+	// Waits here are woken at once, not after the notice's trip through
+	// the server; other instances' waits hear the notice.
+	s.wakeWaits(m.Subject, notice{record: data, final: kind == noticeFinal})
 	_ = s.nc.PublishMsg(m)
 }

@@ -34,9 +34,10 @@ type Config struct {
 	Retention time.Duration
 	// MaxQueuedPerTool bounds each owner's tasks of one tool not yet
 	// ended (default 1024); past it submit answers overloaded, to that
-	// owner only. Each instance counts the tasks it hears submitted and
-	// not yet ended (a notice, not a write), so an instance started later
-	// counts only the tasks submitted since.
+	// owner only. The bound is per instance, as the running bounds are:
+	// each counts the tasks submitted through it that have not yet ended
+	// (no write, no read per submit), so N instances take up to N times
+	// it, and a restarted instance counts afresh.
 	MaxQueuedPerTool int64
 	// MaxTasksPerOwner bounds the tasks one identity keeps within the
 	// retention, ended ones included (0: no bound); past it submit

@@ -24,14 +24,13 @@ type notice struct {
 
 // Notice headers of <p>.tasks.done.<owner>.<id>.
 const (
-	// hdrNotice says what changed: noticeQueued (a new task) or
-	// noticeChanged; a notice without the header wakes as a change.
+	// hdrNotice says what changed: noticeChanged, noticeEnded or
+	// noticeFinal; a notice without the header wakes as a change.
 	hdrNotice = "Toolmesh-Task-Notice"
 	// hdrInstance names the instance that sent the notice.
 	hdrInstance = "Toolmesh-Task-Instance"
 	// hdrTool names the task's tool, so that counting needs no decoding.
 	hdrTool       = "Toolmesh-Task-Tool"
-	noticeQueued  = "queued"
 	noticeChanged = "changed"
 	// noticeEnded is the notice of a task's end; its record is final.
 	noticeEnded = "ended"
@@ -64,12 +63,12 @@ func (s *Service) awaitChange(subject string) (changed <-chan notice, stop func(
 	}
 }
 
-// onDone counts a task submitted or ended and wakes every wait on it;
-// this instance's own notices woke its waits when they were sent.
+// onDone uncounts a task that ended and wakes every wait on a task that
+// changed; this instance's own notices woke its waits when they were sent.
 func (s *Service) onDone(m *nats.Msg) {
 	s.countNotice(m)
-	if m.Header.Get(hdrNotice) == noticeQueued || m.Header.Get(hdrInstance) == s.instance {
-		return // nobody waits on a task's submit
+	if m.Header.Get(hdrInstance) == s.instance {
+		return
 	}
 	s.wakeWaits(m.Subject, notice{record: m.Data, final: m.Header.Get(hdrNotice) == noticeFinal})
 }
