@@ -12,10 +12,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // queuedCall is what an attempt needs, kept in the task's submit entry:
@@ -69,6 +71,7 @@ type attemptRun struct {
 	events  int    // events recorded so far
 	bytes   int64  // bytes of the events this runner recorded
 	worker  string
+	waiting string                  // why the task waits, as its last queued record says
 	cancel  context.CancelCauseFunc // cancels the attempt's call
 	st      *caller.Stream          // the attempt's call, once made (Service.mu)
 
@@ -105,6 +108,9 @@ func (s *Service) handle(m jetstream.Msg) {
 		r.lastE = last.seq
 	}
 	r.attempt, r.events = last.Attempt, max(last.Events, last.N)
+	if last.Kind == kindTask && last.State == caller.TaskQueued {
+		r.waiting = last.Waiting
+	}
 	s.proceed(ctx, r, last)
 }
 
@@ -168,6 +174,12 @@ func (s *Service) runFrom(ctx context.Context, r *attemptRun) {
 		s.mu.Unlock()
 	}()
 	r.running, r.ended = false, false
+	if r.waiting != "" && !s.hosted(ctx, r.q.Tool) {
+		// Still no worker: wait again without offering an attempt, so a
+		// task waiting for a worker writes nothing while it waits.
+		_ = r.m.NakWithDelay(later(r.m))
+		return
+	}
 	if !r.q.rerunnable() {
 		mark := &entry{Kind: kindTask, TaskRecord: r.q.record(caller.TaskQueued, r.attempt, r.events), Dispatched: r.attempt + 1}
 		if err := s.appendE(ctx, r, mark, ""); err != nil {
@@ -307,6 +319,7 @@ func (s *Service) requeue(ctx context.Context, r *attemptRun, ev envelope.ToolEv
 	r.attempt--
 	rec := r.q.record(caller.TaskQueued, r.attempt, r.events)
 	rec.Waiting = waitingFor(r.q.Tool, ev)
+	r.waiting = rec.Waiting
 	if err := s.appendE(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, ""); err != nil {
 		s.rejudge(ctx, r)
 		return
@@ -318,6 +331,27 @@ func (s *Service) requeue(ctx context.Context, r *attemptRun, ev envelope.ToolEv
 	delay := 250 * time.Millisecond << min(n-1, 5)
 	_ = r.m.NakWithDelay(min(delay, 5*time.Second))
 	s.notify(r.q.Owner, &rec, noticeChanged)
+}
+
+// hosted reports whether some worker answers for tool: its describe
+// subject has a subscriber (the server says at once when none has), with
+// no write. The reply comes on the service's inbox, which workers may
+// answer under deploy/secure. Unsure, it says yes, and the attempt finds
+// out.
+func (s *Service) hosted(ctx context.Context, tool string) bool {
+	reply := s.names.base + ".inbox.hosted." + nuid.Next()
+	sub, err := s.nc.SubscribeSync(reply)
+	if err != nil {
+		return true
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := s.nc.PublishRequest(mesh.Subjects{Prefix: s.cfg.Prefix}.Describe(tool), reply, nil); err != nil {
+		return true
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = sub.NextMsgWithContext(rctx)
+	return !errors.Is(err, nats.ErrNoResponders)
 }
 
 // waitingFor says why a task whose attempt did not run waits (the

@@ -230,3 +230,45 @@ func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
 		}
 	})
 }
+
+// A task whose tool no worker hosts records why it waits once, then
+// writes nothing more however often it is tried, and runs when a worker
+// of its tool appears.
+func TestDurableTaskWaitingForAWorkerWritesNothingMore(t *testing.T) {
+	m := startDurable(t, tasks.Config{})
+	ctx := context.Background()
+	id, err := m.c.Submit(ctx, "echo", map[string]string{"message": "patient"}, caller.WithTaskMode("unary"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(meshtest.Connect(t, m.srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := js.Stream(ctx, "TOOLMESH_TASKS_toolmesh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, "TOOLMESH_TASKS_toolmesh", "dispatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the task to say it waits for a worker", func() bool {
+		rec, err := m.c.Task(ctx, id, false)
+		return err == nil && strings.Contains(rec.Waiting, "no worker hosts tool echo")
+	})
+	first := shape(entriesOf(t, logs, id))
+	waitFor(t, "the task to be tried three more times", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.Delivered.Consumer >= 4
+	})
+	if got := shape(entriesOf(t, logs, id)); got != first || got != "submit,mark,queued" {
+		t.Fatalf("entries after retries: %s (first %s), want submit,mark,queued throughout", got, first)
+	}
+	m.countWorker(t)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if rec, err := m.c.Task(wctx, id, true); err != nil || rec.State != caller.TaskSucceeded {
+		t.Fatalf("once a worker is up: %+v, %v", rec, err)
+	}
+}
