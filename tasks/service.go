@@ -214,7 +214,23 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		s.Close(ctx)
 		return nil, err
 	}
+	s.warnOldQueue(ctx)
 	return s, nil
+}
+
+// warnOldQueue says so when the queue stream of a task service predating
+// the one-stream layout still holds tasks: this service does not run
+// them (their records are under subjects it no longer reads).
+func (s *Service) warnOldQueue(ctx context.Context) {
+	flat := strings.TrimPrefix(s.names.logStream, "TOOLMESH_TASKS_")
+	old, err := s.js.Stream(ctx, "TOOLMESH_TASKQ_"+flat)
+	if err != nil {
+		return
+	}
+	if info, err := old.Info(ctx); err == nil && info.State.Msgs > 0 {
+		s.log.Warn("tasks queued by an older task service are not run by this one; let an older service finish them, or delete the stream",
+			"stream", info.Config.Name, "tasks", info.State.Msgs)
+	}
 }
 
 // openStorage makes the task stream and the object store.
