@@ -7,12 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -84,13 +80,27 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 		return nil, envelope.Problemf(envelope.CodeInvalidInput, "submit: %v", err).WithExtension("pointer", "/tool")
 	}
 	q := s.newQueued(req, a)
+	if err := s.admit(&q); err != nil {
+		return nil, err
+	}
 	// Charged before anything is written, so that a refusal leaves nothing
 	// behind; a submission that makes no task is refunded.
 	if err := s.charge(ctx, q.Owner, 1, int64(len(a.Args)), true); err != nil {
+		s.forget(q.Owner, q.Tool, q.TaskID)
 		return nil, err
 	}
-	rec, seq, dup, err := s.recordQueued(ctx, &q, dedupeID(q.Owner, a))
+	var changed <-chan notice
+	if a.Wait {
+		// Waiting from before the task can run: its end cannot be missed,
+		// and a task just queued need not be read before it has changed.
+		var stop func()
+		changed, stop = s.awaitChange(s.names.doneSubject(q.Owner, q.TaskID))
+		defer stop()
+	}
+	id := q.TaskID
+	rec, dup, err := s.recordQueued(ctx, &q, dedupeID(q.Owner, a))
 	if err != nil || dup {
+		s.forget(q.Owner, q.Tool, id)
 		s.refund(q.Owner, a)
 	}
 	if err != nil {
@@ -104,26 +114,9 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 		return rec, nil
 	}
 	if !a.Wait {
-		return rec, s.enqueueCharged(ctx, &q, seq, a)
-	}
-	// Waiting from before the task can run: its end cannot be missed, and
-	// a task just queued need not be read before it has changed.
-	changed, stop := s.awaitChange(s.names.doneSubject(q.Owner, q.TaskID))
-	defer stop()
-	if err := s.enqueueCharged(ctx, &q, seq, a); err != nil {
-		return nil, err
+		return rec, nil
 	}
 	return s.waitLoop(ctx, q.Owner, q.TaskID, changed, true)
-}
-
-// enqueueCharged enqueues a charged task, refunding it when the queue
-// refuses it.
-func (s *Service) enqueueCharged(ctx context.Context, q *queuedCall, seq uint64, a submitReq) error {
-	err := s.enqueue(ctx, q, seq)
-	if err != nil {
-		s.refund(q.Owner, a)
-	}
-	return storeFull(err)
 }
 
 // refund takes back the charge of a submission that made no task.
@@ -154,39 +147,34 @@ func (s *Service) newQueued(req *worker.Request, a submitReq) queuedCall {
 		Created: now, Deadline: now.Add(budget)}
 }
 
-// recordQueued appends the queued record; with an idempotency key, a
-// task already submitted under it is answered instead (dup).
-func (s *Service) recordQueued(ctx context.Context, q *queuedCall, msgID string) (rec caller.TaskRecord, seq uint64, dup bool, err error) {
-	r := q.record("queued", 0, 0)
-	if msgID == "" {
-		msgID = q.TaskID
+// recordQueued writes the task's submit entry, which is its record and its
+// queue item at once; with an idempotency key (or a submit id), a task
+// already submitted under it is answered instead (dup).
+func (s *Service) recordQueued(ctx context.Context, q *queuedCall, msgID string) (rec caller.TaskRecord, dup bool, err error) {
+	r := q.record(caller.TaskQueued, 0, 0)
+	e := &entry{Kind: kindTask, TaskRecord: r, Call: q}
+	ack, err := s.appendEntry(ctx, s.names.queueSubject(q.Owner, q.TaskID, q.Tool), e, msgID, 0)
+	if err != nil {
+		return caller.TaskRecord{}, false, err
 	}
-	for range 8 {
-		ack, err := s.appendEntry(ctx, s.names.logSubject(q.Owner, q.TaskID), &entry{Kind: kindTask, TaskRecord: r}, msgID, 0)
-		if err != nil {
-			return caller.TaskRecord{}, 0, false, err
-		}
-		if !ack.Duplicate {
-			return r, ack.Sequence, false, nil
-		}
-		first, err := s.entryAt(ctx, ack.Sequence, "")
-		if err != nil {
-			return caller.TaskRecord{}, 0, false, err
-		}
-		if first != nil {
-			found, prob := s.lookup(ctx, q.Owner, first.TaskID, false)
-			if prob != nil {
-				return caller.TaskRecord{}, 0, false, prob
-			}
-			found.Deduplicated = true
-			q.TaskID = found.TaskID
-			return found, 0, true, nil
-		}
-		// The first submission under this key was refused (overloaded) and
-		// its record deleted: every retry derives the same next id.
-		msgID += "." + strconv.FormatUint(ack.Sequence, 10)
+	if !ack.Duplicate {
+		return r, false, nil
 	}
-	return caller.TaskRecord{}, 0, false, envelope.NewProblem(envelope.CodeOverloaded, "this idempotency key was refused too often").WithRetryAfter(1)
+	first, err := s.entryAt(ctx, ack.Sequence, "")
+	if err != nil {
+		return caller.TaskRecord{}, false, err
+	}
+	if first == nil {
+		return caller.TaskRecord{}, false, envelope.NewProblem(envelope.CodeOverloaded,
+			"the task first submitted under this key is gone; submit again").WithRetryAfter(1)
+	}
+	found, prob := s.lookup(ctx, q.Owner, first.TaskID, false)
+	if prob != nil {
+		return caller.TaskRecord{}, false, prob
+	}
+	found.Deduplicated = true
+	q.TaskID = found.TaskID
+	return found, true, nil
 }
 
 // dedupeID is the JetStream message id a submission is deduplicated by
@@ -202,28 +190,6 @@ func dedupeID(owner string, a submitReq) string {
 		return owner + ".s." + hex.EncodeToString(sum[:16])
 	}
 	return ""
-}
-
-// enqueue publishes the queued call; a full per-tool queue deletes the
-// record again and answers overloaded (§22.6).
-func (s *Service) enqueue(ctx context.Context, q *queuedCall, seq uint64) error {
-	q.Seq = seq
-	data, err := json.Marshal(q)
-	if err != nil {
-		return err
-	}
-	_, err = retry(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
-		return s.js.PublishMsg(ctx, &nats.Msg{Subject: s.names.queueSubject(q.Owner, q.Tool), Data: data}, jetstream.WithMsgID(q.TaskID))
-	})
-	if err == nil {
-		return nil
-	}
-	_, _ = retry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.logs.DeleteMsg(ctx, seq) })
-	if strings.Contains(err.Error(), "maximum messages per subject") {
-		return envelope.Problemf(envelope.CodeOverloaded, "your task queue of tool %s is full (%d of your tasks not yet ended); no task was made",
-			q.Tool, s.cfg.MaxQueuedPerTool).WithRetryAfter(1)
-	}
-	return err
 }
 
 // taskIDReq is the args of get, cancel and watch.
@@ -257,9 +223,11 @@ func (s *Service) waitEnded(ctx context.Context, owner, id string) (any, error) 
 	return s.waitLoop(ctx, owner, id, changed, false)
 }
 
-// waitLoop reads a task each time it changes until it has ended; pending
-// says it has not changed since it was queued, so the first read waits.
-func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan struct{}, pending bool) (any, error) {
+// waitLoop answers a task's record once it has ended: from the notice of
+// its end, which carries the record, else read each time the task
+// changes. pending says the task is known not to have ended, so the next
+// read waits for a notice.
+func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan notice, pending bool) (any, error) {
 	for {
 		if !pending {
 			rec, prob := s.lookup(ctx, owner, id, true)
@@ -270,9 +238,13 @@ func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan
 				return rec, nil
 			}
 		}
-		pending = false
 		select {
-		case <-changed:
+		case n := <-changed:
+			if n.final {
+				return json.RawMessage(n.record), nil // the final record, as it is
+			}
+			var rec caller.TaskRecord
+			pending = json.Unmarshal(n.record, &rec) == nil && rec.TaskID != "" && !caller.TaskTerminal(rec.State)
 		case <-ctx.Done():
 			return nil, ctxProblem(ctx, ctx.Err())
 		}

@@ -33,9 +33,9 @@ func (s *Service) askState(ctx context.Context, r *attemptRun, ev envelope.ToolE
 		}
 		rec.State, rec.Question = caller.TaskInputRequired, data
 	}
-	_, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", 0)
+	err := s.appendE(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, "")
 	if err == nil {
-		s.changed(r)
+		s.notify(r.q.Owner, &rec, noticeChanged)
 	}
 	return err
 }

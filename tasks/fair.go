@@ -1,7 +1,7 @@
 package tasks
 
 import (
-	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,11 +36,8 @@ type heldCall struct {
 // back to the stream for later when the owner already has enough held
 // here; then runs whatever may run.
 func (s *Service) take(m jetstream.Msg) {
-	var q struct {
-		Owner string `json:"owner"`
-		Tool  string `json:"tool"`
-	}
-	if err := json.Unmarshal(m.Data(), &q); err != nil {
+	q, ok := s.queuedOn(m.Subject())
+	if !ok {
 		_ = m.Term()
 		return
 	}
@@ -59,6 +56,19 @@ func (s *Service) take(m jetstream.Msg) {
 	o.held = append(o.held, heldCall{m: m, tool: q.Tool})
 	s.mu.Unlock()
 	s.dispatch()
+}
+
+// queuedOn reads the owner and tool of a submit entry from its subject,
+// <base>.log.<owner>.<id>.q.<tool>.
+func (s *Service) queuedOn(subject string) (q struct{ Owner, Tool string }, ok bool) {
+	rest, ok := strings.CutPrefix(subject, s.names.base+".log.")
+	if !ok {
+		return q, false
+	}
+	owner, rest, _ := strings.Cut(rest, ".")
+	_, tool, ok := strings.Cut(rest, ".q.")
+	q.Owner, q.Tool = owner, tool
+	return q, ok && owner != "" && tool != ""
 }
 
 // heldOf counts the calls of tool held.

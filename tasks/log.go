@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,13 +34,21 @@ type entry struct {
 	Event      json.RawMessage `json:"event,omitempty"`
 	Object     string          `json:"object,omitempty"`
 	Size       int             `json:"size,omitempty"`
+	// Call, on a task's submit entry only, is everything an attempt needs;
+	// the bearer in it is never answered (§22.4).
+	Call *queuedCall `json:"call,omitempty"`
 }
 
-// stored is an entry read back with its stream sequence.
+// stored is an entry read back with its stream sequence and subject.
 type stored struct {
 	entry
-	seq uint64
+	seq     uint64
+	subject string
 }
+
+// isSubmit reports whether the entry is the task's submit: no later entry
+// (on the .e subject) exists yet.
+func (st *stored) isSubmit() bool { return !strings.HasSuffix(st.subject, ".e") }
 
 // terminalEvent decodes the entry's event and reports whether it ends the task.
 func (e *entry) terminal() (envelope.ToolEvent, bool) {
@@ -103,34 +112,42 @@ func retry[T any](ctx context.Context, op func(context.Context) (T, error)) (T, 
 	}
 }
 
-// appendEntry appends e to a task's log. msgID dedupes a retried append;
-// expect, when non-zero, is the sequence the task's last entry must have.
+// appendEntry appends e under subject, expecting the subject's last
+// sequence to be expect (0: no entry on it yet), so that of two parties
+// moving a task at once exactly one succeeds; the other gets errConflict.
+// This is the per-subject expectation every server since 2.9 checks. A
+// retried append that had in fact been stored is recognised by reading
+// the subject's last entry back.
 func (s *Service) appendEntry(ctx context.Context, subject string, e *entry, msgID string, expect uint64) (*jetstream.PubAck, error) {
 	data, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
-	opts := []jetstream.PublishOpt{}
+	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(expect)}
 	if msgID != "" {
 		opts = append(opts, jetstream.WithMsgID(msgID))
 	}
-	if expect != 0 {
-		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
-	}
+	tries := 0
 	ack, err := retry(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
+		tries++
 		return s.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, opts...)
 	})
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-		return nil, errConflict
+	if !errors.As(err, &apiErr) || (apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence &&
+		apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return ack, err
 	}
-	return ack, err
+	if tries > 1 {
+		if m, gerr := s.logs.GetLastMsgForSubject(ctx, subject); gerr == nil && bytes.Equal(m.Data, data) {
+			return &jetstream.PubAck{Stream: s.names.logStream, Sequence: m.Sequence}, nil
+		}
+	}
+	return nil, errConflict
 }
 
 // decode reads a log message.
 func decode(m *jetstream.RawStreamMsg) (*stored, error) {
-	st := &stored{seq: m.Sequence}
+	st := &stored{seq: m.Sequence, subject: m.Subject}
 	if err := json.Unmarshal(m.Data, &st.entry); err != nil {
 		return nil, err
 	}

@@ -23,15 +23,14 @@ func (s *Service) lookup(ctx context.Context, owner, id string, withTerminal boo
 	if _, err := ulid.ParseStrict(id); err != nil || len(id) != ulid.EncodedSize {
 		return caller.TaskRecord{}, envelope.Problemf(envelope.CodeTaskNotFound, "no task has the id %q", id)
 	}
-	subject := s.names.logSubject(owner, id)
-	last, err := s.lastEntry(ctx, subject)
+	last, err := s.lastEntry(ctx, s.names.taskFilter(owner, id))
 	if err != nil {
 		return caller.TaskRecord{}, asProblem(err)
 	}
 	if last == nil {
 		return caller.TaskRecord{}, s.missing(id)
 	}
-	rec, err := s.recordFrom(ctx, subject, last)
+	rec, err := s.recordFrom(ctx, s.names.taskPrefix(owner, id)+".q.>", last)
 	if err != nil {
 		return rec, asProblem(err)
 	}
@@ -59,8 +58,9 @@ func (s *Service) missing(id string) *envelope.Problem {
 	return envelope.Problemf(envelope.CodeTaskNotFound, "no task of yours has the id %s", id)
 }
 
-// recordFrom derives a task's record from its last log entry.
-func (s *Service) recordFrom(ctx context.Context, subject string, last *stored) (caller.TaskRecord, error) {
+// recordFrom derives a task's record from its last entry; submit is the
+// filter of its submit entry, read when the last entry is an event.
+func (s *Service) recordFrom(ctx context.Context, submit string, last *stored) (caller.TaskRecord, error) {
 	if last.Kind == kindTask {
 		return last.TaskRecord, nil
 	}
@@ -72,7 +72,7 @@ func (s *Service) recordFrom(ctx context.Context, subject string, last *stored) 
 		}
 		return rec, nil
 	}
-	first, err := s.entryAt(ctx, 1, subject)
+	first, err := s.entryAt(ctx, 1, submit)
 	if err != nil || first == nil {
 		return caller.TaskRecord{}, errors.Join(err, errors.New("the task's first entry is gone"))
 	}
@@ -99,7 +99,7 @@ func (s *Service) watch(ctx context.Context, req *worker.Request, emit worker.Em
 		return nil, prob
 	}
 	cons, err := s.js.OrderedConsumer(ctx, s.names.logStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{s.names.logSubject(owner, a.TaskID)}, DeliverPolicy: jetstream.DeliverAllPolicy})
+		FilterSubjects: []string{s.names.taskFilter(owner, a.TaskID)}, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return nil, asProblem(err)
 	}
@@ -165,75 +165,93 @@ func (s *Service) emitEvent(ctx context.Context, e *entry, emit worker.Emitter) 
 	return emit.Delta(json.RawMessage(b))
 }
 
-// cancelTask cancels a task (§22.6): a queued one at once, a running one
-// through the instance that runs it.
+// cancelTask cancels a task (§22.6): a queued one at once, by a write that
+// wins or loses against the dispatch mark; a running one through the
+// instance that runs it.
 func (s *Service) cancelTask(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
 	var a taskIDReq
 	if err := req.Bind(&a); err != nil {
 		return nil, err
 	}
 	owner := ownerKey(req.Identity)
-	subject := s.names.logSubject(owner, a.TaskID)
 	for range 16 {
-		rec, prob := s.lookup(ctx, owner, a.TaskID, true)
-		if prob != nil {
+		if _, prob := s.lookup(ctx, owner, a.TaskID, false); prob != nil {
 			return nil, prob
 		}
-		if caller.TaskTerminal(rec.State) {
-			return rec, nil
-		}
-		if rec.State != caller.TaskQueued {
-			// Wait for the task to end, or to go back to queued (no
-			// worker took it), then judge again.
-			if err := s.killRunning(ctx, owner, a.TaskID); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		last, err := s.lastEntry(ctx, subject)
+		last, err := s.lastEntry(ctx, s.names.taskFilter(owner, a.TaskID))
 		if err != nil || last == nil {
 			return nil, asProblem(errors.Join(err, errors.New("the task's log is gone")))
 		}
-		if last.Dispatched > 0 {
-			// Offered to the workers: one may be starting it, so the
-			// instance that offered it cancels its call.
+		rec, err := s.recordFrom(ctx, s.names.taskPrefix(owner, a.TaskID)+".q.>", last)
+		if err != nil {
+			return nil, asProblem(err)
+		}
+		if caller.TaskTerminal(rec.State) {
+			return s.lookupOrProblem(ctx, owner, a.TaskID)
+		}
+		if rec.State != caller.TaskQueued || last.Dispatched > 0 {
+			// Running, or offered to the workers (one may be starting it):
+			// the instance running it cancels its call; wait for the task
+			// to end, or to go back to queued, then judge again.
 			if err := s.killRunning(ctx, owner, a.TaskID); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if err := s.cancelQueued(ctx, subject, rec, last.seq); !errors.Is(err, errConflict) {
-			if err != nil {
-				return nil, asProblem(err)
-			}
-			_ = s.nc.Publish(s.names.doneSubject(owner, a.TaskID), nil)
-			rec, prob := s.lookup(ctx, owner, a.TaskID, true)
-			if prob != nil {
-				return nil, prob
-			}
-			return rec, nil
+		expect := last.seq
+		if last.isSubmit() {
+			expect = 0
 		}
+		final, err := s.cancelQueued(ctx, owner, rec, expect)
+		if errors.Is(err, errConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, asProblem(err)
+		}
+		if rec.Rerunnable {
+			// A re-runnable task has no dispatch mark: an instance may have
+			// its attempt under way.
+			_ = s.nc.Publish(s.names.killSubject(a.TaskID), nil)
+		}
+		s.notify(owner, &final, noticeChanged)
+		return final, nil
 	}
 	return nil, envelope.NewProblem(envelope.CodeOverloaded, "the task kept changing state; cancel again").WithRetryAfter(1)
 }
 
-// cancelQueued ends a queued task before it runs, if it is still queued.
-func (s *Service) cancelQueued(ctx context.Context, subject string, rec caller.TaskRecord, seq uint64) error {
-	ev := envelope.ErrorEvent(envelope.NewProblem(envelope.CodeCancelled, "the task was cancelled while queued; it never ran"))
+// lookupOrProblem answers a task's record with its terminal.
+func (s *Service) lookupOrProblem(ctx context.Context, owner, id string) (any, error) {
+	rec, prob := s.lookup(ctx, owner, id, true)
+	if prob != nil {
+		return nil, prob
+	}
+	return rec, nil
+}
+
+// cancelQueued ends a queued task before it runs, if it has not moved
+// since its last entry (expect): one write, the terminal with the final
+// record.
+func (s *Service) cancelQueued(ctx context.Context, owner string, rec caller.TaskRecord, expect uint64) (caller.TaskRecord, error) {
+	msg := "the task was cancelled while queued; it never ran"
+	if rec.Rerunnable {
+		msg = "the task was cancelled while queued"
+	}
+	ev := envelope.ErrorEvent(envelope.NewProblem(envelope.CodeCancelled, msg))
 	data, err := ev.AppendJSON(nil)
 	if err != nil {
-		return err
+		return rec, err
 	}
 	n := rec.Events + 1
-	ack, err := s.appendEntry(ctx, subject, &entry{Kind: kindEvent, TaskRecord: caller.TaskRecord{Attempt: rec.Attempt}, N: n, Event: data},
-		rec.TaskID+".e"+strconv.Itoa(n), seq)
+	rec.State, rec.Code, rec.Events, rec.Updated = caller.TaskCancelled, string(envelope.CodeCancelled), n, stamp(time.Now())
+	rec.Terminal, rec.Waiting, rec.Question = nil, "", nil
+	ack, err := s.appendEntry(ctx, s.names.eventSubject(owner, rec.TaskID),
+		&entry{Kind: kindEvent, TaskRecord: rec, N: n, Event: data}, "", expect)
 	if err != nil {
-		return err
+		return rec, err
 	}
-	rec.State, rec.Code, rec.TerminalSeq, rec.Events, rec.Updated = caller.TaskCancelled, string(envelope.CodeCancelled), ack.Sequence, n, stamp(time.Now())
-	rec.Terminal = nil
-	_, err = s.appendEntry(ctx, subject, &entry{Kind: kindTask, TaskRecord: rec}, rec.TaskID+".final", 0)
-	return err
+	rec.TerminalSeq, rec.Terminal = ack.Sequence, data
+	return rec, nil
 }
 
 // killRunning asks the instance running a task to cancel it and waits (a
@@ -268,14 +286,15 @@ func (s *Service) list(ctx context.Context, req *worker.Request, _ worker.Emitte
 	owner := ownerKey(req.Identity)
 	prefix := s.names.base + ".log." + owner + "."
 	info, err := retry(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) {
-		return s.logs.Info(ctx, jetstream.WithSubjectFilter(prefix+"*"))
+		return s.logs.Info(ctx, jetstream.WithSubjectFilter(prefix+"*.q.>"))
 	})
 	if err != nil {
 		return nil, asProblem(err)
 	}
 	ids := make([]string, 0, len(info.State.Subjects))
 	for subj := range info.State.Subjects {
-		ids = append(ids, strings.TrimPrefix(subj, prefix))
+		id, _, _ := strings.Cut(strings.TrimPrefix(subj, prefix), ".")
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	slices.Reverse(ids)

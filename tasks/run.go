@@ -7,18 +7,21 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// queuedCall is a queue message: everything an attempt needs. It is the
-// only place the task's bearer is kept (§22.4).
+// queuedCall is what an attempt needs, kept in the task's submit entry:
+// the only place the task's bearer is kept (§22.4).
 type queuedCall struct {
 	TaskID     string          `json:"task_id"`
 	Owner      string          `json:"owner"`
@@ -30,24 +33,25 @@ type queuedCall struct {
 	Idempotent bool            `json:"idempotent,omitempty"`
 	Created    time.Time       `json:"created"`
 	Deadline   time.Time       `json:"deadline"`
-	// Seq is the log sequence of the task's queued record: a first
-	// delivery starts from it without reading the log (a cancel that came
-	// first makes the dispatch mark's append fail, and the log is read).
-	Seq uint64 `json:"seq,omitempty"`
 }
 
-// record is the task's record as the queue message knows it.
+// record is the task's record as the queued call knows it.
 func (q *queuedCall) record(state string, attempt, events int) caller.TaskRecord {
 	return caller.TaskRecord{TaskID: q.TaskID, Tool: q.Tool, State: state, Mode: q.Mode, Attempt: attempt,
 		Created: stamp(q.Created), Updated: stamp(time.Now()), Deadline: stamp(q.Deadline),
-		Idempotent: q.Idempotent, Rerunnable: q.Idempotent || q.IdemKey != "", Events: events}
+		Idempotent: q.Idempotent, Rerunnable: q.rerunnable(), Events: events}
 }
 
-// startRunners makes the shared pull consumer and starts consuming.
+// rerunnable says whether the task itself allows a second run: then no
+// dispatch mark guards its attempts.
+func (q *queuedCall) rerunnable() bool { return q.Idempotent || q.IdemKey != "" }
+
+// startRunners makes the shared pull consumer over the tasks' submit
+// entries and starts consuming.
 func (s *Service) startRunners(ctx context.Context) error {
-	cons, err := s.queue.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable: s.names.consumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.cfg.AckWait,
-		MaxDeliver: -1, MaxAckPending: 100000, Replicas: s.cfg.Replicas,
+	cons, err := s.logs.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: s.names.consumer, FilterSubject: s.names.queueFilter(), AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: s.cfg.AckWait, MaxDeliver: -1, MaxAckPending: 100000, Replicas: s.cfg.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("task queue consumer: %w", err)
@@ -62,28 +66,34 @@ func (s *Service) startRunners(ctx context.Context) error {
 type attemptRun struct {
 	m       jetstream.Msg
 	q       queuedCall
-	subject string
-	attempt int   // the attempt running or last run
-	events  int   // events recorded so far
-	bytes   int64 // bytes of the events this runner recorded
+	subject string // the task's .e subject
+	attempt int    // the attempt running or last run
+	events  int    // events recorded so far
+	bytes   int64  // bytes of the events this runner recorded
 	worker  string
-	mark    uint64                  // the sequence of the attempt's dispatch mark
-	picked  bool                    // a worker took the attempt up: the task reads running
+	waiting string                  // why the task waits, as its last queued record says
 	cancel  context.CancelCauseFunc // cancels the attempt's call
 	st      *caller.Stream          // the attempt's call, once made (Service.mu)
+
+	mu      sync.Mutex  // orders the runner's writes
+	lastE   uint64      // the sequence of the task's last .e entry (0: none)
+	running bool        // the task reads running
+	ended   bool        // the attempt's terminal arrived: write no running mark
+	timer   *time.Timer // writes the running mark of a unary attempt
 }
 
-// handle takes one queued call: settles a task already ended, ends one
+// handle takes one submit entry: settles a task already ended, ends one
 // whose deadline passed, judges a lost attempt, or runs the next attempt.
 func (s *Service) handle(m jetstream.Msg) {
 	ctx := s.ctx
-	r := &attemptRun{m: m}
-	if err := json.Unmarshal(m.Data(), &r.q); err != nil {
+	var e entry
+	if err := json.Unmarshal(m.Data(), &e); err != nil || e.Call == nil {
 		_ = m.Term()
 		return
 	}
-	r.subject = s.names.logSubject(r.q.Owner, r.q.TaskID)
-	last, err := s.startingEntry(ctx, r)
+	r := &attemptRun{m: m, q: *e.Call}
+	r.subject = s.names.eventSubject(r.q.Owner, r.q.TaskID)
+	last, err := s.startingEntry(ctx, r, &e)
 	if err != nil {
 		_ = m.Nak()
 		return
@@ -94,28 +104,35 @@ func (s *Service) handle(m jetstream.Msg) {
 	}
 	stop := s.keepAlive(m)
 	defer stop()
+	if !last.isSubmit() {
+		r.lastE = last.seq
+	}
 	r.attempt, r.events = last.Attempt, max(last.Events, last.N)
+	if last.Kind == kindTask && last.State == caller.TaskQueued {
+		r.waiting = last.Waiting
+	}
 	s.proceed(ctx, r, last)
 }
 
-// startingEntry is the log entry a delivered queued call is judged from:
-// on its first delivery the queued record it was published after, else
-// the task's last entry, read.
-func (s *Service) startingEntry(ctx context.Context, r *attemptRun) (*stored, error) {
-	if md, err := r.m.Metadata(); err == nil && md.NumDelivered == 1 && r.q.Seq != 0 {
-		return &stored{entry: entry{Kind: kindTask, TaskRecord: r.q.record(caller.TaskQueued, 0, 0)}, seq: r.q.Seq}, nil
+// startingEntry is the entry a delivered task is judged from: on its first
+// delivery the submit entry itself (a cancel that came first makes the
+// dispatch mark fail, and the task is read), else the task's last entry,
+// read.
+func (s *Service) startingEntry(ctx context.Context, r *attemptRun, e *entry) (*stored, error) {
+	if md, err := r.m.Metadata(); err == nil && md.NumDelivered == 1 {
+		return &stored{entry: *e, subject: r.m.Subject()}, nil
 	}
-	return s.lastEntry(ctx, r.subject)
+	return s.lastEntry(ctx, s.names.taskFilter(r.q.Owner, r.q.TaskID))
 }
 
 // proceed decides what a delivered task needs (§22.6).
 func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
-	if ev, ok := last.terminal(); ok { // ended
-		s.settleEnded(ctx, r, last, ev)
+	if _, ok := last.terminal(); ok { // ended
+		s.settleEnded(r)
 		return
 	}
 	if last.Kind == kindTask && caller.TaskTerminal(last.State) {
-		s.settle(r)
+		s.settleEnded(r)
 		return
 	}
 	if time.Now().After(r.q.Deadline) {
@@ -123,7 +140,7 @@ func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
 			"the task's deadline passed before it could run")))
 		return
 	}
-	if last.State == caller.TaskRunning || last.Kind == kindEvent || last.Dispatched > 0 {
+	if last.State == caller.TaskRunning || last.State == caller.TaskInputRequired || last.Kind == kindEvent || last.Dispatched > 0 {
 		// Redelivered while an attempt was offered or running: its runner
 		// died, and the attempt may have run.
 		r.attempt = max(r.attempt, last.Dispatched)
@@ -132,15 +149,17 @@ func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
 		s.afterAttempt(ctx, r, envelope.ErrorEvent(lost))
 		return
 	}
-	s.runFrom(ctx, r, last.seq)
+	s.runFrom(ctx, r)
 }
 
-// runFrom runs attempts from a queued state whose last entry is seq. The
-// task stays queued until a worker takes the call up (its first event):
-// first a dispatch mark records that attempt A has been offered, so that
-// an instance dying now leaves a lost attempt, never a second run; then,
-// once a worker's start arrives, the task reads running (§22.6).
-func (s *Service) runFrom(ctx context.Context, r *attemptRun, seq uint64) {
+// runFrom runs attempts from a queued state whose last .e entry is
+// r.lastE. A task that may not run twice gets a dispatch mark first,
+// recording that attempt A has been offered, written only if the task
+// has not moved since (a cancel of the queued task wins or loses against
+// it as one write against another), so that an instance dying now leaves
+// a lost attempt, never a second run. The task reads running once the
+// worker has started it (§22.6).
+func (s *Service) runFrom(ctx context.Context, r *attemptRun) {
 	// Registered before the dispatch mark, so a cancel that reads the mark
 	// or running always finds this attempt (§22.6 cancel).
 	actx, cancel := context.WithCancelCause(ctx)
@@ -154,15 +173,23 @@ func (s *Service) runFrom(ctx context.Context, r *attemptRun, seq uint64) {
 		delete(s.running, r.q.TaskID)
 		s.mu.Unlock()
 	}()
-	mark := &entry{Kind: kindTask, TaskRecord: r.q.record(caller.TaskQueued, r.attempt, r.events), Dispatched: r.attempt + 1}
-	ack, err := s.appendEntry(ctx, r.subject, mark, "", seq)
-	if err != nil {
-		_ = r.m.Nak() // cancelled meanwhile, or JetStream is away: judge again
+	r.running, r.ended = false, false
+	if r.waiting != "" && !s.hosted(ctx, r.q.Tool) {
+		// Still no worker: wait again without offering an attempt, so a
+		// task waiting for a worker writes nothing while it waits.
+		_ = r.m.NakWithDelay(later(r.m))
 		return
 	}
+	if !r.q.rerunnable() {
+		mark := &entry{Kind: kindTask, TaskRecord: r.q.record(caller.TaskQueued, r.attempt, r.events), Dispatched: r.attempt + 1}
+		if err := s.appendE(ctx, r, mark, ""); err != nil {
+			s.rejudge(ctx, r) // cancelled meanwhile, or JetStream is away
+			return
+		}
+	}
 	r.attempt++
-	r.mark, r.picked = ack.Sequence, false
 	ev := s.attempt(ctx, actx, r)
+	s.stopRunningMark(r)
 	if errors.Is(context.Cause(actx), errMoved) {
 		s.rejudge(ctx, r)
 		return
@@ -170,41 +197,93 @@ func (s *Service) runFrom(ctx context.Context, r *attemptRun, seq uint64) {
 	s.afterAttempt(ctx, r, ev)
 }
 
+// appendE appends e to the task's .e subject, expecting its last entry to
+// be the one this runner wrote or read last.
+func (s *Service) appendE(ctx context.Context, r *attemptRun, e *entry, msgID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.appendELocked(ctx, r, e, msgID)
+}
+
+// appendELocked is appendE with r.mu held.
+func (s *Service) appendELocked(ctx context.Context, r *attemptRun, e *entry, msgID string) error {
+	ack, err := s.appendEntry(ctx, r.subject, e, msgID, r.lastE)
+	if err != nil {
+		return err
+	}
+	r.lastE = ack.Sequence
+	return nil
+}
+
 // errMoved cancels an attempt whose task another party moved on before a
 // worker took it up (a cancel of the queued task won the race).
 var errMoved = errors.New("the task moved on before a worker took it up")
 
-// rejudge reads a task's log again after its attempt was cut short and
-// settles it as the log says.
+// rejudge reads a task again after its attempt was cut short, or could not
+// be offered, and settles it as the task's entries say.
 func (s *Service) rejudge(ctx context.Context, r *attemptRun) {
-	last, err := s.lastEntry(ctx, r.subject)
+	last, err := s.lastEntry(ctx, s.names.taskFilter(r.q.Owner, r.q.TaskID))
 	if err != nil || last == nil {
 		_ = r.m.Nak()
 		return
 	}
-	if ev, ok := last.terminal(); ok {
-		s.settleEnded(ctx, r, last, ev)
-		return
-	}
-	if last.Kind == kindTask && caller.TaskTerminal(last.State) {
-		s.settle(r)
+	if _, ok := last.terminal(); ok || last.Kind == kindTask && caller.TaskTerminal(last.State) {
+		s.settleEnded(r)
 		return
 	}
 	_ = r.m.Nak()
 }
 
-// pickedUp records that a worker took the attempt up: the task reads
-// running from now on. A task that moved on meanwhile cancels the call.
-func (s *Service) pickedUp(ctx context.Context, r *attemptRun) error {
-	r.picked = true
+// runningGrace is how long after its start a unary attempt's task reads
+// running at the latest: an attempt that ends sooner is recorded by its
+// terminal alone, one write fewer.
+const runningGrace = 100 * time.Millisecond
+
+// started notes that a worker started the attempt: a stream task's
+// recorded start says so itself; a unary task gets a running mark unless
+// its attempt ends within runningGrace.
+func (s *Service) started(ctx context.Context, r *attemptRun) {
+	if r.q.Mode != "unary" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timer == nil && !r.running {
+		r.timer = time.AfterFunc(runningGrace, func() { s.markRunning(ctx, r) })
+	}
+}
+
+// markRunning records that the attempt runs, unless it has ended or the
+// task moved on meanwhile (then the call is cancelled).
+func (s *Service) markRunning(ctx context.Context, r *attemptRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended || r.running {
+		return
+	}
 	rec := r.q.record(caller.TaskRunning, r.attempt, r.events)
 	rec.WorkerID = r.worker
-	_, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", r.mark)
-	if errors.Is(err, errConflict) {
+	err := s.appendELocked(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, "")
+	switch {
+	case errors.Is(err, errConflict):
 		r.cancel(errMoved)
-		return nil
+	case err != nil:
+		s.log.Warn("task: the running mark was not recorded", "task", r.q.TaskID, "err", err)
+	default:
+		r.running = true
 	}
-	return err
+}
+
+// stopRunningMark ends the attempt's running mark timer: what is written
+// next is the attempt's end.
+func (s *Service) stopRunningMark(r *attemptRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
 }
 
 // afterAttempt acts on an attempt's terminal: requeue on no worker, retry
@@ -240,8 +319,9 @@ func (s *Service) requeue(ctx context.Context, r *attemptRun, ev envelope.ToolEv
 	r.attempt--
 	rec := r.q.record(caller.TaskQueued, r.attempt, r.events)
 	rec.Waiting = waitingFor(r.q.Tool, ev)
-	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec}, "", 0); err != nil {
-		_ = r.m.Nak()
+	r.waiting = rec.Waiting
+	if err := s.appendE(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, ""); err != nil {
+		s.rejudge(ctx, r)
 		return
 	}
 	n := uint64(1)
@@ -250,7 +330,28 @@ func (s *Service) requeue(ctx context.Context, r *attemptRun, ev envelope.ToolEv
 	}
 	delay := 250 * time.Millisecond << min(n-1, 5)
 	_ = r.m.NakWithDelay(min(delay, 5*time.Second))
-	s.changed(r)
+	s.notify(r.q.Owner, &rec, noticeChanged)
+}
+
+// hosted reports whether some worker answers for tool: its describe
+// subject has a subscriber (the server says at once when none has), with
+// no write. The reply comes on the service's inbox, which workers may
+// answer under deploy/secure. Unsure, it says yes, and the attempt finds
+// out.
+func (s *Service) hosted(ctx context.Context, tool string) bool {
+	reply := s.names.base + ".inbox.hosted." + nuid.Next()
+	sub, err := s.nc.SubscribeSync(reply)
+	if err != nil {
+		return true
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := s.nc.PublishRequest(mesh.Subjects{Prefix: s.cfg.Prefix}.Describe(tool), reply, nil); err != nil {
+		return true
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = sub.NextMsgWithContext(rctx)
+	return !errors.Is(err, nats.ErrNoResponders)
 }
 
 // waitingFor says why a task whose attempt did not run waits (the
@@ -283,12 +384,7 @@ func (s *Service) lost(ctx context.Context, r *attemptRun, ev envelope.ToolEvent
 		return
 	case <-time.After(delay):
 	}
-	last, err := s.lastEntry(ctx, r.subject)
-	if err != nil || last == nil {
-		_ = r.m.Nak()
-		return
-	}
-	s.runFrom(ctx, r, last.seq)
+	s.runFrom(ctx, r)
 }
 
 // rerunnable says whether a task may run again after a lost attempt.
@@ -341,16 +437,15 @@ func (s *Service) follow(ctx, actx context.Context, r *attemptRun, st *caller.St
 		}
 		if ev.Type == envelope.EventStart {
 			ev = s.markStart(r, ev)
-		}
-		if !r.picked {
-			if err := s.pickedUp(ctx, r); err != nil {
-				return envelope.ErrorEvent(envelope.Problemf(envelope.CodeInternal, "recording the task's start: %v", err))
-			}
+			s.started(ctx, r)
 		}
 		if errors.Is(context.Cause(actx), errMoved) || r.q.Mode == "unary" && !asking(ev) {
 			continue
 		}
-		if err := s.record(ctx, r, ev); err != nil {
+		if err := s.record(ctx, r, ev); errors.Is(err, errConflict) {
+			r.cancel(errMoved) // a cancel of the queued task came first
+			continue
+		} else if err != nil {
 			return envelope.ErrorEvent(envelope.Problemf(envelope.CodeInternal, "recording the task's event: %v", err))
 		}
 		if err := s.askState(ctx, r, ev); err != nil {
@@ -417,7 +512,7 @@ func (s *Service) recordWith(ctx context.Context, r *attemptRun, ev envelope.Too
 		}
 		e.Event, e.Object, e.Size = nil, name, len(data)
 	}
-	if _, err := s.appendEntry(ctx, r.subject, e, r.q.TaskID+".e"+strconv.Itoa(n), 0); err != nil {
+	if err := s.appendE(ctx, r, e, ""); err != nil {
 		return err
 	}
 	r.events, r.bytes = n, r.bytes+int64(len(data))
@@ -429,67 +524,43 @@ func (s *Service) recordWith(ctx context.Context, r *attemptRun, ev envelope.Too
 const recordRoom = 2 << 10
 
 // finish records a task's terminal event with its final record, in one
-// entry, and settles the task.
+// entry, and settles the task; the notice that wakes its waiters carries
+// that record, so no one reads it back.
 func (s *Service) finish(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) {
 	rec := r.q.record(stateOf(ev), r.attempt, r.events+1)
 	rec.Code, rec.WorkerID = string(ev.Code), r.worker
-	if err := s.recordWith(ctx, r, ev, &rec); err != nil {
+	err := s.recordWith(ctx, r, ev, &rec)
+	if errors.Is(err, errConflict) { // another party ended the task first
+		s.rejudge(ctx, r)
+		return
+	}
+	if err != nil {
 		// A pause, not at once: the store may be full until the retention
 		// makes room.
 		_ = r.m.NakWithDelay(time.Second)
 		return
 	}
-	s.settle(r)
+	rec.Events, rec.TerminalSeq = r.events, r.lastE
+	if data, err := ev.AppendJSON(nil); err == nil && len(data) <= inlineTerminal {
+		rec.Terminal = data
+	}
+	s.notify(r.q.Owner, &rec, noticeChanged)
+	_ = r.m.Ack()
 	// The task's events count against its owner's bytes from now on.
 	if err := s.charge(ctx, r.q.Owner, 0, r.bytes, false); err != nil {
 		s.log.Warn("task usage: the bytes of an ended task were not counted", "task", r.q.TaskID, "err", err)
 	}
 }
 
-// settleEnded settles a task whose last entry is its terminal event: one
-// that carries the final record is done; one without it (a log an older
-// task service wrote) gets it appended first.
-func (s *Service) settleEnded(ctx context.Context, r *attemptRun, last *stored, ev envelope.ToolEvent) {
-	if last.TaskID != "" {
-		s.settle(r)
-		return
-	}
-	s.finalize(ctx, r, ev, last.seq)
-}
-
-// finalize appends the final record after the terminal event at seq, acks
-// the queued call and tells whoever waits.
-func (s *Service) finalize(ctx context.Context, r *attemptRun, ev envelope.ToolEvent, seq uint64) {
-	rec := r.q.record(stateOf(ev), r.attempt, r.events)
-	rec.Code, rec.TerminalSeq, rec.WorkerID = string(ev.Code), seq, r.worker
-	if data, err := ev.AppendJSON(nil); err == nil && len(data) <= inlineTerminal {
-		rec.Terminal = data // get and wait answer from this one entry
-	}
-	if _, err := s.appendEntry(ctx, r.subject, &entry{Kind: kindTask, TaskRecord: rec},
-		r.q.TaskID+".final", 0); err != nil {
-		_ = r.m.Nak()
-		return
-	}
-	s.settle(r)
-}
-
-// inlineTerminal is the largest terminal event a final record carries
-// itself; a larger one is read from its own entry.
+// inlineTerminal is the largest terminal event a record carries itself;
+// a larger one is read from its own entry.
 const inlineTerminal = 16 << 10
 
-// settle wakes the waiters of a task that has ended and acks its queued
-// call. The end is in the log already, so the ack need not be confirmed:
-// a lost one redelivers the call, which finds the task ended and settles
-// it again.
-func (s *Service) settle(r *attemptRun) {
-	s.changed(r)
+// settleEnded acks the submit entry of a task that has ended. The end is
+// in the log already, so the ack need not be confirmed: a lost one
+// redelivers the task, which is found ended and settled again.
+func (s *Service) settleEnded(r *attemptRun) {
 	_ = r.m.Ack()
-}
-
-// changed tells whoever waits on a task (get with wait, cancel) that its
-// state changed: they read it again.
-func (s *Service) changed(r *attemptRun) {
-	_ = s.nc.Publish(s.names.doneSubject(r.q.Owner, r.q.TaskID), nil)
 }
 
 // stateOf is the final state a terminal event gives a task.

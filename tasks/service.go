@@ -34,7 +34,10 @@ type Config struct {
 	Retention time.Duration
 	// MaxQueuedPerTool bounds each owner's tasks of one tool not yet
 	// ended (default 1024); past it submit answers overloaded, to that
-	// owner only.
+	// owner only. The bound is per instance, as the running bounds are:
+	// each counts the tasks submitted through it that have not yet ended
+	// (no write, no read per submit), so N instances take up to N times
+	// it, and a restarted instance counts afresh.
 	MaxQueuedPerTool int64
 	// MaxTasksPerOwner bounds the tasks one identity keeps within the
 	// retention, ended ones included (0: no bound); past it submit
@@ -44,8 +47,8 @@ type Config struct {
 	// the retention: their args and recorded events (0: no bound); past
 	// it submit answers task_quota_exceeded.
 	MaxBytesPerOwner int64
-	// MaxStoreBytes bounds the size of each of the task log, the queue and
-	// the object store (0: no bound); a full store refuses new tasks with
+	// MaxStoreBytes bounds the size of each of the task stream and the
+	// object store (0: no bound); a full store refuses new tasks with
 	// task_quota_exceeded rather than dropping old ones.
 	MaxStoreBytes int64
 	// MaxRunningPerOwner bounds one owner's tasks each instance runs (or
@@ -136,8 +139,7 @@ type Service struct {
 	log   *slog.Logger
 	js    jetstream.JetStream
 	names names
-	logs  jetstream.Stream
-	queue jetstream.Stream
+	logs  jetstream.Stream // the one task stream: every task's queue item and log
 	objs  jetstream.ObjectStore
 	usage jetstream.Stream // each owner's usage, when quotas are set
 	api   *worker.Worker
@@ -156,27 +158,37 @@ type Service struct {
 	running map[string]*attemptRun // task id → its attempt running here
 	wake    wakers
 	fair    fairQueue
+	open    openTasks
 	done    *nats.Subscription
+	// instance names this instance in the notices it publishes.
+	instance string
 }
 
 // names are the subjects and JetStream names of one mesh's task service.
 type names struct {
-	base, logStream, queueStream, objects, usage, consumer string
+	base, logStream, objects, usage, consumer string
 }
 
 func namesFor(prefix string) names {
 	flat := strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(prefix)
 	return names{base: prefix + ".tasks", logStream: "TOOLMESH_TASKS_" + flat,
-		queueStream: "TOOLMESH_TASKQ_" + flat, objects: "TOOLMESH_TASKOBJ_" + flat,
-		usage: "TOOLMESH_TASKUSE_" + flat, consumer: "runners"}
+		objects: "TOOLMESH_TASKOBJ_" + flat, usage: "TOOLMESH_TASKUSE_" + flat, consumer: "dispatch"}
 }
 
-func (n names) logSubject(owner, id string) string { return n.base + ".log." + owner + "." + id }
-func (n names) queueSubject(owner, tool string) string {
-	return n.base + ".q." + owner + "." + tool
+// A task's entries (§22.2): its submit, which is also its queue item, under
+// <base>.log.<owner>.<id>.q.<tool>; every later entry under
+// <base>.log.<owner>.<id>.e, each written expecting that subject's last
+// sequence, so that of two writers racing (a run and a cancel, two
+// terminals) exactly one wins.
+func (n names) taskPrefix(owner, id string) string { return n.base + ".log." + owner + "." + id }
+func (n names) queueSubject(owner, id, tool string) string {
+	return n.taskPrefix(owner, id) + ".q." + tool
 }
-func (n names) killSubject(id string) string   { return n.base + ".kill." + id }
-func (n names) answerSubject(id string) string { return n.base + ".answer." + id }
+func (n names) eventSubject(owner, id string) string { return n.taskPrefix(owner, id) + ".e" }
+func (n names) taskFilter(owner, id string) string   { return n.taskPrefix(owner, id) + ".>" }
+func (n names) queueFilter() string                  { return n.base + ".log.*.*.q.>" }
+func (n names) killSubject(id string) string         { return n.base + ".kill." + id }
+func (n names) answerSubject(id string) string       { return n.base + ".answer." + id }
 func (n names) doneSubject(owner, id string) string {
 	return n.base + ".done." + owner + "." + id
 }
@@ -190,8 +202,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{nc: nc, cfg: cfg, log: cfg.Logger, js: js, names: namesFor(cfg.Prefix),
-		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan struct{}]struct{}{}},
-		fair: fairQueue{owners: map[string]*ownerQueue{}}}
+		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan notice]struct{}{}},
+		fair: fairQueue{owners: map[string]*ownerQueue{}}, open: openTasks{byTool: map[string]map[string]time.Time{}},
+		instance: nats.NewInbox()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.openStorage(ctx); err != nil {
 		s.cancel()
@@ -201,15 +214,33 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		s.Close(ctx)
 		return nil, err
 	}
+	s.warnOldQueue(ctx)
 	return s, nil
 }
 
-// openStorage makes the task log, the queue and the object store.
+// warnOldQueue says so when the queue stream of a task service predating
+// the one-stream layout still holds tasks: this service does not run
+// them (their records are under subjects it no longer reads).
+func (s *Service) warnOldQueue(ctx context.Context) {
+	flat := strings.TrimPrefix(s.names.logStream, "TOOLMESH_TASKS_")
+	old, err := s.js.Stream(ctx, "TOOLMESH_TASKQ_"+flat)
+	if err != nil {
+		return
+	}
+	if info, err := old.Info(ctx); err == nil && info.State.Msgs > 0 {
+		s.log.Warn("tasks queued by an older task service are not run by this one; let an older service finish them, or delete the stream",
+			"stream", info.Config.Name, "tasks", info.State.Msgs)
+	}
+}
+
+// openStorage makes the task stream and the object store.
 func (s *Service) openStorage(ctx context.Context) error {
 	var err error
 	s.logs, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: s.names.logStream, Subjects: []string{s.names.base + ".log.>"},
 		Retention: jetstream.LimitsPolicy, MaxAge: s.cfg.Retention, Duplicates: s.cfg.DedupeWindow,
+		// The queue is a consumer over the tasks' submit entries, not a
+		// stream of its own: a submit is one write.
 		// Direct gets may be answered by any replica, a lagging follower
 		// too: a task just ended would read as running, and a wait for its
 		// end would miss it. Replicated, reads go to the leader.
@@ -218,15 +249,6 @@ func (s *Service) openStorage(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("task log stream: %w", err)
-	}
-	s.queue, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: s.names.queueStream, Subjects: []string{s.names.base + ".q.>"},
-		Retention: jetstream.WorkQueuePolicy, MaxAge: s.cfg.Retention,
-		MaxMsgsPerSubject: s.cfg.MaxQueuedPerTool, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
-		Replicas: s.cfg.Replicas, MaxBytes: s.maxBytes(),
-	})
-	if err != nil {
-		return fmt.Errorf("task queue stream: %w", err)
 	}
 	s.objs, err = s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: s.names.objects, TTL: s.cfg.Retention, Replicas: s.cfg.Replicas, MaxBytes: s.maxBytes(),

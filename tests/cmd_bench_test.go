@@ -42,6 +42,10 @@ type benchJSONRow struct {
 		Got    float64 `json:"got"`
 		Met    bool    `json:"met"`
 	} `json:"checks"`
+	Versus []struct {
+		Peer string `json:"peer"`
+		benchJSONSide
+	} `json:"versus"`
 	Memory *struct {
 		Calls    int `json:"calls"`
 		Toolmesh struct {
@@ -83,7 +87,7 @@ func TestCommandBench(t *testing.T) {
 		target   bool
 	}{{"unary", 1, true, true}, {"unary", 3, true, false}, {"unary, idempotent", 1, true, false}, {"unary, idempotent", 3, true, false},
 		{"unary, coalescing off", 3, true, false}, {"stream of 5 deltas", 1, false, true},
-		{"no responders", 1, false, true}, {"durable unary (task)", 3, false, true}, {"mcp gateway, http", 2, false, true}, {"mcp gateway, stdio", 2, false, true},
+		{"no responders", 1, false, true}, {"durable unary (task)", 1, false, true}, {"durable unary (task)", 3, false, true}, {"mcp gateway, http", 2, false, true}, {"mcp gateway, stdio", 2, false, true},
 		{"mcp cold start, 5 tools", 1, false, true},
 		{"fleet of 2 × 2 slots, 1ms each", 4, false, true}, {"fleet of 2 × 2 slots, 1ms each, coalescing off", 4, false, false},
 		{"result of 1 MiB", 1, false, true}, {"cli /bin/true", 2, false, true}, {"memory, 40 calls in flight", 40, false, true}}
@@ -116,6 +120,17 @@ func TestCommandBench(t *testing.T) {
 			t.Errorf("%s: micro side %v, want %v, with its ratios", res.Scenario, res.Micro, want[i].micro)
 		}
 		checkBenchTarget(t, res, want[i].target)
+		if res.Scenario == "durable unary (task)" {
+			// Beside the equivalent-guarantee queue (raw), the bare queue,
+			// measured in the same rounds.
+			bare := false
+			for _, v := range res.Versus {
+				bare = bare || v.Peer == "bare-queue" && v.Calls > 0 && v.Errors == 0
+			}
+			if !bare {
+				t.Errorf("durable row at %d in flight: no bare-queue side that made calls: %+v", res.InFlight, res.Versus)
+			}
+		}
 		allMet = allMet && (res.Met == nil || *res.Met)
 		if res.Memory != nil {
 			checkBenchMemory(t, res)

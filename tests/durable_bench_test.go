@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -32,19 +34,37 @@ func BenchmarkDurableUnary(b *testing.B) {
 			}
 		}
 	})
+	b.StopTimer()
+	// What each task cost the store: its writes (entries) per task.
+	js, err := jetstream.New(meshtest.Connect(b, m.srv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "TOOLMESH_TASKS_toolmesh")
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(info.State.Msgs)/float64(b.N), "writes/task")
 }
 
 // startDurableB is startDurable for a benchmark.
 func startDurableB(b *testing.B) *durableMesh {
 	b.Helper()
 	srv := meshtest.StartServer(b, embedded.Config{StoreDir: b.TempDir()})
-	svc, err := tasks.New(context.Background(), meshtest.Connect(b, srv), tasks.Config{})
+	// One identity submits every task: its running bounds are the calls
+	// in flight, so that the benchmark measures durable calls, not the
+	// operator's per-owner bounds.
+	svc, err := tasks.New(context.Background(), meshtest.Connect(b, srv), tasks.Config{MaxRunningPerOwner: 256, MaxRunningPerOwnerTool: 256})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { svc.Close(context.Background()) })
 	m := &durableMesh{srv: srv, svc: svc, c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
-	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{})
+	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{Limits: worker.Limits{MaxConcurrent: 256, MaxPerIdentity: 256}})
 	register(b, w, envelope.ToolSpec{Name: "echo"}, echo)
 	return m
 }
@@ -83,6 +103,73 @@ func BenchmarkHandWrittenWorkQueue(b *testing.B) {
 		defer func() { _ = sub.Unsubscribe() }()
 		for pb.Next() {
 			msg := &nats.Msg{Subject: "wq.echo", Data: []byte(`{"message":"hi"}`), Header: nats.Header{"Reply-To": []string{inbox}}}
+			if _, err := cjs.PublishMsg(ctx, msg); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := sub.NextMsgWithContext(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkEquivalentQueue is the same echo through a hand-written work
+// queue with a durable unary call's guarantees: the call queued, its
+// state in a KV bucket, a dispatch mark created only where no state is
+// (compare-and-set), a terminal written only over the mark
+// (compare-and-set), then the ack and the result published back.
+func BenchmarkEquivalentQueue(b *testing.B) {
+	srv := meshtest.StartServer(b, embedded.Config{StoreDir: b.TempDir()})
+	ctx := context.Background()
+	wnc := meshtest.Connect(b, srv)
+	wjs, _ := jetstream.New(wnc)
+	st, err := wjs.CreateStream(ctx, jetstream.StreamConfig{Name: "EQ", Subjects: []string{"eq.>"}, Retention: jetstream.WorkQueuePolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	kv, err := wjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "EQS"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		go func() {
+			id := m.Headers().Get("Task-Id")
+			rev, err := kv.Create(ctx, id, []byte(`{"state":"running"}`))
+			if err != nil {
+				_ = m.Term()
+				return
+			}
+			if _, err := kv.Update(ctx, id, m.Data(), rev); err != nil {
+				_ = m.Term()
+				return
+			}
+			_ = m.Ack()
+			_ = wnc.Publish(m.Headers().Get("Reply-To"), m.Data())
+		}()
+	}, jetstream.PullMaxMessages(256))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Stop()
+	cnc := meshtest.Connect(b, srv)
+	cjs, _ := jetstream.New(cnc)
+	var next atomic.Int64
+	b.SetParallelism(64)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		inbox := nats.NewInbox()
+		sub, _ := cnc.SubscribeSync(inbox)
+		defer func() { _ = sub.Unsubscribe() }()
+		for pb.Next() {
+			id := strconv.FormatInt(next.Add(1), 10)
+			msg := &nats.Msg{Subject: "eq.echo", Data: []byte(`{"message":"hi"}`),
+				Header: nats.Header{"Reply-To": []string{inbox}, "Task-Id": []string{"t" + id}}}
 			if _, err := cjs.PublishMsg(ctx, msg); err != nil {
 				b.Error(err)
 				return

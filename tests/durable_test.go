@@ -235,22 +235,23 @@ func TestDurableCancelQueuedTaskNeverRuns(t *testing.T) {
 	}
 }
 
-// queueLen is how many queued calls the task queue holds.
+// queueLen is how many tasks the task queue still holds: submit entries
+// its dispatch consumer has not yet delivered, or delivered and not acked.
 func queueLen(t *testing.T, srv *embedded.Server) uint64 {
 	t.Helper()
 	js, err := jetstream.New(meshtest.Connect(t, srv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := js.Stream(context.Background(), "TOOLMESH_TASKQ_toolmesh")
+	cons, err := js.Consumer(context.Background(), "TOOLMESH_TASKS_toolmesh", "dispatch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := st.Info(context.Background())
+	info, err := cons.Info(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.State.Msgs
+	return info.NumPending + uint64(info.NumAckPending)
 }
 
 func TestDurableExpiredTaskHasItsOwnProblem(t *testing.T) {

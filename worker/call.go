@@ -243,6 +243,10 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 		return nil, p.WithRan(envelope.RanNo)
 	}
 	defer func() { <-c.w.slots }()
+	if res.release != nil {
+		defer res.release()
+		ctx = res.ctx
+	}
 	data, p := c.runHandler(ctx, res)
 	return data, p.WithRan(envelope.RanYes)
 }
@@ -252,6 +256,10 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 type prepared struct {
 	body   wire.Call
 	format *envelope.Schema
+	// ctx and release, when the tool admits calls itself (Admitter): the
+	// handler's context and the admission's end.
+	ctx     context.Context
+	release func()
 }
 
 // prepare parses and checks the call and takes a slot (and, in stream
@@ -270,6 +278,10 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 	if p == nil && ctx.Err() != nil {
 		p = c.contextProblem(ctx)
 	}
+	var pc prepared
+	if p == nil && c.tool.admit != nil {
+		pc, p = c.admitted(ctx, body)
+	}
 	if p == nil && c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
 		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.key.id, meta)); err != nil {
@@ -280,10 +292,27 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 		p = c.approve(ctx, body.Args) // the handler has not run while approval waits
 	}
 	if p != nil {
+		if pc.release != nil {
+			pc.release()
+		}
 		<-w.slots
 		return prepared{}, p
 	}
-	return prepared{body: body, format: format}, nil
+	pc.body, pc.format = body, format
+	return pc, nil
+}
+
+// admitted waits for the tool's own admission of the call (Admitter),
+// before its start: a refusal is the call's Problem, unrun.
+func (c *call) admitted(ctx context.Context, body wire.Call) (prepared, *envelope.Problem) {
+	actx, release, err := c.tool.admit.Admit(ctx, c.request(body))
+	if err == nil {
+		return prepared{ctx: actx, release: release}, nil
+	}
+	if ctx.Err() != nil {
+		return prepared{}, c.contextProblem(ctx)
+	}
+	return prepared{}, c.w.problems.Rebase(handlerProblem(err))
 }
 
 // runHandler runs the handler of a prepared call and checks its result.

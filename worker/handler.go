@@ -118,6 +118,17 @@ func bindArgs(tool string, args json.RawMessage, v any) error {
 	return nil
 }
 
+// Admitter is a Handler with room of its own that a call may have to wait
+// for before it runs (a command-line tool's slots, package worker/cli).
+// The worker admits each call of the tool through Admit before it sends
+// the call's start event, so that start means the handler runs rather
+// than waits: a durable task reads running only then. Admit returns the
+// context the handler then runs in and a release the worker calls once
+// the handler has returned; an error refuses the call, unrun.
+type Admitter interface {
+	Admit(ctx context.Context, req *Request) (context.Context, func(), error)
+}
+
 // Emitter sends non-terminal events of a call. In stream mode a call may
 // run ahead of its reader by at most the caller's window; beyond it an
 // emit blocks until the caller grants credit or the call ends, so a slow

@@ -206,6 +206,7 @@ type Worker struct {
 type tool struct {
 	spec    envelope.ToolSpec
 	handler Handler
+	admit   Admitter // the handler's own admission before start, if it has one
 	input   *envelope.Schema
 	output  *envelope.Schema
 	sub     *nats.Subscription
@@ -424,12 +425,13 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	if h == nil {
 		return errors.New("register: nil handler")
 	}
+	admit, _ := h.(Admitter)
 	h = Chain(Chain(h, mw...), w.cfg.Middleware...)
 	in, out, err := spec.Compile()
 	if err != nil {
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
-	t := &tool{spec: spec, handler: h, input: in, output: out,
+	t := &tool{spec: spec, handler: h, admit: admit, input: in, output: out,
 		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		retrySafe: spec.Annotations.IsIdempotent() || spec.Annotations.IsReadOnly(),
 		spanOpts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}

@@ -273,6 +273,21 @@ func (h *Handler) acquire(ctx context.Context, req *worker.Request) error {
 	return err
 }
 
+// admittedKey marks a handler context whose call holds one of the tool's
+// slots already (Admit).
+type admittedKey struct{}
+
+// Admit takes one of the tool's slots for a call before the worker sends
+// its start (worker.Admitter): start then means the program runs, not
+// that it waits for a slot. Handle runs in the returned context and takes
+// no second slot.
+func (h *Handler) Admit(ctx context.Context, req *worker.Request) (context.Context, func(), error) {
+	if err := h.acquire(ctx, req); err != nil {
+		return nil, nil, err
+	}
+	return context.WithValue(ctx, admittedKey{}, true), h.slots.Release, nil
+}
+
 // Handle runs the program for one call.
 func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 	b := h.binding
@@ -291,10 +306,12 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 		}
 		pageAll = true
 	}
-	if err := h.acquire(ctx, req); err != nil {
-		return nil, err
+	if admitted, _ := ctx.Value(admittedKey{}).(bool); !admitted {
+		if err := h.acquire(ctx, req); err != nil {
+			return nil, err
+		}
+		defer h.slots.Release()
 	}
-	defer h.slots.Release()
 	if h.limits.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.limits.Timeout)

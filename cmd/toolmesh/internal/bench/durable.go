@@ -16,14 +16,16 @@ import (
 	"github.com/toolmesh/toolmesh/tasks"
 )
 
-// peersWorkQueue is the durable row's raw side.
-const peersWorkQueue = "raw: a hand-written JetStream work queue (publish, pull consumer, ack, the result published back), same echo"
+// bareQueueWhat says what the durable rows' bare queue does.
+const bareQueueWhat = "a bare JetStream work queue (publish, pull consumer, ack, the result published back), same echo"
 
-// benchDurable is the durable row's two sides on one JetStream server: a
+// benchDurable is the durable rows' sides on one JetStream server: a
 // task service over the bench's private prefix (the worker's echo runs
-// each task), and a hand-written work queue doing the same echo.
+// each task), a hand-written work queue with the same guarantees, and a
+// bare work queue, doing the same echo.
 type benchDurable struct {
 	svc     *tasks.Service
+	eq      *equivalentQueue
 	js      jetstream.JetStream
 	streams []string // made for the row, deleted on close
 	wq      jetstream.ConsumeContext
@@ -38,7 +40,7 @@ type benchDurable struct {
 
 // startDurable readies the durable row; a server without JetStream skips
 // it (nil, with the reason).
-func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix string, env *Env) (*benchDurable, error) {
+func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix string, maxInFlight int, env *Env) (*benchDurable, error) {
 	js, err := jetstream.New(svcNC)
 	if err != nil {
 		return nil, err
@@ -50,11 +52,19 @@ func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix str
 	}
 	d := &benchDurable{js: js, pub: pubNC, waiting: map[string]chan struct{}{}}
 	flat := strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(prefix) // as tasks names its streams
-	d.streams = []string{"TOOLMESH_TASKS_" + flat, "TOOLMESH_TASKQ_" + flat, "OBJ_TOOLMESH_TASKOBJ_" + flat, "BENCH_WQ_" + flat}
-	if d.svc, err = tasks.New(ctx, svcNC, tasks.Config{Prefix: prefix, Retention: 10 * time.Minute, Logger: env.Log}); err != nil {
+	d.streams = []string{"TOOLMESH_TASKS_" + flat, "OBJ_TOOLMESH_TASKOBJ_" + flat, "BENCH_WQ_" + flat}
+	// One identity submits every task: its running bounds are the row's
+	// calls in flight, as the bench's worker's per-identity share is, so
+	// that the row measures the durable calls, not the operator's bounds.
+	if d.svc, err = tasks.New(ctx, svcNC, tasks.Config{Prefix: prefix, Retention: 10 * time.Minute, Logger: env.Log,
+		MaxRunningPerOwner: maxInFlight, MaxRunningPerOwnerTool: maxInFlight}); err != nil {
 		return nil, err
 	}
-	if err := d.serveQueue(ctx, wqNC, prefix, d.streams[3]); err != nil {
+	if err := d.serveQueue(ctx, wqNC, prefix, d.streams[2]); err != nil {
+		d.close()
+		return nil, err
+	}
+	if d.eq, err = serveEquivalentQueue(ctx, wqNC, prefix, flat); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -103,23 +113,42 @@ func (d *benchDurable) onResult(m *nats.Msg) {
 	}
 }
 
-// rawWorkQueue is one echo through the hand-written work queue.
-func (b *bencher) rawWorkQueue(ctx context.Context) error {
-	d := b.durable
+// await makes a reply subject for one call and the channel its result
+// closes.
+func (d *benchDurable) await() (string, chan struct{}) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.next++
 	reply := fmt.Sprintf("%s.%d", d.inbox, d.next)
 	ch := make(chan struct{})
 	d.waiting[reply] = ch
+	return reply, ch
+}
+
+// seqOf is the call number a reply subject ends with.
+func (d *benchDurable) seqOf(reply string) string { return reply[strings.LastIndexByte(reply, '.')+1:] }
+
+// forget drops the wait of a call that failed.
+func (d *benchDurable) forget(reply string) {
+	d.mu.Lock()
+	delete(d.waiting, reply)
 	d.mu.Unlock()
+}
+
+// rawWorkQueue is one echo through the bare work queue.
+func (b *bencher) rawWorkQueue(ctx context.Context) error {
+	d := b.durable
+	reply, ch := d.await()
 	msg := &nats.Msg{Subject: d.wqSub, Data: b.args, Header: nats.Header{"Reply-To": []string{reply}}}
 	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
+		d.forget(reply)
 		return err
 	}
 	select {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
+		d.forget(reply)
 		return ctx.Err()
 	}
 }
@@ -145,6 +174,11 @@ func (d *benchDurable) close() {
 	if d.wq != nil {
 		d.wq.Stop()
 	}
+	if d.eq != nil {
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.eq.close(ectx)
+		cancel()
+	}
 	if d.svc != nil {
 		d.svc.Close(context.Background())
 	}
@@ -159,7 +193,7 @@ func (d *benchDurable) close() {
 
 // startDurableRow readies the durable row on connections of its own, or
 // says on stderr why the row is skipped.
-func (b *bencher) startDurableRow(ctx context.Context, dial func(string) (*nats.Conn, error), prefix string, env *Env) {
+func (b *bencher) startDurableRow(ctx context.Context, dial func(string) (*nats.Conn, error), prefix string, maxInFlight int, env *Env) {
 	var ncs []*nats.Conn
 	for _, name := range []string{"bench tasks", "bench work queue", "bench work queue caller"} {
 		nc, err := dial(name)
@@ -170,7 +204,7 @@ func (b *bencher) startDurableRow(ctx context.Context, dial func(string) (*nats.
 		b.conns = append(b.conns, nc)
 		ncs = append(ncs, nc)
 	}
-	d, err := startDurable(ctx, ncs[0], ncs[1], ncs[2], prefix, env)
+	d, err := startDurable(ctx, ncs[0], ncs[1], ncs[2], prefix, maxInFlight, env)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "the durable row is skipped: %v\n", err)
 		return

@@ -101,7 +101,7 @@ func newBencher(ctx context.Context, dial func(string) (*nats.Conn, error), url 
 	if err := b.startCallers(call, prefix, env); err != nil {
 		return nil, err
 	}
-	b.startDurableRow(ctx, dial, prefix, env)
+	b.startDurableRow(ctx, dial, prefix, maxInFlight, env)
 	for _, nc := range b.conns {
 		if err := nc.Flush(); err != nil {
 			return nil, envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
