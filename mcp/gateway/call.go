@@ -129,7 +129,17 @@ func bearerOf(req *mcp.CallToolRequest) string {
 // notifications/progress when the client gave a progressToken, deltas are
 // gathered into the result, and the terminal event becomes the result.
 func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream, mcpResult bool) *mcp.CallToolResult {
-	p := progress{ctx: ctx, req: req, token: req.Params.GetProgressToken()}
+	return relayTo(ctx, &progress{ctx: ctx, req: req, token: req.Params.GetProgressToken()}, st, mcpResult)
+}
+
+// progressSink takes a call's progress and log messages.
+type progressSink interface {
+	send(msg string)
+	log(l *envelope.LogMessage)
+}
+
+// relayTo is relay with progress and logs going to p.
+func relayTo(ctx context.Context, p progressSink, st *caller.Stream, mcpResult bool) *mcp.CallToolResult {
 	var deltas deltaLog
 	for ev := range st.Events() { // a failure is the terminal error event, handled below
 		switch ev.Type {

@@ -52,10 +52,14 @@ type heldCall struct {
 	asked    chan *openInput          // questions from the mesh call
 	done     chan *mcp.CallToolResult // its result (buffered 1)
 	cancel   context.CancelFunc       // ends the mesh call
-	mu       sync.Mutex               // guards open, preset and timer
+	mu       sync.Mutex               // guards open, preset, round and live
 	open     []*openInput             // asked, waiting on the client
 	preset   mcp.InputResponseMap     // responses the first request carried
 	timer    *time.Timer              // expiry
+	round    int                      // rounds answered input_required
+	// live is the client's request now waiting on the call, to which
+	// its progress and log messages go (none between rounds).
+	live *progress
 }
 
 // openInput is one question as MCP input requests, and where its answer goes.
@@ -84,7 +88,7 @@ func (g *Gateway) statelessCall(ctx context.Context, req *mcp.CallToolRequest, m
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		h.answerFrom(p.InputResponses)
-		return g.rounds.next(ctx, h)
+		return g.rounds.next(ctx, req, h)
 	}
 	caps := req.ClientCapabilities()
 	if !answersInputs(caps) {
@@ -94,9 +98,8 @@ func (g *Gateway) statelessCall(ctx context.Context, req *mcp.CallToolRequest, m
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	h := g.rounds.start(meshTool, caps, p.InputResponses)
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h.cancel = cancel
+	h := g.rounds.start(meshTool, caps, p.InputResponses, cancel)
 	go func() {
 		defer cancel()
 		st, err := g.cfg.Caller.Stream(callCtx, meshTool, json.RawMessage(args), append(opts, caller.OnQuestion(h.onQuestion))...)
@@ -105,26 +108,26 @@ func (g *Gateway) statelessCall(ctx context.Context, req *mcp.CallToolRequest, m
 			return
 		}
 		defer st.Close()
-		// The client's request may be long answered: progress and logs
-		// of a held call have nowhere to go.
-		h.done <- relay(callCtx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: p.Name}}, st, kind.mcpResult)
+		// Progress and logs go to the client's request now waiting on
+		// the call, if one is (h.send, h.log).
+		h.done <- relayTo(callCtx, h, st, kind.mcpResult)
 	}()
-	return g.rounds.next(ctx, h)
+	return g.rounds.next(ctx, req, h)
 }
 
 // errNotHeld says a 2026-07-28 call is served as one that cannot be asked.
 var errNotHeld = errors.New("not held")
 
 // start registers a new held call.
-func (r *rounds) start(tool string, caps *mcp.ClientCapabilities, preset mcp.InputResponseMap) *heldCall {
+func (r *rounds) start(tool string, caps *mcp.ClientCapabilities, preset mcp.InputResponseMap, cancel context.CancelFunc) *heldCall {
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
-	h := &heldCall{id: base64.RawURLEncoding.EncodeToString(id), tool: tool, caps: caps, preset: preset,
+	h := &heldCall{id: base64.RawURLEncoding.EncodeToString(id), tool: tool, caps: caps, preset: preset, cancel: cancel,
 		asked: make(chan *openInput, 16), done: make(chan *mcp.CallToolResult, 1)}
+	h.timer = time.AfterFunc(heldTTL, func() { r.drop(h) })
 	r.mu.Lock()
 	r.held[h.id] = h
 	r.mu.Unlock()
-	h.timer = time.AfterFunc(heldTTL, func() { r.drop(h) })
 	return h
 }
 
@@ -134,17 +137,21 @@ func (r *rounds) drop(h *heldCall) {
 	delete(r.held, h.id)
 	r.mu.Unlock()
 	h.timer.Stop()
-	if h.cancel != nil {
-		h.cancel()
-	}
+	h.cancel()
 }
 
 // next waits for the held call's next round: the questions still open
 // (a retry that did not answer them all), new questions, or its result.
-func (r *rounds) next(ctx context.Context, h *heldCall) (*mcp.CallToolResult, error) {
+func (r *rounds) next(ctx context.Context, req *mcp.CallToolRequest, h *heldCall) (*mcp.CallToolResult, error) {
 	h.mu.Lock()
 	open := len(h.open) > 0
+	h.live = &progress{ctx: ctx, req: req, token: req.Params.GetProgressToken()}
 	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.live = nil
+		h.mu.Unlock()
+	}()
 	if !open {
 		select {
 		case q := <-h.asked:
@@ -172,7 +179,11 @@ func (r *rounds) next(ctx context.Context, h *heldCall) (*mcp.CallToolResult, er
 // sign is the request state of h's next round: id, tool and expiry,
 // with their HMAC under the gateway's key.
 func (r *rounds) sign(h *heldCall) string {
-	payload := h.id + "|" + h.tool + "|" + strconv.FormatInt(time.Now().Add(heldTTL).Unix(), 10)
+	h.mu.Lock()
+	h.round++
+	round := h.round
+	h.mu.Unlock()
+	payload := h.id + "|" + h.tool + "|" + strconv.Itoa(round) + "|" + strconv.FormatInt(time.Now().Add(heldTTL).Unix(), 10)
 	m := hmac.New(sha256.New, r.key)
 	m.Write([]byte(payload))
 	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
@@ -190,7 +201,7 @@ func (r *rounds) resume(state, tool string) (*heldCall, error) {
 	}
 	parts := strings.Split(string(payload), "|")
 	exp, err := strconv.ParseInt(parts[len(parts)-1], 10, 64)
-	if len(parts) != 3 || err != nil || parts[1] != tool {
+	if len(parts) != 4 || err != nil || parts[1] != tool {
 		return nil, errors.New("requestState does not belong to this tool")
 	}
 	if time.Now().Unix() > exp {
@@ -229,6 +240,24 @@ func (h *heldCall) onQuestion(ctx context.Context, q caller.Question) (caller.An
 		return a, nil
 	case <-ctx.Done():
 		return caller.Dismiss(), nil
+	}
+}
+
+// send forwards a progress message to the request waiting on the call.
+func (h *heldCall) send(msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.live != nil {
+		h.live.send(msg)
+	}
+}
+
+// log forwards a log message to the request waiting on the call.
+func (h *heldCall) log(l *envelope.LogMessage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.live != nil {
+		h.live.log(l)
 	}
 }
 
