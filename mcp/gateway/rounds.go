@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,7 @@ func newRounds() *rounds {
 // heldCall is one mesh call of a 2026-07-28 client that asked.
 type heldCall struct {
 	id, tool string
+	owner    [sha256.Size]byte // the SHA-256 of the client's bearer
 	caps     *mcp.ClientCapabilities
 	asked    chan *openInput          // questions from the mesh call
 	done     chan *mcp.CallToolResult // its result (buffered 1)
@@ -71,9 +73,12 @@ type openInput struct {
 }
 
 // answersInputs reports whether a 2026-07-28 client declared a
-// capability through which it answers input requests.
+// capability through which it answers questions: elicitation or
+// sampling. Roots alone (the go-sdk client declares it by default) does
+// not make a call one that asks; a call that asks may still put a
+// bridged server's roots/list to a client that declared roots.
 func answersInputs(c *mcp.ClientCapabilities) bool {
-	return c != nil && (c.Elicitation != nil || c.Sampling != nil || c.RootsV2 != nil)
+	return c != nil && (c.Elicitation != nil || c.Sampling != nil)
 }
 
 // statelessCall serves a 2026-07-28 tools/call: a retry carrying request
@@ -83,7 +88,7 @@ func answersInputs(c *mcp.ClientCapabilities) bool {
 func (g *Gateway) statelessCall(ctx context.Context, req *mcp.CallToolRequest, meshTool string, kind relayKind, opts []caller.Option) (*mcp.CallToolResult, error) {
 	p := req.Params
 	if p.RequestState != "" {
-		h, err := g.rounds.resume(p.RequestState, meshTool)
+		h, err := g.rounds.resume(p.RequestState, meshTool, bearerOf(req))
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
@@ -99,7 +104,7 @@ func (g *Gateway) statelessCall(ctx context.Context, req *mcp.CallToolRequest, m
 		args = json.RawMessage("{}")
 	}
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := g.rounds.start(meshTool, caps, p.InputResponses, cancel)
+	h := g.rounds.start(meshTool, bearerOf(req), caps, p.InputResponses, cancel)
 	go func() {
 		defer cancel()
 		st, err := g.cfg.Caller.Stream(callCtx, meshTool, json.RawMessage(args), append(opts, caller.OnQuestion(h.onQuestion))...)
@@ -119,10 +124,10 @@ func (g *Gateway) statelessCall(ctx context.Context, req *mcp.CallToolRequest, m
 var errNotHeld = errors.New("not held")
 
 // start registers a new held call.
-func (r *rounds) start(tool string, caps *mcp.ClientCapabilities, preset mcp.InputResponseMap, cancel context.CancelFunc) *heldCall {
+func (r *rounds) start(tool, bearer string, caps *mcp.ClientCapabilities, preset mcp.InputResponseMap, cancel context.CancelFunc) *heldCall {
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
-	h := &heldCall{id: base64.RawURLEncoding.EncodeToString(id), tool: tool, caps: caps, preset: preset, cancel: cancel,
+	h := &heldCall{id: base64.RawURLEncoding.EncodeToString(id), tool: tool, owner: sha256.Sum256([]byte(bearer)), caps: caps, preset: preset, cancel: cancel,
 		asked: make(chan *openInput, 16), done: make(chan *mcp.CallToolResult, 1)}
 	h.timer = time.AfterFunc(heldTTL, func() { r.drop(h) })
 	r.mu.Lock()
@@ -189,8 +194,10 @@ func (r *rounds) sign(h *heldCall) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// resume verifies a request state and returns the held call it names.
-func (r *rounds) resume(state, tool string) (*heldCall, error) {
+// resume verifies a request state and returns the held call it names,
+// when the retry presents the bearer the first request did (none over
+// stdio or without --bearer-env).
+func (r *rounds) resume(state, tool, bearer string) (*heldCall, error) {
 	enc, sig, _ := strings.Cut(state, ".")
 	payload, err1 := base64.RawURLEncoding.DecodeString(enc)
 	got, err2 := base64.RawURLEncoding.DecodeString(sig)
@@ -213,6 +220,9 @@ func (r *rounds) resume(state, tool string) (*heldCall, error) {
 	if h == nil {
 		return nil, errors.New("no call waits on this requestState any more (it ended, or the gateway restarted): call the tool again")
 	}
+	if owner := sha256.Sum256([]byte(bearer)); subtle.ConstantTimeCompare(owner[:], h.owner[:]) != 1 {
+		return nil, errors.New("requestState belongs to another client's call")
+	}
 	return h, nil
 }
 
@@ -234,7 +244,11 @@ func (h *heldCall) onQuestion(ctx context.Context, q caller.Question) (caller.An
 	if ok {
 		return a, nil
 	}
-	h.asked <- oi
+	select {
+	case h.asked <- oi:
+	case <-ctx.Done():
+		return caller.Dismiss(), nil
+	}
 	select {
 	case a := <-oi.answer:
 		return a, nil

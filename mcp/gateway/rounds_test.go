@@ -12,17 +12,17 @@ import (
 )
 
 // A request state resumes only the held call it names, for the tool it
-// was issued for, and only as the gateway signed it; every round's state
-// differs.
+// was issued for and the client (bearer) that made it, and only as the
+// gateway signed it; every round's state differs.
 func TestRequestState(t *testing.T) {
 	r := newRounds()
-	h := r.start("conf.ask", &mcp.ClientCapabilities{}, nil, func() {})
+	h := r.start("conf.ask", "bearer-1", &mcp.ClientCapabilities{}, nil, func() {})
 	defer r.drop(h)
 	s1, s2 := r.sign(h), r.sign(h)
 	if s1 == s2 {
 		t.Fatal("two rounds got the same request state")
 	}
-	if got, err := r.resume(s2, "conf.ask"); err != nil || got != h {
+	if got, err := r.resume(s2, "conf.ask", "bearer-1"); err != nil || got != h {
 		t.Fatalf("resume(signed state) = %v, %v; want the held call", got, err)
 	}
 	for name, state := range map[string]string{
@@ -30,18 +30,21 @@ func TestRequestState(t *testing.T) {
 		"re-signed": strings.Replace(s1, ".", ".x", 1),
 		"garbage":   "not a state",
 	} {
-		if _, err := r.resume(state, "conf.ask"); err == nil || !strings.Contains(err.Error(), "integrity") {
+		if _, err := r.resume(state, "conf.ask", "bearer-1"); err == nil || !strings.Contains(err.Error(), "integrity") {
 			t.Errorf("%s state: err = %v, want an integrity failure", name, err)
 		}
 	}
-	if _, err := r.resume(s1, "conf.other"); err == nil {
+	if _, err := r.resume(s1, "conf.other", "bearer-1"); err == nil {
 		t.Error("a state resumed a call of another tool")
 	}
-	if _, err := newRounds().resume(s1, "conf.ask"); err == nil {
+	if _, err := newRounds().resume(s1, "conf.ask", "bearer-1"); err == nil {
 		t.Error("another gateway's key accepted this gateway's state")
 	}
+	if _, err := r.resume(s2, "conf.ask", "bearer-2"); err == nil || !strings.Contains(err.Error(), "another client") {
+		t.Errorf("a retry with another bearer: err = %v, want refused", err)
+	}
 	r.drop(h)
-	if _, err := r.resume(s1, "conf.ask"); err == nil || !strings.Contains(err.Error(), "no call waits") {
+	if _, err := r.resume(s1, "conf.ask", "bearer-1"); err == nil || !strings.Contains(err.Error(), "no call waits") {
 		t.Errorf("state of an ended call: err = %v", err)
 	}
 }
