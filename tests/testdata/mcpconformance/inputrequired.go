@@ -171,6 +171,15 @@ func addStatefulInputTools(s *mcp.Server, key stateKey) {
 				return text("All inputs received")
 			})
 		})
+	addRoundTools(s, key)
+}
+
+// addRoundTools adds the tool that asks in two rounds and the one that
+// asks only what the client declared.
+func addRoundTools(s *mcp.Server, key stateKey) {
+	tool := func(name, desc string, h mcp.ToolHandler) {
+		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(noArgs)}, h)
+	}
 	tool("test_input_required_result_multi_round", "Asks in two rounds, the state evolving",
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return signedRounds(req, key, "multi_round", func(round string) *mcp.CallToolResult {
