@@ -32,11 +32,12 @@ const (
 )
 
 // conformanceRuns are the revisions the suite is run at, each with its
-// suite selection: the active scenarios of 2025-11-25, and every
-// scenario of 2026-07-28.
-var conformanceRuns = []struct{ revision, suite string }{
-	{"2025-11-25", "active"},
-	{"2026-07-28", "all"},
+// suite selection — the active scenarios of 2025-11-25, and every
+// scenario of 2026-07-28 — and the namespace of the bridge speaking that
+// revision with the fixture.
+var conformanceRuns = []struct{ revision, suite, namespace string }{
+	{"2025-11-25", "active", "conf"},
+	{"2026-07-28", "all", "conf26"},
 }
 
 var (
@@ -139,7 +140,8 @@ func verdict(passed, failed string) string {
 // TestMCPInteropConformance runs the official conformance suite against
 // toolmesh's fixture server directly (the baseline) and through the mesh
 // (suite → toolmesh mcp --http --namespace conf → mesh → toolmesh worker's
-// bridge → the fixture over stdio). Every scenario that passes directly
+// bridge → the fixture over stdio; at 2026-07-28 through namespace conf26,
+// whose bridge speaks that revision with the fixture). Every scenario that passes directly
 // must pass through the mesh.
 func TestMCPInteropConformance(t *testing.T) {
 	dir := npmDir(t, npmNode22, npmConformance)
@@ -149,7 +151,8 @@ func TestMCPInteropConformance(t *testing.T) {
 
 	_, natsURL := startDev(t)
 	tools := filepath.Join(t.TempDir(), "tools.yaml")
-	yaml := fmt.Sprintf("tools:\n  - namespace: conf\n    binding:\n      mcp: {command: %q, client_capabilities: [elicitation, sampling]}\n", fixture)
+	yaml := fmt.Sprintf("tools:\n  - namespace: conf\n    binding:\n      mcp: {command: %q, client_capabilities: [elicitation, sampling]}\n"+
+		"  - namespace: conf26\n    binding:\n      mcp: {command: %q, client_capabilities: [elicitation, sampling], protocol: 2026-07-28}\n", fixture, fixture)
 	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +160,13 @@ func TestMCPInteropConformance(t *testing.T) {
 	testutil.WaitFor(t, "conf.test_simple_text on the mesh", func() bool {
 		return runCmd(t, "", "call", "conf.test_simple_text", "--server", natsURL).code == 0
 	})
-	gw := startProc(t, "mcp", "--server", natsURL, "--http", "127.0.0.1:0", "--namespace", "conf")
-	gwURL := gw.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]
+	testutil.WaitFor(t, "conf26.test_simple_text on the mesh", func() bool {
+		return runCmd(t, "", "call", "conf26.test_simple_text", "--server", natsURL).code == 0
+	})
 	for _, run := range conformanceRuns {
 		t.Run(run.revision, func(t *testing.T) {
+			gw := startProc(t, "mcp", "--server", natsURL, "--http", "127.0.0.1:0", "--namespace", run.namespace)
+			gwURL := gw.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]
 			direct := runConformance(t, dir, fixtureURL, run.revision, run.suite)
 			viaMesh := runConformance(t, dir, gwURL, run.revision, run.suite)
 			t.Logf("conformance %s at %s (--suite %s), per scenario:\n%s", npmConformance, run.revision, run.suite, conformanceTable(direct, viaMesh))

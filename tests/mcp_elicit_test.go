@@ -39,7 +39,12 @@ func TestMCPGatewayElicitation(t *testing.T) {
 	}{
 		{"with elicitation", "2025-11-25", true, `"deleted":true,"outcome":"answered","reason":"via mcp"`, false},
 		{"without elicitation", "2025-11-25", false, "input_required", true},
-		{"2026-07-28", "2026-07-28", true, "input_required", true},
+		// A 2026-07-28 client is asked by an input_required round (its
+		// go-sdk answers it with its elicitation handler and retries,
+		// resuming the held mesh call); one that cannot elicit still
+		// gets the non-interactive outcome.
+		{"2026-07-28", "2026-07-28", true, `"deleted":true,"outcome":"answered","reason":"via mcp"`, false},
+		{"2026-07-28 without elicitation", "2026-07-28", false, "input_required", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

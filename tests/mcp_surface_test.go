@@ -138,10 +138,10 @@ func TestMCPSurfaceAcrossNamespaces(t *testing.T) {
 	ctx := context.Background()
 	testutil.WaitFor(t, "both namespaces' prompts", func() bool {
 		res, err := cs.ListPrompts(ctx, nil)
-		return err == nil && len(promptNames(res)) == 5
+		return err == nil && len(promptNames(res)) == 6
 	})
 	res, _ := cs.ListPrompts(ctx, nil)
-	want := []string{"a.test_prompt_with_arguments", "a.test_prompt_with_embedded_resource", "a.test_prompt_with_image", "a.test_simple_prompt", "b.greet"}
+	want := []string{"a.test_input_required_result_prompt", "a.test_prompt_with_arguments", "a.test_prompt_with_embedded_resource", "a.test_prompt_with_image", "a.test_simple_prompt", "b.greet"}
 	if got := promptNames(res); !slices.Equal(got, want) {
 		t.Fatalf("prompts/list = %v, want %v", got, want)
 	}
@@ -255,10 +255,10 @@ func TestMCPSurfaceNamespace(t *testing.T) {
 	ctx := context.Background()
 	testutil.WaitFor(t, "a's prompts", func() bool {
 		res, err := cs.ListPrompts(ctx, nil)
-		return err == nil && len(res.Prompts) == 4
+		return err == nil && len(res.Prompts) == 5
 	})
 	res, _ := cs.ListPrompts(ctx, nil)
-	if got := promptNames(res); got[0] != "test_prompt_with_arguments" {
+	if got := promptNames(res); got[0] != "test_input_required_result_prompt" || got[1] != "test_prompt_with_arguments" {
 		t.Fatalf("prompts under --namespace a = %v, want the server's own names", got)
 	}
 	got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "x1", "arg2": "x2"}})

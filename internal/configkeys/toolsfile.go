@@ -44,7 +44,7 @@ func CLIBinding() *Node {
 
 // MCPBinding is the shape of binding.mcp (mcp/bridge.ServerConfig).
 func MCPBinding() *Node {
-	return Keys("command", "args", "env", "url", "headers", "skip", "client_capabilities")
+	return Keys("command", "args", "env", "url", "headers", "skip", "client_capabilities", "protocol")
 }
 
 // jsonNames lists the JSON member names of a struct type.

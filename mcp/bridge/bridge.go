@@ -135,6 +135,9 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 func (b *Bridge) clientOptions() *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{},
+		// The bridge carries a server's input_required rounds itself
+		// (rounds.go), as questions of the call they belong to.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case b.relist <- struct{}{}:
@@ -242,7 +245,7 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
 			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification}}}
 	}
-	sess, err := b.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
+	sess, err := b.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: b.protocol()})
 	if err != nil {
 		return nil, err
 	}
@@ -264,14 +267,24 @@ func (b *Bridge) askForLogs(ctx context.Context, sess *mcp.ClientSession) {
 	}
 }
 
-// sessionProtocol is the revision the bridge speaks with its server: the
-// session model of 2025-11-25, because the bridge holds one long session
-// and relays what a server sends it mid-call — elicitation among it. At
-// 2026-07-28 a server may not send requests while serving one (it returns
-// input_required for the client to retry instead, SEP-2322, which the
-// go-sdk client does not yet carry out), so a go-sdk server that would
-// negotiate 2026-07-28 could not ask through the mesh.
-const sessionProtocol = "2025-11-25"
+// The revisions the bridge speaks with its server (ServerConfig.Protocol).
+// The default is the session model of 2025-11-25: the bridge holds one
+// long session and relays what a server sends it mid-call, elicitation
+// among it. At 2026-07-28 a server may not send requests while serving
+// one; it answers input_required instead (SEP-2322), and the bridge
+// carries each round as a question of the call (rounds.go).
+const (
+	protocolSession   = "2025-11-25"
+	protocolStateless = "2026-07-28"
+)
+
+// protocol is the revision the binding names, or the default.
+func (b *Bridge) protocol() string {
+	if p := b.cfg.Entry.Server.Protocol; p != "" {
+		return p
+	}
+	return protocolSession
+}
 
 // serverSecrets is the Redactor of a server binding's env and header
 // values and of its URL's query values (redact.Values: those long enough

@@ -41,6 +41,12 @@ type ServerConfig struct {
 	// does for a client without them, as it would for the caller
 	// directly. Roots are never declared: the mesh has none to give.
 	ClientCapabilities []string `yaml:"client_capabilities"`
+	// Protocol is the MCP revision the bridge speaks with the server:
+	// "2025-11-25" (the default: one long session, the server may send
+	// requests mid-call) or "2026-07-28" (stateless requests: the server
+	// asks by answering input_required, SEP-2322, and the bridge puts its
+	// input requests to the mesh caller as one question per round).
+	Protocol string `yaml:"protocol"`
 }
 
 // The client capabilities a binding may list (ServerConfig.ClientCapabilities).
@@ -204,6 +210,9 @@ func parseEntry(namespace, name string, node *yaml.Node) (Entry, error) {
 	}
 	if err := checkCapabilities(sc.ClientCapabilities); err != nil {
 		return Entry{}, err
+	}
+	if sc.Protocol != "" && sc.Protocol != protocolSession && sc.Protocol != protocolStateless {
+		return Entry{}, fmt.Errorf("field binding.mcp.protocol: want %s or %s", protocolSession, protocolStateless)
 	}
 	if sc.URL != "" {
 		u, err := url.Parse(sc.URL)

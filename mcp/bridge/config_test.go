@@ -34,6 +34,7 @@ tools:
 		{name: "neither", yaml: "tools: [{namespace: a, binding: {mcp: {args: [x]}}}]", err: "set command"},
 		{name: "both", yaml: "tools: [{namespace: a, binding: {mcp: {command: x, url: 'http://h'}}}]", err: "not both"},
 		{name: "typo", yaml: "tools: [{namespace: a, binding: {mcp: {comand: x}}}]", err: "comand"},
+		{name: "unknown protocol", yaml: "tools: [{namespace: a, binding: {mcp: {command: x, protocol: '2024-11-05'}}}]", err: "binding.mcp.protocol"},
 		{name: "bad url", yaml: "tools: [{namespace: a, binding: {mcp: {url: 'ftp://h'}}}]", err: "binding.mcp.url"},
 		{name: "headers without url", yaml: "tools: [{namespace: a, binding: {mcp: {command: x, headers: {a: b}}}}]", err: "headers need url"},
 		{name: "name with mcp", yaml: "tools: [{name: n, namespace: a, binding: {mcp: {command: x}}}]", err: "field name"},

@@ -27,9 +27,10 @@ type surfaceOp struct {
 
 // The surface ops' input schemas.
 const (
-	noInput       = `{"type":"object","properties":{},"additionalProperties":false}`
-	uriInput      = `{"type":"object","properties":{"uri":{"type":"string","minLength":1}},"required":["uri"],"additionalProperties":false}`
-	promptInput   = `{"type":"object","properties":{"name":{"type":"string","minLength":1},"arguments":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name"],"additionalProperties":false}`
+	noInput     = `{"type":"object","properties":{},"additionalProperties":false}`
+	uriInput    = `{"type":"object","properties":{"uri":{"type":"string","minLength":1}},"required":["uri"],"additionalProperties":false}`
+	promptInput = `{"type":"object","properties":{"name":{"type":"string","minLength":1},"arguments":{"type":"object","additionalProperties":{"type":"string"}},` +
+		`"inputResponses":{"type":"object"},"requestState":{"type":"string"}},"required":["name"],"additionalProperties":false}`
 	completeInput = `{"type":"object","properties":{"ref":{"type":"object","properties":{"type":{"type":"string"},"name":{"type":"string"},"uri":{"type":"string"}},"required":["type"]},` +
 		`"argument":{"type":"object","properties":{"name":{"type":"string"},"value":{"type":"string"}},"required":["name","value"]},` +
 		`"context":{"type":"object"}},"required":["ref","argument"],"additionalProperties":false}`

@@ -199,7 +199,8 @@ func (b *Bridge) forward(mcpName string) worker.HandlerFunc {
 			params.SetProgressToken(token)
 		}
 		defer b.askers.track(ctx, req, sk)()
-		res, err := sess.CallTool(withCallSink(ctx, sk), params)
+		b.declareFor(req, params)
+		res, err := b.callRounds(withCallSink(ctx, sk), sess, req, params)
 		if err != nil {
 			return nil, b.failure(ctx, sess, mcpName, err)
 		}

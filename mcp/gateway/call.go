@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/toolmesh/toolmesh/internal/textcut"
 	"strings"
@@ -48,17 +49,52 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool s
 	if bearer := bearerOf(req); bearer != "" {
 		opts = append(opts, caller.WithBearer(bearer))
 	}
+	if stateless(req) {
+		res, err := g.statelessCall(ctx, req, meshTool, kind, opts)
+		if !errors.Is(err, errNotHeld) {
+			return refusal(res, err)
+		}
+	}
 	opts = append(opts, elicitOptions(req)...)
 	if kind.unaryFits && !g.wantsEvents(req) {
-		return g.callUnary(ctx, meshTool, json.RawMessage(args), opts), nil
+		return refusal(g.callUnary(ctx, meshTool, json.RawMessage(args), opts), nil)
 	}
 	st, err := g.cfg.Caller.Stream(ctx, meshTool, json.RawMessage(args), opts...)
 	if err != nil {
 		return problemResult(envelope.AsProblem(err, envelope.CodeInternal)), nil
 	}
 	defer st.Close()
-	return relay(ctx, req, st, kind.mcpResult), nil
+	return refusal(relay(ctx, req, st, kind.mcpResult), nil)
 }
+
+// stateless reports whether req came at 2026-07-28 or later.
+func stateless(req *mcp.CallToolRequest) bool {
+	return req.Session == nil || req.Session.InitializeParams() == nil || req.Session.InitializeParams().ProtocolVersion >= protocolStateless
+}
+
+// refusal turns a bridged server's refusal of a call for a client
+// capability the client did not declare (-32021, carried as the
+// Problem's mcp_error) into that JSON-RPC error, as the server sent it.
+func refusal(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if err != nil || res == nil || !res.IsError {
+		return res, err
+	}
+	body, ours := res.StructuredContent.(problemBody)
+	if !ours {
+		return res, nil
+	}
+	var p envelope.Problem
+	if json.Unmarshal(body, &p) != nil {
+		return res, nil
+	}
+	if je := rpcError(&p); je.Code == codeMissingCapability {
+		return nil, je
+	}
+	return res, nil
+}
+
+// codeMissingCapability is MCP's MissingRequiredClientCapabilityError.
+const codeMissingCapability = mcp.CodeMissingRequiredClientCapabilities
 
 // fitOutputSchema keeps an error result the gateway made of a Problem
 // valid for a tool that declares an output schema: MCP clients (the
@@ -93,7 +129,17 @@ func bearerOf(req *mcp.CallToolRequest) string {
 // notifications/progress when the client gave a progressToken, deltas are
 // gathered into the result, and the terminal event becomes the result.
 func relay(ctx context.Context, req *mcp.CallToolRequest, st *caller.Stream, mcpResult bool) *mcp.CallToolResult {
-	p := progress{ctx: ctx, req: req, token: req.Params.GetProgressToken()}
+	return relayTo(ctx, &progress{ctx: ctx, req: req, token: req.Params.GetProgressToken()}, st, mcpResult)
+}
+
+// progressSink takes a call's progress and log messages.
+type progressSink interface {
+	send(msg string)
+	log(l *envelope.LogMessage)
+}
+
+// relayTo is relay with progress and logs going to p.
+func relayTo(ctx context.Context, p progressSink, st *caller.Stream, mcpResult bool) *mcp.CallToolResult {
 	var deltas deltaLog
 	for ev := range st.Events() { // a failure is the terminal error event, handled below
 		switch ev.Type {

@@ -107,6 +107,8 @@ type Gateway struct {
 	subs   gwSubs
 	// logging are the sessions that asked for log messages (unary.go).
 	logging logSessions
+	// rounds are the 2026-07-28 calls held on their questions (rounds.go).
+	rounds *rounds
 }
 
 // servedTool is one registered tool and the fingerprint of its spec, so a
@@ -147,7 +149,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Gateway{cfg: cfg, filter: f, log: cfg.Logger, served: map[string]servedTool{},
+	g := &Gateway{cfg: cfg, rounds: newRounds(), filter: f, log: cfg.Logger, served: map[string]servedTool{},
 		known: map[string]catalog.Tool{}, revealed: map[string]bool{}}
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, g.serverOptions())
 	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown, g.noteLogLevel)

@@ -274,7 +274,7 @@ func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 
 // completed marks a relayed prompts/get or resources/read result
 // resultType "complete" for a 2026-07-28 request, whose schema requires
-// it. The go-sdk sets that field (unexported) only on results its own
+// it ("input_required" when it carries the server's input requests). The go-sdk sets that field (unexported) only on results its own
 // handlers return, and these the gateway answers itself, so it is set the
 // one way the SDK exposes: decoding the result with the field present.
 func completed[T any](req mcp.Request, res *T) (*T, error) {
@@ -291,6 +291,9 @@ func completed[T any](req mcp.Request, res *T) (*T, error) {
 		return nil, err
 	}
 	fields["resultType"] = json.RawMessage(`"complete"`)
+	if ir, ok := fields["inputRequests"]; ok && len(ir) > 2 {
+		fields["resultType"] = json.RawMessage(`"input_required"`)
+	}
 	if b, err = json.Marshal(fields); err != nil {
 		return nil, err
 	}
@@ -356,6 +359,15 @@ func (g *Gateway) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 	args := map[string]any{"name": name}
 	if req.Params.Arguments != nil {
 		args["arguments"] = req.Params.Arguments
+	}
+	// A 2026-07-28 server's input_required rounds pass through as they
+	// are: its requests out, the client's responses and the server's own
+	// request state back (prompts/get is no mesh call that could ask).
+	if len(req.Params.InputResponses) > 0 {
+		args["inputResponses"] = req.Params.InputResponses
+	}
+	if req.Params.RequestState != "" {
+		args["requestState"] = req.Params.RequestState
 	}
 	res, err := surfaceCall[mcp.GetPromptResult](ctx, g, req, tool, args)
 	if err != nil {

@@ -73,6 +73,8 @@ func newServer() *mcp.Server {
 	addContentTools(s)
 	addBehaviourTools(s)
 	addAskingTools(s)
+	addInputRequiredTools(s, newStateKey())
+	addStatelessTools(s)
 	addResources(s)
 	addPrompts(s)
 	return s

@@ -18,10 +18,16 @@ const (
 // noArgs is the input schema of a tool without arguments.
 const noArgs = `{"type":"object","properties":{}}`
 
-// schema2020 is json-schema-2020-12's input schema, kept as written.
+// schema2020 is json-schema-2020-12's input schema, kept as written:
+// $schema, $defs with an $anchor, $ref, allOf/anyOf, if/then/else and
+// additionalProperties (SEP-1613, SEP-2106).
 const schema2020 = (`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
-	`"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
-	`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`)
+	`"$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
+	`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},` +
+	`"phone":{"type":"string"},"email":{"type":"string"}},` +
+	`"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],` +
+	`"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},` +
+	`"additionalProperties":false}`)
 
 func mustDecode(b64 string) []byte {
 	b, err := base64.StdEncoding.DecodeString(b64)
