@@ -119,7 +119,7 @@ func checkBinding(t Tool) error {
 func (h *Handler) Spec() envelope.ToolSpec { return h.spec }
 
 // Close releases what the Handler keeps between calls (its supervisor's
-// sentinel process, a sandboxed tool's zygote); a program still running is
+// sentinel process); a program still running is
 // stopped as if the worker had died. Handlers made by RegisterFile share a
 // supervisor per kill grace that lives as long as the process, which their
 // Close leaves running.
@@ -413,8 +413,8 @@ type process struct {
 
 // spawn starts argv with env and its stdin, in a process group of its own,
 // under the Handler's supervisor: on success the calling goroutine is
-// locked to its thread until it calls reap (except for a confined program,
-// which the zygote starts).
+// locked to its thread until it calls reap. A confined program's group
+// leader is its sandbox helper (startConfined).
 func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
 	stdoutR, stdoutW, err := supervise.OutputPipe()
 	if err != nil {
