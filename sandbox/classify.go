@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -46,26 +47,49 @@ type Denial struct {
 	Evidence string
 }
 
-// The patterns of stderr lines by what they report (errno names, strerror
-// texts and the wording of common runtimes).
-var (
-	reDenied = regexp.MustCompile(`(?i)permission denied|operation not permitted|\bEACCES\b|\bEPERM\b|errno 13\b|errno 1\b`)
-	// reHidden is a path the program did not find: outside its grants,
-	// the sandbox's view does not show it.
-	reHidden   = regexp.MustCompile(`(?i)no such file or directory|directory nonexistent|\bENOENT\b|errno 2\b`)
-	rePath     = regexp.MustCompile("(/[^\\s:'\"`,()\\[\\]{}]+)")
-	reNoNet    = regexp.MustCompile(`(?i)network is unreachable|\bENETUNREACH\b|errno 101\b|no route to host|name resolution|could not resolve|couldn't connect|failed to connect`)
-	reAbstract = regexp.MustCompile(`(?:^|[\s'"(])(@[\w.\-/]+)`)
-	reRefused  = regexp.MustCompile(`(?i)connection refused|\bECONNREFUSED\b|errno 111\b`)
-	reUnixVerb = regexp.MustCompile(`(?i)\bconnect|AF_UNIX|unix socket`)
-	reNetVerb  = regexp.MustCompile(`(?i)\bconnect|\bsocket|\btcp\b|\bbind\b`)
-	reAddr     = regexp.MustCompile(`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|localhost)(?::| port |/)(\d{1,5})`)
-	reWrite    = regexp.MustCompile(`(?i)creat|writ|touch|mkdir|remove|unlink|rename|read-only|\brm\b|\bmv\b|\bcp\b|truncat|O_WRONLY|O_RDWR|W_OK|\btee\b`)
-	reExec     = regexp.MustCompile(`(?i)exec|cannot run|spawn`)
-	reMemory   = regexp.MustCompile(`(?i)out of memory|MemoryError|cannot allocate memory|bad_alloc|\bENOMEM\b|memory exhausted|allocation failed|errno 12\b`)
-	reProcs    = regexp.MustCompile(`(?i)cannot fork|can't fork|fork: |fork failed|fork\(\)|BlockingIOError|resource temporarily unavailable|\bEAGAIN\b|errno 11\b|pthread_create|failed to create new OS thread`)
-	reFiles    = regexp.MustCompile(`(?i)too many open files|\bEMFILE\b|errno 24\b`)
-)
+// stderrPatterns are the patterns of stderr lines by what they report
+// (errno names, strerror texts and the wording of common runtimes). They
+// are compiled on the first Classify, not when the package loads: the
+// helper, which links this package, starts for every call and never
+// classifies.
+type stderrPatterns struct {
+	reDenied   *regexp.Regexp
+	reHidden   *regexp.Regexp
+	rePath     *regexp.Regexp
+	reNoNet    *regexp.Regexp
+	reAbstract *regexp.Regexp
+	reRefused  *regexp.Regexp
+	reUnixVerb *regexp.Regexp
+	reNetVerb  *regexp.Regexp
+	reAddr     *regexp.Regexp
+	reWrite    *regexp.Regexp
+	reExec     *regexp.Regexp
+	reMemory   *regexp.Regexp
+	reProcs    *regexp.Regexp
+	reFiles    *regexp.Regexp
+}
+
+// patterns compiles the stderr patterns once.
+var patterns = sync.OnceValue(func() *stderrPatterns {
+	return &stderrPatterns{
+		reDenied: regexp.MustCompile(`(?i)permission denied|operation not permitted|\bEACCES\b|\bEPERM\b|errno 13\b|errno 1\b`),
+		// reHidden is a path the program did not find: outside its grants,
+		// the sandbox's view does not show it.
+		reHidden:   regexp.MustCompile(`(?i)no such file or directory|directory nonexistent|\bENOENT\b|errno 2\b`),
+		rePath:     regexp.MustCompile("(/[^\\s:'\"`,()\\[\\]{}]+)"),
+		reNoNet:    regexp.MustCompile(`(?i)network is unreachable|\bENETUNREACH\b|errno 101\b|no route to host|name resolution|could not resolve|couldn't connect|failed to connect`),
+		reAbstract: regexp.MustCompile(`(?:^|[\s'"(])(@[\w.\-/]+)`),
+		reRefused:  regexp.MustCompile(`(?i)connection refused|\bECONNREFUSED\b|errno 111\b`),
+		reUnixVerb: regexp.MustCompile(`(?i)\bconnect|AF_UNIX|unix socket`),
+		reNetVerb:  regexp.MustCompile(`(?i)\bconnect|\bsocket|\btcp\b|\bbind\b`),
+		reAddr:     regexp.MustCompile(`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|localhost)(?::| port |/)(\d{1,5})`),
+		reWrite:    regexp.MustCompile(`(?i)creat|writ|touch|mkdir|remove|unlink|rename|read-only|\brm\b|\bmv\b|\bcp\b|truncat|O_WRONLY|O_RDWR|W_OK|\btee\b`),
+		reExec:     regexp.MustCompile(`(?i)exec|cannot run|spawn`),
+		reMemory:   regexp.MustCompile(`(?i)out of memory|MemoryError|cannot allocate memory|bad_alloc|\bENOMEM\b|memory exhausted|allocation failed|errno 12\b`),
+		reProcs:    regexp.MustCompile(`(?i)cannot fork|can't fork|fork: |fork failed|fork\(\)|BlockingIOError|resource temporarily unavailable|\bEAGAIN\b|errno 11\b|pthread_create|failed to create new OS thread`),
+		reFiles:    regexp.MustCompile(`(?i)too many open files|\bEMFILE\b|errno 24\b`),
+	}
+})
 
 // Classify says which rule or limit of p stopped a confined program that
 // ended with st (its wait status) and the stderr tail, or nil when
@@ -115,7 +139,7 @@ func limitDenial(p *Policy, lines []string) *Denial {
 		name  string
 		value int
 		re    *regexp.Regexp
-	}{{"memory_mb", p.Limits.MemoryMB, reMemory}, {"processes", p.Limits.Processes, reProcs}, {"files", p.Limits.Files, reFiles}} {
+	}{{"memory_mb", p.Limits.MemoryMB, patterns().reMemory}, {"processes", p.Limits.Processes, patterns().reProcs}, {"files", p.Limits.Files, patterns().reFiles}} {
 		if l.value == 0 {
 			continue
 		}
@@ -135,10 +159,10 @@ func networkDenial(p *Policy, lines []string) *Denial {
 		l := lines[i]
 		// A runtime's traceback puts the call (sock.connect) above the error.
 		context := strings.Join(lines[max(0, i-3):i+1], "\n")
-		if reNoNet.MatchString(l) || (reDenied.MatchString(l) && reNetVerb.MatchString(context) && !hasUngrantedPath(p, l)) {
+		if patterns().reNoNet.MatchString(l) || (patterns().reDenied.MatchString(l) && patterns().reNetVerb.MatchString(context) && !hasUngrantedPath(p, l)) {
 			d := &Denial{Rule: RuleNetwork, Attribution: ByStderr, Evidence: l}
 			for _, near := range []string{l, strings.Join(lines, "\n")} {
-				if m := reAddr.FindStringSubmatch(near); m != nil {
+				if m := patterns().reAddr.FindStringSubmatch(near); m != nil {
 					d.Address = m[1] + ":" + m[2]
 					break
 				}
@@ -156,22 +180,22 @@ func networkDenial(p *Policy, lines []string) *Denial {
 func socketDenial(p *Policy, lines []string) *Denial {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := lines[i]
-		if m := reAbstract.FindStringSubmatch(l); m != nil && (reRefused.MatchString(l) || reDenied.MatchString(l)) && !p.Network.Any {
+		if m := patterns().reAbstract.FindStringSubmatch(l); m != nil && (patterns().reRefused.MatchString(l) || patterns().reDenied.MatchString(l)) && !p.Network.Any {
 			// Network none: abstract sockets are the host's network
 			// namespace's, which the program is not in.
 			return &Denial{Rule: RuleNetwork, Address: "unix:" + m[1], Attribution: ByStderr, Evidence: l}
 		}
-		if !reHidden.MatchString(l) && !reDenied.MatchString(l) {
+		if !patterns().reHidden.MatchString(l) && !patterns().reDenied.MatchString(l) {
 			continue
 		}
-		for _, m := range rePath.FindAllString(l, -1) {
+		for _, m := range patterns().rePath.FindAllString(l, -1) {
 			path := strings.TrimRight(m, ".")
 			if st, err := os.Stat(path); err == nil && st.Mode()&os.ModeSocket != 0 && !covered(path, p.Write) && !covered(path, p.Read) {
 				return &Denial{Rule: RuleNetwork, Address: "unix:" + path, Attribution: ByStderr, Evidence: l}
 			}
 		}
 		context := strings.Join(lines[max(0, i-3):i+1], "\n")
-		if reHidden.MatchString(l) && reUnixVerb.MatchString(context) && rePath.FindString(l) == "" {
+		if patterns().reHidden.MatchString(l) && patterns().reUnixVerb.MatchString(context) && patterns().rePath.FindString(l) == "" {
 			return &Denial{Rule: RuleNetwork, Attribution: ByStderr, Evidence: l}
 		}
 	}
@@ -192,11 +216,11 @@ func existsOnHost(path string) bool {
 func fileDenial(p *Policy, lines []string) *Denial {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := lines[i]
-		hidden := reHidden.MatchString(l)
-		if !reDenied.MatchString(l) && !hidden {
+		hidden := patterns().reHidden.MatchString(l)
+		if !patterns().reDenied.MatchString(l) && !hidden {
 			continue
 		}
-		locs := rePath.FindAllStringIndex(l, -1)
+		locs := patterns().rePath.FindAllStringIndex(l, -1)
 		for _, loc := range locs {
 			if len(locs) > 1 && programPrefix(l, loc) {
 				continue
@@ -205,7 +229,7 @@ func fileDenial(p *Policy, lines []string) *Denial {
 			if covered(path, p.Write) || covered(path, devicesRW()) {
 				continue
 			}
-			if hidden && (covered(path, p.Read) || !existsOnHost(path) && !reWrite.MatchString(l)) {
+			if hidden && (covered(path, p.Read) || !existsOnHost(path) && !patterns().reWrite.MatchString(l)) {
 				continue // the program's own missing file
 			}
 			if rule := fileRule(p, path, l); rule != "" && dacAllows(path, rule == RuleWrite) {
@@ -223,14 +247,14 @@ func fileRule(p *Policy, path, line string) string {
 	_, statErr := os.Stat(path)
 	readable := covered(path, p.Read)
 	switch {
-	case readable || reWrite.MatchString(line):
+	case readable || patterns().reWrite.MatchString(line):
 		return RuleWrite
 	case os.IsNotExist(statErr):
 		if _, err := os.Stat(dirOf(path)); err != nil {
 			return "" // nothing there to refuse: the program's own error
 		}
 		return RuleWrite
-	case reExec.MatchString(line):
+	case patterns().reExec.MatchString(line):
 		return RuleExec
 	}
 	return RuleRead
@@ -276,7 +300,7 @@ func dirOf(path string) string {
 }
 
 func hasUngrantedPath(p *Policy, line string) bool {
-	for _, m := range rePath.FindAllString(line, -1) {
+	for _, m := range patterns().rePath.FindAllString(line, -1) {
 		if !covered(m, p.Read) && !covered(m, p.Write) {
 			if _, err := os.Stat(m); err == nil {
 				return true
@@ -305,7 +329,7 @@ func lastLine(s, containing string) string {
 	return ""
 }
 
-func firstPath(s string) string { return rePath.FindString(s) }
+func firstPath(s string) string { return patterns().rePath.FindString(s) }
 
 // SetupFailure returns the helper's own complaint when it could not set
 // the sandbox up (the program never ran).

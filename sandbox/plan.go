@@ -34,8 +34,8 @@ const (
 )
 
 // wireVersion is the version of what the worker and its helper say to
-// each other: the spec in the helper's argv, the zygote's control
-// program's end it reports on its status descriptor. The helper states
+// each other: the spec in the helper's argv and the program's end it
+// reports on its status descriptor. The helper states
 // it in its probe answer, and a worker
 // refuses a helper that states another (or none: a build from before the
 // version was stated, which spoke version 1). Raise it with every change

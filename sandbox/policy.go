@@ -1,20 +1,22 @@
 // Package sandbox confines the programs a worker runs for its tools
 // (CLI-bound programs and bridged stdio MCP servers) with what the Linux
-// kernel offers without root or a container runtime: Landlock for the
-// filesystem and TCP, a fresh user namespace (and a network namespace for
-// network "none"), and resource limits.
+// kernel offers without root or a container runtime: namespaces, a view of
+// the filesystem that holds only the grants, Landlock for the filesystem
+// and TCP, no_new_privs and resource limits.
 //
 // A Policy is a tools file's `sandbox` block. Prepare resolves it for one
 // program (its executable, interpreter and libraries become readable) into
-// a Plan. A Zygote starts a CLI tool's programs: the sandbox helper (a
+// a Plan. Plan.Command starts the program under the sandbox helper (a
 // small binary, toolmesh-sandbox, or any program whose main calls Main
-// first), started once in the tool's namespaces, forks each program from a
-// thread it confined with the tool's Landlock ruleset and sets the
-// program's user namespace and limits while it is held at its exec; a
-// bridged server is started by the helper itself (Plan.Argv), which
-// confines itself and execs it. The worker itself is never confined. Classify reads
-// a confined program's end (its signal, its exit, its stderr) and says
-// which rule or limit stopped it.
+// first) as the init of its own user, PID, mount and IPC namespaces (and
+// network namespace for network "none"): the helper builds the view,
+// starts itself again in a nested user namespace that applies Landlock,
+// no_new_privs and the limits and execs the program, reaps everything the
+// program starts, and reports its end. Everything the program starts ends
+// with it, and with the worker. A bridged server is started the same way
+// (Plan.Argv). The worker itself is never confined. Classify reads a
+// confined program's end (its signal, its exit, its stderr) and says which
+// rule or limit stopped it.
 package sandbox
 
 import (

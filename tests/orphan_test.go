@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,10 +68,12 @@ func TestNoOrphansOfManyCallsAfterWorkerKill9(t *testing.T) {
 }
 
 // kill -9 of a `toolmesh worker` with four sandboxed calls running, half
-// of them in programs that ignore SIGTERM: the programs, which the tool's
-// zygote started rather than the worker, and their grandchildren are all
-// gone afterwards (the zygote takes them down when the worker dies, and
-// the sentinel too, from its table).
+// of them in programs that ignore SIGTERM, each of which also left a
+// setsid'd double fork behind: every program, grandchild and detached
+// process is gone afterwards (each call's sandbox is a PID namespace whose
+// init dies with the worker, and the kernel then ends all it holds). The
+// programs write their pids as their PID namespace numbers them; the test
+// watches the host's pids of those processes.
 func TestNoOrphansOfSandboxedCallsAfterWorkerKill9(t *testing.T) {
 	bin := filepath.Join(sandboxBins(t), "toolmesh")
 	srv := meshtest.StartServer(t, embedded.Config{})
@@ -89,7 +92,7 @@ func TestNoOrphansOfSandboxedCallsAfterWorkerKill9(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pids := callForkers(ctx, t, c, dir, 4)
+	pids := callSandboxedForkers(ctx, t, c, dir, 4)
 	killAndWatchAll(t, p, pids)
 }
 
@@ -110,9 +113,15 @@ tools:
 // forkerTools is a tools file of two tools, each forking a long sleep and
 // writing both pids to the file its argument names: forker, and stubborn,
 // which ignores SIGTERM. sandbox, when not empty, is each tool's sandbox
-// block.
+// block, and each program then also starts a detached process (setsid
+// and a double fork: a sleep whose parent has exited, in a session of
+// its own) and writes its pid third.
 func forkerTools(sandbox string) string {
 	script := `sleep 1000 & echo $$ $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+	if sandbox != "" {
+		script = `sleep 1000 & s=$!; setsid sh -c 'sleep 1000 & echo $! > "$0"' "$1.detached" & wait $!; ` +
+			`echo $$ $s $(cat "$1.detached") > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+	}
 	tool := func(name, prefix string) string {
 		block := ""
 		if sandbox != "" {
@@ -146,6 +155,108 @@ func callForkers(ctx context.Context, t *testing.T, c *caller.Caller, dir string
 	return pids
 }
 
+// callSandboxedForkers starts n calls of forkerTools' sandboxed tools,
+// alternating them, and returns the host pids of every program,
+// grandchild and detached process once all are running.
+func callSandboxedForkers(ctx context.Context, t *testing.T, c *caller.Caller, dir string, n int) []int {
+	t.Helper()
+	var pids []int
+	for i := range n {
+		name := []string{"forker", "stubborn"}[i%2]
+		pidfile := filepath.Join(dir, fmt.Sprintf("pids-%d", i))
+		go func() { _, _ = c.Call(ctx, name, map[string]any{"file": pidfile}) }()
+		host := hostPids(t, pidfile, readPids(t, pidfile, 3))
+		t.Cleanup(func() {
+			for _, pid := range host {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
+		if cmd := procCmdline(host[0]); !strings.Contains(cmd, pidfile) {
+			t.Fatalf("host pid %d of the program runs %q, not the program", host[0], cmd)
+		}
+		// A child's pid is known from its fork, before it execs sleep.
+		waitFor(t, "the host pids to run the sleeps the program started", func() bool {
+			return procCmdline(host[1]) == "sleep 1000" && procCmdline(host[2]) == "sleep 1000"
+		})
+		pids = append(pids, host...)
+	}
+	return pids
+}
+
+// hostPids maps pids a sandboxed program wrote, which its own PID
+// namespace numbered, to the host's: the namespace is that of the call's
+// processes (those with marker, the program's argument, in their command
+// line, in a PID namespace other than this test's), and in it a process's
+// NSpid line of /proc/PID/status ends with the pid it knows itself by.
+func hostPids(t *testing.T, marker string, nsPids []int) []int {
+	t.Helper()
+	self, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns string
+	for _, pid := range procPids(t) {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+		if err == nil && link != self && slices.Contains(strings.Split(procCmdline(pid), " "), marker) {
+			ns = link
+			break
+		}
+	}
+	if ns == "" {
+		t.Fatalf("no process of the call with %s runs in a PID namespace of its own", marker)
+	}
+	host := make([]int, len(nsPids))
+	for _, pid := range procPids(t) {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil || link != ns {
+			continue
+		}
+		if i := slices.Index(nsPids, innermostPid(pid)); i >= 0 {
+			host[i] = pid
+		}
+	}
+	for i, pid := range host {
+		if pid == 0 {
+			t.Fatalf("pid %d of the call's PID namespace %s runs nowhere", nsPids[i], ns)
+		}
+	}
+	return host
+}
+
+// innermostPid is the pid the host's process pid has in its innermost PID
+// namespace (the last field of its NSpid line), or 0.
+func innermostPid(pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" {
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return 0
+}
+
+// procPids are the pids /proc lists.
+func procPids(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procCmdline is pid's command line, its arguments joined by spaces.
+func procCmdline(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
 // kill -9 of a `toolmesh worker` bridging a stdio MCP server that forked a
 // grandchild: neither the server nor what it forked survives the worker.
 func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {
@@ -168,8 +279,20 @@ func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {
 // outlives the test, whatever its outcome.
 func forkedPids(t *testing.T, pidfile string) []int {
 	t.Helper()
+	pids := readPids(t, pidfile, 2)
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return pids
+}
+
+// readPids waits for the n pids a program writes to pidfile.
+func readPids(t *testing.T, pidfile string, n int) []int {
+	t.Helper()
 	var pids []int
-	waitFor(t, "the program and its grandchild to start", func() bool {
+	waitFor(t, "the program and what it started to start", func() bool {
 		b, err := os.ReadFile(pidfile)
 		if err != nil {
 			return false
@@ -180,12 +303,7 @@ func forkedPids(t *testing.T, pidfile string) []int {
 				pids = append(pids, n)
 			}
 		}
-		return len(pids) == 2
-	})
-	t.Cleanup(func() {
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+		return len(pids) == n
 	})
 	return pids
 }

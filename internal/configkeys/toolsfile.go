@@ -13,7 +13,7 @@ import (
 // CLI loader, worker/cli, and the MCP bridge, mcp/bridge) check first, so
 // a key is valid or refused the same way whichever reads it.
 func ToolsFile() *Node {
-	limits := []string{"timeout", "max_output_bytes", "max_concurrent", "kill_grace", "sandbox_idle"}
+	limits := []string{"timeout", "max_output_bytes", "max_concurrent", "kill_grace"}
 	tool := Keys(append([]string{"name", "title", "description", "version", "input_schema", "output_schema",
 		"streaming", "tags", "namespace"}, limits...)...)
 	tool.Fields["annotations"] = Keys(jsonNames(reflect.TypeOf(envelope.Annotations{}))...)

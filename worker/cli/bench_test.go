@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,7 +14,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -189,49 +184,30 @@ tools:
 `
 
 // BenchmarkSandboxCPU is BenchmarkSandboxHandler with the CPU of the whole
-// sandboxed path counted: each sandboxed side runs on a zygote of its own,
-// ended and reaped within the side, so the zygote's CPU and its programs'
-// join this process's reaped children. zygote-start-cpu-µs is a zygote's
-// start and end with one call; cpu-µs/call leaves it out.
+// sandboxed path counted: each call's sandbox helper is a child of this
+// process that ends with the call and is reaped here, and it reaps
+// everything the call started, so the helper's CPU and the program's join
+// this process's reaped children (cpuTime).
 //
 //	go test -run '^$' -bench SandboxCPU -benchtime=1x ./worker/cli/
 func BenchmarkSandboxCPU(b *testing.B) {
 	req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
 	call := func(h *Handler) error { _, err := h.Handle(context.Background(), req, &recorder{}); return err }
-	confinedSide := func(n int, d time.Duration) sideStats {
-		cpu0, start := cpuTime(), time.Now()
-		h := sandboxed(b, sandboxBenchFile)
-		first := call(h) // starts the zygote
-		s := measure(n, d, func() error { return call(h) })
-		if s.calls++; first != nil {
-			s.errs++
-		}
-		_ = h.Close()
-		testutil.WaitFor(b, "the zygote to be reaped", func() bool { return !zygoteRunning(b) })
-		s.elapsed, s.cpu = time.Since(start), cpuTime()-cpu0
-		return s
-	}
-	var starts []time.Duration
-	for range 5 {
-		starts = append(starts, confinedSide(1, 0).cpu) // one call
-	}
-	startCPU := median(starts)
-	b.ReportMetric(float64(startCPU.Microseconds()), "zygote-start-cpu-µs")
 	for _, n := range []int{1, 8} {
-		plain := trueHandler(b)
+		plain, confined := trueHandler(b), sandboxed(b, sandboxBenchFile)
 		var pCPU, cCPU []time.Duration
 		var ratios []float64
 		for round := range benchRounds {
 			var p, c sideStats
 			if round%2 == 0 {
-				p, c = measure(n, 2*benchSlice, func() error { return call(plain) }), confinedSide(n, 2*benchSlice)
+				p, c = measure(n, 2*benchSlice, func() error { return call(plain) }), measure(n, 2*benchSlice, func() error { return call(confined) })
 			} else {
-				c, p = confinedSide(n, 2*benchSlice), measure(n, 2*benchSlice, func() error { return call(plain) })
+				c, p = measure(n, 2*benchSlice, func() error { return call(confined) }), measure(n, 2*benchSlice, func() error { return call(plain) })
 			}
-			if p.errs+c.errs > 0 || c.calls < 2 {
+			if p.errs+c.errs > 0 || c.calls == 0 {
 				b.Fatalf("plain %d calls %d errors, sandboxed %d calls %d errors", p.calls, p.errs, c.calls, c.errs)
 			}
-			pc, cc := p.cpuPerCall(), (c.cpu-startCPU)/time.Duration(c.calls-1)
+			pc, cc := p.cpuPerCall(), c.cpuPerCall()
 			pCPU, cCPU, ratios = append(pCPU, pc), append(cCPU, cc), append(ratios, float64(cc)/float64(pc))
 		}
 		b.Logf("in flight %d: sandboxed/plain CPU per call %.2f", n, ratios)
@@ -239,27 +215,6 @@ func BenchmarkSandboxCPU(b *testing.B) {
 		b.ReportMetric(float64(median(cCPU).Microseconds()), inFlight(n)+"-sandboxed-cpu-µs/call")
 		b.ReportMetric(median(ratios), inFlight(n)+"-cpu-ratio")
 	}
-}
-
-// zygoteRunning says whether this process has a child that is a zygote.
-func zygoteRunning(b *testing.B) bool {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		b.Fatal(err)
-	}
-	me := strconv.Itoa(os.Getpid())
-	for _, e := range entries {
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil || !bytes.Contains(stat, []byte(")")) {
-			continue
-		}
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if len(fields) > 1 && fields[1] == me && bytes.Contains(cmdline, []byte("--zygote")) {
-			return true
-		}
-	}
-	return false
 }
 
 // BenchmarkSpawnMesh is a CLI-bound /bin/true called through the mesh

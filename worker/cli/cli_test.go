@@ -20,7 +20,7 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-var argvecho, sandboxHelper string
+var argvecho, memhog, sandboxHelper string
 
 func TestMain(m *testing.M) {
 	sandbox.Main() // the test binary serves as its own sandbox helper too
@@ -29,6 +29,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	argvecho = bin
+	if memhog, err = testutil.BuildBinary("./testdata/memhog", "memhog"); err != nil {
+		panic(err)
+	}
+	// A root worker's confined programs run as nobody, who must reach it.
+	if err := os.Chmod(filepath.Dir(memhog), 0o755); err != nil {
+		panic(err)
+	}
 	helper, err := testutil.BuildBinary("../../cmd/toolmesh-sandbox", sandbox.HelperName)
 	if err != nil {
 		panic(err)
@@ -40,6 +47,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(filepath.Dir(bin))
+	os.RemoveAll(filepath.Dir(memhog))
 	os.RemoveAll(filepath.Dir(helper))
 	os.Exit(code)
 }

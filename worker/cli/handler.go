@@ -119,7 +119,7 @@ func checkBinding(t Tool) error {
 func (h *Handler) Spec() envelope.ToolSpec { return h.spec }
 
 // Close releases what the Handler keeps between calls (its supervisor's
-// sentinel process, a sandboxed tool's zygote); a program still running is
+// sentinel process); a program still running is
 // stopped as if the worker had died. Handlers made by RegisterFile share a
 // supervisor per kill grace that lives as long as the process, which their
 // Close leaves running.
@@ -226,18 +226,29 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// stderrHead is how much of the start of a long stderr is kept for
+// telling why a confined program failed: runtimes name the cause first
+// and then dump every thread ("fatal error: runtime: out of memory" above
+// kilobytes of goroutine stacks), which pushes it out of the tail.
+const stderrHead = 1 << 10
+
 // tailBuffer keeps the last max bytes written to it; String hides the
 // call's secrets. It holds more than it shows (redact.Redactor.Keep), so
 // a secret or a URL's password straddling the cut is still seen whole,
-// and String redacts before it cuts.
+// and String redacts before it cuts. It also keeps the first stderrHead
+// bytes (Head).
 type tailBuffer struct {
 	buf    []byte
+	head   []byte
 	max    int
 	lost   bool
 	redact *redact.Redactor
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	if keep := t.redact.Keep(stderrHead); len(t.head) < keep {
+		t.head = append(t.head, p[:min(len(p), keep-len(t.head))]...)
+	}
 	t.buf = append(t.buf, p...)
 	if keep := t.redact.Keep(t.max); len(t.buf) > keep {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
@@ -251,6 +262,16 @@ func (t *tailBuffer) String() string {
 	if cut {
 		t.lost = true
 	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// Head is the start of what was written, secrets hidden, when the tail
+// (String) no longer holds it; "" when the tail holds everything.
+func (t *tailBuffer) Head() string {
+	if !t.lost {
+		return ""
+	}
+	s, _ := t.redact.Head(string(t.head), stderrHead)
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
@@ -409,8 +430,8 @@ type process struct {
 
 // spawn starts argv with env and its stdin, in a process group of its own,
 // under the Handler's supervisor: on success the calling goroutine is
-// locked to its thread until it calls reap (except for a confined program,
-// which the zygote starts).
+// locked to its thread until it calls reap. A confined program's group
+// leader is its sandbox helper (startConfined).
 func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
 	stdoutR, stdoutW, err := supervise.OutputPipe()
 	if err != nil {

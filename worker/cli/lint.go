@@ -78,7 +78,7 @@ func failingDuration(raw json.RawMessage, msg, prefix string) string {
 }
 
 func isDurationField(name string) bool {
-	return name == "timeout" || name == "kill_grace" || name == "sandbox_idle"
+	return name == "timeout" || name == "kill_grace"
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

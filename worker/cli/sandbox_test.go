@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -199,6 +200,42 @@ tools:
 			}
 		})
 	}
+}
+
+// A Go program that runs out of memory under memory_mb ends with exit 2,
+// "fatal error: runtime: out of memory" first on its stderr and then more
+// goroutine stacks than the stderr tail holds: it is still named a
+// memory_mb limit. A program that crashes on its own under the same limit
+// (SIGSEGV, nothing said) stays the tool's failure.
+func TestSandboxNamesAMemoryLimitARuntimeReportsFirst(t *testing.T) {
+	h := sandboxed(t, `
+tools:
+  - name: t
+    input_schema: {type: object, properties: {prog: {type: string}}}
+    timeout: 60s
+    sandbox:
+      read: [/usr/bin, /bin, /usr/lib, /lib, `+filepath.Dir(memhog)+`]
+      limits: {memory_mb: 64}
+    binding: {cli: {cmd: env, args_template: "{arg.prog}", output_format: lines}}
+`)
+	_, err, _ := call(t, h, `{"prog":"`+memhog+`"}`)
+	p := wantProblem(t, err, envelope.CodeSandboxLimit)
+	tail, _ := p.Extensions["stderr_tail"].(string)
+	if strings.Contains(tail, "out of memory") {
+		t.Fatalf("the stderr tail holds the runtime's cause, so this does not test reading past it: %q", tail)
+	}
+	if p.Extensions["limit"] != "memory_mb" || p.Extensions["limit_value"] != 64 || p.Extensions["attribution"] != sandbox.ByStderr ||
+		!strings.Contains(fmt.Sprint(p.Extensions["evidence"]), "runtime: out of memory") {
+		t.Fatalf("limit %v=%v by %v on %q", p.Extensions["limit"], p.Extensions["limit_value"], p.Extensions["attribution"], p.Extensions["evidence"])
+	}
+	crash := sandboxed(t, `
+tools:
+  - name: t
+    sandbox: {read: [/usr/bin, /bin, /usr/lib, /lib], limits: {memory_mb: 64}}
+    binding: {cli: {cmd: sh, args: ["-c", "kill -SEGV $$"]}}
+`)
+	_, err, _ = call(t, crash, `{}`)
+	wantProblem(t, err, envelope.CodeToolFailed)
 }
 
 // The binding's argument rules refuse option-looking values and paths

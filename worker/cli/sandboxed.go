@@ -70,7 +70,11 @@ func (h *Handler) sandboxProblem(waitErr error, code int, stderr *tailBuffer) *e
 		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: its sandbox could not be set up, so the program did not run: %s", h.spec.Name, msg).
 			WithExtension("stderr_tail", tail)
 	}
-	d := sandbox.Classify(h.plan.Policy, end, tail)
+	evidence := tail
+	if head := stderr.Head(); head != "" {
+		evidence = head + "\n" + tail // the cause a runtime names first, beyond the tail
+	}
+	d := sandbox.Classify(h.plan.Policy, end, evidence)
 	if d == nil {
 		return nil
 	}

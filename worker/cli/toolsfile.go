@@ -36,11 +36,6 @@ type Limits struct {
 	MaxConcurrent int
 	// KillGrace is how long a program has between SIGTERM and SIGKILL (default 2s).
 	KillGrace time.Duration
-	// SandboxIdle is read from tools files written when a sandboxed
-	// tool kept a process between calls (default a minute); no process
-	// is kept any more (each call's sandbox is its own), so it has no
-	// effect.
-	SandboxIdle time.Duration
 }
 
 func (l Limits) withDefaults(d Limits) Limits {
@@ -64,12 +59,6 @@ func (l Limits) withDefaults(d Limits) Limits {
 	}
 	if l.KillGrace == 0 {
 		l.KillGrace = 2 * time.Second
-	}
-	if l.SandboxIdle == 0 {
-		l.SandboxIdle = d.SandboxIdle
-	}
-	if l.SandboxIdle == 0 {
-		l.SandboxIdle = time.Minute
 	}
 	return l
 }
@@ -126,7 +115,6 @@ type limitsJSON struct {
 	MaxOutputBytes int64             `json:"max_output_bytes"`
 	MaxConcurrent  int               `json:"max_concurrent"`
 	KillGrace      envelope.Duration `json:"kill_grace"`
-	SandboxIdle    envelope.Duration `json:"sandbox_idle"`
 }
 
 type toolJSON struct {
@@ -143,7 +131,6 @@ type toolJSON struct {
 	MaxOutputBytes int64                 `json:"max_output_bytes"`
 	MaxConcurrent  int                   `json:"max_concurrent"`
 	KillGrace      envelope.Duration     `json:"kill_grace"`
-	SandboxIdle    envelope.Duration     `json:"sandbox_idle"`
 	Binding        *struct {
 		CLI json.RawMessage `json:"cli"`
 		// MCP binds a whole MCP server; package mcp/bridge reads it.
@@ -253,11 +240,11 @@ func parseTool(i int, rawTool json.RawMessage, defaults Limits, defaultBox *sand
 	if err != nil {
 		return nil, nil, bad("%s: %v", label, err)
 	}
-	if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 || tj.SandboxIdle < 0 {
+	if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 {
 		return nil, nil, bad("%s: limits must not be negative", label)
 	}
 	lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent,
-		KillGrace: time.Duration(tj.KillGrace), SandboxIdle: time.Duration(tj.SandboxIdle)}
+		KillGrace: time.Duration(tj.KillGrace)}
 	return &Tool{Spec: spec, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, refWarnings, nil
 }
 
@@ -284,8 +271,8 @@ func Parse(data []byte) (*File, error) {
 	var defaults Limits
 	if d := fj.Defaults; d != nil {
 		defaults = Limits{Timeout: time.Duration(d.Timeout), MaxOutputBytes: d.MaxOutputBytes, MaxConcurrent: d.MaxConcurrent,
-			KillGrace: time.Duration(d.KillGrace), SandboxIdle: time.Duration(d.SandboxIdle)}
-		if d.MaxOutputBytes < 0 || d.MaxConcurrent < 0 || d.SandboxIdle < 0 {
+			KillGrace: time.Duration(d.KillGrace)}
+		if d.MaxOutputBytes < 0 || d.MaxConcurrent < 0 {
 			return nil, bad("field defaults: limits must not be negative")
 		}
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 const goodFile = `
-defaults: {timeout: 30s, max_output_bytes: 1048576, sandbox_idle: 5m}
+defaults: {timeout: 30s, max_output_bytes: 1048576, kill_grace: 5m}
 inherit_env: [PATH, HOME]
 tools:
   - name: files.search
@@ -35,7 +35,7 @@ tools:
         exit_code_map: {2: invalid_args, 3: auth_required}
   - name: cat
     timeout: 5s
-    sandbox_idle: 10s
+    kill_grace: 10s
     binding: {cli: {cmd: cat}}
 `
 
@@ -53,10 +53,10 @@ func TestParseGoodFile(t *testing.T) {
 		b.Env["API_TOKEN"] != "$ATD_BEARER" || !s.Spec.Annotations.IsReadOnly() {
 		t.Fatalf("tool 0 %+v %+v", s.Spec, b)
 	}
-	if s.Limits.Timeout != 30*time.Second || s.Limits.MaxOutputBytes != 1<<20 || s.Limits.MaxConcurrent != 2 || s.Limits.SandboxIdle != 5*time.Minute {
+	if s.Limits.Timeout != 30*time.Second || s.Limits.MaxOutputBytes != 1<<20 || s.Limits.MaxConcurrent != 2 || s.Limits.KillGrace != 5*time.Minute {
 		t.Errorf("limits %+v", s.Limits)
 	}
-	if f.Tools[1].Limits.Timeout != 5*time.Second || f.Tools[1].Limits.SandboxIdle != 10*time.Second || f.Tools[1].Spec.Binding.CLI.Format() != envelope.OutputJSON {
+	if f.Tools[1].Limits.Timeout != 5*time.Second || f.Tools[1].Limits.KillGrace != 10*time.Second || f.Tools[1].Spec.Binding.CLI.Format() != envelope.OutputJSON {
 		t.Errorf("tool 1 %+v", f.Tools[1])
 	}
 }
@@ -77,8 +77,8 @@ func TestParseErrors(t *testing.T) {
 		{"schema not object", "tools: [{name: a, input_schema: {type: string}, binding: {cli: {cmd: x}}}]", "field input_schema"},
 		{"bad timeout", "tools: [{name: a, timeout: soon, binding: {cli: {cmd: x}}}]", "tools[0] (a): field timeout"},
 		{"bad kill grace", "tools: [{name: a, kill_grace: -1s, binding: {cli: {cmd: x}}}]", "tools[0] (a): field kill_grace"},
-		{"bad sandbox idle", "tools: [{name: a, sandbox_idle: -1s, binding: {cli: {cmd: x}}}]", "tools[0] (a): field sandbox_idle"},
-		{"bad default sandbox idle", "defaults: {sandbox_idle: soon}\ntools: [{name: a, binding: {cli: {cmd: x}}}]", "field defaults.sandbox_idle"},
+		{"sandbox idle is gone", "tools: [{name: a, sandbox_idle: 1m, binding: {cli: {cmd: x}}}]", `tools[0] (a): unknown field "sandbox_idle"`},
+		{"bad default kill grace", "defaults: {kill_grace: soon}\ntools: [{name: a, binding: {cli: {cmd: x}}}]", "field defaults.kill_grace"},
 		{"bad default timeout", "defaults: {timeout: soon}\ntools: [{name: a, binding: {cli: {cmd: x}}}]", "field defaults.timeout"},
 		{"wrong type", "tools: [{name: a, max_concurrent: many, binding: {cli: {cmd: x}}}]", "tools[0] (a): field max_concurrent"},
 		{"typo suggestion", "tools: [{name: a, input_shema: {}, binding: {cli: {cmd: x}}}]", "did you mean input_schema?"},

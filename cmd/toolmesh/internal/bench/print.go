@@ -88,6 +88,8 @@ func checkName(m benchMetric) string {
 		return "throughput"
 	case metricP50:
 		return "p50"
+	case metricP50OverBwrap:
+		return "p50/bwrap"
 	case metricCallerHeap:
 		return "caller heap/call"
 	case metricWorkerMemory:

@@ -127,6 +127,9 @@ const (
 	metricCallerHeap   benchMetric = "caller_heap_bytes_per_call"
 	metricWorkerMemory benchMetric = "worker_bytes_per_blocked_call"
 	metricRSSAfter     benchMetric = "worker_rss_after_over_baseline"
+	// metricP50OverBwrap is the sandboxed row's p50 over its bubblewrap
+	// peer's: the sandbox is worth its cost when no slower than bwrap.
+	metricP50OverBwrap benchMetric = "p50_over_bwrap"
 )
 
 // of reads the metric from a row, and whether the row measured it at all
@@ -137,6 +140,13 @@ func (m benchMetric) of(r benchResult) (float64, bool) {
 		return r.ThroughputRatio, r.ThroughputRatio > 0
 	case metricP50:
 		return r.P50Ratio, r.P50Ratio > 0
+	case metricP50OverBwrap:
+		for _, v := range r.Versus {
+			if v.Peer == peerBwrap {
+				return v.ToolmeshOver.P50Ratio, v.ToolmeshOver.P50Ratio > 0
+			}
+		}
+		return 0, false
 	}
 	if r.Memory == nil || !r.Memory.Toolmesh.Measured {
 		return 0, false

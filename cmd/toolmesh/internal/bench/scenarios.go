@@ -122,8 +122,7 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 			break
 		}
 		s = append(s, benchScenario{name: "cli " + trueBinaryName + " sandboxed", inFlight: n, peers: peersSandbox,
-			raw: (*bencher).meshSpawn, toolmesh: (*bencher).meshSpawnSandboxed,
-			goals: []benchGoal{{metric: metricThroughput, bound: 0.8}}})
+			raw: (*bencher).meshSpawn, toolmesh: (*bencher).meshSpawnSandboxed, versus: sandboxedVersus(), goals: sandboxedGoals()})
 	}
 	return s
 }

@@ -222,8 +222,11 @@ func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, en
 	}
 	tools := fmt.Appendf(nil, "tools:\n  - name: \"true\"\n    binding:\n      cli:\n        cmd: %s\n        output_format: lines\n", strconv.Quote(b.trueBin))
 	if b.sandboxed {
-		tools = fmt.Appendf(tools, "  - name: true.sandboxed\n    sandbox: %s\n    binding:\n      cli:\n        cmd: %s\n        output_format: lines\n",
-			benchSandbox, strconv.Quote(b.trueBin))
+		more, err := sandboxedTools(b.trueBin)
+		if err != nil {
+			return envelope.AsProblem(err, envelope.CodeInternal)
+		}
+		tools = append(tools, more...)
 	}
 	file, err := cli.Parse(tools)
 	if err != nil {
