@@ -16,6 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/gcfloor"
+	"github.com/toolmesh/toolmesh/internal/oauth"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
 )
 
@@ -27,6 +28,9 @@ type mcpFlags struct {
 	namespace   string
 	bearerEnv   string
 	bearer      string // read from bearerEnv by checkHTTP
+	authIssuer  string
+	authAud     string
+	authScopes  []string
 	origins     []string
 	maxBody     int64
 	settle      time.Duration
@@ -73,6 +77,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.pinned, "pin", "", "with --progressive: comma-separated tool names or globs always listed")
 	fl.IntVar(&f.searchLimit, "search-limit", 10, "with --progressive: how many tools one search returns unless the client asks otherwise")
 	fl.StringVar(&f.bearerEnv, "bearer-env", "", "HTTP: name of an environment variable holding the bearer clients must present; it is forwarded to tools")
+	fl.StringVar(&f.authIssuer, "auth-issuer", "", "HTTP: act as an OAuth resource server for this OpenID issuer URL: every request needs a bearer JWT it signed (with --auth-audience)")
+	fl.StringVar(&f.authAud, "auth-audience", "", "HTTP: with --auth-issuer, this endpoint's public URI (e.g. https://mcp.example.com/mcp): tokens must name it in aud")
+	fl.StringSliceVar(&f.authScopes, "auth-scope", nil, "HTTP: with --auth-issuer, a scope every token must hold (repeatable; 403 insufficient_scope otherwise)")
 	fl.StringSliceVar(&f.origins, "allow-origin", nil, "HTTP: browser origin accepted besides localhost (repeatable)")
 	fl.Int64Var(&f.maxBody, "max-body", 4<<20, "HTTP: largest request body in bytes")
 	fl.DurationVar(&f.settle, "settle", 100*time.Millisecond, "how long a burst of fleet changes must go quiet before the tool list follows it")
@@ -131,7 +138,10 @@ func (f *mcpFlags) checkHTTP() error {
 			return envelope.Problemf(envelope.CodeInvalidConfig, "--bearer-env %s: the variable is empty or unset", f.bearerEnv)
 		}
 	}
-	if !isLoopbackHost(host) && f.bearer == "" {
+	if err := f.checkAuth(); err != nil {
+		return err
+	}
+	if !isLoopbackHost(host) && f.bearer == "" && f.authIssuer == "" {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s listens beyond this machine without a bearer", f.http).
 			WithFix("Listen on 127.0.0.1, or require a bearer with --bearer-env VAR.", envelope.HasPlaceholders)
 	}
@@ -145,8 +155,21 @@ func serveMCPHTTP(ctx context.Context, gw *gateway.Gateway, f mcpFlags, g *globa
 	if err != nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s: %v", f.http, err)
 	}
-	h := gw.HTTPHandler(gateway.HTTPOptions{Bearer: f.bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody})
+	var h http.Handler = gw.HTTPHandler(gateway.HTTPOptions{Bearer: f.bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody})
 	mux := http.NewServeMux()
+	if f.authIssuer != "" {
+		res, err := f.resource(ctx)
+		if err != nil {
+			return err
+		}
+		h = res.Require(h)
+		// RFC 9728 puts the document at the well-known path followed by
+		// the resource's path; clients that know only the host try the root.
+		mux.Handle(oauth.WellKnownPath, res.MetadataHandler())
+		if p := res.MetadataPath(); p != oauth.WellKnownPath {
+			mux.Handle(p, res.MetadataHandler())
+		}
+	}
 	mux.Handle("/mcp", h)
 	mux.Handle("/", h)
 	fmt.Fprintf(g.stderr, "toolmesh mcp: serving MCP on http://%s/mcp\n", ln.Addr())
