@@ -81,6 +81,12 @@ func IdentityFrom(ctx context.Context) (*Identity, string) {
 	return v.id, v.token
 }
 
+// WithIdentity returns ctx carrying id and its token, as Require leaves
+// them (for handlers served behind another authenticator, and tests).
+func WithIdentity(ctx context.Context, id *Identity, token string) context.Context {
+	return context.WithValue(ctx, identityKey{}, identityValue{id: id, token: token})
+}
+
 // Require lets through only requests with a valid bearer for r: 401 with
 // WWW-Authenticate naming the metadata when the token is missing or
 // invalid, 403 insufficient_scope when it lacks a required scope, 503
@@ -119,8 +125,7 @@ func (r *Resource) Require(next http.Handler) http.Handler {
 				return
 			}
 		}
-		ctx := context.WithValue(req.Context(), identityKey{}, identityValue{id: id, token: token})
-		sdk.ServeHTTP(w, req.WithContext(ctx))
+		sdk.ServeHTTP(w, req.WithContext(WithIdentity(req.Context(), id, token)))
 	})
 }
 
