@@ -92,8 +92,14 @@ func connectMCP(ctx context.Context, addr, token string) (*mcp.ClientSession, er
 // post sends an MCP initialize with the given Authorization header.
 func post(t *testing.T, addr, authz string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp",
-		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	return postRPC(t, addr, authz, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+}
+
+// postRPC sends one JSON-RPC message with the given Authorization header
+// and header name/value pairs.
+func postRPC(t *testing.T, addr, authz, body string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +107,9 @@ func post(t *testing.T, addr, authz string) *http.Response {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -120,6 +129,7 @@ const audience = "https://mcp.test.example/mcp"
 func TestGatewayResourceServer(t *testing.T) {
 	p := startIDP(t, "",
 		principal{id: "alice", audience: []string{audience}},
+		principal{id: "bob", audience: []string{audience}},
 		principal{id: "mallory", audience: []string{"https://other.example/mcp"}},
 		principal{id: "late", audience: []string{audience}, lifetime: -time.Hour},
 		principal{id: "early", audience: []string{audience}, skew: -2 * time.Hour, lifetime: 3 * time.Hour})
@@ -153,6 +163,19 @@ func TestGatewayResourceServer(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"x": 1}})
 	if err != nil || res.IsError {
 		t.Fatalf("tools/call with a valid token: %+v, %v", res, err)
+	}
+
+	// A 2025-11-25 session belongs to its person: bob's valid token
+	// cannot use alice's.
+	init := post(t, addr, "Bearer "+p.token(t, "alice"))
+	sid := init.Header.Get("Mcp-Session-Id")
+	if init.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("alice's initialize: %s, session %q", init.Status, sid)
+	}
+	hijack := postRPC(t, addr, "Bearer "+p.token(t, "bob"), `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		"Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-11-25")
+	if body, _ := io.ReadAll(hijack.Body); hijack.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "session user mismatch") {
+		t.Fatalf("bob with alice's session: %s %s", hijack.Status, body)
 	}
 
 	// Each is refused for its own reason, which the body says.
