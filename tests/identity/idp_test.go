@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func startIDP(t *testing.T, issuer string, people ...principal) *idp {
 		p.issuer = "http://" + p.srv.Listener.Addr().String()
 	}
 	st := &idpStorage{Storage: storage.NewStorageWithClients(storage.NewUserStore(p.issuer), map[string]*storage.Client{}),
-		people: map[string]principal{}}
+		people: map[string]principal{}, issued: map[string]int{}}
 	for _, pr := range people {
 		st.people[pr.id] = pr
 	}
@@ -89,6 +90,16 @@ func (p *idp) token(t *testing.T, id string) string {
 type idpStorage struct {
 	*storage.Storage
 	people map[string]principal
+
+	mu     sync.Mutex
+	issued map[string]int // access tokens issued per client
+}
+
+// tokensIssued is how many access tokens id has been issued.
+func (s *idpStorage) tokensIssued(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.issued[id]
 }
 
 func (s *idpStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
@@ -115,6 +126,9 @@ func (s *idpStorage) ClientCredentialsTokenRequest(_ context.Context, id string,
 
 func (s *idpStorage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (string, time.Time, error) {
 	if tr, ok := req.(tokenRequest); ok {
+		s.mu.Lock()
+		s.issued[tr.pr.id]++
+		s.mu.Unlock()
 		life := tr.pr.lifetime
 		if life == 0 {
 			life = time.Hour

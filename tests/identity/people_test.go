@@ -113,6 +113,7 @@ func runUntilSaid(t *testing.T, want, bin string, args ...string) {
 	var seen []string
 	for sc.Scan() {
 		seen = append(seen, sc.Text())
+		t.Log(sc.Text())
 		if strings.Contains(sc.Text(), want) {
 			go func() {
 				for sc.Scan() {
