@@ -6,7 +6,7 @@ PKGS      := ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: all build test test-sdk lint vet fmt-check bench docs-bench bench-catalogue fuzz fuzz-smoke interop-mcp flood
+.PHONY: all build test test-sdk test-identity lint vet fmt-check bench docs-bench bench-catalogue fuzz fuzz-smoke interop-mcp flood
 
 all: build test
 
@@ -33,6 +33,13 @@ flood:
 # its own module (tests/providersdk) so the product never depends on them.
 test-sdk:
 	cd tests/providersdk && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+# Identity against a real OpenID provider (zitadel/oidc's op package):
+# the gateway as an OAuth resource server, people on the mesh through
+# auth callout. Its own module (tests/identity) so the product never
+# depends on the provider.
+test-identity:
+	cd tests/identity && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 8m ./...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

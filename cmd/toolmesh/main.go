@@ -156,6 +156,7 @@ func newRoot(g *globals) *cobra.Command {
 	root.AddCommand(newTasksCmd(g))
 	addCompletions(g, root)
 	root.AddCommand(newMCPCmd(g))
+	root.AddCommand(newAuthCalloutCmd(g))
 	return root
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/gcfloor"
+	"github.com/toolmesh/toolmesh/internal/oauth"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
 )
 
@@ -27,6 +28,11 @@ type mcpFlags struct {
 	namespace   string
 	bearerEnv   string
 	bearer      string // read from bearerEnv by checkHTTP
+	authIssuer  string
+	authAud     string
+	authScopes  []string
+	asPerson    bool
+	maxPeople   int
 	origins     []string
 	maxBody     int64
 	settle      time.Duration
@@ -55,6 +61,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 			// minimum heap goal that is a collection every ~17 calls.
 			floor := gcfloor.Start(f.heapFloor << 20)
 			defer floor.Stop()
+			if f.asPerson {
+				return runMCPPeople(cmd.Context(), f, g)
+			}
 			c, done, err := g.newCaller(cmd, "mcp")
 			if err != nil {
 				return err
@@ -73,6 +82,11 @@ func newMCPCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.pinned, "pin", "", "with --progressive: comma-separated tool names or globs always listed")
 	fl.IntVar(&f.searchLimit, "search-limit", 10, "with --progressive: how many tools one search returns unless the client asks otherwise")
 	fl.StringVar(&f.bearerEnv, "bearer-env", "", "HTTP: name of an environment variable holding the bearer clients must present; it is forwarded to tools")
+	fl.StringVar(&f.authIssuer, "auth-issuer", "", "HTTP: act as an OAuth resource server for this OpenID issuer URL: every request needs a bearer JWT it signed (with --auth-audience)")
+	fl.StringVar(&f.authAud, "auth-audience", "", "HTTP: with --auth-issuer, this endpoint's public URI (e.g. https://mcp.example.com/mcp): tokens must name it in aud")
+	fl.StringSliceVar(&f.authScopes, "auth-scope", nil, "HTTP: with --auth-issuer, a scope every token must hold (repeatable; 403 insufficient_scope otherwise)")
+	fl.BoolVar(&f.asPerson, "auth-as-person", false, "HTTP: with --auth-issuer, connect to the mesh as each person, presenting their token as the NATS token for the server's auth callout (toolmesh authcallout) to map; no connection of the gateway's own")
+	fl.IntVar(&f.maxPeople, "auth-max-people", 256, "HTTP: with --auth-as-person, how many people stay connected at once (the one idle longest is disconnected past it)")
 	fl.StringSliceVar(&f.origins, "allow-origin", nil, "HTTP: browser origin accepted besides localhost (repeatable)")
 	fl.Int64Var(&f.maxBody, "max-body", 4<<20, "HTTP: largest request body in bytes")
 	fl.DurationVar(&f.settle, "settle", 100*time.Millisecond, "how long a burst of fleet changes must go quiet before the tool list follows it")
@@ -85,9 +99,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 // runMCP serves the gateway on c over stdio or HTTP until ctx ends,
 // following the fleet meanwhile.
 func runMCP(ctx context.Context, c *caller.Caller, f mcpFlags, g *globals) error {
-	gw, err := gateway.New(gateway.Config{Caller: c, Allow: splitList(f.tools), Deny: splitList(f.deny),
-		NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log,
-		Progressive: f.progressive, Pinned: splitList(f.pinned), SearchLimit: f.searchLimit})
+	cfg := f.gatewayConfig(g)
+	cfg.Caller = c
+	gw, err := gateway.New(cfg)
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInvalidConfig)
 	}
@@ -102,7 +116,19 @@ func runMCP(ctx context.Context, c *caller.Caller, f mcpFlags, g *globals) error
 	if f.http == "" {
 		return serveMCPStdio(ctx, gw, g)
 	}
-	return serveMCPHTTP(ctx, gw, f, g)
+	return serveMCPHTTP(ctx, gw.HTTPHandler(f.httpOptions()), f, g)
+}
+
+// gatewayConfig is the gateway configuration the flags give (no caller).
+func (f *mcpFlags) gatewayConfig(g *globals) gateway.Config {
+	return gateway.Config{Allow: splitList(f.tools), Deny: splitList(f.deny),
+		NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log,
+		Progressive: f.progressive, Pinned: splitList(f.pinned), SearchLimit: f.searchLimit}
+}
+
+// httpOptions are the HTTP options the flags give.
+func (f *mcpFlags) httpOptions() gateway.HTTPOptions {
+	return gateway.HTTPOptions{Bearer: f.bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody}
 }
 
 // serveMCPStdio serves one session on stdin/stdout; stdout carries only
@@ -131,22 +157,38 @@ func (f *mcpFlags) checkHTTP() error {
 			return envelope.Problemf(envelope.CodeInvalidConfig, "--bearer-env %s: the variable is empty or unset", f.bearerEnv)
 		}
 	}
-	if !isLoopbackHost(host) && f.bearer == "" {
+	if err := f.checkAuth(); err != nil {
+		return err
+	}
+	if !isLoopbackHost(host) && f.bearer == "" && f.authIssuer == "" {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s listens beyond this machine without a bearer", f.http).
 			WithFix("Listen on 127.0.0.1, or require a bearer with --bearer-env VAR.", envelope.HasPlaceholders)
 	}
 	return nil
 }
 
-// serveMCPHTTP serves /mcp (and /) until ctx ends, then shuts down
-// gracefully.
-func serveMCPHTTP(ctx context.Context, gw *gateway.Gateway, f mcpFlags, g *globals) error {
+// serveMCPHTTP serves h on /mcp (and /) until ctx ends, then shuts down
+// gracefully; with --auth-issuer only for valid bearers, beside the
+// protected-resource metadata.
+func serveMCPHTTP(ctx context.Context, h http.Handler, f mcpFlags, g *globals) error {
 	ln, err := net.Listen("tcp", f.http)
 	if err != nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "--http %s: %v", f.http, err)
 	}
-	h := gw.HTTPHandler(gateway.HTTPOptions{Bearer: f.bearer, AllowedOrigins: f.origins, MaxBodyBytes: f.maxBody})
 	mux := http.NewServeMux()
+	if f.authIssuer != "" {
+		res, err := f.resource(ctx)
+		if err != nil {
+			return err
+		}
+		h = res.Require(h)
+		// RFC 9728 puts the document at the well-known path followed by
+		// the resource's path; clients that know only the host try the root.
+		mux.Handle(oauth.WellKnownPath, res.MetadataHandler())
+		if p := res.MetadataPath(); p != oauth.WellKnownPath {
+			mux.Handle(p, res.MetadataHandler())
+		}
+	}
 	mux.Handle("/mcp", h)
 	mux.Handle("/", h)
 	fmt.Fprintf(g.stderr, "toolmesh mcp: serving MCP on http://%s/mcp\n", ln.Addr())

@@ -44,7 +44,9 @@ func CLIBinding() *Node {
 
 // MCPBinding is the shape of binding.mcp (mcp/bridge.ServerConfig).
 func MCPBinding() *Node {
-	return Keys("command", "args", "env", "url", "headers", "skip", "client_capabilities", "protocol")
+	n := Keys("command", "args", "env", "url", "headers", "skip", "client_capabilities", "protocol", "oauth")
+	n.Fields["oauth"] = Keys("client_id", "client_secret", "client_secret_env", "issuer")
+	return n
 }
 
 // jsonNames lists the JSON member names of a struct type.

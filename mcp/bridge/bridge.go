@@ -242,8 +242,16 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 				onProgress: b.routeProgress, onLog: b.routeLog}
 		}
 	} else {
-		t = &mcp.StreamableClientTransport{Endpoint: sc.URL,
+		st := &mcp.StreamableClientTransport{Endpoint: sc.URL,
 			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification}}}
+		if sc.OAuth != nil {
+			h, err := oauthHandler(sc.OAuth)
+			if err != nil {
+				return nil, err
+			}
+			st.OAuthHandler = h
+		}
+		t = st
 	}
 	sess, err := b.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: b.protocol()})
 	if err != nil {
@@ -291,6 +299,9 @@ func (b *Bridge) protocol() string {
 // to be secrets).
 func serverSecrets(sc ServerConfig) *redact.Redactor {
 	secrets := append(redact.Values(sc.Env), redact.Values(sc.Headers)...)
+	if sc.OAuth != nil && len(sc.OAuth.secret()) >= redact.MinValue {
+		secrets = append(secrets, sc.OAuth.secret())
+	}
 	if u, err := url.Parse(sc.URL); err == nil && sc.URL != "" {
 		for _, vs := range u.Query() {
 			for _, v := range vs {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -28,6 +29,12 @@ type ServerConfig struct {
 	// URL is a streamable HTTP endpoint; Headers go with every request.
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// OAuth, for a url server that requires OAuth (the MCP authorization
+	// spec), is the bridge's pre-registered client: it gets its tokens by
+	// the client-credentials grant from the authorization server the
+	// server's protected-resource metadata names, and a new one whenever
+	// the last expires.
+	OAuth *OAuthClient `yaml:"oauth"`
 	// Skip names the server's tools (by their MCP names) the bridge does
 	// not host. A tool the mesh cannot host fails the worker's start
 	// unless it is listed here.
@@ -47,6 +54,45 @@ type ServerConfig struct {
 	// asks by answering input_required, SEP-2322, and the bridge puts its
 	// input requests to the mesh caller as one question per round).
 	Protocol string `yaml:"protocol"`
+}
+
+// OAuthClient is a confidential OAuth client registered with the remote
+// server's authorization server. Set exactly one of ClientSecret and
+// ClientSecretEnv.
+type OAuthClient struct {
+	ClientID string `yaml:"client_id"`
+	// ClientSecret is the secret itself (the tools file is worker-local).
+	ClientSecret string `yaml:"client_secret"`
+	// ClientSecretEnv names the worker's environment variable holding it.
+	ClientSecretEnv string `yaml:"client_secret_env"`
+	// Issuer, when set, is the authorization server the client is
+	// registered with: a server naming another is refused.
+	Issuer string `yaml:"issuer"`
+}
+
+// secret is the client secret, from the file or the environment.
+func (o *OAuthClient) secret() string {
+	if o.ClientSecretEnv != "" {
+		return os.Getenv(o.ClientSecretEnv)
+	}
+	return o.ClientSecret
+}
+
+// check refuses an incomplete client or one that would clash with a
+// static Authorization header.
+func (o *OAuthClient) check(headers map[string]string) error {
+	if o.ClientID == "" || (o.ClientSecret == "") == (o.ClientSecretEnv == "") {
+		return fmt.Errorf("field binding.mcp.oauth: set client_id and one of client_secret and client_secret_env")
+	}
+	if o.ClientSecretEnv != "" && os.Getenv(o.ClientSecretEnv) == "" {
+		return fmt.Errorf("field binding.mcp.oauth.client_secret_env: %s is empty or unset", o.ClientSecretEnv)
+	}
+	for k := range headers {
+		if strings.EqualFold(k, "Authorization") {
+			return fmt.Errorf("field binding.mcp: oauth and an Authorization header exclude each other")
+		}
+	}
+	return nil
 }
 
 // The client capabilities a binding may list (ServerConfig.ClientCapabilities).
@@ -207,6 +253,13 @@ func parseEntry(namespace, name string, node *yaml.Node) (Entry, error) {
 		return Entry{}, fmt.Errorf("field binding.mcp: args and env need command")
 	case sc.URL == "" && len(sc.Headers) > 0:
 		return Entry{}, fmt.Errorf("field binding.mcp.headers: headers need url")
+	case sc.URL == "" && sc.OAuth != nil:
+		return Entry{}, fmt.Errorf("field binding.mcp.oauth: oauth needs url")
+	}
+	if sc.OAuth != nil {
+		if err := sc.OAuth.check(sc.Headers); err != nil {
+			return Entry{}, err
+		}
 	}
 	if err := checkCapabilities(sc.ClientCapabilities); err != nil {
 		return Entry{}, err
