@@ -56,6 +56,9 @@ type UnknownKeyError struct {
 	Near bool
 	// Valid lists the keys Where may hold.
 	Valid []string
+	// Removed says why a key that once was valid no longer is, so an old
+	// file's author learns to delete it rather than look for its new name.
+	Removed string
 }
 
 // Error names the key and the nearest valid one.
@@ -65,6 +68,8 @@ func (e *UnknownKeyError) Error() string {
 		msg += " in " + e.Where
 	}
 	switch {
+	case e.Removed != "":
+		return fmt.Sprintf("%s: %s; delete it", msg, e.Removed)
 	case e.Misplaced:
 		return fmt.Sprintf("%s: %s is not valid there; it belongs at %s", msg, e.Key, e.Suggest)
 	case e.Near:
@@ -132,7 +137,10 @@ func checkObject(m map[string]any, n *Node, path []string, root *Node) error {
 // nearest to path that holds it), near a key valid here (a typo), or
 // else the nearest key valid here.
 func unknown(k string, n *Node, path []string, root *Node) error {
-	e := &UnknownKeyError{Where: render(path), Key: k}
+	e := &UnknownKeyError{Where: render(path), Key: k, Removed: removed(k)}
+	if e.Removed != "" {
+		return e
+	}
 	if at := elsewhere(k, path, root); at != nil {
 		e.Suggest, e.Misplaced = render(at), true
 		return e
@@ -144,6 +152,16 @@ func unknown(k string, n *Node, path []string, root *Node) error {
 	e.Suggest = Nearest(k, e.Valid)
 	e.Near = e.Suggest != "" && Near(k, e.Valid) == e.Suggest
 	return e
+}
+
+// removed says why a key of earlier tools files is no longer valid ("" for
+// a key that never was).
+func removed(k string) string {
+	switch k {
+	case "sandbox_idle":
+		return "sandbox_idle was removed: each sandboxed call now starts its own confined helper, so there is no starter process to keep"
+	}
+	return ""
 }
 
 // elsewhere is the concrete path of the place closest to path (the

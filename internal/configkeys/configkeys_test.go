@@ -2,6 +2,7 @@ package configkeys
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,15 @@ func TestEditDistance(t *testing.T) {
 		if got := EditDistance(c.a, c.b); got != c.d {
 			t.Errorf("EditDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}
+	}
+}
+
+// TestRemovedKeySaysSo: a key earlier files could hold is refused with
+// why it went, not with a look-alike to try instead.
+func TestRemovedKeySaysSo(t *testing.T) {
+	doc := map[string]any{"defaults": map[string]any{"sandbox_idle": "1m"}}
+	err := Check(doc, ToolsFile())
+	if err == nil || !strings.Contains(err.Error(), "sandbox_idle was removed") || !strings.Contains(err.Error(), "delete it") {
+		t.Fatalf("got %v", err)
 	}
 }
