@@ -217,6 +217,9 @@ type tool struct {
 	// retrySafe: the spec declares the tool idempotent or read-only, so a
 	// call whose caller accepts ran "maybe" may start unconfirmed (§8.2).
 	retrySafe bool
+	// digest names the spec as callers see it (wire.SpecDigest): a call
+	// validated against a spec of another digest is refused unrun.
+	digest string
 
 	load loadStats // in flight, errors by code, latency (stats.go)
 	// typical is a moving average of its handler's run time (ns): a tool
@@ -432,6 +435,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	t := &tool{spec: spec, handler: h, input: in, output: out,
 		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		retrySafe: spec.Annotations.IsIdempotent() || spec.Annotations.IsReadOnly(),
+		digest:    wire.SpecDigest(publicSpec(spec)),
 		spanOpts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	if err := w.reserve(t); err != nil {
 		return err
