@@ -241,10 +241,13 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	c.ids = mrand.NewChaCha8(seed)
 	c.payload.Store(nc.MaxPayload())
 	c.invoker = chain(c.send, cfg.Middleware)
+	// Before subscribing: nats.go hands a refusal to the error handler
+	// installed when it arrives, and a refused presence subscription is
+	// to be taken quietly (onViolation).
+	wire.OnViolation(nc, c.onViolation)
 	if err := c.subscribe(); err != nil {
 		return nil, err
 	}
-	wire.OnViolation(nc, c.onViolation)
 	c.statusCh = nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	c.wg.Add(2)
 	go c.watchConnection()

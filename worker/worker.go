@@ -333,7 +333,10 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	}
 	w := newWorker(nc, cfg)
 	go w.announcer.run()
-	wire.OnViolation(nc, w.onViolation)
+	wire.OnViolation(nc, func(op wire.Operation, subject string) bool {
+		w.onViolation(op, subject)
+		return false // every refusal of a worker's is an error of its owner's
+	})
 	err = w.subscribeControl()
 	if err == nil {
 		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
