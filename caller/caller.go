@@ -241,10 +241,13 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	c.ids = mrand.NewChaCha8(seed)
 	c.payload.Store(nc.MaxPayload())
 	c.invoker = chain(c.send, cfg.Middleware)
+	// Before subscribing: nats.go hands a refusal to the error handler
+	// installed when it arrives, and a refused presence subscription is
+	// to be taken quietly (onViolation).
+	wire.OnViolation(nc, c.onViolation)
 	if err := c.subscribe(); err != nil {
 		return nil, err
 	}
-	wire.OnViolation(nc, c.onViolation)
 	c.statusCh = nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	c.wg.Add(2)
 	go c.watchConnection()
@@ -908,6 +911,9 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	if acceptsMaybe(o) {
 		b = wire.AppendPair(b, wire.MetaMaybe, "1")
 	}
+	if o.spec != "" {
+		b = wire.AppendPair(b, wire.MetaSpec, o.spec)
+	}
 	// Trace context only when there is some: an untraced call pays for
 	// one check, not for a propagator.
 	if sc := span.SpanContext(); sc.IsValid() || baggage.FromContext(ctx).Len() > 0 {
@@ -1128,11 +1134,15 @@ func (c *Caller) callEvent(ctx context.Context, tool string, args any, o callOpt
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	for attempt := 0; ; attempt++ {
+	var a attempts
+	for {
 		id, ev := c.callOnce(ctx, tool, args, o)
 		p := ev.Problem()
-		if p == nil || attempt >= o.retries || !retrySafe(p, o) || !c.waitRetry(ctx, p) {
+		if p == nil {
 			return id, ev
+		}
+		if !c.again(ctx, p, o, &a) {
+			return id, c.settled(ctx, tool, o, p, ev, a)
 		}
 	}
 }

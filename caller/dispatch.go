@@ -3,6 +3,7 @@ package caller
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -79,7 +80,7 @@ func (c *Caller) Dispatch(ctx context.Context, ts *provider.Toolset, output json
 	if err != nil {
 		return Dispatched{}, err
 	}
-	d := Dispatched{Calls: calls, Outcomes: c.runCalls(ctx, calls, o, isSearch(ts))}
+	d := Dispatched{Calls: calls, Outcomes: c.runCalls(ctx, ts, calls, o)}
 	for i, call := range calls {
 		item, err := c.resultItem(ctx, ts, call, &d.Outcomes[i])
 		if err != nil {
@@ -130,7 +131,8 @@ func (c *Caller) resultItem(ctx context.Context, ts *provider.Toolset, call prov
 
 // runCalls runs every runnable call, at most o.concurrency at a time;
 // tool searches are answered by Dispatch itself.
-func (c *Caller) runCalls(ctx context.Context, calls []provider.ToolCall, o dispatchOptions, search func(provider.ToolCall) bool) []provider.Outcome {
+func (c *Caller) runCalls(ctx context.Context, ts *provider.Toolset, calls []provider.ToolCall, o dispatchOptions) []provider.Outcome {
+	search := isSearch(ts)
 	outcomes := make([]provider.Outcome, len(calls))
 	var mu sync.Mutex
 	emit := func(i int, ev envelope.ToolEvent) {
@@ -157,7 +159,7 @@ func (c *Caller) runCalls(ctx context.Context, calls []provider.ToolCall, o disp
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
-				outcomes[i] = c.runOne(ctx, i, call, o, emit)
+				outcomes[i] = c.runOne(ctx, i, call, offered(ts, call.Tool, o), emit)
 			case <-ctx.Done():
 				p := envelope.AsProblem(ctx.Err(), envelope.CodeCancelled)
 				outcomes[i] = provider.Outcome{Problem: p}
@@ -167,6 +169,18 @@ func (c *Caller) runCalls(ctx context.Context, calls []provider.ToolCall, o disp
 	}
 	wg.Wait()
 	return outcomes
+}
+
+// offered is o with the call options of one call to tool: the spec ts
+// offered the model goes with it (WithSpec), so the call runs only on a
+// worker giving that spec (docs/protocol.md §14.1).
+func offered(ts *provider.Toolset, tool string, o dispatchOptions) dispatchOptions {
+	spec, ok := ts.Spec(tool)
+	if !ok {
+		return o
+	}
+	o.callOpts = append(slices.Clip(o.callOpts), WithSpec(spec))
+	return o
 }
 
 // runOne streams one call — through Config.Middleware and the retry

@@ -32,6 +32,7 @@ type callOptions struct {
 	ask            bool       // ask=1: the call answers questions
 	fold           bool       // fold=1: a stream call that gets the unary result
 	onQuestion     AnswerFunc // answers them, or nil (a Stream's reader does)
+	spec           string     // digest of the spec the call was validated against (WithSpec)
 }
 
 // WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound

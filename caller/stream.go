@@ -104,11 +104,15 @@ func (c *Caller) streamEvent(ctx context.Context, s *Stream, tool string, args a
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	for attempt := 0; ; attempt++ {
+	var a attempts
+	for {
 		id, ev, delivered := c.streamOnce(ctx, s, tool, args, o)
 		p := ev.Problem()
-		if p == nil || delivered || attempt >= o.retries || !retrySafe(p, o) || !c.waitRetry(ctx, p) {
+		if p == nil || delivered {
 			return id, ev
+		}
+		if !c.again(ctx, p, o, &a) {
+			return id, c.settled(ctx, tool, o, p, ev, a)
 		}
 	}
 }

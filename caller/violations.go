@@ -24,12 +24,20 @@ func (c *Caller) confirmInbox() error {
 // onViolation routes a permissions violation NATS reported (see
 // wire.OnViolation) to the calls it concerns: a call the server refused to
 // publish fails at once with forbidden instead of waiting out its pickup
-// timeout.
-func (c *Caller) onViolation(op wire.Operation, subject string) {
+// timeout. A refused subscription of the workers' presence beacons is
+// expected (it reports true): an identity may call tools under a prefix
+// whose beacons it may not read — a tenant of deploy/secure calling the
+// task service under <p>.tasks — and then hears none: it finds a dead
+// worker only among those that named its calls (§8.2).
+func (c *Caller) onViolation(op wire.Operation, subject string) bool {
+	if op == wire.OpSubscribe && subject == c.subjects.PresenceAll() {
+		c.log.Debug("the NATS server does not let this identity follow the workers' presence beacons; the caller hears none", "subject", subject)
+		return true
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	calls := c.snapshot()
 	c.mu.Unlock()
@@ -44,4 +52,5 @@ func (c *Caller) onViolation(op wire.Operation, subject string) {
 				"this identity may not call tool "+p.tool), false)
 		}
 	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Describe returns the spec of tool, or tool_not_found when no worker
@@ -145,11 +146,11 @@ func catalogToolNamed(entries map[string]catalogEntry, name string) (Tool, bool)
 			if s.Name != name {
 				continue
 			}
-			key, _ := json.Marshal(s)
-			v := vs[string(key)]
+			key := wire.SpecDigest(s)
+			v := vs[key]
 			if v == nil {
 				v = &Variant{Spec: s}
-				vs[string(key)] = v
+				vs[key] = v
 			}
 			v.Workers = append(v.Workers, e.WorkerID)
 		}

@@ -1,11 +1,11 @@
 package catalog
 
 import (
-	"encoding/json"
 	"slices"
 	"sort"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Tool is one tool as the catalogue sees it across the fleet.
@@ -99,15 +99,16 @@ func specGroups(entries map[string]catalogEntry) []*specGroup {
 	return out
 }
 
-// variantsOf merges one tool's specs that are equal in JSON (copies from
-// different spec sets) into variants, keyed by that JSON.
+// variantsOf merges one tool's specs that are one spec (copies from
+// different spec sets, of one wire.SpecDigest) into variants, keyed by
+// that digest: the digest a caller names the spec it was offered by, and
+// a worker checks a call against (docs/protocol.md §14.1).
 func variantsOf(vs map[*envelope.ToolSpec][]string) map[string]*Variant {
 	out := make(map[string]*Variant, len(vs))
 	for s, ids := range vs {
 		key := ""
 		if len(vs) > 1 {
-			b, _ := json.Marshal(*s)
-			key = string(b)
+			key = wire.SpecDigest(*s)
 		}
 		v := out[key]
 		if v == nil {

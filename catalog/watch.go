@@ -1,9 +1,7 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"iter"
 	"reflect"
 	"slices"
@@ -309,16 +307,15 @@ func (v *liveView) tool(name string) (Tool, bool) {
 	return catalogTool(byKey), true
 }
 
-// sameSpec reports whether two workers give the same spec: equal as
-// Catalog compares them (their JSON), checked first for equal values, the
-// common case of replicas sharing one spec set.
+// sameSpec reports whether two workers give the same spec: of one
+// wire.SpecDigest, as Catalog compares them, checked first for equal
+// values, the common case of replicas sharing one spec set.
 func sameSpec(a, b envelope.ToolSpec) bool {
 	if reflect.DeepEqual(a, b) {
 		return true
 	}
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+	da := wire.SpecDigest(a)
+	return da != "" && da == wire.SpecDigest(b)
 }
 
 // flush yields one change per dirty tool, in name order; false when the

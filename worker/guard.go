@@ -58,6 +58,9 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	}
 	c.key.identity = wire.Identity(m.header)
 	if prob == nil {
+		prob = w.refuseConflict(t, meta)
+	}
+	if prob == nil {
 		prob = w.refuseEarly(m, meta)
 	}
 	if prob != nil {
@@ -111,6 +114,25 @@ func (c *call) setMeta(m callMeta) {
 	if c.stream {
 		c.out = &outbox{}
 	}
+}
+
+// refuseConflict is the Problem of a call validated against another spec
+// of its tool than this worker's (docs/protocol.md §14.1): it must not
+// run here. It is retried at once (retry_after 0, ran "no"): another
+// worker of the tool's queue group, one with the caller's spec, may take
+// it. The Problem names this worker and its own spec's digest, so the
+// caller can say which workers differ.
+func (w *Worker) refuseConflict(t *tool, meta callMeta) *envelope.Problem {
+	if meta.spec == "" || meta.spec == t.digest {
+		return nil
+	}
+	return w.problems.New(envelope.CodeToolConflict, fmt.Sprintf(
+		"worker %s gives another spec of tool %q (digest %s) than the one the call was validated against (digest %s); the handler did not run",
+		w.cfg.ID, t.spec.Name, t.digest, meta.spec)).
+		WithRetryAfter(0).
+		WithExtension("worker", w.cfg.ID).
+		WithExtension("spec_digest", t.digest).
+		WithExtension("call_spec_digest", meta.spec)
 }
 
 // refuseEarly is the Problem of a well-formed call that must not run: a

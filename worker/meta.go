@@ -40,6 +40,9 @@ type callMeta struct {
 	fold             bool      // fold=1: the handler runs as for a unary call (§6)
 	maybe            bool      // maybe=1: the caller accepts ran "maybe" (§8.2)
 	pickup           time.Time // zero: the caller set no pickup deadline
+	// spec is the digest of the spec the caller validated the call
+	// against (wire.MetaSpec); "" when it names none.
+	spec string
 }
 
 // traceFields carry W3C trace context and baggage; empty when the caller
@@ -62,7 +65,7 @@ func (mp metaParser) parse(line []byte) (callMeta, *envelope.Problem) {
 		return m, nil
 	}
 	m.mode = wire.ModeUnary
-	var seen uint16
+	var seen uint32
 	var badKey string
 	err := wire.EachPair(line, func(key, v []byte) error {
 		bit, err := m.set(mp, key, v)
@@ -91,7 +94,7 @@ const metaFix = "Fix the calling client: the call's metadata line breaks the wir
 
 // set reads one key into m, returning the key's bit (0 for a key this
 // version does not know, which is ignored).
-func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
+func (m *callMeta) set(mp metaParser, key, v []byte) (uint32, error) {
 	switch string(key) {
 	case wire.MetaID:
 		return 1 << 0, token(&m.callID, v)
@@ -145,6 +148,8 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint16, error) {
 			return 1 << 14, fmt.Errorf("want 1, got %.32q", v)
 		}
 		return 1 << 14, nil
+	case wire.MetaSpec:
+		return 1 << 15, token(&m.spec, v)
 	}
 	return 0, nil
 }

@@ -44,6 +44,9 @@ func TestParseCallMeta(t *testing.T) {
 		{"caller id too long", wire.MetaCaller, strings.Repeat("c", 129), true, nil},
 		{"idempotency key too long", wire.MetaIdempotency, strings.Repeat("k", 257), true, nil},
 		{"bad percent-encoding", wire.MetaBearer, "abc%4", true, nil},
+		{"spec digest", wire.MetaSpec, strings.Repeat("ab", 32), false, func(m callMeta) bool { return m.spec == strings.Repeat("ab", 32) }},
+		{"spec digest empty", wire.MetaSpec, "", true, nil},
+		{"spec digest not a token", wire.MetaSpec, "a%20b", true, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			line := " " + c.key + "=" + c.value

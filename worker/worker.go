@@ -218,6 +218,9 @@ type tool struct {
 	// retrySafe: the spec declares the tool idempotent or read-only, so a
 	// call whose caller accepts ran "maybe" may start unconfirmed (§8.2).
 	retrySafe bool
+	// digest names the spec as callers see it (wire.SpecDigest): a call
+	// validated against a spec of another digest is refused unrun.
+	digest string
 
 	load loadStats // in flight, errors by code, latency (stats.go)
 	// typical is a moving average of its handler's run time (ns): a tool
@@ -331,7 +334,10 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	}
 	w := newWorker(nc, cfg)
 	go w.announcer.run()
-	wire.OnViolation(nc, w.onViolation)
+	wire.OnViolation(nc, func(op wire.Operation, subject string) bool {
+		w.onViolation(op, subject)
+		return false // every refusal of a worker's is an error of its owner's
+	})
 	err = w.subscribeControl()
 	if err == nil {
 		err = w.confirmSubscriptions(w.subjectsOf(w.ctlSubs)...)
@@ -434,6 +440,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	t := &tool{spec: spec, handler: h, admit: admit, input: in, output: out,
 		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		retrySafe: spec.Annotations.IsIdempotent() || spec.Annotations.IsReadOnly(),
+		digest:    wire.SpecDigest(publicSpec(spec)),
 		spanOpts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	if err := w.reserve(t); err != nil {
 		return err

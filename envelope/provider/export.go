@@ -55,6 +55,15 @@ type ExportOptions struct {
 	Defer bool
 }
 
+// Spec returns the spec ts offered the model for the mesh tool named
+// tool, so a call the model makes can say which spec it was made against
+// (caller.WithSpec); false for a tool ts does not offer, and for a
+// Toolset decoded from JSON, which carries the declarations only.
+func (ts *Toolset) Spec(tool string) (envelope.ToolSpec, bool) {
+	s, ok := ts.specs[tool]
+	return s, ok
+}
+
 // capabilities resolves the options' capabilities.
 func (o ExportOptions) capabilities() (Capabilities, error) {
 	if o.Capabilities != nil {

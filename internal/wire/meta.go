@@ -47,6 +47,11 @@ const (
 	// start the call without waiting for the server to confirm the
 	// heartbeat naming it (docs/protocol.md §8.2).
 	MetaMaybe = "maybe"
+	// MetaSpec is the digest (SpecDigest) of the tool spec the caller
+	// validated or offered the call against: a worker whose own spec of
+	// the tool has another digest refuses the call unrun with
+	// tool_conflict (docs/protocol.md §14.1).
+	MetaSpec = "spec"
 )
 
 // ErrVersion is the error of a metadata line or frame of a protocol

@@ -3,10 +3,13 @@ package wire
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // SpecsDigest names a catalogue's tools array by its content: the hex
@@ -16,6 +19,20 @@ import (
 func SpecsDigest(tools []byte) string {
 	sum := sha256.Sum256(tools)
 	return hex.EncodeToString(sum[:])
+}
+
+// SpecDigest names one tool spec by its content, as callers see it: the
+// SpecsDigest of its JSON without the binding (which workers keep to
+// themselves). Two specs have one digest exactly when the catalogue
+// counts them as one spec (equal JSON), so the spec a caller was offered
+// and the spec a worker serves are compared by it (MetaSpec).
+func SpecDigest(spec envelope.ToolSpec) string {
+	spec.Binding = nil
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return ""
+	}
+	return SpecsDigest(b)
 }
 
 // Beacon states.

@@ -83,12 +83,15 @@ func ForbiddenProblem(r envelope.Registry, op Operation, subject, what string) *
 // OnViolation calls handle with every permissions violation NATS reports
 // on nc. NATS reports them asynchronously, through the connection's error
 // handler; the handler already installed is chained, not replaced, and
-// keeps receiving every error.
-func OnViolation(nc *nats.Conn, handle func(op Operation, subject string)) {
+// keeps receiving every error but the violations handle reports expected
+// (true): refusals its owner asked for and deals with, which are no error
+// of the connection's owner (nats.go's default handler would print each
+// on stderr).
+func OnViolation(nc *nats.Conn, handle func(op Operation, subject string) (expected bool)) {
 	prev := nc.ErrorHandler()
 	nc.SetErrorHandler(func(c *nats.Conn, s *nats.Subscription, err error) {
-		if op, subject, ok := Violation(err); ok {
-			handle(op, subject)
+		if op, subject, ok := Violation(err); ok && handle(op, subject) {
+			return
 		}
 		if prev != nil {
 			prev(c, s, err)

@@ -46,6 +46,9 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool s
 		args = json.RawMessage("{}")
 	}
 	var opts []caller.Option
+	if kind.spec != nil {
+		opts = append(opts, kind.spec) // runs only where the served spec is
+	}
 	if bearer := bearerOf(req); bearer != "" {
 		opts = append(opts, caller.WithBearer(bearer))
 	}

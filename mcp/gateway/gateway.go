@@ -393,6 +393,8 @@ func (g *Gateway) apply(view fleetView) {
 		if relay[name].unaryFits { // a change of binding changes how it is called
 			fp += " unary"
 		}
+		fp += " spec " + relay[name].digest // calls name the spec served
+
 		if old, ok := g.served[name]; ok && old.fingerprint == fp {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // relayKind is how the gateway calls one mesh tool.
@@ -25,11 +26,17 @@ type relayKind struct {
 	// returns its output lines in its result, as it does to any unary
 	// caller, rather than as deltas before it.)
 	unaryFits bool
+	// digest names the spec served (wire.SpecDigest), and spec sends it
+	// with every call (caller.WithSpec): a call runs only on a worker
+	// giving the spec its client was shown (docs/protocol.md §14.1).
+	digest string
+	spec   caller.Option
 }
 
 // relayOf is how the gateway calls the tool spec describes.
 func relayOf(s envelope.ToolSpec) relayKind {
-	return relayKind{mcpResult: s.MCPResult, unaryFits: !s.Streaming && !s.MCPResult}
+	return relayKind{mcpResult: s.MCPResult, unaryFits: !s.Streaming && !s.MCPResult,
+		digest: wire.SpecDigest(s), spec: caller.WithSpec(s)}
 }
 
 // logSessions are the MCP sessions that asked for log messages

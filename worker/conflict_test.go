@@ -1,0 +1,83 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// A call that names the digest of another spec of its tool than the
+// worker's is refused before its handler runs: tool_conflict, ran "no",
+// retry_after 0, naming the worker and both digests. A call naming the
+// worker's own digest (with or without its binding, which callers never
+// see) runs.
+func TestCallValidatedAgainstAnotherSpecIsRefusedUnrun(t *testing.T) {
+	w, raw := newTestWorker(t, Config{ID: "w-conflict"})
+	spec := envelope.ToolSpec{Name: "json.query", Description: "v2", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	var runs atomic.Int64
+	if err := w.Register(spec, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
+		runs.Add(1)
+		return "ok", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	stale := spec
+	stale.Description = "v1"
+	staleDigest, ownDigest := wire.SpecDigest(stale), wire.SpecDigest(spec)
+	withBinding := spec
+	withBinding.Binding = &envelope.Binding{}
+	if staleDigest == ownDigest || wire.SpecDigest(withBinding) != ownDigest {
+		t.Fatalf("digests: stale %s own %s with binding %s: want the binding left out and the description counted", staleDigest, ownDigest, wire.SpecDigest(withBinding))
+	}
+	call := func(digest string) envelope.ToolEvent {
+		t.Helper()
+		reply := nats.NewInbox()
+		sub, err := raw.SubscribeSync(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		body := "tm2 id=01CALL" + digest[:8] + " spec=" + digest + "\n" + `{"args":{}}`
+		if err := raw.PublishRequest(mesh.Subjects{}.Call("json.query"), reply, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := sub.NextMsg(20 * time.Second)
+			if err != nil {
+				t.Fatal("no answer:", err)
+			}
+			if isBeat(m) {
+				continue
+			}
+			f, err := wire.ParseFrame(m.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := envelope.ParseEvent(f.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ev
+		}
+	}
+	ev := call(staleDigest)
+	p := ev.Problem()
+	if p == nil || p.Code != envelope.CodeToolConflict || p.Ran() != envelope.RanNo || p.RetryAfter == nil || *p.RetryAfter != 0 ||
+		p.Extensions["worker"] != "w-conflict" || p.Extensions["spec_digest"] != ownDigest || p.Extensions["call_spec_digest"] != staleDigest {
+		t.Fatalf("a call validated against another spec ended %+v: want tool_conflict, ran no, retry_after 0, naming the worker and both digests", p)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the handler ran %d times for a call validated against another spec", n)
+	}
+	if ev := call(ownDigest); ev.Problem() != nil || runs.Load() != 1 {
+		t.Fatalf("a call naming the worker's own spec ended %+v after %d runs: want it run once", ev.Problem(), runs.Load())
+	}
+}
