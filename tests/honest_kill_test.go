@@ -49,9 +49,7 @@ func TestHonestUnreadCallsOfAKilledWorkerSettleUnrun(t *testing.T) {
 	warmUntilEveryWorkerRan(ctx, t, c, pidPath, 4)
 	baseline := len(readExecLog(t, logPath))
 
-	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, victim.cmd.Process)
 	const n = 400
 	done := make(chan []outcome, 1)
 	start := time.Now()

@@ -35,9 +35,7 @@ func TestHonestUnnamedCallRanMaybeOnlyWhenIdempotent(t *testing.T) {
 		}
 	}
 	seen := watchCalls(t, srv.url)
-	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, victim.cmd.Process)
 	const n = 8
 	outs := make([]outcome, 2*n)
 	var wg sync.WaitGroup

@@ -38,9 +38,7 @@ func TestHonestSilentWorkerKilledFoundByPresence(t *testing.T) {
 	// of each worker sent after that has arrived here, the caller's
 	// subscription was sent it too.
 	awaitBeacons(t, srv.url, victimID, survivorID)
-	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, victim.cmd.Process)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const n = 200

@@ -1,11 +1,14 @@
 package tests
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -108,4 +111,33 @@ func (s *stockServer) kill() {
 		_ = s.cmd.Process.Kill()
 		_ = s.cmd.Wait()
 	}
+}
+
+// stopProcess stops p (SIGSTOP) and waits until every thread of it is
+// stopped: the signal is only queued when kill returns, and a busy host
+// may let the process read and answer a message or two before it takes
+// effect, which a test that sends calls "to a stopped worker" must rule out.
+func stopProcess(t *testing.T, p *os.Process) {
+	t.Helper()
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every thread of the process to be stopped", func() bool {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", p.Pid))
+		if err != nil || len(tasks) == 0 {
+			return false
+		}
+		for _, f := range tasks {
+			stat, err := os.ReadFile(f)
+			if err != nil {
+				return false
+			}
+			// The state follows the command name, which ends with ')'.
+			i := bytes.LastIndexByte(stat, ')')
+			if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+				return false
+			}
+		}
+		return true
+	})
 }
