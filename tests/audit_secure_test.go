@@ -57,8 +57,9 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 	}
 	digests := &argDigests{m: map[string]string{}}
 	toolsNC, _ := m.dial(t, "tools")
-	w := meshtest.NewWorker(t, toolsNC, worker.Config{Pool: "demo", Middleware: []worker.Middleware{
-		workermw.Audit(toolsNC, workermw.AuditConfig{Prefix: "toolmesh", Worker: "demo-1"})}})
+	ac := workermw.AuditConfig{Prefix: "toolmesh", Worker: "demo-1"}
+	w := meshtest.NewWorker(t, toolsNC, worker.Config{Pool: "demo", Approvals: worker.Approvals{Tools: []string{"demo.risky"}},
+		Middleware: []worker.Middleware{workermw.Audit(toolsNC, ac)}, OnAnswer: workermw.AuditAnswers(toolsNC, ac)})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, func(ctx context.Context, req *worker.Request, e worker.Emitter) (any, error) {
 		digests.note(req)
 		return echo(ctx, req, e)
@@ -66,6 +67,9 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 	register(t, w, envelope.ToolSpec{Name: "demo.fail"}, func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
 		digests.note(req)
 		return nil, envelope.NewProblem(envelope.CodeToolFailed, "it fails")
+	})
+	register(t, w, envelope.ToolSpec{Name: "demo.risky"}, func(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
+		return worker.AskAs[map[string]string](ctx, req, "Your name?")
 	})
 	tasksNC, _ := m.dial(t, "tasks")
 	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{Middleware: []worker.Middleware{
@@ -91,25 +95,50 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 	if _, err := alice.RunTask(ctx, "demo.echo", map[string]any{"secret": "alice-task-s3cret"}); err != nil {
 		t.Fatal(err)
 	}
-	waitAuditRecords(t, tasksNC, 3)
+	bobAnswers := caller.OnQuestion(func(_ context.Context, q caller.Question) (caller.Answer, error) {
+		if q.Approval != nil {
+			return caller.Accept(map[string]bool{"approve": true})
+		}
+		return caller.Accept(map[string]string{"name": "bob-s3cret-answer"})
+	})
+	if _, err := bob.Call(ctx, "demo.risky", map[string]any{}, bobAnswers); err != nil {
+		t.Fatal(err)
+	}
+	_, err = alice.Call(ctx, "demo.risky", map[string]any{}, caller.OnQuestion(func(context.Context, caller.Question) (caller.Answer, error) {
+		return caller.Decline(), nil
+	}))
+	wantCode(t, err, envelope.CodeDeclined)
+	// Alice's and bob's calls, the task's run, alice's submit, bob's
+	// approval, answer and call, alice's refusal.
+	waitAuditRecords(t, tasksNC, 8)
 
 	recs := auditJSON(t, asOperator)
 	echoRec := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.CallID == aliceRes.ID })
-	wantRecord(t, echoRec, workermw.AuditRecord{Identity: "ALICE/alice", Tenant: "ALICE", Person: "alice", Tool: "demo.echo",
+	wantRecord(t, echoRec, workermw.AuditRecord{Kind: "call", Identity: "ALICE/alice", Tenant: "ALICE", Person: "alice", Tool: "demo.echo",
 		Worker: "demo-1", ArgsSHA256: digests.of(aliceRes.ID), Outcome: "ok", Ran: "yes"})
 	failRec := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Tool == "demo.fail" })
-	wantRecord(t, failRec, workermw.AuditRecord{Identity: "BOB/bob", Tenant: "BOB", Person: "bob", Tool: "demo.fail",
+	wantRecord(t, failRec, workermw.AuditRecord{Kind: "call", Identity: "BOB/bob", Tenant: "BOB", Person: "bob", Tool: "demo.fail",
 		Worker: "demo-1", ArgsSHA256: digests.of(failRec.CallID), Outcome: "tool_failed", Ran: "yes"})
 	submit := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Tool == "tasks.submit" })
 	if submit.Identity != "ALICE/alice" || submit.Outcome != "ok" || len(submit.ArgsSHA256) != 64 {
 		t.Fatalf("alice's submit is recorded as %+v", submit)
 	}
 
-	// Filtered, as text: only bob's line, and never an argument.
-	r := runCmd(t, "", append([]string{"audit", "--identity", "bob"}, asOperator...)...)
+	bobRisky := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Kind == "call" && r.Tool == "demo.risky" })
+	approved := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Kind == "approval" && r.Identity == "BOB/bob" })
+	answered := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Kind == "answer" })
+	refused := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Kind == "approval" && r.Identity == "ALICE/alice" })
+	if bobRisky.Identity != "BOB/bob" || bobRisky.Outcome != "ok" || approved.Outcome != "approved" || approved.CallID != bobRisky.CallID ||
+		answered.Identity != "BOB/bob" || answered.Outcome != "accept" || answered.CallID != bobRisky.CallID || len(answered.AnswerSHA256) != 64 ||
+		refused.Outcome != "refused" || refused.Tool != "demo.risky" {
+		t.Fatalf("approvals and answers recorded as\ncall %+v\napproval %+v\nanswer %+v\nrefusal %+v", bobRisky, approved, answered, refused)
+	}
+
+	// Filtered, as text: only bob's calls of demo.fail, and never an argument.
+	r := runCmd(t, "", append([]string{"audit", "--identity", "bob", "--tool", "demo.fail"}, asOperator...)...)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if r.code != 0 || len(lines) != 1 || !strings.Contains(lines[0], "BOB/bob demo.fail") || !strings.Contains(lines[0], "outcome=tool_failed ran=yes") {
-		t.Fatalf("audit --identity bob: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	if r.code != 0 || len(lines) != 1 || !strings.Contains(lines[0], "BOB/bob call demo.fail demo-1 outcome=tool_failed ran=yes args=") {
+		t.Fatalf("audit --identity bob --tool demo.fail: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	all := runCmd(t, "", append([]string{"audit"}, asOperator...)...)
 	if strings.Contains(all.stdout, "s3cret") || len(strings.Split(strings.TrimSpace(all.stdout), "\n")) != len(recs) {

@@ -15,7 +15,6 @@ import (
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/audit"
-	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
@@ -44,8 +43,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 				if asJSON {
 					return enc.Encode(r)
 				}
-				_, err := fmt.Fprintf(g.stdout, "%s %s %s %s args=%.12s outcome=%s ran=%s call=%s\n",
-					r.Time.Format(time.RFC3339Nano), orDash(r.Identity), r.Tool, orDash(r.Worker), r.ArgsSHA256, r.Outcome, r.Ran, r.CallID)
+				_, err := fmt.Fprintln(g.stdout, auditLine(r))
 				return err
 			})
 			if follow && ctx.Err() != nil {
@@ -123,6 +121,26 @@ func auditProblem(err error) error {
 	return envelope.Problemf(envelope.CodeInternal, "audit: %v", err)
 }
 
+// auditLine is one record as `toolmesh audit` prints it: when, who,
+// what kind, which tool on which worker, and how it ended; an argument's
+// or answer's digest is cut to 12 hex digits.
+func auditLine(r workermw.AuditRecord) string {
+	line := fmt.Sprintf("%s %s %s %s %s outcome=%s", r.Time.Format(time.RFC3339Nano), orDash(r.Identity), r.Kind, r.Tool, orDash(r.Worker), r.Outcome)
+	if r.Ran != "" {
+		line += " ran=" + r.Ran
+	}
+	if r.ArgsSHA256 != "" {
+		line += fmt.Sprintf(" args=%.12s", r.ArgsSHA256)
+	}
+	if r.QuestionID != "" {
+		line += " question=" + r.QuestionID
+	}
+	if r.AnswerSHA256 != "" {
+		line += fmt.Sprintf(" answer=%.12s", r.AnswerSHA256)
+	}
+	return line + " call=" + r.CallID
+}
+
 // orDash is s, or "-" when it is empty (a single-account mesh has no identities).
 func orDash(s string) string {
 	if s == "" {
@@ -131,12 +149,12 @@ func orDash(s string) string {
 	return s
 }
 
-// auditMiddleware is the audit hook of a command's worker when --audit is
-// on: every call's record published on nc under the mesh's prefix.
-func auditMiddleware(g *globals, nc *nats.Conn, pool, toolPrefix string) worker.Middleware {
+// auditConfig is where a command's worker sends its audit records when
+// --audit is on: on nc under the mesh's prefix, naming the pool and host.
+func auditConfig(g *globals, pool, toolPrefix string) workermw.AuditConfig {
 	host, _ := os.Hostname()
 	if pool != "" {
 		host = pool + "@" + host
 	}
-	return workermw.Audit(nc, workermw.AuditConfig{Prefix: g.prefix, Worker: host, ToolPrefix: toolPrefix, Logger: g.log})
+	return workermw.AuditConfig{Prefix: g.prefix, Worker: host, ToolPrefix: toolPrefix, Logger: g.log}
 }

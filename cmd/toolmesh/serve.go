@@ -175,12 +175,13 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			mw := commandMiddleware()
+			wcfg := worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware(), Approvals: approvals}
 			if audited {
-				mw = append([]worker.Middleware{auditMiddleware(g, nc, pool, "")}, mw...)
+				ac := auditConfig(g, pool, "")
+				wcfg.Middleware = append([]worker.Middleware{workermw.Audit(nc, ac)}, wcfg.Middleware...)
+				wcfg.OnAnswer = workermw.AuditAnswers(nc, ac)
 			}
-			return runWorker(ctx, g, nc, file, config, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log,
-				Middleware: mw, Approvals: approvals}, drain)
+			return runWorker(ctx, g, nc, file, config, wcfg, drain)
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")

@@ -16,6 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/tasks"
 	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 // newTasksCmd is `toolmesh tasks`: durable calls (docs/protocol.md §22).
@@ -241,7 +242,7 @@ func newTasksServeCmd(g *globals) *cobra.Command {
 			defer nc.Close()
 			cfg := tf.config(g)
 			if tf.audit {
-				cfg.Middleware = []worker.Middleware{auditMiddleware(g, nc, "tasks", "tasks.")}
+				cfg.Middleware = []worker.Middleware{workermw.Audit(nc, auditConfig(g, "tasks", "tasks."))}
 			}
 			svc, err := tasks.New(ctx, nc, cfg)
 			if err != nil {

@@ -16,22 +16,30 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// AuditRecord is one call as the audit trail keeps it: who made it (the
-// identity the NATS server stamped, split into tenant and person), what
-// (the tool and a digest of its arguments, never the arguments), when, and
-// how it ended (outcome "ok" or the Problem's code, and whether the
-// handler ran). Records travel as JSON on <prefix>.audit.<tool>.
+// AuditRecord is one entry of the audit trail: who (the identity the
+// NATS server stamped, split into tenant and person), what (the tool and
+// a digest of its arguments, never the arguments), when, and how it
+// ended. Kind "call" is a call that reached the handler's middleware:
+// Outcome is "ok" or the Problem's code, Ran whether the handler ran.
+// Kind "answer" and "approval" are answers to a call's questions (see
+// AuditAnswers): Outcome is the answer's action, or for an approval
+// "approved" or "refused". Records travel as JSON on
+// <prefix>.audit.<tool>.
 type AuditRecord struct {
 	Time       time.Time `json:"time"`
+	Kind       string    `json:"kind"`
 	Worker     string    `json:"worker,omitempty"`
 	Identity   string    `json:"identity,omitempty"`
 	Tenant     string    `json:"tenant,omitempty"`
 	Person     string    `json:"person,omitempty"`
 	Tool       string    `json:"tool"`
 	CallID     string    `json:"call_id"`
-	ArgsSHA256 string    `json:"args_sha256"`
+	ArgsSHA256 string    `json:"args_sha256,omitempty"`
 	Outcome    string    `json:"outcome"`
-	Ran        string    `json:"ran"`
+	Ran        string    `json:"ran,omitempty"`
+	// QuestionID and AnswerSHA256 name an answer and digest its content.
+	QuestionID   string `json:"question_id,omitempty"`
+	AnswerSHA256 string `json:"answer_sha256,omitempty"`
 	// DurationMS is how long the handler (and the middleware inside this
 	// one) took, in milliseconds.
 	DurationMS int64 `json:"duration_ms"`
@@ -59,11 +67,45 @@ type AuditConfig struct {
 // tool pools and the task service only, so tenants cannot forge records).
 // A lost record is logged, never fails the call.
 func Audit(nc *nats.Conn, cfg AuditConfig) worker.Middleware {
+	return AuditFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
+}
+
+// AuditAnswers is Audit for the answers to calls' questions and
+// approvals, which no middleware sees: set it as worker.Config.OnAnswer.
+// The answer's content is digested, never kept.
+func AuditAnswers(nc *nats.Conn, cfg AuditConfig) func(context.Context, worker.Answered) {
+	return AuditAnswersFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
+}
+
+// AuditAnswersFunc is AuditAnswers with the record handed to record.
+func AuditAnswersFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, worker.Answered) {
+	return func(ctx context.Context, a worker.Answered) {
+		rec := AuditRecord{Time: time.Now().UTC(), Kind: "answer", Worker: workerName, Identity: a.Identity,
+			Tool: toolPrefix + a.Tool, CallID: a.CallID, QuestionID: a.QuestionID, Outcome: a.Action}
+		rec.Tenant, rec.Person = splitIdentity(a.Identity)
+		if a.Content != nil {
+			rec.AnswerSHA256 = digest(a.Content)
+		}
+		if a.Approval {
+			rec.Kind = "approval"
+			switch {
+			case a.Approved:
+				rec.Outcome = "approved"
+			case a.Action != envelope.ActionCancel:
+				rec.Outcome = "refused"
+			}
+		}
+		record(ctx, rec)
+	}
+}
+
+// auditPublisher publishes records on nc; a failure is logged.
+func auditPublisher(nc *nats.Conn, cfg AuditConfig) func(context.Context, AuditRecord) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return AuditFunc(cfg.Worker, cfg.ToolPrefix, func(ctx context.Context, rec AuditRecord) {
+	return func(ctx context.Context, rec AuditRecord) {
 		data, err := json.Marshal(rec)
 		if err == nil {
 			err = nc.Publish(cfg.Prefix+".audit."+rec.Tool, data)
@@ -71,7 +113,22 @@ func Audit(nc *nats.Conn, cfg AuditConfig) worker.Middleware {
 		if err != nil {
 			log.WarnContext(ctx, "audit record not published", "tool", rec.Tool, "call_id", rec.CallID, "err", err)
 		}
-	})
+	}
+}
+
+// digest is the hex sha256 of b.
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// splitIdentity is an "acc/user" identity's tenant and person.
+func splitIdentity(id string) (tenant, person string) {
+	tenant, person, _ = strings.Cut(id, "/")
+	if person == "" {
+		return "", ""
+	}
+	return tenant, person
 }
 
 // AuditFunc is Audit with the record handed to record instead of
@@ -92,12 +149,9 @@ func AuditFunc(workerName, toolPrefix string, record func(context.Context, Audit
 
 // auditRecord is who, what and how of one call ended by err.
 func auditRecord(ctx context.Context, req *worker.Request, err error) AuditRecord {
-	sum := sha256.Sum256(req.Args)
-	rec := AuditRecord{Identity: req.Identity, CallID: req.CallID,
-		ArgsSHA256: hex.EncodeToString(sum[:]), Outcome: "ok", Ran: string(envelope.RanYes)}
-	if acc, user, ok := strings.Cut(req.Identity, "/"); ok {
-		rec.Tenant, rec.Person = acc, user
-	}
+	rec := AuditRecord{Kind: "call", Identity: req.Identity, CallID: req.CallID,
+		ArgsSHA256: digest(req.Args), Outcome: "ok", Ran: string(envelope.RanYes)}
+	rec.Tenant, rec.Person = splitIdentity(req.Identity)
 	switch {
 	case err == nil:
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
