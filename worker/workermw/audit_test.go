@@ -21,10 +21,10 @@ func TestAuditRecordsOutcomeAndRan(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	cases := []struct {
-		name          string
-		ctx           context.Context
-		err           error
-		outcome, ran  string
+		name           string
+		ctx            context.Context
+		err            error
+		outcome, ran   string
 		tenant, person string
 	}{
 		{"ok", context.Background(), nil, "ok", "yes", "ALICE", "alice"},
