@@ -226,3 +226,38 @@ func wantRecord(t *testing.T, rec, want workermw.AuditRecord) {
 		t.Fatalf("audit record\n got %+v\nwant %+v", rec, want)
 	}
 }
+
+// The same on the stock nats-server loading deploy/secure verbatim: the
+// operator creates the trail and reads alice's call with her identity;
+// alice may not subscribe to it.
+func TestSecureStockAuditTrail(t *testing.T) {
+	m := startSecureStock(t)
+	asOperator := []string{"--server", m.url, "--user", "tasks", "--password", m.passwords["tasks"]}
+	if r := runCmd(t, "", append([]string{"audit", "init"}, asOperator...)...); r.code != 0 {
+		t.Fatalf("audit init: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	toolsNC := m.dial(t, "tools")
+	w := meshtest.NewWorker(t, toolsNC, worker.Config{Pool: "demo", Middleware: []worker.Middleware{
+		workermw.Audit(toolsNC, workermw.AuditConfig{Prefix: "toolmesh", Worker: "demo-1"})}})
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	aliceNC := m.dial(t, "alice")
+	res, err := meshtest.NewCaller(t, aliceNC, caller.Config{}).Call(context.Background(), "demo.echo", map[string]any{"secret": "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAuditRecords(t, m.dial(t, "tasks"), 1)
+	rec := findRecord(t, auditJSON(t, asOperator), func(r workermw.AuditRecord) bool { return r.CallID == res.ID })
+	if rec.Identity != "ALICE/alice" || rec.Outcome != "ok" || rec.Ran != "yes" || len(rec.ArgsSHA256) != 64 {
+		t.Fatalf("alice's call is recorded as %+v", rec)
+	}
+	if _, err := aliceNC.Subscribe("toolmesh.audit.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := aliceNC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "alice's subscription to the trail to be refused", func() bool {
+		op, subj, ok := wire.Violation(aliceNC.LastError())
+		return ok && op == wire.OpSubscribe && subj == "toolmesh.audit.>"
+	})
+}
