@@ -43,7 +43,8 @@ func readOnly() *envelope.Annotations {
 // startAPI starts the worker that hosts the task API under <p>.tasks.
 func (s *Service) startAPI() error {
 	w, err := worker.New(s.nc, worker.Config{Prefix: s.names.base, Name: "toolmesh-tasks",
-		Description: "toolmesh task service (durable calls)", Logger: s.log, Limits: worker.Limits{MaxConcurrent: s.cfg.MaxConcurrent}, Liveness: worker.Liveness{Heartbeat: s.cfg.Heartbeat}})
+		Description: "toolmesh task service (durable calls)", Logger: s.log, Limits: worker.Limits{MaxConcurrent: s.cfg.MaxConcurrent}, Liveness: worker.Liveness{Heartbeat: s.cfg.Heartbeat},
+		Middleware: s.cfg.Middleware})
 	if err != nil {
 		return err
 	}

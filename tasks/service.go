@@ -82,6 +82,10 @@ type Config struct {
 	MaxConcurrent int
 	// Logger receives the service's log (default: discarded).
 	Logger *slog.Logger
+	// Middleware wraps the task API's handlers (submit, cancel, answer…),
+	// the first outermost: workermw.Audit records each task action with
+	// the identity of the person who took it.
+	Middleware []worker.Middleware
 }
 
 func (cfg Config) withDefaults() Config {

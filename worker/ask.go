@@ -91,8 +91,9 @@ func AskAs[T any](ctx context.Context, req *Request, message string) (T, error) 
 
 // openQuestion is a question sent and not yet settled.
 type openQuestion struct {
-	schema *envelope.Schema
-	answer chan Answer // buffered: the one answer taken
+	schema   *envelope.Schema
+	answer   chan Answer // buffered: the one answer taken
+	approval bool        // the worker's own approval question
 }
 
 // inputTimeoutError is the cancel cause of a call whose question went
@@ -158,7 +159,7 @@ func (c *call) open(q Question, schema *envelope.Schema, approval *envelope.Appr
 	if err := c.enqueueFreeLocked(ev); err != nil {
 		return "", nil, err
 	}
-	oq := &openQuestion{schema: schema, answer: make(chan Answer, 1)}
+	oq := &openQuestion{schema: schema, answer: make(chan Answer, 1), approval: approval != nil}
 	if c.questions == nil {
 		c.questions = map[string]*openQuestion{}
 	}
@@ -235,6 +236,7 @@ func (c *call) answer(ctl wire.Control) {
 	if ctl.Action == envelope.ActionAccept {
 		a.Content = append(json.RawMessage(nil), ctl.Content...)
 	}
+	c.observeAnswer(ctl.QuestionID, oq.approval, a)
 	oq.answer <- a
 }
 

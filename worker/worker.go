@@ -62,6 +62,12 @@ type Config struct {
 	// the tool's own middleware (see Register). Package worker/workermw
 	// has auth, limits, access logs and metrics.
 	Middleware []Middleware
+	// OnAnswer, when set, hears of every answer that settles a question
+	// of a call here (the handler's, or the approval of Approvals), which
+	// middleware cannot see: workermw.AuditAnswers records them in the
+	// audit trail. It runs on the worker's control goroutine: it must
+	// not block.
+	OnAnswer func(ctx context.Context, a Answered)
 	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).

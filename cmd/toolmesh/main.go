@@ -153,7 +153,7 @@ func newRoot(g *globals) *cobra.Command {
 	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g), newBenchCmd(g))
 	root.AddCommand(newExplainCmd(g), newVersionCmd(g))
 	root.AddCommand(newTopCmd(g))
-	root.AddCommand(newTasksCmd(g))
+	root.AddCommand(newTasksCmd(g), newAuditCmd(g))
 	addCompletions(g, root)
 	root.AddCommand(newMCPCmd(g))
 	root.AddCommand(newAuthCalloutCmd(g))

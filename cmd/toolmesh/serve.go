@@ -152,6 +152,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	var config, pool string
 	var drain time.Duration
 	var approvals worker.Approvals
+	var audited bool
 	cmd := &cobra.Command{
 		Use:   "worker --config tools.yaml",
 		Short: "Join a mesh and host the command-line tools of a tools file",
@@ -174,14 +175,20 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			return runWorker(ctx, g, nc, file, config, worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log,
-				Middleware: commandMiddleware(), Approvals: approvals}, drain)
+			wcfg := worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware(), Approvals: approvals}
+			if audited {
+				ac := auditConfig(g, pool, "")
+				wcfg.Middleware = append([]worker.Middleware{workermw.Audit(nc, ac)}, wcfg.Middleware...)
+				wcfg.OnAnswer = workermw.AuditAnswers(nc, ac)
+			}
+			return runWorker(ctx, g, nc, file, config, wcfg, drain)
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
 	approvalFlags(cmd, &approvals)
 	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	cmd.Flags().BoolVar(&audited, "audit", false, "record every call (who, tool, args digest, outcome, ran) on <prefix>.audit.<tool> for the audit stream (see toolmesh audit)")
 	addAllowUnconfined(cmd, g)
 	return cmd
 }

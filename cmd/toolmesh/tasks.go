@@ -15,6 +15,8 @@ import (
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/tasks"
+	"github.com/toolmesh/toolmesh/worker"
+	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 // newTasksCmd is `toolmesh tasks`: durable calls (docs/protocol.md §22).
@@ -204,6 +206,7 @@ type taskFlags struct {
 	attempts                           int
 	ownerTasks, ownerBytes, storeBytes int64
 	ownerRunning, ownerToolRunning     int
+	audit                              bool
 }
 
 func (f *taskFlags) add(cmd *cobra.Command) {
@@ -237,7 +240,11 @@ func newTasksServeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			svc, err := tasks.New(ctx, nc, tf.config(g))
+			cfg := tf.config(g)
+			if tf.audit {
+				cfg.Middleware = []worker.Middleware{workermw.Audit(nc, auditConfig(g, "tasks", "tasks."))}
+			}
+			svc, err := tasks.New(ctx, nc, cfg)
 			if err != nil {
 				return envelope.Problemf(envelope.CodeInvalidConfig, "task service: %v", err).
 					WithFix("Point --server at a NATS server with JetStream enabled (toolmesh dev has it).", envelope.MaybeIncorrect)
@@ -249,5 +256,6 @@ func newTasksServeCmd(g *globals) *cobra.Command {
 		},
 	}
 	tf.add(cmd)
+	cmd.Flags().BoolVar(&tf.audit, "audit", false, "record every task action (submit, cancel, answer…) with its caller on <prefix>.audit.tasks.<action> (see toolmesh audit)")
 	return cmd
 }
