@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/internal/oauth"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
@@ -76,11 +76,11 @@ func TestBridgeReachesAnOAuthServerWithClientCredentials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	testutil.WaitFor(t, "remote.hello in the catalogue", func() bool {
-		cat, err := m.Caller.Catalog(ctx, 0)
+		cat, err := m.Caller.Catalog().List(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return slices.ContainsFunc(cat.Tools, func(c caller.CatalogTool) bool { return c.Spec.Name == "remote.hello" })
+		return slices.ContainsFunc(cat.Tools, func(c catalog.Tool) bool { return c.Spec.Name == "remote.hello" })
 	})
 	before := p.store.tokensIssued("bridge")
 	for range 2 {
