@@ -164,6 +164,13 @@ func (s *Stream) Next() (envelope.ToolEvent, error) {
 	if s.over {
 		return envelope.ToolEvent{}, io.EOF
 	}
+	if s.ctx.Err() != nil {
+		// Closed, or its context ended: what waits unread is dropped,
+		// and the terminal says why.
+		<-s.done
+		s.over = true
+		return s.terminal, nil
+	}
 	select {
 	case it := <-s.events:
 		return s.take(it), nil
