@@ -88,6 +88,9 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 			if o.peer == peerMCP {
 				return runMCPPeer(cmd.Context(), env, o)
 			}
+			if o.peer == peerEcho {
+				return runEchoPeer(cmd.Context(), env)
+			}
 			if o.peer != "" {
 				return runBenchPeer(cmd.Context(), env, o)
 			}
