@@ -120,7 +120,7 @@ func (c *Caller) streamEvent(ctx context.Context, s *Stream, tool string, args a
 }
 
 // streamOnce makes one attempt, handing its events to the reader as they
-// arrive; delivered reports whether any but the start event reached it
+// arrive; delivered reports whether any but the start event was queued for it
 // (after which the attempt is not retried).
 func (c *Caller) streamOnce(ctx context.Context, s *Stream, tool string, args any, o callOptions) (id string, terminal envelope.ToolEvent, delivered bool) {
 	p, prob := c.start(ctx, tool, args, o, stream)
