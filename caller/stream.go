@@ -24,9 +24,9 @@ type Stream struct {
 	c      *Caller
 	ctx    context.Context // the stream's own: Close cancels it
 	cancel context.CancelCauseFunc
-	events chan envelope.ToolEvent // non-terminal events, handed over one at a time
-	done   chan struct{}           // closed once terminal is set
-	sent   chan struct{}           // closed when an attempt is sent, or the call ended unsent
+	events chan streamItem // non-terminal events on their way to the reader
+	done   chan struct{}   // closed once terminal is set
+	sent   chan struct{}   // closed when an attempt is sent, or the call ended unsent
 
 	mu       sync.Mutex
 	p        *pending           // the current attempt
@@ -36,13 +36,27 @@ type Stream struct {
 	sentOnce sync.Once
 }
 
+// streamBuffer is how many events may wait between the goroutine that
+// takes them off the wire and the reader. With none, every event cost a
+// goroutine switch each way; with a few, a fast reader takes them in runs.
+// They still count against the credit window until the reader has them,
+// so the buffer does not add to what a worker may send unread.
+const streamBuffer = 32
+
+// streamItem is one event for the reader and the attempt it came from,
+// which counts it read (and grants credit) once the reader takes it.
+type streamItem struct {
+	ev envelope.ToolEvent
+	p  *pending
+}
+
 // Stream starts tool with args in stream mode. An error is returned only
 // when the call could not be sent at all (a *envelope.Problem, which
 // middleware may also answer with); everything after that arrives as
 // events.
 func (c *Caller) Stream(ctx context.Context, tool string, args any, opts ...Option) (*Stream, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &Stream{c: c, ctx: sctx, cancel: cancel, events: make(chan envelope.ToolEvent),
+	s := &Stream{c: c, ctx: sctx, cancel: cancel, events: make(chan streamItem, streamBuffer),
 		done: make(chan struct{}), sent: make(chan struct{})}
 	go s.pump(tool, args, opts)
 	<-s.sent
@@ -77,23 +91,15 @@ func (s *Stream) attach(p *pending) {
 	s.markSent()
 }
 
-// forward hands ev to the reader; false when ctx ends first.
-func (s *Stream) forward(ctx context.Context, ev envelope.ToolEvent) bool {
+// hand queues one of p's events for the reader; false when ctx ends
+// first. The event counts as read (§10) when the reader takes it.
+func (s *Stream) hand(ctx context.Context, p *pending, ev envelope.ToolEvent) bool {
 	select {
-	case s.events <- ev:
+	case s.events <- streamItem{ev: ev, p: p}:
 		return true
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// hand forwards one of p's events and counts it read once the reader has it.
-func (s *Stream) hand(ctx context.Context, p *pending, ev envelope.ToolEvent) bool {
-	if !s.forward(ctx, ev) {
-		return false
-	}
-	p.read(ev)
-	return true
 }
 
 // streamEvent is the innermost Invoker of a stream: attempts, retried
@@ -118,7 +124,7 @@ func (c *Caller) streamEvent(ctx context.Context, s *Stream, tool string, args a
 }
 
 // streamOnce makes one attempt, handing its events to the reader as they
-// arrive; delivered reports whether any but the start event reached it
+// arrive; delivered reports whether any but the start event was queued for it
 // (after which the attempt is not retried).
 func (c *Caller) streamOnce(ctx context.Context, s *Stream, tool string, args any, o callOptions) (id string, terminal envelope.ToolEvent, delivered bool) {
 	p, prob := c.start(ctx, tool, args, o, stream)
@@ -162,14 +168,33 @@ func (s *Stream) Next() (envelope.ToolEvent, error) {
 	if s.over {
 		return envelope.ToolEvent{}, io.EOF
 	}
-	select {
-	case ev := <-s.events:
-		return ev, nil
-	case <-s.done:
+	if s.ctx.Err() != nil {
+		// Closed, or its context ended: what waits unread is dropped,
+		// and the terminal says why.
+		<-s.done
 		s.over = true
-		s.cancel(nil)
 		return s.terminal, nil
 	}
+	select {
+	case it := <-s.events:
+		return s.take(it), nil
+	case <-s.done:
+	}
+	// Every event was queued before done was closed: they come first.
+	select {
+	case it := <-s.events:
+		return s.take(it), nil
+	default:
+	}
+	s.over = true
+	s.cancel(nil)
+	return s.terminal, nil
+}
+
+// take gives the reader one queued event and counts it read.
+func (s *Stream) take(it streamItem) envelope.ToolEvent {
+	it.p.read(it.ev)
+	return it.ev
 }
 
 // Events ranges over the events, the terminal one included. The terminal

@@ -402,6 +402,14 @@ func optString(object, field string, raw []byte) (string, error) {
 }
 
 func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
+	if ev, ok := parseDelta(data, copyData); ok {
+		return ev, nil
+	}
+	return parseAnyEvent(data, copyData)
+}
+
+// parseAnyEvent decodes an event of any type and form.
+func parseAnyEvent(data []byte, copyData bool) (ToolEvent, error) {
 	var none ToolEvent
 	if err := jsonx.Check(data); err != nil {
 		return none, fmt.Errorf("event: %w", err)
@@ -444,6 +452,30 @@ func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
 	ev.extra = m.leftovers(&ev)
 	return ev, nil
 }
+
+// deltaPrefix is how a delta written by ToolEvent.AppendJSON begins.
+const deltaPrefix = `{"type":"delta","data":`
+
+// parseDelta decodes, in one validating pass over its data, a delta in
+// exactly the form AppendJSON writes (the bulk of a stream); ok is false
+// for anything else, which parseEvent's general path then decides. Its
+// event is the one the general path would return.
+func parseDelta(data []byte, copyData bool) (ev ToolEvent, ok bool) {
+	n := len(data)
+	if n < len(deltaPrefix)+2 || data[n-1] != '}' || string(data[:len(deltaPrefix)]) != deltaPrefix {
+		return ev, false
+	}
+	v := data[len(deltaPrefix) : n-1]
+	if isJSONSpace(v[0]) || isJSONSpace(v[len(v)-1]) || !jsonx.Valid(v) {
+		return ev, false
+	}
+	if copyData {
+		v = append([]byte(nil), v...)
+	}
+	return ToolEvent{Type: EventDelta, Data: json.RawMessage(v), validData: true}, true
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func parseEventType(typ []byte) (EventType, error) {
 	if typ == nil || jsonx.IsNull(typ) {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,10 +36,18 @@ type benchJSONRow struct {
 	benchJSONRatios
 	ToolmeshVsMicro *benchJSONRatios `json:"toolmesh_vs_micro"`
 	MicroVsRaw      *benchJSONRatios `json:"micro_vs_raw"`
-	Target          string           `json:"target"`
-	Met             *bool            `json:"met"`
-	Checks          []struct {
+	RawPeer         string           `json:"raw_peer"`
+	P50Excess       float64          `json:"p50_excess_round_trips"`
+	RoundTrip       *benchJSONSide   `json:"nats_round_trip"`
+	Versus          []struct {
+		Peer         string          `json:"peer"`
+		ToolmeshOver benchJSONRatios `json:"toolmesh_over_peer"`
+	} `json:"versus"`
+	Target string `json:"target"`
+	Met    *bool  `json:"met"`
+	Checks []struct {
 		Metric string  `json:"metric"`
+		Peer   string  `json:"peer"`
 		Got    float64 `json:"got"`
 		Met    bool    `json:"met"`
 	} `json:"checks"`
@@ -85,7 +94,7 @@ func TestCommandBench(t *testing.T) {
 		inFlight int
 		micro    bool
 		target   bool
-	}{{"unary", 1, true, true}, {"unary", 3, true, false}, {"unary, idempotent", 1, true, false}, {"unary, idempotent", 3, true, false},
+	}{{"unary", 1, true, true}, {"unary", 3, true, false}, {"unary, idempotent", 1, true, true}, {"unary, idempotent", 3, true, false},
 		{"unary, coalescing off", 3, true, false}, {"stream of 5 deltas", 1, false, true},
 		{"no responders", 1, false, true}, {"durable unary (task)", 1, false, true}, {"durable unary (task)", 3, false, true}, {"mcp gateway, http", 2, false, true}, {"mcp gateway, stdio", 2, false, true},
 		{"mcp cold start, 5 tools", 1, false, true},
@@ -183,14 +192,45 @@ func checkBenchTarget(t *testing.T, res benchJSONRow, want bool) {
 	met := true
 	for _, c := range res.Checks {
 		met = met && c.Met
-		got := map[string]float64{"throughput_ratio": res.ThroughputRatio, "p50_ratio": res.P50Ratio}
-		if v, ok := got[c.Metric]; ok && v != c.Got {
-			t.Errorf("%s: check %s judged %v, the row says %v", res.Scenario, c.Metric, c.Got, v)
+		if !slices.Contains([]string{"throughput_ratio", "p50_ratio", "p50_excess_round_trips"}, c.Metric) {
+			continue // the memory row's figures, checked by checkBenchMemory
+		}
+		if v, ok := benchFigure(res, c.Metric, c.Peer); ok && v != c.Got {
+			t.Errorf("%s: check %s over %q judged %v, the row says %v", res.Scenario, c.Metric, c.Peer, c.Got, v)
+		} else if !ok && c.Met {
+			t.Errorf("%s: check %s over %q met, but the row has no such figure", res.Scenario, c.Metric, c.Peer)
 		}
 	}
 	if res.Met != nil && *res.Met != met {
 		t.Errorf("%s: met = %v, but its checks say %v", res.Scenario, *res.Met, met)
 	}
+}
+
+// benchFigure is the row's figure a check judges: a ratio over the peer
+// the check names (the raw side when it names none), or the p50 excess in
+// raw NATS round trips.
+func benchFigure(res benchJSONRow, metric, peer string) (float64, bool) {
+	ratios := &res.benchJSONRatios
+	switch {
+	case metric == "p50_excess_round_trips":
+		return res.P50Excess, res.RoundTrip != nil
+	case peer == "micro":
+		ratios = res.ToolmeshVsMicro
+	case peer != "" && peer != "raw" && peer != res.RawPeer:
+		ratios = nil
+		for _, v := range res.Versus {
+			if v.Peer == peer {
+				ratios = &v.ToolmeshOver
+			}
+		}
+	}
+	if ratios == nil {
+		return 0, false
+	}
+	if metric == "p50_ratio" {
+		return ratios.P50Ratio, true
+	}
+	return ratios.ThroughputRatio, true
 }
 
 // checkBenchMemory: the memory row held every call and measured the

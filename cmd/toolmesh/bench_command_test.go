@@ -47,18 +47,19 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--duration", "30ms", "--rounds", "2", "--concurrency", "2,256",
-		"--cli-concurrency", "1", "--big-results", "1", "--gateway-concurrency", "2", "--cold-tools", "5", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms", "--flood", "30",
+		"--cli-concurrency", "1", "--big-results", "1", "--gateway-concurrency", "1,2", "--cold-tools", "5", "--deltas", "3", "--memory-calls", "20", "--memory-settle", "300ms", "--flood", "30",
 		"--fleet-workers", "2", "--fleet-slots", "2", "--fleet-work", "1ms"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	for _, want := range []string{
 		"SCENARIO", "MICRO/RAW", "TOOLMESH/MICRO", "TARGET", "MET",
-		"\nunary   ", "unary, idempotent", "throughput ≥ 1.20", "stream of 3 deltas", "no responders", "p50 ≤ 1.30", "cli /bin/true",
+		"\nunary   ", "unary, idempotent", "throughput over micro ≥ 0.85", "throughput over micro ≥ 1.00", "throughput ≥ 0.80", "throughput ≥ 1.00", "stream of 3 deltas", "no responders", "p50 ≤ 1.30", "cli /bin/true",
 		"memory, 20 calls in flight", "caller heap per call", "worker heap+stack per blocked call",
 		"caller heap/call ≤ 1.0 KiB", "worker/blocked call ≤ 6.0 KiB", "RSS after/baseline ≤ 1.20",
 		"what users would pick instead", "mcp-http-stateless", "grpc", "result of 1 MiB", "throughput ≥ 0.50",
-		"mcp gateway, http", "mcp gateway, stdio", "throughput ≥ 0.80, p50 ≤ 1.25", "mcp cold start, 5 tools", "p50 ≤ 1.50",
+		"mcp gateway, http", "mcp gateway, stdio", "throughput over go-sdk ≥ 0.80, p50 ≤ go-sdk p50 + 1.50 NATS round trips",
+		"mcp gateway, http at 1: toolmesh p50", "one raw NATS round trip", "mcp cold start, 5 tools", "p50 ≤ 1.50",
 		"flood: 30 calls fired at once", "\n  toolmesh  ", "\n  raw       ",
 		"fleet of 2 × 2 slots, 1ms each", "fleet of 2 × 2 slots, 1ms each, coalescing off", "throughput ≥ 0.95",
 	} {

@@ -88,6 +88,9 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 			if o.peer == peerMCP {
 				return runMCPPeer(cmd.Context(), env, o)
 			}
+			if o.peer == peerEcho {
+				return runEchoPeer(cmd.Context(), env)
+			}
 			if o.peer != "" {
 				return runBenchPeer(cmd.Context(), env, o)
 			}
@@ -100,7 +103,7 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 	f := cmd.Flags()
 	f.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per side and scenario")
 	f.IntVar(&o.rounds, "rounds", 6, "interleaved rounds per scenario; ratios are the median over rounds")
-	f.StringVar(&o.concurrency, "concurrency", "1,256", "comma-separated numbers of unary calls kept in flight")
+	f.StringVar(&o.concurrency, "concurrency", "1,16,256", "comma-separated numbers of unary calls kept in flight")
 	f.StringVar(&o.cliFlight, "cli-concurrency", "1,8", "comma-separated numbers of CLI-bound /bin/true calls kept in flight (\"none\": skip)")
 	f.StringVar(&o.bigResults, "big-results", "10,50", "comma-separated sizes in MiB of the large-result rows (\"none\": skip)")
 	f.StringVar(&o.gatewayFlt, "gateway-concurrency", "1,64", "comma-separated numbers of MCP calls kept in flight through `toolmesh mcp` and to a go-sdk server (\"none\": skip)")

@@ -34,7 +34,13 @@ func Markdown(report io.Reader, info RunInfo) (string, error) {
 			writeRatioRows(&b, x)
 		}
 	}
-	b.WriteString("\nRatios are toolmesh over the peer, medians over rounds [lowest–highest round]: throughput 1.00 = as many calls per second, p50 1.00 = as fast. The target applies to the row's first peer.\n")
+	b.WriteString("\nRatios are toolmesh over the peer, medians over rounds [lowest–highest round]: throughput 1.00 = as many calls per second, p50 1.00 = as fast. The target, on the row's first line, names the peer it is over (none: the first); a p50 target in NATS round trips is the peer's p50 plus that many raw round trips measured in the same rounds.\n")
+	for _, x := range r.Results {
+		if x.RoundTrip != nil && x.P50ExcessSpread != nil {
+			fmt.Fprintf(&b, "\n%s at %d in flight: p50 %.0f µs through toolmesh, %.0f µs from %s, one raw NATS round trip %.0f µs in the same rounds: %s round trips more.\n",
+				x.Scenario, x.InFlight, x.Toolmesh.P50Micros, x.Raw.P50Micros, rawName(x), x.RoundTrip.P50Micros, spread(x.P50Excess, *x.P50ExcessSpread))
+		}
+	}
 	for _, x := range r.Results {
 		if x.Memory != nil {
 			writeMemory(&b, x)
@@ -49,7 +55,7 @@ func Markdown(report io.Reader, info RunInfo) (string, error) {
 func writeRatioRows(b *strings.Builder, x benchResult) {
 	peers := x.Versus
 	if len(peers) == 0 {
-		peers = []benchVersus{{Peer: peerRaw, What: x.Peers, benchSide: x.Raw, ToolmeshOver: x.benchRatios}}
+		peers = []benchVersus{{Peer: rawName(x), What: x.Peers, benchSide: x.Raw, ToolmeshOver: x.benchRatios}}
 	}
 	for i, v := range peers {
 		target, met := "", ""

@@ -35,11 +35,32 @@ func printBench(env *Env, r benchReport, asJSON bool) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(env.Stdout, "\nratios are medians over rounds [lowest–highest round]: throughput 1.00 = as many calls per second, p50 1.00 = as fast.")
+	printRoundTrips(env.Stdout, r.Results)
 	printVersus(env.Stdout, r.Results)
 	for _, x := range memory {
 		printMemory(env.Stdout, x)
 	}
 	printFlood(env, r.Flood)
+}
+
+// printRoundTrips prints, for the rows with a target counted in raw NATS
+// round trips, how much longer toolmesh's p50 was than its peer's.
+func printRoundTrips(out io.Writer, rows []benchResult) {
+	for _, x := range rows {
+		if x.RoundTrip == nil || x.P50ExcessSpread == nil {
+			continue
+		}
+		fmt.Fprintf(out, "%s at %d: toolmesh p50 %.0fµs, %s p50 %.0fµs, one raw NATS round trip %.0fµs: toolmesh takes %s round trips more\n",
+			x.Scenario, x.InFlight, x.Toolmesh.P50Micros, rawName(x), x.Raw.P50Micros, x.RoundTrip.P50Micros, spread(x.P50Excess, *x.P50ExcessSpread))
+	}
+}
+
+// rawName is what the row calls its raw side.
+func rawName(x benchResult) string {
+	if x.RawPeer != "" {
+		return x.RawPeer
+	}
+	return peerRaw
 }
 
 // printVersus prints toolmesh against every peer of the rows that have
@@ -66,7 +87,7 @@ func spread(median float64, s [2]float64) string {
 	return fmt.Sprintf("%.2f [%.2f–%.2f]", median, s[0], s[1])
 }
 
-// targetText is a row's targets in short: "≥ 1.2× throughput".
+// targetText is a row's targets in short: "throughput over micro ≥ 0.90".
 func targetText(r benchResult) string {
 	var parts []string
 	for _, c := range r.Checks {
@@ -74,7 +95,15 @@ func targetText(r benchResult) string {
 		if c.Op == "<=" {
 			op = "≤"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s %s", checkName(c.Metric), op, humanValue(c.Metric, c.Want)))
+		if c.Metric == metricP50Excess {
+			parts = append(parts, fmt.Sprintf("p50 %s %s p50 + %s NATS round trips", op, c.Peer, humanValue(c.Metric, c.Want)))
+			continue
+		}
+		over := ""
+		if c.Peer != "" {
+			over = " over " + c.Peer
+		}
+		parts = append(parts, fmt.Sprintf("%s%s %s %s", checkName(c.Metric), over, op, humanValue(c.Metric, c.Want)))
 	}
 	if len(parts) == 0 {
 		return "-"
@@ -88,14 +117,14 @@ func checkName(m benchMetric) string {
 		return "throughput"
 	case metricP50:
 		return "p50"
-	case metricP50OverBwrap:
-		return "p50/bwrap"
 	case metricCallerHeap:
 		return "caller heap/call"
 	case metricWorkerMemory:
 		return "worker/blocked call"
 	case metricRSSAfter:
 		return "RSS after/baseline"
+	case metricP50Excess:
+		return "p50"
 	}
 	return string(m)
 }

@@ -55,6 +55,16 @@ type benchResult struct {
 	MicroVsRaw      *benchRatios `json:"micro_vs_raw,omitempty"`
 	// Peers says what the raw (and micro) sides are.
 	Peers string `json:"peers"`
+	// RawPeer names the raw side when it is not raw NATS (the gateway
+	// rows' direct go-sdk server), as the row's targets name it.
+	RawPeer string `json:"raw_peer,omitempty"`
+	// RoundTrip is a raw NATS round trip at 1 in flight measured in the
+	// same rounds, for targets counted in round trips; P50Excess is
+	// toolmesh's p50 minus the raw side's in such round trips, the median
+	// over rounds and its spread.
+	RoundTrip       *benchSide  `json:"nats_round_trip,omitempty"`
+	P50Excess       float64     `json:"p50_excess_round_trips,omitempty"`
+	P50ExcessSpread *[2]float64 `json:"p50_excess_round_trips_spread,omitempty"`
 	// Versus is toolmesh against each peer of the row in turn — raw,
 	// micro, MCP over HTTP, gRPC — as the rounds measured them.
 	Versus []benchVersus `json:"versus,omitempty"`
@@ -101,10 +111,13 @@ type benchReport struct {
 	Flood []floodCounts `json:"flood,omitempty"`
 }
 
-// benchGoal is one part of a row's target: a metric of the row, a
-// comparison and a bound.
+// benchGoal is one part of a row's target: a metric of the row over one
+// of its peers, a comparison and a bound.
 type benchGoal struct {
 	metric benchMetric
+	// peer names the side the ratio is over: "" for the row's raw side,
+	// else micro, a peer of the row's versus (grpc, …) or its RawPeer.
+	peer   string
 	atMost bool // the metric must be ≤ bound (else ≥)
 	bound  float64
 }
@@ -112,10 +125,12 @@ type benchGoal struct {
 // benchCheck is a goal as judged on one run.
 type benchCheck struct {
 	Metric benchMetric `json:"metric"`
-	Op     string      `json:"op"`
-	Want   float64     `json:"want"`
-	Got    float64     `json:"got"`
-	Met    bool        `json:"met"`
+	// Peer is the side the metric is over; absent for the row's raw side.
+	Peer string  `json:"peer,omitempty"`
+	Op   string  `json:"op"`
+	Want float64 `json:"want"`
+	Got  float64 `json:"got"`
+	Met  bool    `json:"met"`
 }
 
 // benchMetric is what a goal can bound.
@@ -127,26 +142,26 @@ const (
 	metricCallerHeap   benchMetric = "caller_heap_bytes_per_call"
 	metricWorkerMemory benchMetric = "worker_bytes_per_blocked_call"
 	metricRSSAfter     benchMetric = "worker_rss_after_over_baseline"
-	// metricP50OverBwrap is the sandboxed row's p50 over its bubblewrap
-	// peer's: the sandbox is worth its cost when no slower than bwrap.
-	metricP50OverBwrap benchMetric = "p50_over_bwrap"
+	// metricP50Excess is toolmesh's p50 minus its peer's, in raw NATS
+	// round trips measured in the same rounds.
+	metricP50Excess benchMetric = "p50_excess_round_trips"
 )
 
-// of reads the metric from a row, and whether the row measured it at all
-// (a figure that was never measured meets no target).
-func (m benchMetric) of(r benchResult) (float64, bool) {
+// of reads the metric over peer from a row, and whether the row measured
+// it at all (a figure that was never measured meets no target).
+func (m benchMetric) of(r benchResult, peer string) (float64, bool) {
 	switch m {
-	case metricThroughput:
-		return r.ThroughputRatio, r.ThroughputRatio > 0
-	case metricP50:
-		return r.P50Ratio, r.P50Ratio > 0
-	case metricP50OverBwrap:
-		for _, v := range r.Versus {
-			if v.Peer == peerBwrap {
-				return v.ToolmeshOver.P50Ratio, v.ToolmeshOver.P50Ratio > 0
-			}
+	case metricThroughput, metricP50:
+		over, ok := r.over(peer)
+		if !ok {
+			return 0, false
 		}
-		return 0, false
+		if m == metricP50 {
+			return over.P50Ratio, over.P50Ratio > 0
+		}
+		return over.ThroughputRatio, over.ThroughputRatio > 0
+	case metricP50Excess:
+		return r.P50Excess, r.RoundTrip != nil && r.P50ExcessSpread != nil && peer == r.RawPeer
 	}
 	if r.Memory == nil || !r.Memory.Toolmesh.Measured {
 		return 0, false
@@ -163,10 +178,33 @@ func (m benchMetric) of(r benchResult) (float64, bool) {
 	return 0, false
 }
 
+// over is toolmesh's ratios over the named peer of the row: its raw side
+// ("", raw or its RawPeer), micro, or one of its versus peers.
+func (r benchResult) over(peer string) (benchRatios, bool) {
+	switch {
+	case peer == "" || peer == peerRaw || peer == r.RawPeer:
+		return r.benchRatios, true
+	case peer == peerMicro:
+		if r.ToolmeshVsMicro == nil {
+			return benchRatios{}, false
+		}
+		return *r.ToolmeshVsMicro, true
+	}
+	for _, v := range r.Versus {
+		if v.Peer == peer {
+			return v.ToolmeshOver, true
+		}
+	}
+	return benchRatios{}, false
+}
+
 func (g benchGoal) String() string {
 	op := "≥"
 	if g.atMost {
 		op = "≤"
+	}
+	if g.peer != "" {
+		return fmt.Sprintf("%s over %s %s %g", g.metric, g.peer, op, g.bound)
 	}
 	return fmt.Sprintf("%s %s %g", g.metric, op, g.bound)
 }
@@ -182,7 +220,7 @@ func (r *benchResult) judge(goals []benchGoal) {
 	met := true
 	var names []string
 	for _, g := range goals {
-		got, measured := g.metric.of(*r)
+		got, measured := g.metric.of(*r, g.peer)
 		ok := got >= g.bound
 		op := ">="
 		if g.atMost {
@@ -191,7 +229,7 @@ func (r *benchResult) judge(goals []benchGoal) {
 		ok = ok && trusted && measured
 		met = met && ok
 		names = append(names, g.String())
-		r.Checks = append(r.Checks, benchCheck{Metric: g.metric, Op: op, Want: g.bound, Got: got, Met: ok})
+		r.Checks = append(r.Checks, benchCheck{Metric: g.metric, Peer: g.peer, Op: op, Want: g.bound, Got: got, Met: ok})
 	}
 	r.Target = strings.Join(names, ", ")
 	r.Met = &met
@@ -216,6 +254,9 @@ func (r benchResult) sides() []benchSide {
 	sides := []benchSide{r.Raw, r.Toolmesh}
 	if r.Micro != nil {
 		sides = append(sides, *r.Micro)
+	}
+	if r.RoundTrip != nil {
+		sides = append(sides, *r.RoundTrip)
 	}
 	for _, v := range r.Versus {
 		if v.Peer != peerRaw && v.Peer != peerMicro {
@@ -268,6 +309,18 @@ func ratiosOver(a, b *benchSide) benchRatios {
 	r.ThroughputRatio, r.ThroughputSpread = medianSpread(tp)
 	r.P50Ratio, r.P50Spread = medianSpread(p50)
 	return r
+}
+
+// excessOver is, round by round, how much longer a's p50 is than b's in
+// units of unit's p50 (a raw NATS round trip): the median and spread.
+func excessOver(a, b, unit *benchSide) (float64, [2]float64) {
+	var xs []float64
+	for i := range min(len(a.rounds), len(b.rounds), len(unit.rounds)) {
+		if unit.rounds[i].p50 > 0 {
+			xs = append(xs, float64(a.rounds[i].p50-b.rounds[i].p50)/float64(unit.rounds[i].p50))
+		}
+	}
+	return medianSpread(xs)
 }
 
 func medianSpread(xs []float64) (float64, [2]float64) {

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -106,5 +108,73 @@ func TestUnmeasuredMeetsNothing(t *testing.T) {
 				t.Errorf("met = %v, want false", tc.row.Met)
 			}
 		})
+	}
+}
+
+// A target names the peer it is over: micro's ratios judge a micro goal,
+// a versus peer's its goal, the raw side's (by any of its names) the
+// rest; a peer the row did not measure meets nothing.
+func TestGoalsJudgeTheirPeer(t *testing.T) {
+	r := benchResult{Scenario: "unary", InFlight: 16, RawPeer: peerGoSDK,
+		benchRatios:     benchRatios{ThroughputRatio: 2, P50Ratio: 0.5},
+		ToolmeshVsMicro: &benchRatios{ThroughputRatio: 0.7, P50Ratio: 1.4},
+		Versus:          []benchVersus{{Peer: peerGRPC, ToolmeshOver: benchRatios{ThroughputRatio: 1.1, P50Ratio: 0.9}}}}
+	r.judge([]benchGoal{
+		{metric: metricThroughput, peer: peerMicro, bound: 0.75},
+		{metric: metricP50, peer: peerMicro, atMost: true, bound: 1.6},
+		{metric: metricThroughput, peer: peerGRPC, bound: 1.0},
+		{metric: metricThroughput, bound: 1.9},
+		{metric: metricP50, peer: peerGoSDK, atMost: true, bound: 0.6},
+		{metric: metricThroughput, peer: peerMCPHTTP, bound: 0.1},
+	})
+	want := []struct {
+		got float64
+		met bool
+	}{{0.7, false}, {1.4, true}, {1.1, true}, {2, true}, {0.5, true}, {0, false}}
+	if len(r.Checks) != len(want) {
+		t.Fatalf("checks %+v", r.Checks)
+	}
+	for i, w := range want {
+		if c := r.Checks[i]; c.Got != w.got || c.Met != w.met {
+			t.Errorf("check %d %+v, want got %v met %v", i, c, w.got, w.met)
+		}
+	}
+	if *r.Met || r.Checks[0].Peer != peerMicro || r.Checks[3].Peer != "" {
+		t.Errorf("met %v, checks %+v", *r.Met, r.Checks)
+	}
+	if got, want := targetText(r), "throughput over micro ≥ 0.75, p50 over micro ≤ 1.60"; !strings.HasPrefix(got, want) {
+		t.Errorf("target text %q, want it to start %q", got, want)
+	}
+}
+
+// The gateway's single-call target is its peer's p50 plus a number of
+// raw NATS round trips measured in the same rounds, judged round by round.
+func TestP50ExcessInRoundTrips(t *testing.T) {
+	us := time.Microsecond
+	mesh := &benchSide{rounds: []benchRound{{p50: 400 * us}, {p50: 500 * us}, {p50: 900 * us}}}
+	direct := &benchSide{rounds: []benchRound{{p50: 200 * us}, {p50: 200 * us}, {p50: 300 * us}}}
+	rtt := &benchSide{rounds: []benchRound{{p50: 100 * us}, {p50: 200 * us}, {p50: 100 * us}}}
+	excess, spread := excessOver(mesh, direct, rtt)
+	if excess != 2 || spread != [2]float64{1.5, 6} {
+		t.Fatalf("excess %v %v, want 2 [1.5 6]", excess, spread)
+	}
+	goals := []benchGoal{{metric: metricP50Excess, peer: peerGoSDK, atMost: true, bound: 1.5}}
+	for _, tc := range []struct {
+		name      string
+		roundTrip *benchSide
+		excess    float64
+		met       bool
+	}{{"within", rtt, 1.2, true}, {"beyond", rtt, 2, false}, {"no round trip measured", nil, 1.2, false}} {
+		r := benchResult{RawPeer: peerGoSDK, RoundTrip: tc.roundTrip, P50Excess: tc.excess}
+		if tc.roundTrip != nil {
+			r.P50ExcessSpread = &spread
+		}
+		r.judge(goals)
+		if *r.Met != tc.met || r.Checks[0].Got != tc.excess {
+			t.Errorf("%s: met %v, checks %+v; want %v", tc.name, *r.Met, r.Checks, tc.met)
+		}
+	}
+	if got := targetText(benchResult{Checks: []benchCheck{{Metric: metricP50Excess, Peer: peerGoSDK, Op: "<=", Want: 1.5}}}); got != "p50 ≤ go-sdk p50 + 1.50 NATS round trips" {
+		t.Errorf("target text %q", got)
 	}
 }

@@ -40,7 +40,7 @@ func sandboxedGoals() []benchGoal {
 	if !hasBwrap() {
 		return nil
 	}
-	return []benchGoal{{metric: metricP50OverBwrap, atMost: true, bound: 1}}
+	return []benchGoal{{metric: metricP50, peer: peerBwrap, atMost: true, bound: 1}}
 }
 
 // bwrapArgs confine program as benchSandbox does, as far as bubblewrap

@@ -25,6 +25,12 @@ type benchScenario struct {
 	// gRPC), measured in the same rounds.
 	versus []versusCall
 	goals  []benchGoal
+	// rawPeer names the raw side when it is not raw NATS, for the
+	// targets that name it.
+	rawPeer string
+	// roundTrip, when set, is a raw NATS round trip measured at 1 in
+	// flight in the same rounds, the unit of metricP50Excess.
+	roundTrip benchCall
 	// rawTimed and toolmeshTimed, when set, replace raw and toolmesh by
 	// calls that say themselves how long they took (a cold start that
 	// counts until the tool list, not the process's exit).
@@ -76,7 +82,7 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 		s = append(s, benchScenario{name: "unary", inFlight: n, peers: peersRequestReply,
 			raw: (*bencher).rawUnary, micro: (*bencher).microUnary,
 			toolmesh: func(b *bencher, ctx context.Context) error { return b.meshUnary(ctx) },
-			versus:   unaryVersus(), goals: unaryGoals(n)})
+			versus:   unaryVersus(), goals: destructiveGoals(n)})
 	}
 	for _, n := range o.levels {
 		// The same echo declared idempotent and read-only, called as such:
@@ -84,7 +90,7 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 		// unary row's (destructive by default) pays for (protocol §8.2).
 		s = append(s, benchScenario{name: "unary, idempotent", inFlight: n, peers: peersRequestReply,
 			raw: (*bencher).rawUnary, micro: (*bencher).microUnary, toolmesh: (*bencher).meshUnaryIdempotent,
-			versus: []versusCall{grpcUnaryVersus}})
+			versus: []versusCall{grpcUnaryVersus}, goals: idempotentGoals(n)})
 	}
 	if n := slices.Max(o.levels); n > 1 {
 		// At the highest level, the mesh with coalescing off: calls never
@@ -100,7 +106,7 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 	s = append(s,
 		benchScenario{name: fmt.Sprintf("stream of %d deltas", o.deltas), inFlight: 1, peers: peersStream,
 			raw: (*bencher).rawStream, toolmesh: (*bencher).meshStream, versus: streamVersus(),
-			goals: []benchGoal{{metric: metricThroughput, bound: 1.5}}},
+			goals: []benchGoal{{metric: metricThroughput, bound: 1.0}}},
 		benchScenario{name: "no responders", inFlight: 1, peers: peersNoResponders,
 			raw: (*bencher).rawNoResponders, toolmesh: (*bencher).meshNoResponders,
 			goals: []benchGoal{{metric: metricP50, atMost: true, bound: 1.3}}})
@@ -173,14 +179,29 @@ func streamVersus() []versusCall {
 // trueBinaryName names the CLI row's program in the report.
 const trueBinaryName = "/bin/true"
 
-// unaryGoals are the unary targets: throughput at 256 in flight, latency
-// at 1.
-func unaryGoals(inFlight int) []benchGoal {
+// destructiveGoals are the targets of a call that keeps the pickup
+// confirmation, against the nats.go micro endpoint: p50 at 1 in flight,
+// throughput at 16 and at 256.
+func destructiveGoals(inFlight int) []benchGoal {
+	return microGoals(inFlight, 1.6, 0.75, 0.85)
+}
+
+// idempotentGoals are the targets of an idempotent call, which skips the
+// confirmation, against the nats.go micro endpoint.
+func idempotentGoals(inFlight int) []benchGoal {
+	return microGoals(inFlight, 1.25, 0.9, 1.0)
+}
+
+// microGoals bound p50 over micro at 1 in flight and throughput over
+// micro at 16 and at 256 in flight.
+func microGoals(inFlight int, p50At1, tpAt16, tpAt256 float64) []benchGoal {
 	switch inFlight {
 	case 1:
-		return []benchGoal{{metric: metricP50, atMost: true, bound: 1.10}}
+		return []benchGoal{{metric: metricP50, peer: peerMicro, atMost: true, bound: p50At1}}
+	case 16:
+		return []benchGoal{{metric: metricThroughput, peer: peerMicro, bound: tpAt16}}
 	case 256:
-		return []benchGoal{{metric: metricThroughput, bound: 1.2}}
+		return []benchGoal{{metric: metricThroughput, peer: peerMicro, bound: tpAt256}}
 	}
 	return nil
 }
@@ -189,25 +210,30 @@ func unaryGoals(inFlight int) []benchGoal {
 // round so that each side goes first as often as the others and drift on a busy machine falls on all
 // alike, and computes the per-round ratios' medians and spreads.
 func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) benchResult {
-	r := benchResult{Scenario: s.name, InFlight: s.inFlight, Peers: s.peers}
+	r := benchResult{Scenario: s.name, InFlight: s.inFlight, Peers: s.peers, RawPeer: s.rawPeer}
 	type side struct {
-		into *benchSide
-		call timedCall
+		into     *benchSide
+		call     timedCall
+		inFlight int
 	}
-	sides := []side{{&r.Raw, pick(s.rawTimed, s.raw)}, {&r.Toolmesh, pick(s.toolmeshTimed, s.toolmesh)}}
+	sides := []side{{&r.Raw, pick(s.rawTimed, s.raw), s.inFlight}, {&r.Toolmesh, pick(s.toolmeshTimed, s.toolmesh), s.inFlight}}
 	if s.micro != nil {
 		r.Micro = &benchSide{}
-		sides = append(sides, side{r.Micro, timed(s.micro)})
+		sides = append(sides, side{r.Micro, timed(s.micro), s.inFlight})
+	}
+	if s.roundTrip != nil {
+		r.RoundTrip = &benchSide{}
+		sides = append(sides, side{r.RoundTrip, timed(s.roundTrip), 1})
 	}
 	others := make([]benchSide, len(s.versus))
 	for i, v := range s.versus {
-		sides = append(sides, side{&others[i], timed(v.call)})
+		sides = append(sides, side{&others[i], timed(v.call), s.inFlight})
 	}
 	slice := max(o.duration/time.Duration(o.rounds), time.Millisecond)
 	for round := range o.rounds {
 		for i := range sides {
 			x := sides[(i+round)%len(sides)]
-			x.into.rounds = append(x.into.rounds, measure(ctx, b, x.into, s.inFlight, max(s.minCalls, 1), slice, x.call))
+			x.into.rounds = append(x.into.rounds, measure(ctx, b, x.into, x.inFlight, max(s.minCalls, 1), slice, x.call))
 		}
 	}
 	for _, x := range sides {
@@ -217,6 +243,10 @@ func (b *bencher) run(ctx context.Context, s benchScenario, o *benchOptions) ben
 	if r.Micro != nil {
 		vsMicro, microVsRaw := ratiosOver(&r.Toolmesh, r.Micro), ratiosOver(r.Micro, &r.Raw)
 		r.ToolmeshVsMicro, r.MicroVsRaw = &vsMicro, &microVsRaw
+	}
+	if r.RoundTrip != nil {
+		excess, spread := excessOver(&r.Toolmesh, &r.Raw, r.RoundTrip)
+		r.P50Excess, r.P50ExcessSpread = excess, &spread
 	}
 	r.versus(s, others)
 	r.judge(s.goals)
