@@ -27,7 +27,7 @@ const (
 // copies the TypeScript client there, so its imports resolve. The test
 // runs only under `make interop-mcp` (TOOLMESH_INTEROP_MCP=1): plain
 // `go test ./...` needs nothing but Go.
-func interopDir(t *testing.T) string {
+func interopDir(t *testing.T, extra ...string) string {
 	t.Helper()
 	if os.Getenv("TOOLMESH_INTEROP_MCP") == "" {
 		t.Skip("set TOOLMESH_INTEROP_MCP=1 (make interop-mcp) to run the npm interop tests")
@@ -37,7 +37,7 @@ func interopDir(t *testing.T) string {
 	defer cancel()
 	for _, args := range [][]string{
 		{"init", "-y"},
-		{"install", "--no-audit", "--no-fund", "--loglevel=error", npmSDK, npmEverything},
+		append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error", npmSDK, npmEverything}, extra...),
 	} {
 		cmd := exec.CommandContext(ctx, "npm", args...)
 		cmd.Dir = dir
@@ -45,12 +45,14 @@ func interopDir(t *testing.T) string {
 			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	src, err := os.ReadFile("testdata/mcp-interop/client.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), src, 0o644); err != nil {
-		t.Fatal(err)
+	for _, script := range []string{"client.mjs", "equal.mjs"} {
+		src, err := os.ReadFile(filepath.Join("testdata", "mcp-interop", script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, script), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }
