@@ -42,6 +42,7 @@ type benchJSONRow struct {
 	Versus          []struct {
 		Peer         string          `json:"peer"`
 		ToolmeshOver benchJSONRatios `json:"toolmesh_over_peer"`
+		benchJSONSide
 	} `json:"versus"`
 	Target string `json:"target"`
 	Met    *bool  `json:"met"`
@@ -51,10 +52,6 @@ type benchJSONRow struct {
 		Got    float64 `json:"got"`
 		Met    bool    `json:"met"`
 	} `json:"checks"`
-	Versus []struct {
-		Peer string `json:"peer"`
-		benchJSONSide
-	} `json:"versus"`
 	Memory *struct {
 		Calls    int `json:"calls"`
 		Toolmesh struct {
