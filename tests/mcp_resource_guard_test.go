@@ -60,11 +60,12 @@ func TestMCPResourceReadsGoOnlyWhereTheyBelong(t *testing.T) {
 		b, _ := json.Marshal(resp.Data)
 		return string(b), nil
 	}
-	for uri, want := range map[string]string{
-		"file:///notes/readme.txt":   "contents of file:///notes/readme.txt",
-		"FILE:///notes/%72eadme.txt": "contents of file:///notes/readme.txt", // the listed URI, however spelt
-		"file:///srv/%7Eshared.txt":  "contents of file:///srv/~shared.txt",  // the template's, in normal form
+	for _, r := range []struct{ uri, want string }{ // in order: the server's log is checked in order below
+		{"file:///notes/readme.txt", "contents of file:///notes/readme.txt"},
+		{"FILE:///notes/%72eadme.txt", "contents of file:///notes/readme.txt"}, // the listed URI, however spelt
+		{"file:///srv/%7Eshared.txt", "contents of file:///srv/~shared.txt"},   // the template's, in normal form
 	} {
+		uri, want := r.uri, r.want
 		got, err := read(uri)
 		if err != nil || !strings.Contains(got, want) {
 			t.Fatalf("read %s on the mesh: %s, %v; want %q", uri, got, err, want)

@@ -107,8 +107,9 @@ func counting(n *atomic.Int32, streaming *atomic.Int32) caller.Middleware {
 func TestStreamAndDispatchTakeMiddlewareAndRetries(t *testing.T) {
 	var seen, streaming, runs atomic.Int32
 	f := newMesh(t, worker.Config{}, caller.Config{Middleware: []caller.Middleware{counting(&seen, &streaming)}})
-	register(t, f.w, envelope.ToolSpec{Name: "flaky.tool", Streaming: true,
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}, flaky(3, &runs))
+	spec := envelope.ToolSpec{Name: "flaky.tool", Streaming: true,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}
+	register(t, f.w, spec, flaky(3, &runs))
 	ctx := context.Background()
 
 	s, err := f.c.Stream(ctx, "flaky.tool", nil, caller.WithRetries(3))
@@ -132,8 +133,9 @@ func TestStreamAndDispatchTakeMiddlewareAndRetries(t *testing.T) {
 
 	runs.Store(0)
 	seen.Store(0)
-	ts, err := provider.Export([]envelope.ToolSpec{{Name: "flaky.tool", InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}},
-		provider.ExportOptions{Provider: provider.Anthropic})
+	// The toolset is exported from the spec the worker serves: Dispatch
+	// sends its digest, and a worker with another spec would refuse.
+	ts, err := provider.Export([]envelope.ToolSpec{spec}, provider.ExportOptions{Provider: provider.Anthropic})
 	if err != nil {
 		t.Fatal(err)
 	}
