@@ -102,7 +102,7 @@ func startSecureStock(t *testing.T) *secureStock {
 	t.Helper()
 	m := &secureStock{passwords: map[string]string{}}
 	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
-		m.passwords[user] = randomToken(t, 24)
+		m.passwords[user] = configPassword(t)
 		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
 	}
 	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())

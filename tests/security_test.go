@@ -44,7 +44,7 @@ func startSecure(t *testing.T) *secureMesh {
 	t.Helper()
 	m := &secureMesh{passwords: map[string]string{}}
 	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
-		m.passwords[user] = randomToken(t, 24)
+		m.passwords[user] = configPassword(t)
 		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
 	}
 	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())
@@ -95,6 +95,12 @@ func (m *secureMesh) demoWorker(t *testing.T, cfg worker.Config) *worker.Worker 
 	cfg.Pool = "demo"
 	return meshtest.NewWorker(t, nc, cfg)
 }
+
+// configPassword is a random password a nats-server configuration can
+// take through a $VAR reference: it starts with a letter, because the
+// server parses the variable's value and one starting with a digit (read
+// as a number or a size) stops it from loading the configuration.
+func configPassword(t testing.TB) string { return "p" + randomToken(t, 23) }
 
 func randomToken(t testing.TB, n int) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
