@@ -179,11 +179,12 @@ func (g *Gateway) serverOptions() *mcp.ServerOptions {
 		},
 		SubscribeHandler:   func(ctx context.Context, req *mcp.SubscribeRequest) error { return g.subscribe(ctx, req) },
 		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return g.unsubscribe(ctx, req) },
-		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs = int(g.cfg.ListTTL.Milliseconds())
-			// The list depends on the gateway's allow/deny lists, not on
-			// who asks; a bearer changes what a call may do, not the list.
-			c.CacheScope = "public"
+			// The list depends on the gateway's allow/deny lists and on
+			// the mesh identity it lists as: public, unless the caller
+			// signed in or brought a bearer (see cacheHints).
+			c.CacheScope = cacheHints(req).CacheScope
 		},
 	}
 }

@@ -304,10 +304,12 @@ func completed[T any](req mcp.Request, res *T) (*T, error) {
 // cacheHints are the caching hints (SEP-2549) of a result the gateway
 // gathers itself, which the SDK fills only for results it builds: stale
 // at once (ttlMs 0: the fleet changes under it), and "private" when the
-// client presented a bearer — the listing is then of what that bearer may
-// see, which no other client may be served from a cache — else "public".
+// client presented a bearer or signed in (a validated token: with one
+// gateway per person, the listing is that person's view) — the listing is
+// then of what that caller may see, which no other client may be served
+// from a cache — else "public".
 func cacheHints(req mcp.Request) mcp.Cacheable {
-	if bearerOfExtra(req.GetExtra()) != "" {
+	if extra := req.GetExtra(); bearerOfExtra(extra) != "" || extra != nil && extra.TokenInfo != nil {
 		return mcp.Cacheable{CacheScope: "private"}
 	}
 	return mcp.Cacheable{CacheScope: "public"}
