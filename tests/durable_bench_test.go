@@ -73,18 +73,8 @@ func startDurableB(b *testing.B) *durableMesh {
 // JetStream work queue: publish, a pull consumer that acks and publishes
 // the result back on the caller's inbox.
 func BenchmarkHandWrittenWorkQueue(b *testing.B) {
-	srv := meshtest.StartServer(b, embedded.Config{StoreDir: b.TempDir()})
+	srv, wnc, _, cons := benchWorkQueue(b, "WQ", "wq.>")
 	ctx := context.Background()
-	wnc := meshtest.Connect(b, srv)
-	wjs, _ := jetstream.New(wnc)
-	st, err := wjs.CreateStream(ctx, jetstream.StreamConfig{Name: "WQ", Subjects: []string{"wq.>"}, Retention: jetstream.WorkQueuePolicy})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000})
-	if err != nil {
-		b.Fatal(err)
-	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		_ = m.Ack()
 		_ = wnc.Publish(m.Headers().Get("Reply-To"), m.Data())
@@ -121,19 +111,9 @@ func BenchmarkHandWrittenWorkQueue(b *testing.B) {
 // (compare-and-set), a terminal written only over the mark
 // (compare-and-set), then the ack and the result published back.
 func BenchmarkEquivalentQueue(b *testing.B) {
-	srv := meshtest.StartServer(b, embedded.Config{StoreDir: b.TempDir()})
+	srv, wnc, wjs, cons := benchWorkQueue(b, "EQ", "eq.>")
 	ctx := context.Background()
-	wnc := meshtest.Connect(b, srv)
-	wjs, _ := jetstream.New(wnc)
-	st, err := wjs.CreateStream(ctx, jetstream.StreamConfig{Name: "EQ", Subjects: []string{"eq.>"}, Retention: jetstream.WorkQueuePolicy})
-	if err != nil {
-		b.Fatal(err)
-	}
 	kv, err := wjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "EQS"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -180,4 +160,25 @@ func BenchmarkEquivalentQueue(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchWorkQueue starts a server with a JetStream work-queue stream name
+// on subject and its one pull consumer, the start of both hand-written
+// queues; it returns the server, the queue side's connection and its
+// JetStream context, and the consumer.
+func benchWorkQueue(b *testing.B, name, subject string) (*embedded.Server, *nats.Conn, jetstream.JetStream, jetstream.Consumer) {
+	b.Helper()
+	srv := meshtest.StartServer(b, embedded.Config{StoreDir: b.TempDir()})
+	ctx := context.Background()
+	wnc := meshtest.Connect(b, srv)
+	wjs, _ := jetstream.New(wnc)
+	st, err := wjs.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Retention: jetstream.WorkQueuePolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, wnc, wjs, cons
 }
