@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -93,34 +94,8 @@ func (s *screen) waitFor(t *testing.T, want string) {
 // tool's question and a form built from its schema; typing the answer
 // completes the call, and stdout gets only the Response.
 func TestCommandCallAsksOnTerminal(t *testing.T) {
-	_, url := startDev(t)
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal on this machine: %v", err)
-	}
-	defer ptmx.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, toolmeshBin(t), "call", "remove", "--server", url, "--args", `{"path":"/tmp/demo"}`)
-	var stdout bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &stdout, tty
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = tty.Close()
-	sc := &screen{changed: make(chan struct{}, 1)}
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		buf := make([]byte, 4096)
-		for {
-			n, err := ptmx.Read(buf)
-			_, _ = sc.Write(buf[:n])
-			if err != nil {
-				return // EIO once the child closes the terminal
-			}
-		}
-	}()
+	tc := callRemoveOnTerminal(t)
+	cmd, ptmx, sc, stdout, copied := tc.cmd, tc.ptmx, tc.screen, &tc.stdout, tc.copied
 	sc.waitFor(t, "Delete /tmp/demo? (a demo: nothing is deleted)")
 	sc.waitFor(t, "delete it?) [y/n]: ")
 	if _, err := ptmx.Write([]byte("maybe\n")); err != nil {
@@ -143,34 +118,8 @@ func TestCommandCallAsksOnTerminal(t *testing.T) {
 // display stops while a question waits for its answer, so the prompt line
 // stays as the form wrote it instead of being redrawn as "⠼ remove [1s]…".
 func TestCommandCallQuestionStopsTheSpinner(t *testing.T) {
-	_, url := startDev(t)
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal on this machine: %v", err)
-	}
-	defer ptmx.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, toolmeshBin(t), "call", "remove", "--server", url, "--args", `{"path":"/tmp/demo"}`)
-	var stdout bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &stdout, tty
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = tty.Close()
-	sc := &screen{changed: make(chan struct{}, 1)}
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		buf := make([]byte, 4096)
-		for {
-			n, err := ptmx.Read(buf)
-			_, _ = sc.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
+	tc := callRemoveOnTerminal(t)
+	cmd, ptmx, sc, stdout, copied := tc.cmd, tc.ptmx, tc.screen, &tc.stdout, tc.copied
 	const prompt = "delete it?) [y/n]: "
 	sc.waitFor(t, prompt)
 	// An observation window, not a synchronisation: a display that kept
@@ -199,6 +148,51 @@ func TestCommandCallQuestionStopsTheSpinner(t *testing.T) {
 	if !strings.Contains(stdout.String(), `"kept":"/tmp/demo"`) {
 		t.Errorf("stdout = %q, want the Response of a kept file", stdout.String())
 	}
+}
+
+// terminalCall is `toolmesh call remove` running on a pseudo-terminal
+// against a fresh dev mesh: the terminal's side, what it has shown, the
+// call's stdout, and copied, closed once the terminal has no more to show.
+type terminalCall struct {
+	cmd    *exec.Cmd
+	ptmx   *os.File
+	screen *screen
+	stdout bytes.Buffer
+	copied chan struct{}
+}
+
+// callRemoveOnTerminal starts the demo tool remove, which asks before it
+// deletes, with stdin and stderr on a terminal; the test skips where no
+// pseudo-terminal can be opened.
+func callRemoveOnTerminal(t *testing.T) *terminalCall {
+	t.Helper()
+	_, url := startDev(t)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal on this machine: %v", err)
+	}
+	t.Cleanup(func() { _ = ptmx.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	tc := &terminalCall{ptmx: ptmx, screen: &screen{changed: make(chan struct{}, 1)}, copied: make(chan struct{})}
+	tc.cmd = exec.CommandContext(ctx, toolmeshBin(t), "call", "remove", "--server", url, "--args", `{"path":"/tmp/demo"}`)
+	tc.cmd.Stdin, tc.cmd.Stdout, tc.cmd.Stderr = tty, &tc.stdout, tty
+	if err := tc.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tty.Close()
+	go func() {
+		defer close(tc.copied)
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			_, _ = tc.screen.Write(buf[:n])
+			if err != nil {
+				return // EIO once the child closes the terminal
+			}
+		}
+	}()
+	return tc
 }
 
 // renderLines is what a terminal shows of out: a carriage return goes
