@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,6 +203,12 @@ tools:
 	}
 }
 
+// goOutOfMemory matches the Go runtime's own words for running out of
+// memory, which depend on where the allocation failed: "fatal error:
+// runtime: out of memory" on the heap, "fatal error: out of memory
+// allocating heap arena metadata" when the arena index could not grow.
+var goOutOfMemory = regexp.MustCompile(`fatal error: (runtime: )?out of memory`)
+
 // A Go program that runs out of memory under memory_mb ends with exit 2,
 // "fatal error: runtime: out of memory" first on its stderr and then more
 // goroutine stacks than the stderr tail holds: it is still named a
@@ -225,7 +232,7 @@ tools:
 		t.Fatalf("the stderr tail holds the runtime's cause, so this does not test reading past it: %q", tail)
 	}
 	if p.Extensions["limit"] != "memory_mb" || p.Extensions["limit_value"] != 64 || p.Extensions["attribution"] != sandbox.ByStderr ||
-		!strings.Contains(fmt.Sprint(p.Extensions["evidence"]), "runtime: out of memory") {
+		!goOutOfMemory.MatchString(fmt.Sprint(p.Extensions["evidence"])) {
 		t.Fatalf("limit %v=%v by %v on %q", p.Extensions["limit"], p.Extensions["limit_value"], p.Extensions["attribution"], p.Extensions["evidence"])
 	}
 	crash := sandboxed(t, `
