@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -17,12 +18,16 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// FleetSample is one round of $SRV.STATS answers from the mesh's workers.
-// Complete is false when a worker answered PING but not STATS in time.
+// FleetSample is one round of $SRV.STATS answers from the mesh's workers,
+// as this identity's view shows them: only the tools it may call, and only
+// the workers hosting one. Complete is false when a worker answered PING
+// but not STATS in time, or when whether this identity may call some tool
+// could not be learnt (that tool is left out); Notes say why.
 type FleetSample struct {
 	At       time.Time      `json:"at"`
 	Workers  []WorkerSample `json:"workers"`
 	Complete bool           `json:"complete"`
+	Notes    []string       `json:"notes,omitempty"`
 }
 
 // WorkerSample is one worker's stats: totals since it started.
@@ -67,7 +72,39 @@ func (c *Catalog) SampleFleet(ctx context.Context, wait time.Duration) (FleetSam
 	// takes the whole wait; Complete says whether every worker that
 	// answered PING answered STATS too.
 	<-ctx.Done()
-	return g.sample(), nil
+	return c.viewSample(context.WithoutCancel(ctx), g.sample()), nil
+}
+
+// viewSample keeps of s what this identity may call: $SRV.STATS answers
+// every asker about every worker, so a tenant would otherwise see the
+// names and load of tools in pools it may not use. A worker left with no
+// tool is left out whole.
+func (c *Catalog) viewSample(ctx context.Context, s FleetSample) FleetSample {
+	var names []string
+	for _, w := range s.Workers {
+		for _, t := range w.Tools {
+			names = append(names, t.Name)
+		}
+	}
+	a, err := c.decide(ctx, names)
+	if n := len(undecided(a, names)); !a.known && n > 0 {
+		s.Complete = false
+		s.Notes = append(s.Notes, fmt.Sprintf("%d tools are not shown: whether this identity may call them is not known (%v)", n, err))
+	}
+	workers := s.Workers[:0]
+	for _, w := range s.Workers {
+		tools := w.Tools[:0]
+		for _, t := range w.Tools {
+			if a.may(t.Name) {
+				tools = append(tools, t)
+			}
+		}
+		if w.Tools = tools; len(tools) > 0 {
+			workers = append(workers, w)
+		}
+	}
+	s.Workers = workers
+	return s
 }
 
 // gatherer collects PING and STATS answers of one prefix's workers.
@@ -106,6 +143,9 @@ func (g *gatherer) sample() FleetSample {
 		if _, ok := g.stats[id]; !ok {
 			out.Complete = false
 		}
+	}
+	if !out.Complete {
+		out.Notes = append(out.Notes, "some workers answered PING but not STATS in time; their numbers are missing")
 	}
 	calls := mesh.Subjects{Prefix: g.prefix}.Call("")
 	for _, s := range g.stats {

@@ -17,8 +17,10 @@ type FleetSummary struct {
 	Workers         []WorkerSummary `json:"workers"`
 	Tools           []ToolSummary   `json:"tools"`
 	ErrorsByCode    []CodeSummary   `json:"errors_by_code"`
-	// Complete is false when a worker answered PING but not STATS.
-	Complete bool `json:"complete"`
+	// Complete is false when a worker answered PING but not STATS, or a
+	// tool was left out of this identity's view undecided; Notes say why.
+	Complete bool     `json:"complete"`
+	Notes    []string `json:"notes,omitempty"`
 }
 
 // ToolSummary is one tool across every worker hosting it.
@@ -64,7 +66,7 @@ type CodeSummary struct {
 func Summarize(prev *FleetSample, cur FleetSample) FleetSummary {
 	z := summarizer{before: map[string]map[string]ToolSample{}, tools: map[string]*ToolSummary{},
 		windows: map[string]mesh.Histogram{}, codes: map[string]*CodeSummary{}}
-	sum := FleetSummary{At: cur.At, Complete: cur.Complete, Workers: []WorkerSummary{}, Tools: []ToolSummary{}, ErrorsByCode: []CodeSummary{}}
+	sum := FleetSummary{At: cur.At, Complete: cur.Complete, Notes: cur.Notes, Workers: []WorkerSummary{}, Tools: []ToolSummary{}, ErrorsByCode: []CodeSummary{}}
 	if prev != nil {
 		sum.IntervalSeconds = cur.At.Sub(prev.At).Seconds()
 		for _, w := range prev.Workers {

@@ -167,7 +167,7 @@ func TestStockSecureDescribeAndWatchWithRefusedRegistry(t *testing.T) {
 }
 
 // The command shows alice the same view: `tools list`, `search`,
-// `describe` and `export` never name the files pool's tools, say how the
+// `describe`, `export` and `top` never name the files pool's tools, say how the
 // view was learnt, and print no permissions violation of the probes.
 func TestStockSecureTenantViewCommands(t *testing.T) {
 	m := stockTenantMesh(t)
@@ -179,6 +179,7 @@ func TestStockSecureTenantViewCommands(t *testing.T) {
 		{"tools", "list", "--json"},
 		{"tools", "search", "echo", "--json"},
 		{"tools", "export", "--provider", "openai"},
+		{"top", "--json", "--interval", "100ms", "--wait", "2s"},
 	} {
 		r := as("alice", args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "demo.echo") {

@@ -138,8 +138,8 @@ func (t topView) render(s catalog.FleetSummary, first bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "toolmesh top  %s  prefix %s  %d workers  %d tools  %s  every %s  (Ctrl-C quits)\n",
 		redactURLs(t.g.connect.URLOrDefault()), t.g.prefix, len(s.Workers), len(s.Tools), s.At.Format("15:04:05"), t.interval)
-	if !s.Complete {
-		b.WriteString("warning: some workers answered PING but not STATS in time; their numbers are missing\n")
+	for _, n := range s.Notes {
+		b.WriteString("warning: " + n + "\n")
 	}
 	if first {
 		b.WriteString("(rates and latency appear from the second sample)\n")
