@@ -50,6 +50,9 @@ func (f *taskFront) detailed(rec taskRecord, caps *mcp.ClientCapabilities) map[s
 	d["resultType"] = "complete"
 	status, res, rerr := f.outcome(rec)
 	d["status"] = status
+	if durableTerminal(rec.State) {
+		f.forget(rec.TaskID)
+	}
 	switch {
 	case res != nil:
 		d["result"] = res
@@ -120,6 +123,17 @@ func (f *taskFront) pending(rec taskRecord, caps *mcp.ClientCapabilities) map[st
 		}
 	}
 	return out
+}
+
+// forget drops the partial responses kept for an ended task.
+func (f *taskFront) forget(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.partial {
+		if strings.HasPrefix(k, id+"/") {
+			delete(f.partial, k)
+		}
+	}
 }
 
 // allCaps declares every capability input requests can need: what a
