@@ -147,7 +147,21 @@ func (f *taskFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, rerr := f.serve(r.Context(), &req, bearerOfHeader(r.Header))
-	writeRPC(w, http.StatusOK, req.ID, res, rerr)
+	writeRPC(w, errorStatus(rerr), req.ID, res, rerr)
+}
+
+// errorStatus is the HTTP status of a response (SEP-2575): 404 for
+// method not found; 400 for invalid params and a missing capability.
+func errorStatus(rerr *jsonrpc.Error) int {
+	switch {
+	case rerr == nil:
+		return http.StatusOK
+	case rerr.Code == jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case rerr.Code == jsonrpc.CodeInvalidParams || rerr.Code == codeMissingCapability:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // codeHeaderMismatch is SEP-2243's HeaderMismatch.

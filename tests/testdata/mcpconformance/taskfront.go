@@ -90,7 +90,21 @@ func (f *taskFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, rpcErr := f.serve(&req)
-	writeRPC(w, http.StatusOK, req.ID, res, rpcErr)
+	writeRPC(w, errorStatus(rpcErr), req.ID, res, rpcErr)
+}
+
+// errorStatus is the HTTP status of a response (SEP-2575): 404 for
+// method not found; 400 for invalid params and a missing capability.
+func errorStatus(e *jsonrpc.Error) int {
+	switch {
+	case e == nil:
+		return http.StatusOK
+	case e.Code == jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case e.Code == jsonrpc.CodeInvalidParams || e.Code == mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // ours reports whether the front serves req: a tasks/* method, or a
