@@ -95,12 +95,12 @@ func taskCreated(t *testing.T, url string) string {
 }
 
 // mcpTaskRequest sends one 2026-07-28 request declaring the tasks
-// extension, with its routing headers, and returns its result or its
+// extension and elicitation, with its routing headers, and returns its result or its
 // error code.
 func mcpTaskRequest(t *testing.T, url, method string, params map[string]any) (json.RawMessage, int) {
 	t.Helper()
 	params["_meta"] = map[string]any{"io.modelcontextprotocol/clientCapabilities": map[string]any{
-		"extensions": map[string]any{gateway.TasksExtension: map[string]any{}}}}
+		"elicitation": map[string]any{}, "extensions": map[string]any{gateway.TasksExtension: map[string]any{}}}}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
