@@ -33,7 +33,20 @@ func (s *Service) askState(ctx context.Context, r *attemptRun, ev envelope.ToolE
 		}
 		rec.State, rec.Question = caller.TaskInputRequired, data
 	}
-	err := s.appendE(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, "")
+	r.mu.Lock()
+	// From here the task reads input_required or running as its questions
+	// go: a unary attempt's running mark, due runningGrace after its
+	// start, must not come after a question and overwrite input_required
+	// (the question could then not be answered).
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	err := s.appendELocked(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, "")
+	if err == nil {
+		r.running = true
+	}
+	r.mu.Unlock()
 	if err == nil {
 		s.notify(r.q.Owner, &rec, noticeChanged)
 	}

@@ -42,6 +42,8 @@ type mcpFlags struct {
 	pinned      string
 	searchLimit int
 	heapFloor   uint64 // MiB
+	tasks       []string
+	taskRule    []gateway.TaskRule // parsed from tasks by taskRules
 }
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -51,6 +53,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Short: "Serve the mesh's tools to MCP clients over stdio (default) or streamable HTTP",
 		Args:  usage.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.taskRules(); err != nil {
+				return err
+			}
 			if f.http != "" {
 				if err := f.checkHTTP(); err != nil {
 					return err
@@ -92,6 +97,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	fl.DurationVar(&f.settle, "settle", 100*time.Millisecond, "how long a burst of fleet changes must go quiet before the tool list follows it")
 	fl.DurationVar(&f.wait, "catalog-wait", 500*time.Millisecond, "how long one catalogue read waits for workers")
 	fl.Uint64Var(&f.heapFloor, "heap-floor", 32, "MiB the garbage collector may let the heap grow to before collecting, however small the live heap (0: Go's default; a GOGC environment variable wins)")
+	fl.StringArrayVar(&f.tasks, "task", nil, "HTTP: serve the mesh tools GLOB as MCP tasks (io.modelcontextprotocol/tasks; durable calls) to clients that declare the extension; GLOB:required refuses other clients (-32021), GLOB:ask-first asks the tool's first question in the call's own round (repeatable)")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "HTTP: how long requests in flight may take to finish on shutdown")
 	return cmd
 }
@@ -123,7 +129,7 @@ func runMCP(ctx context.Context, c *caller.Caller, f mcpFlags, g *globals) error
 func (f *mcpFlags) gatewayConfig(g *globals) gateway.Config {
 	return gateway.Config{Allow: splitList(f.tools), Deny: splitList(f.deny),
 		NamePrefix: f.namePrefix, Namespace: f.namespace, Settle: f.settle, CatalogWait: f.wait, Version: moduleVersion(), Logger: g.log,
-		Progressive: f.progressive, Pinned: splitList(f.pinned), SearchLimit: f.searchLimit}
+		Progressive: f.progressive, Pinned: splitList(f.pinned), SearchLimit: f.searchLimit, Tasks: f.taskRule}
 }
 
 // httpOptions are the HTTP options the flags give.

@@ -70,6 +70,10 @@ type Config struct {
 	// SearchLimit is how many tools one search returns unless the client
 	// asks for fewer or more (default DefaultSearchLimit).
 	SearchLimit int
+	// Tasks marks the mesh tools served as MCP tasks (the
+	// io.modelcontextprotocol/tasks extension, durable calls underneath)
+	// to 2026-07-28 HTTP clients that declare the extension; see TaskRule.
+	Tasks []TaskRule
 	// Version is the server version reported to clients (default "dev").
 	Version string
 	// Logger receives the gateway's logs (default slog.Default()).
@@ -131,6 +135,9 @@ func New(cfg Config) (*Gateway, error) {
 	if err := checkPinned(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkTaskRules(cfg.Tasks); err != nil {
+		return nil, err
+	}
 	if cfg.Namespace != "" {
 		if err := envelope.ValidateToolName(cfg.Namespace); err != nil {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "namespace: %v", err)
@@ -151,7 +158,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, rounds: newRounds(), filter: f, log: cfg.Logger, served: map[string]servedTool{},
 		known: map[string]catalog.Tool{}, revealed: map[string]bool{}}
-	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, g.serverOptions())
+	opts := g.serverOptions()
+	g.advertiseTasks(opts)
+	g.srv = mcp.NewServer(&mcp.Implementation{Name: "toolmesh", Title: "toolmesh MCP gateway", Version: cfg.Version}, opts)
 	g.srv.AddReceivingMiddleware(g.honestList, g.surfaceMiddleware, g.describeUnknown, g.noteLogLevel)
 	if cfg.Progressive {
 		g.addSearchTool()

@@ -54,6 +54,8 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 		Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: g.log,
 		// Closing a 2026-07-28 response stream cancels the call.
 		PropagateRequestCancellation: true})
+	// The tasks extension, which the SDK does not carry, in front of it.
+	tasksAndStateless := g.tasksFront(stateless, o.MaxBodyBytes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !originAllowed(r.Header.Get("Origin"), o.AllowedOrigins) {
 			http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
@@ -65,7 +67,7 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 			return
 		}
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= protocolStateless {
-			stateless.ServeHTTP(w, r)
+			tasksAndStateless.ServeHTTP(w, r)
 			return
 		}
 		stateful.ServeHTTP(w, r)

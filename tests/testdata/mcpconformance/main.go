@@ -2,7 +2,8 @@
 // server specification of the official conformance suite
 // (@modelcontextprotocol/conformance, written for 0.1.12 and run with
 // 0.2.0-alpha.12 at 2025-11-25 and 2026-07-28): its test tools, resources,
-// prompts, completion and logging, written from the suite's scenario
+// prompts, completion and logging, and the tools of the tasks extension
+// (io.modelcontextprotocol/tasks, served by taskfront.go), written from the suite's scenario
 // descriptions on the official Go SDK. It serves stdio, or streamable HTTP
 // with -http ADDR (printing "listening on URL" to stderr).
 //
@@ -46,7 +47,9 @@ func main() {
 func bothModels(s *mcp.Server) http.Handler {
 	get := func(*http.Request) *mcp.Server { return s }
 	stateful := mcp.NewStreamableHTTPHandler(get, nil)
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	// The tasks extension (taskfront.go) is served in front of the
+	// stateless handler: it is defined at 2026-07-28 only.
+	stateless := newTaskFront(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
 			stateless.ServeHTTP(w, r)
@@ -68,6 +71,7 @@ func newServer() *mcp.Server {
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Extensions:  map[string]any{tasksExtension: map[string]any{}},
 		},
 	})
 	addContentTools(s)
@@ -75,6 +79,7 @@ func newServer() *mcp.Server {
 	addAskingTools(s)
 	addInputRequiredTools(s, newStateKey())
 	addStatelessTools(s)
+	addTaskTools(s)
 	addResources(s)
 	addPrompts(s)
 	return s
