@@ -196,8 +196,9 @@ type Worker struct {
 	probing map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 
 	presence  *presence
-	shares    shares     // calls admitted per sender (Config.Limits.MaxPerIdentity)
-	announcer *announcer // names calls to their callers before they start
+	shares    shares       // calls admitted per sender (Config.Limits.MaxPerIdentity)
+	announcer *announcer   // names calls to their callers before they start
+	senders   senderProbes // checks that unleased calls that waited still have a sender
 
 	// The encoded catalogue (see catalogue), for toolsVersion catVersion.
 	catMu      sync.Mutex
