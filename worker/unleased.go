@@ -102,7 +102,13 @@ func (c *call) mustNotWait() *envelope.Problem {
 // not start. Any doubt — the probe not sent, the round trip failed, the
 // server refused the worker's probe subscription — starts the call.
 func (c *call) checkSender(ctx context.Context) *envelope.Problem {
-	if !c.waited || c.leased() || !c.w.senders.gone(ctx, c.w, c.reply) {
+	if !c.waited || c.leased() {
+		return nil
+	}
+	if !c.w.senders.gone(ctx, c.w, c.reply) {
+		if ctx.Err() != nil { // ended while the probe was out: not started
+			return c.contextProblem(ctx)
+		}
 		return nil
 	}
 	return c.w.problems.New(envelope.CodeCancelled, fmt.Sprintf(

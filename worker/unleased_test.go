@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fairshare"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
@@ -37,20 +38,26 @@ func (l *execLog) snapshot() []string {
 }
 
 // gatedWorker is a worker on an embedded server running tool "t" one
-// call at a time: each run is logged, then waits for gate to close.
-func gatedWorker(t *testing.T, gate chan struct{}, log *execLog) (*Worker, *embedded.Server) {
+// call at a time: each run is logged, then waits for gate to close. The
+// one slot is the worker's own (MaxConcurrent 1) or, with toolSlots, the
+// tool's (an Admitter, as a CLI tool's max_concurrent is).
+func gatedWorker(t *testing.T, gate chan struct{}, log *execLog, toolSlots bool) (*Worker, *embedded.Server) {
 	t.Helper()
 	e, err := embedded.Start(context.Background(), embedded.Config{InProcessOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-	w, err := New(connect(t, e), Config{Limits: Limits{MaxConcurrent: 1, MaxQueued: 16, MaxPerIdentity: 17}})
+	lim := Limits{MaxConcurrent: 1, MaxQueued: 16, MaxPerIdentity: 17}
+	if toolSlots {
+		lim.MaxConcurrent = 64
+	}
+	w, err := New(connect(t, e), Config{Limits: lim})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(ctx context.Context, r *Request, _ Emitter) (any, error) {
+	var h Handler = HandlerFunc(func(ctx context.Context, r *Request, _ Emitter) (any, error) {
 		var args struct{ Who string }
 		_ = json.Unmarshal(r.Args, &args)
 		log.add(args.Who)
@@ -59,10 +66,27 @@ func gatedWorker(t *testing.T, gate chan struct{}, log *execLog) (*Worker, *embe
 		case <-ctx.Done():
 		}
 		return "ok", nil
-	})); err != nil {
+	})
+	if toolSlots {
+		h = oneSlotTool{h, fairshare.New(1, 16)}
+	}
+	if err := w.Register(envelope.ToolSpec{Name: "t"}, h); err != nil {
 		t.Fatal(err)
 	}
 	return w, e
+}
+
+// oneSlotTool is a handler with one slot of its own (an Admitter).
+type oneSlotTool struct {
+	Handler
+	slots *fairshare.Semaphore
+}
+
+func (o oneSlotTool) Admit(ctx context.Context, r *Request) (context.Context, func(), error) {
+	if err := o.slots.Acquire(ctx, r.Sender(), r.WillWait); err != nil {
+		return nil, nil, err
+	}
+	return ctx, o.slots.Release, nil
 }
 
 func connect(t *testing.T, e *embedded.Server) *nats.Conn {
@@ -85,8 +109,16 @@ func callFrom(who string) []byte { return []byte(`{"args":{"who":"` + who + `"}}
 // way by nats.go's own request and waiting behind his, runs and is
 // answered — the check beside her reply inbox leaves her call alone.
 func TestUnleasedCallsOfAGoneSenderDoNotRun(t *testing.T) {
+	for _, toolSlots := range []bool{false, true} {
+		t.Run(map[bool]string{false: "worker slots", true: "tool slots"}[toolSlots], func(t *testing.T) {
+			testGoneSender(t, toolSlots)
+		})
+	}
+}
+
+func testGoneSender(t *testing.T, toolSlots bool) {
 	gate, log := make(chan struct{}), &execLog{}
-	w, e := gatedWorker(t, gate, log)
+	w, e := gatedWorker(t, gate, log, toolSlots)
 	const bobCalls = 6
 	bob := connect(t, e)
 	bobInbox := nats.NewInbox()
@@ -139,8 +171,16 @@ func TestUnleasedCallsOfAGoneSenderDoNotRun(t *testing.T) {
 // beside — is refused overloaded, unrun, when it finds no room, rather
 // than queued.
 func TestUnleasedCallThatCannotBeCheckedDoesNotWait(t *testing.T) {
+	for _, toolSlots := range []bool{false, true} {
+		t.Run(map[bool]string{false: "worker slots", true: "tool slots"}[toolSlots], func(t *testing.T) {
+			testCannotBeChecked(t, toolSlots)
+		})
+	}
+}
+
+func testCannotBeChecked(t *testing.T, toolSlots bool) {
 	gate, log := make(chan struct{}), &execLog{}
-	w, e := gatedWorker(t, gate, log)
+	w, e := gatedWorker(t, gate, log, toolSlots)
 	nc := connect(t, e)
 	answers := make(chan *nats.Msg, 8)
 	if _, err := nc.ChanSubscribe("inbox.ab.>", answers); err != nil {
