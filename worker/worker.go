@@ -84,7 +84,8 @@ type Limits struct {
 	// MaxQueued bounds admitted calls waiting for a slot (0: the default,
 	// 4×MaxConcurrent; NoQueue: none, a call finding every slot taken is
 	// refused). Calls beyond MaxConcurrent+MaxQueued are answered
-	// overloaded at once.
+	// overloaded at once. A call without caller liveness waits only where
+	// the worker can see its sender leave (see Request.WillWait).
 	MaxQueued int
 	// OverloadRetryAfter is the retry_after of overloaded answers (default 1s).
 	OverloadRetryAfter time.Duration
