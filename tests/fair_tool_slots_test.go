@@ -34,8 +34,8 @@ tools:
 // same tool still serves alice in her turn, within her 5 s budget —
 // behind one of bob's calls, not behind the hundreds the worker admitted
 // for him (his worker-wide share). The tool's slots go round robin by
-// sender, and bob's calls past his queue bound for the tool are refused
-// overloaded, unrun.
+// sender, and bob's calls that find no slot free are refused overloaded,
+// unrun.
 func TestSecureFloodOfOneToolLeavesItServingOthers(t *testing.T) {
 	m := startSecureStock(t)
 	w := meshtest.NewWorker(t, m.dial(t, "tools"), worker.Config{Pool: "demo"})
@@ -70,8 +70,10 @@ func TestSecureFloodOfOneToolLeavesItServingOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The worker admits his share; the tool keeps two running and four
-	// waiting for him; every other call is refused unrun.
+	// The worker admits his share; the tool keeps two running for him and
+	// none waiting (a call without caller= from another account does not
+	// wait for room: the worker could not see him leave); every other call
+	// is refused unrun.
 	waitFor(t, "bob's calls past his shares to be refused", func() bool {
 		return refusedUnrun.Load() >= bobBurst-512
 	})

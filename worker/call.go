@@ -63,8 +63,12 @@ type call struct {
 
 	stream   bool
 	unleased bool // no caller liveness: the deadline is the worker's bound
-	tracked  bool // in w.calls (and its peer); guarded by w.callsMu
-	shared   bool // the call holds a place in share
+	// waited: the call, unleased, waited for room, so its sender is
+	// checked before it starts; waitRefused: it was refused a wait (see
+	// mayWait).
+	waited, waitRefused bool
+	tracked             bool // in w.calls (and its peer); guarded by w.callsMu
+	shared              bool // the call holds a place in share
 	// unconfirmed: the caller accepts ran "maybe" (maybe=1) and this
 	// worker's spec of the tool is idempotent or read-only, or the call has
 	// an idempotency key, so it starts without the server's confirmation.
@@ -272,6 +276,9 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 		return prepared{}, p
 	}
 	if !c.acquireSlot(ctx) {
+		if c.waitRefused {
+			return prepared{}, c.mustNotWait()
+		}
 		return prepared{}, c.contextProblem(ctx)
 	}
 	p = c.announced(ctx)
@@ -281,6 +288,9 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 	var pc prepared
 	if p == nil && c.tool.admit != nil {
 		pc, p = c.admitted(ctx, body)
+	}
+	if p == nil {
+		p = c.checkSender(ctx)
 	}
 	if p == nil && c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
@@ -308,6 +318,9 @@ func (c *call) admitted(ctx context.Context, body wire.Call) (prepared, *envelop
 	actx, release, err := c.tool.admit.Admit(ctx, c.request(body))
 	if err == nil {
 		return prepared{ctx: actx, release: release}, nil
+	}
+	if c.waitRefused {
+		return prepared{}, c.mustNotWait()
 	}
 	if ctx.Err() != nil {
 		return prepared{}, c.contextProblem(ctx)
@@ -460,13 +473,17 @@ func withBase(p *envelope.Problem, r envelope.Registry) *envelope.Problem {
 }
 
 // acquireSlot takes an execution slot, waiting while all are taken; false
-// when ctx ends first. A free slot is taken without touching ctx.Done,
-// which would allocate the context's channel for nothing.
+// when ctx ends first, or when the call may not wait (mayWait). A free
+// slot is taken without touching ctx.Done, which would allocate the
+// context's channel for nothing.
 func (c *call) acquireSlot(ctx context.Context) bool {
 	select {
 	case c.w.slots <- struct{}{}:
 		return true
 	default:
+	}
+	if !c.mayWait() {
+		return false
 	}
 	select {
 	case c.w.slots <- struct{}{}:

@@ -84,7 +84,8 @@ type Limits struct {
 	// MaxQueued bounds admitted calls waiting for a slot (0: the default,
 	// 4×MaxConcurrent; NoQueue: none, a call finding every slot taken is
 	// refused). Calls beyond MaxConcurrent+MaxQueued are answered
-	// overloaded at once.
+	// overloaded at once. A call without caller liveness waits only where
+	// the worker can see its sender leave (see Request.WillWait).
 	MaxQueued int
 	// OverloadRetryAfter is the retry_after of overloaded answers (default 1s).
 	OverloadRetryAfter time.Duration
@@ -196,8 +197,9 @@ type Worker struct {
 	probing map[callKey]chan bool // callers whose liveness probe is out → its answer (true: alive)
 
 	presence  *presence
-	shares    shares     // calls admitted per sender (Config.Limits.MaxPerIdentity)
-	announcer *announcer // names calls to their callers before they start
+	shares    shares       // calls admitted per sender (Config.Limits.MaxPerIdentity)
+	announcer *announcer   // names calls to their callers before they start
+	senders   senderProbes // checks that unleased calls that waited still have a sender
 
 	// The encoded catalogue (see catalogue), for toolsVersion catVersion.
 	catMu      sync.Mutex

@@ -16,6 +16,10 @@ import (
 // bound of calls waiting.
 var ErrQueueFull = errors.New("fairshare: this sender's queue is full")
 
+// ErrMustNotWait is Acquire's answer when no slot is free and the
+// caller's mayWait said the call must not wait for one.
+var ErrMustNotWait = errors.New("fairshare: no slot is free and this call may not wait for one")
+
 // Semaphore hands out a fixed number of slots, fairly across senders.
 type Semaphore struct {
 	perSender int
@@ -41,9 +45,11 @@ func New(slots, perSender int) *Semaphore {
 
 // Acquire takes a slot for sender, waiting in the sender's turn while none
 // is free. It returns ErrQueueFull at once when sender already has its
-// bound waiting, and ctx's error when ctx ends first. Each nil answer
-// must be matched by one Release.
-func (s *Semaphore) Acquire(ctx context.Context, sender string) error {
+// bound waiting, and ctx's error when ctx ends first. Before the call
+// waits, mayWait (when not nil) is asked whether it may; false answers
+// ErrMustNotWait at once (it runs under the semaphore's lock and must not
+// block). Each nil answer must be matched by one Release.
+func (s *Semaphore) Acquire(ctx context.Context, sender string, mayWait func() bool) error {
 	s.mu.Lock()
 	if s.free > 0 && len(s.ring) == 0 {
 		s.free--
@@ -54,6 +60,10 @@ func (s *Semaphore) Acquire(ctx context.Context, sender string) error {
 	if len(q) >= s.perSender {
 		s.mu.Unlock()
 		return ErrQueueFull
+	}
+	if mayWait != nil && !mayWait() {
+		s.mu.Unlock()
+		return ErrMustNotWait
 	}
 	w := &waiter{ready: make(chan struct{})}
 	if len(q) == 0 {

@@ -24,7 +24,7 @@ func queueUp(t *testing.T, s *Semaphore, sender string, granted chan<- string) {
 	t.Helper()
 	before := s.waiting()
 	go func() {
-		if err := s.Acquire(context.Background(), sender); err != nil {
+		if err := s.Acquire(context.Background(), sender, nil); err != nil {
 			t.Error(err)
 			return
 		}
@@ -40,7 +40,7 @@ func queueUp(t *testing.T, s *Semaphore, sender string, granted chan<- string) {
 // behind all of bob's calls.
 func TestTurnsBySender(t *testing.T) {
 	s := New(1, 10)
-	if err := s.Acquire(context.Background(), "carol"); err != nil {
+	if err := s.Acquire(context.Background(), "carol", nil); err != nil {
 		t.Fatal(err)
 	}
 	granted := make(chan string, 4)
@@ -64,13 +64,13 @@ func TestTurnsBySender(t *testing.T) {
 // once; another sender still queues.
 func TestQueueBoundPerSender(t *testing.T) {
 	s := New(1, 2)
-	if err := s.Acquire(context.Background(), "x"); err != nil {
+	if err := s.Acquire(context.Background(), "x", nil); err != nil {
 		t.Fatal(err)
 	}
 	granted := make(chan string, 3)
 	queueUp(t, s, "bob", granted)
 	queueUp(t, s, "bob", granted)
-	if err := s.Acquire(context.Background(), "bob"); !errors.Is(err, ErrQueueFull) {
+	if err := s.Acquire(context.Background(), "bob", nil); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("bob's third waiting call: %v, want ErrQueueFull", err)
 	}
 	queueUp(t, s, "alice", granted)
@@ -80,12 +80,12 @@ func TestQueueBoundPerSender(t *testing.T) {
 // and a slot granted to it as it gave up goes to the next in turn.
 func TestGiveUpPassesTheSlotOn(t *testing.T) {
 	s := New(1, 4)
-	if err := s.Acquire(context.Background(), "x"); err != nil {
+	if err := s.Acquire(context.Background(), "x", nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
-	go func() { gaveUp <- s.Acquire(ctx, "quitter") }()
+	go func() { gaveUp <- s.Acquire(ctx, "quitter", nil) }()
 	for s.waiting() == 0 {
 		runtime.Gosched()
 	}
@@ -100,7 +100,39 @@ func TestGiveUpPassesTheSlotOn(t *testing.T) {
 		t.Fatalf("slot went to %s", who)
 	}
 	s.Release()
-	if err := s.Acquire(context.Background(), "y"); err != nil {
+	if err := s.Acquire(context.Background(), "y", nil); err != nil {
 		t.Fatalf("the slot was not given back: %v", err)
+	}
+}
+
+// TestMayWait: a free slot is taken without asking mayWait; with none
+// free, a call mayWait refuses gets ErrMustNotWait at once and queues
+// nothing, and one it allows waits as any other.
+func TestMayWait(t *testing.T) {
+	s := New(1, 2)
+	asked := 0
+	ask := func(answer bool) func() bool { return func() bool { asked++; return answer } }
+	if err := s.Acquire(context.Background(), "x", ask(false)); err != nil || asked != 0 {
+		t.Fatalf("free slot: err %v, mayWait asked %d times, want nil and 0", err, asked)
+	}
+	if err := s.Acquire(context.Background(), "bob", ask(false)); !errors.Is(err, ErrMustNotWait) || asked != 1 {
+		t.Fatalf("no free slot, may not wait: err %v (asked %d), want ErrMustNotWait", err, asked)
+	}
+	granted := make(chan string, 1)
+	before := s.waiting()
+	go func() {
+		if s.Acquire(context.Background(), "alice", ask(true)) == nil {
+			granted <- "alice"
+		}
+	}()
+	for s.waiting() == before {
+		runtime.Gosched()
+	}
+	s.Release()
+	if who := <-granted; who != "alice" {
+		t.Fatalf("slot went to %q", who)
+	}
+	if n := len(s.queue["bob"]); n != 0 {
+		t.Fatalf("bob's refused call left %d waiters queued", n)
 	}
 }

@@ -284,11 +284,16 @@ func queuePerSender(slots int) int { return 2 * slots }
 // fairshare): a sender with calls queued delays only its own calls, and
 // one with its bound already waiting is refused overloaded, unrun.
 func (h *Handler) acquire(ctx context.Context, req *worker.Request) error {
-	err := h.slots.Acquire(ctx, req.Sender())
+	err := h.slots.Acquire(ctx, req.Sender(), req.WillWait)
 	if errors.Is(err, fairshare.ErrQueueFull) {
 		return envelope.Problemf(envelope.CodeOverloaded,
 			"tool %s already has this sender's %d calls waiting for its %d slots; the program did not run",
 			h.spec.Name, queuePerSender(h.limits.MaxConcurrent), h.limits.MaxConcurrent).
+			WithRetryAfter(1).WithRan(envelope.RanNo)
+	}
+	if errors.Is(err, fairshare.ErrMustNotWait) { // the worker words its own refusal (Request.WillWait)
+		return envelope.Problemf(envelope.CodeOverloaded,
+			"tool %s has no free slot, and this call may not wait for one; the program did not run", h.spec.Name).
 			WithRetryAfter(1).WithRan(envelope.RanNo)
 	}
 	return err
