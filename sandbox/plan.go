@@ -20,6 +20,10 @@ const helperFlag = "--toolmesh-sandbox"
 // helper again, inside the sandbox, to confine itself and exec the program.
 const confineFlag = "--confine"
 
+// launchFlag follows the helper flag when a worker starts the helper for
+// a call: it starts the sandbox's init in new namespaces (launcher_linux.go).
+const launchFlag = "--launch"
+
 // RootRunsAs is the uid and gid a root worker's confined programs run
 // as (nobody): the kernel exempts real root from RLIMIT_NPROC, so a
 // process limit binds only a program that is not root.
@@ -40,7 +44,7 @@ const (
 // refuses a helper that states another (or none: a build from before the
 // version was stated, which spoke version 1). Raise it with every change
 // of that wire.
-const wireVersion = 3
+const wireVersion = 4
 
 // stderrPrefix starts every line the helper itself writes.
 const stderrPrefix = "toolmesh-sandbox: "
@@ -72,6 +76,9 @@ type spec struct {
 	View []string `json:"view,omitempty"`
 	// Status says the init reports the program's end on descriptor 3.
 	Status bool `json:"status,omitempty"`
+	// NewNet says the launcher starts init in a network namespace of its
+	// own (network none).
+	NewNet bool `json:"netns,omitempty"`
 }
 
 // Plan is a Policy resolved for one program: ready to start it confined.
@@ -122,7 +129,7 @@ func Prepare(p *Policy, path, helper string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Status = true
+	s.Status, s.NewNet = true, p.Network.None()
 	withStatus, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
