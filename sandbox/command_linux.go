@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,7 +36,14 @@ func (pl *Plan) Command(args, env []string) (*Command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: status pipe: %v", err)
 	}
-	argv := append([]string{pl.helper, helperFlag, launchFlag, pl.statusSpec, pl.Program}, args...)
+	if env == nil {
+		env = os.Environ() // as exec.Cmd would
+	}
+	spec := pl.statusSpec
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "GOMAXPROCS=") }) {
+		spec, env = pl.statusSpecEnv, append([]string{helperEnv}, env...)
+	}
+	argv := append([]string{pl.helper, helperFlag, launchFlag, spec, pl.Program}, args...)
 	cmd := &exec.Cmd{Path: pl.helper, Args: argv, Env: env, ExtraFiles: []*os.File{w}}
 	return &Command{Cmd: cmd, status: r, theirs: w}, nil
 }

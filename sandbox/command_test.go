@@ -110,6 +110,7 @@ func TestCommandConfinesEachProgram(t *testing.T) {
 		{"holds no descriptor beyond its stdio", "readlink /proc/$$/fd/3 || echo none", "none\n", "", 0},
 		{"has no_new_privs", "grep '^NoNewPrivs:' /proc/self/status | tr -d ' \t'", "NoNewPrivs:1\n", "", 0},
 		{"has no capability", "grep '^CapEff:' /proc/self/status | tr -d ' \t'", "CapEff:0000000000000000\n", "", 0},
+		{"has the environment it was given", "env | grep -v '^PWD='", "PATH=/usr/bin:/bin\n", "", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,6 +124,22 @@ func TestCommandConfinesEachProgram(t *testing.T) {
 		})
 	}
 	t.Run("a user namespace of its own", func(t *testing.T) { userNamespacesOfTheirOwn(t, pl) })
+	t.Run("keeps a GOMAXPROCS of its own", func(t *testing.T) {
+		c, err := pl.Command([]string{"-c", "env | grep GOMAXPROCS"}, []string{"PATH=/usr/bin:/bin", "GOMAXPROCS=3"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		c.Cmd.Stdout = &out
+		err = c.Cmd.Start()
+		c.Started()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end, err := c.Wait(); err != nil || end.Status != 0 || out.String() != "GOMAXPROCS=3\n" {
+			t.Fatalf("stdout %q, end %v %v", out.String(), end, err)
+		}
+	})
 }
 
 // userNamespacesOfTheirOwn runs two programs at once, each printing its

@@ -88,7 +88,11 @@ func runConfiner(s spec, argv []string) int {
 		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
 		return ExitSetup
 	}
-	err := syscall.Exec(argv[0], argv, os.Environ())
+	env := os.Environ()
+	if s.HelperEnv == 1 && len(env) > 0 && env[0] == helperEnv {
+		env = env[1:]
+	}
+	err := syscall.Exec(argv[0], argv, env)
 	fmt.Fprintf(os.Stderr, "%sexec %s: %v\n", stderrPrefix, argv[0], err)
 	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 		return ExitExecDenied

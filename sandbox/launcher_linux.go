@@ -56,6 +56,11 @@ func runLauncher(s spec, specAndArgv []string) int {
 			break
 		}
 	}
+	if ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		// init was killed before it could report: the worker then sees
+		// the launcher killed as it would have seen init.
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
