@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,9 +17,10 @@ import (
 
 // Command is one run of a Plan's program: the helper's exec.Cmd, which
 // the caller starts (under its supervisor: it may set the process group
-// and parent-death signal, and must keep SysProcAttr's namespaces), then
-// Wait for the program's end. Everything the program starts lives in the
-// helper's PID namespace and ends with it.
+// and parent-death signal), then Wait for the program's end. The helper
+// starts as a plain child (the launcher, launcher_linux.go), which starts
+// the sandbox's init in new namespaces; everything the program starts
+// lives in init's PID namespace and ends with it.
 type Command struct {
 	// Cmd is the helper's command; set its Stdin, Stdout and Stderr.
 	Cmd     *exec.Cmd
@@ -34,8 +36,15 @@ func (pl *Plan) Command(args, env []string) (*Command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: status pipe: %v", err)
 	}
-	argv := append([]string{pl.helper, helperFlag, pl.statusSpec, pl.Program}, args...)
-	cmd := &exec.Cmd{Path: pl.helper, Args: argv, Env: env, ExtraFiles: []*os.File{w}, SysProcAttr: pl.SysProcAttr()}
+	if env == nil {
+		env = os.Environ() // as exec.Cmd would
+	}
+	spec := pl.statusSpec
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "GOMAXPROCS=") }) {
+		spec, env = pl.statusSpecEnv, append([]string{helperEnv}, env...)
+	}
+	argv := append([]string{pl.helper, helperFlag, launchFlag, spec, pl.Program}, args...)
+	cmd := &exec.Cmd{Path: pl.helper, Args: argv, Env: env, ExtraFiles: []*os.File{w}}
 	return &Command{Cmd: cmd, status: r, theirs: w}, nil
 }
 

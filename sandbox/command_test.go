@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"io"
 	"os"
 	"os/exec"
@@ -109,31 +110,75 @@ func TestCommandConfinesEachProgram(t *testing.T) {
 		{"holds no descriptor beyond its stdio", "readlink /proc/$$/fd/3 || echo none", "none\n", "", 0},
 		{"has no_new_privs", "grep '^NoNewPrivs:' /proc/self/status | tr -d ' \t'", "NoNewPrivs:1\n", "", 0},
 		{"has no capability", "grep '^CapEff:' /proc/self/status | tr -d ' \t'", "CapEff:0000000000000000\n", "", 0},
-		{"a user namespace of its own", "readlink /proc/self/ns/user", "", "", 0},
-		{"another user namespace of its own", "readlink /proc/self/ns/user", "", "", 0},
+		{"has the environment it was given", "env | grep -v '^PWD='", "PATH=/usr/bin:/bin\n", "", 0},
 	}
-	own, err := os.Readlink("/proc/self/ns/user")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{own: true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, stderr, end := runSh(t, pl, c.script)
 			if end.ExitCode() != c.code || !strings.Contains(stderr, c.wantErr) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", end.ExitCode(), stderr, c.code, c.wantErr)
 			}
-			if strings.Contains(c.name, "user namespace of its own") {
-				if seen[out] {
-					t.Fatalf("user namespace %q shared", out)
-				}
-				seen[out] = true
-				return
-			}
 			if out != c.wantOut {
 				t.Fatalf("stdout %q, want %q", out, c.wantOut)
 			}
 		})
+	}
+	t.Run("a user namespace of its own", func(t *testing.T) { userNamespacesOfTheirOwn(t, pl) })
+	t.Run("keeps a GOMAXPROCS of its own", func(t *testing.T) {
+		c, err := pl.Command([]string{"-c", "env | grep GOMAXPROCS"}, []string{"PATH=/usr/bin:/bin", "GOMAXPROCS=3"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		c.Cmd.Stdout = &out
+		err = c.Cmd.Start()
+		c.Started()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end, err := c.Wait(); err != nil || end.Status != 0 || out.String() != "GOMAXPROCS=3\n" {
+			t.Fatalf("stdout %q, end %v %v", out.String(), end, err)
+		}
+	})
+}
+
+// userNamespacesOfTheirOwn runs two programs at once, each printing its
+// user namespace and then waiting for its stdin to close: both namespaces
+// exist at the same time, so a namespace's number freed by an ended
+// program and given to the next cannot pass for a shared one.
+func userNamespacesOfTheirOwn(t *testing.T, pl *Plan) {
+	own, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{own + "\n": true}
+	var ends []func()
+	defer func() {
+		for _, end := range ends {
+			end()
+		}
+	}()
+	for range 2 {
+		inR, inW, _ := os.Pipe()
+		outR, outW, _ := os.Pipe()
+		c, err := pl.Command([]string{"-c", "readlink /proc/self/ns/user; cat"}, []string{"PATH=/usr/bin:/bin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Cmd.Stdin, c.Cmd.Stdout = inR, outW
+		err = c.Cmd.Start()
+		c.Started()
+		inR.Close()
+		outW.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, func() { inW.Close(); _, _ = c.Wait(); outR.Close() })
+		line, _ := bufio.NewReader(outR).ReadString('\n')
+		if !strings.HasPrefix(line, "user:[") || seen[line] {
+			t.Fatalf("user namespace %q shared or unread", line)
+		}
+		seen[line] = true
 	}
 }
 

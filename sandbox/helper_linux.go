@@ -22,10 +22,12 @@ func Main() {
 	if len(os.Args) < 2 || os.Args[1] != helperFlag {
 		return
 	}
+	runtime.GOMAXPROCS(1)
 	os.Exit(runHelper(os.Args[2:]))
 }
 
-// runHelper is the helper in one of its three roles: the probe, the
+// runHelper is the helper in one of its four roles: the probe, the
+// launcher (launchFlag) a worker starts for a call, which starts the
 // sandbox's init (args[0] the spec; see init_linux.go), or, started by
 // that init, the confiner (confineFlag) that restricts itself and execs
 // the program.
@@ -33,9 +35,9 @@ func runHelper(args []string) int {
 	if len(args) == 1 && args[0] == "--probe" {
 		return runProbe()
 	}
-	confiner := len(args) > 0 && args[0] == confineFlag
-	if confiner {
-		args = args[1:]
+	role := ""
+	if len(args) > 0 && (args[0] == confineFlag || args[0] == launchFlag) {
+		role, args = args[0], args[1:]
 	}
 	if len(args) < 2 {
 		fmt.Fprintf(os.Stderr, "%susage: %s SPEC PROGRAM [ARG…]\n", stderrPrefix, helperFlag)
@@ -46,8 +48,11 @@ func runHelper(args []string) int {
 		fmt.Fprintf(os.Stderr, "%sbad spec: %v\n", stderrPrefix, err)
 		return ExitSetup
 	}
-	if confiner {
+	switch role {
+	case confineFlag:
 		return runConfiner(s, args[1:])
+	case launchFlag:
+		return runLauncher(s, args)
 	}
 	return runInit(s, args[0], args[1:])
 }
@@ -83,7 +88,11 @@ func runConfiner(s spec, argv []string) int {
 		fmt.Fprintf(os.Stderr, "%s%v\n", stderrPrefix, err)
 		return ExitSetup
 	}
-	err := syscall.Exec(argv[0], argv, os.Environ())
+	env := os.Environ()
+	if s.HelperEnv == 1 && len(env) > 0 && env[0] == helperEnv {
+		env = env[1:]
+	}
+	err := syscall.Exec(argv[0], argv, env)
 	fmt.Fprintf(os.Stderr, "%sexec %s: %v\n", stderrPrefix, argv[0], err)
 	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 		return ExitExecDenied

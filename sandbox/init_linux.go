@@ -13,8 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The helper's first role is the sandbox's init. The worker starts it in
-// new user, PID, mount, IPC and (for network none) network namespaces,
+// The helper's first role is the sandbox's init. The launcher (for a
+// call; launcher_linux.go) or the worker (for a bridged server) starts it
+// in new user, PID, mount, IPC and (for network none) network namespaces,
 // as root of its user namespace (mapped to the worker's user, or nobody
 // for a root worker). It builds the view (view_linux.go), starts itself
 // again as the confiner in a user namespace of its own, with the
@@ -24,8 +25,9 @@ import (
 // When the program ends, init reports its end on descriptor 3 (the wait
 // status and CPU time, when the spec asks) and exits with its code: the
 // kernel then kills whatever else runs in the PID namespace, however it
-// detached. If the worker dies, init gets its parent-death signal; a
-// SIGKILL of init (the worker's sweep) ends the namespace at once.
+// detached. If the worker dies, init gets its parent-death signal (passed
+// on by the launcher); a SIGKILL of init (when the launcher dies, as when
+// the worker kills its group) ends the namespace at once.
 
 // statusFD is the descriptor init reports the program's end on.
 const statusFD = 3

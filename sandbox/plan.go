@@ -20,6 +20,10 @@ const helperFlag = "--toolmesh-sandbox"
 // helper again, inside the sandbox, to confine itself and exec the program.
 const confineFlag = "--confine"
 
+// launchFlag follows the helper flag when a worker starts the helper for
+// a call: it starts the sandbox's init in new namespaces (launcher_linux.go).
+const launchFlag = "--launch"
+
 // RootRunsAs is the uid and gid a root worker's confined programs run
 // as (nobody): the kernel exempts real root from RLIMIT_NPROC, so a
 // process limit binds only a program that is not root.
@@ -40,7 +44,7 @@ const (
 // refuses a helper that states another (or none: a build from before the
 // version was stated, which spoke version 1). Raise it with every change
 // of that wire.
-const wireVersion = 3
+const wireVersion = 4
 
 // stderrPrefix starts every line the helper itself writes.
 const stderrPrefix = "toolmesh-sandbox: "
@@ -72,7 +76,19 @@ type spec struct {
 	View []string `json:"view,omitempty"`
 	// Status says the init reports the program's end on descriptor 3.
 	Status bool `json:"status,omitempty"`
+	// NewNet says the launcher starts init in a network namespace of its
+	// own (network none).
+	NewNet bool `json:"netns,omitempty"`
+	// HelperEnv is 1 when the environment starts with helperEnv, which
+	// the confiner drops before the exec.
+	HelperEnv int `json:"henv,omitempty"`
 }
+
+// helperEnv starts the helpers' environment when the program's has no
+// GOMAXPROCS of its own: a helper's Go runtime then starts no thread for a
+// second processor it never uses, a few thread starts less per helper and
+// three helpers a call.
+const helperEnv = "GOMAXPROCS=1"
 
 // Plan is a Policy resolved for one program: ready to start it confined.
 type Plan struct {
@@ -83,8 +99,10 @@ type Plan struct {
 	Auto   []string
 	helper string
 	spec   string // the spec, as Argv passes it
-	// statusSpec is the spec with Status set, as Command passes it.
-	statusSpec string
+	// statusSpec is the spec with Status set, as Command passes it;
+	// statusSpecEnv the same when Command puts helperEnv first in the
+	// environment.
+	statusSpec, statusSpecEnv string
 }
 
 // Prepare resolves p for the program at path (absolute, as exec.LookPath
@@ -118,16 +136,28 @@ func Prepare(p *Policy, path, helper string) (*Plan, error) {
 	if s.UID == 0 {
 		s.UID, s.GID = RootRunsAs, RootRunsAs
 	}
-	b, err := json.Marshal(s)
-	if err != nil {
+	pl := &Plan{Policy: p, Program: path, Auto: auto, helper: helper}
+	if err := pl.setSpecs(s); err != nil {
 		return nil, err
 	}
-	s.Status = true
-	withStatus, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
+	return pl, nil
+}
+
+// setSpecs sets the plan's specs from s: as Argv passes it, and with
+// Status and NewNet as Command passes it, with and without the helpers'
+// own GOMAXPROCS.
+func (pl *Plan) setSpecs(s spec) error {
+	specs := [3]string{}
+	for i := range specs {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		specs[i] = string(b)
+		s.Status, s.NewNet, s.HelperEnv = true, pl.Policy.Network.None(), i
 	}
-	return &Plan{Policy: p, Program: path, Auto: auto, helper: helper, spec: string(b), statusSpec: string(withStatus)}, nil
+	pl.spec, pl.statusSpec, pl.statusSpecEnv = specs[0], specs[1], specs[2]
+	return nil
 }
 
 // Argv is the helper's argument vector that runs the program with args

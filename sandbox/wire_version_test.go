@@ -32,8 +32,8 @@ func TestProbeRefusesAnotherWireVersion(t *testing.T) {
 		name, answer string
 		problem      string // "" : the probe takes self
 	}{
-		{"older build, no version", `echo "toolmesh-sandbox: ok abi=7 uid=$(id -u)"`, "speaks sandbox wire version 1 and this worker 3"},
-		{"newer build", `echo "toolmesh-sandbox: ok abi=7 uid=$(id -u) wire=4"`, "speaks sandbox wire version 4 and this worker 3"},
+		{"older build, no version", `echo "toolmesh-sandbox: ok abi=7 uid=$(id -u)"`, "speaks sandbox wire version 1 and this worker 4"},
+		{"newer build", `echo "toolmesh-sandbox: ok abi=7 uid=$(id -u) wire=5"`, "speaks sandbox wire version 5 and this worker 4"},
 		{"not a helper", `echo hello`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
