@@ -245,7 +245,7 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		st := &mcp.StreamableClientTransport{Endpoint: sc.URL,
 			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification}}}
 		if sc.OAuth != nil {
-			h, err := oauthHandler(sc.OAuth)
+			h, err := oauthHandler(b.cfg.Entry, nil, "")
 			if err != nil {
 				return nil, err
 			}
