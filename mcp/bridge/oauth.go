@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/oauth"
@@ -113,4 +116,80 @@ func loginSession(ctx context.Context, e Entry, authorize auth.AuthorizationCode
 		n++
 	}
 	return n, nil
+}
+
+// authWatch is the OAuth handler of a url binding, keeping its last
+// failure: the SDK's transport reduces a request it could not authorize
+// to a bare "rejected by transport", and the call's Problem should say
+// why (a stored login that stopped working) and what to do.
+type authWatch struct {
+	auth.OAuthHandler
+	mu   sync.Mutex
+	last error
+}
+
+func (a *authWatch) set(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.last = err
+}
+
+// failed is the last authorization failure (nil after a success).
+func (a *authWatch) failed() error {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last
+}
+
+// TokenSource watches the tokens the handler hands out.
+func (a *authWatch) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	ts, err := a.OAuthHandler.TokenSource(ctx)
+	if err != nil || ts == nil {
+		a.set(err)
+		return ts, err
+	}
+	return watchedSource{ts: ts, w: a}, nil
+}
+
+// Authorize watches the handler's authorizations.
+func (a *authWatch) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	err := a.OAuthHandler.Authorize(ctx, req, resp)
+	a.set(err)
+	return err
+}
+
+type watchedSource struct {
+	ts oauth2.TokenSource
+	w  *authWatch
+}
+
+func (s watchedSource) Token() (*oauth2.Token, error) {
+	t, err := s.ts.Token()
+	s.w.set(err)
+	return t, err
+}
+
+// codeRejected is the JSON-RPC error the SDK's transport gives a request
+// it did not send (jsonrpc2.ErrRejected).
+const codeRejected = -32005
+
+// authProblem is the Problem of a request the transport rejected after
+// an authorization failure, or nil when that is not what happened.
+func (b *Bridge) authProblem(err error) *envelope.Problem {
+	var je *jsonrpc.Error
+	w := b.auth.Load()
+	if w == nil || !asJSONRPC(err, &je) || je.Code != codeRejected {
+		return nil
+	}
+	aerr := w.failed()
+	if aerr == nil {
+		return nil
+	}
+	ns := b.cfg.Entry.Namespace
+	// The transport did not send the request: the tool did not run.
+	return envelope.Problemf(envelope.CodeUnauthorized, "MCP server %q: the bridge could not authorize the request: %s", ns, b.redact(aerr)).WithRan(envelope.RanNo).
+		WithFix(fmt.Sprintf("As the worker's user, run `toolmesh login --config TOOLS_FILE %s`, then call again.", ns), envelope.HasPlaceholders)
 }
