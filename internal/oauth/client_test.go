@@ -1,0 +1,194 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
+)
+
+func TestGrantFileKeepsTheGrantPrivate(t *testing.T) {
+	f := &GrantFile{Path: filepath.Join(t.TempDir(), "state", "oauth", "ns.json")}
+	if _, err := f.Load(); !errors.Is(err, ErrNoGrant) {
+		t.Fatalf("Load before any login = %v, want ErrNoGrant", err)
+	}
+	g := &Grant{Resource: "http://r/mcp", ClientID: "c", ClientSecret: "client-secret-value", TokenURL: "http://as/token",
+		Token: &oauth2.Token{AccessToken: "at", RefreshToken: "refresh-token-value"}}
+	if err := f.Save(g); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{f.Path: 0o600, filepath.Dir(f.Path): 0o700} {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode().Perm() != want {
+			t.Fatalf("%s: mode %v (%v), want %v", p, st.Mode().Perm(), err, want)
+		}
+	}
+	got, err := f.Load()
+	if err != nil || got.Token.RefreshToken != "refresh-token-value" || got.ClientSecret != "client-secret-value" {
+		t.Fatalf("Load = %+v, %v", got, err)
+	}
+	if err := os.Chmod(f.Path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Load(); err == nil || !strings.Contains(err.Error(), "readable by others") {
+		t.Fatalf("Load of a file others can read = %v, want a refusal", err)
+	}
+	if err := os.WriteFile(f.Path, []byte(`{"token": "refresh-token-value"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Load(); err == nil || strings.Contains(err.Error(), "refresh-token-value") {
+		t.Fatalf("Load of a broken file = %v: want an error that does not quote the file", err)
+	}
+}
+
+func TestDefaultGrantPath(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", "/state")
+	if p, err := DefaultGrantPath("remote"); err != nil || p != filepath.Join("/state", "toolmesh", "oauth", "remote.json") {
+		t.Fatalf("DefaultGrantPath = %q, %v", p, err)
+	}
+	for _, bad := range []string{"", "..", "a/b"} {
+		if _, err := DefaultGrantPath(bad); err == nil {
+			t.Errorf("DefaultGrantPath(%q) accepted", bad)
+		}
+	}
+}
+
+// tokenEndpoint is an authorization server's token endpoint answering
+// every refresh with answer (a JSON body) and status.
+func tokenEndpoint(t *testing.T, status int, answer string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "refresh_token" {
+			http.Error(w, "want a refresh", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(answer))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// expiredSource is a savingSource over an expired token of the grant.
+func expiredSource(f *GrantFile, tokenURL string) *savingSource {
+	g := Grant{Resource: "http://r/mcp", ClientID: "c", ClientSecret: "client-secret-value", TokenURL: tokenURL,
+		AuthStyle: oauth2.AuthStyleInParams,
+		Token:     &oauth2.Token{AccessToken: "old-access", RefreshToken: "refresh-token-one", Expiry: time.Now().Add(-time.Hour)}}
+	cfg := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret, Endpoint: oauth2.Endpoint{TokenURL: tokenURL, AuthStyle: g.AuthStyle}}
+	return &savingSource{src: cfg.TokenSource(context.Background(), g.Token), file: f, grant: g}
+}
+
+func TestSavingSourceSavesTheRotatedRefreshToken(t *testing.T) {
+	f := &GrantFile{Path: filepath.Join(t.TempDir(), "g.json")}
+	s := expiredSource(f, tokenEndpoint(t, http.StatusOK, `{"access_token":"new-access","refresh_token":"refresh-token-two","token_type":"Bearer","expires_in":3600}`))
+	tok, err := s.Token()
+	if err != nil || tok.AccessToken != "new-access" {
+		t.Fatalf("Token = %+v, %v", tok, err)
+	}
+	g, err := f.Load()
+	if err != nil || g.Token.RefreshToken != "refresh-token-two" || g.ClientSecret != "client-secret-value" {
+		t.Fatalf("the saved grant = %+v, %v: want the rotated refresh token", g, err)
+	}
+}
+
+// A hostile authorization server echoes the refresh token and the client
+// secret in its error: the error the bridge sees shows neither.
+func TestSavingSourceErrorsHideTheGrant(t *testing.T) {
+	f := &GrantFile{Path: filepath.Join(t.TempDir(), "g.json")}
+	s := expiredSource(f, tokenEndpoint(t, http.StatusBadRequest,
+		`{"error":"invalid_grant","error_description":"refresh-token-one of client-secret-value is revoked"}`))
+	_, err := s.Token()
+	if err == nil || !strings.Contains(err.Error(), "invalid_grant") || !strings.Contains(err.Error(), "toolmesh login") {
+		t.Fatalf("Token = %v, want invalid_grant and what to do", err)
+	}
+	for _, secret := range []string{"refresh-token-one", "client-secret-value"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("the error shows %q: %v", secret, err)
+		}
+	}
+}
+
+func TestLoopbackTakesOnlyItsOwnState(t *testing.T) {
+	lb, err := ListenLoopback()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Close()
+	if !strings.HasPrefix(lb.RedirectURL(), "http://127.0.0.1:") || !strings.HasSuffix(lb.RedirectURL(), CallbackPath) {
+		t.Fatalf("RedirectURL = %q, want a loopback IP literal", lb.RedirectURL())
+	}
+	visit := func(query string) {
+		resp, err := http.Get(lb.RedirectURL() + "?" + query)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = resp.Body.Close()
+	}
+	// A stale tab's answer (another state) is skipped; the login's is taken.
+	open := func(context.Context, string) error {
+		visit("code=stale&state=other")
+		visit("code=the-code&state=s1&iss=http%3A%2F%2Fas")
+		return nil
+	}
+	res, err := lb.Fetcher(open)(context.Background(), &auth.AuthorizationArgs{URL: "http://as/authorize?state=s1"})
+	if err != nil || res.Code != "the-code" || res.State != "s1" || res.Iss != "http://as" {
+		t.Fatalf("Fetcher = %+v, %v", res, err)
+	}
+	refused := func(context.Context, string) error {
+		visit("error=access_denied&error_description=the+person+said+no&state=s2")
+		return nil
+	}
+	if _, err := lb.Fetcher(refused)(context.Background(), &auth.AuthorizationArgs{URL: "http://as/authorize?state=s2"}); err == nil ||
+		!strings.Contains(err.Error(), "access_denied") {
+		t.Fatalf("a refused login = %v, want the server's error", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := lb.Fetcher(func(context.Context, string) error { return nil })(ctx, &auth.AuthorizationArgs{URL: "http://as/a?state=s3"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a login given up = %v, want context.Canceled", err)
+	}
+}
+
+func TestWorkerHandlerNeedsAStoredLoginForItsServer(t *testing.T) {
+	f := &GrantFile{Path: filepath.Join(t.TempDir(), "g.json")}
+	if _, err := NewCodeFlowHandler(CodeFlow{Resource: "http://r/mcp", File: f}); !errors.Is(err, ErrLoginRequired) {
+		t.Fatalf("without a login: %v, want ErrLoginRequired", err)
+	}
+	g := &Grant{Resource: "http://other/mcp", ClientID: "c", TokenURL: "http://as/token", Token: &oauth2.Token{AccessToken: "a"}}
+	if err := f.Save(g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewCodeFlowHandler(CodeFlow{Resource: "http://r/mcp", File: f}); !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), "another server") {
+		t.Fatalf("a login for another server: %v", err)
+	}
+	g.Resource = "http://r/mcp"
+	if err := f.Save(g); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewCodeFlowHandler(CodeFlow{Resource: "http://r/mcp", File: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := h.TokenSource(context.Background())
+	if err != nil || ts == nil {
+		t.Fatalf("TokenSource = %v, %v", ts, err)
+	}
+	if tok, err := ts.Token(); err != nil || tok.AccessToken != "a" {
+		t.Fatalf("the stored token = %+v, %v", tok, err)
+	}
+	raw, _ := json.Marshal(g)
+	if strings.Contains(string(raw), `"client_secret"`) {
+		t.Fatalf("a public client's grant names a client_secret: %s", raw)
+	}
+}
