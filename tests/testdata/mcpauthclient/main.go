@@ -11,7 +11,8 @@
 // code client (toolmesh login's): the person's browser is an HTTP client
 // that follows the suite's authorization server, which approves at once,
 // to the real loopback redirect. The grant is kept in a temporary file,
-// as a worker keeps it.
+// as a worker keeps it; once the person's session has called the tool,
+// a worker's client made from that file alone (no person) calls it again.
 package main
 
 import (
@@ -52,7 +53,14 @@ func main() {
 			log.Fatalf("MCP_CONFORMANCE_CONTEXT: %v", err)
 		}
 	}
-	h, done, err := handler(os.Getenv("MCP_CONFORMANCE_SCENARIO"), server, sc.ClientID, sc.ClientSecret)
+	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
+	dir, err := os.MkdirTemp("", "mcpauthclient")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	grant := &oauth.GrantFile{Path: filepath.Join(dir, "grant.json")}
+	h, done, err := handler(scenario, server, sc.ClientID, sc.ClientSecret, grant)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,24 +68,30 @@ func main() {
 	if err := run(ctx, server, h); err != nil {
 		log.Fatal(err)
 	}
+	if strings.HasPrefix(scenario, "auth/client-credentials") {
+		return
+	}
+	worker, err := oauth.NewCodeFlowHandler(oauth.CodeFlow{Resource: server, File: grant, ClientID: sc.ClientID})
+	if err != nil {
+		log.Fatalf("the worker's client from the stored grant: %v", err)
+	}
+	if err := run(ctx, server, worker); err != nil {
+		log.Fatalf("the worker's client from the stored grant: %v", err)
+	}
 }
 
 // handler is the bridge's OAuth client for the scenario.
-func handler(scenario, server, id, secret string) (auth.OAuthHandler, func(), error) {
+func handler(scenario, server, id, secret string, grant *oauth.GrantFile) (auth.OAuthHandler, func(), error) {
 	if strings.HasPrefix(scenario, "auth/client-credentials") {
 		h, err := oauth.NewClientCredentialsHandler(id, secret, "")
 		return h, func() {}, err
-	}
-	dir, err := os.MkdirTemp("", "mcpauthclient")
-	if err != nil {
-		return nil, nil, err
 	}
 	lb, err := oauth.ListenLoopback()
 	if err != nil {
 		return nil, nil, err
 	}
-	done := func() { _ = lb.Close(); _ = os.RemoveAll(dir) }
-	h, err := oauth.NewCodeFlowHandler(oauth.CodeFlow{Resource: server, File: &oauth.GrantFile{Path: filepath.Join(dir, "grant.json")},
+	done := func() { _ = lb.Close() }
+	h, err := oauth.NewCodeFlowHandler(oauth.CodeFlow{Resource: server, File: grant,
 		ClientID: id, ClientSecret: secret, ClientMetadataURL: metadataURL,
 		Authorize: lb.Fetcher(browse), RedirectURL: lb.RedirectURL()})
 	return h, done, err
