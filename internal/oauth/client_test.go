@@ -84,8 +84,7 @@ func expiredSource(f *GrantFile, tokenURL string) *savingSource {
 	g := Grant{Resource: "http://r/mcp", ClientID: "c", ClientSecret: "client-secret-value", TokenURL: tokenURL,
 		AuthStyle: oauth2.AuthStyleInParams,
 		Token:     &oauth2.Token{AccessToken: "old-access", RefreshToken: "refresh-token-one", Expiry: time.Now().Add(-time.Hour)}}
-	cfg := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret, Endpoint: oauth2.Endpoint{TokenURL: tokenURL, AuthStyle: g.AuthStyle}}
-	return &savingSource{src: cfg.TokenSource(context.Background(), g.Token), file: f, grant: g}
+	return newSavingSource(&g, f, CodeFlow{}.grantSource)
 }
 
 func TestSavingSourceSavesTheRotatedRefreshToken(t *testing.T) {
@@ -190,5 +189,24 @@ func TestWorkerHandlerNeedsAStoredLoginForItsServer(t *testing.T) {
 	raw, _ := json.Marshal(g)
 	if strings.Contains(string(raw), `"client_secret"`) {
 		t.Fatalf("a public client's grant names a client_secret: %s", raw)
+	}
+}
+
+// A refused refresh reads the file again: a login made since (toolmesh
+// login while the worker runs) is taken up.
+func TestSavingSourceTakesUpANewLogin(t *testing.T) {
+	f := &GrantFile{Path: filepath.Join(t.TempDir(), "g.json")}
+	url := tokenEndpoint(t, http.StatusBadRequest, `{"error":"invalid_grant"}`)
+	s := expiredSource(f, url)
+	if _, err := s.Token(); err == nil {
+		t.Fatal("a refused refresh gave a token")
+	}
+	fresh := &Grant{Resource: "http://r/mcp", ClientID: "c", TokenURL: url,
+		Token: &oauth2.Token{AccessToken: "after-login", RefreshToken: "refresh-token-new", Expiry: time.Now().Add(time.Hour)}}
+	if err := f.Save(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := s.Token(); err != nil || tok.AccessToken != "after-login" {
+		t.Fatalf("after a new login: %+v, %v", tok, err)
 	}
 }

@@ -92,10 +92,7 @@ func NewCodeFlowHandler(c CodeFlow) (auth.OAuthHandler, error) {
 		hc.AuthorizationCodeFetcher = func(context.Context, *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			return nil, ErrLoginRequired
 		}
-		cfg := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret, Scopes: g.Scopes,
-			Endpoint: oauth2.Endpoint{TokenURL: g.TokenURL, AuthStyle: g.AuthStyle}}
-		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, c.HTTPClient)
-		hc.InitialTokenSource = &savingSource{src: cfg.TokenSource(ctx, g.Token), file: c.File, grant: *g}
+		hc.InitialTokenSource = newSavingSource(g, c.File, c.grantSource)
 		return auth.NewAuthorizationCodeHandler(hc)
 	}
 	hc.AuthorizationCodeFetcher = c.Authorize
@@ -120,11 +117,22 @@ func (c CodeFlow) preregistered(id, secret string) *oauthex.ClientCredentials {
 
 // newSource is the token source of a fresh authorization: the grant is
 // saved at once, and again whenever the token is refreshed.
-func (c CodeFlow) newSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+func (c CodeFlow) newSource(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 	g := Grant{Resource: c.Resource, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
 		TokenURL: cfg.Endpoint.TokenURL, AuthStyle: cfg.Endpoint.AuthStyle, Scopes: cfg.Scopes, Token: tok}
 	if err := c.File.Save(&g); err != nil {
 		return nil, fmt.Errorf("saving the login to %s: %v", c.File.Path, err)
 	}
-	return &savingSource{src: cfg.TokenSource(ctx, tok), file: c.File, grant: g}, nil
+	return newSavingSource(&g, c.File, c.grantSource), nil
+}
+
+// grantSource is the refreshing token source of a stored grant.
+func (c CodeFlow) grantSource(g *Grant) oauth2.TokenSource {
+	cfg := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret, Scopes: g.Scopes,
+		Endpoint: oauth2.Endpoint{TokenURL: g.TokenURL, AuthStyle: g.AuthStyle}}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return cfg.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, hc), g.Token)
 }

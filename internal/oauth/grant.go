@@ -146,12 +146,24 @@ func (f *GrantFile) Save(g *Grant) error {
 
 // savingSource hands out the tokens of src and keeps the grant file in
 // step: every new token (a refresh may rotate the refresh token too) is
-// saved before it is used. Its errors never show the grant's secrets.
+// saved before it is used. When src fails (a refused refresh), the file
+// is read again: a login made since (toolmesh login while the worker
+// runs) is taken up without a restart. Its errors never show the
+// grant's secrets.
 type savingSource struct {
 	mu    sync.Mutex
 	src   oauth2.TokenSource
 	file  *GrantFile
 	grant Grant // Token is the last saved
+	// source makes the token source of a grant (its client, its token
+	// endpoint, the HTTP client).
+	source func(*Grant) oauth2.TokenSource
+}
+
+// newSavingSource is the saving source of g, whose Token was just saved
+// (or loaded).
+func newSavingSource(g *Grant, file *GrantFile, source func(*Grant) oauth2.TokenSource) *savingSource {
+	return &savingSource{src: source(g), file: file, grant: *g, source: source}
 }
 
 // Token returns a valid token, refreshing and saving it when needed.
@@ -159,6 +171,9 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, err := s.src.Token()
+	if err != nil && s.reload() {
+		t, err = s.src.Token()
+	}
 	if err != nil {
 		return nil, errors.New(redact.New(s.grant.secrets()...).String(
 			fmt.Sprintf("the stored login could not get a token (%v); run toolmesh login again", err)))
@@ -172,4 +187,16 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 		s.grant = g
 	}
 	return t, nil
+}
+
+// reload takes up the grant in the file when it is another login for the
+// same server; it reports whether it did.
+func (s *savingSource) reload() bool {
+	g, err := s.file.Load()
+	if err != nil || g.Resource != s.grant.Resource || s.grant.Token == nil ||
+		(g.Token.RefreshToken == s.grant.Token.RefreshToken && g.Token.AccessToken == s.grant.Token.AccessToken) {
+		return false
+	}
+	s.grant, s.src = *g, s.source(g)
+	return true
 }

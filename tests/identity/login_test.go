@@ -33,8 +33,9 @@ import (
 // mode 0600; the worker's bridge then reaches the protected server with
 // it, refreshing the short-lived tokens and saving each rotated refresh
 // token. When the provider revokes the grant, the call fails saying to
-// log in again. No refresh token, access token or client secret appears
-// in anything the commands print or the calls answer.
+// log in again; after a new login the running worker calls again. No
+// refresh token, access token or client secret appears in anything the
+// commands print or the calls answer.
 func TestLoginThenTheBridgeUsesAndRefreshesTheGrant(t *testing.T) {
 	// 9s tokens: within oauth2's 10s expiry margin, so every request
 	// of the bridge refreshes.
@@ -55,12 +56,7 @@ func TestLoginThenTheBridgeUsesAndRefreshesTheGrant(t *testing.T) {
 	m := meshtest.NewWith(t, meshtest.Config{Server: embedded.Config{Listen: "127.0.0.1:0"}})
 	before := workerWithoutLogin(t, tools, m.Server.ClientURL())
 
-	login := startOutput(t, toolmeshBin, "login", "--config", tools, "--no-browser", "remote")
-	authURL := login.waitFor(t, regexp.MustCompile(`(?m)^\s+(http://\S+)$`))[1]
-	browserLogin(t, p, authURL)
-	if code := login.wait(t); code != 0 || !strings.Contains(login.String(), "logged in: namespace remote, 1 tools") {
-		t.Fatalf("toolmesh login: exit %d\n%s", code, login)
-	}
+	login := logIn(t, p, tools)
 	path := filepath.Join(state, "toolmesh", "oauth", "remote.json")
 	first := readGrant(t, path)
 
@@ -90,16 +86,23 @@ func TestLoginThenTheBridgeUsesAndRefreshesTheGrant(t *testing.T) {
 			refreshes, p.store.refreshes(), last.Token.RefreshToken != first.Token.RefreshToken)
 	}
 
-	p.store.refuseRefresh()
+	p.store.revokeAll()
 	resp, err := m.Caller.Call(ctx, "remote.hello", map[string]any{})
 	refused := fmt.Sprintf("%s %v", resp.Data, err)
 	if err == nil && resp.Success || !strings.Contains(refused, "toolmesh login") || !strings.Contains(refused, "unauthorized") || !strings.Contains(refused, `"ran":"no"`) {
 		t.Fatalf("a call after the grant was revoked: %s; want a failure saying to run toolmesh login", refused)
 	}
 	t.Logf("toolmesh login printed:\n%s\nthe call after the revocation: %s", login, refused)
+	again := logIn(t, p, tools)
+	resp, err = m.Caller.Call(ctx, "remote.hello", map[string]any{})
+	if err != nil || !resp.Success {
+		t.Fatalf("remote.hello after a new login, the worker still running: %s, %v", resp.Data, err)
+	}
+	renewed := readGrant(t, path)
 	worker.stop()
-	secrets := []string{cliSecret, first.Token.RefreshToken, first.Token.AccessToken, last.Token.RefreshToken, last.Token.AccessToken}
-	outputs := map[string]string{"worker before login": before, "toolmesh login": login.String(),
+	secrets := []string{cliSecret, first.Token.RefreshToken, first.Token.AccessToken, last.Token.RefreshToken, last.Token.AccessToken,
+		renewed.Token.RefreshToken, renewed.Token.AccessToken}
+	outputs := map[string]string{"worker before login": before, "toolmesh login": login.String(), "toolmesh login again": again.String(),
 		"worker": worker.String(), "answers": strings.Join(answers, "\n"), "the refused call": refused}
 	for name, out := range outputs {
 		for _, s := range secrets {
@@ -108,6 +111,19 @@ func TestLoginThenTheBridgeUsesAndRefreshesTheGrant(t *testing.T) {
 			}
 		}
 	}
+}
+
+// logIn runs toolmesh login for the binding remote of tools, the test
+// being the person's browser, and returns what it printed.
+func logIn(t *testing.T, p *loginIDP, tools string) *output {
+	t.Helper()
+	login := startOutput(t, toolmeshBin, "login", "--config", tools, "--no-browser", "remote")
+	authURL := login.waitFor(t, regexp.MustCompile(`(?m)^\s+(http://\S+)$`))[1]
+	browserLogin(t, p, authURL)
+	if code := login.wait(t); code != 0 || !strings.Contains(login.String(), "logged in: namespace remote, 1 tools") {
+		t.Fatalf("toolmesh login: exit %d\n%s", code, login)
+	}
+	return login
 }
 
 // workerWithoutLogin runs the worker before anyone logged in: it must

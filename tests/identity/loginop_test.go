@@ -48,7 +48,7 @@ func startLoginIDP(t *testing.T, lifetime time.Duration) *loginIDP {
 
 // loginStorage is the example storage with the CLI client, the resource
 // as every token's audience (RFC 8707) and short-lived tokens; it counts
-// refreshes and can be told to refuse them (a revoked grant).
+// refreshes and can revoke every grant given so far.
 type loginStorage struct {
 	*storage.Storage
 	lifetime time.Duration
@@ -56,7 +56,8 @@ type loginStorage struct {
 	mu        sync.Mutex
 	resource  string
 	refreshed int
-	refuse    bool
+	issued    map[string]bool // refresh tokens given out
+	revoked   map[string]bool
 }
 
 func (s *loginStorage) setResource(uri string) {
@@ -72,11 +73,13 @@ func (s *loginStorage) refreshes() int {
 	return s.refreshed
 }
 
-// refuseRefresh makes every later refresh grant fail.
-func (s *loginStorage) refuseRefresh() {
+// revokeAll revokes every grant given so far: their refresh tokens are
+// refused from now on; a new login gets a new grant.
+func (s *loginStorage) revokeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.refuse = true
+	s.revoked = s.issued
+	s.issued = map[string]bool{}
 }
 
 func (s *loginStorage) audience(aud []string) []string {
@@ -112,9 +115,9 @@ func (s *loginStorage) AuthRequestByCode(ctx context.Context, code string) (op.A
 
 func (s *loginStorage) TokenRequestByRefreshToken(ctx context.Context, rt string) (op.RefreshTokenRequest, error) {
 	s.mu.Lock()
-	refuse := s.refuse
+	revoked := s.revoked[rt]
 	s.mu.Unlock()
-	if refuse {
+	if revoked {
 		return nil, errors.New("the grant was revoked")
 	}
 	r, err := s.Storage.TokenRequestByRefreshToken(ctx, rt)
@@ -134,9 +137,15 @@ func (s *loginStorage) CreateAccessAndRefreshTokens(ctx context.Context, req op.
 		req = r.RefreshTokenRequest
 	}
 	id, rt, _, err := s.Storage.CreateAccessAndRefreshTokens(ctx, req, current)
-	if err == nil && current != "" {
+	if err == nil {
 		s.mu.Lock()
-		s.refreshed++
+		if s.issued == nil {
+			s.issued = map[string]bool{}
+		}
+		s.issued[rt] = true
+		if current != "" {
+			s.refreshed++
+		}
 		s.mu.Unlock()
 	}
 	return id, rt, time.Now().Add(s.lifetime), err
