@@ -210,3 +210,45 @@ func TestSavingSourceTakesUpANewLogin(t *testing.T) {
 		t.Fatalf("after a new login: %+v, %v", tok, err)
 	}
 }
+
+// A worker's handler answers a 401 for a token not yet expired by
+// refreshing it; without a refresh token it needs a person.
+func TestWorkerHandlerRefreshesOnA401(t *testing.T) {
+	f := &GrantFile{Path: filepath.Join(t.TempDir(), "g.json")}
+	url := tokenEndpoint(t, http.StatusOK, `{"access_token":"refreshed","refresh_token":"refresh-token-two","token_type":"Bearer","expires_in":3600}`)
+	g := &Grant{Resource: "http://r/mcp", ClientID: "c", TokenURL: url, AuthStyle: oauth2.AuthStyleInParams,
+		Token: &oauth2.Token{AccessToken: "refused", RefreshToken: "refresh-token-one", Expiry: time.Now().Add(time.Hour)}}
+	if err := f.Save(g); err != nil {
+		t.Fatal(err)
+	}
+	nowhere := httptest.NewServer(http.NotFoundHandler())
+	defer nowhere.Close()
+	unauthorized := func() (*http.Request, *http.Response) {
+		req := httptest.NewRequest(http.MethodPost, nowhere.URL+"/mcp", nil)
+		return req, &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody}
+	}
+	h, err := NewCodeFlowHandler(CodeFlow{Resource: "http://r/mcp", File: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, resp := unauthorized()
+	if err := h.Authorize(context.Background(), req, resp); err != nil {
+		t.Fatalf("Authorize on a 401 with a refresh token: %v", err)
+	}
+	ts, _ := h.TokenSource(context.Background())
+	if tok, err := ts.Token(); err != nil || tok.AccessToken != "refreshed" {
+		t.Fatalf("the token after the 401: %+v, %v", tok, err)
+	}
+	g.Token.RefreshToken = ""
+	if err := f.Save(g); err != nil {
+		t.Fatal(err)
+	}
+	h, err = NewCodeFlowHandler(CodeFlow{Resource: "http://r/mcp", File: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, resp = unauthorized()
+	if err := h.Authorize(context.Background(), req, resp); !errors.Is(err, ErrLoginRequired) {
+		t.Fatalf("Authorize on a 401 without a refresh token = %v, want ErrLoginRequired", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -92,8 +93,13 @@ func NewCodeFlowHandler(c CodeFlow) (auth.OAuthHandler, error) {
 		hc.AuthorizationCodeFetcher = func(context.Context, *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			return nil, ErrLoginRequired
 		}
-		hc.InitialTokenSource = newSavingSource(g, c.File, c.grantSource)
-		return auth.NewAuthorizationCodeHandler(hc)
+		src := newSavingSource(g, c.File, c.grantSource)
+		hc.InitialTokenSource = src
+		h, err := auth.NewAuthorizationCodeHandler(hc)
+		if err != nil {
+			return nil, err
+		}
+		return workerHandler{AuthorizationCodeHandler: h, src: src}, nil
 	}
 	hc.AuthorizationCodeFetcher = c.Authorize
 	if c.ClientMetadataURL != "" {
@@ -135,4 +141,22 @@ func (c CodeFlow) grantSource(g *Grant) oauth2.TokenSource {
 		hc = http.DefaultClient
 	}
 	return cfg.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, hc), g.Token)
+}
+
+// workerHandler is a worker's handler: a 401 for a token not yet expired
+// (revoked, or the server lost its session) is answered by refreshing
+// it, as the grant allows without a person; anything else goes to the
+// SDK's handler, which fails with ErrLoginRequired.
+type workerHandler struct {
+	*auth.AuthorizationCodeHandler
+	src *savingSource
+}
+
+// Authorize refreshes on a 401, or asks for a person.
+func (h workerHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	if resp.StatusCode == http.StatusUnauthorized && h.src.expire() {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	return h.AuthorizationCodeHandler.Authorize(ctx, req, resp)
 }

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/oauth2"
 
@@ -198,5 +199,21 @@ func (s *savingSource) reload() bool {
 		return false
 	}
 	s.grant, s.src = *g, s.source(g)
+	return true
+}
+
+// expire makes the next Token refresh, when the grant has a refresh
+// token; it reports whether it does.
+func (s *savingSource) expire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grant.Token == nil || s.grant.Token.RefreshToken == "" {
+		return false
+	}
+	stale := s.grant
+	tok := *s.grant.Token
+	tok.Expiry = time.Unix(1, 0)
+	stale.Token = &tok
+	s.src = s.source(&stale)
 	return true
 }
