@@ -60,7 +60,7 @@ func TestLoginThenTheBridgeUsesAndRefreshesTheGrant(t *testing.T) {
 	path := filepath.Join(state, "toolmesh", "oauth", "remote.json")
 	first := readGrant(t, path)
 
-	worker := startOutput(t, toolmeshBin, "worker", "--config", tools, "--server", m.Server.ClientURL())
+	worker := startOutput(t, toolmeshBin, "worker", "--config", tools, "--server", m.Server.ClientURL(), "--log-level", "debug")
 	worker.waitFor(t, regexp.MustCompile(`bridges ready`))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -117,7 +117,7 @@ func TestLoginThenTheBridgeUsesAndRefreshesTheGrant(t *testing.T) {
 // being the person's browser, and returns what it printed.
 func logIn(t *testing.T, p *loginIDP, tools string) *output {
 	t.Helper()
-	login := startOutput(t, toolmeshBin, "login", "--config", tools, "--no-browser", "remote")
+	login := startOutput(t, toolmeshBin, "login", "--config", tools, "--no-browser", "remote", "--log-level", "debug")
 	authURL := login.waitFor(t, regexp.MustCompile(`(?m)^\s+(http://\S+)$`))[1]
 	browserLogin(t, p, authURL)
 	if code := login.wait(t); code != 0 || !strings.Contains(login.String(), "logged in: namespace remote, 1 tools") {
@@ -132,7 +132,7 @@ func workerWithoutLogin(t *testing.T, tools, server string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, toolmeshBin, "worker", "--config", tools, "--server", server).CombinedOutput()
+	out, err := exec.CommandContext(ctx, toolmeshBin, "worker", "--config", tools, "--server", server, "--log-level", "debug").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "toolmesh login") {
 		t.Fatalf("worker before the login: %v\n%s\nwant a refusal saying to run toolmesh login", err, out)
 	}
