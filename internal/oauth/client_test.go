@@ -252,3 +252,25 @@ func TestWorkerHandlerRefreshesOnA401(t *testing.T) {
 		t.Fatalf("Authorize on a 401 without a refresh token = %v, want ErrLoginRequired", err)
 	}
 }
+
+// A worker's handler answering a 403 insufficient_scope says which scope
+// the new login must give.
+func TestWorkerHandlerNamesTheSteppedUpScope(t *testing.T) {
+	f := &GrantFile{Path: filepath.Join(t.TempDir(), "g.json")}
+	if err := f.Save(&Grant{Resource: "http://r/mcp", ClientID: "c", TokenURL: "http://as/token",
+		Token: &oauth2.Token{AccessToken: "a", RefreshToken: "r", Expiry: time.Now().Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	nowhere := httptest.NewServer(http.NotFoundHandler())
+	defer nowhere.Close()
+	h, err := NewCodeFlowHandler(CodeFlow{Resource: "http://r/mcp", File: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, nowhere.URL+"/mcp", nil)
+	resp := &http.Response{StatusCode: http.StatusForbidden, Body: http.NoBody,
+		Header: http.Header{"Www-Authenticate": {`Bearer error="insufficient_scope", scope="mcp:write"`}}}
+	if err := h.Authorize(context.Background(), req, resp); !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), `"mcp:write"`) {
+		t.Fatalf("Authorize on a 403 insufficient_scope = %v, want ErrLoginRequired naming mcp:write", err)
+	}
+}

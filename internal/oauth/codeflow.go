@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -38,6 +40,10 @@ type CodeFlow struct {
 	// Issuer, when set, is the authorization server a pre-registered
 	// client belongs to: a server naming another is refused.
 	Issuer string
+	// Scopes are asked for besides those the server names (its
+	// WWW-Authenticate challenge, else its metadata's scopes_supported):
+	// the scopes a tool call steps up to, say, so one login covers them.
+	Scopes []string
 	// Authorize, for an interactive login, shows the person the
 	// authorization URL and returns the code (Loopback.Fetcher), with
 	// RedirectURL its redirect URI. Nil for a worker: it uses the stored
@@ -90,9 +96,7 @@ func NewCodeFlowHandler(c CodeFlow) (auth.OAuthHandler, error) {
 		}
 		hc.PreregisteredClient = c.preregistered(g.ClientID, g.ClientSecret)
 		hc.RedirectURL = redirectPlaceholder
-		hc.AuthorizationCodeFetcher = func(context.Context, *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			return nil, ErrLoginRequired
-		}
+		hc.AuthorizationCodeFetcher = loginRequired
 		src := newSavingSource(g, c.File, c.grantSource)
 		hc.InitialTokenSource = src
 		h, err := auth.NewAuthorizationCodeHandler(hc)
@@ -102,6 +106,17 @@ func NewCodeFlowHandler(c CodeFlow) (auth.OAuthHandler, error) {
 		return workerHandler{AuthorizationCodeHandler: h, src: src}, nil
 	}
 	hc.AuthorizationCodeFetcher = c.Authorize
+	if len(c.Scopes) > 0 {
+		hc.ScopeFilter = func(discovered []string) []string {
+			out := slices.Clone(discovered)
+			for _, s := range c.Scopes {
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+			return out
+		}
+	}
 	if c.ClientMetadataURL != "" {
 		hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: c.ClientMetadataURL}
 	}
@@ -110,6 +125,15 @@ func NewCodeFlowHandler(c CodeFlow) (auth.OAuthHandler, error) {
 		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
 	}}
 	return auth.NewAuthorizationCodeHandler(hc)
+}
+
+// loginRequired is a worker's authorization step: it cannot send a
+// person anywhere, so it says which scope the login must give.
+func loginRequired(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	if u, err := url.Parse(args.URL); err == nil && u.Query().Get("scope") != "" {
+		return nil, fmt.Errorf("%w (the server asks for scope %q; list any missing one in the binding's oauth.scopes)", ErrLoginRequired, u.Query().Get("scope"))
+	}
+	return nil, ErrLoginRequired
 }
 
 // preregistered is a pre-registered client's credentials.

@@ -75,6 +75,9 @@ type OAuthClient struct {
 	// ClientMetadataURL is the client's ID metadata document (an https
 	// URL), its client_id where the authorization server supports that.
 	ClientMetadataURL string `yaml:"client_metadata_url"`
+	// Scopes are asked for at login besides those the server names: the
+	// scopes its tool calls step up to, so one login covers them.
+	Scopes []string `yaml:"scopes"`
 	// ClientSecret is the secret itself (the tools file is worker-local).
 	ClientSecret string `yaml:"client_secret"`
 	// ClientSecretEnv names the worker's environment variable holding it.
@@ -98,8 +101,8 @@ func (o *OAuthClient) check(headers map[string]string) error {
 	switch {
 	case o.Login && o.ClientSecret != "" && o.ClientSecretEnv != "":
 		return fmt.Errorf("field binding.mcp.oauth: set at most one of client_secret and client_secret_env")
-	case !o.Login && (o.TokenFile != "" || o.ClientMetadataURL != ""):
-		return fmt.Errorf("field binding.mcp.oauth: token_file and client_metadata_url need login: true")
+	case !o.Login && (o.TokenFile != "" || o.ClientMetadataURL != "" || len(o.Scopes) > 0):
+		return fmt.Errorf("field binding.mcp.oauth: token_file, client_metadata_url and scopes need login: true")
 	case !o.Login && (o.ClientID == "" || (o.ClientSecret == "") == (o.ClientSecretEnv == "")):
 		return fmt.Errorf("field binding.mcp.oauth: set client_id and one of client_secret and client_secret_env (or login: true)")
 	}

@@ -30,7 +30,7 @@ func oauthHandler(e Entry, authorize auth.AuthorizationCodeFetcher, redirect str
 		return nil, err
 	}
 	return oauth.NewCodeFlowHandler(oauth.CodeFlow{Resource: e.Server.URL, File: &oauth.GrantFile{Path: path},
-		ClientID: c.ClientID, ClientSecret: c.secret(), ClientMetadataURL: c.ClientMetadataURL, Issuer: c.Issuer,
+		ClientID: c.ClientID, ClientSecret: c.secret(), ClientMetadataURL: c.ClientMetadataURL, Issuer: c.Issuer, Scopes: c.Scopes,
 		Authorize: authorize, RedirectURL: redirect})
 }
 

@@ -24,6 +24,7 @@ func TestParseOAuthClient(t *testing.T) {
 		"typo in a field":          {"{url: 'https://h', oauth: {client: c, client_secret: s}}", "client"},
 		"login, two secrets":       {"{url: 'https://h', oauth: {login: true, client_id: c, client_secret: s, client_secret_env: V}}", "at most one"},
 		"token file without login": {"{url: 'https://h', oauth: {client_id: c, client_secret: s, token_file: /t}}", "need login: true"},
+		"scopes without login":     {"{url: 'https://h', oauth: {client_id: c, client_secret: s, scopes: [a]}}", "need login: true"},
 		"metadata URL over http":   {"{url: 'https://h', oauth: {login: true, client_metadata_url: 'http://c.example/m.json'}}", "https URL with a path"},
 		"metadata URL at a root":   {"{url: 'https://h', oauth: {login: true, client_metadata_url: 'https://c.example/'}}", "https URL with a path"},
 	} {
@@ -40,6 +41,7 @@ func TestParseLoginClient(t *testing.T) {
 		"public client":        "{url: 'https://h/mcp', oauth: {login: true, client_id: cli, token_file: /var/lib/tm/h.json}}",
 		"confidential client":  "{url: 'https://h/mcp', oauth: {login: true, client_id: cli, client_secret: s}}",
 		"metadata document":    "{url: 'https://h/mcp', oauth: {login: true, client_metadata_url: 'https://c.example/client.json'}}",
+		"stepped-up scopes":    "{url: 'https://h/mcp', oauth: {login: true, scopes: ['mcp:write']}}",
 	} {
 		got, err := Parse([]byte("tools: [{namespace: r, binding: {mcp: " + yaml + "}}]"))
 		if err != nil || len(got) != 1 || got[0].Server.OAuth == nil || !got[0].Server.OAuth.Login {
