@@ -84,26 +84,7 @@ func NewCodeFlowHandler(c CodeFlow) (auth.OAuthHandler, error) {
 		hc.PreregisteredClient = c.preregistered(c.ClientID, c.ClientSecret)
 	}
 	if c.Authorize == nil {
-		g, err := c.File.Load()
-		if err != nil {
-			return nil, fmt.Errorf("%w (%v)", ErrLoginRequired, err)
-		}
-		if g.Resource != c.Resource {
-			return nil, fmt.Errorf("%w: the login stored at %s is for another server", ErrLoginRequired, c.File.Path)
-		}
-		if c.ClientID != "" && g.ClientID != c.ClientID {
-			return nil, fmt.Errorf("%w: the login stored at %s is for another client", ErrLoginRequired, c.File.Path)
-		}
-		hc.PreregisteredClient = c.preregistered(g.ClientID, g.ClientSecret)
-		hc.RedirectURL = redirectPlaceholder
-		hc.AuthorizationCodeFetcher = loginRequired
-		src := newSavingSource(g, c.File, c.grantSource)
-		hc.InitialTokenSource = src
-		h, err := auth.NewAuthorizationCodeHandler(hc)
-		if err != nil {
-			return nil, err
-		}
-		return workerHandler{AuthorizationCodeHandler: h, src: src}, nil
+		return c.workerHandler(hc)
 	}
 	hc.AuthorizationCodeFetcher = c.Authorize
 	if len(c.Scopes) > 0 {
@@ -125,6 +106,31 @@ func NewCodeFlowHandler(c CodeFlow) (auth.OAuthHandler, error) {
 		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
 	}}
 	return auth.NewAuthorizationCodeHandler(hc)
+}
+
+// workerHandler is the handler of a worker: the stored grant's client
+// and token, and no person to ask.
+func (c CodeFlow) workerHandler(hc *auth.AuthorizationCodeHandlerConfig) (auth.OAuthHandler, error) {
+	g, err := c.File.Load()
+	if err != nil {
+		return nil, fmt.Errorf("%w (%v)", ErrLoginRequired, err)
+	}
+	if g.Resource != c.Resource {
+		return nil, fmt.Errorf("%w: the login stored at %s is for another server", ErrLoginRequired, c.File.Path)
+	}
+	if c.ClientID != "" && g.ClientID != c.ClientID {
+		return nil, fmt.Errorf("%w: the login stored at %s is for another client", ErrLoginRequired, c.File.Path)
+	}
+	hc.PreregisteredClient = c.preregistered(g.ClientID, g.ClientSecret)
+	hc.RedirectURL = redirectPlaceholder
+	hc.AuthorizationCodeFetcher = loginRequired
+	src := newSavingSource(g, c.File, c.grantSource)
+	hc.InitialTokenSource = src
+	h, err := auth.NewAuthorizationCodeHandler(hc)
+	if err != nil {
+		return nil, err
+	}
+	return workerHandler{AuthorizationCodeHandler: h, src: src}, nil
 }
 
 // loginRequired is a worker's authorization step: it cannot send a
