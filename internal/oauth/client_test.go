@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -272,5 +274,22 @@ func TestWorkerHandlerNamesTheSteppedUpScope(t *testing.T) {
 		Header: http.Header{"Www-Authenticate": {`Bearer error="insufficient_scope", scope="mcp:write"`}}}
 	if err := h.Authorize(context.Background(), req, resp); !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), `"mcp:write"`) {
 		t.Fatalf("Authorize on a 403 insufficient_scope = %v, want ErrLoginRequired naming mcp:write", err)
+	}
+}
+
+// A grant printed or logged by mistake shows none of its secrets.
+func TestGrantPrintsNoSecret(t *testing.T) {
+	g := Grant{Resource: "http://r/mcp", ClientID: "c", ClientSecret: "client-secret-value", TokenURL: "http://as/token",
+		Token: &oauth2.Token{AccessToken: "access-token-value", RefreshToken: "refresh-token-value"}}
+	var logged strings.Builder
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("grant", "grant", g, "pointer", &g)
+	out := fmt.Sprintf("%v %+v %#v %s %v", g, g, g, &g, []any{g}) + logged.String()
+	for _, s := range []string{"client-secret-value", "access-token-value", "refresh-token-value"} {
+		if strings.Contains(out, s) {
+			t.Fatalf("a printed grant shows %q: %s", s, out)
+		}
+	}
+	if !strings.Contains(out, "a refresh token") {
+		t.Fatalf("a printed grant says nothing of itself: %s", out)
 	}
 }

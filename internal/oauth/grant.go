@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -36,6 +37,22 @@ type Grant struct {
 	Scopes []string      `json:"scopes,omitempty"`
 	Token  *oauth2.Token `json:"token"`
 }
+
+// String describes the grant without its secrets, so a grant printed by
+// mistake (fmt's %v and %+v) shows none.
+func (g Grant) String() string {
+	refresh := "no refresh token"
+	if g.Token != nil && g.Token.RefreshToken != "" {
+		refresh = "a refresh token"
+	}
+	return fmt.Sprintf("login for %s (client %s, %s)", g.Resource, g.ClientID, refresh)
+}
+
+// GoString is String, for %#v.
+func (g Grant) GoString() string { return g.String() }
+
+// LogValue is String, for slog.
+func (g Grant) LogValue() slog.Value { return slog.StringValue(g.String()) }
 
 // secrets are the grant's values no text may show.
 func (g *Grant) secrets() []string {
