@@ -85,6 +85,10 @@ func Login(ctx context.Context, e Entry, open func(ctx context.Context, authURL 
 		}
 		return LoginResult{}, envelope.Problemf(envelope.CodeUnauthorized, "mcp namespace %s: login: %s", e.Namespace, msg)
 	}
+	if _, err := (&oauth.GrantFile{Path: path}).Load(); errors.Is(err, oauth.ErrNoGrant) {
+		return LoginResult{}, envelope.Problemf(envelope.CodeInvalidConfig,
+			"mcp namespace %s: the server never asked for authorization, so there is no login to keep; drop oauth from the binding", e.Namespace)
+	}
 	return LoginResult{GrantFile: path, Tools: n}, nil
 }
 

@@ -3,8 +3,14 @@ package bridge
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -56,5 +62,23 @@ func TestLoginRefusesABindingWithoutLogin(t *testing.T) {
 	var p *envelope.Problem
 	if !errors.As(err, &p) || p.Code != envelope.CodeInvalidConfig || !strings.Contains(p.Detail, "login: true") {
 		t.Fatalf("Login of a client-credentials binding = %v, want invalid_config", err)
+	}
+}
+
+// A login to a server that never asks for authorization keeps nothing,
+// and says so instead of claiming a login.
+func TestLoginToAnOpenServerKeepsNothing(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "open", Version: "1"}, nil)
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	grant := filepath.Join(t.TempDir(), "g.json")
+	e := Entry{Namespace: "open", Server: ServerConfig{URL: hs.URL, OAuth: &OAuthClient{Login: true, ClientID: "c", TokenFile: grant}}}
+	_, err := Login(context.Background(), e, func(context.Context, string) error { return errors.New("no browser here") })
+	var p *envelope.Problem
+	if !errors.As(err, &p) || p.Code != envelope.CodeInvalidConfig || !strings.Contains(p.Detail, "never asked") {
+		t.Fatalf("Login to an open server = %v, want invalid_config", err)
+	}
+	if _, err := os.Stat(grant); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a grant file was written: %v", err)
 	}
 }
