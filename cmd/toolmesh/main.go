@@ -156,7 +156,7 @@ func newRoot(g *globals) *cobra.Command {
 	root.AddCommand(newTasksCmd(g), newAuditCmd(g))
 	addCompletions(g, root)
 	root.AddCommand(newMCPCmd(g))
-	root.AddCommand(newAuthCalloutCmd(g))
+	root.AddCommand(newAuthCalloutCmd(g), newLoginCmd(g))
 	return root
 }
 

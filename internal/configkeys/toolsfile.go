@@ -45,7 +45,7 @@ func CLIBinding() *Node {
 // MCPBinding is the shape of binding.mcp (mcp/bridge.ServerConfig).
 func MCPBinding() *Node {
 	n := Keys("command", "args", "env", "url", "headers", "skip", "client_capabilities", "protocol", "oauth")
-	n.Fields["oauth"] = Keys("client_id", "client_secret", "client_secret_env", "issuer")
+	n.Fields["oauth"] = Keys("client_id", "client_secret", "client_secret_env", "issuer", "login", "token_file", "client_metadata_url", "scopes")
 	return n
 }
 

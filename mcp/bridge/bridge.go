@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,6 +76,9 @@ type Bridge struct {
 	offered offered
 
 	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
+	// auth is the OAuth handler of the current connection (url bindings
+	// with oauth), which knows why a request could not be authorized.
+	auth atomic.Pointer[authWatch]
 	// secrets are the binding's env and header values and its URL's
 	// query values, redacted from every error and Problem the bridge
 	// reports.
@@ -245,11 +249,13 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		st := &mcp.StreamableClientTransport{Endpoint: sc.URL,
 			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification}}}
 		if sc.OAuth != nil {
-			h, err := oauthHandler(sc.OAuth)
+			h, err := oauthHandler(b.cfg.Entry, nil, "")
 			if err != nil {
 				return nil, err
 			}
-			st.OAuthHandler = h
+			w := &authWatch{OAuthHandler: h}
+			b.auth.Store(w)
+			st.OAuthHandler = w
 		}
 		t = st
 	}

@@ -30,10 +30,11 @@ type ServerConfig struct {
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
 	// OAuth, for a url server that requires OAuth (the MCP authorization
-	// spec), is the bridge's pre-registered client: it gets its tokens by
-	// the client-credentials grant from the authorization server the
-	// server's protected-resource metadata names, and a new one whenever
-	// the last expires.
+	// spec), is the bridge's client: a pre-registered confidential client
+	// that gets its tokens by the client-credentials grant from the
+	// authorization server the server's protected-resource metadata
+	// names, or (login: true) the grant a person gave once with toolmesh
+	// login, whose refresh token the worker keeps and uses.
 	OAuth *OAuthClient `yaml:"oauth"`
 	// Skip names the server's tools (by their MCP names) the bridge does
 	// not host. A tool the mesh cannot host fails the worker's start
@@ -56,11 +57,27 @@ type ServerConfig struct {
 	Protocol string `yaml:"protocol"`
 }
 
-// OAuthClient is a confidential OAuth client registered with the remote
-// server's authorization server. Set exactly one of ClientSecret and
-// ClientSecretEnv.
+// OAuthClient is the bridge's OAuth client of the remote server's
+// authorization server. Without Login it is a confidential client using
+// the client-credentials grant: set ClientID and exactly one of
+// ClientSecret and ClientSecretEnv. With Login a person authorizes it
+// once (toolmesh login: authorization code with PKCE); ClientID is then
+// a pre-registered client (public, or confidential with a secret), or
+// empty to register one dynamically at login.
 type OAuthClient struct {
 	ClientID string `yaml:"client_id"`
+	// Login: a person authorizes the client with toolmesh login, and the
+	// worker uses the stored grant, refreshing it.
+	Login bool `yaml:"login"`
+	// TokenFile is where the login is kept (mode 0600); by default
+	// toolmesh/oauth/<namespace>.json in the user's state directory.
+	TokenFile string `yaml:"token_file"`
+	// ClientMetadataURL is the client's ID metadata document (an https
+	// URL), its client_id where the authorization server supports that.
+	ClientMetadataURL string `yaml:"client_metadata_url"`
+	// Scopes are asked for at login besides those the server names: the
+	// scopes its tool calls step up to, so one login covers them.
+	Scopes []string `yaml:"scopes"`
 	// ClientSecret is the secret itself (the tools file is worker-local).
 	ClientSecret string `yaml:"client_secret"`
 	// ClientSecretEnv names the worker's environment variable holding it.
@@ -81,8 +98,18 @@ func (o *OAuthClient) secret() string {
 // check refuses an incomplete client or one that would clash with a
 // static Authorization header.
 func (o *OAuthClient) check(headers map[string]string) error {
-	if o.ClientID == "" || (o.ClientSecret == "") == (o.ClientSecretEnv == "") {
-		return fmt.Errorf("field binding.mcp.oauth: set client_id and one of client_secret and client_secret_env")
+	switch {
+	case o.Login && o.ClientSecret != "" && o.ClientSecretEnv != "":
+		return fmt.Errorf("field binding.mcp.oauth: set at most one of client_secret and client_secret_env")
+	case !o.Login && (o.TokenFile != "" || o.ClientMetadataURL != "" || len(o.Scopes) > 0):
+		return fmt.Errorf("field binding.mcp.oauth: token_file, client_metadata_url and scopes need login: true")
+	case !o.Login && (o.ClientID == "" || (o.ClientSecret == "") == (o.ClientSecretEnv == "")):
+		return fmt.Errorf("field binding.mcp.oauth: set client_id and one of client_secret and client_secret_env (or login: true)")
+	}
+	if o.ClientMetadataURL != "" {
+		if u, err := url.Parse(o.ClientMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			return fmt.Errorf("field binding.mcp.oauth.client_metadata_url: want an https URL with a path")
+		}
 	}
 	if o.ClientSecretEnv != "" && os.Getenv(o.ClientSecretEnv) == "" {
 		return fmt.Errorf("field binding.mcp.oauth.client_secret_env: %s is empty or unset", o.ClientSecretEnv)

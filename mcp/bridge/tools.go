@@ -227,6 +227,9 @@ func (b *Bridge) failure(ctx context.Context, sess *mcp.ClientSession, what stri
 		_ = sess.Close()
 		return b.downProblem("cannot be reached")
 	default:
+		if p := b.authProblem(err); p != nil {
+			return p
+		}
 		return b.callProblem(what, err)
 	}
 }
