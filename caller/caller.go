@@ -154,8 +154,8 @@ type Caller struct {
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 
-	// tasks is the caller of the task API (§22), made on first use.
-	tasks taskClient
+	// services are the callers of mesh services Service has made.
+	services services
 
 	mu      sync.Mutex
 	pending map[string]*pending
@@ -320,10 +320,7 @@ func (c *Caller) Close() error {
 		p.abandon(c.problems.New(envelope.CodeCancelled, "the caller was closed"))
 	}
 	close(c.done)
-	c.tasks.once.Do(func() {}) // a task caller being made is finished first
-	if c.tasks.c != nil {
-		_ = c.tasks.c.Close()
-	}
+	c.services.close()
 	c.nc.RemoveStatusListener(c.statusCh)
 	err := c.sub.Unsubscribe()
 	_ = c.probe.Unsubscribe()
@@ -778,7 +775,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if err := envelope.ValidateToolName(tool); err != nil {
 		return nil, c.badToolName(err)
 	}
-	rawArgs, err := encodeArgs(args)
+	rawArgs, err := jsonx.Args(args)
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, "args: "+err.Error())
 	}
@@ -1009,36 +1006,6 @@ func (c *Caller) coalescer(p *pending) *sender {
 		return nil
 	}
 	return c.senderFor(p.tool)
-}
-
-func encodeArgs(args any) (json.RawMessage, error) {
-	var raw json.RawMessage
-	switch a := args.(type) {
-	case nil:
-		return json.RawMessage("{}"), nil
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	case string:
-		raw = json.RawMessage(a)
-	default:
-		b, err := json.Marshal(a)
-		if err != nil {
-			return nil, err
-		}
-		if !jsonx.IsObject(b) {
-			return nil, errors.New("want a JSON object")
-		}
-		return b, nil
-	}
-	if !jsonx.Valid(raw) {
-		return nil, errors.New("not valid JSON")
-	}
-	if !jsonx.IsObject(raw) {
-		return nil, errors.New("want a JSON object")
-	}
-	return raw, nil
 }
 
 func (c *Caller) options(opts []Option) callOptions {

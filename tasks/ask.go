@@ -24,16 +24,16 @@ func (s *Service) askState(ctx context.Context, r *attemptRun, ev envelope.ToolE
 	if !asking(ev) {
 		return nil
 	}
-	rec := r.q.record(caller.TaskRunning, r.attempt, r.events)
+	rec := r.q.record(Running, r.attempt, r.events)
 	rec.WorkerID = r.worker
 	if ev.Type == envelope.EventQuestion {
 		data, err := ev.AppendJSON(nil)
 		if err != nil {
 			return err
 		}
-		rec.State, rec.Question = caller.TaskInputRequired, data
+		rec.State, rec.Question = InputRequired, data
 	}
-	err := s.appendE(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, "")
+	err := s.appendE(ctx, r, &entry{Kind: kindTask, Record: rec}, "")
 	if err == nil {
 		s.notify(r.q.Owner, &rec, noticeChanged)
 	}
@@ -61,7 +61,7 @@ func (s *Service) answer(ctx context.Context, req *worker.Request, _ worker.Emit
 		return nil, prob
 	}
 	q, ok := rec.OpenQuestion()
-	if rec.State != caller.TaskInputRequired || !ok {
+	if rec.State != InputRequired || !ok {
 		return nil, envelope.Problemf(envelope.CodeInvalidInput, "task %s is %s: it asks no question now", a.TaskID, rec.State).
 			WithExtension("pointer", "/task_id")
 	}

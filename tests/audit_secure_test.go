@@ -92,7 +92,7 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 	if p := envelope.AsProblem(err, ""); p == nil || p.Code != envelope.CodeToolFailed {
 		t.Fatalf("bob's demo.fail: %v, want tool_failed", err)
 	}
-	if _, err := alice.RunTask(ctx, "demo.echo", map[string]any{"secret": "alice-task-s3cret"}); err != nil {
+	if _, err := tasks.NewClient(alice).Run(ctx, "demo.echo", map[string]any{"secret": "alice-task-s3cret"}); err != nil {
 		t.Fatal(err)
 	}
 	bobAnswers := caller.OnQuestion(func(_ context.Context, q caller.Question) (caller.Answer, error) {

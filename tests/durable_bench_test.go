@@ -27,8 +27,8 @@ func BenchmarkDurableUnary(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			rec, err := m.c.RunTask(ctx, "echo", map[string]string{"message": "hi"}, caller.WithTaskMode("unary"))
-			if err != nil || rec.State != caller.TaskSucceeded {
+			rec, err := tasks.NewClient(m.c).Run(ctx, "echo", map[string]string{"message": "hi"}, tasks.Unary())
+			if err != nil || rec.State != tasks.Succeeded {
 				b.Errorf("%+v %v", rec, err)
 				return
 			}

@@ -264,21 +264,21 @@ func TestCalloutPeopleCannotTouchEachOthersWork(t *testing.T) {
 		t.Fatalf("alice's call after bob's forged answer and cancel: %+v, %v", resp, err)
 	}
 
-	id, err := alice.Submit(ctx, "alice.ask", map[string]any{})
+	id, err := tasks.NewClient(alice).Submit(ctx, "alice.ask", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for what, err := range map[string]error{
-		"read":   errOf(bob.Task(ctx, id, false)),
-		"cancel": errOf(bob.CancelTask(ctx, id)),
-		"answer": errOf(bob.AnswerTask(ctx, id, "", caller.Decline())),
+		"read":   errOf(tasks.NewClient(bob).Get(ctx, id, false)),
+		"cancel": errOf(tasks.NewClient(bob).Cancel(ctx, id)),
+		"answer": errOf(tasks.NewClient(bob).Answer(ctx, id, "", caller.Decline())),
 	} {
 		var pr *envelope.Problem
 		if !errors.As(err, &pr) || pr.Code != envelope.CodeTaskNotFound {
 			t.Errorf("bob's %s of alice's task: %v, want task_not_found", what, err)
 		}
 	}
-	if rec, err := alice.Task(ctx, id, false); err != nil || rec.TaskID != id {
+	if rec, err := tasks.NewClient(alice).Get(ctx, id, false); err != nil || rec.TaskID != id {
 		t.Fatalf("alice reads her own task: %+v, %v", rec, err)
 	}
 }

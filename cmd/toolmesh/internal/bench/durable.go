@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/tasks"
 )
@@ -156,11 +155,11 @@ func (b *bencher) rawWorkQueue(ctx context.Context) error {
 // durableUnary is one echo as a durable unary task, submitted and waited
 // for in one round trip.
 func (b *bencher) durableUnary(ctx context.Context) error {
-	rec, err := b.c.RunTask(ctx, "echo", b.args, caller.WithTaskMode("unary"))
+	rec, err := tasks.NewClient(b.c).Run(ctx, "echo", b.args, tasks.Unary())
 	if err != nil {
 		return err
 	}
-	if rec.State != caller.TaskSucceeded {
+	if rec.State != tasks.Succeeded {
 		return envelope.Problemf(envelope.CodeInternal, "task %s ended %s (%s)", rec.TaskID, rec.State, rec.Code)
 	}
 	return nil
