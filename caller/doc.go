@@ -12,7 +12,7 @@
 // a model's tool calls, middleware, retries, questions a tool asks — and
 // the liveness that judges calls in flight: heartbeats, the workers'
 // presence beacons, probes of silent workers and settle markers
-// (protocol v2, §8.2).
+// (protocol v2, §8.2), whose tables are caller/internal/liveness's.
 //
 // What does not: discovery. Listing, watching, describing and searching
 // the mesh's tools, and sampling the fleet's stats, are package catalog's;
