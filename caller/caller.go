@@ -1097,6 +1097,17 @@ func CallAs[T any](ctx context.Context, c *Caller, tool string, args any, opts .
 // callEvent makes the call, retrying retry-safe failures (honouring
 // retry_after), and returns its id and terminal event.
 func (c *Caller) callEvent(ctx context.Context, tool string, args any, o callOptions) (string, envelope.ToolEvent) {
+	return c.withRetries(ctx, tool, o, func(ctx context.Context) (string, envelope.ToolEvent, bool) {
+		id, ev := c.callOnce(ctx, tool, args, o)
+		return id, ev, false
+	})
+}
+
+// withRetries runs attempts of a call within its timeout until one
+// succeeds, one has delivered events to its reader (a stream's), or a
+// failure may not be retried; it returns the last attempt's id and
+// terminal event.
+func (c *Caller) withRetries(ctx context.Context, tool string, o callOptions, attempt func(context.Context) (string, envelope.ToolEvent, bool)) (string, envelope.ToolEvent) {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -1104,9 +1115,9 @@ func (c *Caller) callEvent(ctx context.Context, tool string, args any, o callOpt
 	}
 	var a attempts
 	for {
-		id, ev := c.callOnce(ctx, tool, args, o)
+		id, ev, delivered := attempt(ctx)
 		p := ev.Problem()
-		if p == nil {
+		if p == nil || delivered {
 			return id, ev
 		}
 		if !c.again(ctx, p, o, &a) {
