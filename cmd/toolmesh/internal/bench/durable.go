@@ -136,10 +136,16 @@ func (d *benchDurable) forget(reply string) {
 
 // rawWorkQueue is one echo through the bare work queue.
 func (b *bencher) rawWorkQueue(ctx context.Context) error {
-	d := b.durable
+	return b.durable.roundTrip(ctx, func(reply string) *nats.Msg {
+		return &nats.Msg{Subject: b.durable.wqSub, Data: b.args, Header: nats.Header{"Reply-To": []string{reply}}}
+	})
+}
+
+// roundTrip publishes the message msg makes for a reply subject to the
+// work queue and waits for its one reply (or ctx's end).
+func (d *benchDurable) roundTrip(ctx context.Context, msg func(reply string) *nats.Msg) error {
 	reply, ch := d.await()
-	msg := &nats.Msg{Subject: d.wqSub, Data: b.args, Header: nats.Header{"Reply-To": []string{reply}}}
-	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := d.js.PublishMsg(ctx, msg(reply)); err != nil {
 		d.forget(reply)
 		return err
 	}
