@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -25,23 +24,8 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-var (
-	mcpServerOnce sync.Once
-	mcpServerPath string
-	mcpServerErr  error
-)
-
 // mcpServerBin builds the go-sdk test server of mcp/bridge/testdata.
-func mcpServerBin(t *testing.T) string {
-	t.Helper()
-	mcpServerOnce.Do(func() {
-		mcpServerPath, mcpServerErr = testutil.BuildBinary("../mcp/bridge/testdata/mcpserver", "mcpserver")
-	})
-	if mcpServerErr != nil {
-		t.Fatal(mcpServerErr)
-	}
-	return mcpServerPath
-}
+var mcpServerBin = builtOnce("../mcp/bridge/testdata/mcpserver", "mcpserver")
 
 // startBridge bridges entry onto a fresh mesh and returns a caller on it.
 func startBridge(t *testing.T, entry bridge.Entry) (*bridge.Bridge, *caller.Caller) {

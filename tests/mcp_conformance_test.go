@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,24 +39,9 @@ var conformanceRuns = []struct{ revision, suite, namespace string }{
 	{"2026-07-28", "all", "conf26"},
 }
 
-var (
-	fixtureOnce sync.Once
-	fixturePath string
-	fixtureErr  error
-)
-
 // conformanceFixture builds toolmesh's own server implementing the suite's
 // server specification (testdata/mcpconformance).
-func conformanceFixture(t *testing.T) string {
-	t.Helper()
-	fixtureOnce.Do(func() {
-		fixturePath, fixtureErr = testutil.BuildBinary("./testdata/mcpconformance", "mcpconformance")
-	})
-	if fixtureErr != nil {
-		t.Fatal(fixtureErr)
-	}
-	return fixturePath
-}
+var conformanceFixture = builtOnce("./testdata/mcpconformance", "mcpconformance")
 
 // npmDir installs packages into a fresh temporary directory (interop runs
 // only: TOOLMESH_INTEROP_MCP=1).
