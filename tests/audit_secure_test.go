@@ -72,12 +72,8 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 		return worker.AskAs[map[string]string](ctx, req, "Your name?")
 	})
 	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{Middleware: []worker.Middleware{
+	startService(t, tasksNC, tasks.Config{Middleware: []worker.Middleware{
 		workermw.Audit(tasksNC, workermw.AuditConfig{Prefix: "toolmesh", Worker: "tasks", ToolPrefix: "tasks."})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
 
 	aliceNC, _ := m.dial(t, "alice")
 	bobNC, _ := m.dial(t, "bob")

@@ -22,12 +22,8 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	const flood, perOwner = 300, 4
 	m := startSecure(t)
 	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{MaxQueuedPerTool: flood,
+	startService(t, tasksNC, tasks.Config{MaxQueuedPerTool: flood,
 		MaxRunningPerOwner: perOwner, MaxRunningPerOwnerTool: perOwner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
 	var started, ended atomic.Int64
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -54,7 +50,7 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 			t.Fatalf("bob's submit %d: %v", i+1, err)
 		}
 	}
-	_, err = tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": flood})
+	_, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": flood})
 	wantCode(t, err, envelope.CodeOverloaded)
 	waitFor(t, "bob's first tasks to start", func() bool { return started.Load() == perOwner })
 

@@ -18,11 +18,7 @@ import (
 func TestSecureTaskQuotaIsPerOwner(t *testing.T) {
 	m := startSecure(t)
 	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{MaxTasksPerOwner: 3, MaxBytesPerOwner: 8000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	startService(t, tasksNC, tasks.Config{MaxTasksPerOwner: 3, MaxBytesPerOwner: 8000})
 	aliceNC, _ := m.dial(t, "alice")
 	bobNC, _ := m.dial(t, "bob")
 	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
@@ -33,7 +29,7 @@ func TestSecureTaskQuotaIsPerOwner(t *testing.T) {
 			t.Fatalf("alice's submit %d: %v", i+1, err)
 		}
 	}
-	_, err = tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]int{"i": 3})
+	_, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]int{"i": 3})
 	wantQuota(t, err, "tasks")
 	big := map[string]string{"blob": strings.Repeat("x", 5000)}
 	if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", big); err != nil {

@@ -24,11 +24,7 @@ import (
 func TestSecureTasksBelongToTheirSubmitter(t *testing.T) {
 	m := startSecure(t)
 	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	startService(t, tasksNC, tasks.Config{})
 	started, ended := make(chan string, 1), make(chan error, 1)
 	w := m.demoWorker(t, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "demo.park"}, parkTool(started, ended))
