@@ -55,8 +55,15 @@ func (s *services) close() {
 	}
 }
 
-// Config returns the caller's configuration with every default filled in.
-func (c *Caller) Config() Config { return c.cfg }
+// Config returns the caller's configuration with every default filled
+// in, in Config's own terms: New given it makes a caller configured alike.
+func (c *Caller) Config() Config {
+	cfg := c.cfg
+	if cfg.Retries == 0 { // held as 0 inside; Config says none so
+		cfg.Retries = NoRetries
+	}
+	return cfg
+}
 
 // Settings is what a call's options come to, the caller's own
 // (Config.Options) applied first: what a client of a service that carries
