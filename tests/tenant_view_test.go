@@ -114,7 +114,7 @@ func TestSecureTenantSeesOnlyItsTools(t *testing.T) {
 	if _, err := bob.Catalog().Describe(ctx, "fs.read_file"); err != nil {
 		t.Fatalf("control: bob may describe fs.read_file: %v", err)
 	}
-	noFS(t, "watch", watchSeed(t, alice, "demo.echo"))
+	noFS(t, "watch", watchSeedWithin(t, alice, "demo.echo", 30*time.Second))
 	noFS(t, "MCP tools/list", gatewayTools(t, alice, "demo.echo"))
 	if names := gatewayTools(t, bob, "fs.read_file"); !slices.Contains(names, "demo.echo") {
 		t.Fatalf("control: bob's MCP tools/list = %v", names)
@@ -142,26 +142,6 @@ func rawCatalog(t *testing.T, nc *nats.Conn) string {
 		all.Write(m.Data)
 	}
 	return all.String()
-}
-
-// watchSeed follows c.Watch until want is added and returns every tool
-// the watch yielded by then.
-func watchSeed(t *testing.T, c *caller.Caller, want string) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
-	defer cancel()
-	var names []string
-	for ch, err := range c.Catalog().Watch(ctx) {
-		if err != nil {
-			t.Fatalf("watch: %v (after %v)", err, names)
-		}
-		names = append(names, ch.Tool.Spec.Name)
-		if ch.Tool.Spec.Name == want {
-			return names
-		}
-	}
-	t.Fatalf("the watch ended before %s appeared: %v", want, names)
-	return nil
 }
 
 // gatewayTools serves c's mesh through an MCP gateway and lists it with
