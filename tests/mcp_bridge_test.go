@@ -380,18 +380,26 @@ func TestMCPBothWays(t *testing.T) {
 	})
 }
 
-// TestMCPContentRoundTrip calls the same tools of an MCP server directly
-// and through the mesh (go-sdk client → gateway → mesh → bridge → server):
-// content blocks of every kind, structuredContent, _meta and an isError
-// result's blocks arrive unchanged.
-func TestMCPContentRoundTrip(t *testing.T) {
-	viaMesh := farViaGateway(t)
+// directSession connects a go-sdk client straight to the test MCP
+// server, with no mesh between, closed when t ends.
+func directSession(t *testing.T) *mcp.ClientSession {
+	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
 	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = direct.Close() })
+	return direct
+}
+
+// TestMCPContentRoundTrip calls the same tools of an MCP server directly
+// and through the mesh (go-sdk client → gateway → mesh → bridge → server):
+// content blocks of every kind, structuredContent, _meta and an isError
+// result's blocks arrive unchanged.
+func TestMCPContentRoundTrip(t *testing.T) {
+	viaMesh := farViaGateway(t)
+	direct := directSession(t)
 	cases := []struct{ tool, args string }{
 		{"blocks", `{}`}, {"text", `{}`}, {"echo", `{"message":"hi"}`}, {"fail_image", `{}`},
 	}
