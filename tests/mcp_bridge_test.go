@@ -325,12 +325,7 @@ func farViaGateway(t *testing.T) *mcpClient {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	bridgeOn(t, srv, bridge.Entry{Namespace: "far", Server: bridge.ServerConfig{Command: mcpServerBin(t)}})
 	g := startGateway(t, &mcpMesh{srv: srv})
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
+	ct := serveInMemory(t, g.Server())
 	return connectMCP(t, ct, "")
 }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -153,12 +152,7 @@ func gatewayTools(t *testing.T, c *caller.Caller, want string) []string {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
+	ct := serveInMemory(t, g.Server())
 	mc := connectMCP(t, ct, "")
 	var names []string
 	waitFor(t, "the gateway to list "+want, func() bool {
