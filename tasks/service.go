@@ -1,7 +1,7 @@
 // Package tasks runs durable calls (docs/protocol.md §22): a task service
 // that keeps calls in JetStream so that they outlive their caller, their
 // worker and a server. Towards callers the service is a worker hosting the
-// task API (submit, watch, get, cancel, ls) under the prefix <p>.tasks;
+// task API (submit, watch, get, answer, cancel, ls) under the prefix <p>.tasks;
 // towards workers it is an ordinary caller that runs each attempt of a
 // task as a stream-mode call and records every event. Only the service
 // touches JetStream.
