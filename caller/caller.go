@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/toolmesh/toolmesh/caller/internal/liveness"
 	"github.com/toolmesh/toolmesh/internal/jsonx"
 
 	"github.com/toolmesh/toolmesh/internal/telemetry"
@@ -116,10 +117,10 @@ type Caller struct {
 	spanOpts []trace.SpanStartOption
 	sub      *nats.Subscription
 	probe    *nats.Subscription // answers workers' liveness probes
-	probes   *workerProbes      // this caller's probes of silent workers
-	presence *presence          // the workers' beacons (presence.go)
+	probes   *liveness.Probes   // this caller's probes of silent workers
+	presence *liveness.Presence // the workers' beacons (presence.go)
 	beacons  *nats.Subscription // follows them
-	markers  settleMarkers      // settle markers in flight (settle.go)
+	markers  liveness.Markers   // settle markers in flight (settle.go sends them)
 	statusCh chan nats.Status
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -154,8 +155,8 @@ type Caller struct {
 	// batchesSent and batchedCalls count batch messages and their calls.
 	batchesSent, batchedCalls atomic.Int64
 
-	// tasks is the caller of the task API (§22), made on first use.
-	tasks taskClient
+	// services are the callers of mesh services Service has made.
+	services services
 
 	mu      sync.Mutex
 	pending map[string]*pending
@@ -231,8 +232,8 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		spanOpts:     []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 		pending:      map[string]*pending{},
 		batches:      map[string]*batch{},
-		probes:       newWorkerProbes(),
-		presence:     newPresence(),
+		probes:       liveness.NewProbes(),
+		presence:     liveness.NewPresence(),
 		done:         make(chan struct{}),
 	}
 	c.cat = catalog.New(nc, catalog.Config{Prefix: cfg.Prefix, Heartbeat: cfg.Heartbeat, ProblemBaseURI: cfg.ProblemBaseURI, Logger: c.log})
@@ -320,10 +321,7 @@ func (c *Caller) Close() error {
 		p.abandon(c.problems.New(envelope.CodeCancelled, "the caller was closed"))
 	}
 	close(c.done)
-	c.tasks.once.Do(func() {}) // a task caller being made is finished first
-	if c.tasks.c != nil {
-		_ = c.tasks.c.Close()
-	}
+	c.services.close()
 	c.nc.RemoveStatusListener(c.statusCh)
 	err := c.sub.Unsubscribe()
 	_ = c.probe.Unsubscribe()
@@ -513,8 +511,8 @@ func (c *Caller) onBeat(f wire.Frame) {
 		c.mu.Unlock()
 		if p != nil && p.tool != last {
 			last = p.tool
-			c.probes.hosts(p.tool, f.Worker, now)
-			c.presence.learn(f.Worker, p.tool)
+			c.probes.Hosts(p.tool, f.Worker, now)
+			c.presence.Learn(f.Worker, p.tool)
 		}
 		if p == nil {
 			// Bounded: a heartbeat naming thousands of unknown ids must not
@@ -632,8 +630,8 @@ func (c *Caller) checkCalls(now time.Time) {
 		c.sendSettleMarker(now)
 	}
 	probed := c.probeHosts(waiting, now)
-	c.probes.keepOnly(workers, probed)
-	c.presence.forget(now)
+	c.probes.KeepOnly(workers, probed)
+	c.presence.Forget(now)
 	alive := wire.Control{Op: wire.OpAlive, CallerID: c.cfg.ID}
 	for wid := range workers {
 		c.sendControl(wid, alive)
@@ -658,7 +656,7 @@ func addKey(set map[string]bool, k string) map[string]bool {
 func (c *Caller) probeHosts(waiting map[string]bool, now time.Time) map[string]bool {
 	probed := map[string]bool{}
 	for tool := range waiting {
-		for _, wid := range append(c.probes.hostIDs(tool), c.presence.suspects(c.knownSet, tool, now)...) {
+		for _, wid := range append(c.probes.HostIDs(tool), c.presence.Suspects(c.knownSet, tool, now)...) {
 			if !probed[wid] {
 				probed[wid] = true
 				c.probeWorker(wid, now)
@@ -676,7 +674,7 @@ func (c *Caller) probeHosts(waiting map[string]bool, now time.Time) map[string]b
 // whose worker spoke and fell silent ends only once the worker is known
 // gone (its probe came back 503), or after silentLimit of silence however
 // busy it may be.
-func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Problem, bool) {
+func (c *Caller) judge(now time.Time, live callLiveness, backlog bool) (*envelope.Problem, bool) {
 	quiet := now.Sub(live.last)
 	if !live.spoken {
 		return c.judgeUnpicked(now, live, quiet, backlog), false
@@ -692,7 +690,7 @@ func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Pr
 		return nil, false
 	case live.workerID == "":
 		return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe), false
-	case c.probes.isGone(live.workerID):
+	case c.probes.IsGone(live.workerID):
 		return c.problems.New(envelope.CodeWorkerLost, fmt.Sprintf(
 			"worker %s is gone (the NATS server has no subscription of it) after taking up the call; the call may have run", live.workerID)).WithRan(envelope.RanMaybe), false
 	case quiet > silentBeats*limit/mesh.MissedBeats:
@@ -712,16 +710,16 @@ func (c *Caller) judge(now time.Time, live liveness, backlog bool) (*envelope.Pr
 // the live one holding it will answer it (refused, unrun), so the caller
 // waits for that answer — up to silentBeats intervals — instead of
 // blaming a busy worker.
-func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration, backlog bool) *envelope.Problem {
+func (c *Caller) judgeUnpicked(now time.Time, live callLiveness, quiet time.Duration, backlog bool) *envelope.Problem {
 	beat := c.cfg.Heartbeat
 	limit := c.cfg.PickupTimeout + beat
-	hosts := c.probes.hostsOf(live.tool, now, mesh.MissedBeats*beat)
+	hosts := c.probes.HostsOf(live.tool, now, mesh.MissedBeats*beat)
 	switch {
 	case live.due || now.Sub(live.pickup) <= c.settleMargin() || backlog && quiet <= silentBeats*beat:
 		// While the inbox has a backlog, the heartbeat naming the call
 		// may be among the messages not yet read.
 		return nil
-	case hosts.gone:
+	case hosts.Gone:
 		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(live, quiet, "a worker of the tool is gone"))
 	}
 	if wid := c.silentHost(live.tool, now); wid != "" {
@@ -731,9 +729,9 @@ func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration
 	switch {
 	case quiet <= limit:
 		return nil
-	case hosts.alive && quiet <= silentBeats*beat:
+	case hosts.Alive && quiet <= silentBeats*beat:
 		return nil
-	case hosts.alive:
+	case hosts.Alive:
 		return c.problems.New(envelope.CodeOverloaded, unpickedDetail(live, quiet, "the workers of the tool are alive but have not read it")).
 			WithRetryAfter(beat.Seconds())
 	}
@@ -741,7 +739,7 @@ func (c *Caller) judgeUnpicked(now time.Time, live liveness, quiet time.Duration
 }
 
 // unpickedDetail says why a call no worker named ended.
-func unpickedDetail(live liveness, quiet time.Duration, why string) string {
+func unpickedDetail(live callLiveness, quiet time.Duration, why string) string {
 	if live.maybe {
 		return fmt.Sprintf("no worker took up the call in %s (%s): the call accepted that a worker start it before the NATS server confirmed a heartbeat naming it (its tool is idempotent or read-only, or it carries an idempotency key), so it may have run; repeating it is safe",
 			quiet.Round(time.Millisecond), why)
@@ -755,7 +753,7 @@ func unpickedDetail(live liveness, quiet time.Duration, why string) string {
 const silentBeats = 30
 
 // silenceDetail says why a silent call was judged lost.
-func silenceDetail(live liveness, quiet time.Duration) string {
+func silenceDetail(live callLiveness, quiet time.Duration) string {
 	quiet = quiet.Round(time.Millisecond)
 	if live.workerID != "" {
 		return fmt.Sprintf("worker %s: no word from the worker for %s although it is still connected; the call may have run", live.workerID, quiet)
@@ -778,7 +776,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if err := envelope.ValidateToolName(tool); err != nil {
 		return nil, c.badToolName(err)
 	}
-	rawArgs, err := encodeArgs(args)
+	rawArgs, err := jsonx.Args(args)
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, "args: "+err.Error())
 	}
@@ -1011,36 +1009,6 @@ func (c *Caller) coalescer(p *pending) *sender {
 	return c.senderFor(p.tool)
 }
 
-func encodeArgs(args any) (json.RawMessage, error) {
-	var raw json.RawMessage
-	switch a := args.(type) {
-	case nil:
-		return json.RawMessage("{}"), nil
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	case string:
-		raw = json.RawMessage(a)
-	default:
-		b, err := json.Marshal(a)
-		if err != nil {
-			return nil, err
-		}
-		if !jsonx.IsObject(b) {
-			return nil, errors.New("want a JSON object")
-		}
-		return b, nil
-	}
-	if !jsonx.Valid(raw) {
-		return nil, errors.New("not valid JSON")
-	}
-	if !jsonx.IsObject(raw) {
-		return nil, errors.New("want a JSON object")
-	}
-	return raw, nil
-}
-
 func (c *Caller) options(opts []Option) callOptions {
 	if len(c.cfg.Options) == 0 && len(opts) == 0 {
 		// Apart from applyOptions: handing &o to an Option makes it
@@ -1129,6 +1097,17 @@ func CallAs[T any](ctx context.Context, c *Caller, tool string, args any, opts .
 // callEvent makes the call, retrying retry-safe failures (honouring
 // retry_after), and returns its id and terminal event.
 func (c *Caller) callEvent(ctx context.Context, tool string, args any, o callOptions) (string, envelope.ToolEvent) {
+	return c.withRetries(ctx, tool, o, func(ctx context.Context) (string, envelope.ToolEvent, bool) {
+		id, ev := c.callOnce(ctx, tool, args, o)
+		return id, ev, false
+	})
+}
+
+// withRetries runs attempts of a call within its timeout until one
+// succeeds, one has delivered events to its reader (a stream's), or a
+// failure may not be retried; it returns the last attempt's id and
+// terminal event.
+func (c *Caller) withRetries(ctx context.Context, tool string, o callOptions, attempt func(context.Context) (string, envelope.ToolEvent, bool)) (string, envelope.ToolEvent) {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -1136,9 +1115,9 @@ func (c *Caller) callEvent(ctx context.Context, tool string, args any, o callOpt
 	}
 	var a attempts
 	for {
-		id, ev := c.callOnce(ctx, tool, args, o)
+		id, ev, delivered := attempt(ctx)
 		p := ev.Problem()
-		if p == nil {
+		if p == nil || delivered {
 			return id, ev
 		}
 		if !c.again(ctx, p, o, &a) {

@@ -167,7 +167,7 @@ func (c *Caller) drain(s *sender, rounds int) {
 // the server's max_payload; a lone call goes out as itself.
 func (c *Caller) sendQueued(subject string, q []queued) {
 	room := int(c.maxPayload()) - batchLineRoom
-	limit := batchCap(len(q), c.probes.hostCount(q[0].p.tool, time.Now().Add(-mesh.MissedBeats*c.cfg.Heartbeat)))
+	limit := batchCap(len(q), c.probes.HostCount(q[0].p.tool, time.Now().Add(-mesh.MissedBeats*c.cfg.Heartbeat)))
 	for len(q) > 0 {
 		n, size := 1, len(q[0].body)
 		for n < len(q) && n < limit && size+len(q[n].body) <= room {
@@ -197,20 +197,6 @@ func batchCap(queued, hosts int) int {
 		return maxBatch
 	}
 	return min(maxBatch, max(1, (queued+hosts-1)/hosts))
-}
-
-// hostCount is how many workers not known gone were heard on tool's
-// calls since since.
-func (w *workerProbes) hostCount(tool string, since time.Time) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for wid, at := range w.hosting[tool] {
-		if _, gone := w.goneAt[wid]; !gone && !at.Before(since) {
-			n++
-		}
-	}
-	return n
 }
 
 // sendBatch sends calls as one batch message on a reply subject of its

@@ -9,14 +9,16 @@
 //
 // What lives here: the call path — Call, CallAs, CallEvent, Stream and
 // typed streams, paging a tool's results (CallPage, CallAll), Dispatch of
-// a model's tool calls, middleware, retries, questions a tool asks, the
-// client side of durable tasks — and the liveness that judges calls in
-// flight: heartbeats, the workers' presence beacons, probes of silent
-// workers and settle markers (protocol v2, §8.2).
+// a model's tool calls, middleware, retries, questions a tool asks — and
+// the liveness that judges calls in flight: heartbeats, the workers'
+// presence beacons, probes of silent workers and settle markers
+// (protocol v2, §8.2), whose tables are caller/internal/liveness's.
 //
 // What does not: discovery. Listing, watching, describing and searching
 // the mesh's tools, and sampling the fleet's stats, are package catalog's;
 // Caller.Catalog returns the caller's own catalogue, on its connection.
+// Durable tasks are package tasks' (tasks.NewClient over a Caller, which
+// reaches the task service through Caller.Service).
 //
 // The shapes a call carries — envelope.ToolSpec, envelope.Problem and its
 // codes, envelope.ToolEvent, envelope.Response — are named from package

@@ -28,7 +28,6 @@ type callOptions struct {
 	timeout        time.Duration
 	retries        int
 	window         int
-	taskMode       string
 	ask            bool       // ask=1: the call answers questions
 	fold           bool       // fold=1: a stream call that gets the unary result
 	onQuestion     AnswerFunc // answers them, or nil (a Stream's reader does)
@@ -81,3 +80,11 @@ func WithRetries(n int) Option {
 
 // WithWindow sets the stream's event credit (default Config.Window).
 func WithWindow(n int) Option { return func(o *callOptions) { o.window = n } }
+
+// Folded makes a Stream call return what a unary call of the tool
+// returns (docs/protocol.md §4.1 fold): the worker still sends the start
+// event and questions, but the handler runs as for a unary call, so a
+// tool that streams its output (a CLI tool's lines or NDJSON items)
+// gathers it into its result, and progress and deltas are not sent. The
+// task service runs the attempts of a unary task so.
+func Folded() Option { return func(o *callOptions) { o.fold = true } }

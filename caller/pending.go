@@ -89,8 +89,8 @@ func (p *pending) signal() {
 	}
 }
 
-// liveness is what the watchdog needs to judge one call.
-type liveness struct {
+// callLiveness is what the watchdog needs to judge one call.
+type callLiveness struct {
 	tool     string
 	workerID string
 	interval time.Duration // the worker's own beat interval, 0 if not yet known
@@ -102,10 +102,10 @@ type liveness struct {
 	maybe    bool          // sent maybe=1: lost unnamed, it may have run
 }
 
-func (p *pending) liveness() liveness {
+func (p *pending) liveness() callLiveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return liveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued,
+	return callLiveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued,
 		pickup: p.pickup, due: p.dueLocked() != nil && !p.spoken, maybe: p.maybe}
 }
 

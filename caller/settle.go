@@ -1,11 +1,10 @@
 package caller
 
 import (
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/caller/internal/liveness"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -23,48 +22,6 @@ import (
 // marker — or the 503 of a probe of a gone worker, which is one too —
 // comes back, a due call still unnamed did not run and will not: it ends
 // with its Problem, ran "no".
-
-// settleMarkerPrefix starts a settle marker's reply token: no call or
-// batch id (an upper-case ULID) nor a probe's starts with it.
-const settleMarkerPrefix = "ws-"
-
-// settleMarkers are this caller's markers in flight: reply token → when
-// it was sent.
-type settleMarkers struct {
-	mu   sync.Mutex
-	seq  uint64
-	last time.Time
-	sent map[string]time.Time
-}
-
-// next makes a new marker's token, or "" when one was sent less than
-// every ago and is still out.
-func (s *settleMarkers) next(now time.Time, every time.Duration) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.sent) > 0 && now.Sub(s.last) < every {
-		return ""
-	}
-	if s.sent == nil || len(s.sent) >= maxSettleMarkers {
-		s.sent = map[string]time.Time{} // markers lost with a connection
-	}
-	s.seq++
-	tok := settleMarkerPrefix + strconv.FormatUint(s.seq, 36)
-	s.sent[tok], s.last = now, now
-	return tok
-}
-
-// maxSettleMarkers bounds the markers remembered in flight.
-const maxSettleMarkers = 64
-
-// take returns when the marker tok was sent, forgetting it.
-func (s *settleMarkers) take(tok string) (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	at, ok := s.sent[tok]
-	delete(s.sent, tok)
-	return at, ok
-}
 
 // settleMargin is how long after a call's pickup cutoff a marker must
 // have been sent to settle it: the clock skew between worker and caller
@@ -87,7 +44,7 @@ func (p *pending) settleLater(prob *envelope.Problem, now time.Time) bool {
 // sendSettleMarker sends a settle marker: a request on a control subject
 // no worker subscribes to, which the server answers 503.
 func (c *Caller) sendSettleMarker(now time.Time) {
-	tok := c.markers.next(now, c.cfg.Heartbeat/2)
+	tok := c.markers.Next(now, c.cfg.Heartbeat/2)
 	if tok == "" {
 		return
 	}
@@ -109,10 +66,10 @@ func (c *Caller) onProbeAnswer(subject string) bool {
 	var at time.Time
 	var ok bool
 	switch {
-	case strings.HasPrefix(tok, probeTokenPrefix):
-		at, ok = c.probes.gone(tok)
-	case strings.HasPrefix(tok, settleMarkerPrefix):
-		at, ok = c.markers.take(tok)
+	case strings.HasPrefix(tok, liveness.ProbeTokenPrefix):
+		at, ok = c.probes.Gone(tok)
+	case strings.HasPrefix(tok, liveness.MarkerTokenPrefix):
+		at, ok = c.markers.Take(tok)
 	default:
 		return false
 	}

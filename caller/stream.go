@@ -105,22 +105,9 @@ func (s *Stream) hand(ctx context.Context, p *pending, ev envelope.ToolEvent) bo
 // streamEvent is the innermost Invoker of a stream: attempts, retried
 // while retry-safe and while the reader has had nothing from them.
 func (c *Caller) streamEvent(ctx context.Context, s *Stream, tool string, args any, o callOptions) (string, envelope.ToolEvent) {
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
-	var a attempts
-	for {
-		id, ev, delivered := c.streamOnce(ctx, s, tool, args, o)
-		p := ev.Problem()
-		if p == nil || delivered {
-			return id, ev
-		}
-		if !c.again(ctx, p, o, &a) {
-			return id, c.settled(ctx, tool, o, p, ev, a)
-		}
-	}
+	return c.withRetries(ctx, tool, o, func(ctx context.Context) (string, envelope.ToolEvent, bool) {
+		return c.streamOnce(ctx, s, tool, args, o)
+	})
 }
 
 // streamOnce makes one attempt, handing its events to the reader as they

@@ -98,12 +98,14 @@ func (o ConnectOptions) URLOrDefault() string {
 	return DefaultURL
 }
 
-// Connect dials NATS with the options, giving up when ctx ends.
-func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
+// Connect dials NATS with the options, and extra after them (a token
+// handler, say), giving up when ctx ends.
+func Connect(ctx context.Context, o ConnectOptions, extra ...nats.Option) (*nats.Conn, error) {
 	opts, err := o.NATSOptions()
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, extra...)
 	type result struct {
 		nc  *nats.Conn
 		err error

@@ -24,16 +24,9 @@ import (
 )
 
 // Config adjusts what New starts; the zero value is usable. It is
-// toolmesh.MeshConfig under the test kit's name.
-type Config struct {
-	// Server configures the embedded server (default: in-process only,
-	// JetStream on, stored under the test's temporary directory).
-	Server embedded.Config
-	// Worker and Caller configure the two ends (default loggers: the
-	// test's output under New, discarded under Start).
-	Worker worker.Config
-	Caller caller.Config
-}
+// toolmesh.MeshConfig: Server configures the embedded server, Worker and
+// Caller the two ends; the test kit's own defaults are NewWith's.
+type Config = toolmesh.MeshConfig
 
 // Mesh is a running test mesh.
 type Mesh struct {
@@ -75,7 +68,7 @@ func NewWith(t testing.TB, cfg Config) *Mesh {
 func Start(cfg Config) (*Mesh, error) {
 	quietIfUnset(&cfg.Worker.Logger)
 	quietIfUnset(&cfg.Caller.Logger)
-	em, err := toolmesh.StartMesh(context.Background(), toolmesh.MeshConfig(cfg))
+	em, err := toolmesh.StartMesh(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -151,27 +150,27 @@ func (s *Service) newQueued(req *worker.Request, a submitReq) queuedCall {
 // recordQueued writes the task's submit entry, which is its record and its
 // queue item at once; with an idempotency key (or a submit id), a task
 // already submitted under it is answered instead (dup).
-func (s *Service) recordQueued(ctx context.Context, q *queuedCall, msgID string) (rec caller.TaskRecord, dup bool, err error) {
-	r := q.record(caller.TaskQueued, 0, 0)
-	e := &entry{Kind: kindTask, TaskRecord: r, Call: q}
+func (s *Service) recordQueued(ctx context.Context, q *queuedCall, msgID string) (rec Record, dup bool, err error) {
+	r := q.record(Queued, 0, 0)
+	e := &entry{Kind: kindTask, Record: r, Call: q}
 	ack, err := s.appendEntry(ctx, s.names.queueSubject(q.Owner, q.TaskID, q.Tool), e, msgID, 0)
 	if err != nil {
-		return caller.TaskRecord{}, false, err
+		return Record{}, false, err
 	}
 	if !ack.Duplicate {
 		return r, false, nil
 	}
 	first, err := s.entryAt(ctx, ack.Sequence, "")
 	if err != nil {
-		return caller.TaskRecord{}, false, err
+		return Record{}, false, err
 	}
 	if first == nil {
-		return caller.TaskRecord{}, false, envelope.NewProblem(envelope.CodeOverloaded,
+		return Record{}, false, envelope.NewProblem(envelope.CodeOverloaded,
 			"the task first submitted under this key is gone; submit again").WithRetryAfter(1)
 	}
 	found, prob := s.lookup(ctx, q.Owner, first.TaskID, false)
 	if prob != nil {
-		return caller.TaskRecord{}, false, prob
+		return Record{}, false, prob
 	}
 	found.Deduplicated = true
 	q.TaskID = found.TaskID
@@ -244,8 +243,8 @@ func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan
 			if n.final {
 				return json.RawMessage(n.record), nil // the final record, as it is
 			}
-			var rec caller.TaskRecord
-			pending = json.Unmarshal(n.record, &rec) == nil && rec.TaskID != "" && !caller.TaskTerminal(rec.State)
+			var rec Record
+			pending = json.Unmarshal(n.record, &rec) == nil && rec.TaskID != "" && !Terminal(rec.State)
 		case <-ctx.Done():
 			return nil, ctxProblem(ctx, ctx.Err())
 		}

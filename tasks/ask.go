@@ -24,14 +24,14 @@ func (s *Service) askState(ctx context.Context, r *attemptRun, ev envelope.ToolE
 	if !asking(ev) {
 		return nil
 	}
-	rec := r.q.record(caller.TaskRunning, r.attempt, r.events)
+	rec := r.q.record(Running, r.attempt, r.events)
 	rec.WorkerID = r.worker
 	if ev.Type == envelope.EventQuestion {
 		data, err := ev.AppendJSON(nil)
 		if err != nil {
 			return err
 		}
-		rec.State, rec.Question = caller.TaskInputRequired, data
+		rec.State, rec.Question = InputRequired, data
 	}
 	r.mu.Lock()
 	// From here the task reads input_required or running as its questions
@@ -42,7 +42,7 @@ func (s *Service) askState(ctx context.Context, r *attemptRun, ev envelope.ToolE
 		r.timer.Stop()
 		r.timer = nil
 	}
-	err := s.appendELocked(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, "")
+	err := s.appendELocked(ctx, r, &entry{Kind: kindTask, Record: rec}, "")
 	if err == nil {
 		r.running = true
 	}
@@ -74,7 +74,7 @@ func (s *Service) answer(ctx context.Context, req *worker.Request, _ worker.Emit
 		return nil, prob
 	}
 	q, ok := rec.OpenQuestion()
-	if rec.State != caller.TaskInputRequired || !ok {
+	if rec.State != InputRequired || !ok {
 		return nil, envelope.Problemf(envelope.CodeInvalidInput, "task %s is %s: it asks no question now", a.TaskID, rec.State).
 			WithExtension("pointer", "/task_id")
 	}

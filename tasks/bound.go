@@ -7,7 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -74,8 +73,8 @@ func (s *Service) countNotice(m *nats.Msg) {
 // notify publishes a notice of a task's change on its done subject: the
 // record as it now stands, and what changed (a terminal state makes it
 // noticeEnded, or noticeFinal when the record carries its terminal).
-func (s *Service) notify(owner string, rec *caller.TaskRecord, kind string) {
-	if caller.TaskTerminal(rec.State) {
+func (s *Service) notify(owner string, rec *Record, kind string) {
+	if Terminal(rec.State) {
 		kind = noticeEnded
 		if len(rec.Terminal) > 0 && rec.TerminalSeq != 0 {
 			kind = noticeFinal

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -26,7 +25,7 @@ const (
 // entry is one message of a task's log: a record snapshot, or an event.
 type entry struct {
 	Kind string `json:"kind"`
-	caller.TaskRecord
+	Record
 	// Dispatched, on a queued record, is the attempt offered to the
 	// workers since: it may run (§22.6).
 	Dispatched int             `json:"dispatched,omitempty"`

@@ -12,23 +12,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // lookup reads the record of one of owner's tasks; withTerminal adds the
 // terminal event of an ended task.
-func (s *Service) lookup(ctx context.Context, owner, id string, withTerminal bool) (caller.TaskRecord, *envelope.Problem) {
+func (s *Service) lookup(ctx context.Context, owner, id string, withTerminal bool) (Record, *envelope.Problem) {
 	if _, err := ulid.ParseStrict(id); err != nil || len(id) != ulid.EncodedSize {
-		return caller.TaskRecord{}, envelope.Problemf(envelope.CodeTaskNotFound, "no task has the id %q", id)
+		return Record{}, envelope.Problemf(envelope.CodeTaskNotFound, "no task has the id %q", id)
 	}
 	last, err := s.lastEntry(ctx, s.names.taskFilter(owner, id))
 	if err != nil {
-		return caller.TaskRecord{}, asProblem(err)
+		return Record{}, asProblem(err)
 	}
 	if last == nil {
-		return caller.TaskRecord{}, s.missing(id)
+		return Record{}, s.missing(id)
 	}
 	rec, err := s.recordFrom(ctx, s.names.taskPrefix(owner, id)+".q.>", last)
 	if err != nil {
@@ -60,12 +59,12 @@ func (s *Service) missing(id string) *envelope.Problem {
 
 // recordFrom derives a task's record from its last entry; submit is the
 // filter of its submit entry, read when the last entry is an event.
-func (s *Service) recordFrom(ctx context.Context, submit string, last *stored) (caller.TaskRecord, error) {
+func (s *Service) recordFrom(ctx context.Context, submit string, last *stored) (Record, error) {
 	if last.Kind == kindTask {
-		return last.TaskRecord, nil
+		return last.Record, nil
 	}
 	if _, ok := last.terminal(); ok && last.TaskID != "" { // the terminal carries the final record
-		rec := last.TaskRecord
+		rec := last.Record
 		rec.TerminalSeq = last.seq
 		if len(last.Event) <= inlineTerminal {
 			rec.Terminal = last.Event
@@ -74,12 +73,12 @@ func (s *Service) recordFrom(ctx context.Context, submit string, last *stored) (
 	}
 	first, err := s.entryAt(ctx, 1, submit)
 	if err != nil || first == nil {
-		return caller.TaskRecord{}, errors.Join(err, errors.New("the task's first entry is gone"))
+		return Record{}, errors.Join(err, errors.New("the task's first entry is gone"))
 	}
-	rec := first.TaskRecord
-	rec.Attempt, rec.Events, rec.State = last.Attempt, last.N, caller.TaskRunning
+	rec := first.Record
+	rec.Attempt, rec.Events, rec.State = last.Attempt, last.N, Running
 	if ev, err := envelope.ParseEvent(last.Event); err == nil && ev.Type == envelope.EventQuestion {
-		rec.State, rec.Question = caller.TaskInputRequired, last.Event
+		rec.State, rec.Question = InputRequired, last.Event
 	}
 	if ev, ok := last.terminal(); ok {
 		rec.State, rec.Code, rec.TerminalSeq = stateOf(ev), string(ev.Code), last.seq
@@ -186,10 +185,10 @@ func (s *Service) cancelTask(ctx context.Context, req *worker.Request, _ worker.
 		if err != nil {
 			return nil, asProblem(err)
 		}
-		if caller.TaskTerminal(rec.State) {
+		if Terminal(rec.State) {
 			return s.lookupOrProblem(ctx, owner, a.TaskID)
 		}
-		if rec.State != caller.TaskQueued || last.Dispatched > 0 {
+		if rec.State != Queued || last.Dispatched > 0 {
 			// Running, or offered to the workers (one may be starting it):
 			// the instance running it cancels its call; wait for the task
 			// to end, or to go back to queued, then judge again.
@@ -232,7 +231,7 @@ func (s *Service) lookupOrProblem(ctx context.Context, owner, id string) (any, e
 // cancelQueued ends a queued task before it runs, if it has not moved
 // since its last entry (expect): one write, the terminal with the final
 // record.
-func (s *Service) cancelQueued(ctx context.Context, owner string, rec caller.TaskRecord, expect uint64) (caller.TaskRecord, error) {
+func (s *Service) cancelQueued(ctx context.Context, owner string, rec Record, expect uint64) (Record, error) {
 	msg := "the task was cancelled while queued; it never ran"
 	if rec.Rerunnable {
 		msg = "the task was cancelled while queued"
@@ -243,10 +242,10 @@ func (s *Service) cancelQueued(ctx context.Context, owner string, rec caller.Tas
 		return rec, err
 	}
 	n := rec.Events + 1
-	rec.State, rec.Code, rec.Events, rec.Updated = caller.TaskCancelled, string(envelope.CodeCancelled), n, stamp(time.Now())
+	rec.State, rec.Code, rec.Events, rec.Updated = Cancelled, string(envelope.CodeCancelled), n, stamp(time.Now())
 	rec.Terminal, rec.Waiting, rec.Question = nil, "", nil
 	ack, err := s.appendEntry(ctx, s.names.eventSubject(owner, rec.TaskID),
-		&entry{Kind: kindEvent, TaskRecord: rec, N: n, Event: data}, "", expect)
+		&entry{Kind: kindEvent, Record: rec, N: n, Event: data}, "", expect)
 	if err != nil {
 		return rec, err
 	}
@@ -298,7 +297,7 @@ func (s *Service) list(ctx context.Context, req *worker.Request, _ worker.Emitte
 	}
 	slices.Sort(ids)
 	slices.Reverse(ids)
-	out := []caller.TaskRecord{}
+	out := []Record{}
 	for _, id := range ids {
 		if len(out) >= a.Limit {
 			break

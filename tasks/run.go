@@ -36,8 +36,8 @@ type queuedCall struct {
 }
 
 // record is the task's record as the queued call knows it.
-func (q *queuedCall) record(state string, attempt, events int) caller.TaskRecord {
-	return caller.TaskRecord{TaskID: q.TaskID, Tool: q.Tool, State: state, Mode: q.Mode, Attempt: attempt,
+func (q *queuedCall) record(state string, attempt, events int) Record {
+	return Record{TaskID: q.TaskID, Tool: q.Tool, State: state, Mode: q.Mode, Attempt: attempt,
 		Created: stamp(q.Created), Updated: stamp(time.Now()), Deadline: stamp(q.Deadline),
 		Idempotent: q.Idempotent, Rerunnable: q.rerunnable(), Events: events}
 }
@@ -108,7 +108,7 @@ func (s *Service) handle(m jetstream.Msg) {
 		r.lastE = last.seq
 	}
 	r.attempt, r.events = last.Attempt, max(last.Events, last.N)
-	if last.Kind == kindTask && last.State == caller.TaskQueued {
+	if last.Kind == kindTask && last.State == Queued {
 		r.waiting = last.Waiting
 	}
 	s.proceed(ctx, r, last)
@@ -131,7 +131,7 @@ func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
 		s.settleEnded(r)
 		return
 	}
-	if last.Kind == kindTask && caller.TaskTerminal(last.State) {
+	if last.Kind == kindTask && Terminal(last.State) {
 		s.settleEnded(r)
 		return
 	}
@@ -140,7 +140,7 @@ func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
 			"the task's deadline passed before it could run")))
 		return
 	}
-	if last.State == caller.TaskRunning || last.State == caller.TaskInputRequired || last.Kind == kindEvent || last.Dispatched > 0 {
+	if last.State == Running || last.State == InputRequired || last.Kind == kindEvent || last.Dispatched > 0 {
 		// Redelivered while an attempt was offered or running: its runner
 		// died, and the attempt may have run.
 		r.attempt = max(r.attempt, last.Dispatched)
@@ -181,7 +181,7 @@ func (s *Service) runFrom(ctx context.Context, r *attemptRun) {
 		return
 	}
 	if !r.q.rerunnable() {
-		mark := &entry{Kind: kindTask, TaskRecord: r.q.record(caller.TaskQueued, r.attempt, r.events), Dispatched: r.attempt + 1}
+		mark := &entry{Kind: kindTask, Record: r.q.record(Queued, r.attempt, r.events), Dispatched: r.attempt + 1}
 		if err := s.appendE(ctx, r, mark, ""); err != nil {
 			s.rejudge(ctx, r) // cancelled meanwhile, or JetStream is away
 			return
@@ -227,7 +227,7 @@ func (s *Service) rejudge(ctx context.Context, r *attemptRun) {
 		_ = r.m.Nak()
 		return
 	}
-	if _, ok := last.terminal(); ok || last.Kind == kindTask && caller.TaskTerminal(last.State) {
+	if _, ok := last.terminal(); ok || last.Kind == kindTask && Terminal(last.State) {
 		s.settleEnded(r)
 		return
 	}
@@ -261,9 +261,9 @@ func (s *Service) markRunning(ctx context.Context, r *attemptRun) {
 	if r.ended || r.running {
 		return
 	}
-	rec := r.q.record(caller.TaskRunning, r.attempt, r.events)
+	rec := r.q.record(Running, r.attempt, r.events)
 	rec.WorkerID = r.worker
-	err := s.appendELocked(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, "")
+	err := s.appendELocked(ctx, r, &entry{Kind: kindTask, Record: rec}, "")
 	switch {
 	case errors.Is(err, errConflict):
 		r.cancel(errMoved)
@@ -317,10 +317,10 @@ func unrun(ev envelope.ToolEvent) bool {
 // not run, so the attempt does not count (§22.6).
 func (s *Service) requeue(ctx context.Context, r *attemptRun, ev envelope.ToolEvent) {
 	r.attempt--
-	rec := r.q.record(caller.TaskQueued, r.attempt, r.events)
+	rec := r.q.record(Queued, r.attempt, r.events)
 	rec.Waiting = waitingFor(r.q.Tool, ev)
 	r.waiting = rec.Waiting
-	if err := s.appendE(ctx, r, &entry{Kind: kindTask, TaskRecord: rec}, ""); err != nil {
+	if err := s.appendE(ctx, r, &entry{Kind: kindTask, Record: rec}, ""); err != nil {
 		s.rejudge(ctx, r)
 		return
 	}
@@ -491,16 +491,16 @@ func (s *Service) record(ctx context.Context, r *attemptRun, ev envelope.ToolEve
 
 // recordWith appends one event to the task's log; final, with a terminal
 // event, is the task's final record, carried in the same entry (§22.2).
-func (s *Service) recordWith(ctx context.Context, r *attemptRun, ev envelope.ToolEvent, final *caller.TaskRecord) error {
+func (s *Service) recordWith(ctx context.Context, r *attemptRun, ev envelope.ToolEvent, final *Record) error {
 	data, err := ev.AppendJSON(nil)
 	if err != nil {
 		return err
 	}
 	n := r.events + 1
-	e := &entry{Kind: kindEvent, TaskRecord: caller.TaskRecord{Attempt: r.attempt}, N: n, Event: data}
+	e := &entry{Kind: kindEvent, Record: Record{Attempt: r.attempt}, N: n, Event: data}
 	room := int(s.nc.MaxPayload()) - wire.ChunkOverhead
 	if final != nil {
-		e.TaskRecord = *final
+		e.Record = *final
 		room -= recordRoom
 	}
 	if len(data) > room {
@@ -567,11 +567,11 @@ func (s *Service) settleEnded(r *attemptRun) {
 func stateOf(ev envelope.ToolEvent) string {
 	switch {
 	case ev.Type == envelope.EventResult:
-		return caller.TaskSucceeded
+		return Succeeded
 	case ev.Code == envelope.CodeCancelled:
-		return caller.TaskCancelled
+		return Cancelled
 	default:
-		return caller.TaskFailed
+		return Failed
 	}
 }
 

@@ -72,12 +72,8 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 		return worker.AskAs[map[string]string](ctx, req, "Your name?")
 	})
 	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{Middleware: []worker.Middleware{
+	startService(t, tasksNC, tasks.Config{Middleware: []worker.Middleware{
 		workermw.Audit(tasksNC, workermw.AuditConfig{Prefix: "toolmesh", Worker: "tasks", ToolPrefix: "tasks."})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
 
 	aliceNC, _ := m.dial(t, "alice")
 	bobNC, _ := m.dial(t, "bob")
@@ -92,7 +88,7 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 	if p := envelope.AsProblem(err, ""); p == nil || p.Code != envelope.CodeToolFailed {
 		t.Fatalf("bob's demo.fail: %v, want tool_failed", err)
 	}
-	if _, err := alice.RunTask(ctx, "demo.echo", map[string]any{"secret": "alice-task-s3cret"}); err != nil {
+	if _, err := tasks.NewClient(alice).Run(ctx, "demo.echo", map[string]any{"secret": "alice-task-s3cret"}); err != nil {
 		t.Fatal(err)
 	}
 	bobAnswers := caller.OnQuestion(func(_ context.Context, q caller.Question) (caller.Answer, error) {

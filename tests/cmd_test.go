@@ -23,20 +23,22 @@ import (
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
 // toolmeshBin builds the command once per test run.
-func toolmeshBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() { binPath, buildErr = testutil.BuildBinary("../cmd/toolmesh", "toolmesh") })
-	if buildErr != nil {
-		t.Fatal(buildErr)
+var toolmeshBin = builtOnce("../cmd/toolmesh", "toolmesh")
+
+// builtOnce returns a helper that builds the Go program in dir (named
+// name) the first time a test asks, and gives every test its path; the
+// test that asks fails when the build did.
+func builtOnce(dir, name string) func(t *testing.T) string {
+	build := sync.OnceValues(func() (string, error) { return testutil.BuildBinary(dir, name) })
+	return func(t *testing.T) string {
+		t.Helper()
+		path, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	return binPath
 }
 
 // proc is a long-running toolmesh process (dev or worker).

@@ -105,25 +105,25 @@ func TestDurableClusterLeaderLossLosesNoTask(t *testing.T) {
 	})
 	c := meshtest.NewCaller(t, dial(), caller.Config{})
 	ctx := context.Background()
-	first, err := c.Submit(ctx, "hold", map[string]int{"task": 1})
+	first, err := tasks.NewClient(c).Submit(ctx, "hold", map[string]int{"task": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the first task to run", func() bool {
-		rec, err := c.Task(ctx, first, false)
+		rec, err := tasks.NewClient(c).Get(ctx, first, false)
 		return err == nil && rec.Events >= 2
 	})
 	_ = servers[leader].Shutdown(ctx)
-	second, err := c.Submit(ctx, "hold", map[string]int{"task": 2})
+	second, err := tasks.NewClient(c).Submit(ctx, "hold", map[string]int{"task": 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	close(release)
 	for _, id := range []string{first, second} {
 		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-		rec, err := c.Task(wctx, id, true)
+		rec, err := tasks.NewClient(c).Get(wctx, id, true)
 		cancel()
-		if err != nil || rec.State != caller.TaskSucceeded {
+		if err != nil || rec.State != tasks.Succeeded {
 			t.Fatalf("task %s after losing %s: %+v, %v", id, leader, rec, err)
 		}
 		evs, _ := attachAll(t, c, id)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/tasks"
 )
 
 // outputTools is a tools file of CLI tools that print their output as
@@ -53,12 +53,12 @@ func TestCommandDetachedCLIToolKeepsItsOutput(t *testing.T) {
 			t.Fatalf("call %s --detach: %+v", tool, detached)
 		}
 		got := runCmd(t, "", "tasks", "get", id[1], "--wait", "--server", url)
-		var rec caller.TaskRecord
+		var rec tasks.Record
 		if err := json.Unmarshal([]byte(got.stdout), &rec); err != nil || got.code != 0 {
 			t.Fatalf("tasks get %s --wait: %+v (%v)", id[1], got, err)
 		}
 		ev, ok := rec.TerminalEvent()
-		if rec.State != caller.TaskSucceeded || !ok {
+		if rec.State != tasks.Succeeded || !ok {
 			t.Fatalf("task of %s: %+v", tool, rec)
 		}
 		want := plainResult(t, resp)
@@ -98,13 +98,13 @@ func TestCommandDetachedCallOfUnhostedToolSaysSo(t *testing.T) {
 	if !strings.Contains(r.stderr, "no worker hosts tool ecoh") || !strings.Contains(r.stderr, id[1]) {
 		t.Errorf("stderr %q does not say that no worker hosts ecoh", r.stderr)
 	}
-	var rec caller.TaskRecord
+	var rec tasks.Record
 	waitFor(t, "the record to say why the task waits", func() bool {
 		got := runCmd(t, "", "tasks", "get", id[1], "--server", url)
-		rec = caller.TaskRecord{}
+		rec = tasks.Record{}
 		return json.Unmarshal([]byte(got.stdout), &rec) == nil && rec.Waiting != ""
 	})
-	if rec.State != caller.TaskQueued || !strings.Contains(rec.Waiting, "no worker hosts tool ecoh") {
+	if rec.State != tasks.Queued || !strings.Contains(rec.Waiting, "no worker hosts tool ecoh") {
 		t.Errorf("record %+v, want queued and waiting for a worker of ecoh", rec)
 	}
 	// A hosted tool's submit says nothing of the kind.

@@ -22,12 +22,8 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	const flood, perOwner = 300, 4
 	m := startSecure(t)
 	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{MaxQueuedPerTool: flood,
+	startService(t, tasksNC, tasks.Config{MaxQueuedPerTool: flood,
 		MaxRunningPerOwner: perOwner, MaxRunningPerOwnerTool: perOwner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
 	var started, ended atomic.Int64
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -50,31 +46,31 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
 	ctx := context.Background()
 	for i := range flood {
-		if _, err := bob.Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
+		if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
 			t.Fatalf("bob's submit %d: %v", i+1, err)
 		}
 	}
-	_, err = bob.Submit(ctx, "demo.park", map[string]int{"i": flood})
+	_, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": flood})
 	wantCode(t, err, envelope.CodeOverloaded)
 	waitFor(t, "bob's first tasks to start", func() bool { return started.Load() == perOwner })
 
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	rec, err := alice.RunTask(wctx, "demo.echo", map[string]string{"message": "hi"})
-	if err != nil || rec.State != caller.TaskSucceeded {
+	rec, err := tasks.NewClient(alice).Run(wctx, "demo.echo", map[string]string{"message": "hi"})
+	if err != nil || rec.State != tasks.Succeeded {
 		t.Fatalf("alice's task beside bob's flood: %+v, %v", rec, err)
 	}
 	if n := ended.Load(); n != 0 {
 		t.Fatalf("%d of bob's tasks ended; alice's was to run while all of his wait", n)
 	}
-	running, err := bob.Tasks(ctx, caller.TaskRunning, 1000)
+	running, err := tasks.NewClient(bob).List(ctx, tasks.Running, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := int64(len(running)); got != started.Load() || got > perOwner {
 		t.Errorf("%d of bob's tasks read running, %d handlers started (his bound %d)", got, started.Load(), perOwner)
 	}
-	if _, err := alice.Submit(ctx, "demo.park", map[string]int{"i": 0}); err != nil {
+	if _, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]int{"i": 0}); err != nil {
 		t.Fatalf("alice's submit to the tool bob flooded: %v", err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -52,7 +51,7 @@ func TestDurableAttachAfterSubmitterKill9(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	sc := bufio.NewScanner(stdout)
-	var rec caller.TaskRecord
+	var rec tasks.Record
 	if !sc.Scan() || json.Unmarshal(sc.Bytes(), &rec) != nil || rec.TaskID == "" {
 		t.Fatalf("first line %q is not a task record", sc.Text())
 	}
@@ -68,9 +67,9 @@ func TestDurableAttachAfterSubmitterKill9(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("tasks watch exited %d: %s", r.code, r.stderr)
 	}
-	var evs []caller.TaskEvent
+	var evs []tasks.Event
 	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var ev caller.TaskEvent
+		var ev tasks.Event
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
@@ -115,8 +114,8 @@ func TestDurableWorkerKill9(t *testing.T) {
 		state      string
 		runs       int
 	}{
-		{"idempotent tool runs again elsewhere", true, caller.TaskSucceeded, 2},
-		{"other tool ends worker_lost, run once", false, caller.TaskFailed, 1},
+		{"idempotent tool runs again elsewhere", true, tasks.Succeeded, 2},
+		{"other tool ends worker_lost, run once", false, tasks.Failed, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := startDurable(t, tasks.Config{Heartbeat: 200 * time.Millisecond, RetryBackoff: 100 * time.Millisecond})
@@ -125,7 +124,7 @@ func TestDurableWorkerKill9(t *testing.T) {
 			a := startProc(t, "worker", "--config", cfg, "--server", m.srv.ClientURL())
 			a.waitLine(t, regexp.MustCompile(`worker ready`))
 			ctx := context.Background()
-			id, err := m.c.Submit(ctx, "job", map[string]any{})
+			id, err := tasks.NewClient(m.c).Submit(ctx, "job", map[string]any{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +135,7 @@ func TestDurableWorkerKill9(t *testing.T) {
 			_ = a.cmd.Wait()
 			wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 			defer cancel()
-			rec, err := m.c.Task(wctx, id, true)
+			rec, err := tasks.NewClient(m.c).Get(wctx, id, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +145,7 @@ func TestDurableWorkerKill9(t *testing.T) {
 }
 
 // checkAfterKill checks a task's end after its worker was killed.
-func checkAfterKill(t *testing.T, m *durableMesh, id string, rec caller.TaskRecord, state, dir string, runs int) {
+func checkAfterKill(t *testing.T, m *durableMesh, id string, rec tasks.Record, state, dir string, runs int) {
 	t.Helper()
 	// Nothing of the task is left to run: its queued call is gone.
 	waitFor(t, "the task queue to be empty", func() bool { return queueLen(t, m.srv) == 0 })
@@ -156,10 +155,10 @@ func checkAfterKill(t *testing.T, m *durableMesh, id string, rec caller.TaskReco
 	evs, _ := attachAll(t, m.c, id)
 	wantNumbered(t, evs) // exactly one terminal, the last event
 	last := evs[len(evs)-1].Event
-	if state == caller.TaskFailed && last.Code != envelope.CodeWorkerLost {
+	if state == tasks.Failed && last.Code != envelope.CodeWorkerLost {
 		t.Fatalf("terminal %+v, want worker_lost", last)
 	}
-	if state == caller.TaskSucceeded {
+	if state == tasks.Succeeded {
 		var retried bool
 		for _, ev := range evs {
 			retried = retried || (ev.Event.Type == envelope.EventProgress && strings.Contains(ev.Event.Message, "attempt 1 ended worker_lost"))
@@ -183,7 +182,7 @@ func TestDurableCancelStopsHandlerAndChildren(t *testing.T) {
 	p := startProc(t, "worker", "--config", cfg, "--server", m.srv.ClientURL())
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	ctx := context.Background()
-	id, err := m.c.Submit(ctx, "forker", map[string]any{})
+	id, err := tasks.NewClient(m.c).Submit(ctx, "forker", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +194,8 @@ func TestDurableCancelStopsHandlerAndChildren(t *testing.T) {
 	waitFor(t, "the program and its child to be gone", func() bool {
 		return !testutil.ProcAlive(pids[0]) && !testutil.ProcAlive(pids[1])
 	})
-	rec, err := m.c.Task(ctx, id, true)
-	if err != nil || rec.State != caller.TaskCancelled {
+	rec, err := tasks.NewClient(m.c).Get(ctx, id, true)
+	if err != nil || rec.State != tasks.Cancelled {
 		t.Fatalf("record %+v, %v; want cancelled", rec, err)
 	}
 }

@@ -99,7 +99,7 @@ func shape(es []taskEntry) string {
 		switch {
 		case !strings.HasSuffix(e.subject, ".e"):
 			parts = append(parts, "submit")
-		case e.Kind == "event" && e.State != "" && e.State != caller.TaskRunning:
+		case e.Kind == "event" && e.State != "" && e.State != tasks.Running:
 			parts = append(parts, "terminal")
 		case e.Kind == "event":
 			parts = append(parts, "event")
@@ -140,28 +140,28 @@ func TestDurableLayoutWritesPerTask(t *testing.T) {
 			{"once", nil, []string{"submit,mark,terminal", "submit,mark,running,terminal"}},
 			{"re-runnable", []caller.Option{caller.WithIdempotencyKey("k1")}, []string{"submit,terminal", "submit,running,terminal"}},
 		} {
-			opts := append([]caller.Option{caller.WithTaskMode("unary")}, tc.opts...)
-			rec, err := m.c.RunTask(ctx, "echo", map[string]string{"message": tc.name}, opts...)
-			if err != nil || rec.State != caller.TaskSucceeded {
+			opts := append([]caller.Option{tasks.Unary()}, tc.opts...)
+			rec, err := tasks.NewClient(m.c).Run(ctx, "echo", map[string]string{"message": tc.name}, opts...)
+			if err != nil || rec.State != tasks.Succeeded {
 				t.Fatalf("%s: %+v, %v", tc.name, rec, err)
 			}
 			if got := shape(entriesOf(t, m.logs, rec.TaskID)); got != tc.want[0] && got != tc.want[1] {
 				t.Errorf("%s task's entries: %s, want %s", tc.name, got, strings.Join(tc.want, " or "))
 			}
 		}
-		id, err := m.c.Submit(ctx, "hold", map[string]int{}, caller.WithTaskMode("unary"))
+		id, err := tasks.NewClient(m.c).Submit(ctx, "hold", map[string]int{}, tasks.Unary())
 		if err != nil {
 			t.Fatal(err)
 		}
 		<-entered
 		waitFor(t, "the held task to read running", func() bool {
-			rec, err := m.c.Task(ctx, id, false)
-			return err == nil && rec.State == caller.TaskRunning
+			rec, err := tasks.NewClient(m.c).Get(ctx, id, false)
+			return err == nil && rec.State == tasks.Running
 		})
 		close(release)
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		if rec, err := m.c.Task(wctx, id, true); err != nil || rec.State != caller.TaskSucceeded {
+		if rec, err := tasks.NewClient(m.c).Get(wctx, id, true); err != nil || rec.State != tasks.Succeeded {
 			t.Fatalf("held task: %+v, %v", rec, err)
 		}
 		if got := shape(entriesOf(t, m.logs, id)); got != "submit,mark,running,terminal" {
@@ -188,7 +188,7 @@ func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
 		ids := make([]string, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			id, err := m.c.Submit(ctx, "mark", map[string]int{"i": i}, caller.WithTaskMode("unary"))
+			id, err := tasks.NewClient(m.c).Submit(ctx, "mark", map[string]int{"i": i}, tasks.Unary())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +196,7 @@ func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _ = m.c.CancelTask(ctx, id)
+				_, _ = tasks.NewClient(m.c).Cancel(ctx, id)
 			}()
 		}
 		wg.Wait()
@@ -205,7 +205,7 @@ func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
 		outcomes := map[string]int{}
 		defer func() { t.Logf("outcomes: %v", outcomes) }()
 		for i, id := range ids {
-			rec, err := m.c.Task(wctx, id, true)
+			rec, err := tasks.NewClient(m.c).Get(wctx, id, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
 				t.Errorf("task %d ran %d times", i, runs)
 			case strings.Contains(ev.Message, "while queued") && runs != 0:
 				t.Errorf("task %d was cancelled while queued (%s) and ran", i, ev.Message)
-			case rec.State == caller.TaskSucceeded && runs != 1:
+			case rec.State == tasks.Succeeded && runs != 1:
 				t.Errorf("task %d succeeded and ran %d times", i, runs)
 			}
 		}
@@ -237,7 +237,7 @@ func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
 func TestDurableTaskWaitingForAWorkerWritesNothingMore(t *testing.T) {
 	m := startDurable(t, tasks.Config{})
 	ctx := context.Background()
-	id, err := m.c.Submit(ctx, "echo", map[string]string{"message": "patient"}, caller.WithTaskMode("unary"))
+	id, err := tasks.NewClient(m.c).Submit(ctx, "echo", map[string]string{"message": "patient"}, tasks.Unary())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestDurableTaskWaitingForAWorkerWritesNothingMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the task to say it waits for a worker", func() bool {
-		rec, err := m.c.Task(ctx, id, false)
+		rec, err := tasks.NewClient(m.c).Get(ctx, id, false)
 		return err == nil && strings.Contains(rec.Waiting, "no worker hosts tool echo")
 	})
 	first := shape(entriesOf(t, logs, id))
@@ -268,7 +268,7 @@ func TestDurableTaskWaitingForAWorkerWritesNothingMore(t *testing.T) {
 	m.countWorker(t)
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if rec, err := m.c.Task(wctx, id, true); err != nil || rec.State != caller.TaskSucceeded {
+	if rec, err := tasks.NewClient(m.c).Get(wctx, id, true); err != nil || rec.State != tasks.Succeeded {
 		t.Fatalf("once a worker is up: %+v, %v", rec, err)
 	}
 }

@@ -18,35 +18,31 @@ import (
 func TestSecureTaskQuotaIsPerOwner(t *testing.T) {
 	m := startSecure(t)
 	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{MaxTasksPerOwner: 3, MaxBytesPerOwner: 8000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	startService(t, tasksNC, tasks.Config{MaxTasksPerOwner: 3, MaxBytesPerOwner: 8000})
 	aliceNC, _ := m.dial(t, "alice")
 	bobNC, _ := m.dial(t, "bob")
 	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
 	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
 	ctx := context.Background()
 	for i := range 3 {
-		if _, err := alice.Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
+		if _, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
 			t.Fatalf("alice's submit %d: %v", i+1, err)
 		}
 	}
-	_, err = alice.Submit(ctx, "demo.park", map[string]int{"i": 3})
+	_, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]int{"i": 3})
 	wantQuota(t, err, "tasks")
 	big := map[string]string{"blob": strings.Repeat("x", 5000)}
-	if _, err := bob.Submit(ctx, "demo.park", big); err != nil {
+	if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", big); err != nil {
 		t.Fatalf("bob's first submit, alice being past her quota: %v", err)
 	}
-	_, err = bob.Submit(ctx, "demo.park", big)
+	_, err = tasks.NewClient(bob).Submit(ctx, "demo.park", big)
 	wantQuota(t, err, "bytes")
-	if _, err := bob.Submit(ctx, "demo.park", map[string]int{"i": 1}); err != nil {
+	if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": 1}); err != nil {
 		t.Fatalf("bob's small submit within his bytes: %v", err)
 	}
 	// Refused submits made no task.
 	for name, c := range map[string]*caller.Caller{"alice": alice, "bob": bob} {
-		list, err := c.Tasks(ctx, "", 0)
+		list, err := tasks.NewClient(c).List(ctx, "", 0)
 		want := map[string]int{"alice": 3, "bob": 2}[name]
 		if err != nil || len(list) != want {
 			t.Errorf("%s lists %d tasks (%v), want %d", name, len(list), err, want)
@@ -71,7 +67,7 @@ func TestDurableFullStoreRefusesSubmits(t *testing.T) {
 	blob := map[string]string{"blob": strings.Repeat("x", 40<<10)}
 	var ids []string
 	for range 8 {
-		id, err := m.c.Submit(ctx, "nobody.hosts.this", blob)
+		id, err := tasks.NewClient(m.c).Submit(ctx, "nobody.hosts.this", blob)
 		if err != nil {
 			wantQuota(t, err, "store")
 			break
@@ -82,7 +78,7 @@ func TestDurableFullStoreRefusesSubmits(t *testing.T) {
 		t.Fatalf("%d submits of 40 KiB accepted by a 128 KiB store", len(ids))
 	}
 	for _, id := range ids {
-		if rec, err := m.c.Task(ctx, id, false); err != nil || rec.State != caller.TaskQueued {
+		if rec, err := tasks.NewClient(m.c).Get(ctx, id, false); err != nil || rec.State != tasks.Queued {
 			t.Errorf("task %s: %+v, %v; want kept, queued", id, rec, err)
 		}
 	}

@@ -44,7 +44,7 @@ func TestDurableCLITaskReadsRunningOnlyOnceItsProgramStarted(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for range 3 {
-		id, err := m.c.Submit(ctx, "demo.slot", map[string]any{})
+		id, err := tasks.NewClient(m.c).Submit(ctx, "demo.slot", map[string]any{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestDurableCLITaskReadsRunningOnlyOnceItsProgramStarted(t *testing.T) {
 	readRunning := func() int {
 		n := 0
 		for _, id := range ids {
-			if rec, err := m.c.Task(ctx, id, false); err == nil && rec.State == caller.TaskRunning {
+			if rec, err := tasks.NewClient(m.c).Get(ctx, id, false); err == nil && rec.State == tasks.Running {
 				n++
 			}
 		}
@@ -77,8 +77,8 @@ func TestDurableCLITaskReadsRunningOnlyOnceItsProgramStarted(t *testing.T) {
 		}
 		_, _ = f.WriteString("go\n")
 		_ = f.Close()
-		rec, err := m.c.Task(ctx, id, true)
-		if err != nil || rec.State != caller.TaskSucceeded {
+		rec, err := tasks.NewClient(m.c).Get(ctx, id, true)
+		if err != nil || rec.State != tasks.Succeeded {
 			t.Fatalf("the released task: %+v, %v", rec, err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestDurableCLITaskReadsRunningOnlyOnceItsProgramStarted(t *testing.T) {
 func runningID(t *testing.T, c *caller.Caller, ids []string) string {
 	t.Helper()
 	for _, id := range ids {
-		if rec, err := c.Task(context.Background(), id, false); err == nil && rec.State == caller.TaskRunning {
+		if rec, err := tasks.NewClient(c).Get(context.Background(), id, false); err == nil && rec.State == tasks.Running {
 			return id
 		}
 	}

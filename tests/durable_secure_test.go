@@ -24,11 +24,7 @@ import (
 func TestSecureTasksBelongToTheirSubmitter(t *testing.T) {
 	m := startSecure(t)
 	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	startService(t, tasksNC, tasks.Config{})
 	started, ended := make(chan string, 1), make(chan error, 1)
 	w := m.demoWorker(t, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "demo.park"}, parkTool(started, ended))
@@ -37,17 +33,17 @@ func TestSecureTasksBelongToTheirSubmitter(t *testing.T) {
 	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
 	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
 	ctx := context.Background()
-	id, err := alice.Submit(ctx, "demo.park", map[string]any{})
+	id, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-started
 	bobCannotTouch(t, bob, id)
-	if list, err := alice.Tasks(ctx, "", 0); err != nil || len(list) != 1 || list[0].TaskID != id {
+	if list, err := tasks.NewClient(alice).List(ctx, "", 0); err != nil || len(list) != 1 || list[0].TaskID != id {
 		t.Fatalf("alice lists %+v, %v; want her one task", list, err)
 	}
-	rec, err := alice.CancelTask(ctx, id)
-	if err != nil || rec.State != caller.TaskCancelled {
+	rec, err := tasks.NewClient(alice).Cancel(ctx, id)
+	if err != nil || rec.State != tasks.Cancelled {
 		t.Fatalf("alice's cancel: %+v, %v", rec, err)
 	}
 	if err := <-ended; err == nil {
@@ -93,13 +89,13 @@ func noJetStream(t *testing.T, name string, nc *nats.Conn, tenant *asyncErrs) {
 func bobCannotTouch(t *testing.T, bob *caller.Caller, id string) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := bob.Task(ctx, id, false)
+	_, err := tasks.NewClient(bob).Get(ctx, id, false)
 	wantCode(t, err, envelope.CodeTaskNotFound)
-	_, err = bob.CancelTask(ctx, id)
+	_, err = tasks.NewClient(bob).Cancel(ctx, id)
 	wantCode(t, err, envelope.CodeTaskNotFound)
-	_, err = bob.AnswerTask(ctx, id, "", caller.Decline())
+	_, err = tasks.NewClient(bob).Answer(ctx, id, "", caller.Decline())
 	wantCode(t, err, envelope.CodeTaskNotFound)
-	ts, err := bob.Attach(ctx, id, 1)
+	ts, err := tasks.NewClient(bob).Attach(ctx, id, 1)
 	if err == nil {
 		_, err = ts.Next()
 		ts.Close()
@@ -108,7 +104,7 @@ func bobCannotTouch(t *testing.T, bob *caller.Caller, id string) {
 		t.Fatal("bob attached to alice's task")
 	}
 	wantCode(t, err, envelope.CodeTaskNotFound)
-	if list, err := bob.Tasks(ctx, "", 0); err != nil || len(list) != 0 {
+	if list, err := tasks.NewClient(bob).List(ctx, "", 0); err != nil || len(list) != 0 {
 		t.Fatalf("bob lists %+v, %v; want none", list, err)
 	}
 }

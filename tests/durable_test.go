@@ -60,16 +60,16 @@ func (m *durableMesh) countWorker(t *testing.T) *worker.Worker {
 }
 
 // attachAll attaches to a task and reads every event up to the terminal.
-func attachAll(t *testing.T, c *caller.Caller, id string) ([]caller.TaskEvent, caller.TaskRecord) {
+func attachAll(t *testing.T, c *caller.Caller, id string) ([]tasks.Event, tasks.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ts, err := c.Attach(ctx, id, 1)
+	ts, err := tasks.NewClient(c).Attach(ctx, id, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ts.Close()
-	var evs []caller.TaskEvent
+	var evs []tasks.Event
 	for {
 		ev, err := ts.Next()
 		if errors.Is(err, io.EOF) {
@@ -84,7 +84,7 @@ func attachAll(t *testing.T, c *caller.Caller, id string) ([]caller.TaskEvent, c
 
 // wantNumbered checks that events are numbered 1..n without a hole or a
 // repeat, and that only the last is terminal.
-func wantNumbered(t *testing.T, evs []caller.TaskEvent) {
+func wantNumbered(t *testing.T, evs []tasks.Event) {
 	t.Helper()
 	if len(evs) == 0 {
 		t.Fatal("no events")
@@ -103,7 +103,7 @@ func TestDurableTaskAttachReplaysEveryEventInOrder(t *testing.T) {
 	m := startDurable(t, tasks.Config{})
 	m.countWorker(t)
 	ctx := context.Background()
-	id, err := m.c.Submit(ctx, "count", map[string]int{"n": 300})
+	id, err := tasks.NewClient(m.c).Submit(ctx, "count", map[string]int{"n": 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestDurableTaskAttachReplaysEveryEventInOrder(t *testing.T) {
 	if got := string(evs[len(evs)-1].Event.Data); got != `{"count":300}` {
 		t.Errorf("terminal data %s", got)
 	}
-	if rec.State != caller.TaskSucceeded || rec.Events != len(evs) {
+	if rec.State != tasks.Succeeded || rec.Events != len(evs) {
 		t.Errorf("record %+v, want succeeded with %d events", rec, len(evs))
 	}
 	// A second attachment, after the end, replays the same events.
@@ -128,23 +128,23 @@ func TestDurableTaskAttachReplaysEveryEventInOrder(t *testing.T) {
 func TestDurableTaskWithNoWorkerRunsWhenOneStarts(t *testing.T) {
 	m := startDurable(t, tasks.Config{})
 	ctx := context.Background()
-	id, err := m.c.Submit(ctx, "echo", map[string]string{"message": "later"}, caller.WithTaskMode("unary"))
+	id, err := tasks.NewClient(m.c).Submit(ctx, "echo", map[string]string{"message": "later"}, tasks.Unary())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := m.c.Task(ctx, id, false)
-	if err != nil || rec.State != caller.TaskQueued {
+	rec, err := tasks.NewClient(m.c).Get(ctx, id, false)
+	if err != nil || rec.State != tasks.Queued {
 		t.Fatalf("before any worker: %+v, %v; want queued", rec, err)
 	}
 	m.countWorker(t)
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	rec, err = m.c.Task(wctx, id, true)
+	rec, err = tasks.NewClient(m.c).Get(wctx, id, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ev, ok := rec.TerminalEvent()
-	if rec.State != caller.TaskSucceeded || !ok || string(ev.Data) != `{"message":"later"}` {
+	if rec.State != tasks.Succeeded || !ok || string(ev.Data) != `{"message":"later"}` {
 		t.Fatalf("record %+v", rec)
 	}
 }
@@ -158,23 +158,23 @@ func TestDurableIdempotencyKeyMakesOneTask(t *testing.T) {
 		return req.Args, nil
 	})
 	ctx := context.Background()
-	first, err := m.c.SubmitRecord(ctx, "charge", map[string]int{"cents": 5}, caller.WithIdempotencyKey("order-7"))
+	first, err := tasks.NewClient(m.c).SubmitRecord(ctx, "charge", map[string]int{"cents": 5}, caller.WithIdempotencyKey("order-7"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := m.c.SubmitRecord(ctx, "charge", map[string]int{"cents": 5}, caller.WithIdempotencyKey("order-7"))
+	second, err := tasks.NewClient(m.c).SubmitRecord(ctx, "charge", map[string]int{"cents": 5}, caller.WithIdempotencyKey("order-7"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first.TaskID != second.TaskID || first.Deduplicated || !second.Deduplicated {
 		t.Fatalf("first %+v, second %+v: want one task, the second deduplicated", first, second)
 	}
-	other, err := m.c.Submit(ctx, "charge", map[string]int{"cents": 5}, caller.WithIdempotencyKey("order-8"))
+	other, err := tasks.NewClient(m.c).Submit(ctx, "charge", map[string]int{"cents": 5}, caller.WithIdempotencyKey("order-8"))
 	if err != nil || other == first.TaskID {
 		t.Fatalf("another key gave %q, %v", other, err)
 	}
 	for _, id := range []string{first.TaskID, other} {
-		if rec, err := m.c.Task(ctx, id, true); err != nil || rec.State != caller.TaskSucceeded {
+		if rec, err := tasks.NewClient(m.c).Get(ctx, id, true); err != nil || rec.State != tasks.Succeeded {
 			t.Fatalf("task %s: %+v, %v", id, rec, err)
 		}
 	}
@@ -187,16 +187,16 @@ func TestDurableQueueIsBounded(t *testing.T) {
 	m := startDurable(t, tasks.Config{MaxQueuedPerTool: 2})
 	ctx := context.Background()
 	for i := range 2 {
-		if _, err := m.c.Submit(ctx, "nobody.hosts", map[string]int{"i": i}); err != nil {
+		if _, err := tasks.NewClient(m.c).Submit(ctx, "nobody.hosts", map[string]int{"i": i}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := m.c.Submit(ctx, "nobody.hosts", map[string]int{"i": 3})
+	_, err := tasks.NewClient(m.c).Submit(ctx, "nobody.hosts", map[string]int{"i": 3})
 	p := wantCode(t, err, envelope.CodeOverloaded)
 	if p.RetryAfter == nil || *p.RetryAfter <= 0 {
 		t.Errorf("overloaded without retry_after: %+v", p)
 	}
-	list, err := m.c.Tasks(ctx, "", 0)
+	list, err := tasks.NewClient(m.c).List(ctx, "", 0)
 	if err != nil || len(list) != 2 {
 		t.Fatalf("ls: %d tasks, %v; want the 2 queued", len(list), err)
 	}
@@ -205,12 +205,12 @@ func TestDurableQueueIsBounded(t *testing.T) {
 func TestDurableCancelQueuedTaskNeverRuns(t *testing.T) {
 	m := startDurable(t, tasks.Config{})
 	ctx := context.Background()
-	id, err := m.c.Submit(ctx, "echo", map[string]string{"message": "x"})
+	id, err := tasks.NewClient(m.c).Submit(ctx, "echo", map[string]string{"message": "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := m.c.CancelTask(ctx, id)
-	if err != nil || rec.State != caller.TaskCancelled {
+	rec, err := tasks.NewClient(m.c).Cancel(ctx, id)
+	if err != nil || rec.State != tasks.Cancelled {
 		t.Fatalf("cancel: %+v, %v", rec, err)
 	}
 	var seen sync.Map
@@ -220,10 +220,10 @@ func TestDurableCancelQueuedTaskNeverRuns(t *testing.T) {
 		return req.Args, nil
 	})
 	evs, rec := attachAll(t, m.c, id)
-	if len(evs) != 1 || evs[0].Event.Code != envelope.CodeCancelled || rec.State != caller.TaskCancelled {
+	if len(evs) != 1 || evs[0].Event.Code != envelope.CodeCancelled || rec.State != tasks.Cancelled {
 		t.Fatalf("events %+v, record %+v", evs, rec)
 	}
-	if _, err := m.c.RunTask(ctx, "echo", map[string]string{"message": "y"}); err != nil {
+	if _, err := tasks.NewClient(m.c).Run(ctx, "echo", map[string]string{"message": "y"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the task queue to be empty", func() bool { return queueLen(t, m.srv) == 0 })
@@ -258,28 +258,28 @@ func TestDurableExpiredTaskHasItsOwnProblem(t *testing.T) {
 	m := startDurable(t, tasks.Config{Retention: time.Second})
 	m.countWorker(t)
 	ctx := context.Background()
-	rec, err := m.c.RunTask(ctx, "echo", map[string]string{"message": "short-lived"})
-	if err != nil || rec.State != caller.TaskSucceeded {
+	rec, err := tasks.NewClient(m.c).Run(ctx, "echo", map[string]string{"message": "short-lived"})
+	if err != nil || rec.State != tasks.Succeeded {
 		t.Fatalf("run: %+v, %v", rec, err)
 	}
 	var last error
 	waitFor(t, "the task to expire", func() bool {
-		_, last = m.c.Task(ctx, rec.TaskID, false)
+		_, last = tasks.NewClient(m.c).Get(ctx, rec.TaskID, false)
 		return last != nil
 	})
 	wantCode(t, last, envelope.CodeTaskExpired)
-	_, err = m.c.Attach(ctx, rec.TaskID, 1)
+	_, err = tasks.NewClient(m.c).Attach(ctx, rec.TaskID, 1)
 	if err == nil {
-		ts, _ := m.c.Attach(ctx, rec.TaskID, 1)
+		ts, _ := tasks.NewClient(m.c).Attach(ctx, rec.TaskID, 1)
 		_, err = ts.Next()
 	}
 	wantCode(t, err, envelope.CodeTaskExpired)
 	// An id of the same shape that is young answers task_not_found.
-	young, err := m.c.Submit(ctx, "echo", map[string]string{"message": "x"})
+	young, err := tasks.NewClient(m.c).Submit(ctx, "echo", map[string]string{"message": "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.c.Task(ctx, young[:20]+"000000", false)
+	_, err = tasks.NewClient(m.c).Get(ctx, young[:20]+"000000", false)
 	wantCode(t, err, envelope.CodeTaskNotFound)
 }
 
@@ -293,11 +293,11 @@ func TestDurableTaskAsksAndAnotherProcessAnswers(t *testing.T) {
 	askingTool(t, meshtest.NewWorker(t, meshtest.Connect(t, m.srv), worker.Config{}))
 	ctx := context.Background()
 	waitAsking := func(t *testing.T, id string) caller.Question {
-		var rec caller.TaskRecord
+		var rec tasks.Record
 		waitFor(t, "the task to wait for input", func() bool {
-			r, err := m.c.Task(ctx, id, false)
+			r, err := tasks.NewClient(m.c).Get(ctx, id, false)
 			rec = r
-			return err == nil && r.State == caller.TaskInputRequired
+			return err == nil && r.State == tasks.InputRequired
 		})
 		q, ok := rec.OpenQuestion()
 		if !ok || q.Message != "Delete /tmp/x?" || q.Tool != "rm" {
@@ -306,7 +306,7 @@ func TestDurableTaskAsksAndAnotherProcessAnswers(t *testing.T) {
 		return q
 	}
 	t.Run("answered by another process", func(t *testing.T) {
-		id, err := m.c.Submit(ctx, "rm", deleteIn{Path: "/tmp/x"})
+		id, err := tasks.NewClient(m.c).Submit(ctx, "rm", deleteIn{Path: "/tmp/x"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,29 +324,29 @@ func TestDurableTaskAsksAndAnotherProcessAnswers(t *testing.T) {
 		if got := strings.Join(types, ","); got != "start,question,answered,result" {
 			t.Fatalf("events %s", got)
 		}
-		if got := string(evs[3].Event.Data); got != `{"deleted":true,"outcome":"answered","reason":"later"}` || rec.State != caller.TaskSucceeded {
+		if got := string(evs[3].Event.Data); got != `{"deleted":true,"outcome":"answered","reason":"later"}` || rec.State != tasks.Succeeded {
 			t.Fatalf("result %s, record %+v", got, rec)
 		}
 	})
 	t.Run("declined through the Go API", func(t *testing.T) {
-		id, err := m.c.Submit(ctx, "rm", deleteIn{Path: "/tmp/x"}, caller.WithTaskMode("unary"))
+		id, err := tasks.NewClient(m.c).Submit(ctx, "rm", deleteIn{Path: "/tmp/x"}, tasks.Unary())
 		if err != nil {
 			t.Fatal(err)
 		}
 		q := waitAsking(t, id)
 		other := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
-		if _, err := other.AnswerTask(ctx, id, q.ID, caller.Answer{Action: envelope.ActionAccept, Content: json.RawMessage(`{"confirm":"yes"}`)}); err == nil {
+		if _, err := tasks.NewClient(other).Answer(ctx, id, q.ID, caller.Answer{Action: envelope.ActionAccept, Content: json.RawMessage(`{"confirm":"yes"}`)}); err == nil {
 			t.Fatal("an answer the schema refuses was taken")
 		}
-		if _, err := other.AnswerTask(ctx, id, q.ID, caller.Decline()); err != nil {
+		if _, err := tasks.NewClient(other).Answer(ctx, id, q.ID, caller.Decline()); err != nil {
 			t.Fatal(err)
 		}
-		rec, err := other.Task(ctx, id, true)
+		rec, err := tasks.NewClient(other).Get(ctx, id, true)
 		ev, _ := rec.TerminalEvent()
-		if err != nil || rec.State != caller.TaskSucceeded || string(ev.Data) != `{"deleted":false,"outcome":"declined"}` {
+		if err != nil || rec.State != tasks.Succeeded || string(ev.Data) != `{"deleted":false,"outcome":"declined"}` {
 			t.Fatalf("record %+v, %v", rec, err)
 		}
-		_, err = other.AnswerTask(ctx, id, "", caller.Decline())
+		_, err = tasks.NewClient(other).Answer(ctx, id, "", caller.Decline())
 		wantCode(t, err, envelope.CodeInvalidInput)
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -25,23 +24,8 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-var (
-	mcpServerOnce sync.Once
-	mcpServerPath string
-	mcpServerErr  error
-)
-
 // mcpServerBin builds the go-sdk test server of mcp/bridge/testdata.
-func mcpServerBin(t *testing.T) string {
-	t.Helper()
-	mcpServerOnce.Do(func() {
-		mcpServerPath, mcpServerErr = testutil.BuildBinary("../mcp/bridge/testdata/mcpserver", "mcpserver")
-	})
-	if mcpServerErr != nil {
-		t.Fatal(mcpServerErr)
-	}
-	return mcpServerPath
-}
+var mcpServerBin = builtOnce("../mcp/bridge/testdata/mcpserver", "mcpserver")
 
 // startBridge bridges entry onto a fresh mesh and returns a caller on it.
 func startBridge(t *testing.T, entry bridge.Entry) (*bridge.Bridge, *caller.Caller) {
@@ -341,12 +325,7 @@ func farViaGateway(t *testing.T) *mcpClient {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	bridgeOn(t, srv, bridge.Entry{Namespace: "far", Server: bridge.ServerConfig{Command: mcpServerBin(t)}})
 	g := startGateway(t, &mcpMesh{srv: srv})
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
+	ct := serveInMemory(t, g.Server())
 	return connectMCP(t, ct, "")
 }
 
@@ -396,18 +375,26 @@ func TestMCPBothWays(t *testing.T) {
 	})
 }
 
-// TestMCPContentRoundTrip calls the same tools of an MCP server directly
-// and through the mesh (go-sdk client → gateway → mesh → bridge → server):
-// content blocks of every kind, structuredContent, _meta and an isError
-// result's blocks arrive unchanged.
-func TestMCPContentRoundTrip(t *testing.T) {
-	viaMesh := farViaGateway(t)
+// directSession connects a go-sdk client straight to the test MCP
+// server, with no mesh between, closed when t ends.
+func directSession(t *testing.T) *mcp.ClientSession {
+	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
 	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = direct.Close() })
+	return direct
+}
+
+// TestMCPContentRoundTrip calls the same tools of an MCP server directly
+// and through the mesh (go-sdk client → gateway → mesh → bridge → server):
+// content blocks of every kind, structuredContent, _meta and an isError
+// result's blocks arrive unchanged.
+func TestMCPContentRoundTrip(t *testing.T) {
+	viaMesh := farViaGateway(t)
+	direct := directSession(t)
 	cases := []struct{ tool, args string }{
 		{"blocks", `{}`}, {"text", `{}`}, {"echo", `{"message":"hi"}`}, {"fail_image", `{}`},
 	}

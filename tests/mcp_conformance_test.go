@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,24 +61,9 @@ var tasksGatewayFlags = []string{"--task", "conf26.slow_compute", "--task", "con
 	"--task", "conf26.confirm_delete", "--task", "conf26.multi_input", "--task", "conf26.failing_job:required",
 	"--task", "conf26.test_tool_with_task:required:ask-first"}
 
-var (
-	fixtureOnce sync.Once
-	fixturePath string
-	fixtureErr  error
-)
-
 // conformanceFixture builds toolmesh's own server implementing the suite's
 // server specification (testdata/mcpconformance).
-func conformanceFixture(t *testing.T) string {
-	t.Helper()
-	fixtureOnce.Do(func() {
-		fixturePath, fixtureErr = testutil.BuildBinary("./testdata/mcpconformance", "mcpconformance")
-	})
-	if fixtureErr != nil {
-		t.Fatal(fixtureErr)
-	}
-	return fixturePath
-}
+var conformanceFixture = builtOnce("./testdata/mcpconformance", "mcpconformance")
 
 // npmDir installs packages into a fresh temporary directory (interop runs
 // only: TOOLMESH_INTEROP_MCP=1).

@@ -57,12 +57,7 @@ func TestMCPGatewayElicitation(t *testing.T) {
 				}
 			}
 			client := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "0"}, opts)
-			ct, st := mcp.NewInMemoryTransports()
-			ss, err := g.Server().Connect(context.Background(), st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = ss.Close() })
+			ct := serveInMemory(t, g.Server())
 			cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
 			if err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,12 +24,7 @@ import (
 // a mesh caller still gets the tool_failed Problem.
 func TestMCPErrorResultsAsTheServerSentThem(t *testing.T) {
 	viaMesh := farViaGateway(t)
-	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
-	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = direct.Close() })
+	direct := directSession(t)
 	for _, tool := range []string{"fail", "fail_image", "fail_typed"} {
 		want := callRaw(t, direct, tool, `{}`)
 		got := callRaw(t, viaMesh.cs, "far."+tool, `{}`)

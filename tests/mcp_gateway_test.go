@@ -146,20 +146,28 @@ func newMCPClient() (*mcpClient, *mcp.Client) {
 	return mc, client
 }
 
-// connectMCP connects a client over transport at protocol version (""
-// for the SDK's latest, 2026-07-28).
 // connectInProcess connects a go-sdk client to g over in-memory transports.
 func connectInProcess(t *testing.T, g *gateway.Gateway, version string) *mcpClient {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
+	ct := serveInMemory(t, g.Server())
 	return connectMCP(t, ct, version)
 }
 
+// serveInMemory serves s over in-memory transports, its session closed
+// when tb ends, and returns the client's end.
+func serveInMemory(tb testing.TB, s *mcp.Server) mcp.Transport {
+	tb.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = ss.Close() })
+	return ct
+}
+
+// connectMCP connects a client over transport at protocol version (""
+// for the SDK's latest, 2026-07-28).
 func connectMCP(t *testing.T, transport mcp.Transport, version string) *mcpClient {
 	t.Helper()
 	mc, client := newMCPClient()
@@ -693,12 +701,7 @@ func TestMCPGatewayNamespace(t *testing.T) {
 	if got := g.Tools(); !slices.Equal(got, []string{"delete"}) {
 		t.Fatalf("served under namespace secret: %v, want [delete]", got)
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
+	ct := serveInMemory(t, g.Server())
 	mc := connectMCP(t, ct, "")
 	res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete", Arguments: map[string]any{}})
 	if got, _ := json.Marshal(res.StructuredContent); err != nil || res.IsError || string(got) != `{"deleted":true}` {

@@ -1,44 +1,18 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
 // npmMemory is the reference knowledge-graph server, pinned like npmSDK.
 const npmMemory = "@modelcontextprotocol/server-memory@2026.8.31"
-
-// npmInstallInto installs pkgs into a fresh temporary directory and
-// returns it; the test runs only under `make interop-mcp`.
-func npmInstallInto(t *testing.T, pkgs ...string) string {
-	t.Helper()
-	if os.Getenv("TOOLMESH_INTEROP_MCP") == "" {
-		t.Skip("set TOOLMESH_INTEROP_MCP=1 (make interop-mcp) to run the npm interop tests")
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for _, args := range [][]string{
-		{"init", "-y"},
-		append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...),
-	} {
-		cmd := exec.CommandContext(ctx, "npm", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	return dir
-}
 
 // The server-memory delete tools answer {"success":true,"message":…} on
 // success. Through `toolmesh call` that result has members named like the
@@ -47,7 +21,7 @@ func npmInstallInto(t *testing.T, pkgs ...string) string {
 // so it arrives under "structuredContent"; a Go tool's colliding result
 // arrives under "result", docs/protocol.md §5.6.)
 func TestMCPInteropServerMemoryDeletes(t *testing.T) {
-	dir := npmInstallInto(t, npmMemory)
+	dir := npmDir(t, npmMemory)
 	_, url := startDev(t)
 	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
 	yaml := fmt.Sprintf("tools:\n  - namespace: memory\n    binding:\n      mcp: {command: node, args: [%q], env: {MEMORY_FILE_PATH: %q}}\n",

@@ -27,7 +27,7 @@ type searchSummary struct {
 // `toolmesh tools search` (catalog.Catalog.Search) does, and the found tools join
 // the tool list with list_changed.
 func TestMCPInteropProgressiveSearch(t *testing.T) {
-	dir := npmInstallInto(t, npmSDK, npmFilesystem, npmMemory)
+	dir := npmDir(t, npmSDK, npmFilesystem, npmMemory)
 	src, err := os.ReadFile("testdata/mcp-interop/search.mjs")
 	if err != nil {
 		t.Fatal(err)

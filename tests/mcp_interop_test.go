@@ -29,22 +29,7 @@ const (
 // `go test ./...` needs nothing but Go.
 func interopDir(t *testing.T, extra ...string) string {
 	t.Helper()
-	if os.Getenv("TOOLMESH_INTEROP_MCP") == "" {
-		t.Skip("set TOOLMESH_INTEROP_MCP=1 (make interop-mcp) to run the npm interop tests")
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for _, args := range [][]string{
-		{"init", "-y"},
-		append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error", npmSDK, npmEverything}, extra...),
-	} {
-		cmd := exec.CommandContext(ctx, "npm", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	dir := npmDir(t, append([]string{npmSDK, npmEverything}, extra...)...)
 	for _, script := range []string{"client.mjs", "equal.mjs"} {
 		src, err := os.ReadFile(filepath.Join("testdata", "mcp-interop", script))
 		if err != nil {

@@ -22,16 +22,8 @@ import (
 // nothing of the tool survives (the supervisor's parent-death signal takes
 // the whole process group down within the kill grace).
 func TestNoOrphansAfterWorkerKill9(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("needs /proc (Linux)")
-	}
-	srv := meshtest.StartServer(t, embedded.Config{})
-	dir := t.TempDir()
+	srv, dir, p := workerOnTools(t, `worker ready`, func(dir string) string { return forkerTool(filepath.Join(dir, "pids")) })
 	pidfile := filepath.Join(dir, "pids")
-	cfg := filepath.Join(dir, "tools.yaml")
-	_ = os.WriteFile(cfg, []byte(forkerTool(pidfile)), 0o644)
-	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
-	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -51,15 +43,7 @@ func TestNoOrphansAfterWorkerKill9(t *testing.T) {
 // is gone afterwards (the sentinel reads every live group from its table,
 // TERMs them and KILLs what is left after the kill grace).
 func TestNoOrphansOfManyCallsAfterWorkerKill9(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("needs /proc (Linux)")
-	}
-	srv := meshtest.StartServer(t, embedded.Config{})
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "tools.yaml")
-	_ = os.WriteFile(cfg, []byte(forkerTools("")), 0o644)
-	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
-	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	srv, dir, p := workerOnTools(t, `worker ready`, func(string) string { return forkerTools("") })
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -260,18 +244,29 @@ func procCmdline(pid int) string {
 // kill -9 of a `toolmesh worker` bridging a stdio MCP server that forked a
 // grandchild: neither the server nor what it forked survives the worker.
 func TestNoOrphansOfABridgedServerAfterWorkerKill9(t *testing.T) {
+	_, dir, p := workerOnTools(t, `mcp server bridged`, func(dir string) string {
+		pidfile := filepath.Join(dir, "pids")
+		script := fmt.Sprintf("sleep 1001 & echo $$ $! > %s.tmp && mv %s.tmp %s; exec %s", pidfile, pidfile, pidfile, mcpServerBin(t))
+		return fmt.Sprintf("tools:\n  - namespace: orphan\n    binding:\n      mcp: {command: sh, args: [-c, %q]}\n", script)
+	})
+	killAndWatch(t, p, forkedPids(t, filepath.Join(dir, "pids")))
+}
+
+// workerOnTools starts a server and `toolmesh worker` on the tools file
+// tools writes for the test's directory dir, and waits until the worker's
+// output says ready. The tests read /proc: elsewhere they are skipped.
+func workerOnTools(t *testing.T, ready string, tools func(dir string) string) (*embedded.Server, string, *proc) {
+	t.Helper()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("needs /proc (Linux)")
 	}
 	srv := meshtest.StartServer(t, embedded.Config{})
 	dir := t.TempDir()
-	pidfile := filepath.Join(dir, "pids")
 	cfg := filepath.Join(dir, "tools.yaml")
-	script := fmt.Sprintf("sleep 1001 & echo $$ $! > %s.tmp && mv %s.tmp %s; exec %s", pidfile, pidfile, pidfile, mcpServerBin(t))
-	_ = os.WriteFile(cfg, []byte(fmt.Sprintf("tools:\n  - namespace: orphan\n    binding:\n      mcp: {command: sh, args: [-c, %q]}\n", script)), 0o644)
+	_ = os.WriteFile(cfg, []byte(tools(dir)), 0o644)
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
-	p.waitLine(t, regexp.MustCompile(`mcp server bridged`))
-	killAndWatch(t, p, forkedPids(t, pidfile))
+	p.waitLine(t, regexp.MustCompile(ready))
+	return srv, dir, p
 }
 
 // forkedPids waits for the two pids (a program and the grandchild it

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -20,11 +19,7 @@ import (
 // violation, no "connection closed for good" — on stderr.
 func TestSecureStockDetachAndTasksPrintNothingAlarming(t *testing.T) {
 	m := startSecureStock(t)
-	svc, err := tasks.New(context.Background(), m.dial(t, "tasks"), tasks.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	startService(t, m.dial(t, "tasks"), tasks.Config{})
 	w := meshtest.NewWorker(t, m.dial(t, "tools"), worker.Config{Pool: "demo"})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	as := func(args ...string) result {

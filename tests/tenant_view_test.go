@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -114,7 +113,7 @@ func TestSecureTenantSeesOnlyItsTools(t *testing.T) {
 	if _, err := bob.Catalog().Describe(ctx, "fs.read_file"); err != nil {
 		t.Fatalf("control: bob may describe fs.read_file: %v", err)
 	}
-	noFS(t, "watch", watchSeed(t, alice, "demo.echo"))
+	noFS(t, "watch", watchSeedWithin(t, alice, "demo.echo", 30*time.Second))
 	noFS(t, "MCP tools/list", gatewayTools(t, alice, "demo.echo"))
 	if names := gatewayTools(t, bob, "fs.read_file"); !slices.Contains(names, "demo.echo") {
 		t.Fatalf("control: bob's MCP tools/list = %v", names)
@@ -144,26 +143,6 @@ func rawCatalog(t *testing.T, nc *nats.Conn) string {
 	return all.String()
 }
 
-// watchSeed follows c.Watch until want is added and returns every tool
-// the watch yielded by then.
-func watchSeed(t *testing.T, c *caller.Caller, want string) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
-	defer cancel()
-	var names []string
-	for ch, err := range c.Catalog().Watch(ctx) {
-		if err != nil {
-			t.Fatalf("watch: %v (after %v)", err, names)
-		}
-		names = append(names, ch.Tool.Spec.Name)
-		if ch.Tool.Spec.Name == want {
-			return names
-		}
-	}
-	t.Fatalf("the watch ended before %s appeared: %v", want, names)
-	return nil
-}
-
 // gatewayTools serves c's mesh through an MCP gateway and lists it with
 // the go-sdk client once want is listed.
 func gatewayTools(t *testing.T, c *caller.Caller, want string) []string {
@@ -173,12 +152,7 @@ func gatewayTools(t *testing.T, c *caller.Caller, want string) []string {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := g.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
+	ct := serveInMemory(t, g.Server())
 	mc := connectMCP(t, ct, "")
 	var names []string
 	waitFor(t, "the gateway to list "+want, func() bool {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/tasks"
 )
 
 // callFlags are what `toolmesh call`'s flags set.
@@ -116,9 +117,9 @@ func (d *durableFlags) add(cmd *cobra.Command) {
 // options are the task options the flags ask for; a task followed or
 // streamed records every event, a detached unary one only its terminal.
 func (d *durableFlags) options(stream bool) []caller.Option {
-	opts := []caller.Option{caller.WithTaskMode("unary")}
-	if stream || d.durable {
-		opts[0] = caller.WithTaskMode("stream")
+	var opts []caller.Option
+	if !stream && !d.durable {
+		opts = append(opts, tasks.Unary())
 	}
 	if d.idemKey != "" {
 		opts = append(opts, caller.WithIdempotencyKey(d.idemKey))
@@ -132,7 +133,7 @@ func (d *durableFlags) options(stream bool) []caller.Option {
 // callDurable submits a task, prints its record, and unless detached
 // follows its events.
 func callDurable(ctx context.Context, g *globals, c *caller.Caller, tool string, args json.RawMessage, opts []caller.Option, detach bool) error {
-	rec, err := c.SubmitRecord(ctx, tool, args, opts...)
+	rec, err := tasks.NewClient(c).SubmitRecord(ctx, tool, args, opts...)
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
@@ -149,8 +150,8 @@ func callDurable(ctx context.Context, g *globals, c *caller.Caller, tool string,
 // warnUnhosted says on stderr that a queued task's tool has no worker: the
 // task is kept and waits for one, which a typo'd name would wait for in
 // vain until its deadline.
-func warnUnhosted(ctx context.Context, g *globals, c *caller.Caller, rec caller.TaskRecord) {
-	if rec.State != caller.TaskQueued {
+func warnUnhosted(ctx context.Context, g *globals, c *caller.Caller, rec tasks.Record) {
+	if rec.State != tasks.Queued {
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -10,6 +10,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/oauth"
 	"github.com/toolmesh/toolmesh/internal/persons"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // checkAuth checks the OAuth flags of `toolmesh mcp --http` before
@@ -64,29 +65,5 @@ func (g *globals) dialAsPerson(ctx context.Context, token func() string) (*nats.
 	o := g.connect
 	o.Creds, o.NKeySeed, o.Token, o.User, o.Password = "", "", "", "", ""
 	o.Name, o.Logger = "toolmesh mcp person", g.log
-	opts, err := o.NATSOptions()
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, nats.TokenHandler(token))
-	type result struct {
-		nc  *nats.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		nc, err := nats.Connect(o.URLOrDefault(), opts...)
-		ch <- result{nc, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.nc, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-ch; r.nc != nil {
-				r.nc.Close()
-			}
-		}()
-		return nil, ctx.Err()
-	}
+	return mesh.Connect(ctx, o, nats.TokenHandler(token))
 }

@@ -52,7 +52,7 @@ func newTasksWatchCmd(g *globals) *cobra.Command {
 // watchTask prints a task's events as NDJSON lines {"n","attempt","event"};
 // the exit code is the terminal's.
 func watchTask(ctx context.Context, out io.Writer, c *caller.Caller, id string, from int) error {
-	ts, err := c.Attach(ctx, id, from)
+	ts, err := tasks.NewClient(c).Attach(ctx, id, from)
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
@@ -76,6 +76,15 @@ func watchTask(ctx context.Context, out io.Writer, c *caller.Caller, id string, 
 	}
 }
 
+// printRecord prints a task's record as JSON, or fails with the task
+// API's Problem.
+func (g *globals) printRecord(rec tasks.Record, err error) error {
+	if err != nil {
+		return envelope.AsProblem(err, envelope.CodeInternal)
+	}
+	return printJSON(g, rec)
+}
+
 func newTasksGetCmd(g *globals) *cobra.Command {
 	var wait bool
 	cmd := &cobra.Command{
@@ -83,11 +92,7 @@ func newTasksGetCmd(g *globals) *cobra.Command {
 		Short: "Print a task's record as JSON, its terminal event included once it has ended",
 		Args:  oneTaskID,
 		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
-			rec, err := c.Task(cmd.Context(), args[0], wait)
-			if err != nil {
-				return envelope.AsProblem(err, envelope.CodeInternal)
-			}
-			return printJSON(g, rec)
+			return g.printRecord(tasks.NewClient(c).Get(cmd.Context(), args[0], wait))
 		}),
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task has ended")
@@ -100,11 +105,7 @@ func newTasksCancelCmd(g *globals) *cobra.Command {
 		Short: "Cancel a task: a queued one never runs, a running one's handler and processes are stopped",
 		Args:  oneTaskID,
 		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
-			rec, err := c.CancelTask(cmd.Context(), args[0])
-			if err != nil {
-				return envelope.AsProblem(err, envelope.CodeInternal)
-			}
-			return printJSON(g, rec)
+			return g.printRecord(tasks.NewClient(c).Cancel(cmd.Context(), args[0]))
 		}),
 	}
 }
@@ -125,11 +126,7 @@ func newTasksAnswerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer done()
-			rec, err := c.AnswerTask(cmd.Context(), args[0], f.question, a)
-			if err != nil {
-				return envelope.AsProblem(err, envelope.CodeInternal)
-			}
-			return printJSON(g, rec)
+			return g.printRecord(tasks.NewClient(c).Answer(cmd.Context(), args[0], f.question, a))
 		},
 	}
 	cmd.Flags().StringVar(&f.content, "answer", "", "accept, with this JSON object as the answer")
@@ -177,7 +174,7 @@ func newTasksLsCmd(g *globals) *cobra.Command {
 		Short: "List your tasks, newest first",
 		Args:  usage.NoArgs,
 		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, _ []string) error {
-			list, err := c.Tasks(cmd.Context(), state, limit)
+			list, err := tasks.NewClient(c).List(cmd.Context(), state, limit)
 			if err != nil {
 				return envelope.AsProblem(err, envelope.CodeInternal)
 			}

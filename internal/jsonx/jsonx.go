@@ -8,6 +8,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -96,4 +97,38 @@ func sameNumber(x, y json.Number) bool {
 		return errF == nil && errG == nil && f == g
 	}
 	return false
+}
+
+// Args encodes a call's args as the JSON object a call carries: nil is
+// {}; json.RawMessage, []byte and string are taken as JSON text and
+// checked; anything else is marshalled. Every package that sends a
+// call's args (the caller, the task client) encodes them so.
+func Args(args any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	switch a := args.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	case string:
+		raw = json.RawMessage(a)
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		if !IsObject(b) {
+			return nil, errors.New("want a JSON object")
+		}
+		return b, nil
+	}
+	if !Valid(raw) {
+		return nil, errors.New("not valid JSON")
+	}
+	if !IsObject(raw) {
+		return nil, errors.New("want a JSON object")
+	}
+	return raw, nil
 }

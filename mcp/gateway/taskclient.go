@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/tasks"
 )
 
 // This file is the gateway's only use of the durable task API (the task
@@ -14,26 +15,29 @@ import (
 // (tasks.go) is served by these calls and the records they return.
 
 // taskRecord is what the task service says about one task.
-type taskRecord = caller.TaskRecord
+type taskRecord = tasks.Record
 
 // The durable states the MCP task statuses are read from (§22.3).
 const (
-	durableInputRequired = caller.TaskInputRequired
-	durableSucceeded     = caller.TaskSucceeded
-	durableCancelled     = caller.TaskCancelled
+	durableInputRequired = tasks.InputRequired
+	durableSucceeded     = tasks.Succeeded
+	durableCancelled     = tasks.Cancelled
 )
 
 // durableTerminal reports whether a durable state is final.
-func durableTerminal(state string) bool { return caller.TaskTerminal(state) }
+func durableTerminal(state string) bool { return tasks.Terminal(state) }
 
 // durable is the task API as the gateway's identity calls it: every task
 // belongs to that identity (§22.1), and the task service finds no other.
-type durable struct{ c *caller.Caller }
+type durable struct{ c *tasks.Client }
+
+// durableOf is the task API on c, the caller of the gateway's identity.
+func durableOf(c *caller.Caller) durable { return durable{tasks.NewClient(c)} }
 
 // submit records a unary task of tool (its result is what a plain call
 // returns) with the client's bearer, if it presented one.
 func (d durable) submit(ctx context.Context, tool string, args json.RawMessage, bearer string) (taskRecord, error) {
-	opts := []caller.Option{caller.WithTaskMode("unary")}
+	opts := []caller.Option{tasks.Unary()}
 	if bearer != "" {
 		opts = append(opts, caller.WithBearer(bearer))
 	}
@@ -42,18 +46,18 @@ func (d durable) submit(ctx context.Context, tool string, args json.RawMessage, 
 
 // get reads a task's record, its terminal event included once it ended.
 func (d durable) get(ctx context.Context, id string) (taskRecord, error) {
-	return d.c.Task(ctx, id, false)
+	return d.c.Get(ctx, id, false)
 }
 
 // cancel cancels a task (one already ended stays as it is).
 func (d durable) cancel(ctx context.Context, id string) error {
-	_, err := d.c.CancelTask(ctx, id)
+	_, err := d.c.Cancel(ctx, id)
 	return err
 }
 
 // answer answers the question questionID of a task in input_required.
 func (d durable) answer(ctx context.Context, id, questionID string, a caller.Answer) error {
-	_, err := d.c.AnswerTask(ctx, id, questionID, a)
+	_, err := d.c.Answer(ctx, id, questionID, a)
 	return err
 }
 

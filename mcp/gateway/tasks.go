@@ -234,7 +234,7 @@ func (f *taskFront) serve(ctx context.Context, req *taskRequest, bearer string) 
 			return nil, rerr
 		}
 	default:
-		if err := (durable{f.g.cfg.Caller}).cancel(ctx, rec.TaskID); err != nil {
+		if err := durableOf(f.g.cfg.Caller).cancel(ctx, rec.TaskID); err != nil {
 			return nil, taskError(err)
 		}
 	}
@@ -244,7 +244,7 @@ func (f *taskFront) serve(ctx context.Context, req *taskRequest, bearer string) 
 // find reads a task of a tool this gateway serves as tasks; any other
 // (another identity's, one of a tool not served here) is unknown.
 func (f *taskFront) find(ctx context.Context, id string) (taskRecord, *jsonrpc.Error) {
-	rec, err := (durable{f.g.cfg.Caller}).get(ctx, id)
+	rec, err := durableOf(f.g.cfg.Caller).get(ctx, id)
 	if err != nil {
 		return rec, taskError(err)
 	}
@@ -259,7 +259,7 @@ func (f *taskFront) find(ctx context.Context, id string) (taskRecord, *jsonrpc.E
 // task's first question as this call's input_required round, and the
 // task once the retry answers it.
 func (f *taskFront) call(ctx context.Context, req *taskRequest, bearer string) (any, *jsonrpc.Error) {
-	d := durable{f.g.cfg.Caller}
+	d := durableOf(f.g.cfg.Caller)
 	if req.rule.AskFirst && req.Params.RequestState != "" {
 		return f.resume(ctx, req)
 	}
@@ -305,7 +305,7 @@ func (f *taskFront) resume(ctx context.Context, req *taskRequest) (any, *jsonrpc
 
 // current is the CreateTaskResult of a task as it now stands.
 func (f *taskFront) current(ctx context.Context, id string) (any, *jsonrpc.Error) {
-	rec, err := (durable{f.g.cfg.Caller}).get(ctx, id)
+	rec, err := durableOf(f.g.cfg.Caller).get(ctx, id)
 	if err != nil {
 		return nil, taskError(err)
 	}

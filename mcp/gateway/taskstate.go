@@ -169,7 +169,7 @@ func (f *taskFront) update(ctx context.Context, rec taskRecord, raw json.RawMess
 	if !complete {
 		return nil
 	}
-	if err := (durable{f.g.cfg.Caller}).answer(ctx, rec.TaskID, q.ID, a); err != nil {
+	if err := durableOf(f.g.cfg.Caller).answer(ctx, rec.TaskID, q.ID, a); err != nil {
 		return taskError(err)
 	}
 	f.mu.Lock()

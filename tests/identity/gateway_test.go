@@ -1,7 +1,6 @@
 package identity
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,29 +46,8 @@ func TestMain(m *testing.M) {
 // the address it serves on.
 func startGateway(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(toolmeshBin, append([]string{"mcp", "--http", "127.0.0.1:0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var seen []string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if _, addr, ok := strings.Cut(sc.Text(), "serving MCP on http://"); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return strings.TrimSuffix(addr, "/mcp")
-		}
-	}
-	t.Fatalf("toolmesh mcp ended before serving:\n%s", strings.Join(seen, "\n"))
-	return ""
+	addr := runUntilSaid(t, "serving MCP on http://", toolmeshBin, append([]string{"mcp", "--http", "127.0.0.1:0"}, args...)...)
+	return strings.TrimSuffix(addr, "/mcp")
 }
 
 // bearer adds a bearer token to every request.

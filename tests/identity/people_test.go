@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -96,11 +95,11 @@ func (m *calloutMesh) person(t *testing.T, who string) (*caller.Caller, *nats.Co
 	return meshtest.NewCaller(t, nc, caller.Config{}), nc
 }
 
-// runUntilSaid starts a program and waits until its stderr says want.
-func runUntilSaid(t *testing.T, want, bin string, args ...string) {
+// runUntilSaid starts a program and waits until its stderr says want; it
+// returns what the line says after want.
+func runUntilSaid(t *testing.T, want, bin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = os.Environ()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -114,15 +113,16 @@ func runUntilSaid(t *testing.T, want, bin string, args ...string) {
 	for sc.Scan() {
 		seen = append(seen, sc.Text())
 		t.Log(sc.Text())
-		if strings.Contains(sc.Text(), want) {
+		if _, after, ok := strings.Cut(sc.Text(), want); ok {
 			go func() {
 				for sc.Scan() {
 				}
 			}()
-			return
+			return after
 		}
 	}
 	t.Fatalf("%s ended before saying %q:\n%s", bin, want, strings.Join(seen, "\n"))
+	return ""
 }
 
 // whoami answers with the identity the server stamped on the call.
@@ -264,21 +264,21 @@ func TestCalloutPeopleCannotTouchEachOthersWork(t *testing.T) {
 		t.Fatalf("alice's call after bob's forged answer and cancel: %+v, %v", resp, err)
 	}
 
-	id, err := alice.Submit(ctx, "alice.ask", map[string]any{})
+	id, err := tasks.NewClient(alice).Submit(ctx, "alice.ask", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for what, err := range map[string]error{
-		"read":   errOf(bob.Task(ctx, id, false)),
-		"cancel": errOf(bob.CancelTask(ctx, id)),
-		"answer": errOf(bob.AnswerTask(ctx, id, "", caller.Decline())),
+		"read":   errOf(tasks.NewClient(bob).Get(ctx, id, false)),
+		"cancel": errOf(tasks.NewClient(bob).Cancel(ctx, id)),
+		"answer": errOf(tasks.NewClient(bob).Answer(ctx, id, "", caller.Decline())),
 	} {
 		var pr *envelope.Problem
 		if !errors.As(err, &pr) || pr.Code != envelope.CodeTaskNotFound {
 			t.Errorf("bob's %s of alice's task: %v, want task_not_found", what, err)
 		}
 	}
-	if rec, err := alice.Task(ctx, id, false); err != nil || rec.TaskID != id {
+	if rec, err := tasks.NewClient(alice).Get(ctx, id, false); err != nil || rec.TaskID != id {
 		t.Fatalf("alice reads her own task: %+v, %v", rec, err)
 	}
 }

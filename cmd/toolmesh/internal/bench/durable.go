@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/tasks"
 )
@@ -137,10 +136,16 @@ func (d *benchDurable) forget(reply string) {
 
 // rawWorkQueue is one echo through the bare work queue.
 func (b *bencher) rawWorkQueue(ctx context.Context) error {
-	d := b.durable
+	return b.durable.roundTrip(ctx, func(reply string) *nats.Msg {
+		return &nats.Msg{Subject: b.durable.wqSub, Data: b.args, Header: nats.Header{"Reply-To": []string{reply}}}
+	})
+}
+
+// roundTrip publishes the message msg makes for a reply subject to the
+// work queue and waits for its one reply (or ctx's end).
+func (d *benchDurable) roundTrip(ctx context.Context, msg func(reply string) *nats.Msg) error {
 	reply, ch := d.await()
-	msg := &nats.Msg{Subject: d.wqSub, Data: b.args, Header: nats.Header{"Reply-To": []string{reply}}}
-	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := d.js.PublishMsg(ctx, msg(reply)); err != nil {
 		d.forget(reply)
 		return err
 	}
@@ -156,11 +161,11 @@ func (b *bencher) rawWorkQueue(ctx context.Context) error {
 // durableUnary is one echo as a durable unary task, submitted and waited
 // for in one round trip.
 func (b *bencher) durableUnary(ctx context.Context) error {
-	rec, err := b.c.RunTask(ctx, "echo", b.args, caller.WithTaskMode("unary"))
+	rec, err := tasks.NewClient(b.c).Run(ctx, "echo", b.args, tasks.Unary())
 	if err != nil {
 		return err
 	}
-	if rec.State != caller.TaskSucceeded {
+	if rec.State != tasks.Succeeded {
 		return envelope.Problemf(envelope.CodeInternal, "task %s ended %s (%s)", rec.TaskID, rec.State, rec.Code)
 	}
 	return nil

@@ -95,18 +95,8 @@ func (q *equivalentQueue) close(ctx context.Context) {
 // equivalentQueueCall is one echo through the equivalent-guarantee queue.
 func (b *bencher) equivalentQueueCall(ctx context.Context) error {
 	d := b.durable
-	reply, ch := d.await()
-	msg := &nats.Msg{Subject: d.eq.subject, Data: b.args,
-		Header: nats.Header{"Reply-To": []string{reply}, "Task-Id": []string{"t" + d.seqOf(reply)}}}
-	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
-		d.forget(reply)
-		return err
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		d.forget(reply)
-		return ctx.Err()
-	}
+	return d.roundTrip(ctx, func(reply string) *nats.Msg {
+		return &nats.Msg{Subject: d.eq.subject, Data: b.args,
+			Header: nats.Header{"Reply-To": []string{reply}, "Task-Id": []string{"t" + d.seqOf(reply)}}}
+	})
 }

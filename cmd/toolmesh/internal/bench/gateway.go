@@ -244,12 +244,18 @@ func (s *gatewaySides) close() {
 
 // echo calls echo on one session.
 func (s *gatewaySides) echo(ctx context.Context, cs *mcp.ClientSession) error {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: s.args})
+	return callEcho(ctx, cs, s.args, "echo")
+}
+
+// callEcho calls echo with args on one MCP session; a result that is an
+// error fails as what says, with the result's text.
+func callEcho(ctx context.Context, cs *mcp.ClientSession, args any, what string) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
 	if err != nil {
 		return err
 	}
 	if res.IsError {
-		return fmt.Errorf("echo failed: %s", contentText(res.Content))
+		return fmt.Errorf("%s failed: %s", what, contentText(res.Content))
 	}
 	return nil
 }

@@ -160,14 +160,7 @@ func (p *benchPeers) onProgress(_ context.Context, r *mcp.ProgressNotificationCl
 
 // mcpEcho calls echo on one of the MCP sessions.
 func (p *benchPeers) mcpEcho(ctx context.Context, cs *mcp.ClientSession) error {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: p.args})
-	if err != nil {
-		return err
-	}
-	if res.IsError {
-		return fmt.Errorf("the MCP peer's echo failed: %s", contentText(res.Content))
-	}
-	return nil
+	return callEcho(ctx, cs, p.args, "the MCP peer's echo")
 }
 
 // mcpStream calls count and waits for its every progress notification:

@@ -1,4 +1,4 @@
-package caller
+package liveness
 
 import (
 	"reflect"
@@ -45,25 +45,25 @@ func TestPresenceGoneHost(t *testing.T) {
 				cache["S"] = specs
 			}
 			known := lookupIn(cache)
-			pr := newPresence()
+			pr := NewPresence()
 			var gone string
 			for _, b := range tc.beacons {
 				if b.State == "" {
 					b.State = wire.BeaconUp
 				}
-				pr.beacon(b, nil, time.Second, now)
+				pr.Beacon(b, nil, time.Second, now)
 				if b.WorkerID == "G" || b.WorkerID == "demo.G" {
 					gone = b.WorkerID
 				}
 			}
 			if tc.learned[0] != "" {
-				pr.learn(tc.learned[0], tc.learned[1])
+				pr.Learn(tc.learned[0], tc.learned[1])
 			}
-			got, fetch := pr.goneHost(known, tc.tool, []string{gone}, now)
+			got, fetch := pr.GoneHost(known, tc.tool, []string{gone}, now)
 			if got != tc.wantGone || !reflect.DeepEqual(fetch, tc.wantFetch) {
-				t.Fatalf("goneHost = %q, fetch %v; want %q, %v", got, fetch, tc.wantGone, tc.wantFetch)
+				t.Fatalf("GoneHost = %q, fetch %v; want %q, %v", got, fetch, tc.wantGone, tc.wantFetch)
 			}
-			if _, again := pr.goneHost(known, tc.tool, []string{gone}, now); again != nil {
+			if _, again := pr.GoneHost(known, tc.tool, []string{gone}, now); again != nil {
 				t.Errorf("a spec set asked for is asked again at once: %v", again)
 			}
 		})
@@ -75,14 +75,14 @@ func TestPresenceGoneHost(t *testing.T) {
 func TestPresenceSuspects(t *testing.T) {
 	now := time.Now()
 	known := lookupIn(map[string][]envelope.ToolSpec{"S": {{Name: "t.a"}}})
-	pr := newPresence()
-	pr.beacon(wire.Beacon{WorkerID: "OLD", State: wire.BeaconUp, Specs: "S"}, nil, time.Second, now.Add(-1600*time.Millisecond))
-	pr.beacon(wire.Beacon{WorkerID: "LATE", State: wire.BeaconUp, Specs: "S"}, nil, time.Second, now.Add(-1400*time.Millisecond))
-	pr.beacon(wire.Beacon{WorkerID: "OTHER", State: wire.BeaconUp, Specs: "U"}, nil, time.Second, now.Add(-5*time.Second))
+	pr := NewPresence()
+	pr.Beacon(wire.Beacon{WorkerID: "OLD", State: wire.BeaconUp, Specs: "S"}, nil, time.Second, now.Add(-1600*time.Millisecond))
+	pr.Beacon(wire.Beacon{WorkerID: "LATE", State: wire.BeaconUp, Specs: "S"}, nil, time.Second, now.Add(-1400*time.Millisecond))
+	pr.Beacon(wire.Beacon{WorkerID: "OTHER", State: wire.BeaconUp, Specs: "U"}, nil, time.Second, now.Add(-5*time.Second))
 	for tool, want := range map[string][]string{"t.a": {"OLD", "OTHER"}, "t.b": {"OTHER"}} {
-		got := pr.suspects(known, tool, now)
+		got := pr.Suspects(known, tool, now)
 		if len(got) != len(want) {
-			t.Errorf("suspects(%s) = %v, want %v", tool, got, want)
+			t.Errorf("Suspects(%s) = %v, want %v", tool, got, want)
 			continue
 		}
 		for _, w := range want {
@@ -91,7 +91,7 @@ func TestPresenceSuspects(t *testing.T) {
 				found = found || g == w
 			}
 			if !found {
-				t.Errorf("suspects(%s) = %v, want %v", tool, got, want)
+				t.Errorf("Suspects(%s) = %v, want %v", tool, got, want)
 			}
 		}
 	}
@@ -101,7 +101,7 @@ func TestPresenceSuspects(t *testing.T) {
 // other is decoded again.
 func TestPresenceRepeat(t *testing.T) {
 	now := time.Now()
-	pr := newPresence()
+	pr := NewPresence()
 	raw := []byte(`{"worker_id":"W","state":"up","revision":1,"specs":"S"}`)
 	for _, tc := range []struct {
 		name string
@@ -112,11 +112,11 @@ func TestPresenceRepeat(t *testing.T) {
 		{"the same beacon", raw, true},
 		{"a changed beacon", []byte(`{"worker_id":"W","state":"up","revision":2,"specs":"T"}`), false},
 	} {
-		if got := pr.repeat("W", tc.data, now.Add(time.Second)); got != tc.want {
-			t.Errorf("%s: repeat = %v, want %v", tc.name, got, tc.want)
+		if got := pr.Repeat("W", tc.data, now.Add(time.Second)); got != tc.want {
+			t.Errorf("%s: Repeat = %v, want %v", tc.name, got, tc.want)
 		}
 		if tc.name == "an unknown worker's" {
-			pr.beacon(wire.Beacon{WorkerID: "W", State: wire.BeaconUp, Revision: 1, Specs: "S"}, raw, time.Second, now)
+			pr.Beacon(wire.Beacon{WorkerID: "W", State: wire.BeaconUp, Revision: 1, Specs: "S"}, raw, time.Second, now)
 		}
 	}
 	if w := pr.workers["W"]; !w.seen.Equal(now.Add(time.Second)) || w.digest != "S" {
@@ -126,7 +126,7 @@ func TestPresenceRepeat(t *testing.T) {
 
 // lookupIn is a spec lookup over cache, standing in for the spec sets a
 // caller's catalogue has seen.
-func lookupIn(cache map[string][]envelope.ToolSpec) specLookup {
+func lookupIn(cache map[string][]envelope.ToolSpec) SpecLookup {
 	return func(digest string) ([]envelope.ToolSpec, bool) {
 		specs, ok := cache[digest]
 		return specs, ok
