@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/otlp"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/tasks"
 )
@@ -70,7 +71,7 @@ func runCall(cmd *cobra.Command, g *globals, tool string, cf callFlags) error {
 	if cf.bearer == "" {
 		cf.bearer = os.Getenv("TOOLMESH_BEARER")
 	}
-	shutdown := setupTelemetry(ctx, "toolmesh-call", g.log)
+	shutdown := otlp.Setup(ctx, "toolmesh-call", g.log)
 	defer shutdown()
 	c, done, err := g.newCaller(cmd, "call")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
 
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/otlp"
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
@@ -74,7 +75,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 	if err := checkListen(listen); err != nil {
 		return err
 	}
-	shutdown := setupTelemetry(ctx, "toolmesh-dev", g.log)
+	shutdown := otlp.Setup(ctx, "toolmesh-dev", g.log)
 	defer shutdown()
 	srv, err := embedded.Start(ctx, embedded.Config{Listen: listen}) // with JetStream: it holds the worker registry
 	if err != nil {
@@ -168,7 +169,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			file.AllowUnconfined = g.allowUnconfined
-			shutdown := setupTelemetry(ctx, "toolmesh-worker", g.log)
+			shutdown := otlp.Setup(ctx, "toolmesh-worker", g.log)
 			defer shutdown()
 			nc, err := g.dial(ctx, "worker")
 			if err != nil {
@@ -252,7 +253,7 @@ func addAllowUnconfined(cmd *cobra.Command, g *globals) {
 }
 
 // commandMiddleware is what the command's workers run every call through:
-// metrics into the global meter provider (a no-op unless setupTelemetry
+// metrics into the global meter provider (a no-op unless otlp.Setup
 // installed one).
 func commandMiddleware() []worker.Middleware {
 	return []worker.Middleware{workermw.Metrics(otel.GetMeterProvider())}

@@ -1,4 +1,9 @@
-package main
+// Package otlp wires the OpenTelemetry SDK into the toolmesh command:
+// traces and metrics exported over OTLP when the standard
+// OTEL_EXPORTER_OTLP_* variables ask for them. Only the command does this;
+// the libraries use the otel API alone, so a program embedding them
+// chooses its own SDK.
+package otlp
 
 import (
 	"context"
@@ -20,13 +25,13 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// setupTelemetry wires the OpenTelemetry SDK for traces and metrics when
+// Setup wires the OpenTelemetry SDK for traces and metrics when
 // the standard OTEL_EXPORTER_OTLP_* variables ask for each, exporting over
 // OTLP/HTTP or, when the protocol variable says grpc, OTLP/gRPC (the
 // exporters read their endpoint, headers, TLS and timeout from the same
 // variables); otherwise it does nothing and both stay no-ops. Only the
 // command does this: the libraries use the otel API alone.
-func setupTelemetry(ctx context.Context, service string, log *slog.Logger) (shutdown func()) {
+func Setup(ctx context.Context, service string, log *slog.Logger) (shutdown func()) {
 	res := serviceResource(service)
 	stopTraces := setupTracing(ctx, res, log)
 	stopMetrics := setupMetrics(ctx, res, log)
