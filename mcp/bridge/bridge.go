@@ -73,6 +73,8 @@ type Bridge struct {
 	subs   subscriptions  // calls following a resource (subscribe.go)
 	// offered is what the server offers to read (resources.go).
 	offered offered
+	// defs are the server's tool definitions as it sent them.
+	defs toolDefs
 
 	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
 	// secrets are the binding's env and header values and its URL's
@@ -235,11 +237,11 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress, onLog: b.routeLog}
+		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress, onLog: b.routeLog, defs: &b.defs}
 		if b.plan != nil {
 			argv := b.plan.Argv(sc.Args)
 			t = &processTransport{path: argv[0], args: argv[1:], env: b.childEnv(), grace: b.cfg.KillGrace, confine: b.plan.SysProcAttr(),
-				onProgress: b.routeProgress, onLog: b.routeLog}
+				onProgress: b.routeProgress, onLog: b.routeLog, defs: &b.defs}
 		}
 	} else {
 		st := &mcp.StreamableClientTransport{Endpoint: sc.URL,

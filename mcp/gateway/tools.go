@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -121,4 +122,126 @@ func conflictOf(ct catalog.Tool) map[string]any {
 		}
 	}
 	return map[string]any{"tool": ct.Spec.Name, "served": map[string]any{"workers": served, "version": ct.Spec.Version}, "others": specs}
+}
+
+// listing is where a served tool stands in tools/list and what is listed
+// for it. A bridged MCP server's tools (envelope.MCPTool) stand together
+// under their namespace in the server's own order, and each is listed as
+// the server's own definition under its served name: the SDK's mcp.Tool
+// has no execution member and writes readOnlyHint and idempotentHint
+// even when the server left them unset. Every other tool stands by its
+// mesh name and is listed as the SDK writes it.
+type listing struct {
+	group string          // a bridged tool's namespace, else the mesh name
+	pos   int             // the position in the server's list; -1 for other tools
+	def   json.RawMessage // the definition listed; nil: the SDK's
+}
+
+// listingOf is the listing of catalogue tool ct served as name; a tool
+// whose workers disagree (markConflict) is listed as the SDK writes it.
+func listingOf(name string, ct catalog.Tool) listing {
+	m := ct.Spec.MCP
+	if m == nil {
+		return listing{group: ct.Spec.Name, pos: -1}
+	}
+	l := listing{group: ct.Spec.Name, pos: m.Position}
+	var def map[string]json.RawMessage
+	if len(m.Definition) == 0 || json.Unmarshal(m.Definition, &def) != nil {
+		return l
+	}
+	var own string
+	if json.Unmarshal(def["name"], &own) == nil && own != "" {
+		l.group = strings.TrimSuffix(ct.Spec.Name, "."+own)
+	}
+	if len(ct.Conflicts) > 0 {
+		return l
+	}
+	def["name"], _ = json.Marshal(name)
+	l.def, _ = json.Marshal(def)
+	return l
+}
+
+// before orders two listings: by group, other tools before bridged ones
+// of the same group, bridged ones by their server's position.
+func (l listing) before(o listing) bool {
+	if l.group != o.group {
+		return l.group < o.group
+	}
+	return l.pos < o.pos
+}
+
+// rawToolList is a tools/list result whose tools are written as given
+// (listing.def, or the SDK's encoding): everything else — _meta, cursor,
+// cache hints, resultType — is the SDK's result it embeds.
+type rawToolList struct {
+	*mcp.ListToolsResult
+	tools []json.RawMessage
+}
+
+// MarshalJSON writes the embedded result with tools replaced.
+func (r rawToolList) MarshalJSON() ([]byte, error) {
+	inner := *r.ListToolsResult
+	inner.Tools = nil
+	b, err := json.Marshal(&inner)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	tools := r.tools
+	if tools == nil {
+		tools = []json.RawMessage{}
+	}
+	if m["tools"], err = json.Marshal(tools); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// listedPage puts one page of tools/list in listing order — when the page is
+// the whole list: a later page follows the SDK's cursor, which is a name
+// — and writes each tool as its listing says. Call with g.mu held.
+func (g *Gateway) listedPage(lr *mcp.ListToolsResult, whole bool) rawToolList {
+	at := func(t *mcp.Tool) (listing, bool) {
+		st, ok := g.served[t.Name]
+		return st.list, ok
+	}
+	if whole {
+		slices.SortStableFunc(lr.Tools, func(a, b *mcp.Tool) int {
+			la, oka := at(a)
+			lb, okb := at(b)
+			switch {
+			case !oka || !okb: // the search tool first
+				return boolInt(oka) - boolInt(okb)
+			case la.before(lb):
+				return -1
+			case lb.before(la):
+				return 1
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+	}
+	out := rawToolList{ListToolsResult: lr, tools: make([]json.RawMessage, 0, len(lr.Tools))}
+	for _, t := range lr.Tools {
+		if l, ok := at(t); ok && l.def != nil {
+			out.tools = append(out.tools, l.def)
+			continue
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			continue
+		}
+		out.tools = append(out.tools, b)
+	}
+	return out
+}
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
