@@ -33,6 +33,7 @@ type callOptions struct {
 	fold           bool       // fold=1: a stream call that gets the unary result
 	onQuestion     AnswerFunc // answers them, or nil (a Stream's reader does)
 	spec           string     // digest of the spec the call was validated against (WithSpec)
+	serverArgs     bool       // server_args=1 (WithServerArgs)
 }
 
 // WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound
@@ -81,3 +82,10 @@ func WithRetries(n int) Option {
 
 // WithWindow sets the stream's event credit (default Config.Window).
 func WithWindow(n int) Option { return func(o *callOptions) { o.window = n } }
+
+// WithServerArgs sends the call for an MCP client of a bridged MCP
+// server: a tool whose spec has mcp (envelope.MCPTool) gets its args
+// unchecked by the worker, for the server to judge and to refuse in its
+// own words, as it would used directly. Every other tool's args are
+// checked against its input schema as ever. The MCP gateway sends it.
+func WithServerArgs() Option { return func(o *callOptions) { o.serverArgs = true } }

@@ -443,11 +443,6 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	if err != nil {
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())
 	}
-	if spec.MCP != nil {
-		// An MCP server's tool: the server judges its args and answers a
-		// refusal in its own words, which its MCP clients expect.
-		in = nil
-	}
 	t := &tool{spec: spec, handler: h, admit: admit, input: in, output: out,
 		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		retrySafe: spec.Annotations.IsIdempotent() || spec.Annotations.IsReadOnly(),

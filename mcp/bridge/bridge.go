@@ -82,12 +82,14 @@ type Bridge struct {
 	// reports.
 	secrets *redact.Redactor
 
-	mu      sync.Mutex
-	sess    *mcp.ClientSession // nil while the server is down
-	ended   chan struct{}      // closed when sess ends
-	w       *worker.Worker
-	tools   []string // mesh names currently hosted
-	fp      string   // fingerprint of the hosted tool set
+	mu    sync.Mutex
+	sess  *mcp.ClientSession // nil while the server is down
+	ended chan struct{}      // closed when sess ends
+	w     *worker.Worker
+	tools []string // mesh names currently hosted
+	// listed are the names of the server's last tools/list, hosted or not.
+	listed  map[string]bool
+	fp      string // fingerprint of the hosted tool set
 	backoff time.Duration
 }
 

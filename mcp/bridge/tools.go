@@ -146,11 +146,13 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 	var tools []hosted
 	var refused []string
 	position := -1
+	listed := map[string]bool{}
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
 		position++
+		listed[t.Name] = true
 		if slices.Contains(b.cfg.Entry.Server.Skip, t.Name) {
 			b.log.Info("mcp bridge: tool skipped as the tools file says", "tool", t.Name)
 			continue
@@ -169,6 +171,9 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 		}
 		tools = append(tools, hosted{spec: spec, mcpName: t.Name})
 	}
+	b.mu.Lock()
+	b.listed = listed
+	b.mu.Unlock()
 	return tools, refused, nil
 }
 

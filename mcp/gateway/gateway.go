@@ -382,7 +382,7 @@ func (g *Gateway) apply(view fleetView) {
 		}
 		meshName[t.Name] = ct.Spec.Name
 		relay[t.Name] = relayOf(ct.Spec)
-		lists[t.Name] = listingOf(t.Name, ct)
+		lists[t.Name] = g.listingOf(t.Name, ct)
 	}
 	g.gaps, g.conflicts = view.gaps, conflicts
 	g.applySurfaces(surf, view.prune)

@@ -130,28 +130,31 @@ func conflictOf(ct catalog.Tool) map[string]any {
 // the server's own definition under its served name: the SDK's mcp.Tool
 // has no execution member and writes readOnlyHint and idempotentHint
 // even when the server left them unset. Every other tool stands by its
-// mesh name and is listed as the SDK writes it.
+// served name and is listed as the SDK writes it.
 type listing struct {
-	group string          // a bridged tool's namespace, else the mesh name
+	group string          // a bridged tool's served name without the server's own, else the served name
 	pos   int             // the position in the server's list; -1 for other tools
 	def   json.RawMessage // the definition listed; nil: the SDK's
 }
 
 // listingOf is the listing of catalogue tool ct served as name; a tool
 // whose workers disagree (markConflict) is listed as the SDK writes it.
-func listingOf(name string, ct catalog.Tool) listing {
+// The server's own name is its definition's; without one (a server whose
+// bytes the bridge cannot see) it is taken to follow the namespace's
+// first dot.
+func (g *Gateway) listingOf(name string, ct catalog.Tool) listing {
 	m := ct.Spec.MCP
 	if m == nil {
-		return listing{group: ct.Spec.Name, pos: -1}
+		return listing{group: name, pos: -1}
 	}
-	l := listing{group: ct.Spec.Name, pos: m.Position}
+	l := listing{group: strings.TrimSuffix(name, mcpOwnName(ct.Spec.Name, g.filter.namespace)), pos: m.Position}
 	var def map[string]json.RawMessage
 	if len(m.Definition) == 0 || json.Unmarshal(m.Definition, &def) != nil {
 		return l
 	}
 	var own string
 	if json.Unmarshal(def["name"], &own) == nil && own != "" {
-		l.group = strings.TrimSuffix(ct.Spec.Name, "."+own)
+		l.group = strings.TrimSuffix(name, own)
 	}
 	if len(ct.Conflicts) > 0 {
 		return l
@@ -159,6 +162,16 @@ func listingOf(name string, ct catalog.Tool) listing {
 	def["name"], _ = json.Marshal(name)
 	l.def, _ = json.Marshal(def)
 	return l
+}
+
+// mcpOwnName is a bridged tool's name on its server, from its mesh name
+// alone: after the served namespace ("<ns>."), else after the first dot.
+func mcpOwnName(meshName, namespace string) string {
+	if rest, ok := strings.CutPrefix(meshName, namespace); ok && namespace != "" {
+		return rest
+	}
+	_, rest, _ := strings.Cut(meshName, ".")
+	return rest
 }
 
 // before orders two listings: by group, other tools before bridged ones
@@ -206,15 +219,16 @@ func (r rawToolList) MarshalJSON() ([]byte, error) {
 func (g *Gateway) listedPage(lr *mcp.ListToolsResult, whole bool) rawToolList {
 	at := func(t *mcp.Tool) (listing, bool) {
 		st, ok := g.served[t.Name]
-		return st.list, ok
+		if !ok { // the search tool
+			return listing{group: t.Name, pos: -1}, false
+		}
+		return st.list, true
 	}
 	if whole {
 		slices.SortStableFunc(lr.Tools, func(a, b *mcp.Tool) int {
-			la, oka := at(a)
-			lb, okb := at(b)
+			la, _ := at(a)
+			lb, _ := at(b)
 			switch {
-			case !oka || !okb: // the search tool first
-				return boolInt(oka) - boolInt(okb)
 			case la.before(lb):
 				return -1
 			case lb.before(la):
@@ -236,12 +250,4 @@ func (g *Gateway) listedPage(lr *mcp.ListToolsResult, whole bool) rawToolList {
 		out.tools = append(out.tools, b)
 	}
 	return out
-}
-
-// boolInt is 1 for true, 0 for false.
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
