@@ -247,7 +247,7 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 	} else {
 		st := &mcp.StreamableClientTransport{Endpoint: sc.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification}}}
+			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification, defs: &b.defs}}}
 		if sc.OAuth != nil {
 			h, err := oauthHandler(sc.OAuth)
 			if err != nil {
