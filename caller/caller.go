@@ -912,6 +912,9 @@ func (c *Caller) appendMeta(b []byte, ctx context.Context, span trace.Span, id s
 	if o.spec != "" {
 		b = wire.AppendPair(b, wire.MetaSpec, o.spec)
 	}
+	if o.serverArgs {
+		b = wire.AppendPair(b, wire.MetaServerArgs, "1")
+	}
 	// Trace context only when there is some: an untraced call pays for
 	// one check, not for a propagator.
 	if sc := span.SpanContext(); sc.IsValid() || baggage.FromContext(ctx).Len() > 0 {

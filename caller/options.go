@@ -32,6 +32,7 @@ type callOptions struct {
 	fold           bool       // fold=1: a stream call that gets the unary result
 	onQuestion     AnswerFunc // answers them, or nil (a Stream's reader does)
 	spec           string     // digest of the spec the call was validated against (WithSpec)
+	serverArgs     bool       // server_args=1 (WithServerArgs)
 }
 
 // WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound
@@ -88,3 +89,10 @@ func WithWindow(n int) Option { return func(o *callOptions) { o.window = n } }
 // gathers it into its result, and progress and deltas are not sent. The
 // task service runs the attempts of a unary task so.
 func Folded() Option { return func(o *callOptions) { o.fold = true } }
+
+// WithServerArgs sends the call for an MCP client of a bridged MCP
+// server: a tool whose spec has mcp (envelope.MCPTool) gets its args
+// unchecked by the worker, for the server to judge and to refuse in its
+// own words, as it would used directly. Every other tool's args are
+// checked against its input schema as ever. The MCP gateway sends it.
+func WithServerArgs() Option { return func(o *callOptions) { o.serverArgs = true } }

@@ -133,6 +133,12 @@ type ToolSpec struct {
 	// The MCP bridge sets it on every tool it hosts, and the MCP gateway
 	// serves such a result unchanged.
 	MCPResult bool `json:"mcp_result,omitempty"`
+	// MCP is, for a tool an MCP server offers through the MCP bridge, the
+	// server's own definition of it and its place in the server's list, so
+	// an MCP gateway lists the tool exactly as the server does. A worker
+	// leaves such a tool's args to the server to judge (the server answers
+	// a refusal in its own words). Absent for every other tool.
+	MCP *MCPTool `json:"mcp,omitempty"`
 	// Streaming says the tool emits deltas worth watching.
 	Streaming bool     `json:"streaming,omitempty"`
 	Tags      []string `json:"tags,omitempty"`
@@ -144,6 +150,18 @@ type ToolSpec struct {
 	// (absent: the worker says nothing, e.g. a Go handler or an
 	// unconfined program). It counts grants and never names paths.
 	Sandbox *SandboxSummary `json:"sandbox,omitempty"`
+}
+
+// MCPTool is an MCP server's view of one of its tools hosted on the mesh.
+type MCPTool struct {
+	// Definition is the tool as the server's tools/list gave it (a JSON
+	// object, the server's name in it): what the mesh's own fields cannot
+	// say exactly — execution, a hint left unset, icons, _meta — kept.
+	// Absent when the bridge could not see the server's own bytes.
+	Definition json.RawMessage `json:"definition,omitempty"`
+	// Position is the tool's place in the server's tools/list, 0 first:
+	// servers list their tools in an order of their choosing.
+	Position int `json:"position"`
 }
 
 // SandboxSummary is what callers see of a tool's sandbox.
@@ -222,6 +240,9 @@ func (s ToolSpec) CheckShape() error {
 	}
 	if len(s.OutputSchema) > 0 && !jsonx.IsObject(s.OutputSchema) && !isJSONBool(s.OutputSchema) {
 		return fmt.Errorf("tool %q: field output_schema: want a JSON Schema (an object or a boolean)", s.Name)
+	}
+	if s.MCP != nil && ((len(s.MCP.Definition) > 0 && !jsonx.IsObject(s.MCP.Definition)) || s.MCP.Position < 0) {
+		return fmt.Errorf("tool %q: field mcp: want a definition that is a JSON object (or none) and a position of 0 or more", s.Name)
 	}
 	if s.Binding != nil && s.Binding.CLI != nil {
 		if err := s.Binding.CLI.Validate(); err != nil {

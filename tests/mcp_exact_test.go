@@ -3,15 +3,20 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -156,4 +161,47 @@ func jsonEqual(a, b any) bool {
 	bb, _ := json.Marshal(b)
 	var x, y any
 	return json.Unmarshal(ab, &x) == nil && json.Unmarshal(bb, &y) == nil && string(mustJSON(x)) == string(mustJSON(y))
+}
+
+// TestMCPNamespaceUnknownToolAsTheServerAnswers: under --namespace, a
+// tool the server does not have is answered as the server itself answers
+// it (this server, on the Go SDK: JSON-RPC -32602 `unknown tool "…"`,
+// nothing added); a tool the server has but the tools file skips is not
+// sent to the server, and is the gateway's own unknown tool.
+func TestMCPNamespaceUnknownToolAsTheServerAnswers(t *testing.T) {
+	srv := meshtest.StartServer(t, embedded.Config{})
+	bridgeOn(t, srv, bridge.Entry{Namespace: "far", Server: bridge.ServerConfig{Command: mcpServerBin(t), Skip: []string{"crash"}}})
+	cs := gatewayClient(t, srv, "far", nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
+	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = direct.Close() })
+	_, want := direct.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
+	_, got := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
+	var wj, gj *jsonrpc.Error
+	if !errors.As(want, &wj) || !errors.As(got, &gj) {
+		t.Fatalf("no_such_tool: directly %v, through the mesh %v: want JSON-RPC errors both ways", want, got)
+	}
+	if wj.Code != gj.Code || wj.Message != gj.Message || string(wj.Data) != string(gj.Data) {
+		t.Fatalf("no_such_tool through the mesh: %d %q %s, want the server's %d %q %s", gj.Code, gj.Message, gj.Data, wj.Code, wj.Message, wj.Data)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("crash, skipped by the tools file: %+v %v, want the gateway's unknown tool (the server never asked)", res, err)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still up"}}); err != nil {
+		t.Fatalf("echo after the unknown tools: %v (the server must not have run crash)", err)
+	}
+	// The surface op itself: the server's own error for a name it does not
+	// have (mcp_error), none for a skipped one (never sent).
+	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
+	unlisted := wire.MCPSurfaceName("far", wire.MCPToolsCallUnlisted)
+	if _, p := callBridged(t, c, unlisted, map[string]any{"name": "no_such_tool"}); p == nil || p.Extensions["mcp_error"] == nil {
+		t.Fatalf("%s of no_such_tool: %v, want the server's own error as mcp_error", unlisted, p)
+	}
+	if _, p := callBridged(t, c, unlisted, map[string]any{"name": "crash"}); p == nil || p.Code != envelope.CodeToolNotFound || p.Extensions["mcp_error"] != nil {
+		t.Fatalf("%s of the skipped crash: %v, want tool_not_found of the bridge's own", unlisted, p)
+	}
 }

@@ -103,7 +103,6 @@ func TestMCPInteropNamespaceEqualsDirect(t *testing.T) {
 				mesh = runNodeScript[equalRun](t, dir, "equal.mjs", plan, toolmeshBin(t), "mcp", "--server", url, "--namespace", s.namespace)
 				return len(mesh.Tools) >= len(direct.Tools)
 			})
-			knownToolGaps(direct.Tools, mesh.Tools, seen)
 			compareJSON(t, "tools/list", direct.Tools, mesh.Tools)
 			for i, c := range s.plan {
 				d, m := direct.Calls[i], mesh.Calls[i]
@@ -123,56 +122,9 @@ func TestMCPInteropNamespaceEqualsDirect(t *testing.T) {
 }
 
 // The known gaps between a server used directly and through the mesh,
-// each set aside rather than compared, and counted.
-const (
-	// The Go SDK's server lists tools sorted by name, and the mesh's
-	// catalog keeps no server order: the lists are compared by name.
-	gapToolOrder = "tools listed by name, not in the server's order"
-	// The Go SDK (v1.8) has no Tool.execution, so the bridge never sees
-	// a tool's taskSupport and the gateway cannot list it.
-	gapExecution = "tool execution.taskSupport dropped"
-	// The Go SDK decodes an absent readOnlyHint/idempotentHint as false
-	// and always writes both: absent becomes an explicit false (the same
-	// meaning: false is MCP's default).
-	gapFalseHints = "absent readOnlyHint/idempotentHint listed as false"
-	// The worker checks args against the input schema and answers an
-	// invalid_input Problem (an isError result) before the server sees
-	// the call; the server's own refusal text is never produced.
-	gapSchemaRefusal = "args the schema refuses answered by the mesh's invalid_input"
-	// The TypeScript SDK answers an unknown tool with an isError result;
-	// the gateway answers with JSON-RPC error -32602 (as the spec shows).
-	gapUnknownTool = "unknown tool answered with a JSON-RPC error"
-)
-
-var allGaps = []string{gapToolOrder, gapExecution, gapFalseHints, gapSchemaRefusal, gapUnknownTool}
-
-// knownToolGaps sets aside the tools-list gaps in place: both lists
-// sorted by name, direct execution dropped where the mesh has none, and
-// false hints the mesh added where the server listed none dropped.
-func knownToolGaps(direct, mesh []any, seen map[string]int) {
-	name := func(v any) string { return fmt.Sprint(v.(map[string]any)["name"]) }
-	byName := func(a, b any) int { return strings.Compare(name(a), name(b)) }
-	if !slices.IsSortedFunc(direct, byName) {
-		seen[gapToolOrder]++
-	}
-	slices.SortFunc(direct, byName)
-	slices.SortFunc(mesh, byName)
-	for i := range min(len(direct), len(mesh)) {
-		d, m := direct[i].(map[string]any), mesh[i].(map[string]any)
-		if _, ok := m["execution"]; !ok && d["execution"] != nil {
-			delete(d, "execution")
-			seen[gapExecution]++
-		}
-		da, _ := d["annotations"].(map[string]any)
-		ma, _ := m["annotations"].(map[string]any)
-		for _, hint := range []string{"readOnlyHint", "idempotentHint"} {
-			if _, ok := da[hint]; !ok && da != nil && ma[hint] == false {
-				delete(ma, hint)
-				seen[gapFalseHints]++
-			}
-		}
-	}
-}
+// each set aside rather than compared, and counted. None is known now;
+// a gap found later is named here, with why it cannot be closed.
+var allGaps = []string{}
 
 // isErrorAnswer is whether a call's answer is an error: an isError
 // result or a JSON-RPC error.
@@ -226,8 +178,8 @@ func filesystemPlan(root string) []equalCall {
 		{"create_directory", map[string]any{"path": in("sub")}, ""},
 		{"read_text_file", map[string]any{"path": in("missing.txt")}, ""},
 		{"read_text_file", map[string]any{"path": "/etc/hostname"}, ""},
-		{"read_text_file", map[string]any{}, gapSchemaRefusal},
-		{"no_such_tool", map[string]any{}, gapUnknownTool},
+		{"read_text_file", map[string]any{}, ""},
+		{"no_such_tool", map[string]any{}, ""},
 	}
 }
 
@@ -242,9 +194,9 @@ func everythingPlan() []equalCall {
 		{"get-tiny-image", map[string]any{}, ""},
 		{"get-annotated-message", map[string]any{"messageType": "error", "includeImage": true}, ""},
 		{"get-resource-links", map[string]any{"count": 2}, ""},
-		{"echo", map[string]any{}, gapSchemaRefusal},
-		{"get-structured-content", map[string]any{"location": "Atlantis"}, gapSchemaRefusal},
-		{"no-such-tool", map[string]any{}, gapUnknownTool},
+		{"echo", map[string]any{}, ""},
+		{"get-structured-content", map[string]any{"location": "Atlantis"}, ""},
+		{"no-such-tool", map[string]any{}, ""},
 	}
 }
 

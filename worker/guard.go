@@ -99,6 +99,7 @@ func (c *call) setMeta(m callMeta) {
 	c.interval, c.granted = m.interval, int64(m.window)
 	c.req.Bearer, c.req.IdempotencyKey, c.ask1 = m.bearer, m.idem, m.ask
 	c.fold = c.stream && m.fold
+	c.serverArgs = m.serverArgs && c.tool.spec.MCP != nil
 	// Both sides must accept a lost call reported "maybe": the caller
 	// (maybe=1) and this worker's own spec of the tool, or the caller's
 	// idempotency key (§8.2).

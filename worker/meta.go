@@ -43,6 +43,8 @@ type callMeta struct {
 	// spec is the digest of the spec the caller validated the call
 	// against (wire.MetaSpec); "" when it names none.
 	spec string
+	// serverArgs: server_args=1, a bridged MCP tool's args go unchecked.
+	serverArgs bool
 }
 
 // traceFields carry W3C trace context and baggage; empty when the caller
@@ -150,6 +152,12 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint32, error) {
 		return 1 << 14, nil
 	case wire.MetaSpec:
 		return 1 << 15, token(&m.spec, v)
+	case wire.MetaServerArgs:
+		m.serverArgs = string(v) == "1"
+		if !m.serverArgs {
+			return 1 << 16, fmt.Errorf("want 1, got %.32q", v)
+		}
+		return 1 << 16, nil
 	}
 	return 0, nil
 }

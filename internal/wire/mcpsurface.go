@@ -27,6 +27,9 @@ const (
 	MCPPromptsList           = "prompts_list"
 	MCPPromptsGet            = "prompts_get"
 	MCPComplete              = "complete"
+	// MCPToolsCallUnlisted is tools/call of a name the server did not
+	// list, so the server answers an unknown tool in its own words.
+	MCPToolsCallUnlisted     = "tools_call_unlisted"
 	mcpSurfaceInfix          = "." + MCPSurfaceSegment + "."
 	mcpSurfaceReservedPrefix = MCPSurfaceSegment + "."
 )

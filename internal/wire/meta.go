@@ -52,6 +52,12 @@ const (
 	// the tool has another digest refuses the call unrun with
 	// tool_conflict (docs/protocol.md §14.1).
 	MetaSpec = "spec"
+	// MetaServerArgs is "1": the caller speaks for an MCP client of a
+	// bridged MCP server, so the args of a tool whose spec has mcp go to
+	// the server to judge, unchecked against input_schema (the server
+	// answers a refusal in its own words); other tools' args are checked
+	// as ever (docs/protocol.md §4.1).
+	MetaServerArgs = "server_args"
 )
 
 // ErrVersion is the error of a metadata line or frame of a protocol

@@ -74,6 +74,8 @@ type Bridge struct {
 	subs   subscriptions  // calls following a resource (subscribe.go)
 	// offered is what the server offers to read (resources.go).
 	offered offered
+	// defs are the server's tool definitions as it sent them.
+	defs toolDefs
 
 	plan *sandbox.Plan // a sandboxed stdio server's; nil: unconfined
 	// auth is the OAuth handler of the current connection (url bindings
@@ -84,12 +86,14 @@ type Bridge struct {
 	// reports.
 	secrets *redact.Redactor
 
-	mu      sync.Mutex
-	sess    *mcp.ClientSession // nil while the server is down
-	ended   chan struct{}      // closed when sess ends
-	w       *worker.Worker
-	tools   []string // mesh names currently hosted
-	fp      string   // fingerprint of the hosted tool set
+	mu    sync.Mutex
+	sess  *mcp.ClientSession // nil while the server is down
+	ended chan struct{}      // closed when sess ends
+	w     *worker.Worker
+	tools []string // mesh names currently hosted
+	// listed are the names of the server's last tools/list, hosted or not.
+	listed  map[string]bool
+	fp      string // fingerprint of the hosted tool set
 	backoff time.Duration
 }
 
@@ -239,15 +243,15 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress, onLog: b.routeLog}
+		t = &processTransport{path: path, args: sc.Args, env: b.childEnv(), grace: b.cfg.KillGrace, onProgress: b.routeProgress, onLog: b.routeLog, defs: &b.defs}
 		if b.plan != nil {
 			argv := b.plan.Argv(sc.Args)
 			t = &processTransport{path: argv[0], args: argv[1:], env: b.childEnv(), grace: b.cfg.KillGrace, confine: b.plan.SysProcAttr(),
-				onProgress: b.routeProgress, onLog: b.routeLog}
+				onProgress: b.routeProgress, onLog: b.routeLog, defs: &b.defs}
 		}
 	} else {
 		st := &mcp.StreamableClientTransport{Endpoint: sc.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification}}}
+			HTTPClient: &http.Client{Transport: headerTransport{headers: sc.Headers, next: http.DefaultTransport, tap: b.onStreamNotification, defs: &b.defs}}}
 		if sc.OAuth != nil {
 			h, err := oauthHandler(b.cfg.Entry, nil, "")
 			if err != nil {

@@ -35,6 +35,8 @@ type processTransport struct {
 	// processConn.Read).
 	onProgress func(*mcp.ProgressNotificationParams)
 	onLog      func(*mcp.LoggingMessageParams)
+	// defs keeps the server's tool definitions as it sent them.
+	defs *toolDefs
 }
 
 // Connect starts the server and speaks newline-delimited JSON-RPC over its
@@ -70,7 +72,7 @@ func (t *processTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		p.stop()
 		return nil, err
 	}
-	return &processConn{Connection: conn, p: p, onProgress: t.onProgress, onLog: t.onLog}, nil
+	return &processConn{Connection: conn, p: p, onProgress: t.onProgress, onLog: t.onLog, defs: t.defs}, nil
 }
 
 // process is one running server's process group.
@@ -109,6 +111,14 @@ type processConn struct {
 	p          *process
 	onProgress func(*mcp.ProgressNotificationParams)
 	onLog      func(*mcp.LoggingMessageParams)
+	defs       *toolDefs
+}
+
+// Write notes a tools/list request, so its answer's tool definitions
+// are kept (toolDefs).
+func (c *processConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.defs.sent(msg)
+	return c.Connection.Write(ctx, msg)
 }
 
 // Read hands each progress notification to onProgress, and each log
@@ -120,6 +130,9 @@ type processConn struct {
 // result.
 func (c *processConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.defs.received(msg)
+	}
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || err != nil || req.IsCall() {
 		return msg, err

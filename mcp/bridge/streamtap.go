@@ -40,11 +40,13 @@ func callSinkOf(ctx context.Context) (sk *sink, ok bool) {
 
 // headerTransport adds the binding's headers to every request and taps
 // every event stream a response carries (tap sees each notification as
-// the SDK reads it, with the request's context).
+// the SDK reads it, with the request's context), and the answer to each
+// tools/list, whose tool definitions defs keeps as the server sent them.
 type headerTransport struct {
 	headers map[string]string
 	next    http.RoundTripper
 	tap     func(ctx context.Context, n *jsonrpc.Request)
+	defs    *toolDefs
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -54,11 +56,63 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
+	listing := h.notesList(r)
 	resp, err := h.next.RoundTrip(r)
-	if err == nil && h.tap != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &streamTap{ReadCloser: resp.Body, ctx: r.Context(), on: h.tap}
+	if err != nil {
+		return resp, err
+	}
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	switch {
+	case sse && (h.tap != nil || listing):
+		st := &streamTap{ReadCloser: resp.Body, ctx: r.Context(), on: h.tap}
+		if listing {
+			st.onResponse = h.defs.received
+		}
+		resp.Body = st
+	case listing && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"):
+		resp.Body = h.readList(resp.Body)
 	}
 	return resp, err
+}
+
+// notesList reports whether r posts a tools/list request, noting it in
+// defs so its answer's definitions are kept.
+func (h headerTransport) notesList(r *http.Request) bool {
+	if h.defs == nil || r.Method != http.MethodPost || r.GetBody == nil || r.ContentLength > maxTapEvent {
+		return false
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, maxTapEvent))
+	if err != nil {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || req.Method != "tools/list" {
+		return false
+	}
+	h.defs.sent(msg)
+	return true
+}
+
+// readList reads a JSON answer to tools/list (at most maxTapEvent bytes
+// of it) for defs and gives the SDK the same bytes.
+func (h headerTransport) readList(body io.ReadCloser) io.ReadCloser {
+	data, err := io.ReadAll(io.LimitReader(body, maxTapEvent+1))
+	rest := io.MultiReader(bytes.NewReader(data), body)
+	if err == nil && len(data) <= maxTapEvent {
+		if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+			h.defs.received(msg)
+		}
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{rest, body}
 }
 
 // maxTapEvent bounds one event the tap gathers; a longer one is left to
@@ -70,11 +124,13 @@ const maxTapEvent = 1 << 20
 // it, so a call's notifications keep their wire order with its result.
 type streamTap struct {
 	io.ReadCloser
-	ctx  context.Context
-	on   func(context.Context, *jsonrpc.Request)
-	line []byte // the line read so far
-	data []byte // the event's data lines so far
-	over bool   // the event outgrew maxTapEvent
+	ctx context.Context
+	on  func(context.Context, *jsonrpc.Request)
+	// onResponse, when set, sees each JSON-RPC response in the stream.
+	onResponse func(jsonrpc.Message)
+	line       []byte // the line read so far
+	data       []byte // the event's data lines so far
+	over       bool   // the event outgrew maxTapEvent
 }
 
 func (t *streamTap) Read(p []byte) (int, error) {
@@ -119,8 +175,14 @@ func (t *streamTap) endLine(line []byte) {
 
 func (t *streamTap) dispatch(data []byte) {
 	msg, err := jsonrpc.DecodeMessage(data)
-	if req, ok := msg.(*jsonrpc.Request); err == nil && ok && !req.IsCall() {
+	if err != nil {
+		return
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && t.on != nil {
 		t.on(t.ctx, req)
+	}
+	if _, ok := msg.(*jsonrpc.Response); ok && t.onResponse != nil {
+		t.onResponse(msg)
 	}
 }
 

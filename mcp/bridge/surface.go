@@ -20,6 +20,8 @@ import (
 type surfaceOp struct {
 	op, method, input string
 	streaming         bool
+	// acts: the op may change what the server holds (not read_only).
+	acts bool
 	// offered reports whether the server's capabilities include the method.
 	offered func(*mcp.ServerCapabilities) bool
 	run     func(ctx context.Context, b *Bridge, sess *mcp.ClientSession, req *worker.Request, emit worker.Emitter) (any, error)
@@ -31,6 +33,7 @@ const (
 	uriInput    = `{"type":"object","properties":{"uri":{"type":"string","minLength":1}},"required":["uri"],"additionalProperties":false}`
 	promptInput = `{"type":"object","properties":{"name":{"type":"string","minLength":1},"arguments":{"type":"object","additionalProperties":{"type":"string"}},` +
 		`"inputResponses":{"type":"object"},"requestState":{"type":"string"}},"required":["name"],"additionalProperties":false}`
+	unlistedInput = `{"type":"object","properties":{"name":{"type":"string","minLength":1},"arguments":{"type":"object"}},"required":["name"],"additionalProperties":false}`
 	completeInput = `{"type":"object","properties":{"ref":{"type":"object","properties":{"type":{"type":"string"},"name":{"type":"string"},"uri":{"type":"string"}},"required":["type"]},` +
 		`"argument":{"type":"object","properties":{"name":{"type":"string"},"value":{"type":"string"}},"required":["name","value"]},` +
 		`"context":{"type":"object"}},"required":["ref","argument"],"additionalProperties":false}`
@@ -50,6 +53,8 @@ func surfaceOps() []surfaceOp {
 		{op: wire.MCPPromptsGet, method: "prompts/get", input: promptInput, offered: prompts, run: getPrompt},
 		{op: wire.MCPComplete, method: "completion/complete", input: completeInput,
 			offered: func(c *mcp.ServerCapabilities) bool { return c.Completions != nil }, run: complete},
+		{op: wire.MCPToolsCallUnlisted, method: "tools/call", input: unlistedInput, acts: true,
+			offered: func(c *mcp.ServerCapabilities) bool { return c.Tools != nil }, run: callUnlisted},
 	}
 }
 
@@ -68,7 +73,7 @@ func (b *Bridge) surface(sess *mcp.ClientSession) []hosted {
 		s := envelope.ToolSpec{Name: wire.MCPSurfaceName(ns, op.op), Title: fmt.Sprintf("%s of MCP server %s", op.method, ns),
 			Description: fmt.Sprintf("The bridged MCP server's %s, carried as a mesh call; toolmesh mcp serves it as that method (docs/protocol.md §24).", op.method),
 			InputSchema: []byte(op.input), Streaming: op.streaming, Tags: []string{"mcp", wire.MCPSurfaceTag}}
-		if !op.streaming {
+		if !op.streaming && !op.acts {
 			readOnly := true
 			s.Annotations = &envelope.Annotations{ReadOnly: &readOnly}
 		}

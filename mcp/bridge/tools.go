@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -58,7 +57,8 @@ func (b *Bridge) sync(ctx context.Context, sess *mcp.ClientSession, strict bool)
 	return nil
 }
 
-// hostable lists the server's tools and surface tools, sorted by name.
+// hostable lists the server's tools, in the server's order, and the
+// surface tools.
 // A tool the mesh cannot host fails a strict (first) listing and is
 // logged as an error on a later one.
 func (b *Bridge) hostable(ctx context.Context, sess *mcp.ClientSession, strict bool) ([]hosted, error) {
@@ -75,7 +75,6 @@ func (b *Bridge) hostable(ctx context.Context, sess *mcp.ClientSession, strict b
 		}
 		b.log.Error("mcp bridge: " + msg)
 	}
-	sort.Slice(tools, func(i, j int) bool { return tools[i].spec.Name < tools[j].spec.Name })
 	return tools, nil
 }
 
@@ -139,16 +138,21 @@ func (b *Bridge) swap(w *worker.Worker, names []string, fp string) {
 	}()
 }
 
-// list reads the server's tools and maps each onto a mesh spec: the
-// hostable ones, and "<tool>: <why>" for each the mesh cannot host. Tools
+// list reads the server's tools and maps each onto a mesh spec carrying
+// the server's definition and position (mcpmap.Listed): the hostable
+// ones, and "<tool>: <why>" for each the mesh cannot host. Tools
 // the tools file says to skip are neither.
 func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, []string, error) {
 	var tools []hosted
 	var refused []string
+	position := -1
+	listed := map[string]bool{}
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}
+		position++
+		listed[t.Name] = true
 		if slices.Contains(b.cfg.Entry.Server.Skip, t.Name) {
 			b.log.Info("mcp bridge: tool skipped as the tools file says", "tool", t.Name)
 			continue
@@ -158,6 +162,7 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 			refused = append(refused, fmt.Sprintf("%q: %v", t.Name, err))
 			continue
 		}
+		mcpmap.Listed(&spec, b.defs.of(t.Name), position)
 		if b.plan != nil {
 			spec.Sandbox = cli.SandboxSummary(b.plan.Policy)
 		}
@@ -166,6 +171,9 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 		}
 		tools = append(tools, hosted{spec: spec, mcpName: t.Name})
 	}
+	b.mu.Lock()
+	b.listed = listed
+	b.mu.Unlock()
 	return tools, refused, nil
 }
 

@@ -49,6 +49,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool s
 	if kind.spec != nil {
 		opts = append(opts, kind.spec) // runs only where the served spec is
 	}
+	if kind.serverArgs {
+		// A bridged server's tool: its args are the server's to judge, as
+		// they would be directly.
+		opts = append(opts, caller.WithServerArgs())
+	}
 	if bearer := bearerOf(req); bearer != "" {
 		opts = append(opts, caller.WithBearer(bearer))
 	}

@@ -120,6 +120,7 @@ type Gateway struct {
 type servedTool struct {
 	mesh        string
 	fingerprint string
+	list        listing
 }
 
 // New builds a gateway. Call Sync before serving so the first tools/list
@@ -202,7 +203,8 @@ func (g *Gateway) serverOptions() *mcp.ServerOptions {
 // behind it was complete: "io.toolmesh/complete" in _meta, with the
 // named gaps in "io.toolmesh/scope_warnings" when it was not, and the
 // served tools whose workers give different specs in
-// "io.toolmesh/conflicts" (see markConflict).
+// "io.toolmesh/conflicts" (see markConflict). The tools stand in
+// listing order, each written as its listing says (listedPage).
 func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -213,6 +215,11 @@ func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
 		g.mu.Lock()
 		gaps := append([]string(nil), g.gaps...)
 		conflicts := append([]any(nil), g.conflicts...)
+		whole := lr.NextCursor == ""
+		if p, ok := req.GetParams().(*mcp.ListToolsParams); ok && p != nil && p.Cursor != "" {
+			whole = false
+		}
+		page := g.listedPage(lr, whole)
 		g.mu.Unlock()
 		meta := mcp.Meta{"io.toolmesh/complete": len(gaps) == 0}
 		if len(gaps) > 0 {
@@ -222,7 +229,7 @@ func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
 			meta["io.toolmesh/conflicts"] = conflicts
 		}
 		lr.Meta = meta
-		return lr, nil
+		return page, nil
 	}
 }
 
@@ -360,6 +367,7 @@ func (g *Gateway) apply(view fleetView) {
 	want := map[string]*mcp.Tool{}
 	meshName := map[string]string{}
 	relay := map[string]relayKind{}
+	lists := map[string]listing{}
 	var conflicts []any
 	surf := surfaces{}
 	g.mu.Lock()
@@ -383,6 +391,7 @@ func (g *Gateway) apply(view fleetView) {
 		}
 		meshName[t.Name] = ct.Spec.Name
 		relay[t.Name] = relayOf(ct.Spec)
+		lists[t.Name] = g.listingOf(t.Name, ct)
 	}
 	g.gaps, g.conflicts = view.gaps, conflicts
 	g.applySurfaces(surf, view.prune)
@@ -408,7 +417,7 @@ func (g *Gateway) apply(view fleetView) {
 		if old, ok := g.served[name]; ok && old.fingerprint == fp {
 			continue
 		}
-		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp}
+		g.served[name] = servedTool{mesh: meshName[name], fingerprint: fp, list: lists[name]}
 		g.srv.AddTool(t, g.callHandler(meshName[name], t, relay[name]))
 	}
 }

@@ -2,12 +2,18 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
 
 // describeUnknown is the receiving middleware that asks the mesh about a
@@ -17,11 +23,16 @@ import (
 // in the background; an agent told "unknown tool" for a tool that exists
 // gives up on it or picks another. catalog.Catalog.Describe asks the tool's own
 // subject, so it finds such a worker; its spec is then served at once.
-// The question costs one request, as the call itself would.
+// The question costs one request, as the call itself would. A name
+// still unknown then, under --namespace, goes to the bridged server
+// behind the namespace (askServer).
 func (g *Gateway) describeUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && !g.serves(r.Params.Name) {
 			g.describe(ctx, r.Params.Name)
+			if res, asked, err := g.askServer(ctx, r); asked {
+				return res, err
+			}
 		}
 		return next(ctx, method, req)
 	}
@@ -66,4 +77,69 @@ func (g *Gateway) describe(ctx context.Context, served string) {
 	g.mu.Unlock()
 	view.tools = append(slices.Clone(view.tools), catalog.Tool{Spec: spec, Instances: 1})
 	g.apply(view)
+}
+
+// askServer answers a tools/call of a name the gateway does not serve,
+// under --namespace, as the bridged server behind the namespace does
+// (its surface op tools_call_unlisted): the server's error result or
+// JSON-RPC error, exactly as it sent it, so the namespace's unknown tool
+// looks as it does directly. asked is false when there is no such server
+// (or it did not answer for itself): the SDK's "unknown tool" stands.
+func (g *Gateway) askServer(ctx context.Context, req *mcp.CallToolRequest) (res mcp.Result, asked bool, err error) {
+	if g.cfg.Namespace == "" || g.serves(req.Params.Name) {
+		return nil, false, nil
+	}
+	if _, ok := g.meshName(req.Params.Name); !ok {
+		return nil, false, nil
+	}
+	tool, ok := g.surfaceView()[g.cfg.Namespace][wire.MCPToolsCallUnlisted]
+	if !ok {
+		return nil, false, nil
+	}
+	name := strings.TrimPrefix(req.Params.Name, g.cfg.NamePrefix)
+	args := map[string]any{"name": name}
+	if a := req.Params.Arguments; len(a) > 0 && string(a) != "null" {
+		args["arguments"] = a
+	}
+	var opts []caller.Option
+	if bearer := bearerOf(req); bearer != "" {
+		opts = append(opts, caller.WithBearer(bearer))
+	}
+	data, cerr := caller.CallAs[json.RawMessage](ctx, g.cfg.Caller, tool, args, opts...)
+	if cerr == nil {
+		out, derr := mcpmap.ServerResult(data)
+		return out, derr == nil, derr
+	}
+	p := envelope.AsProblem(cerr, envelope.CodeInternal)
+	if own, ok := mcpmap.ErrorResult(p); ok {
+		return own, true, nil
+	}
+	if je := serverRPCError(p); je != nil {
+		return nil, true, je
+	}
+	return nil, false, nil
+}
+
+// serverRPCError is the bridged server's own JSON-RPC error a Problem
+// carries (mcp_error), with the server's data and nothing added; nil
+// when it carries none.
+func serverRPCError(p *envelope.Problem) *jsonrpc.Error {
+	raw, ok := p.Extensions["mcp_error"]
+	if !ok {
+		return nil
+	}
+	b, _ := json.Marshal(raw)
+	var e struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(b, &e) != nil || e.Code == 0 {
+		return nil
+	}
+	je := &jsonrpc.Error{Code: e.Code, Message: e.Message}
+	if len(e.Data) > 0 && string(e.Data) != "null" {
+		je.Data = e.Data
+	}
+	return je
 }

@@ -31,12 +31,15 @@ type relayKind struct {
 	// giving the spec its client was shown (docs/protocol.md §14.1).
 	digest string
 	spec   caller.Option
+	// serverArgs: a bridged MCP server's tool (spec mcp), whose args the
+	// gateway leaves to the server (caller.WithServerArgs).
+	serverArgs bool
 }
 
 // relayOf is how the gateway calls the tool spec describes.
 func relayOf(s envelope.ToolSpec) relayKind {
 	return relayKind{mcpResult: s.MCPResult, unaryFits: !s.Streaming && !s.MCPResult,
-		digest: wire.SpecDigest(s), spec: caller.WithSpec(s)}
+		digest: wire.SpecDigest(s), spec: caller.WithSpec(s), serverArgs: s.MCP != nil}
 }
 
 // logSessions are the MCP sessions that asked for log messages

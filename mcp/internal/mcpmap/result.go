@@ -57,8 +57,14 @@ func ServerResult(data json.RawMessage) (*mcp.CallToolResult, error) {
 	return &res, nil
 }
 
+// refusedArgs opens the error result in which a server built on the
+// TypeScript SDK refuses arguments its input schema does not allow
+// (McpError's "MCP error <code>: …" with InvalidParams).
+const refusedArgs = "MCP error -32602:"
+
 // ErrorProblem maps an MCP server's error result (isError) onto the mesh:
-// a tool_failed Problem whose detail quotes the result's text (redacted
+// a tool_failed Problem (invalid_input when the server refused the
+// arguments, refusedArgs) whose detail quotes the result's text (redacted
 // before it is cut, so no piece of a secret straddling the cut stays) and
 // whose extensions carry the whole result (ExtContent, ExtStructured,
 // ExtMeta); ErrorResult is its inverse.
@@ -71,7 +77,11 @@ func ErrorProblem(res *mcp.CallToolResult, secrets *redact.Redactor) *envelope.P
 	if content == nil {
 		content = []mcp.Content{}
 	}
-	p := envelope.NewProblem(envelope.CodeToolFailed, "the MCP tool reported an error: "+text).WithExtension(ExtContent, content)
+	code := envelope.CodeToolFailed
+	if strings.HasPrefix(text, refusedArgs) {
+		code = envelope.CodeInvalidInput
+	}
+	p := envelope.NewProblem(code, "the MCP tool reported an error: "+text).WithExtension(ExtContent, content)
 	if res.StructuredContent != nil {
 		p = p.WithExtension(ExtStructured, res.StructuredContent)
 	}

@@ -134,6 +134,14 @@ func TestErrorRoundTrip(t *testing.T) {
 	if _, ok := ErrorResult(envelope.NewProblem(envelope.CodeWorkerLost, "gone")); ok {
 		t.Fatal("a Problem of no MCP server must not pass for a server's result")
 	}
+	refused := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "MCP error -32602: Input validation error: Invalid arguments for tool echo"}}}
+	if p := ErrorProblem(refused, redact.New()); p.Code != envelope.CodeInvalidInput {
+		t.Fatalf("the server refusing the arguments → %s, want invalid_input", p.Code)
+	} else if got, _ := ErrorResult(p); got == nil {
+		t.Fatal("the refusal lost the server's result")
+	} else {
+		sameJSON(t, "the server's refusal through the mesh", got, refused)
+	}
 	long := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(make([]byte, 5000))}}}
 	if p := ErrorProblem(long, redact.New()); len(p.Detail) > maxErrorText+100 {
 		t.Fatalf("the detail quotes %d bytes, want at most about %d", len(p.Detail), maxErrorText)

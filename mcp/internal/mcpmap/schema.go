@@ -3,9 +3,11 @@ package mcpmap
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/toolmesh/toolmesh/internal/textcut"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/toolmesh/toolmesh/internal/textcut"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -20,8 +22,10 @@ const notePrefix = "toolmesh bridge: "
 // schemas without "type" (a zero-argument tool's {} or {"properties":{}}),
 // the boolean schema true, or a type list; MCP arguments are always a JSON
 // object, so each becomes an object schema and the change is written into
-// the schema's $comment. A schema no object can satisfy, or one that does
-// not compile, is an error: the tool cannot be hosted.
+// the schema's $comment, as is each reference to a schema outside it,
+// which the mesh does not follow (dropOuterRefs). A schema no object can
+// satisfy, or one that does not compile, is an error: the tool cannot be
+// hosted.
 func NormaliseInput(raw json.RawMessage) (json.RawMessage, []string, error) {
 	schema, changes, err := asObjectSchema(raw, "inputSchema")
 	if err != nil {
@@ -44,13 +48,39 @@ func NormaliseInput(raw json.RawMessage) (json.RawMessage, []string, error) {
 	default:
 		return nil, nil, fmt.Errorf(`inputSchema "type" is %s, not a type name`, compact(t))
 	}
+	changes = append(changes, dropOuterRefs(schema, "")...)
 	return finish(schema, changes, "inputSchema")
+}
+
+// dropOuterRefs removes from schema (in place) every "$ref" that points
+// outside it — a URL or a file — and returns a change for each: the mesh
+// never fetches a schema, so what such a reference names is left for the
+// server to judge (the MCP definition the gateway lists keeps it). A
+// reference within the schema ("#…") stays.
+func dropOuterRefs(v any, at string) []string {
+	var changes []string
+	switch n := v.(type) {
+	case map[string]any:
+		if ref, ok := n["$ref"].(string); ok && !strings.HasPrefix(ref, "#") {
+			delete(n, "$ref")
+			changes = append(changes, fmt.Sprintf(`"$ref":%q at %q not followed (the mesh never fetches a schema); the server judges what it names`, ref, "/"+strings.TrimPrefix(at, "/")))
+		}
+		for _, k := range slices.Sorted(maps.Keys(n)) {
+			changes = append(changes, dropOuterRefs(n[k], at+"/"+k)...)
+		}
+	case []any:
+		for i, item := range n {
+			changes = append(changes, dropOuterRefs(item, fmt.Sprintf("%s/%d", at, i))...)
+		}
+	}
+	return changes
 }
 
 // NormaliseOutput turns an MCP tool's outputSchema (absent: nil) into the
 // mesh output schema, which describes the result's structuredContent. The
-// boolean schema true becomes {}; false, or a schema that does not
-// compile, is an error.
+// boolean schema true becomes {}, a reference outside the schema is
+// dropped (dropOuterRefs); false, or a schema that does not compile, is
+// an error.
 func NormaliseOutput(raw json.RawMessage) (json.RawMessage, []string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil, nil
@@ -59,6 +89,7 @@ func NormaliseOutput(raw json.RawMessage) (json.RawMessage, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	changes = append(changes, dropOuterRefs(schema, "")...)
 	return finish(schema, changes, "outputSchema")
 }
 

@@ -27,6 +27,8 @@ func TestNormaliseInput(t *testing.T) {
 		{name: "2020-12 kept", in: `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"a":{"type":"string"}},"properties":{"x":{"$ref":"#/$defs/a"}},"additionalProperties":false}`,
 			want: map[string]string{"$schema": `"https://json-schema.org/draft/2020-12/schema"`, "$defs": `{"a":{"type":"string"}}`, "additionalProperties": "false"}},
 		{name: "server comment kept", in: `{"$comment":"mine"}`, want: map[string]string{"type": `"object"`}, note: "The server's comment: mine"},
+		{name: "remote $ref not followed", in: `{"type":"object","properties":{"user":{"$ref":"http://example.com/user.json","description":"who"},"x":{"$ref":"#/$defs/a"}},"$defs":{"a":{"type":"string"}}}`,
+			want: map[string]string{"properties": `{"user":{"description":"who"},"x":{"$ref":"#/$defs/a"}}`}, note: `"$ref":"http://example.com/user.json" at "/properties/user" not followed`},
 		{name: "false", in: `false`, err: "boolean schema false"},
 		{name: "string type", in: `{"type":"string"}`, err: `"type":"string"`},
 		{name: "type list without object", in: `{"type":["string","null"]}`, err: `does not include "object"`},

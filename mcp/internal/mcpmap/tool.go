@@ -66,6 +66,33 @@ func Spec(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) {
 	return s, changes, s.Validate()
 }
 
+// Listed records on a spec made by Spec the server's own definition of
+// the tool (def, as its tools/list sent it; nil when the bridge could not
+// see it) and its position in that list (spec.MCP), and takes the hints
+// readOnlyHint and idempotentHint from def as the server wrote them,
+// false included, absent left unset.
+func Listed(s *envelope.ToolSpec, def json.RawMessage, position int) {
+	s.MCP = &envelope.MCPTool{Definition: def, Position: position}
+	var raw struct {
+		Annotations *struct {
+			ReadOnly   *bool `json:"readOnlyHint"`
+			Idempotent *bool `json:"idempotentHint"`
+		} `json:"annotations"`
+	}
+	if len(def) == 0 || json.Unmarshal(def, &raw) != nil || raw.Annotations == nil {
+		return
+	}
+	ann := envelope.Annotations{}
+	if s.Annotations != nil {
+		ann = *s.Annotations
+	}
+	ann.ReadOnly, ann.Idempotent = raw.Annotations.ReadOnly, raw.Annotations.Idempotent
+	s.Annotations = nil
+	if ann != (envelope.Annotations{}) {
+		s.Annotations = &ann
+	}
+}
+
 // trueOnly is &v when v is true, else nil (unset: MCP's default false).
 func trueOnly(v bool) *bool {
 	if !v {

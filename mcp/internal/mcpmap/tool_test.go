@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
@@ -69,5 +71,36 @@ func TestMCPToolMapping(t *testing.T) {
 		if string(got)+"\n" != string(want) {
 			t.Errorf("%s:\n got %s\nwant %s", c.golden, got, want)
 		}
+	}
+}
+
+// TestListedKeepsTheServersHints holds Listed to the server's own words:
+// a hint the server wrote false stays false, one it left out stays unset
+// (the SDK decodes both as false), and the definition and position are
+// recorded as given.
+func TestListedKeepsTheServersHints(t *testing.T) {
+	def := json.RawMessage(`{"name":"w","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":true},"execution":{"taskSupport":"forbidden"}}`)
+	var tool mcp.Tool
+	if err := json.Unmarshal(def, &tool); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := Spec("fs", &tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Listed(&s, def, 3)
+	a := s.Annotations
+	if a == nil || a.ReadOnly == nil || *a.ReadOnly || a.Idempotent != nil || a.Destructive == nil || !*a.Destructive {
+		t.Fatalf("annotations = %+v, want read_only false, idempotent unset, destructive true", a)
+	}
+	if s.MCP == nil || s.MCP.Position != 3 || string(s.MCP.Definition) != string(def) {
+		t.Fatalf("mcp = %+v, want the definition at position 3", s.MCP)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	Listed(&s, nil, 0) // a transport the bridge cannot tap: hints as Spec made them
+	if s.MCP == nil || s.MCP.Definition != nil || s.Annotations == nil || s.Annotations.ReadOnly == nil {
+		t.Fatalf("without a definition: mcp %+v, annotations %+v", s.MCP, s.Annotations)
 	}
 }

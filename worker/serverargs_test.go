@@ -1,0 +1,82 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mesh"
+)
+
+// A call carrying server_args=1 hands a bridged MCP server's tool (spec
+// mcp) args its input schema refuses, for the server to judge; without
+// the key, and for any other tool with it, the args are refused
+// invalid_input before the handler runs.
+func TestServerArgsLeaveAnMCPToolsArgsToTheServer(t *testing.T) {
+	w, raw := newTestWorker(t, Config{ID: "w-server-args"})
+	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
+	var runs atomic.Int64
+	h := HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
+		runs.Add(1)
+		return "ran", nil
+	})
+	bridged := envelope.ToolSpec{Name: "fs.read", InputSchema: schema, MCP: &envelope.MCPTool{Definition: json.RawMessage(`{"name":"read"}`)}}
+	plain := envelope.ToolSpec{Name: "plain.read", InputSchema: schema}
+	for _, s := range []envelope.ToolSpec{bridged, plain} {
+		if err := w.Register(s, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(tool, meta string) *envelope.Problem {
+		t.Helper()
+		reply := nats.NewInbox()
+		sub, err := raw.SubscribeSync(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		body := "tm2 id=01SA" + meta + "\n" + `{"args":{}}`
+		if err := raw.PublishRequest(mesh.Subjects{}.Call(tool), reply, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := sub.NextMsg(20 * time.Second)
+			if err != nil {
+				t.Fatal("no answer:", err)
+			}
+			if isBeat(m) {
+				continue
+			}
+			f, err := wire.ParseFrame(m.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := envelope.ParseEvent(f.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ev.Problem()
+		}
+	}
+	if p := call("fs.read", "1 server_args=1"); p != nil || runs.Load() != 1 {
+		t.Fatalf("fs.read with server_args=1 ended %v after %d runs: want its handler to judge the args", p, runs.Load())
+	}
+	if p := call("fs.read", "2"); p == nil || p.Code != envelope.CodeInvalidInput {
+		t.Fatalf("fs.read without server_args ended %v: want invalid_input", p)
+	}
+	if p := call("plain.read", "3 server_args=1"); p == nil || p.Code != envelope.CodeInvalidInput {
+		t.Fatalf("a tool of no MCP server with server_args=1 ended %v: want invalid_input", p)
+	}
+	if p := call("fs.read", "4 server_args=yes"); p == nil || p.Code != envelope.CodeInvalidInput || p.Extensions["meta"] != wire.MetaServerArgs {
+		t.Fatalf("server_args=yes ended %v: want invalid_input naming the key", p)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once", n)
+	}
+}
