@@ -73,20 +73,22 @@ type call struct {
 	// worker's spec of the tool is idempotent or read-only, or the call has
 	// an idempotency key, so it starts without the server's confirmation.
 	unconfirmed bool
-
-	mu    sync.Mutex // orders seq numbers with publishes, guards the rest
-	ended bool       // the terminal is decided: no more emits
-	ask1  bool       // the caller answers questions (ask=1)
-	fold  bool       // fold=1: stream framing, but the handler runs as unary
 	// serverArgs: server_args=1 on a bridged MCP server's tool, whose args
-	// the server judges (not checked against input_schema here).
+	// the server judges (not checked against input_schema here). Set when
+	// the call is read, like the flags above; beside them it fills their
+	// word, keeping the call in its size class.
 	serverArgs bool
-	asked      bool  // a question went out: every message is a numbered frame
-	qseq       int32 // questions asked so far (beside the flags: no padding)
-	seq        int64
-	sent       int64   // non-terminal events accepted from the handler
-	granted    int64   // non-terminal events the caller has allowed
-	out        *outbox // stream mode, or a call that asked: events not yet published
+
+	mu      sync.Mutex // orders seq numbers with publishes, guards the rest
+	ended   bool       // the terminal is decided: no more emits
+	ask1    bool       // the caller answers questions (ask=1)
+	fold    bool       // fold=1: stream framing, but the handler runs as unary
+	asked   bool       // a question went out: every message is a numbered frame
+	qseq    int32      // questions asked so far (beside the flags: no padding)
+	seq     int64
+	sent    int64   // non-terminal events accepted from the handler
+	granted int64   // non-terminal events the caller has allowed
+	out     *outbox // stream mode, or a call that asked: events not yet published
 
 	questions map[string]*openQuestion // open questions by id
 }
