@@ -19,8 +19,10 @@ import (
 // AuditRecord is one entry of the audit trail: who (the identity the
 // NATS server stamped, split into tenant and person), what (the tool and
 // a digest of its arguments, never the arguments), when, and how it
-// ended. Kind "call" is a call that reached the handler's middleware:
-// Outcome is "ok" or the Problem's code, Ran whether the handler ran.
+// ended. Kind "call" is a call: one that reached the handler's
+// middleware (Audit), or one the worker refused before (AuditRefused,
+// Ran "no"); Outcome is "ok" or the Problem's code, Ran whether the
+// handler ran.
 // Kind "answer" and "approval" are answers to a call's questions (see
 // AuditAnswers): Outcome is the answer's action, or for an approval
 // "approved" or "refused". Records travel as JSON on
@@ -93,6 +95,34 @@ func AuditAnswersFunc(workerName, toolPrefix string, record func(context.Context
 				rec.Outcome = "approved"
 			case a.Action != envelope.ActionCancel:
 				rec.Outcome = "refused"
+			}
+		}
+		record(ctx, rec)
+	}
+}
+
+// AuditRefused is Audit for the calls the worker ends before any
+// middleware sees them (overloaded, a spec conflict, too late for their
+// pickup, bad metadata or args…): set it as worker.Config.OnRefused.
+// Each is a record of kind "call" whose Outcome is the Problem's code and
+// Ran "no", with the identity the server stamped and the args' digest.
+func AuditRefused(nc *nats.Conn, cfg AuditConfig) func(context.Context, *worker.Request, *envelope.Problem) {
+	return AuditRefusedFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
+}
+
+// AuditRefusedFunc is AuditRefused with the record handed to record.
+func AuditRefusedFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, *worker.Request, *envelope.Problem) {
+	return func(ctx context.Context, req *worker.Request, p *envelope.Problem) {
+		rec := AuditRecord{Time: time.Now().UTC(), Kind: "call", Worker: workerName, Identity: req.Identity,
+			Tool: toolPrefix + req.Tool, CallID: req.CallID, Ran: string(envelope.RanNo)}
+		rec.Tenant, rec.Person = splitIdentity(req.Identity)
+		if req.Args != nil {
+			rec.ArgsSHA256 = digest(req.Args)
+		}
+		if p != nil {
+			rec.Outcome = string(p.Code)
+			if r := p.Ran(); r != "" {
+				rec.Ran = string(r)
 			}
 		}
 		record(ctx, rec)
