@@ -23,7 +23,8 @@ import (
 // middleware (Audit), or one the worker refused before (AuditRefused,
 // Ran "no"); Outcome is "ok" or the Problem's code, Ran whether the
 // handler ran.
-// Kind "answer" and "approval" are answers to a call's questions (see
+// Kind "task" is a call of the task service's API (AuditConfig.Kind),
+// whose caller is always the task's owner. Kind "answer" and "approval" are answers to a call's questions (see
 // AuditAnswers): Outcome is the answer's action, or for an approval
 // "approved" or "refused". Records travel as JSON on
 // <prefix>.audit.<tool>.
@@ -58,6 +59,10 @@ type AuditConfig struct {
 	// ("tasks." for the task service's API), so a service's own tools do
 	// not read as mesh tools of the same name.
 	ToolPrefix string
+	// Kind, when set, replaces the kind "call" of the records Audit and
+	// AuditRefused publish: the task service's API calls are task actions
+	// (submit, cancel, answer…), kind "task", taken by the task's owner.
+	Kind string
 	// Logger receives publish failures (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -136,6 +141,9 @@ func auditPublisher(nc *nats.Conn, cfg AuditConfig) func(context.Context, AuditR
 		log = slog.Default()
 	}
 	return func(ctx context.Context, rec AuditRecord) {
+		if cfg.Kind != "" && rec.Kind == "call" {
+			rec.Kind = cfg.Kind
+		}
 		data, err := json.Marshal(rec)
 		if err == nil {
 			err = nc.Publish(cfg.Prefix+".audit."+rec.Tool, data)

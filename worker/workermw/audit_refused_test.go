@@ -169,3 +169,39 @@ func digestOf(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// With AuditConfig.Kind, Audit and AuditRefused publish their records of
+// calls under that kind (the task service's "task") on
+// <prefix>.audit.<tool prefix><tool>.
+func TestAuditKindNamesTaskActions(t *testing.T) {
+	s := meshtest.StartServer(t, embedded.Config{})
+	nc := meshtest.Connect(t, s)
+	sub, err := nc.SubscribeSync("toolmesh.audit.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ac := workermw.AuditConfig{Prefix: "toolmesh", Worker: "tasks", ToolPrefix: "tasks.", Kind: "task"}
+	req := &worker.Request{Tool: "cancel", CallID: "C1", Identity: "ALICE/alice", Args: json.RawMessage(`{"task_id":"T1"}`)}
+	h := workermw.Audit(nc, ac)(worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) { return "ok", nil }))
+	if _, err := h.Handle(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	workermw.AuditRefused(nc, ac)(context.Background(), req, envelope.NewProblem(envelope.CodeInvalidInput, "bad"))
+	for _, want := range []struct{ outcome, ran string }{{"ok", "yes"}, {"invalid_input", "no"}} {
+		m, err := sub.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r workermw.AuditRecord
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			t.Fatal(err)
+		}
+		if m.Subject != "toolmesh.audit.tasks.cancel" || r.Kind != "task" || r.Tool != "tasks.cancel" || r.Person != "alice" ||
+			r.Outcome != want.outcome || r.Ran != want.ran {
+			t.Fatalf("record on %s: %+v, want kind task, %s, ran %s", m.Subject, r, want.outcome, want.ran)
+		}
+	}
+}
