@@ -43,7 +43,7 @@ func readOnly() *envelope.Annotations {
 func (s *Service) startAPI() error {
 	w, err := worker.New(s.nc, worker.Config{Prefix: s.names.base, Name: "toolmesh-tasks",
 		Description: "toolmesh task service (durable calls)", Logger: s.log, Limits: worker.Limits{MaxConcurrent: s.cfg.MaxConcurrent}, Liveness: worker.Liveness{Heartbeat: s.cfg.Heartbeat},
-		Middleware: s.cfg.Middleware})
+		Middleware: s.cfg.Middleware, OnRefused: s.cfg.OnRefused})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -92,6 +93,10 @@ type Config struct {
 	// the first outermost: workermw.Audit records each task action with
 	// the identity of the person who took it.
 	Middleware []worker.Middleware
+	// OnRefused hears of the task API calls refused before Middleware
+	// saw them (bad args, overload…): see worker.Config.OnRefused and
+	// workermw.AuditRefused.
+	OnRefused func(ctx context.Context, req *worker.Request, p *envelope.Problem)
 }
 
 func (cfg Config) withDefaults() Config {

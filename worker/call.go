@@ -118,6 +118,7 @@ func (c *call) run() {
 	if !w.track(c) {
 		p = w.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("call id %s is already in flight on this worker; every call needs its own id", c.key.id))
 		p = c.finish(nil, p)
+		c.observeRefused(ctx, p)
 	} else {
 		if w.stopCtx.Err() != nil { // stopped before this call was registered
 			cancel(context.Cause(w.stopCtx))
@@ -249,7 +250,9 @@ func (c *call) grant(n int) {
 func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
 	res, p := c.prepare(ctx)
 	if p != nil {
-		return nil, p.WithRan(envelope.RanNo)
+		p = p.WithRan(envelope.RanNo)
+		c.observeRefused(ctx, p)
+		return nil, p
 	}
 	defer func() { <-c.w.slots }()
 	if res.release != nil {

@@ -63,6 +63,7 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	if prob == nil {
 		prob = w.refuseEarly(m, meta)
 	}
+	c.body = body // also for OnRefused's args, when refused here
 	if prob != nil {
 		c.reject(prob)
 		return nil
@@ -76,7 +77,6 @@ func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 			c.deadline, c.unleased = life, true
 		}
 	}
-	c.body = body
 	return c
 }
 

@@ -34,6 +34,7 @@ func (c *call) reject(p *envelope.Problem) {
 	ev, data, _ := c.encode(envelope.ErrorEvent(p)) // a terminal event always encodes, if only as an error
 	_ = c.sendTerminalLocked(ev, data)
 	c.mu.Unlock()
+	c.observeRefused(context.Background(), p)
 }
 
 // finish sends the one terminal event and returns the Problem it carried

@@ -68,6 +68,16 @@ type Config struct {
 	// audit trail. It runs on the worker's control goroutine: it must
 	// not block.
 	OnAnswer func(ctx context.Context, a Answered)
+	// OnRefused, when set, hears of every call that ended before its
+	// handler's middleware saw it — refused overloaded, for a spec
+	// conflict, too late for its pickup, with bad metadata or args, or
+	// ended while it waited for a slot or an approval — with the Problem
+	// its caller got (ran "no"). req has the tool, call id, identity and
+	// args (nil when the body could not be read); its methods that reach
+	// the call (Ask) do nothing. With Middleware and OnAnswer it lets
+	// workermw.AuditRefused record every call's end. It runs on the
+	// subscription's or the call's goroutine: it must not block.
+	OnRefused func(ctx context.Context, req *Request, p *envelope.Problem)
 	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).

@@ -181,6 +181,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				ac := auditConfig(g, pool, "")
 				wcfg.Middleware = append([]worker.Middleware{workermw.Audit(nc, ac)}, wcfg.Middleware...)
 				wcfg.OnAnswer = workermw.AuditAnswers(nc, ac)
+				wcfg.OnRefused = workermw.AuditRefused(nc, ac)
 			}
 			return runWorker(ctx, g, nc, file, config, wcfg, drain)
 		},

@@ -239,7 +239,10 @@ func newTasksServeCmd(g *globals) *cobra.Command {
 			defer nc.Close()
 			cfg := tf.config(g)
 			if tf.audit {
-				cfg.Middleware = []worker.Middleware{workermw.Audit(nc, auditConfig(g, "tasks", "tasks."))}
+				ac := auditConfig(g, "tasks", "tasks.")
+				ac.Kind = "task"
+				cfg.Middleware = []worker.Middleware{workermw.Audit(nc, ac)}
+				cfg.OnRefused = workermw.AuditRefused(nc, ac)
 			}
 			svc, err := tasks.New(ctx, nc, cfg)
 			if err != nil {
@@ -253,6 +256,6 @@ func newTasksServeCmd(g *globals) *cobra.Command {
 		},
 	}
 	tf.add(cmd)
-	cmd.Flags().BoolVar(&tf.audit, "audit", false, "record every task action (submit, cancel, answer…) with its caller on <prefix>.audit.tasks.<action> (see toolmesh audit)")
+	cmd.Flags().BoolVar(&tf.audit, "audit", false, "record every task action (submit, cancel, answer…, kind task) with its caller, the task's owner, on <prefix>.audit.tasks.<action> (see toolmesh audit)")
 	return cmd
 }

@@ -19,9 +19,12 @@ import (
 // AuditRecord is one entry of the audit trail: who (the identity the
 // NATS server stamped, split into tenant and person), what (the tool and
 // a digest of its arguments, never the arguments), when, and how it
-// ended. Kind "call" is a call that reached the handler's middleware:
-// Outcome is "ok" or the Problem's code, Ran whether the handler ran.
-// Kind "answer" and "approval" are answers to a call's questions (see
+// ended. Kind "call" is a call: one that reached the handler's
+// middleware (Audit), or one the worker refused before (AuditRefused,
+// Ran "no"); Outcome is "ok" or the Problem's code, Ran whether the
+// handler ran.
+// Kind "task" is a call of the task service's API (AuditConfig.Kind),
+// whose caller is always the task's owner. Kind "answer" and "approval" are answers to a call's questions (see
 // AuditAnswers): Outcome is the answer's action, or for an approval
 // "approved" or "refused". Records travel as JSON on
 // <prefix>.audit.<tool>.
@@ -56,6 +59,10 @@ type AuditConfig struct {
 	// ("tasks." for the task service's API), so a service's own tools do
 	// not read as mesh tools of the same name.
 	ToolPrefix string
+	// Kind, when set, replaces the kind "call" of the records Audit and
+	// AuditRefused publish: the task service's API calls are task actions
+	// (submit, cancel, answer…), kind "task", taken by the task's owner.
+	Kind string
 	// Logger receives publish failures (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -99,6 +106,34 @@ func AuditAnswersFunc(workerName, toolPrefix string, record func(context.Context
 	}
 }
 
+// AuditRefused is Audit for the calls the worker ends before any
+// middleware sees them (overloaded, a spec conflict, too late for their
+// pickup, bad metadata or args…): set it as worker.Config.OnRefused.
+// Each is a record of kind "call" whose Outcome is the Problem's code and
+// Ran "no", with the identity the server stamped and the args' digest.
+func AuditRefused(nc *nats.Conn, cfg AuditConfig) func(context.Context, *worker.Request, *envelope.Problem) {
+	return AuditRefusedFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
+}
+
+// AuditRefusedFunc is AuditRefused with the record handed to record.
+func AuditRefusedFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, *worker.Request, *envelope.Problem) {
+	return func(ctx context.Context, req *worker.Request, p *envelope.Problem) {
+		rec := AuditRecord{Time: time.Now().UTC(), Kind: "call", Worker: workerName, Identity: req.Identity,
+			Tool: toolPrefix + req.Tool, CallID: req.CallID, Ran: string(envelope.RanNo)}
+		rec.Tenant, rec.Person = splitIdentity(req.Identity)
+		if req.Args != nil {
+			rec.ArgsSHA256 = digest(req.Args)
+		}
+		if p != nil {
+			rec.Outcome = string(p.Code)
+			if r := p.Ran(); r != "" {
+				rec.Ran = string(r)
+			}
+		}
+		record(ctx, rec)
+	}
+}
+
 // auditPublisher publishes records on nc; a failure is logged.
 func auditPublisher(nc *nats.Conn, cfg AuditConfig) func(context.Context, AuditRecord) {
 	log := cfg.Logger
@@ -106,6 +141,9 @@ func auditPublisher(nc *nats.Conn, cfg AuditConfig) func(context.Context, AuditR
 		log = slog.Default()
 	}
 	return func(ctx context.Context, rec AuditRecord) {
+		if cfg.Kind != "" && rec.Kind == "call" {
+			rec.Kind = cfg.Kind
+		}
 		data, err := json.Marshal(rec)
 		if err == nil {
 			err = nc.Publish(cfg.Prefix+".audit."+rec.Tool, data)
