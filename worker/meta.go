@@ -127,11 +127,7 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint32, error) {
 	case wire.MetaBaggage:
 		return 1 << 10, text(&m.trace.baggage, v, maxTraceLen)
 	case wire.MetaAsk:
-		m.ask = string(v) == "1"
-		if !m.ask {
-			return 1 << 11, fmt.Errorf("want 1, got %.32q", v)
-		}
-		return 1 << 11, nil
+		return 1 << 11, flag(&m.ask, v)
 	case wire.MetaPickup:
 		ms, err := wire.Digits(v)
 		if err == nil {
@@ -139,27 +135,23 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint32, error) {
 		}
 		return 1 << 12, err
 	case wire.MetaFold:
-		m.fold = string(v) == "1"
-		if !m.fold {
-			return 1 << 13, fmt.Errorf("want 1, got %.32q", v)
-		}
-		return 1 << 13, nil
+		return 1 << 13, flag(&m.fold, v)
 	case wire.MetaMaybe:
-		m.maybe = string(v) == "1"
-		if !m.maybe {
-			return 1 << 14, fmt.Errorf("want 1, got %.32q", v)
-		}
-		return 1 << 14, nil
+		return 1 << 14, flag(&m.maybe, v)
 	case wire.MetaSpec:
 		return 1 << 15, token(&m.spec, v)
 	case wire.MetaServerArgs:
-		m.serverArgs = string(v) == "1"
-		if !m.serverArgs {
-			return 1 << 16, fmt.Errorf("want 1, got %.32q", v)
-		}
-		return 1 << 16, nil
+		return 1 << 16, flag(&m.serverArgs, v)
 	}
 	return 0, nil
+}
+
+// flag reads a key whose only value is 1 (a flag that is there or not).
+func flag(dst *bool, v []byte) error {
+	if *dst = string(v) == "1"; !*dst {
+		return fmt.Errorf("want 1, got %.32q", v)
+	}
+	return nil
 }
 
 func (m *callMeta) setMode(v []byte) error {
