@@ -65,7 +65,7 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 	if len(calls) > 0 {
 		// Off the subscription's goroutine, which only admits: a handler
 		// that blocks must not hold up the calls arriving after its batch.
-		go b.runInline(calls)
+		w.runOn(work{batch: b, calls: calls})
 	}
 }
 
