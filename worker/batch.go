@@ -91,6 +91,13 @@ func (b *batch) runInline(calls []*call) {
 		}
 		return
 	}
+	if len(calls) == 1 {
+		// Nothing waits behind a lone call: no hand-off to arm, and its
+		// terminal goes out at once (see terminal).
+		calls[0].tool.load.begin()
+		calls[0].run()
+		return
+	}
 	b.mu.Lock()
 	b.held = true
 	b.mu.Unlock()
