@@ -65,7 +65,7 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 	if len(calls) > 0 {
 		// Off the subscription's goroutine, which only admits: a handler
 		// that blocks must not hold up the calls arriving after its batch.
-		go b.runInline(calls)
+		w.runOn(work{batch: b, calls: calls})
 	}
 }
 
@@ -89,6 +89,13 @@ func (b *batch) runInline(calls []*call) {
 		for _, c := range calls {
 			b.w.dispatch(c)
 		}
+		return
+	}
+	if len(calls) == 1 {
+		// Nothing waits behind a lone call: no hand-off to arm, and its
+		// terminal goes out at once (see terminal).
+		calls[0].tool.load.begin()
+		calls[0].run()
 		return
 	}
 	b.mu.Lock()

@@ -176,7 +176,7 @@ type Worker struct {
 	log      *slog.Logger
 	started  time.Time
 	slots    chan struct{}
-	idle     chan *call // hands calls to runner goroutines waiting for work
+	idle     chan work // hands calls and batches to runner goroutines waiting for work
 	admitted atomic.Int64
 	inflight sync.WaitGroup
 	// admitMu orders admissions (inflight.Add, read-locked) before the
@@ -405,7 +405,7 @@ func newWorker(nc *nats.Conn, cfg Config) *Worker {
 		log:         cfg.Logger.With("worker_id", cfg.ID),
 		started:     time.Now().UTC(),
 		slots:       make(chan struct{}, cfg.Limits.MaxConcurrent),
-		idle:        make(chan *call),
+		idle:        make(chan work),
 		tools:       map[string]*tool{},
 		registering: map[string]bool{},
 		calls:       map[callKey]*call{},
@@ -783,10 +783,33 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 // there is one: the subscription's goroutine only admits.
 func (w *Worker) dispatch(c *call) {
 	c.tool.load.begin()
+	w.runOn(work{c: c})
+}
+
+// work is what a runner goroutine runs: one call, or a batch's calls
+// one after another (batch.runInline).
+type work struct {
+	c     *call
+	batch *batch
+	calls []*call
+}
+
+func (j work) run() {
+	if j.batch != nil {
+		j.batch.runInline(j.calls)
+		return
+	}
+	j.c.run()
+}
+
+// runOn runs j on an idle runner goroutine, reusing its already grown
+// stack, or on a new one when none is idle: a fresh goroutine grows its
+// stack again to the depth of a call.
+func (w *Worker) runOn(j work) {
 	select {
-	case w.idle <- c: // an idle runner takes it, reusing its already grown stack
+	case w.idle <- j:
 	default:
-		go w.runner(c)
+		go w.runner(j)
 	}
 }
 
@@ -826,16 +849,16 @@ func (w *Worker) stop(cause error) {
 	}
 }
 
-// runner runs calls: first c, then whatever idle work arrives, exiting
+// runner runs work: first j, then whatever idle work arrives, exiting
 // after a quiet spell so an idle worker holds no goroutines.
-func (w *Worker) runner(c *call) {
+func (w *Worker) runner(j work) {
 	quiet := time.NewTimer(runnerIdle)
 	defer quiet.Stop()
 	for {
-		c.run()
+		j.run()
 		quiet.Reset(runnerIdle)
 		select {
-		case c = <-w.idle:
+		case j = <-w.idle:
 		case <-quiet.C:
 			return
 		case <-w.stopCtx.Done():

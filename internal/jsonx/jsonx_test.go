@@ -43,6 +43,26 @@ var validCases = []struct {
 	{"long string", `"` + strings.Repeat("0123456789 ", 10000) + `"`},
 	{"long string, escape at the end", `"` + strings.Repeat("x", 4097) + `\"` + `"`},
 	{"long string, control inside", `"` + strings.Repeat("x", 4097) + "\x1f" + `"`},
+	// The small-document validator's edges (see validGrammar).
+	{"lone minus", `-`},
+	{"minus then dot", `-.5`},
+	{"exponent without digits", `1e`},
+	{"exponent sign only", `1e+`},
+	{"full number", `-0.5E-3`},
+	{"zero then digits after minus", `-01`},
+	{"bad hex in escape", `"\u12G4"`},
+	{"escape at the end", `"\`},
+	{"empty containers", `[{},[],{"a":[]}]`},
+	{"comma without member", `{,}`},
+	{"missing colon", `{"a" 1}`},
+	{"missing value", `{"a":}`},
+	{"number key", `{1:2}`},
+	{"trailing comma in object", `{"a":1,}`},
+	{"close mismatch", `[1}`},
+	{"literal prefix", `nul`},
+	{"literal with tail", `truex`},
+	{"space inside members", "{ \"a\" :\t1 ,\r\n\"b\" : [ ] }"},
+	{"small document at the size switch", `"` + strings.Repeat("x", smallDoc-2) + `"`},
 }
 
 // Valid answers as encoding/json's Valid does, plus UTF-8.
