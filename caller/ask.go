@@ -205,11 +205,14 @@ func (p *pending) answer(id string, a Answer) error {
 	if a.Action == envelope.ActionAccept {
 		ctl.Content = a.Content
 	}
+	// The span hears of the answer before the worker can: once published,
+	// the call may end, and its span with it, before this goroutine runs
+	// again, and an ended span drops events.
+	p.span.AddEvent("toolmesh.answer", trace.WithAttributes(
+		attribute.String("toolmesh.question_id", id), attribute.String("toolmesh.answer.action", a.Action)))
 	if err := p.c.nc.Publish(p.c.subjects.Control(q.workerID), ctl.Encode()); err != nil {
 		return p.c.sendProblem(err)
 	}
-	p.span.AddEvent("toolmesh.answer", trace.WithAttributes(
-		attribute.String("toolmesh.question_id", id), attribute.String("toolmesh.answer.action", a.Action)))
 	return nil
 }
 
