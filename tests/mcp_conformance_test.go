@@ -385,8 +385,8 @@ var bridgeClientScenarios = []struct {
 // known.
 var beyondTheBridge = map[string]string{}
 
-// bridgeClientResult is the result line of one client scenario.
-var bridgeClientResult = regexp.MustCompile(`Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings`)
+// clientResult is the result line of one client scenario of the suite.
+var clientResult = regexp.MustCompile(`Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings`)
 
 // TestMCPInteropBridgeClient runs the official conformance suite's client
 // scenarios against the bridge (testdata/mcpbridgeclient: the bridge on a
@@ -438,7 +438,7 @@ func bridgeClientScenario(t *testing.T, dir, client, scenario, revision string) 
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	_ = cmd.Run() // it exits 1 when a scenario fails; its output says which
-	m := bridgeClientResult.FindStringSubmatch(out.String())
+	m := clientResult.FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("client scenario %s at %s printed no result:\n%s", scenario, revision, out.String())
 	}
