@@ -76,47 +76,48 @@ func TestMCPInteropAuthClient(t *testing.T) {
 	got := map[string]string{}
 	for _, sc := range authScenarios {
 		if sc.revisions == nil {
-			got[sc.name] = authScenario(t, dir, client, sc.name)
+			got[sc.name] = clientScenario(t, dir, client, sc.name)
 		}
 		for _, rev := range sc.revisions {
-			got[sc.name+" at "+rev] = authScenario(t, dir, client, sc.name, "--spec-version", rev)
+			got[sc.name+" at "+rev] = clientScenario(t, dir, client, sc.name, "--spec-version", rev)
 		}
 	}
-	t.Logf("conformance %s, client auth scenarios against the bridge's OAuth client:\n%s", npmConformance, authTable(got))
-	checkAuthClient(t, got)
+	t.Logf("conformance %s, client auth scenarios against the bridge's OAuth client:\n%s", npmConformance, clientTable(got, beyondTheClient))
+	checkClientScenarios(t, "auth scenarios do not pass against the bridge's OAuth client", got, beyondTheClient, "beyondTheClient")
 }
 
-// checkAuthClient fails for every scenario that did not pass and is not
-// beyondTheClient, and for every one listed there that now passes.
-func checkAuthClient(t *testing.T, got map[string]string) {
+// checkClientScenarios fails for every scenario of got that did not
+// pass and is not in beyond, and for every one beyond lists that now
+// passes (listName names that list in the message).
+func checkClientScenarios(t *testing.T, what string, got, beyond map[string]string, listName string) {
 	t.Helper()
 	var failed, crossed []string
 	for name, res := range got {
-		_, beyond := beyondTheClient[name]
+		_, known := beyond[name]
 		switch {
-		case res != "pass" && !beyond:
+		case res != "pass" && !known:
 			failed = append(failed, name+": "+res)
-		case res == "pass" && beyond:
+		case res == "pass" && known:
 			crossed = append(crossed, name)
 		}
 	}
 	sort.Strings(failed)
 	sort.Strings(crossed)
 	if len(failed) > 0 {
-		t.Errorf("%d auth scenarios do not pass against the bridge's OAuth client:\n  %s", len(failed), strings.Join(failed, "\n  "))
+		t.Errorf("%d %s:\n  %s", len(failed), what, strings.Join(failed, "\n  "))
 	}
 	if len(crossed) > 0 {
-		t.Errorf("scenarios listed in beyondTheClient now pass; take them off:\n  %s", strings.Join(crossed, "\n  "))
+		t.Errorf("scenarios listed in %s now pass; take them off:\n  %s", listName, strings.Join(crossed, "\n  "))
 	}
 }
 
 // clientExit is the suite's word for a client that failed.
 var clientExit = regexp.MustCompile(`Client exited with code (\d+)`)
 
-// authScenario runs one client scenario and returns its verdict: "pass"
+// clientScenario runs one client scenario and returns its verdict: "pass"
 // when its checks passed, none failed or warned and the suite judged
 // the whole run passed (the client exited 0, or the scenario allows it).
-func authScenario(t *testing.T, dir, client, name string, args ...string) string {
+func clientScenario(t *testing.T, dir, client, name string, args ...string) string {
 	t.Helper()
 	out := conformanceClient(t, dir, client, append([]string{"--scenario", name}, args...)...)
 	m := clientResult.FindStringSubmatch(out)
@@ -161,9 +162,9 @@ func clientVerdict(passed, failed, warnings string) string {
 	return fmt.Sprintf("fail (%d failed, %d warnings of %d checks)", f, w, p+f+w)
 }
 
-// authTable is the per-scenario result, one row each, with the reason of
-// each scenario beyond the client.
-func authTable(got map[string]string) string {
+// clientTable is the per-scenario result, one row each, with the reason
+// of each scenario beyond lists.
+func clientTable(got, beyond map[string]string) string {
 	var names []string
 	for n := range got {
 		names = append(names, n)
@@ -173,7 +174,7 @@ func authTable(got map[string]string) string {
 	b.WriteString("| scenario | result |\n|---|---|\n")
 	for _, n := range names {
 		res := got[n]
-		if why, ok := beyondTheClient[n]; ok {
+		if why, ok := beyond[n]; ok {
 			res += " (" + why + ")"
 		}
 		fmt.Fprintf(&b, "| %s | %s |\n", n, res)

@@ -400,56 +400,12 @@ func TestMCPInteropBridgeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var failed, crossed, table []string
+	got := map[string]string{}
 	for _, sc := range bridgeClientScenarios {
 		for _, rev := range sc.revisions {
-			name := sc.name + " at " + rev
-			got := bridgeClientScenario(t, dir, client, sc.name, rev)
-			table = append(table, fmt.Sprintf("| %s | %s |", name, got))
-			_, beyond := beyondTheBridge[name]
-			switch {
-			case got != "pass" && !beyond:
-				failed = append(failed, name+": "+got)
-			case got == "pass" && beyond:
-				crossed = append(crossed, name)
-			}
+			got[sc.name+" at "+rev] = clientScenario(t, dir, client, sc.name, "--spec-version", rev)
 		}
 	}
-	t.Logf("conformance %s, client scenarios against the bridge:\n| scenario | result |\n|---|---|\n%s", npmConformance, strings.Join(table, "\n"))
-	if len(failed) > 0 {
-		t.Errorf("%d client scenarios do not pass against the bridge:\n  %s", len(failed), strings.Join(failed, "\n  "))
-	}
-	if len(crossed) > 0 {
-		t.Errorf("scenarios listed in beyondTheBridge now pass; take them off:\n  %s", strings.Join(crossed, "\n  "))
-	}
-}
-
-// bridgeClientScenario runs one client scenario at revision and returns
-// "pass" (checks passed, none failed or warned, the suite judged the run
-// passed) or what went wrong.
-func bridgeClientScenario(t *testing.T, dir, client, scenario, revision string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "conformance"),
-		"client", "--command", client, "--scenario", scenario, "--spec-version", revision)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "node_modules", ".bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	_ = cmd.Run() // it exits 1 when a scenario fails; its output says which
-	m := clientResult.FindStringSubmatch(out.String())
-	if m == nil {
-		t.Fatalf("client scenario %s at %s printed no result:\n%s", scenario, revision, out.String())
-	}
-	p, _ := strconv.Atoi(m[1])
-	f, _ := strconv.Atoi(m[3])
-	w, _ := strconv.Atoi(m[4])
-	switch {
-	case f > 0 || w > 0 || p == 0:
-		return fmt.Sprintf("fail (%d failed, %d warnings of %d checks)", f, w, p+f+w)
-	case !strings.Contains(out.String(), "OVERALL: PASSED"):
-		return "fail (the suite judged the run failed: the client exited non-zero)"
-	}
-	return "pass"
+	t.Logf("conformance %s, client scenarios against the bridge:\n%s", npmConformance, clientTable(got, beyondTheBridge))
+	checkClientScenarios(t, "client scenarios do not pass against the bridge", got, beyondTheBridge, "beyondTheBridge")
 }
