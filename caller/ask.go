@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/jsonx"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -227,7 +226,7 @@ func checkAnswer(q Question, a Answer) *envelope.Problem {
 	if a.Action != envelope.ActionAccept {
 		return nil
 	}
-	if !jsonx.IsObject(a.Content) {
+	if !wire.IsObject(a.Content) {
 		return envelope.Problemf(envelope.CodeInvalidInput, "the answer to question %s must be a JSON object", q.ID)
 	}
 	schema, err := envelope.CompileSchema(q.Schema)

@@ -16,7 +16,6 @@ import (
 	"unsafe"
 
 	"github.com/toolmesh/toolmesh/caller/internal/liveness"
-	"github.com/toolmesh/toolmesh/internal/jsonx"
 
 	"github.com/toolmesh/toolmesh/internal/telemetry"
 	"github.com/toolmesh/toolmesh/internal/wire"
@@ -776,7 +775,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if err := envelope.ValidateToolName(tool); err != nil {
 		return nil, c.badToolName(err)
 	}
-	rawArgs, err := jsonx.Args(args)
+	rawArgs, err := wire.Args(args)
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, "args: "+err.Error())
 	}
@@ -940,7 +939,7 @@ func (metaCarrier) Keys() []string { return nil }
 // appendCall appends the call's JSON body, refusing a call the server
 // would not accept.
 func (c *Caller) appendCall(b []byte, rawArgs json.RawMessage, o callOptions) ([]byte, *envelope.Problem) {
-	b, err := wire.Call{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format}.AppendJSON(b)
+	b, err := callBody{Args: rawArgs, DryRun: o.dryRun, Page: o.page, ResponseFormat: o.format}.AppendJSON(b)
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, err.Error())
 	}

@@ -15,7 +15,7 @@ func (c *Caller) confirmInbox() error {
 		return nil
 	}
 	if op, subject, ok := wire.Violation(c.nc.LastError()); ok && op == wire.OpSubscribe && (subject == c.sub.Subject || subject == c.probe.Subject) {
-		return wire.ForbiddenProblem(c.problems, op, subject,
+		return wire.ForbiddenProblem(c.problems.New, op, subject,
 			"the caller's inbox cannot receive events; grant the subject to the caller's NATS user, or set Config.InboxPrefix to one it may subscribe to")
 	}
 	return nil
@@ -46,9 +46,9 @@ func (c *Caller) onViolation(op wire.Operation, subject string) bool {
 		case op == wire.OpSubscribe && subject == c.sub.Subject:
 			// The inbox was refused (say, after a reconnect to a server
 			// with other permissions): no call can hear its worker.
-			p.fail(wire.ForbiddenProblem(c.problems, op, subject, "the caller's inbox receives nothing"), true)
+			p.fail(wire.ForbiddenProblem(c.problems.New, op, subject, "the caller's inbox receives nothing"), true)
 		case op == wire.OpPublish && c.subjects.Call(p.tool) == subject && !p.liveness().spoken:
-			p.fail(wire.ForbiddenProblem(c.problems, op, subject,
+			p.fail(wire.ForbiddenProblem(c.problems.New, op, subject,
 				"this identity may not call tool "+p.tool), false)
 		}
 	}

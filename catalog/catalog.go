@@ -73,7 +73,7 @@ func New(nc *nats.Conn, cfg Config) *Catalog {
 }
 
 // catalogEntry is one worker's catalogue answer.
-type catalogEntry = wire.CatalogEntry
+type catalogEntry = wire.CatalogEntry[[]envelope.ToolSpec]
 
 // DefaultWait is List's wait when it is given none: with a worker
 // registry it bounds reading it and fetching the spec sets not yet known

@@ -84,7 +84,7 @@ func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
 	}
 	for _, q := range []string{"read a file", "resources read", "prompts get", "uri"} {
 		for _, h := range NewSearchIndex(cat).Search(q) {
-			if _, _, surface := wire.SplitMCPSurface(&h.Tool.Spec); surface {
+			if _, _, surface := wire.SplitMCPSurface(h.Tool.Spec.Name, h.Tool.Spec.Tags); surface {
 				t.Fatalf("%q found surface tool %s", q, h.Tool.Spec.Name)
 			}
 		}

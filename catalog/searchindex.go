@@ -37,7 +37,7 @@ type posting struct {
 func NewSearchIndex(cat Listing) *SearchIndex {
 	ix := &SearchIndex{tools: cat.Tools, postings: map[string][]posting{}}
 	for i := range cat.Tools {
-		if _, _, surface := wire.SplitMCPSurface(&cat.Tools[i].Spec); !surface {
+		if _, _, surface := wire.SplitMCPSurface(cat.Tools[i].Spec.Name, cat.Tools[i].Spec.Tags); !surface {
 			ix.docs = append(ix.docs, int32(i))
 		}
 	}

@@ -30,7 +30,7 @@ func (k *knownNames) remember(epoch uint64, entries map[string]catalogEntry) {
 	var names []string
 	for _, e := range entries {
 		for i := range e.Tools {
-			if _, _, surface := wire.SplitMCPSurface(&e.Tools[i]); !surface {
+			if _, _, surface := wire.SplitMCPSurface(e.Tools[i].Name, e.Tools[i].Tags); !surface {
 				names = append(names, e.Tools[i].Name)
 			}
 		}

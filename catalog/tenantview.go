@@ -315,7 +315,7 @@ func visibleSpecs(specs []envelope.ToolSpec, may func(string) bool) []envelope.T
 // the same whether or not a worker hosts it, so the answer names nothing
 // another tenant offers.
 func (c *Catalog) notCallable(tool string) error {
-	return wire.ForbiddenProblem(c.problems, wire.OpPublish, c.subjects.Call(tool),
+	return wire.ForbiddenProblem(c.problems.New, wire.OpPublish, c.subjects.Call(tool),
 		fmt.Sprintf("this identity may not call tool %s, so its catalogue does not show it", tool))
 }
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // EventType tags a ToolEvent on the wire.
@@ -195,7 +195,7 @@ func (e ToolEvent) appendData(b []byte) ([]byte, error) {
 	if len(e.Data) == 0 {
 		return append(b, "null"...), nil
 	}
-	if !e.validData && !jsonx.Valid(e.Data) {
+	if !e.validData && !wire.Valid(e.Data) {
 		return nil, fmt.Errorf("%s: data is not valid JSON in UTF-8", e.Type)
 	}
 	return append(b, e.Data...), nil
@@ -216,7 +216,7 @@ func (e ToolEvent) appendError(b []byte) ([]byte, error) {
 		}
 		return out, nil
 	case len(e.DetailsRaw) > 0:
-		if !jsonx.Valid(e.DetailsRaw) {
+		if !wire.Valid(e.DetailsRaw) {
 			return nil, errors.New("error event: details is not valid JSON")
 		}
 		return append(append(b, `,"details":`...), e.DetailsRaw...), nil
@@ -288,7 +288,7 @@ func appendString(b []byte, name, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return jsonx.AppendString(b, v) // HTML-safe escaping, unlike strconv.Quote's Go syntax
+	return wire.AppendString(b, v) // HTML-safe escaping, unlike strconv.Quote's Go syntax
 }
 
 func appendValue(b []byte, name string, v any) ([]byte, error) {
@@ -391,10 +391,10 @@ func (m *eventMembers) leftovers(e *ToolEvent) []rawMember {
 
 // optString decodes an optional string member: absent and null give "".
 func optString(object, field string, raw []byte) (string, error) {
-	if raw == nil || jsonx.IsNull(raw) {
+	if raw == nil || wire.IsNull(raw) {
 		return "", nil
 	}
-	s, err := jsonx.Unquote(raw)
+	s, err := wire.Unquote(raw)
 	if err != nil {
 		return "", fieldError(object, field, err)
 	}
@@ -411,11 +411,11 @@ func parseEvent(data []byte, copyData bool) (ToolEvent, error) {
 // parseAnyEvent decodes an event of any type and form.
 func parseAnyEvent(data []byte, copyData bool) (ToolEvent, error) {
 	var none ToolEvent
-	if err := jsonx.Check(data); err != nil {
+	if err := wire.Check(data); err != nil {
 		return none, fmt.Errorf("event: %w", err)
 	}
 	var m eventMembers
-	if err := jsonx.ScanRawMembers(data, m.take); err != nil {
+	if err := wire.ScanRawMembers(data, m.take); err != nil {
 		return none, fmt.Errorf("event: %w", err)
 	}
 	et, err := parseEventType(m.typ)
@@ -466,7 +466,7 @@ func parseDelta(data []byte, copyData bool) (ev ToolEvent, ok bool) {
 		return ev, false
 	}
 	v := data[len(deltaPrefix) : n-1]
-	if isJSONSpace(v[0]) || isJSONSpace(v[len(v)-1]) || !jsonx.Valid(v) {
+	if isJSONSpace(v[0]) || isJSONSpace(v[len(v)-1]) || !wire.Valid(v) {
 		return ev, false
 	}
 	if copyData {
@@ -478,7 +478,7 @@ func parseDelta(data []byte, copyData bool) (ev ToolEvent, ok bool) {
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func parseEventType(typ []byte) (EventType, error) {
-	if typ == nil || jsonx.IsNull(typ) {
+	if typ == nil || wire.IsNull(typ) {
 		return "", errors.New("event: field type is required")
 	}
 	if et, known := eventType(typ); known {
@@ -504,7 +504,7 @@ func (ev *ToolEvent) parseStart(m *eventMembers) error {
 	if ev.ToolID == "" {
 		return errors.New("event start: field tool_id is required")
 	}
-	if len(m.callID) > 0 && m.callID[0] != '"' && !jsonx.IsNull(m.callID) {
+	if len(m.callID) > 0 && m.callID[0] != '"' && !wire.IsNull(m.callID) {
 		// Other implementations send call_id as an unsigned 64-bit
 		// integer: keep its digits and its form.
 		if _, err := strconv.ParseUint(string(m.callID), 10, 64); err != nil {
@@ -525,7 +525,7 @@ func (ev *ToolEvent) parseStart(m *eventMembers) error {
 }
 
 func (ev *ToolEvent) parseProgress(m *eventMembers) error {
-	if m.pct != nil && !jsonx.IsNull(m.pct) {
+	if m.pct != nil && !wire.IsNull(m.pct) {
 		p, err := strconv.ParseFloat(string(m.pct), 64)
 		if err != nil || m.pct[0] == '"' {
 			return fieldError("event progress", "pct", errors.New("want a number"))
@@ -551,12 +551,12 @@ func (ev *ToolEvent) parseError(m *eventMembers) error {
 		return errors.New("event error: field code is required")
 	}
 	ev.Code = Code(c)
-	if m.message != nil && !jsonx.IsNull(m.message) {
+	if m.message != nil && !wire.IsNull(m.message) {
 		if ev.Message, err = optString("event error", "message", m.message); err != nil {
 			return err
 		}
 	}
-	if m.details != nil && !jsonx.IsNull(m.details) {
+	if m.details != nil && !wire.IsNull(m.details) {
 		if p, ok := losslessProblem(m.details); ok {
 			ev.Details = p
 		} else {
@@ -578,5 +578,5 @@ func losslessProblem(raw []byte) (*Problem, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return &p, jsonx.Same(raw, enc)
+	return &p, wire.Same(raw, enc)
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Page selects pagination: either every page merged, or one page by cursor.
@@ -71,7 +71,7 @@ func (r ResponseFormat) Validate() error {
 		if !validFormatName(r.JSONSchema.Name) {
 			return fmt.Errorf("response_format: field json_schema.name: %q must be 1-64 of [A-Za-z0-9_-]", r.JSONSchema.Name)
 		}
-		if !jsonx.IsObject(r.JSONSchema.Schema) {
+		if !wire.IsObject(r.JSONSchema.Schema) {
 			return errors.New("response_format: field json_schema.schema: want a JSON Schema object")
 		}
 	case "":

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Events from other implementations of the ToolEvent seed decode, and
@@ -43,7 +43,7 @@ func TestSeedEventsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("encode: %v", err)
 			}
-			if !jsonx.Same([]byte(tc.in), out) {
+			if !wire.Same([]byte(tc.in), out) {
 				t.Fatalf("round trip changed the members:\n in  %s\n out %s", tc.in, out)
 			}
 		})
@@ -128,7 +128,7 @@ func FuzzToolEventLossless(f *testing.F) {
 		if ev.Type == EventError && !hasStringMember(data, "message") {
 			return
 		}
-		if !jsonx.Same(data, out) {
+		if !wire.Same(data, out) {
 			t.Fatalf("round trip changed members:\n in  %s\n out %s", data, out)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 	"github.com/toolmesh/toolmesh/internal/textcut"
 	"strings"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // LogMessage is one log message a tool sends its caller while it runs —
@@ -56,7 +56,7 @@ func (m *LogMessage) validate() error {
 	if !validLevel(m.Level) {
 		return fmt.Errorf("level %q is not one of %s", m.Level, strings.Join(LogLevels(), ", "))
 	}
-	if len(m.Data) == 0 || !jsonx.Valid(m.Data) {
+	if len(m.Data) == 0 || !wire.Valid(m.Data) {
 		return errors.New("data is required and must be JSON")
 	}
 	return nil
@@ -87,7 +87,7 @@ func (e ToolEvent) appendLog(b []byte) ([]byte, error) {
 // scanner left unknown.
 func (ev *ToolEvent) parseLog(m *eventMembers) error {
 	for _, u := range m.unknown {
-		if u.name != "log" || jsonx.IsNull(u.value) {
+		if u.name != "log" || wire.IsNull(u.value) {
 			continue
 		}
 		var l LogMessage

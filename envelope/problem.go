@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // DefaultBaseURI is the base of every problem type URI unless a Registry
@@ -295,18 +295,18 @@ func (p *Problem) appendJSON(b []byte) ([]byte, error) {
 		typ = "about:blank"
 	}
 	b = append(b, `{"type":`...)
-	b = jsonx.AppendString(b, typ)
-	b = jsonx.AppendString(append(b, `,"title":`...), p.Title)
+	b = wire.AppendString(b, typ)
+	b = wire.AppendString(append(b, `,"title":`...), p.Title)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.Status), 10)
-	b = jsonx.AppendString(append(b, `,"detail":`...), p.Detail)
-	b = jsonx.AppendString(append(b, `,"instance":`...), p.Instance)
-	b = jsonx.AppendString(append(b, `,"code":`...), string(p.Code))
+	b = wire.AppendString(append(b, `,"detail":`...), p.Detail)
+	b = wire.AppendString(append(b, `,"instance":`...), p.Instance)
+	b = wire.AppendString(append(b, `,"code":`...), string(p.Code))
 	b = append(b, `,"retry_after":`...)
 	if p.RetryAfter == nil {
 		b = append(b, "null"...)
 	} else {
 		var ok bool
-		if b, ok = jsonx.AppendFloat(b, *p.RetryAfter); !ok {
+		if b, ok = wire.AppendFloat(b, *p.RetryAfter); !ok {
 			return nil, fmt.Errorf("problem retry_after: unsupported value %v", *p.RetryAfter)
 		}
 	}
@@ -314,8 +314,8 @@ func (p *Problem) appendJSON(b []byte) ([]byte, error) {
 	if p.SuggestedFix == nil {
 		b = append(b, "null"...)
 	} else {
-		b = jsonx.AppendString(append(b, `{"description":`...), p.SuggestedFix.Description)
-		b = append(jsonx.AppendString(append(b, `,"applicability":`...), string(p.SuggestedFix.Applicability.normalised())), '}')
+		b = wire.AppendString(append(b, `{"description":`...), p.SuggestedFix.Description)
+		b = append(wire.AppendString(append(b, `,"applicability":`...), string(p.SuggestedFix.Applicability.normalised())), '}')
 	}
 	b = append(b, `,"code_actions":`...)
 	if len(p.CodeActions) == 0 {
@@ -349,7 +349,7 @@ func (p *Problem) appendExtensions(b []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("problem %s: %w", jsonString(k), err)
 		}
-		b = append(jsonx.AppendString(append(b, ','), k), ':')
+		b = append(wire.AppendString(append(b, ','), k), ':')
 		b = append(b, enc...)
 	}
 	return append(b, '}'), nil

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // The event types of asking (docs/protocol.md §23): a worker sends them only
@@ -83,7 +83,7 @@ func (e ToolEvent) appendQuestion(b []byte) ([]byte, error) {
 		}
 		return appendString(b, "action", q.Action), nil
 	}
-	if len(q.Schema) == 0 || !jsonx.IsObject(q.Schema) {
+	if len(q.Schema) == 0 || !wire.IsObject(q.Schema) {
 		return nil, errors.New("question event: schema must be a JSON object")
 	}
 	b = appendString(b, "message", e.Message)
@@ -100,7 +100,7 @@ func (e ToolEvent) appendQuestion(b []byte) ([]byte, error) {
 		b = append(append(b, `,"approval":`...), enc...)
 	}
 	if len(q.Sampling) > 0 {
-		if !jsonx.IsObject(q.Sampling) || !jsonx.Valid(q.Sampling) {
+		if !wire.IsObject(q.Sampling) || !wire.Valid(q.Sampling) {
 			return nil, errors.New("question event: sampling must be a JSON object")
 		}
 		b = append(append(b, `,"sampling":`...), q.Sampling...)
@@ -164,7 +164,7 @@ func (ev *ToolEvent) parseQuestionBody(obj string, m *eventMembers, raw map[stri
 	if ev.Message, err = optString(obj, "message", m.message); err != nil {
 		return err
 	}
-	if s := raw["schema"]; len(s) > 0 && jsonx.IsObject(s) {
+	if s := raw["schema"]; len(s) > 0 && wire.IsObject(s) {
 		q.Schema = append(json.RawMessage(nil), s...)
 	} else {
 		return fmt.Errorf("%s: field schema is required and must be an object", obj)
@@ -172,19 +172,19 @@ func (ev *ToolEvent) parseQuestionBody(obj string, m *eventMembers, raw map[stri
 	if q.WorkerID, err = optString(obj, "worker_id", raw["worker_id"]); err != nil {
 		return err
 	}
-	if t := raw["timeout_ms"]; t != nil && !jsonx.IsNull(t) {
+	if t := raw["timeout_ms"]; t != nil && !wire.IsNull(t) {
 		if q.TimeoutMS, err = strconv.ParseInt(string(t), 10, 64); err != nil || q.TimeoutMS < 0 {
 			return fieldError(obj, "timeout_ms", errors.New("want a non-negative integer"))
 		}
 	}
-	if a := raw["approval"]; a != nil && !jsonx.IsNull(a) {
+	if a := raw["approval"]; a != nil && !wire.IsNull(a) {
 		q.Approval = &Approval{}
 		if err := json.Unmarshal(a, q.Approval); err != nil {
 			return fieldError(obj, "approval", err)
 		}
 	}
-	if sp := raw["sampling"]; sp != nil && !jsonx.IsNull(sp) {
-		if !jsonx.IsObject(sp) {
+	if sp := raw["sampling"]; sp != nil && !wire.IsNull(sp) {
+		if !wire.IsObject(sp) {
 			return fieldError(obj, "sampling", errors.New("want an object"))
 		}
 		q.Sampling = append(json.RawMessage(nil), sp...)

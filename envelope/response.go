@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Response is what a unary call returns and what `toolmesh call` prints:
@@ -111,8 +111,8 @@ func ProblemResponse(id string, p *Problem) Response {
 // appendErrorHead appends {"code":…,"message":…} as encoding/json would
 // write that struct.
 func appendErrorHead(b []byte, code Code, message string) []byte {
-	b = jsonx.AppendString(append(b, `{"code":`...), string(code))
-	return append(jsonx.AppendString(append(b, `,"message":`...), message), '}')
+	b = wire.AppendString(append(b, `{"code":`...), string(code))
+	return append(wire.AppendString(append(b, `,"message":`...), message), '}')
 }
 
 // ResponseFromEvent turns a call's terminal event into its Response.
@@ -135,10 +135,10 @@ func ResponseFromEvent(id string, ev ToolEvent) (Response, error) {
 
 // asObjectValid is asObject for data already known to be valid JSON.
 func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
-	if !jsonx.IsObject(data) {
+	if !wire.IsObject(data) {
 		return wrapResult(data), nil
 	}
-	err := jsonx.ScanRawMembers(data, func(name, _ []byte) error {
+	err := wire.ScanRawMembers(data, func(name, _ []byte) error {
 		if reserved(name) {
 			return ErrReservedMember
 		}
@@ -160,8 +160,8 @@ func asObject(data json.RawMessage) (json.RawMessage, error) {
 	if len(data) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if !jsonx.IsObject(data) {
-		if !jsonx.Valid(data) {
+	if !wire.IsObject(data) {
+		if !wire.Valid(data) {
 			return nil, errors.New("data is not valid JSON in UTF-8")
 		}
 		return wrapResult(data), nil
@@ -191,7 +191,7 @@ type member struct {
 // objectMembers splits a JSON object into its members in document order,
 // rejecting duplicates so flattening can never hide a member.
 func objectMembers(data []byte) ([]member, error) {
-	if err := jsonx.Check(data); err != nil {
+	if err := wire.Check(data); err != nil {
 		return nil, fmt.Errorf("want a JSON object: %w", err)
 	}
 	return scanObjectMembers(data)
@@ -201,7 +201,7 @@ func objectMembers(data []byte) ([]member, error) {
 func scanObjectMembers(data []byte) ([]member, error) {
 	var out []member
 	var seen map[string]bool // only for larger objects; a scan is cheaper below that
-	err := jsonx.ScanMembers(data, func(name string, v []byte) error {
+	err := wire.ScanMembers(data, func(name string, v []byte) error {
 		dup := false
 		if seen != nil {
 			dup = seen[name]

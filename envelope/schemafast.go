@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // The fast path. Validating a call's args with the library costs about
@@ -341,31 +341,31 @@ func lengthLimit(v any, dst *int) bool {
 // valid reports whether doc is certainly a valid instance: a JSON object
 // whose members all pass. false means "ask the library", not "invalid".
 func (fs *fastSchema) valid(doc []byte) bool {
-	i := jsonx.SkipSpace(doc, 0)
+	i := wire.SkipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {
 		return false
 	}
-	i = jsonx.SkipSpace(doc, i+1)
+	i = wire.SkipSpace(doc, i+1)
 	var seen uint64
 	if i < len(doc) && doc[i] == '}' {
-		return fs.required == 0 && jsonx.SkipSpace(doc, i+1) == len(doc)
+		return fs.required == 0 && wire.SkipSpace(doc, i+1) == len(doc)
 	}
 	for {
 		next, ok := fs.member(doc, i, &seen)
 		if !ok {
 			return false
 		}
-		i = jsonx.SkipSpace(doc, next)
+		i = wire.SkipSpace(doc, next)
 		if i >= len(doc) {
 			return false
 		}
 		if doc[i] == '}' {
-			return seen&fs.required == fs.required && jsonx.SkipSpace(doc, i+1) == len(doc)
+			return seen&fs.required == fs.required && wire.SkipSpace(doc, i+1) == len(doc)
 		}
 		if doc[i] != ',' {
 			return false
 		}
-		i = jsonx.SkipSpace(doc, i+1)
+		i = wire.SkipSpace(doc, i+1)
 	}
 }
 
@@ -387,11 +387,11 @@ func (fs *fastSchema) member(doc []byte, i int, seen *uint64) (int, bool) {
 	case fs.closed:
 		return 0, false // an additional property, or required but not declared
 	}
-	i = jsonx.SkipSpace(doc, end)
+	i = wire.SkipSpace(doc, end)
 	if i >= len(doc) || doc[i] != ':' {
 		return 0, false
 	}
-	return checkValue(doc, jsonx.SkipSpace(doc, i+1), check)
+	return checkValue(doc, wire.SkipSpace(doc, i+1), check)
 }
 
 // checkValue checks the value at doc[i] against fv (nil: anything) and
@@ -410,7 +410,7 @@ func checkValue(doc []byte, i int, fv *fastValue) (int, bool) {
 	case c == 't' || c == 'f' || c == 'n':
 		return checkLiteral(doc, i, fv)
 	case c == '{' || c == '[':
-		end := jsonx.ValueEnd(doc, i)
+		end := wire.ValueEnd(doc, i)
 		return end, fv == nil && json.Valid(doc[i:end])
 	}
 	return 0, false

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // MaxToolNameLen is the longest tool name the wire protocol allows.
@@ -231,17 +231,17 @@ func (s ToolSpec) CheckShape() error {
 		var head struct {
 			Type any `json:"type"`
 		}
-		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !jsonx.IsObject(s.InputSchema) {
+		if err := json.Unmarshal(s.InputSchema, &head); err != nil || !wire.IsObject(s.InputSchema) {
 			return fmt.Errorf("tool %q: field input_schema: want a JSON Schema object", s.Name)
 		}
 		if head.Type != "object" {
 			return fmt.Errorf(`tool %q: field input_schema: must be an object schema ("type":"object"), got type %v`, s.Name, head.Type)
 		}
 	}
-	if len(s.OutputSchema) > 0 && !jsonx.IsObject(s.OutputSchema) && !isJSONBool(s.OutputSchema) {
+	if len(s.OutputSchema) > 0 && !wire.IsObject(s.OutputSchema) && !isJSONBool(s.OutputSchema) {
 		return fmt.Errorf("tool %q: field output_schema: want a JSON Schema (an object or a boolean)", s.Name)
 	}
-	if s.MCP != nil && ((len(s.MCP.Definition) > 0 && !jsonx.IsObject(s.MCP.Definition)) || s.MCP.Position < 0) {
+	if s.MCP != nil && ((len(s.MCP.Definition) > 0 && !wire.IsObject(s.MCP.Definition)) || s.MCP.Position < 0) {
 		return fmt.Errorf("tool %q: field mcp: want a definition that is a JSON object (or none) and a position of 0 or more", s.Name)
 	}
 	if s.Binding != nil && s.Binding.CLI != nil {

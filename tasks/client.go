@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Client is the client side of durable tasks: it submits, follows,
@@ -76,7 +76,7 @@ func (c *Client) submit(ctx context.Context, tool string, args any, opts []calle
 
 // submitArgs builds the args of the task service's submit tool.
 func submitArgs(tool string, args any, o caller.Settings, wait bool) (map[string]any, error) {
-	raw, err := jsonx.Args(args)
+	raw, err := wire.Args(args)
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeInvalidInput, "args: %v", err)
 	}

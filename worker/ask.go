@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/jsonx"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -110,7 +109,7 @@ func (e inputTimeoutError) Error() string {
 // ask sends one question (an approval when approval is set) and waits.
 func (c *call) ask(ctx context.Context, q Question, approval *envelope.Approval) (Answer, error) {
 	schema, err := envelope.CompileSchema(q.Schema)
-	if err != nil || !jsonx.IsObject(q.Schema) {
+	if err != nil || !wire.IsObject(q.Schema) {
 		return Answer{}, fmt.Errorf("ask: the question's schema must be a JSON Schema object: %v", err)
 	}
 	if !c.ask1 {
@@ -249,7 +248,7 @@ func answerFault(oq *openQuestion, ctl wire.Control) string {
 		return "unknown action"
 	case ctl.Action != envelope.ActionAccept:
 		return ""
-	case !jsonx.IsObject(ctl.Content):
+	case !wire.IsObject(ctl.Content):
 		return "accept without an object content"
 	case len(oq.schema.Validate(ctl.Content)) > 0:
 		return "content does not match the question's schema"

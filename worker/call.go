@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
-
 	"github.com/toolmesh/toolmesh/internal/telemetry"
 	"github.com/toolmesh/toolmesh/internal/wire"
 
@@ -266,7 +264,7 @@ func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem)
 // prepared is a call ready for its handler: its body and compiled
 // response format, holding an execution slot.
 type prepared struct {
-	body   wire.Call
+	body   callBody
 	format *envelope.Schema
 	// ctx and release, when the tool admits calls itself (Admitter): the
 	// handler's context and the admission's end.
@@ -322,7 +320,7 @@ func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
 
 // admitted waits for the tool's own admission of the call (Admitter),
 // before its start: a refusal is the call's Problem, unrun.
-func (c *call) admitted(ctx context.Context, body wire.Call) (prepared, *envelope.Problem) {
+func (c *call) admitted(ctx context.Context, body callBody) (prepared, *envelope.Problem) {
 	actx, release, err := c.tool.admit.Admit(ctx, c.request(body))
 	if err == nil {
 		return prepared{ctx: actx, release: release}, nil
@@ -381,10 +379,10 @@ const malformedBodyFix = `Send the call body as a JSON object with the tool's ar
 
 // parseBody decodes the call body and checks its args against the input
 // schema, compiling a json_schema response format (nil otherwise).
-func (c *call) parseBody() (wire.Call, *envelope.Schema, *envelope.Problem) {
+func (c *call) parseBody() (callBody, *envelope.Schema, *envelope.Problem) {
 	w, t := c.w, c.tool
 	// ParseCall: one validation pass, args alias the message's own payload.
-	body, err := wire.ParseCall(c.body)
+	body, err := parseCallBody(c.body)
 	if err != nil {
 		// Not the args but the body around them is wrong: the fix says
 		// what a body is, not "see violations" (there are none).
@@ -407,7 +405,7 @@ func (c *call) parseBody() (wire.Call, *envelope.Schema, *envelope.Problem) {
 }
 
 // request is the call as its handler sees it.
-func (c *call) request(body wire.Call) *Request {
+func (c *call) request(body callBody) *Request {
 	t := c.tool
 	c.req = Request{
 		Tool: t.spec.Name, CallID: c.key.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
@@ -433,7 +431,7 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 		if data, err = json.Marshal(res); err != nil {
 			return nil, w.problems.New(envelope.CodeOutputInvalid, "result cannot be encoded as JSON: "+err.Error())
 		}
-	} else if !jsonx.Valid(data) {
+	} else if !wire.Valid(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "result is not valid JSON")
 	}
 	if p := c.checkOutput(data); p != nil {
@@ -444,7 +442,7 @@ func (c *call) checkResult(res any, rf *envelope.ResponseFormat, format *envelop
 			return nil, withBase(envelope.ValidationProblem(envelope.CodeOutputInvalid, "result", v), w.problems)
 		}
 	}
-	if rf != nil && rf.Type == envelope.FormatJSONObject && !jsonx.IsObject(data) {
+	if rf != nil && rf.Type == envelope.FormatJSONObject && !wire.IsObject(data) {
 		return nil, w.problems.New(envelope.CodeOutputInvalid, "response_format json_object: the result is not a JSON object")
 	}
 	return data, nil

@@ -6,14 +6,9 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// catalogueAnswer is a catalogue entry (wire.CatalogEntry) whose tools
-// are the exact bytes SpecsDigest named.
-type catalogueAnswer struct {
-	WorkerID   string          `json:"worker_id"`
-	Tools      json.RawMessage `json:"tools"`
-	IntervalMS int64           `json:"interval_ms,omitempty"`
-	Specs      string          `json:"specs"`
-}
+// catalogueAnswer is a catalogue entry whose tools are the exact bytes
+// SpecsDigest named.
+type catalogueAnswer = wire.CatalogEntry[json.RawMessage]
 
 // catalogue returns the worker's public specs encoded as catalogue answers
 // carry them, and their digest, computed once per change of the tool set

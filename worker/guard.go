@@ -204,7 +204,7 @@ func (w *Worker) confirmSubscriptions(subjects ...string) error {
 	}
 	for _, s := range subjects {
 		if s == denied {
-			return wire.ForbiddenProblem(w.problems, op, denied,
+			return wire.ForbiddenProblem(w.problems.New, op, denied,
 				"this worker cannot take the messages it needs; grant the subject to the worker's NATS user, or host only the tools (and use the --pool) it is permitted")
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // observeRefused tells Config.OnRefused of a call that ended with p
@@ -17,7 +16,7 @@ func (c *call) observeRefused(ctx context.Context, p *envelope.Problem) {
 	}
 	req := &Request{Tool: c.tool.spec.Name, CallID: c.key.id, Identity: c.key.identity,
 		Deadline: c.deadline, Streaming: c.stream && !c.fold, Spec: &c.tool.spec}
-	if body, err := wire.ParseCall(c.body); err == nil {
+	if body, err := parseCallBody(c.body); err == nil {
 		req.Args = body.Args
 	}
 	f(ctx, req, c.redactor().Problem(p.WithRan(envelope.RanNo)))

@@ -60,7 +60,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 		ev, enc, _ = c.encode(envelope.ErrorEvent(c.redactor().Problem(p)))
 	} else {
 		// checkResult made data with json.Marshal or checked it with
-		// jsonx.Valid, so the result is written without a second check.
+		// wire.Valid, so the result is written without a second check.
 		ev, enc, _ = c.checkEncoded(envelope.ResultEvent(data), wire.AppendResultEvent(make([]byte, 0, 32+len(data)), data), nil)
 	}
 	c.mu.Lock()

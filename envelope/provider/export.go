@@ -122,7 +122,7 @@ func (ts *Toolset) exportable(specs []envelope.ToolSpec) []envelope.ToolSpec {
 	var valid []envelope.ToolSpec
 	surface := 0
 	for _, s := range specs {
-		if _, _, ok := wire.SplitMCPSurface(&s); ok {
+		if _, _, ok := wire.SplitMCPSurface(s.Name, s.Tags); ok {
 			surface++
 			continue
 		}

@@ -3,7 +3,7 @@ package provider
 import (
 	"encoding/json"
 
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Gemini 2.5 and later keep a response's keys in the schema's order; the
@@ -34,7 +34,7 @@ func orderSubschemas(k string, v json.RawMessage) json.RawMessage {
 // hold data rather than schemas (enum, const, default, examples) are
 // left as they are.
 func withPropertyOrdering(schema json.RawMessage) json.RawMessage {
-	if !jsonx.IsObject(schema) {
+	if !wire.IsObject(schema) {
 		return schema
 	}
 	var o map[string]json.RawMessage
@@ -54,10 +54,10 @@ func withPropertyOrdering(schema json.RawMessage) json.RawMessage {
 // memberNames lists an object's member names in document order.
 func memberNames(raw json.RawMessage) []string {
 	var names []string
-	if !jsonx.IsObject(raw) {
+	if !wire.IsObject(raw) {
 		return nil
 	}
-	_ = jsonx.ScanMembers(raw, func(name string, _ []byte) error {
+	_ = wire.ScanMembers(raw, func(name string, _ []byte) error {
 		names = append(names, name)
 		return nil
 	})
@@ -68,7 +68,7 @@ func memberNames(raw json.RawMessage) []string {
 // subschemas.
 func orderMembers(raw json.RawMessage) json.RawMessage {
 	var m map[string]json.RawMessage
-	if !jsonx.IsObject(raw) || json.Unmarshal(raw, &m) != nil {
+	if !wire.IsObject(raw) || json.Unmarshal(raw, &m) != nil {
 		return raw
 	}
 	for k, v := range m {

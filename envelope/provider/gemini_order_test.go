@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // gemini-2.0 gets every object's property order spelled out, in the
@@ -36,7 +36,7 @@ func TestPropertyOrdering(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := withPropertyOrdering(json.RawMessage(c.in))
-			if !jsonx.Same(got, []byte(c.want)) {
+			if !wire.Same(got, []byte(c.want)) {
 				t.Errorf("got  %s\nwant %s", got, c.want)
 			}
 			if _, err := envelope.CompileSchema(got); err != nil {

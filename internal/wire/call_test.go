@@ -1,4 +1,4 @@
-package wire
+package wire_test
 
 import (
 	"bytes"
@@ -10,12 +10,22 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
+
+// call is the call body as the worker and the caller use it: page and
+// response format are envelope's types.
+type call = wire.Call[envelope.Page, envelope.ResponseFormat]
+
+// parseCall is wire.ParseCall of such a body.
+func parseCall(data []byte) (call, error) {
+	return wire.ParseCall[envelope.Page, envelope.ResponseFormat](data)
+}
 
 // goldenFile compares got with testdata/name, rewriting it under -update.
 func goldenFile(t *testing.T, name string, got []byte) {
 	t.Helper()
-	testutil.Golden(t, name, got, *update)
+	testutil.Golden(t, name, got, *wire.UpdateGolden)
 }
 
 // TestGoldenCalls pins the call body's wire form (docs/protocol.md) and
@@ -23,13 +33,13 @@ func goldenFile(t *testing.T, name string, got []byte) {
 func TestGoldenCalls(t *testing.T) {
 	cases := []struct {
 		name string
-		call Call
+		call call
 	}{
-		{"call_minimal.json", Call{Args: json.RawMessage(`{"message":"hi"}`)}},
-		{"call_full.json", Call{Args: json.RawMessage(`{"q":"x"}`), DryRun: true, Page: &envelope.Page{All: true},
+		{"call_minimal.json", call{Args: json.RawMessage(`{"message":"hi"}`)}},
+		{"call_full.json", call{Args: json.RawMessage(`{"q":"x"}`), DryRun: true, Page: &envelope.Page{All: true},
 			ResponseFormat: &envelope.ResponseFormat{Type: envelope.FormatJSONSchema, JSONSchema: &envelope.JSONSchemaFormat{
 				Name: "answer", Schema: json.RawMessage(`{"type":"object"}`), Strict: true}}}},
-		{"call_cursor.json", Call{Args: json.RawMessage(`{}`), Page: &envelope.Page{Cursor: "abc"}}},
+		{"call_cursor.json", call{Args: json.RawMessage(`{}`), Page: &envelope.Page{Cursor: "abc"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,7 +48,7 @@ func TestGoldenCalls(t *testing.T) {
 				t.Fatal(err)
 			}
 			goldenFile(t, c.name, b)
-			var back Call
+			var back call
 			if err := json.Unmarshal(b, &back); err != nil {
 				t.Fatalf("decode own output: %v", err)
 			}
@@ -65,8 +75,8 @@ func TestCallRejects(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, decode := range []func([]byte) error{
-				func(b []byte) error { return json.Unmarshal(b, new(Call)) },
-				func(b []byte) error { _, err := ParseCall(b); return err },
+				func(b []byte) error { return json.Unmarshal(b, new(call)) },
+				func(b []byte) error { _, err := parseCall(b); return err },
 			} {
 				err := decode([]byte(c.in))
 				if err == nil {
@@ -83,7 +93,7 @@ func TestCallRejects(t *testing.T) {
 // Escaped member names mean the same strings as plain ones: the
 // allocation-free fast path must not reject or miss them.
 func TestParseCallEscapedNames(t *testing.T) {
-	c, err := ParseCall([]byte(`{"\u0061rgs":{"x":1},"dry_run":true}`))
+	c, err := parseCall([]byte(`{"\u0061rgs":{"x":1},"dry_run":true}`))
 	if err != nil {
 		t.Fatalf("escaped call: %v", err)
 	}
@@ -96,11 +106,11 @@ func TestParseCallEscapedNames(t *testing.T) {
 // reuse its buffer.
 func TestUnmarshalCallCopiesParseAliases(t *testing.T) {
 	buf := []byte(`{"args":{"n":1}}`)
-	var copied Call
+	var copied call
 	if err := copied.UnmarshalJSON(buf); err != nil {
 		t.Fatal(err)
 	}
-	aliased, err := ParseCall(buf)
+	aliased, err := parseCall(buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,9 +137,9 @@ func FuzzCall(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var c Call
+		var c call
 		err := json.Unmarshal(data, &c)
-		if _, perr := ParseCall(data); (perr == nil) != (err == nil) && json.Valid(data) {
+		if _, perr := parseCall(data); (perr == nil) != (err == nil) && json.Valid(data) {
 			t.Fatalf("ParseCall err %v, UnmarshalJSON err %v for %q", perr, err, data)
 		}
 		if err != nil {
@@ -139,7 +149,7 @@ func FuzzCall(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var back Call
+		var back call
 		if err := json.Unmarshal(enc, &back); err != nil {
 			t.Fatalf("own output %s does not decode: %v", enc, err)
 		}

@@ -6,7 +6,7 @@ import "encoding/json"
 // carrying data to b: the bytes envelope.ResultEvent(data).MarshalJSON
 // writes (FuzzAppendResultEvent holds the two together), without checking
 // data again. It is for the worker's terminal result, whose data
-// checkResult made with json.Marshal or checked with jsonx.Valid; data
+// checkResult made with json.Marshal or checked with Valid; data
 // that is not valid JSON in UTF-8 makes an invalid event. Empty data is
 // written as null.
 func AppendResultEvent(b []byte, data json.RawMessage) []byte {

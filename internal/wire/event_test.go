@@ -1,11 +1,11 @@
-package wire
+package wire_test
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/jsonx"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // FuzzAppendResultEvent: for every valid result the worker's unchecked
@@ -15,14 +15,14 @@ func FuzzAppendResultEvent(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) > 0 && !jsonx.Valid(data) {
+		if len(data) > 0 && !wire.Valid(data) {
 			return
 		}
 		want, err := envelope.ResultEvent(json.RawMessage(data)).MarshalJSON()
 		if err != nil {
 			t.Fatalf("envelope refused valid data %q: %v", data, err)
 		}
-		if got := AppendResultEvent(nil, data); string(got) != string(want) {
+		if got := wire.AppendResultEvent(nil, data); string(got) != string(want) {
 			t.Fatalf("data %q:\n got  %s\n want %s", data, got, want)
 		}
 	})

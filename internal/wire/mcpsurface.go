@@ -1,9 +1,8 @@
 package wire
 
 import (
+	"slices"
 	"strings"
-
-	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // MCP surface tools (docs/protocol.md §24): a bridged MCP server's
@@ -37,20 +36,15 @@ const (
 // MCPSurfaceName is the mesh name of namespace's surface op.
 func MCPSurfaceName(namespace, op string) string { return namespace + mcpSurfaceInfix + op }
 
-// SplitMCPSurface returns the namespace and op of a surface tool's spec
-// (name "<namespace>._mcp.<op>" and the MCPSurfaceTag), and false for
-// every other tool.
-func SplitMCPSurface(spec *envelope.ToolSpec) (namespace, op string, ok bool) {
-	i := strings.LastIndex(spec.Name, mcpSurfaceInfix)
-	if i <= 0 || strings.Contains(spec.Name[i+len(mcpSurfaceInfix):], ".") {
+// SplitMCPSurface returns the namespace and op of a surface tool, given
+// its spec's name and tags (name "<namespace>._mcp.<op>" and the
+// MCPSurfaceTag), and false for every other tool.
+func SplitMCPSurface(name string, tags []string) (namespace, op string, ok bool) {
+	i := strings.LastIndex(name, mcpSurfaceInfix)
+	if i <= 0 || strings.Contains(name[i+len(mcpSurfaceInfix):], ".") || !slices.Contains(tags, MCPSurfaceTag) {
 		return "", "", false
 	}
-	for _, t := range spec.Tags {
-		if t == MCPSurfaceTag {
-			return spec.Name[:i], spec.Name[i+len(mcpSurfaceInfix):], true
-		}
-	}
-	return "", "", false
+	return name[:i], name[i+len(mcpSurfaceInfix):], true
 }
 
 // IsMCPSurfaceReserved reports whether an MCP server's tool name would

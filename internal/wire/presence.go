@@ -8,8 +8,6 @@ import (
 	"time"
 
 	segjson "github.com/segmentio/encoding/json"
-
-	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // SpecsDigest names a catalogue's tools array by its content: the hex
@@ -22,17 +20,44 @@ func SpecsDigest(tools []byte) string {
 }
 
 // SpecDigest names one tool spec by its content, as callers see it: the
-// SpecsDigest of its JSON without the binding (which workers keep to
-// themselves). Two specs have one digest exactly when the catalogue
+// SpecsDigest of its JSON without the binding member (which workers keep
+// to themselves). Two specs have one digest exactly when the catalogue
 // counts them as one spec (equal JSON), so the spec a caller was offered
-// and the spec a worker serves are compared by it (MetaSpec).
-func SpecDigest(spec envelope.ToolSpec) string {
-	spec.Binding = nil
+// and the spec a worker serves are compared by it (MetaSpec). spec is an
+// envelope.ToolSpec (or a pointer to one); wire takes it as a value to
+// encode, as it imports no public package of the module.
+func SpecDigest(spec any) string {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return ""
 	}
-	return SpecsDigest(b)
+	return SpecsDigest(withoutMember(b, "binding"))
+}
+
+// withoutMember returns the compact JSON object obj (as json.Marshal
+// writes it) without its top-level member name: the bytes its encoder
+// writes when the member is omitted. obj is returned as it is when it has
+// no such member.
+func withoutMember(obj []byte, name string) []byte {
+	if len(obj) < 2 || obj[0] != '{' {
+		return obj
+	}
+	for i := 1; i < len(obj) && obj[i] == '"'; {
+		start, end := i, StringEnd(obj, i)
+		vend := ValueEnd(obj, end+1) // compact: the colon is at end
+		if key, err := UnquoteBytes(obj[start:end]); err != nil || string(key) != name {
+			i = vend + 1 // past the comma (or the closing brace)
+			continue
+		}
+		if vend < len(obj) && obj[vend] == ',' {
+			return append(obj[:start:start], obj[vend+1:]...) // the comma after it goes too
+		}
+		if start > 1 {
+			start-- // the last member: the comma before it goes too
+		}
+		return append(obj[:start:start], obj[vend:]...)
+	}
+	return obj
 }
 
 // Beacon states.
@@ -61,7 +86,7 @@ type Beacon struct {
 
 // ParseBeacon decodes a beacon (a presence message or a registry value).
 // A caller reads 10,000 of them in every registry pass; segmentio's
-// decoder, already the module's JSON validator (internal/jsonx), takes
+// decoder, already the module's JSON validator (Valid), takes
 // about a third of encoding/json's time for one.
 func ParseBeacon(data []byte) (Beacon, error) {
 	var b Beacon

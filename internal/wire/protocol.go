@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // ProbeToken is the last subject token of a caller's liveness probe:
@@ -50,9 +48,12 @@ func Discovery(verb, service, id string) string {
 
 // CatalogEntry is one worker's answer on the catalog subject: its id and
 // the public specs of the tools it hosts (bindings never leave the worker).
-type CatalogEntry struct {
-	WorkerID string              `json:"worker_id"`
-	Tools    []envelope.ToolSpec `json:"tools"`
+// T is the tools array's Go type: a reader decodes it as
+// []envelope.ToolSpec, and the worker writes it as the json.RawMessage
+// whose bytes Specs names.
+type CatalogEntry[T any] struct {
+	WorkerID string `json:"worker_id"`
+	Tools    T      `json:"tools"`
 	// IntervalMS is the worker's heartbeat (and beacon) interval: a
 	// watcher that meets the worker in a catalogue answer, before any
 	// beacon, knows from it how long a silence means the worker is gone.

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // HeaderRequestInfo is the header nats-server stamps on every message that
@@ -73,9 +71,18 @@ func Violation(err error) (Operation, string, bool) {
 	return OpSubscribe, m[2], true
 }
 
-// ForbiddenProblem is the Problem of a refused publish or subscription.
-func ForbiddenProblem(r envelope.Registry, op Operation, subject, what string) *envelope.Problem {
-	return r.New(envelope.CodeForbidden,
+// CodeForbidden is the Problem code of a refused publish or subscription:
+// envelope.CodeForbidden, which wire does not import (it imports no public
+// package of the module; a test holds the two equal).
+const CodeForbidden = "forbidden"
+
+// ForbiddenProblem is the Problem of a refused publish or subscription,
+// made by newProblem (a Registry's New, so the Problem carries that
+// registry's type base) with CodeForbidden, a detail naming op and subject,
+// and both as the extensions "subject" and "operation". C and P are
+// envelope.Code and *envelope.Problem.
+func ForbiddenProblem[C ~string, P interface{ WithExtension(string, any) P }](newProblem func(C, string) P, op Operation, subject, what string) P {
+	return newProblem(CodeForbidden,
 		fmt.Sprintf("the NATS server does not permit this identity to %s %q: %s", op, subject, what)).
 		WithExtension("subject", subject).WithExtension("operation", string(op))
 }

@@ -432,7 +432,7 @@ func (g *Gateway) remember(view fleetView) {
 		clear(g.known)
 	}
 	for _, ct := range view.tools {
-		if _, _, surface := wire.SplitMCPSurface(&ct.Spec); g.filter.allows(ct.Spec.Name) && !surface {
+		if _, _, surface := wire.SplitMCPSurface(ct.Spec.Name, ct.Spec.Tags); g.filter.allows(ct.Spec.Name) && !surface {
 			g.known[ct.Spec.Name] = ct
 		}
 	}

@@ -23,7 +23,7 @@ type surfaces map[string]map[string]string
 
 // add records a surface tool; false when spec is not one.
 func (s surfaces) add(spec *envelope.ToolSpec) bool {
-	ns, op, ok := wire.SplitMCPSurface(spec)
+	ns, op, ok := wire.SplitMCPSurface(spec.Name, spec.Tags)
 	if !ok {
 		return false
 	}

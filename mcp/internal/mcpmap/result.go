@@ -7,8 +7,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/jsonx"
 	"github.com/toolmesh/toolmesh/internal/redact"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // The extensions of the Problem an MCP server's error result becomes
@@ -135,7 +135,7 @@ func StructuredResult(data json.RawMessage) *mcp.CallToolResult {
 // Structured returns data as an MCP structuredContent object: itself
 // when it is an object, else {"result": data}.
 func Structured(data json.RawMessage) json.RawMessage {
-	if jsonx.IsObject(data) {
+	if wire.IsObject(data) {
 		return data
 	}
 	const open, end = `{"result":`, `}`

@@ -125,7 +125,7 @@ func plan(scenario string, specs map[string]envelope.ToolSpec) []toolCall {
 	}
 	for _, name := range slices.Sorted(maps.Keys(specs)) {
 		spec := specs[name]
-		if _, _, surface := wire.SplitMCPSurface(&spec); !surface {
+		if _, _, surface := wire.SplitMCPSurface(spec.Name, spec.Tags); !surface {
 			out = append(out, toolCall{name: name, args: argsFor(scenario, spec, specs)})
 		}
 	}

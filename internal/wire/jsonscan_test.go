@@ -1,4 +1,4 @@
-package jsonx
+package wire
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package jsonx
+package wire
 
 // smallDoc is the size under which Valid checks a document with
 // validGrammar instead of segmentio's SIMD validator: the vector code

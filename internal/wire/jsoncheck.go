@@ -1,9 +1,4 @@
-// Package jsonx holds the JSON checks every toolmesh package shares (is
-// this one valid UTF-8 document, is it an object, are two documents the
-// same value), the byte scanner the wire decoders split flat objects with
-// (ScanRawMembers), and the allocation-free appenders the encoders write
-// strings and numbers with (AppendString, AppendFloat).
-package jsonx
+package wire
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package jsonx
+package wire
 
 import (
 	"bytes"
@@ -58,6 +58,8 @@ func ScanRawMembers(data []byte, fn func(name, value []byte) error) error {
 	return nil
 }
 
+// SkipSpace returns the index of the first byte at or after b[i] that is
+// not JSON white space (len(b) when there is none).
 func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
@@ -143,6 +145,8 @@ func UnquoteBytes(raw []byte) ([]byte, error) {
 	return []byte(s), nil
 }
 
+// IsNull reports whether a raw value (as the scanner hands it out, with
+// no white space around it) is the literal null.
 func IsNull(raw []byte) bool { return len(raw) == 4 && string(raw) == "null" }
 
 // Check returns nil when data is one valid JSON document, else an error
