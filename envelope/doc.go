@@ -43,5 +43,9 @@
 // them. The call body, subjects, frames and other codecs only the worker
 // and the caller use are internal to this module (internal/wire), and the
 // lowering of specs to model providers' tool formats is package
-// envelope/provider.
+// envelope/provider. The encoders here write with internal/wire's JSON
+// appenders and scanner, the module's one home of the wire encoding; wire
+// imports no public package, so a worker's call path, from the NATS
+// message to the handler and back, uses three packages: worker, envelope
+// and internal/wire.
 package envelope
