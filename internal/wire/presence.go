@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,8 +40,8 @@ func SpecDigest(spec any) string {
 // writes when the member is omitted. obj is returned as it is when it has
 // no such member.
 func withoutMember(obj []byte, name string) []byte {
-	if len(obj) < 2 || obj[0] != '{' {
-		return obj
+	if len(obj) < 2 || obj[0] != '{' || !bytes.Contains(obj, []byte(`"`+name+`"`)) {
+		return obj // the common case: no such member anywhere (one SIMD pass)
 	}
 	for i := 1; i < len(obj) && obj[i] == '"'; {
 		start, end := i, StringEnd(obj, i)
