@@ -3,6 +3,9 @@
 // an error naming the key and the nearest valid one, never a setting
 // silently ignored (a sandbox block one level too deep would otherwise
 // leave a program unconfined).
+//
+// It imports the public envelope package for one type: a tools file's
+// annotations are envelope.Annotations, whose JSON keys it checks.
 package configkeys
 
 import (

@@ -8,6 +8,9 @@
 // only the user name), whatever the Redactor holds: a nil *Redactor does
 // that alone. Redact first, then truncate: truncating redacted text can
 // never bring a fragment back.
+//
+// It imports the public envelope package because what it cleans most is a
+// Problem (its detail, fixes and extensions) on its way to a caller.
 package redact
 
 import (
