@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
@@ -123,8 +124,11 @@ func (cl *durableCluster) sides(ctx context.Context, prefix string, maxInFlight 
 		}
 		cl.conns = append(cl.conns, nc)
 	}
-	// The streams first: startDurable waits until the cluster's JetStream
-	// answers, which the worker's registry needs too.
+	// The streams first, once the cluster's JetStream has a leader: the
+	// worker's registry needs it too.
+	if err := awaitJetStream(ctx, cl.conns[0]); err != nil {
+		return nil, err
+	}
 	d, err := startDurable(ctx, cl.conns[0], cl.conns[1], cl.conns[2], prefix, maxInFlight, 3, env)
 	if err != nil {
 		return nil, err
@@ -143,6 +147,31 @@ func (cl *durableCluster) sides(ctx context.Context, prefix string, maxInFlight 
 	}
 	d.c = cl.c
 	return d, nil
+}
+
+// awaitJetStream waits (a minute at most) until the cluster's JetStream
+// answers: a cluster's servers accept connections before they have
+// elected the leader that answers JetStream's API.
+func awaitJetStream(ctx context.Context, nc *nats.Conn) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(wctx, 2*time.Second)
+		_, err := js.AccountInfo(actx)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("the cluster's JetStream did not answer: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // close stops the cluster's worker, caller and servers and removes their
