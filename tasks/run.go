@@ -414,7 +414,14 @@ func (s *Service) attempt(ctx, actx context.Context, r *attemptRun) envelope.Too
 		// The task's result is what a plain call returns (§22.6).
 		opts = append(opts, caller.Folded())
 	}
-	st, err := s.call.Stream(actx, r.q.Tool, r.q.Args, opts...)
+	// The owner's own caller: the worker counts the attempt against the
+	// owner's share of it (ownerCallers).
+	c, release, err := s.callerFor(r.q.Owner)
+	if err != nil {
+		return envelope.ErrorEvent(asProblem(err))
+	}
+	defer release()
+	st, err := c.Stream(actx, r.q.Tool, r.q.Args, opts...)
 	if err != nil {
 		return envelope.ErrorEvent(asProblem(err))
 	}

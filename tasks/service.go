@@ -158,9 +158,11 @@ type Service struct {
 	objs  jetstream.ObjectStore
 	usage jetstream.Stream // each owner's usage, when quotas are set
 	api   *worker.Worker
-	call  *caller.Caller
-	cons  jetstream.ConsumeContext
-	kill  *nats.Subscription
+	call  *caller.Caller // asks the catalogue; attempts run on owners
+	// owners are the callers that run attempts, one per owner.
+	owners ownerCallers
+	cons   jetstream.ConsumeContext
+	kill   *nats.Subscription
 	// answers carries answers to the questions of attempts running here
 	// (§23.9).
 	answers *nats.Subscription
@@ -217,7 +219,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{nc: nc, cfg: cfg, log: cfg.Logger, js: js, names: namesFor(cfg.Prefix),
-		running: map[string]*attemptRun{}, wake: wakers{waits: map[string]map[chan notice]struct{}{}},
+		running: map[string]*attemptRun{}, owners: ownerCallers{byOwner: map[string]*ownerCaller{}},
+		wake: wakers{waits: map[string]map[chan notice]struct{}{}},
 		fair: fairQueue{owners: map[string]*ownerQueue{}}, open: openTasks{byTool: map[string]map[string]time.Time{}},
 		instance: nats.NewInbox()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -300,13 +303,11 @@ func (s *Service) maxBytes() int64 {
 // the queue consumer.
 func (s *Service) start(ctx context.Context) error {
 	var err error
-	// Workers answer on the service's own inbox under <p>.tasks, which
-	// permissions can grant them (deploy/secure).
-	if s.call, err = caller.New(s.nc, caller.Config{Prefix: s.cfg.Prefix, Heartbeat: s.cfg.Heartbeat,
-		InboxPrefix: s.names.base + ".inbox", KeepCallsAcrossReconnect: true,
-		Retries: caller.NoRetries, Logger: s.log}); err != nil {
+	if s.call, err = caller.New(s.nc, s.callerConfig()); err != nil {
 		return err
 	}
+	s.wg.Add(1)
+	go s.closeIdleCallers()
 	if s.kill, err = s.nc.Subscribe(s.names.base+".kill.*", s.onKill); err != nil {
 		return err
 	}
@@ -340,6 +341,7 @@ func (s *Service) Close(ctx context.Context) {
 			_ = sub.Unsubscribe()
 		}
 	}
+	s.closeCallers(func(*ownerCaller) bool { return true })
 	if s.call != nil {
 		_ = s.call.Close()
 	}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,4 +74,102 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	if _, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]int{"i": 0}); err != nil {
 		t.Fatalf("alice's submit to the tool bob flooded: %v", err)
 	}
+}
+
+// Under deploy/secure: the task service runs each owner's attempts as a
+// sender of its own at the worker, so bob's flood, allowed more running
+// tasks by the service than the worker's per-sender share, fills only
+// his share of the worker: alice's task on the same worker still runs
+// while every one of his waits, and bob has exactly his share started.
+func TestSecureTenantFloodTakesOnlyItsShareOfTheWorker(t *testing.T) {
+	const flood, share = 24, 4
+	m := startSecure(t)
+	tasksNC, _ := m.dial(t, "tasks")
+	startService(t, tasksNC, tasks.Config{MaxRunningPerOwner: flood, MaxRunningPerOwnerTool: flood})
+	var started, ended atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 2 * share, MaxPerIdentity: share}})
+	register(t, w, envelope.ToolSpec{Name: "demo.park"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		started.Add(1)
+		defer ended.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return map[string]bool{"parked": true}, nil
+	})
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	aliceNC, _ := m.dial(t, "alice")
+	bobNC, _ := m.dial(t, "bob")
+	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
+	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
+	ctx := context.Background()
+	for i := range flood {
+		if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
+			t.Fatalf("bob's submit %d: %v", i+1, err)
+		}
+	}
+	waitFor(t, "bob's share of the worker to start", func() bool { return started.Load() == share })
+
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	rec, err := tasks.NewClient(alice).Run(wctx, "demo.echo", map[string]string{"message": "hi"})
+	if err != nil || rec.State != tasks.Succeeded {
+		t.Fatalf("alice's task beside bob's flood on the same worker: %+v, %v", rec, err)
+	}
+	if n := ended.Load(); n != 0 {
+		t.Fatalf("%d of bob's tasks ended; alice's was to run while all of his wait", n)
+	}
+	if n := started.Load(); n != share {
+		t.Fatalf("%d of bob's tasks started on the worker, want his share of %d", n, share)
+	}
+}
+
+// Under deploy/secure: a tenant who makes up caller ids is still one
+// sender to a worker (its server-stamped identity), so its calls take
+// one share of the worker however many callers it spreads them over;
+// the rest are refused overloaded, unrun. Only the worker's own account
+// (the task service) is counted per caller id.
+func TestSecureTenantCallerIDsAreOneSender(t *testing.T) {
+	const callers, each, share = 3, 4, 4
+	m := startSecure(t)
+	var started atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 4 * share, MaxPerIdentity: share}})
+	register(t, w, envelope.ToolSpec{Name: "demo.park"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		started.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return map[string]bool{"parked": true}, nil
+	})
+	bobNC, _ := m.dial(t, "bob")
+	refused := make(chan *envelope.Problem, callers*each)
+	for range callers {
+		c := meshtest.NewCaller(t, bobNC, caller.Config{})
+		for range each {
+			go func() {
+				_, err := c.Call(context.Background(), "demo.park", map[string]int{}, caller.WithRetries(caller.NoRetries))
+				var p *envelope.Problem
+				if errors.As(err, &p) {
+					refused <- p
+				}
+			}()
+		}
+	}
+	for i := range callers*each - share {
+		var p *envelope.Problem
+		select {
+		case p = <-refused:
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of bob's calls were refused, want %d; %d started", i, callers*each-share, started.Load())
+		}
+		if p.Code != envelope.CodeOverloaded || p.Ran() != envelope.RanNo {
+			t.Fatalf("bob's call past his share ended %s (ran %s): %s; want overloaded, unrun", p.Code, p.Ran(), p.Detail)
+		}
+	}
+	waitFor(t, "bob's one share of calls to start", func() bool { return started.Load() == share })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -178,8 +179,11 @@ func runBench(ctx context.Context, cmd *cobra.Command, env *Env, o *benchOptions
 	if err != nil {
 		return err
 	}
+	if srv.embedded && b.durable != nil && (o.rowsRE == nil || o.rowsRE.MatchString(durableRowName+durableR3Suffix)) {
+		b.startDurableR3(ctx, b.prefix, slices.Max(o.levels), env)
+	}
 	report := benchReport{Server: srv.name, Duration: o.duration.String(), Rounds: o.rounds}
-	for _, s := range benchScenarios(o, b.sandboxed, b.durable != nil) {
+	for _, s := range benchScenarios(o, b.sandboxed, b.durable != nil, b.durableR3 != nil) {
 		if o.rowsRE != nil && !o.rowsRE.MatchString(s.name) {
 			continue
 		}
@@ -210,8 +214,11 @@ func runBench(ctx context.Context, cmd *cobra.Command, env *Env, o *benchOptions
 
 // benchHost is the server the bench runs against.
 type benchHost struct {
-	dial     func(string) (*nats.Conn, error)
-	name     string // for the report (no password)
+	dial func(string) (*nats.Conn, error)
+	name string // for the report (no password)
+	// embedded says the bench started the server itself: then it may
+	// start a cluster of its own for the R3 rows.
+	embedded bool
 	url      string // for the memory row's processes
 	shutdown func()
 }
@@ -235,7 +242,7 @@ func benchServer(ctx context.Context, cmd *cobra.Command, env *Env) (benchHost, 
 		}
 		return nc, nil
 	}
-	return benchHost{dial: dial, name: "embedded", url: srv.ClientURL(),
+	return benchHost{dial: dial, name: "embedded", embedded: true, url: srv.ClientURL(),
 		shutdown: func() { _ = srv.Shutdown(context.Background()) }}, nil
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/tasks"
 )
@@ -23,6 +25,8 @@ const bareQueueWhat = "a bare JetStream work queue (publish, pull consumer, ack,
 // each task), a hand-written work queue with the same guarantees, and a
 // bare work queue, doing the same echo.
 type benchDurable struct {
+	// c submits the tasks: the bench's caller, or the cluster's own.
+	c       *caller.Caller
 	svc     *tasks.Service
 	eq      *equivalentQueue
 	js      jetstream.JetStream
@@ -35,11 +39,14 @@ type benchDurable struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{}
 	next    uint64
+	// cluster is the R3 row's own servers, worker and caller (nil on the
+	// bench's server).
+	cluster *durableCluster
 }
 
 // startDurable readies the durable row; a server without JetStream skips
 // it (nil, with the reason).
-func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix string, maxInFlight int, env *Env) (*benchDurable, error) {
+func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix string, maxInFlight, replicas int, env *Env) (*benchDurable, error) {
 	js, err := jetstream.New(svcNC)
 	if err != nil {
 		return nil, err
@@ -56,14 +63,14 @@ func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix str
 	// calls in flight, as the bench's worker's per-identity share is, so
 	// that the row measures the durable calls, not the operator's bounds.
 	if d.svc, err = tasks.New(ctx, svcNC, tasks.Config{Prefix: prefix, Retention: 10 * time.Minute, Logger: env.Log,
-		MaxRunningPerOwner: maxInFlight, MaxRunningPerOwnerTool: maxInFlight}); err != nil {
+		MaxRunningPerOwner: maxInFlight, MaxRunningPerOwnerTool: maxInFlight, Replicas: replicas}); err != nil {
 		return nil, err
 	}
-	if err := d.serveQueue(ctx, wqNC, prefix, d.streams[2]); err != nil {
+	if err := d.serveQueue(ctx, wqNC, prefix, d.streams[2], replicas); err != nil {
 		d.close()
 		return nil, err
 	}
-	if d.eq, err = serveEquivalentQueue(ctx, wqNC, prefix, flat); err != nil {
+	if d.eq, err = serveEquivalentQueue(ctx, wqNC, prefix, flat, replicas); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -78,19 +85,19 @@ func startDurable(ctx context.Context, svcNC, wqNC, pubNC *nats.Conn, prefix str
 // serveQueue makes the hand-written work queue: a work-queue stream, a
 // pull consumer that acks each message and publishes its data to the
 // Reply-To header's subject.
-func (d *benchDurable) serveQueue(ctx context.Context, nc *nats.Conn, prefix, name string) error {
+func (d *benchDurable) serveQueue(ctx context.Context, nc *nats.Conn, prefix, name string, replicas int) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
 	d.wqSub = prefix + ".wq.echo"
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{prefix + ".wq.>"},
-		Retention: jetstream.WorkQueuePolicy})
+		Retention: jetstream.WorkQueuePolicy, Replicas: replicas})
 	if err != nil {
 		return err
 	}
 	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w",
-		AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000})
+		AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000, Replicas: replicas})
 	if err != nil {
 		return err
 	}
@@ -135,9 +142,12 @@ func (d *benchDurable) forget(reply string) {
 }
 
 // rawWorkQueue is one echo through the bare work queue.
-func (b *bencher) rawWorkQueue(ctx context.Context) error {
-	return b.durable.roundTrip(ctx, func(reply string) *nats.Msg {
-		return &nats.Msg{Subject: b.durable.wqSub, Data: b.args, Header: nats.Header{"Reply-To": []string{reply}}}
+func (b *bencher) rawWorkQueue(ctx context.Context) error { return b.durable.bare(ctx, b.args) }
+
+// bare is one echo of args through the bare work queue.
+func (d *benchDurable) bare(ctx context.Context, args []byte) error {
+	return d.roundTrip(ctx, func(reply string) *nats.Msg {
+		return &nats.Msg{Subject: d.wqSub, Data: args, Header: nats.Header{"Reply-To": []string{reply}}}
 	})
 }
 
@@ -160,8 +170,11 @@ func (d *benchDurable) roundTrip(ctx context.Context, msg func(reply string) *na
 
 // durableUnary is one echo as a durable unary task, submitted and waited
 // for in one round trip.
-func (b *bencher) durableUnary(ctx context.Context) error {
-	rec, err := tasks.NewClient(b.c).Run(ctx, "echo", b.args, tasks.Unary())
+func (b *bencher) durableUnary(ctx context.Context) error { return b.durable.unary(ctx, b.args) }
+
+// unary is one echo of args as a durable unary task.
+func (d *benchDurable) unary(ctx context.Context, args []byte) error {
+	rec, err := tasks.NewClient(d.c).Run(ctx, "echo", json.RawMessage(args), tasks.Unary())
 	if err != nil {
 		return err
 	}
@@ -191,8 +204,11 @@ func (d *benchDurable) close() {
 	defer cancel()
 	for _, name := range d.streams {
 		if err := d.js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return
+			break
 		}
+	}
+	if d.cluster != nil {
+		d.cluster.close()
 	}
 }
 
@@ -209,10 +225,11 @@ func (b *bencher) startDurableRow(ctx context.Context, dial func(string) (*nats.
 		b.conns = append(b.conns, nc)
 		ncs = append(ncs, nc)
 	}
-	d, err := startDurable(ctx, ncs[0], ncs[1], ncs[2], prefix, maxInFlight, env)
+	d, err := startDurable(ctx, ncs[0], ncs[1], ncs[2], prefix, maxInFlight, 1, env)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "the durable row is skipped: %v\n", err)
 		return
 	}
+	d.c = b.c
 	b.durable = d
 }

@@ -35,22 +35,22 @@ type equivalentQueue struct {
 
 // serveEquivalentQueue makes the equivalent-guarantee queue's stream,
 // bucket and runners on nc.
-func serveEquivalentQueue(ctx context.Context, nc *nats.Conn, prefix, flat string) (*equivalentQueue, error) {
+func serveEquivalentQueue(ctx context.Context, nc *nats.Conn, prefix, flat string, replicas int) (*equivalentQueue, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
 	q := &equivalentQueue{js: js, nc: nc, subject: prefix + ".eq.echo", stream: "BENCH_EQ_" + flat}
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: q.stream, Subjects: []string{prefix + ".eq.>"},
-		Retention: jetstream.WorkQueuePolicy})
+		Retention: jetstream.WorkQueuePolicy, Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}
-	if q.kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "BENCH_EQS_" + flat, TTL: 10 * time.Minute}); err != nil {
+	if q.kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "BENCH_EQS_" + flat, TTL: 10 * time.Minute, Replicas: replicas}); err != nil {
 		return nil, err
 	}
 	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w",
-		AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000})
+		AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000, Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +94,13 @@ func (q *equivalentQueue) close(ctx context.Context) {
 
 // equivalentQueueCall is one echo through the equivalent-guarantee queue.
 func (b *bencher) equivalentQueueCall(ctx context.Context) error {
-	d := b.durable
+	return b.durable.equivalent(ctx, b.args)
+}
+
+// equivalent is one echo of args through the equivalent-guarantee queue.
+func (d *benchDurable) equivalent(ctx context.Context, args []byte) error {
 	return d.roundTrip(ctx, func(reply string) *nats.Msg {
-		return &nats.Msg{Subject: d.eq.subject, Data: b.args,
+		return &nats.Msg{Subject: d.eq.subject, Data: args,
 			Header: nats.Header{"Reply-To": []string{reply}, "Task-Id": []string{"t" + d.seqOf(reply)}}}
 	})
 }

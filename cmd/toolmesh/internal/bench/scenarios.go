@@ -76,7 +76,7 @@ const (
 )
 
 // benchScenarios is the table of the run's ratio rows, in report order.
-func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
+func benchScenarios(o *benchOptions, sandboxed, durable, durableR3 bool) []benchScenario {
 	var s []benchScenario
 	for _, n := range o.levels {
 		s = append(s, benchScenario{name: "unary", inFlight: n, peers: peersRequestReply,
@@ -113,6 +113,9 @@ func benchScenarios(o *benchOptions, sandboxed, durable bool) []benchScenario {
 	if durable {
 		s = append(s, durableScenarios(o.levels)...)
 	}
+	if durableR3 {
+		s = append(s, durableR3Scenarios(o.levels)...)
+	}
 	s = append(s, gatewayScenarios(o.gatewayLevels, o.coldTools)...)
 	s = append(s, fleetScenarios(o)...)
 	for _, mib := range o.bigLevels {
@@ -148,9 +151,22 @@ func durableScenarios(levels []int) []benchScenario {
 		case n == slices.Max(levels):
 			goals = []benchGoal{{metric: metricThroughput, bound: 0.8}}
 		}
-		s = append(s, benchScenario{name: "durable unary (task)", inFlight: n, peers: peersEquivalentQueue,
+		s = append(s, benchScenario{name: durableRowName, inFlight: n, peers: peersEquivalentQueue,
 			raw: (*bencher).equivalentQueueCall, toolmesh: (*bencher).durableUnary,
 			versus: []versusCall{{peerBareQueue, bareQueueWhat, (*bencher).rawWorkQueue}}, goals: goals})
+	}
+	return s
+}
+
+// durableR3Scenarios are the durable rows on a 3-node cluster, every
+// stream replicated three times on each side: shown beside the
+// single-server rows, with no target of their own.
+func durableR3Scenarios(levels []int) []benchScenario {
+	var s []benchScenario
+	for _, n := range levels {
+		s = append(s, benchScenario{name: durableRowName + durableR3Suffix, inFlight: n, peers: peersEquivalentQueue,
+			raw: (*bencher).equivalentQueueCallR3, toolmesh: (*bencher).durableUnaryR3,
+			versus: []versusCall{{peerBareQueue, bareQueueWhat, (*bencher).rawWorkQueueR3}}})
 	}
 	return s
 }

@@ -51,6 +51,9 @@ type bencher struct {
 	peers *benchPeers
 	// durable is the durable row's sides; nil without JetStream.
 	durable *benchDurable
+	// durableR3 is the R3 durable rows' sides on a cluster of their own;
+	// nil unless the bench runs on its embedded server.
+	durableR3 *benchDurable
 	// blobs are the large results by size in MiB.
 	blobs map[int]json.RawMessage
 	// gw holds the gateway rows' MCP sessions and processes.
@@ -252,8 +255,10 @@ func (b *bencher) close() {
 	if b.peers != nil {
 		b.peers.close()
 	}
-	if b.durable != nil {
-		b.durable.close()
+	for _, d := range []*benchDurable{b.durable, b.durableR3} {
+		if d != nil {
+			d.close()
+		}
 	}
 	if b.gw != nil {
 		b.gw.close()
