@@ -49,6 +49,9 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, meshTool s
 	if kind.spec != nil {
 		opts = append(opts, kind.spec) // runs only where the served spec is
 	}
+	if kind.retrySafe {
+		opts = append(opts, caller.Idempotent())
+	}
 	if kind.serverArgs {
 		// A bridged server's tool: its args are the server's to judge, as
 		// they would be directly.

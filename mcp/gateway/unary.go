@@ -34,12 +34,24 @@ type relayKind struct {
 	// serverArgs: a bridged MCP server's tool (spec mcp), whose args the
 	// gateway leaves to the server (caller.WithServerArgs).
 	serverArgs bool
+	// retrySafe: the spec declares the tool idempotent or read-only, so
+	// its calls go as caller.Idempotent ones (see relayOf).
+	retrySafe bool
 }
 
-// relayOf is how the gateway calls the tool spec describes.
+// relayOf is how the gateway calls the tool spec describes. A tool whose
+// own spec declares it idempotent or read-only is called as the Go
+// caller calls a tool declared so (caller.Idempotent): its worker may
+// start it without first waiting for the server to confirm the heartbeat
+// naming it (docs/protocol.md §8.2, "Confirmation where it buys
+// something"), a call lost before any worker named it says ran "maybe",
+// and transient failures are retried, all safe for such a tool. A bridged
+// MCP server's tool is left out: its annotations are the server's hints,
+// which MCP says not to rely on.
 func relayOf(s envelope.ToolSpec) relayKind {
 	return relayKind{mcpResult: s.MCPResult, unaryFits: !s.Streaming && !s.MCPResult,
-		digest: wire.SpecDigest(s), spec: caller.WithSpec(s), serverArgs: s.MCP != nil}
+		digest: wire.SpecDigest(s), spec: caller.WithSpec(s), serverArgs: s.MCP != nil,
+		retrySafe: s.MCP == nil && (s.Annotations.IsIdempotent() || s.Annotations.IsReadOnly())}
 }
 
 // logSessions are the MCP sessions that asked for log messages
