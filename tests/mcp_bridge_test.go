@@ -325,8 +325,7 @@ func farViaGateway(t *testing.T) *mcpClient {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	bridgeOn(t, srv, bridge.Entry{Namespace: "far", Server: bridge.ServerConfig{Command: mcpServerBin(t)}})
 	g := startGateway(t, &mcpMesh{srv: srv})
-	ct := serveInMemory(t, g.Server())
-	return connectMCP(t, ct, "")
+	return connectInProcess(t, g, "")
 }
 
 // TestMCPBothWays chains the two directions: a go-sdk client calls, through
@@ -379,13 +378,7 @@ func TestMCPBothWays(t *testing.T) {
 // server, with no mesh between, closed when t ends.
 func directSession(t *testing.T) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
-	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = direct.Close() })
-	return direct
+	return clientSession(t, &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil, "")
 }
 
 // TestMCPContentRoundTrip calls the same tools of an MCP server directly

@@ -56,13 +56,7 @@ func TestMCPGatewayElicitation(t *testing.T) {
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true, "reason": "via mcp"}}, nil
 				}
 			}
-			client := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "0"}, opts)
-			ct := serveInMemory(t, g.Server())
-			cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cs.Close() })
+			cs := inMemorySession(t, g.Server(), opts, c.version)
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "rm", Arguments: map[string]string{"path": "/srv"}})
 			if err != nil {
 				t.Fatal(err)

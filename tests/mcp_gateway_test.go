@@ -128,9 +128,9 @@ type mcpClient struct {
 	listChanged chan struct{}
 }
 
-func newMCPClient() (*mcpClient, *mcp.Client) {
+func newMCPClient() (*mcpClient, *mcp.ClientOptions) {
 	mc := &mcpClient{listChanged: make(chan struct{}, 16)}
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolmesh-test", Version: "0"}, &mcp.ClientOptions{
+	return mc, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			mc.mu.Lock()
 			mc.progress = append(mc.progress, r.Params)
@@ -142,8 +142,7 @@ func newMCPClient() (*mcpClient, *mcp.Client) {
 			default:
 			}
 		},
-	})
-	return mc, client
+	}
 }
 
 // connectInProcess connects a go-sdk client to g over in-memory transports.
@@ -151,6 +150,27 @@ func connectInProcess(t *testing.T, g *gateway.Gateway, version string) *mcpClie
 	t.Helper()
 	ct := serveInMemory(t, g.Server())
 	return connectMCP(t, ct, version)
+}
+
+// inMemorySession serves s over in-memory transports and connects a go-sdk
+// client with opts to it at protocol version ("" for the SDK's latest);
+// both sessions close when tb ends.
+func inMemorySession(tb testing.TB, s *mcp.Server, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	tb.Helper()
+	return clientSession(tb, serveInMemory(tb, s), opts, version)
+}
+
+// clientSession connects a go-sdk client with opts over transport at
+// protocol version ("" for the SDK's latest), closed when tb ends.
+func clientSession(tb testing.TB, transport mcp.Transport, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	tb.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "toolmesh-test", Version: "0"}, opts).
+		Connect(context.Background(), transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
 
 // serveInMemory serves s over in-memory transports, its session closed
@@ -170,13 +190,8 @@ func serveInMemory(tb testing.TB, s *mcp.Server) mcp.Transport {
 // for the SDK's latest, 2026-07-28).
 func connectMCP(t *testing.T, transport mcp.Transport, version string) *mcpClient {
 	t.Helper()
-	mc, client := newMCPClient()
-	cs, err := client.Connect(context.Background(), transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	mc.cs = cs
+	mc, opts := newMCPClient()
+	mc.cs = clientSession(t, transport, opts, version)
 	return mc
 }
 
@@ -701,8 +716,7 @@ func TestMCPGatewayNamespace(t *testing.T) {
 	if got := g.Tools(); !slices.Equal(got, []string{"delete"}) {
 		t.Fatalf("served under namespace secret: %v, want [delete]", got)
 	}
-	ct := serveInMemory(t, g.Server())
-	mc := connectMCP(t, ct, "")
+	mc := connectInProcess(t, g, "")
 	res, err := mc.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete", Arguments: map[string]any{}})
 	if got, _ := json.Marshal(res.StructuredContent); err != nil || res.IsError || string(got) != `{"deleted":true}` {
 		t.Fatalf("delete (secret.delete) = %s %v", got, err)

@@ -37,14 +37,7 @@ func statelessGateway(t *testing.T) *gateway.Gateway {
 // connect2026 connects a go-sdk client with opts to g at 2026-07-28.
 func connect2026(t *testing.T, g *gateway.Gateway, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ct := serveInMemory(t, g.Server())
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rounds-test", Version: "0"}, opts).
-		Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return inMemorySession(t, g.Server(), opts, "2026-07-28")
 }
 
 // TestMCPRoundsThroughMesh: a 2026-07-28 server's two input_required

@@ -112,14 +112,7 @@ func gatewayClient(t testing.TB, srv *embedded.Server, ns string, opts *mcp.Clie
 	})
 	g := runGateway(t, gateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
 		CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
-	ct := serveInMemory(t, g.Server())
-	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "0"}, opts)
-	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return inMemorySession(t, g.Server(), opts, "2025-11-25")
 }
 
 // TestMCPSurfaceAcrossNamespaces: two bridged servers' resources, prompts

@@ -27,14 +27,7 @@ import (
 func tenantGateway(t *testing.T, c *caller.Caller) *mcp.ClientSession {
 	t.Helper()
 	g := runGateway(t, gateway.Config{Caller: c, Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
-	ct := serveInMemory(t, g.Server())
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "tenant", Version: "0"}, nil).
-		Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return inMemorySession(t, g.Server(), nil, "2025-11-25")
 }
 
 // Under deploy/secure as shipped, `toolmesh worker --pool fs` bridges an

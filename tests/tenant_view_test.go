@@ -152,8 +152,7 @@ func gatewayTools(t *testing.T, c *caller.Caller, want string) []string {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ct := serveInMemory(t, g.Server())
-	mc := connectMCP(t, ct, "")
+	mc := connectInProcess(t, g, "")
 	var names []string
 	waitFor(t, "the gateway to list "+want, func() bool {
 		if err := g.Sync(ctx); err != nil {
