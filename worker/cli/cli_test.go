@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -413,19 +412,6 @@ func TestOutputCap(t *testing.T) {
 	wantProblem(t, err, envelope.CodePayloadTooLarge)
 }
 
-// pidAlive reports whether pid is a live (non-zombie) process.
-func pidAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
-}
-
 // runUntilPid starts h, waits until the program wrote its grandchild's pid
 // into pidfile, cancels, and returns that pid.
 func runAndCancel(t *testing.T, h *Handler, pidfile string) (int, error) {
@@ -459,7 +445,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 	}
 	// Signals are delivered asynchronously: wait for the death, which a
 	// survivor (sleep 1000) would never reach.
-	waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
+	waitFor(t, "the grandchild to die", func() bool { return !testutil.ProcAlive(pid) })
 }
 
 func TestIgnoredSigtermGetsSigkill(t *testing.T) {
@@ -470,7 +456,7 @@ func TestIgnoredSigtermGetsSigkill(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("handler returned %v", err)
 	}
-	waitFor(t, "the process ignoring SIGTERM to die", func() bool { return !pidAlive(pid) })
+	waitFor(t, "the process ignoring SIGTERM to die", func() bool { return !testutil.ProcAlive(pid) })
 }
 
 // A grandchild left behind by a program that exits normally is swept too,
@@ -487,7 +473,7 @@ func TestGrandchildSweptOnNormalExit(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("no grandchild pid")
 	}
-	waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
+	waitFor(t, "the grandchild to die", func() bool { return !testutil.ProcAlive(pid) })
 }
 
 // Runs beyond max_concurrent wait for a slot; one whose budget ends while
