@@ -1,18 +1,12 @@
 package tests
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
@@ -138,16 +132,7 @@ func clientScenario(t *testing.T, dir, client, name string, args ...string) stri
 // and args, and returns its output.
 func conformanceClient(t *testing.T, dir, client string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "conformance"),
-		append([]string{"client", "--command", client}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "node_modules", ".bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	_ = cmd.Run() // it exits 1 when a scenario fails; its output says which
-	return out.String()
+	return runSuite(t, dir, append([]string{"client", "--command", client}, args...)...)
 }
 
 // clientVerdict is "pass" (checks passed, none failed or warned), or what
@@ -165,19 +150,10 @@ func clientVerdict(passed, failed, warnings string) string {
 // clientTable is the per-scenario result, one row each, with the reason
 // of each scenario beyond lists.
 func clientTable(got, beyond map[string]string) string {
-	var names []string
-	for n := range got {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString("| scenario | result |\n|---|---|\n")
-	for _, n := range names {
-		res := got[n]
+	return scenarioTable(got, []string{"result"}, func(n string) []string {
 		if why, ok := beyond[n]; ok {
-			res += " (" + why + ")"
+			return []string{got[n] + " (" + why + ")"}
 		}
-		fmt.Fprintf(&b, "| %s | %s |\n", n, res)
-	}
-	return b.String()
+		return []string{got[n]}
+	})
 }
