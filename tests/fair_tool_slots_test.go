@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,14 +101,18 @@ type secureStock struct {
 
 func startSecureStock(t *testing.T) *secureStock {
 	t.Helper()
-	m := &secureStock{passwords: map[string]string{}}
-	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
-		m.passwords[user] = configPassword(t)
-		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
-	}
-	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())
-	m.url = startStockServer(t, "-c", "../deploy/secure/nats-server.conf").url
+	m, _ := startSecureStockWith(t)
 	return m
+}
+
+// startSecureStockWith starts deploy/secure on the stock server with
+// extra arguments, and returns it and its process.
+func startSecureStockWith(t *testing.T, extra ...string) (*secureStock, *stockServer) {
+	t.Helper()
+	m := &secureStock{passwords: secureEnv(t)}
+	s := startStockServer(t, append([]string{"-c", "../deploy/secure/nats-server.conf"}, extra...)...)
+	m.url = s.url
+	return m, s
 }
 
 // dial connects as user.

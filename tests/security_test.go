@@ -42,15 +42,23 @@ type secureMesh struct {
 
 func startSecure(t *testing.T) *secureMesh {
 	t.Helper()
-	m := &secureMesh{passwords: map[string]string{}}
+	m := &secureMesh{passwords: secureEnv(t)}
+	m.srv = testutil.StartServerFromConfig(t, "../deploy/secure/nats-server.conf")
+	return m
+}
+
+// secureEnv sets what deploy/secure/nats-server.conf reads from the
+// environment for t: a new password for each of its users (returned,
+// user → password) and the task store's directory.
+func secureEnv(t *testing.T) map[string]string {
+	t.Helper()
+	passwords := map[string]string{}
 	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
-		m.passwords[user] = configPassword(t)
-		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
+		passwords[user] = configPassword(t)
+		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", passwords[user])
 	}
 	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())
-	srv := testutil.StartServerFromConfig(t, "../deploy/secure/nats-server.conf")
-	m.srv = srv
-	return m
+	return passwords
 }
 
 // asyncErrs collects a connection's asynchronous errors (permissions

@@ -127,14 +127,7 @@ var monitorURL = regexp.MustCompile(`"http://[^"]+"`)
 
 func startSecureStockMonitored(t *testing.T) *monitoredSecureStock {
 	t.Helper()
-	m := &secureStock{passwords: map[string]string{}}
-	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
-		m.passwords[user] = configPassword(t)
-		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
-	}
-	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())
-	s := startStockServer(t, "-c", "../deploy/secure/nats-server.conf", "-m", "-1")
-	m.url = s.url
+	m, s := startSecureStockWith(t, "-m", "-1")
 	var mon string
 	waitFor(t, "the monitoring port in the ports file", func() bool {
 		for _, f := range s.portsFiles() {
