@@ -99,10 +99,7 @@ func TestAskAnswerReachesHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 		var types []envelope.EventType
-		for ev, err := range s.Events() {
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachEvent(t, s, func(ev envelope.ToolEvent) {
 			types = append(types, ev.Type)
 			if q, ok := caller.QuestionOf(ev); ok {
 				if err := s.Answer(q.ID, caller.Answer{Action: envelope.ActionAccept, Content: json.RawMessage(`{"confirm":"yes"}`)}); err == nil {
@@ -116,7 +113,7 @@ func TestAskAnswerReachesHandler(t *testing.T) {
 			if ev.Type == envelope.EventResult && string(ev.Data) != `{"deleted":true,"outcome":"answered"}` {
 				t.Errorf("result %s", ev.Data)
 			}
-		}
+		})
 		want := []envelope.EventType{envelope.EventStart, envelope.EventQuestion, envelope.EventAnswered, envelope.EventResult}
 		if !equalTypes(types, want) {
 			t.Errorf("events %v, want %v", types, want)
@@ -277,9 +274,8 @@ func TestSecureForgedAnswerIsRefused(t *testing.T) {
 		runs.Add(1)
 		return map[string]bool{"deleted": true}, nil
 	})
-	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	bob := meshtest.NewCaller(t, bnc, caller.Config{})
 	ctx := context.Background()
 

@@ -192,6 +192,26 @@ func TestWatchSeesKilledWorkerGo(t *testing.T) {
 	}
 }
 
+// watchChanges follows c's catalogue Watch until ctx ends or the watch
+// fails, handing each change to the returned channel, closed then.
+func watchChanges(ctx context.Context, c *caller.Caller) <-chan catalog.Change {
+	changes := make(chan catalog.Change, 16)
+	go func() {
+		defer close(changes)
+		for ch, err := range c.Catalog().Watch(ctx) {
+			if err != nil {
+				return
+			}
+			select {
+			case changes <- ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return changes
+}
+
 // Beacons naming workers that never answer (a hostile publisher) neither
 // stall Watch nor enter the view: a real worker joining after a flood of
 // them is still reported.
@@ -241,20 +261,7 @@ func TestWatchJudgesAWorkerByItsOwnInterval(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes := make(chan catalog.Change, 16)
-	go func() {
-		defer close(changes)
-		for ch, err := range c.Catalog().Watch(ctx) {
-			if err != nil {
-				return
-			}
-			select {
-			case changes <- ch:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	changes := watchChanges(ctx, c)
 	if ch := <-changes; ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != "slow.tool" {
 		t.Fatalf("first change %+v", ch)
 	}

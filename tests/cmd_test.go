@@ -163,11 +163,7 @@ func TestCommandDevCallAndStream(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	var types []string
 	next := 1
-	for _, l := range lines {
-		var ev envelope.ToolEvent
-		if err := json.Unmarshal([]byte(l), &ev); err != nil {
-			t.Fatalf("line %q: %v", l, err)
-		}
+	for _, ev := range ndjson[envelope.ToolEvent](t, r.stdout) {
 		types = append(types, string(ev.Type))
 		if ev.Type == envelope.EventDelta {
 			if string(ev.Data) != fmt.Sprintf(`{"i":%d}`, next) {

@@ -67,14 +67,7 @@ func TestDurableAttachAfterSubmitterKill9(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("tasks watch exited %d: %s", r.code, r.stderr)
 	}
-	var evs []tasks.Event
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var ev tasks.Event
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		evs = append(evs, ev)
-	}
+	evs := ndjson[tasks.Event](t, r.stdout)
 	wantNumbered(t, evs)
 	if len(evs) != 52 { // start, 50 deltas, result
 		t.Fatalf("%d events, want 52", len(evs))

@@ -18,7 +18,6 @@ import (
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -73,8 +72,7 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 		t.Fatalf("bob holds %d calls running on the worker, want his share of %d", got, share)
 	}
 
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	for i := range 20 {
 		if _, err := alice.Call(context.Background(), "demo.echo", map[string]string{"message": "hi"}, caller.WithRetries(caller.NoRetries)); err != nil {
 			t.Fatalf("alice's call %d after bob's burst: %v", i, err)
@@ -111,8 +109,7 @@ func TestSecureControlFloodLeavesWorkerMemoryBounded(t *testing.T) {
 	if err := bob.FlushTimeout(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	if _, err := alice.Call(context.Background(), "demo.ok", nil); err != nil {
 		t.Fatalf("alice's call after bob's control flood: %v", err)
 	}
@@ -188,8 +185,7 @@ func TestSecurePoolCannotAdvertiseOutsideItsNamespace(t *testing.T) {
 	if err := hostile.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	cat, err := alice.Catalog().List(context.Background(), time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -169,10 +169,7 @@ func checkBridgeProgress(t *testing.T, c *caller.Caller) {
 	}
 	var pcts []float64
 	var result string
-	for ev, err := range st.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEvent(t, st, func(ev envelope.ToolEvent) {
 		switch ev.Type {
 		case envelope.EventProgress:
 			pcts = append(pcts, *ev.Pct)
@@ -181,7 +178,7 @@ func checkBridgeProgress(t *testing.T, c *caller.Caller) {
 		case envelope.EventError:
 			t.Fatal(ev.Problem())
 		}
-	}
+	})
 	if result != `{"count":3}` {
 		t.Fatalf("result = %s", result)
 	}

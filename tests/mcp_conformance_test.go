@@ -351,14 +351,11 @@ func TestMCPBridgeProgressBeforeResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		var pcts []float64
-		for ev, err := range st.Events() {
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachEvent(t, st, func(ev envelope.ToolEvent) {
 			if ev.Type == envelope.EventProgress {
 				pcts = append(pcts, *ev.Pct)
 			}
-		}
+		})
 		if !slices.Equal(pcts, []float64{0, 50, 100}) {
 			t.Fatalf("progress before the result = %v, want [0 50 100]", pcts)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,8 +20,7 @@ func askingGateway(t *testing.T) *gateway.Gateway {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{})
 	askingTool(t, meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{}))
-	return runGateway(t, gateway.Config{Caller: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{}),
-		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	return runGateway(t, gateway.Config{Caller: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})})
 }
 
 // TestMCPGatewayElicitation: a go-sdk client that declares elicitation

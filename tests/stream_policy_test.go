@@ -117,12 +117,9 @@ func TestStreamAndDispatchTakeMiddlewareAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	var types []envelope.EventType
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatalf("stream: %v", err)
-		}
+	eachEvent(t, s, func(ev envelope.ToolEvent) {
 		types = append(types, ev.Type)
-	}
+	})
 	if runs.Load() != 3 || seen.Load() != 1 || streaming.Load() != 1 {
 		t.Fatalf("Stream: handler ran %d times (want 3), middleware saw %d calls (%d streaming), want 1", runs.Load(), seen.Load(), streaming.Load())
 	}
