@@ -368,10 +368,7 @@ func TestMCPBridgeProgressBeforeResult(t *testing.T) {
 // alone, so the client's exit status counts. The sep-2640-* extension
 // scenarios test a client that fetches a server's skills, which the
 // bridge does not do: they do not apply.
-var bridgeClientScenarios = []struct {
-	name      string
-	revisions []string
-}{
+var bridgeClientScenarios = []clientScenarioSpec{
 	{"initialize", []string{"2025-11-25"}},
 	{"tools_call", []string{"2025-11-25", "2026-07-28"}},
 	{"elicitation-sep1034-client-defaults", []string{"2025-11-25"}},
@@ -400,17 +397,7 @@ var clientResult = regexp.MustCompile(`Passed: (\d+)/(\d+), (\d+) failed, (\d+) 
 // failed or warned and the client exited 0 — except those
 // beyondTheBridge lists, which must still fail.
 func TestMCPInteropBridgeClient(t *testing.T) {
-	dir := npmDir(t, npmNode22, npmConformance)
-	client, err := testutil.BuildBinary("./testdata/mcpbridgeclient", "mcpbridgeclient")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, sc := range bridgeClientScenarios {
-		for _, rev := range sc.revisions {
-			got[sc.name+" at "+rev] = clientScenario(t, dir, client, sc.name, "--spec-version", rev)
-		}
-	}
+	got := runClientScenarios(t, "./testdata/mcpbridgeclient", bridgeClientScenarios)
 	t.Logf("conformance %s, client scenarios against the bridge:\n%s", npmConformance, clientTable(got, beyondTheBridge))
 	checkClientScenarios(t, "client scenarios do not pass against the bridge", got, beyondTheBridge, "beyondTheBridge")
 }
