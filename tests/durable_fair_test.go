@@ -19,8 +19,7 @@ import (
 func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	const flood, perOwner = 300, 4
 	m := startSecure(t)
-	tasksNC, _ := m.dial(t, "tasks")
-	startService(t, tasksNC, tasks.Config{MaxQueuedPerTool: flood,
+	m.taskService(t, tasks.Config{MaxQueuedPerTool: flood,
 		MaxRunningPerOwner: perOwner, MaxRunningPerOwnerTool: perOwner})
 	var started, ended atomic.Int64
 	release := make(chan struct{})

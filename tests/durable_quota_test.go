@@ -16,8 +16,7 @@ import (
 // tenant's quota is its own and its submits go on being accepted.
 func TestSecureTaskQuotaIsPerOwner(t *testing.T) {
 	m := startSecure(t)
-	tasksNC, _ := m.dial(t, "tasks")
-	startService(t, tasksNC, tasks.Config{MaxTasksPerOwner: 3, MaxBytesPerOwner: 8000})
+	m.taskService(t, tasks.Config{MaxTasksPerOwner: 3, MaxBytesPerOwner: 8000})
 	alice := m.caller(t, "alice")
 	bob := m.caller(t, "bob")
 	ctx := context.Background()

@@ -25,6 +25,31 @@ import (
 // caller= (unleased), sent at once.
 const bobBurst = 5300
 
+// burst publishes bobBurst unleased calls of tool on nc at once, call i
+// with body(i), each with a reply subject of its own, and hands every
+// event answered to onEvent (in the subscription's goroutine).
+func burst(t *testing.T, nc *nats.Conn, tool string, body func(i int) string, onEvent func(envelope.ToolEvent)) {
+	t.Helper()
+	inbox := nats.NewInbox()
+	sub, err := nc.Subscribe(inbox+".*", func(msg *nats.Msg) {
+		if ev, err := envelope.ParseEvent(msg.Data); err == nil && len(msg.Data) > 0 {
+			onEvent(ev)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+	for i := range bobBurst {
+		if err := nc.PublishRequest("toolmesh.call."+tool, inbox+"."+strconv.Itoa(i), []byte(body(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// noArgs is a burst's body of a call without arguments.
+func noArgs(int) string { return `{"args":{}}` }
+
 // Under deploy/secure verbatim: bob's burst of unleased calls to
 // a slow tool takes only his share of the shared worker (MaxPerIdentity);
 // the rest are refused overloaded, unrun; he disconnects, and alice is
@@ -47,22 +72,11 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 
 	bob, _ := m.dial(t, "bob")
 	refused := make(chan struct{}, bobBurst)
-	inbox := nats.NewInbox()
-	sub, err := bob.Subscribe(inbox+".*", func(msg *nats.Msg) {
-		if ev, err := envelope.ParseEvent(msg.Data); err == nil && ev.Problem() != nil &&
-			ev.Problem().Code == envelope.CodeOverloaded && ev.Problem().Ran() == envelope.RanNo {
+	burst(t, bob, "demo.slow", noArgs, func(ev envelope.ToolEvent) {
+		if p := ev.Problem(); p != nil && p.Code == envelope.CodeOverloaded && p.Ran() == envelope.RanNo {
 			refused <- struct{}{}
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = sub.SetPendingLimits(-1, -1)
-	for i := range bobBurst {
-		if err := bob.PublishRequest("toolmesh.call.demo.slow", inbox+"."+strconv.Itoa(i), []byte(`{"args":{}}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	share := 1024 / 2 // worker.Config.Limits.MaxPerIdentity's default: half of MaxConcurrent's
 	for range bobBurst - share {
 		<-refused
