@@ -32,7 +32,7 @@ type durableMesh struct {
 
 // startDurable starts a JetStream server, a task service configured by
 // cfg and a caller; workers are the test's to start.
-func startDurable(t *testing.T, cfg tasks.Config) *durableMesh {
+func startDurable(t testing.TB, cfg tasks.Config) *durableMesh {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{StoreDir: t.TempDir()})
 	return &durableMesh{srv: srv, svc: startService(t, meshtest.Connect(t, srv), cfg),
@@ -40,7 +40,7 @@ func startDurable(t *testing.T, cfg tasks.Config) *durableMesh {
 }
 
 // startService starts a task service on nc, closed when t ends.
-func startService(t *testing.T, nc *nats.Conn, cfg tasks.Config) *tasks.Service {
+func startService(t testing.TB, nc *nats.Conn, cfg tasks.Config) *tasks.Service {
 	t.Helper()
 	svc, err := tasks.New(context.Background(), nc, cfg)
 	if err != nil {
