@@ -140,10 +140,7 @@ func TestAskWithoutAnswerer(t *testing.T) {
 	m := meshtest.New(t)
 	askingTool(t, m.Worker)
 	_, err := m.Caller.Call(context.Background(), "rm", deleteIn{Path: "/x"})
-	var p *envelope.Problem
-	if !errors.As(err, &p) || p.Code != envelope.CodeInputRequired {
-		t.Fatalf("err %v, want input_required", err)
-	}
+	p := wantCode(t, err, envelope.CodeInputRequired)
 	q, _ := p.Extensions["question"].(map[string]any)
 	if q["message"] != "Delete /x?" || q["schema"] == nil {
 		t.Errorf("the Problem does not say what was asked: %v", p.Extensions)
@@ -172,10 +169,7 @@ func TestAskDeadline(t *testing.T) {
 		return caller.Answer{}, ctx.Err()
 	}
 	_, err = m.Caller.Call(context.Background(), "ask", nil, caller.OnQuestion(never))
-	var p *envelope.Problem
-	if !errors.As(err, &p) || p.Code != envelope.CodeInputTimeout {
-		t.Fatalf("err %v, want input_timeout", err)
-	}
+	wantCode(t, err, envelope.CodeInputTimeout)
 	<-seen
 	if cause := <-handlerDone; cause == nil {
 		t.Error("the handler's context did not end")

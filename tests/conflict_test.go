@@ -274,8 +274,8 @@ func checkUnknownSpecCall(ctx context.Context, t *testing.T, m *conflictMesh, c 
 	nobodys.Description = "a spec no worker gives"
 	before := m.runs[0].Load() + m.runs[1].Load() + m.runs[2].Load()
 	_, err := c.Call(ctx, "docs.search", map[string]any{"q": "x"}, caller.WithSpec(nobodys))
-	var p *envelope.Problem
-	if !errors.As(err, &p) || p.Code != envelope.CodeToolConflict || p.Ran() != envelope.RanNo {
+	p := wantCode(t, err, envelope.CodeToolConflict)
+	if p.Ran() != envelope.RanNo {
 		t.Fatalf("a call validated against a spec no worker gives ended %v: want tool_conflict, ran no", err)
 	}
 	if after := m.runs[0].Load() + m.runs[1].Load() + m.runs[2].Load(); after != before {

@@ -209,10 +209,7 @@ func TestStreamAs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, err := range s.Deltas() {
-		var p *envelope.Problem
-		if !errors.As(err, &p) || p.Code != envelope.CodeOutputInvalid {
-			t.Fatalf("a delta that does not fit string: %v", err)
-		}
+		wantCode(t, err, envelope.CodeOutputInvalid)
 	}
 	if _, err := s.Result(); err == nil || envelope.AsProblem(err, envelope.CodeInternal).Code != envelope.CodeOutputInvalid {
 		t.Fatalf("Result after a bad delta: %v", err)
