@@ -8,19 +8,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
-	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
-	"github.com/toolmesh/toolmesh/worker"
 )
 
 // askingGateway is a mesh hosting askingTool's "rm" behind a gateway.
 func askingGateway(t *testing.T) *gateway.Gateway {
 	t.Helper()
-	srv := meshtest.StartServer(t, embedded.Config{})
-	askingTool(t, meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{}))
-	return runGateway(t, gateway.Config{Caller: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})})
+	m := meshtest.New(t)
+	askingTool(t, m.Worker)
+	return runGateway(t, gateway.Config{Caller: m.Caller})
 }
 
 // TestMCPGatewayElicitation: a go-sdk client that declares elicitation
