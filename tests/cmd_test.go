@@ -30,7 +30,14 @@ var toolmeshBin = builtOnce("../cmd/toolmesh", "toolmesh")
 // name) the first time a test asks, and gives every test its path; the
 // test that asks fails when the build did.
 func builtOnce(dir, name string) func(t *testing.T) string {
-	build := sync.OnceValues(func() (string, error) { return testutil.BuildBinary(dir, name) })
+	return onceBuilt(func() (string, error) { return testutil.BuildBinary(dir, name) })
+}
+
+// onceBuilt returns a helper that runs build the first time a test asks
+// and gives every test the path it returned; the test that asks fails
+// when the build did.
+func onceBuilt(build func() (string, error)) func(t *testing.T) string {
+	build = sync.OnceValues(build)
 	return func(t *testing.T) string {
 		t.Helper()
 		path, err := build()

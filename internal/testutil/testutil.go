@@ -38,6 +38,13 @@ func BuildBinary(pkg, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return BuildInto(dir, pkg, name)
+}
+
+// BuildInto builds the Go main package at pkg into dir/name, beside what
+// dir holds (a program that finds its helper next to itself), and
+// returns the binary's path.
+func BuildInto(dir, pkg, name string) (string, error) {
 	bin := filepath.Join(dir, name)
 	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
