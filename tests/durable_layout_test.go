@@ -32,17 +32,9 @@ type layoutMesh struct {
 // nats-server (the Debian 2.9 one CI installs), whose JetStream checks
 // fewer publish expectations.
 func layoutServers(t *testing.T, f func(t *testing.T, m layoutMesh)) {
-	dial := func(t *testing.T, url string) *nats.Conn {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
 	start := func(t *testing.T, url string) layoutMesh {
-		startService(t, dial(t, url), tasks.Config{})
-		js, err := jetstream.New(dial(t, url))
+		startService(t, dialURL(t, url), tasks.Config{})
+		js, err := jetstream.New(dialURL(t, url))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +42,7 @@ func layoutServers(t *testing.T, f func(t *testing.T, m layoutMesh)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return layoutMesh{c: meshtest.NewCaller(t, dial(t, url), caller.Config{}), wnc: dial(t, url), logs: logs}
+		return layoutMesh{c: meshtest.NewCaller(t, dialURL(t, url), caller.Config{}), wnc: dialURL(t, url), logs: logs}
 	}
 	t.Run("embedded", func(t *testing.T) {
 		srv := meshtest.StartServer(t, embedded.Config{StoreDir: t.TempDir()})

@@ -52,6 +52,17 @@ func count(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, 
 	return map[string]int{"count": a.N}, nil
 }
 
+// dialURL connects to the server at url, closed when t ends.
+func dialURL(t testing.TB, url string, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // eachEvent reads s to its end, failing t at an error (a failed stream's
 // terminal error event comes as one) and handing every other event to each.
 func eachEvent(t testing.TB, s *caller.Stream, each func(envelope.ToolEvent)) {

@@ -93,17 +93,7 @@ func logTagTool(t *testing.T, dir, body string) string {
 // the test ends.
 func stockCaller(t *testing.T, url string, opts ...nats.Option) *caller.Caller {
 	t.Helper()
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c, err := caller.New(nc, caller.Config{Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return meshtest.NewCaller(t, dialURL(t, url, opts...), caller.Config{Logger: meshtest.Quiet()})
 }
 
 // holdGate creates gate and locks it exclusively: gated runs wait until
