@@ -35,14 +35,7 @@ func BenchmarkDurableUnary(b *testing.B) {
 	})
 	b.StopTimer()
 	// What each task cost the store: its writes (entries) per task.
-	js, err := jetstream.New(meshtest.Connect(b, m.srv))
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := js.Stream(ctx, "TOOLMESH_TASKS_toolmesh")
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, st := taskLog(ctx, b, meshtest.Connect(b, m.srv))
 	info, err := st.Info(ctx)
 	if err != nil {
 		b.Fatal(err)

@@ -34,14 +34,7 @@ type layoutMesh struct {
 func layoutServers(t *testing.T, f func(t *testing.T, m layoutMesh)) {
 	start := func(t *testing.T, url string) layoutMesh {
 		startService(t, dialURL(t, url), tasks.Config{})
-		js, err := jetstream.New(dialURL(t, url))
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs, err := js.Stream(context.Background(), "TOOLMESH_TASKS_toolmesh")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, logs := taskLog(context.Background(), t, dialURL(t, url))
 		return layoutMesh{c: meshtest.NewCaller(t, dialURL(t, url), caller.Config{}), wnc: dialURL(t, url), logs: logs}
 	}
 	t.Run("embedded", func(t *testing.T) {
@@ -233,15 +226,8 @@ func TestDurableTaskWaitingForAWorkerWritesNothingMore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := jetstream.New(meshtest.Connect(t, m.srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs, err := js.Stream(ctx, "TOOLMESH_TASKS_toolmesh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.Consumer(ctx, "TOOLMESH_TASKS_toolmesh", "dispatch")
+	js, logs := taskLog(ctx, t, meshtest.Connect(t, m.srv))
+	cons, err := js.Consumer(ctx, taskStream, "dispatch")
 	if err != nil {
 		t.Fatal(err)
 	}
