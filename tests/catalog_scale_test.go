@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,8 +60,7 @@ func TestIdleWorkerWith1000ToolsIsSmall(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--log-level", "info")
-	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	p, _ := startCLIWorker(t, srv.ClientURL(), cfg, "--log-level", "info")
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	// Ready means listed: one catalogue right after "worker ready" holds
 	// all 1,000 tools (the worker writes its registry entry first).

@@ -278,8 +278,7 @@ tools:
         args: ["-c", "printf '%s' \"$1\" | tr a-z A-Z", "sh"]
         args_template: "{params_json}"
 `), 0o644)
-	w := startProc(t, "worker", "--config", cfg, "--server", url)
-	w.waitLine(t, regexp.MustCompile(`worker ready`))
+	w, _ := startCLIWorker(t, url, cfg)
 	r := runCmd(t, "", "call", "shout", "--server", url, "--args", `{"w":"hey"}`)
 	if r.code != 0 || !strings.Contains(r.stdout, `"W":"HEY"`) {
 		t.Fatalf("call shout: %+v", r)

@@ -45,8 +45,7 @@ func startFleet(t *testing.T) string {
 	}
 	_, url := startDev(t, "--config", path)
 	for i := 0; i < 2; i++ {
-		w := startProc(t, "worker", "--config", path, "--server", url)
-		w.waitLine(t, regexp.MustCompile(`worker ready`))
+		startCLIWorker(t, url, path)
 	}
 	return url
 }
