@@ -61,6 +61,15 @@ func startProc(t *testing.T, args ...string) *proc {
 	return startExec(t, toolmeshBin(t), args...)
 }
 
+// startCLIWorker runs `toolmesh worker` (the built binary) on url and
+// returns it once it is ready, with its worker id.
+func startCLIWorker(t *testing.T, url, toolsFile string, extra ...string) (*proc, string) {
+	t.Helper()
+	p := startProc(t, append([]string{"worker", "--server", url, "--config", toolsFile}, extra...)...)
+	m := p.waitLine(t, regexp.MustCompile(`worker ready.*worker_id=(\S+)`))
+	return p, m[1]
+}
+
 // startExec runs any program as a proc whose output lines can be awaited.
 func startExec(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()

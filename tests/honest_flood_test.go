@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -124,15 +123,6 @@ func burnCPU(t *testing.T, n int) {
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	}
-}
-
-// startCLIWorker runs `toolmesh worker` (the built binary) on url and
-// returns it once it is ready, with its worker id.
-func startCLIWorker(t *testing.T, url, toolsFile string, extra ...string) (*proc, string) {
-	t.Helper()
-	p := startProc(t, append([]string{"worker", "--server", url, "--config", toolsFile}, extra...)...)
-	m := p.waitLine(t, regexp.MustCompile(`worker ready.*worker_id=(\S+)`))
-	return p, m[1]
 }
 
 // outcome is how one call of a flood ended.
