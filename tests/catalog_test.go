@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -172,8 +170,7 @@ func TestWatchSeesJoinAndDrain(t *testing.T) {
 // Watch sees a worker killed with -9 (a separate process, no goodbye) go.
 func TestWatchSeesKilledWorkerGo(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	_ = os.WriteFile(cfg, []byte("tools:\n  - name: files.search\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
+	cfg := writeTools(t, "tools:\n  - name: files.search\n    binding: {cli: {cmd: \"true\"}}\n")
 	p, _ := startCLIWorker(t, srv.ClientURL(), cfg)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())

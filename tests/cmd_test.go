@@ -276,8 +276,7 @@ func TestCommandToolsListAndDescribe(t *testing.T) {
 // `toolmesh worker --config` joins a running mesh; SIGTERM drains it.
 func TestCommandWorkerJoinsMesh(t *testing.T) {
 	_, url := startDev(t)
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	_ = os.WriteFile(cfg, []byte(`
+	cfg := writeTools(t, `
 tools:
   - name: shout
     description: Upper-cases its args
@@ -286,7 +285,7 @@ tools:
         cmd: sh
         args: ["-c", "printf '%s' \"$1\" | tr a-z A-Z", "sh"]
         args_template: "{params_json}"
-`), 0o644)
+`)
 	w, _ := startCLIWorker(t, url, cfg)
 	r := runCmd(t, "", "call", "shout", "--server", url, "--args", `{"w":"hey"}`)
 	if r.code != 0 || !strings.Contains(r.stdout, `"W":"HEY"`) {

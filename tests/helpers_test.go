@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +52,17 @@ func count(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, 
 		}
 	}
 	return map[string]int{"count": a.N}, nil
+}
+
+// writeTools writes a tools file holding yaml into a new temporary
+// directory and returns its path.
+func writeTools(t testing.TB, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // dialURL connects to the server at url, closed when t ends.

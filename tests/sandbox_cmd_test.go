@@ -45,8 +45,7 @@ func TestCommandSandboxedTool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "a.txt"), []byte("inside\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tools := filepath.Join(t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(tools, []byte(`
+	tools := writeTools(t, `
 tools:
   - name: files.cat
     input_schema: {type: object, properties: {path: {type: string}}, required: [path]}
@@ -55,9 +54,7 @@ tools:
   - name: files.echo
     input_schema: {type: object, properties: {text: {type: string}}}
     binding: {cli: {cmd: echo, args_template: "{arg.text}", output_format: lines}}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	lint := runBin(t, bin, "tools", "lint", tools)
 	for _, want := range []string{"files.echo: no sandbox", "files.cat: args_template token {arg.path} puts a caller's value where the program reads options", "3 warnings"} {
 		if !strings.Contains(lint.stdout, want) {
