@@ -15,7 +15,7 @@ import (
 // searchFixture is a catalogue of the bridged reference MCP servers'
 // tools (server-filesystem as fs., server-memory as memory., with their
 // own descriptions and argument names) beside the demo tools.
-func searchFixture(t *testing.T) Listing {
+func searchFixture(t testing.TB) Listing {
 	t.Helper()
 	b, err := os.ReadFile("testdata/search_catalog.json")
 	if err != nil {
@@ -97,18 +97,7 @@ func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
 // searchFleet is the fixture's catalogue grown to n tools with generated
 // ones.
 func searchFleet(tb testing.TB, n int) Listing {
-	f, err := os.ReadFile("testdata/search_catalog.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var specs []envelope.ToolSpec
-	if err := json.Unmarshal(f, &specs); err != nil {
-		tb.Fatal(err)
-	}
-	cat := Listing{}
-	for _, s := range specs {
-		cat.Tools = append(cat.Tools, Tool{Spec: s, Instances: 1})
-	}
+	cat := searchFixture(tb)
 	for i := len(cat.Tools); i < n; i++ {
 		cat.Tools = append(cat.Tools, Tool{Instances: 1, Spec: envelope.ToolSpec{Name: fmt.Sprintf("ns%d.tool%d", i/10, i%10),
 			Description: "list the records of a table in a database, filtered", InputSchema: json.RawMessage(`{"type":"object","properties":{"table":{"type":"string"}}}`)}})

@@ -17,6 +17,25 @@ func golden(t *testing.T, name string, got []byte) {
 	testutil.Golden(t, name, got, *update)
 }
 
+// goldenRoundTrip encodes v and compares the bytes with testdata/name;
+// decoded into back (a pointer to a new value of v's type) and encoded
+// again, they must come out the same.
+func goldenRoundTrip(t *testing.T, name string, v, back any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, name, b)
+	if err := json.Unmarshal(b, back); err != nil {
+		t.Fatalf("decode own output: %v", err)
+	}
+	again, _ := json.Marshal(back)
+	if !bytes.Equal(again, b) {
+		t.Errorf("round trip changed the bytes:\n %s\n %s", b, again)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // fixedProblem is a Problem with a fixed instance, so goldens stay stable.
@@ -53,19 +72,8 @@ func TestGoldenEvents(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := json.Marshal(c.ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, c.name, b)
 			var back ToolEvent
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatalf("decode own output: %v", err)
-			}
-			again, _ := json.Marshal(back)
-			if !bytes.Equal(again, b) {
-				t.Errorf("round trip changed the bytes:\n %s\n %s", b, again)
-			}
+			goldenRoundTrip(t, c.name, c.ev, &back)
 			if back.IsTerminal() != (c.ev.Type == EventResult || c.ev.Type == EventError) {
 				t.Errorf("IsTerminal wrong for %s", c.ev.Type)
 			}
@@ -103,19 +111,7 @@ func TestGoldenResponses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := json.Marshal(c.r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, c.name, b)
-			var back Response
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatalf("decode own output: %v", err)
-			}
-			again, _ := json.Marshal(back)
-			if !bytes.Equal(again, b) {
-				t.Errorf("round trip changed the bytes:\n %s\n %s", b, again)
-			}
+			goldenRoundTrip(t, c.name, c.r, new(Response))
 		})
 	}
 }
@@ -178,19 +174,7 @@ func TestGoldenFormatsAndSpec(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := json.Marshal(c.v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, c.name, b)
-			back := newOf(c.v)
-			if err := json.Unmarshal(b, back); err != nil {
-				t.Fatalf("decode own output: %v", err)
-			}
-			again, _ := json.Marshal(back)
-			if !bytes.Equal(again, b) {
-				t.Errorf("round trip changed the bytes:\n %s\n %s", b, again)
-			}
+			goldenRoundTrip(t, c.name, c.v, newOf(c.v))
 		})
 	}
 }

@@ -106,9 +106,7 @@ func Connect(t testing.TB, s *embedded.Server, opts ...nats.Option) *nats.Conn {
 // output unless cfg names a logger.
 func NewWorker(t testing.TB, nc *nats.Conn, cfg worker.Config) *worker.Worker {
 	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = Logger(t)
-	}
+	testLoggerIfUnset(t, &cfg.Logger)
 	w, err := worker.New(nc, cfg)
 	return stopAtEnd(t, w, err, (*worker.Worker).Stop)
 }
@@ -117,9 +115,7 @@ func NewWorker(t testing.TB, nc *nats.Conn, cfg worker.Config) *worker.Worker {
 // output unless cfg names a logger.
 func NewCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Caller {
 	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = Logger(t)
-	}
+	testLoggerIfUnset(t, &cfg.Logger)
 	c, err := caller.New(nc, cfg)
 	return stopAtEnd(t, c, err, func(c *caller.Caller) { _ = c.Close() })
 }
@@ -133,6 +129,13 @@ func stopAtEnd[T any](t testing.TB, v T, err error, stop func(T)) T {
 	}
 	t.Cleanup(func() { stop(v) })
 	return v
+}
+
+// testLoggerIfUnset makes an unset logger log to t's output (Logger).
+func testLoggerIfUnset(t testing.TB, l **slog.Logger) {
+	if *l == nil {
+		*l = Logger(t)
+	}
 }
 
 // quietIfUnset makes an unset logger Quiet.

@@ -59,19 +59,32 @@ func start(t testing.TB, pl *Plan, args ...string) (*Command, io.ReadCloser, io.
 	t.Helper()
 	outR, outW, _ := os.Pipe()
 	errR, errW, _ := os.Pipe()
+	c := launch(t, pl, args, func(cmd *exec.Cmd) []*os.File {
+		cmd.Stdout, cmd.Stderr = outW, errW
+		return []*os.File{outW, errW}
+	})
+	return c, outR, errR
+}
+
+// launch starts the plan's program with args, its standard files as set
+// sets them; the files set returns, the program's ends of its pipes, are
+// closed here once it started.
+func launch(t testing.TB, pl *Plan, args []string, set func(*exec.Cmd) []*os.File) *Command {
+	t.Helper()
 	c, err := pl.Command(args, []string{"PATH=/usr/bin:/bin"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Cmd.Stdout, c.Cmd.Stderr = outW, errW
+	theirs := set(c.Cmd)
 	err = c.Cmd.Start()
 	c.Started()
-	outW.Close()
-	errW.Close()
+	for _, f := range theirs {
+		f.Close()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, outR, errR
+	return c
 }
 
 // runSh runs `sh -c script` under pl and returns its stdout, stderr and end.
@@ -161,18 +174,10 @@ func userNamespacesOfTheirOwn(t *testing.T, pl *Plan) {
 	for range 2 {
 		inR, inW, _ := os.Pipe()
 		outR, outW, _ := os.Pipe()
-		c, err := pl.Command([]string{"-c", "readlink /proc/self/ns/user; cat"}, []string{"PATH=/usr/bin:/bin"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Cmd.Stdin, c.Cmd.Stdout = inR, outW
-		err = c.Cmd.Start()
-		c.Started()
-		inR.Close()
-		outW.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := launch(t, pl, []string{"-c", "readlink /proc/self/ns/user; cat"}, func(cmd *exec.Cmd) []*os.File {
+			cmd.Stdin, cmd.Stdout = inR, outW
+			return []*os.File{inR, outW}
+		})
 		ends = append(ends, func() { inW.Close(); _, _ = c.Wait(); outR.Close() })
 		line, _ := bufio.NewReader(outR).ReadString('\n')
 		if !strings.HasPrefix(line, "user:[") || seen[line] {

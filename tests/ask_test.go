@@ -99,10 +99,7 @@ func TestAskAnswerReachesHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 		var types []envelope.EventType
-		for ev, err := range s.Events() {
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachEvent(t, s, func(ev envelope.ToolEvent) {
 			types = append(types, ev.Type)
 			if q, ok := caller.QuestionOf(ev); ok {
 				if err := s.Answer(q.ID, caller.Answer{Action: envelope.ActionAccept, Content: json.RawMessage(`{"confirm":"yes"}`)}); err == nil {
@@ -116,7 +113,7 @@ func TestAskAnswerReachesHandler(t *testing.T) {
 			if ev.Type == envelope.EventResult && string(ev.Data) != `{"deleted":true,"outcome":"answered"}` {
 				t.Errorf("result %s", ev.Data)
 			}
-		}
+		})
 		want := []envelope.EventType{envelope.EventStart, envelope.EventQuestion, envelope.EventAnswered, envelope.EventResult}
 		if !equalTypes(types, want) {
 			t.Errorf("events %v, want %v", types, want)
@@ -143,10 +140,7 @@ func TestAskWithoutAnswerer(t *testing.T) {
 	m := meshtest.New(t)
 	askingTool(t, m.Worker)
 	_, err := m.Caller.Call(context.Background(), "rm", deleteIn{Path: "/x"})
-	var p *envelope.Problem
-	if !errors.As(err, &p) || p.Code != envelope.CodeInputRequired {
-		t.Fatalf("err %v, want input_required", err)
-	}
+	p := wantCode(t, err, envelope.CodeInputRequired)
 	q, _ := p.Extensions["question"].(map[string]any)
 	if q["message"] != "Delete /x?" || q["schema"] == nil {
 		t.Errorf("the Problem does not say what was asked: %v", p.Extensions)
@@ -175,10 +169,7 @@ func TestAskDeadline(t *testing.T) {
 		return caller.Answer{}, ctx.Err()
 	}
 	_, err = m.Caller.Call(context.Background(), "ask", nil, caller.OnQuestion(never))
-	var p *envelope.Problem
-	if !errors.As(err, &p) || p.Code != envelope.CodeInputTimeout {
-		t.Fatalf("err %v, want input_timeout", err)
-	}
+	wantCode(t, err, envelope.CodeInputTimeout)
 	<-seen
 	if cause := <-handlerDone; cause == nil {
 		t.Error("the handler's context did not end")
@@ -277,9 +268,8 @@ func TestSecureForgedAnswerIsRefused(t *testing.T) {
 		runs.Add(1)
 		return map[string]bool{"deleted": true}, nil
 	})
-	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	bob := meshtest.NewCaller(t, bnc, caller.Config{})
 	ctx := context.Background()
 

@@ -35,13 +35,12 @@ func TestSecureAuditRecordsRefusedCallsAndTaskActions(t *testing.T) {
 		t.Fatalf("audit init: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	toolsNC, _ := m.dial(t, "tools")
-	aliceNC, _ := m.dial(t, "alice")
 	bobNC, _ := m.dial(t, "bob")
 	tasksNC, _ := m.dial(t, "tasks")
 	tac := workermw.AuditConfig{Prefix: "toolmesh", Worker: "tasks", ToolPrefix: "tasks.", Kind: "task"}
 	startService(t, tasksNC, tasks.Config{Middleware: []worker.Middleware{workermw.Audit(tasksNC, tac)},
 		OnRefused: workermw.AuditRefused(tasksNC, tac)})
-	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
+	alice := m.caller(t, "alice")
 	overArgs, conflictArgs := refuseBobsCalls(t, toolsNC, alice, bobNC)
 	ctx := context.Background()
 	tc := tasks.NewClient(alice)

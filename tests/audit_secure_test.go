@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -75,10 +74,8 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 	startService(t, tasksNC, tasks.Config{Middleware: []worker.Middleware{
 		workermw.Audit(tasksNC, workermw.AuditConfig{Prefix: "toolmesh", Worker: "tasks", ToolPrefix: "tasks."})}})
 
-	aliceNC, _ := m.dial(t, "alice")
-	bobNC, _ := m.dial(t, "bob")
-	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
-	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
+	alice := m.caller(t, "alice")
+	bob := m.caller(t, "bob")
 	ctx := context.Background()
 	aliceRes, err := alice.Call(ctx, "demo.echo", map[string]any{"secret": "alice-s3cret"})
 	if err != nil {
@@ -189,15 +186,7 @@ func auditJSON(t *testing.T, args []string) []workermw.AuditRecord {
 	if r.code != 0 {
 		t.Fatalf("audit --json: code %d stderr %q", r.code, r.stderr)
 	}
-	var recs []workermw.AuditRecord
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var rec workermw.AuditRecord
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("audit line %q: %v", line, err)
-		}
-		recs = append(recs, rec)
-	}
-	return recs
+	return ndjson[workermw.AuditRecord](t, r.stdout)
 }
 
 func findRecord(t *testing.T, recs []workermw.AuditRecord, match func(workermw.AuditRecord) bool) workermw.AuditRecord {

@@ -91,10 +91,7 @@ tools:
 		t.Fatal(err)
 	}
 	n := 0
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEvent(t, s, func(ev envelope.ToolEvent) {
 		switch ev.Type {
 		case envelope.EventDelta:
 			n++
@@ -105,10 +102,8 @@ tools:
 			if string(ev.Data) != `{"lines_streamed":50000,"stderr":""}` {
 				t.Fatalf("streamed result %.200s", ev.Data)
 			}
-		case envelope.EventError:
-			t.Fatalf("stream failed: %+v", ev.Problem())
 		}
-	}
+	})
 	if n != 50000 {
 		t.Fatalf("%d deltas, want 50000", n)
 	}
@@ -132,12 +127,8 @@ func TestLargeDeltasArriveWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch ev.Type {
-		case envelope.EventDelta:
+	eachEvent(t, s, func(ev envelope.ToolEvent) {
+		if ev.Type == envelope.EventDelta {
 			var d struct {
 				I    int
 				Blob string
@@ -146,10 +137,8 @@ func TestLargeDeltasArriveWhole(t *testing.T) {
 				t.Fatalf("delta %d: %v, i=%d, %d bytes", n, err, d.I, len(d.Blob))
 			}
 			n++
-		case envelope.EventError:
-			t.Fatalf("stream failed: %+v", ev.Problem())
 		}
-	}
+	})
 	if n != 4 {
 		t.Fatalf("%d deltas, want 4", n)
 	}

@@ -71,10 +71,7 @@ func requirePrograms(t *testing.T, names ...string) {
 func startBindingMesh(t *testing.T) string {
 	t.Helper()
 	requirePrograms(t, "grep", "wc", "jq")
-	path := filepath.Join(t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(path, []byte(bindingTools), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeTools(t, bindingTools)
 	_, url := startDev(t, "--config", path)
 	return url
 }

@@ -134,7 +134,7 @@ func TestCatalogCallerProcess(t *testing.T) {
 		defer pprof.StopCPUProfile()
 	}
 	cc := &catalogCaller{t: t, url: url, workers: n}
-	cc.raw, cc.warm = connectURL(t, url), connectURL(t, url)
+	cc.raw, cc.warm = dialURL(t, url), dialURL(t, url)
 	cc.c = meshtest.NewCaller(t, cc.warm, caller.Config{Logger: meshtest.Logger(t)})
 	rows := os.NewFile(3, "rows")
 	defer rows.Close()
@@ -152,16 +152,6 @@ func TestCatalogCallerProcess(t *testing.T) {
 		}
 		cancel()
 	}
-}
-
-// connectURL connects to url, closed when t ends.
-func connectURL(t *testing.T, url string) *nats.Conn {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
 }
 
 // callerProcess is a running TestCatalogCallerProcess.

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,12 +55,8 @@ func TestIdleWorkerWith1000ToolsIsSmall(t *testing.T) {
 	for i := range 1000 {
 		fmt.Fprintf(&b, "  - name: many.t%04d\n    binding: {cli: {cmd: \"true\"}}\n", i)
 	}
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--log-level", "info")
-	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	cfg := writeTools(t, b.String())
+	p, _ := startCLIWorker(t, srv.ClientURL(), cfg, "--log-level", "info")
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	// Ready means listed: one catalogue right after "worker ready" holds
 	// all 1,000 tools (the worker writes its registry entry first).

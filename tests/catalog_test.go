@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -172,10 +170,8 @@ func TestWatchSeesJoinAndDrain(t *testing.T) {
 // Watch sees a worker killed with -9 (a separate process, no goodbye) go.
 func TestWatchSeesKilledWorkerGo(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	_ = os.WriteFile(cfg, []byte("tools:\n  - name: files.search\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
-	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL())
-	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	cfg := writeTools(t, "tools:\n  - name: files.search\n    binding: {cli: {cmd: \"true\"}}\n")
+	p, _ := startCLIWorker(t, srv.ClientURL(), cfg)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -190,6 +186,26 @@ func TestWatchSeesKilledWorkerGo(t *testing.T) {
 	if ch := next(t, changes); ch.Kind != catalog.ToolRemoved || ch.Tool.Spec.Name != "files.search" {
 		t.Fatalf("after kill -9: %+v", ch)
 	}
+}
+
+// watchChanges follows c's catalogue Watch until ctx ends or the watch
+// fails, handing each change to the returned channel, closed then.
+func watchChanges(ctx context.Context, c *caller.Caller) <-chan catalog.Change {
+	changes := make(chan catalog.Change, 16)
+	go func() {
+		defer close(changes)
+		for ch, err := range c.Catalog().Watch(ctx) {
+			if err != nil {
+				return
+			}
+			select {
+			case changes <- ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return changes
 }
 
 // Beacons naming workers that never answer (a hostile publisher) neither
@@ -241,20 +257,7 @@ func TestWatchJudgesAWorkerByItsOwnInterval(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes := make(chan catalog.Change, 16)
-	go func() {
-		defer close(changes)
-		for ch, err := range c.Catalog().Watch(ctx) {
-			if err != nil {
-				return
-			}
-			select {
-			case changes <- ch:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	changes := watchChanges(ctx, c)
 	if ch := <-changes; ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != "slow.tool" {
 		t.Fatalf("first change %+v", ch)
 	}

@@ -55,10 +55,7 @@ tools:
 	}
 	var lines []string
 	var result envelope.ToolEvent
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEvent(t, s, func(ev envelope.ToolEvent) {
 		switch ev.Type {
 		case envelope.EventDelta:
 			var d struct{ Line string }
@@ -72,7 +69,7 @@ tools:
 		case envelope.EventResult, envelope.EventError:
 			result = ev
 		}
-	}
+	})
 	if result.Type != envelope.EventResult || strings.Join(lines, ",") != "tick 1,tick 2,tick 3,done" {
 		t.Fatalf("lines %q, terminal %+v", lines, result)
 	}

@@ -30,7 +30,14 @@ var toolmeshBin = builtOnce("../cmd/toolmesh", "toolmesh")
 // name) the first time a test asks, and gives every test its path; the
 // test that asks fails when the build did.
 func builtOnce(dir, name string) func(t *testing.T) string {
-	build := sync.OnceValues(func() (string, error) { return testutil.BuildBinary(dir, name) })
+	return onceBuilt(func() (string, error) { return testutil.BuildBinary(dir, name) })
+}
+
+// onceBuilt returns a helper that runs build the first time a test asks
+// and gives every test the path it returned; the test that asks fails
+// when the build did.
+func onceBuilt(build func() (string, error)) func(t *testing.T) string {
+	build = sync.OnceValues(build)
 	return func(t *testing.T) string {
 		t.Helper()
 		path, err := build()
@@ -52,6 +59,15 @@ type proc struct {
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
 	return startExec(t, toolmeshBin(t), args...)
+}
+
+// startCLIWorker runs `toolmesh worker` (the built binary) on url and
+// returns it once it is ready, with its worker id.
+func startCLIWorker(t *testing.T, url, toolsFile string, extra ...string) (*proc, string) {
+	t.Helper()
+	p := startProc(t, append([]string{"worker", "--server", url, "--config", toolsFile}, extra...)...)
+	m := p.waitLine(t, regexp.MustCompile(`worker ready.*worker_id=(\S+)`))
+	return p, m[1]
 }
 
 // startExec runs any program as a proc whose output lines can be awaited.
@@ -163,11 +179,7 @@ func TestCommandDevCallAndStream(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	var types []string
 	next := 1
-	for _, l := range lines {
-		var ev envelope.ToolEvent
-		if err := json.Unmarshal([]byte(l), &ev); err != nil {
-			t.Fatalf("line %q: %v", l, err)
-		}
+	for _, ev := range ndjson[envelope.ToolEvent](t, r.stdout) {
 		types = append(types, string(ev.Type))
 		if ev.Type == envelope.EventDelta {
 			if string(ev.Data) != fmt.Sprintf(`{"i":%d}`, next) {
@@ -264,8 +276,7 @@ func TestCommandToolsListAndDescribe(t *testing.T) {
 // `toolmesh worker --config` joins a running mesh; SIGTERM drains it.
 func TestCommandWorkerJoinsMesh(t *testing.T) {
 	_, url := startDev(t)
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	_ = os.WriteFile(cfg, []byte(`
+	cfg := writeTools(t, `
 tools:
   - name: shout
     description: Upper-cases its args
@@ -274,9 +285,8 @@ tools:
         cmd: sh
         args: ["-c", "printf '%s' \"$1\" | tr a-z A-Z", "sh"]
         args_template: "{params_json}"
-`), 0o644)
-	w := startProc(t, "worker", "--config", cfg, "--server", url)
-	w.waitLine(t, regexp.MustCompile(`worker ready`))
+`)
+	w, _ := startCLIWorker(t, url, cfg)
 	r := runCmd(t, "", "call", "shout", "--server", url, "--args", `{"w":"hey"}`)
 	if r.code != 0 || !strings.Contains(r.stdout, `"W":"HEY"`) {
 		t.Fatalf("call shout: %+v", r)

@@ -346,10 +346,8 @@ func TestCommandLogsReconnects(t *testing.T) {
 		return srv
 	}
 	srv := start()
-	path := filepath.Join(t.TempDir(), "tools.yaml")
-	_ = os.WriteFile(path, []byte("tools: [{name: t, binding: {cli: {cmd: cat}}}]"), 0o644)
-	w := startProc(t, "worker", "--config", path, "--server", srv.ClientURL())
-	w.waitLine(t, regexp.MustCompile(`worker ready`))
+	path := writeTools(t, "tools: [{name: t, binding: {cli: {cmd: cat}}}]")
+	w, _ := startCLIWorker(t, srv.ClientURL(), path)
 	_ = srv.Shutdown(context.Background())
 	w.waitLine(t, regexp.MustCompile(`NATS connection lost; reconnecting`))
 	srv = start()

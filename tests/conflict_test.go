@@ -139,7 +139,7 @@ func checkCommandDescribeConflict(t *testing.T, m *conflictMesh) {
 // the real schema, no worker's description (the note says why), and the
 // conflict in _meta, on the tool and on the list.
 func checkGatewayConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
-	g := runGateway(t, gateway.Config{Caller: c, Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	g := runGateway(t, gateway.Config{Caller: c})
 	mc := connectInProcess(t, g, "2025-11-25")
 	var res *mcp.ListToolsResult
 	waitFor(t, "tools/list to show the conflict", func() bool {
@@ -188,7 +188,7 @@ func TestDescribeWithoutConflict(t *testing.T) {
 func TestConflictingSpecsCallsRunOnlyOnTheirSpec(t *testing.T) {
 	m := startConflictMesh(t)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
-	g := runGateway(t, gateway.Config{Caller: c, Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	g := runGateway(t, gateway.Config{Caller: c})
 	mc := connectInProcess(t, g, "2025-11-25")
 	var listed *mcp.ListToolsResult
 	waitFor(t, "tools/list to serve docs.search from all 3 workers", func() bool {
@@ -232,15 +232,7 @@ func TestConflictingSpecsCallsRunOnlyOnTheirSpec(t *testing.T) {
 // as that model would write them, all of which must succeed.
 func dispatchFromCatalogue(ctx context.Context, t *testing.T, c *caller.Caller, n int) {
 	t.Helper()
-	l, err := c.Catalog().List(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs := make([]envelope.ToolSpec, len(l.Tools))
-	for i, tool := range l.Tools {
-		specs[i] = tool.Spec
-	}
-	ts, err := provider.Export(specs, provider.ExportOptions{Provider: provider.Anthropic})
+	ts, err := provider.Export(catalogSpecs(ctx, t, c, 0), provider.ExportOptions{Provider: provider.Anthropic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,8 +274,8 @@ func checkUnknownSpecCall(ctx context.Context, t *testing.T, m *conflictMesh, c 
 	nobodys.Description = "a spec no worker gives"
 	before := m.runs[0].Load() + m.runs[1].Load() + m.runs[2].Load()
 	_, err := c.Call(ctx, "docs.search", map[string]any{"q": "x"}, caller.WithSpec(nobodys))
-	var p *envelope.Problem
-	if !errors.As(err, &p) || p.Code != envelope.CodeToolConflict || p.Ran() != envelope.RanNo {
+	p := wantCode(t, err, envelope.CodeToolConflict)
+	if p.Ran() != envelope.RanNo {
 		t.Fatalf("a call validated against a spec no worker gives ended %v: want tool_conflict, ran no", err)
 	}
 	if after := m.runs[0].Load() + m.runs[1].Load() + m.runs[2].Load(); after != before {

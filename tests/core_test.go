@@ -71,18 +71,10 @@ func TestStreamingCall(t *testing.T) {
 	}
 	var types []envelope.EventType
 	next := 1
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEvent(t, s, func(ev envelope.ToolEvent) {
 		types = append(types, ev.Type)
 		if ev.Type == envelope.EventDelta {
-			var d struct{ I int }
-			_ = json.Unmarshal(ev.Data, &d)
-			if d.I != next {
-				t.Fatalf("delta %d arrived where %d was due", d.I, next)
-			}
-			next++
+			nextCount(t, ev, &next)
 		}
 		if ev.Type == envelope.EventResult && string(ev.Data) != `{"count":250}` {
 			t.Fatalf("result %s", ev.Data)
@@ -90,7 +82,7 @@ func TestStreamingCall(t *testing.T) {
 		if ev.Type == envelope.EventStart && (ev.ToolID != "count" || ev.CallID != s.CallID() || ev.Metadata["worker_id"] != f.w.ID()) {
 			t.Fatalf("start event %+v", ev)
 		}
-	}
+	})
 	if types[0] != envelope.EventStart || types[len(types)-1] != envelope.EventResult || next != 251 {
 		t.Fatalf("events: first %s last %s, %d deltas", types[0], types[len(types)-1], next-1)
 	}
@@ -361,22 +353,11 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 		t.Fatalf("second stream: %v %s", err, resp.Data)
 	}
 	next := 1
-	for ev, err := range slow.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEvent(t, slow, func(ev envelope.ToolEvent) {
 		if ev.Type == envelope.EventDelta {
-			var d struct{ I int }
-			_ = json.Unmarshal(ev.Data, &d)
-			if d.I != next {
-				t.Fatalf("delta %d where %d was due", d.I, next)
-			}
-			next++
+			nextCount(t, ev, &next)
 		}
-		if ev.Type == envelope.EventError {
-			t.Fatalf("stalled stream ended with %s: %s", ev.Code, ev.Message)
-		}
-	}
+	})
 	if next != 5001 {
 		t.Fatalf("got %d deltas", next-1)
 	}

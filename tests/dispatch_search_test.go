@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/envelope/provider"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
@@ -20,14 +19,7 @@ func TestDispatchAnswersToolSearch(t *testing.T) {
 	srv := searchCatalogMesh(t)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx := context.Background()
-	cat, err := c.Catalog().List(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs := make([]envelope.ToolSpec, len(cat.Tools))
-	for i, tl := range cat.Tools {
-		specs[i] = tl.Spec
-	}
+	specs := catalogSpecs(ctx, t, c, 0)
 	cases := []struct {
 		p      provider.Provider
 		output string

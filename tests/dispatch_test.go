@@ -161,14 +161,7 @@ func TestDispatchEndToEnd(t *testing.T) {
 	f := dispatchMesh(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cat, err := f.c.Catalog().List(ctx, 300*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var specs []envelope.ToolSpec
-	for _, tool := range cat.Tools {
-		specs = append(specs, tool.Spec)
-	}
+	specs := catalogSpecs(ctx, t, f.c, 300*time.Millisecond)
 	want := []struct {
 		text    string
 		isError bool

@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -36,14 +35,7 @@ func BenchmarkDurableUnary(b *testing.B) {
 	})
 	b.StopTimer()
 	// What each task cost the store: its writes (entries) per task.
-	js, err := jetstream.New(meshtest.Connect(b, m.srv))
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := js.Stream(ctx, "TOOLMESH_TASKS_toolmesh")
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, st := taskLog(ctx, b, meshtest.Connect(b, m.srv))
 	info, err := st.Info(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -54,17 +46,11 @@ func BenchmarkDurableUnary(b *testing.B) {
 // startDurableB is startDurable for a benchmark.
 func startDurableB(b *testing.B) *durableMesh {
 	b.Helper()
-	srv := meshtest.StartServer(b, embedded.Config{StoreDir: b.TempDir()})
 	// One identity submits every task: its running bounds are the calls
 	// in flight, so that the benchmark measures durable calls, not the
 	// operator's per-owner bounds.
-	svc, err := tasks.New(context.Background(), meshtest.Connect(b, srv), tasks.Config{MaxRunningPerOwner: 256, MaxRunningPerOwnerTool: 256})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { svc.Close(context.Background()) })
-	m := &durableMesh{srv: srv, svc: svc, c: meshtest.NewCaller(b, meshtest.Connect(b, srv), caller.Config{})}
-	w := meshtest.NewWorker(b, meshtest.Connect(b, srv), worker.Config{Limits: worker.Limits{MaxConcurrent: 256, MaxPerIdentity: 256}})
+	m := startDurable(b, tasks.Config{MaxRunningPerOwner: 256, MaxRunningPerOwnerTool: 256})
+	w := meshtest.NewWorker(b, meshtest.Connect(b, m.srv), worker.Config{Limits: worker.Limits{MaxConcurrent: 256, MaxPerIdentity: 256}})
 	register(b, w, envelope.ToolSpec{Name: "echo"}, echo)
 	return m
 }

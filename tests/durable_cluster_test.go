@@ -145,7 +145,7 @@ func logLeader(t *testing.T, nc *nats.Conn) string {
 	waitFor(t, "the task log to have a leader", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		s, err := js.Stream(ctx, "TOOLMESH_TASKS_toolmesh")
+		s, err := js.Stream(ctx, taskStream)
 		if err != nil {
 			return false
 		}

@@ -2,8 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,10 +31,7 @@ tools:
 // holds what a plain call of the tool returns, lines and NDJSON items
 // gathered as the plain call gathers them.
 func TestCommandDetachedCLIToolKeepsItsOutput(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(cfg, []byte(outputTools), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeTools(t, outputTools)
 	_, url := startDev(t, "--config", cfg)
 	for _, tool := range []string{"greet", "items"} {
 		plain := runCmd(t, "", "call", tool, "--server", url)

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/tasks"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -22,8 +20,7 @@ import (
 func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	const flood, perOwner = 300, 4
 	m := startSecure(t)
-	tasksNC, _ := m.dial(t, "tasks")
-	startService(t, tasksNC, tasks.Config{MaxQueuedPerTool: flood,
+	m.taskService(t, tasks.Config{MaxQueuedPerTool: flood,
 		MaxRunningPerOwner: perOwner, MaxRunningPerOwnerTool: perOwner})
 	var started, ended atomic.Int64
 	release := make(chan struct{})
@@ -41,10 +38,8 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 		return map[string]bool{"parked": true}, nil
 	})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
-	aliceNC, _ := m.dial(t, "alice")
-	bobNC, _ := m.dial(t, "bob")
-	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
-	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
+	alice := m.caller(t, "alice")
+	bob := m.caller(t, "bob")
 	ctx := context.Background()
 	for i := range flood {
 		if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {

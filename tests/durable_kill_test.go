@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,14 +66,7 @@ func TestDurableAttachAfterSubmitterKill9(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("tasks watch exited %d: %s", r.code, r.stderr)
 	}
-	var evs []tasks.Event
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var ev tasks.Event
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		evs = append(evs, ev)
-	}
+	evs := ndjson[tasks.Event](t, r.stdout)
 	wantNumbered(t, evs)
 	if len(evs) != 52 { // start, 50 deltas, result
 		t.Fatalf("%d events, want 52", len(evs))
@@ -121,16 +113,14 @@ func TestDurableWorkerKill9(t *testing.T) {
 			m := startDurable(t, tasks.Config{Heartbeat: 200 * time.Millisecond, RetryBackoff: 100 * time.Millisecond})
 			dir := t.TempDir()
 			cfg := killTools(t, dir, tc.idempotent)
-			a := startProc(t, "worker", "--config", cfg, "--server", m.srv.ClientURL())
-			a.waitLine(t, regexp.MustCompile(`worker ready`))
+			a, _ := startCLIWorker(t, m.srv.ClientURL(), cfg)
 			ctx := context.Background()
 			id, err := tasks.NewClient(m.c).Submit(ctx, "job", map[string]any{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "the first run", func() bool { return runsOf(dir) == 1 })
-			b := startProc(t, "worker", "--config", cfg, "--server", m.srv.ClientURL())
-			b.waitLine(t, regexp.MustCompile(`worker ready`))
+			startCLIWorker(t, m.srv.ClientURL(), cfg) // the worker the task moves to
 			_ = a.cmd.Process.Signal(syscall.SIGKILL)
 			_ = a.cmd.Wait()
 			wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
@@ -179,8 +169,7 @@ func TestDurableCancelStopsHandlerAndChildren(t *testing.T) {
 	pidfile := filepath.Join(dir, "pids")
 	cfg := filepath.Join(dir, "tools.yaml")
 	_ = os.WriteFile(cfg, []byte(forkerTool(pidfile)), 0o644)
-	p := startProc(t, "worker", "--config", cfg, "--server", m.srv.ClientURL())
-	p.waitLine(t, regexp.MustCompile(`worker ready`))
+	startCLIWorker(t, m.srv.ClientURL(), cfg)
 	ctx := context.Background()
 	id, err := tasks.NewClient(m.c).Submit(ctx, "forker", map[string]any{})
 	if err != nil {

@@ -32,25 +32,10 @@ type layoutMesh struct {
 // nats-server (the Debian 2.9 one CI installs), whose JetStream checks
 // fewer publish expectations.
 func layoutServers(t *testing.T, f func(t *testing.T, m layoutMesh)) {
-	dial := func(t *testing.T, url string) *nats.Conn {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
 	start := func(t *testing.T, url string) layoutMesh {
-		startService(t, dial(t, url), tasks.Config{})
-		js, err := jetstream.New(dial(t, url))
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs, err := js.Stream(context.Background(), "TOOLMESH_TASKS_toolmesh")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return layoutMesh{c: meshtest.NewCaller(t, dial(t, url), caller.Config{}), wnc: dial(t, url), logs: logs}
+		startService(t, dialURL(t, url), tasks.Config{})
+		_, logs := taskLog(context.Background(), t, dialURL(t, url))
+		return layoutMesh{c: meshtest.NewCaller(t, dialURL(t, url), caller.Config{}), wnc: dialURL(t, url), logs: logs}
 	}
 	t.Run("embedded", func(t *testing.T) {
 		srv := meshtest.StartServer(t, embedded.Config{StoreDir: t.TempDir()})
@@ -241,15 +226,8 @@ func TestDurableTaskWaitingForAWorkerWritesNothingMore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := jetstream.New(meshtest.Connect(t, m.srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs, err := js.Stream(ctx, "TOOLMESH_TASKS_toolmesh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.Consumer(ctx, "TOOLMESH_TASKS_toolmesh", "dispatch")
+	js, logs := taskLog(ctx, t, meshtest.Connect(t, m.srv))
+	cons, err := js.Consumer(ctx, taskStream, "dispatch")
 	if err != nil {
 		t.Fatal(err)
 	}

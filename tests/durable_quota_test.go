@@ -8,7 +8,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/tasks"
 )
 
@@ -17,12 +16,9 @@ import (
 // tenant's quota is its own and its submits go on being accepted.
 func TestSecureTaskQuotaIsPerOwner(t *testing.T) {
 	m := startSecure(t)
-	tasksNC, _ := m.dial(t, "tasks")
-	startService(t, tasksNC, tasks.Config{MaxTasksPerOwner: 3, MaxBytesPerOwner: 8000})
-	aliceNC, _ := m.dial(t, "alice")
-	bobNC, _ := m.dial(t, "bob")
-	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
-	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
+	m.taskService(t, tasks.Config{MaxTasksPerOwner: 3, MaxBytesPerOwner: 8000})
+	alice := m.caller(t, "alice")
+	bob := m.caller(t, "bob")
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {

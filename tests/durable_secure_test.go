@@ -18,13 +18,20 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
+// taskService runs a task service configured by cfg as deploy/secure's
+// tasks user, stopped when t ends.
+func (m *secureMesh) taskService(t *testing.T, cfg tasks.Config) *tasks.Service {
+	t.Helper()
+	nc, _ := m.dial(t, "tasks")
+	return startService(t, nc, cfg)
+}
+
 // Under deploy/secure verbatim: a task belongs to its submitter; bob can
 // neither list, get, watch nor cancel alice's task, and neither tenant
 // reaches the JetStream API.
 func TestSecureTasksBelongToTheirSubmitter(t *testing.T) {
 	m := startSecure(t)
-	tasksNC, _ := m.dial(t, "tasks")
-	startService(t, tasksNC, tasks.Config{})
+	m.taskService(t, tasks.Config{})
 	started, ended := make(chan string, 1), make(chan error, 1)
 	w := m.demoWorker(t, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "demo.park"}, parkTool(started, ended))

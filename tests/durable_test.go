@@ -32,15 +32,32 @@ type durableMesh struct {
 
 // startDurable starts a JetStream server, a task service configured by
 // cfg and a caller; workers are the test's to start.
-func startDurable(t *testing.T, cfg tasks.Config) *durableMesh {
+func startDurable(t testing.TB, cfg tasks.Config) *durableMesh {
 	t.Helper()
 	srv := meshtest.StartServer(t, embedded.Config{StoreDir: t.TempDir()})
 	return &durableMesh{srv: srv, svc: startService(t, meshtest.Connect(t, srv), cfg),
 		c: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})}
 }
 
+// taskStream is the task service's stream under the default prefix.
+const taskStream = "TOOLMESH_TASKS_toolmesh"
+
+// taskLog is JetStream on nc and the task service's stream in it.
+func taskLog(ctx context.Context, t testing.TB, nc *nats.Conn) (jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, taskStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, st
+}
+
 // startService starts a task service on nc, closed when t ends.
-func startService(t *testing.T, nc *nats.Conn, cfg tasks.Config) *tasks.Service {
+func startService(t testing.TB, nc *nats.Conn, cfg tasks.Config) *tasks.Service {
 	t.Helper()
 	svc, err := tasks.New(context.Background(), nc, cfg)
 	if err != nil {
@@ -243,7 +260,7 @@ func queueLen(t *testing.T, srv *embedded.Server) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := js.Consumer(context.Background(), "TOOLMESH_TASKS_toolmesh", "dispatch")
+	cons, err := js.Consumer(context.Background(), taskStream, "dispatch")
 	if err != nil {
 		t.Fatal(err)
 	}

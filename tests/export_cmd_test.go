@@ -2,8 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,8 +12,7 @@ import (
 // shape with the name map; a dotted tool name comes back mapped where the
 // provider refuses dots and unchanged where it takes them.
 func TestCommandToolsExport(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	cfg := writeTools(t, `
 tools:
   - name: files.search
     description: Search files
@@ -24,9 +21,7 @@ tools:
     binding:
       cli:
         cmd: echo
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	_, url := startDev(t, "--config", cfg)
 	wantName := map[string]string{"openai": "files_search", "openai-responses": "files_search",
 		"anthropic": "files_search", "gemini": "files.search", "mcp": "files.search"}
@@ -72,15 +67,12 @@ tools:
 // export adds: `tools export --defer` leaves it out (complete:false, a
 // note naming it) and says so on stderr; without --defer it is exported.
 func TestCommandToolsExportSkipsTheSearchToolsNamesake(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	cfg := writeTools(t, `
 tools:
   - name: tool_search
     description: A mesh tool that happens to share the tool search's name
     binding: {cli: {cmd: echo}}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	_, url := startDev(t, "--config", cfg)
 	for _, tc := range []struct {
 		args     []string

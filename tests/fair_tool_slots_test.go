@@ -2,8 +2,6 @@ package tests
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,27 +47,16 @@ func TestSecureFloodOfOneToolLeavesItServingOthers(t *testing.T) {
 
 	bob := m.dial(t, "bob")
 	var refusedUnrun, refusedOther atomic.Int64
-	inbox := nats.NewInbox()
-	sub, err := bob.Subscribe(inbox+".*", func(msg *nats.Msg) {
-		ev, err := envelope.ParseEvent(msg.Data)
-		if err != nil || ev.Problem() == nil {
-			return
-		}
-		if p := ev.Problem(); p.Code == envelope.CodeOverloaded && p.Ran() == envelope.RanNo {
+	burst(t, bob, "demo.sleep", noArgs, func(ev envelope.ToolEvent) {
+		p := ev.Problem()
+		switch {
+		case p == nil:
+		case p.Code == envelope.CodeOverloaded && p.Ran() == envelope.RanNo:
 			refusedUnrun.Add(1)
-		} else {
+		default:
 			refusedOther.Add(1)
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = sub.SetPendingLimits(-1, -1)
-	for i := range bobBurst {
-		if err := bob.PublishRequest("toolmesh.call.demo.sleep", inbox+"."+strconv.Itoa(i), []byte(`{"args":{}}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The worker admits his share; the tool keeps two running for him and
 	// none waiting (a call without caller= from another account does not
 	// wait for room: the worker could not see him leave); every other call
@@ -102,14 +89,18 @@ type secureStock struct {
 
 func startSecureStock(t *testing.T) *secureStock {
 	t.Helper()
-	m := &secureStock{passwords: map[string]string{}}
-	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
-		m.passwords[user] = configPassword(t)
-		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
-	}
-	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())
-	m.url = startStockServer(t, "-c", "../deploy/secure/nats-server.conf").url
+	m, _ := startSecureStockWith(t)
 	return m
+}
+
+// startSecureStockWith starts deploy/secure on the stock server with
+// extra arguments, and returns it and its process.
+func startSecureStockWith(t *testing.T, extra ...string) (*secureStock, *stockServer) {
+	t.Helper()
+	m := &secureStock{passwords: secureEnv(t)}
+	s := startStockServer(t, append([]string{"-c", "../deploy/secure/nats-server.conf"}, extra...)...)
+	m.url = s.url
+	return m, s
 }
 
 // dial connects as user.

@@ -6,14 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
-
-	"github.com/toolmesh/toolmesh/internal/wire"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -48,6 +52,82 @@ func count(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, 
 		}
 	}
 	return map[string]int{"count": a.N}, nil
+}
+
+// writeTools writes a tools file holding yaml into a new temporary
+// directory and returns its path.
+func writeTools(t testing.TB, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// dialURL connects to the server at url, closed when t ends.
+func dialURL(t testing.TB, url string, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// eachEvent reads s to its end, failing t at an error (a failed stream's
+// terminal error event comes as one) and handing every other event to each.
+func eachEvent(t testing.TB, s *caller.Stream, each func(envelope.ToolEvent)) {
+	t.Helper()
+	for ev, err := range s.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		each(ev)
+	}
+}
+
+// catalogSpecs is the specs of c's catalogue, listed waiting up to wait
+// (0: the configured wait), as a model export takes them.
+func catalogSpecs(ctx context.Context, t testing.TB, c *caller.Caller, wait time.Duration) []envelope.ToolSpec {
+	t.Helper()
+	cat, err := c.Catalog().List(ctx, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]envelope.ToolSpec, len(cat.Tools))
+	for i, tool := range cat.Tools {
+		specs[i] = tool.Spec
+	}
+	return specs
+}
+
+// ndjson decodes a command's NDJSON output, one T a line, failing t at a
+// line that is not one.
+func ndjson[T any](t testing.TB, out string) []T {
+	t.Helper()
+	var vs []T
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var v T
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// nextCount checks that ev, a delta of count, holds *next, the number due,
+// and counts it.
+func nextCount(t testing.TB, ev envelope.ToolEvent, next *int) {
+	t.Helper()
+	var d struct{ I int }
+	_ = json.Unmarshal(ev.Data, &d)
+	if d.I != *next {
+		t.Fatalf("delta %d arrived where %d was due", d.I, *next)
+	}
+	*next++
 }
 
 var countSpec = envelope.ToolSpec{Name: "count", Streaming: true,

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -93,17 +92,7 @@ func logTagTool(t *testing.T, dir, body string) string {
 // the test ends.
 func stockCaller(t *testing.T, url string, opts ...nats.Option) *caller.Caller {
 	t.Helper()
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c, err := caller.New(nc, caller.Config{Logger: meshtest.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return meshtest.NewCaller(t, dialURL(t, url, opts...), caller.Config{Logger: meshtest.Quiet()})
 }
 
 // holdGate creates gate and locks it exclusively: gated runs wait until
@@ -134,15 +123,6 @@ func burnCPU(t *testing.T, n int) {
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	}
-}
-
-// startCLIWorker runs `toolmesh worker` (the built binary) on url and
-// returns it once it is ready, with its worker id.
-func startCLIWorker(t *testing.T, url, toolsFile string, extra ...string) (*proc, string) {
-	t.Helper()
-	p := startProc(t, append([]string{"worker", "--server", url, "--config", toolsFile}, extra...)...)
-	m := p.waitLine(t, regexp.MustCompile(`worker ready.*worker_id=(\S+)`))
-	return p, m[1]
 }
 
 // outcome is how one call of a flood ended.

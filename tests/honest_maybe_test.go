@@ -83,11 +83,7 @@ func TestHonestUnnamedCallRanMaybeOnlyWhenIdempotent(t *testing.T) {
 // subscriber gets a copy of each call as the worker's queue group does.
 func watchCalls(t *testing.T, url string) func() int {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := dialURL(t, url)
 	var mu sync.Mutex
 	count := 0
 	if _, err := nc.Subscribe("toolmesh.call.>", func(m *nats.Msg) {

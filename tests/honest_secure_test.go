@@ -18,13 +18,37 @@ import (
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // bobBurst is the issue's burst: 5,300 calls of 40-odd bytes without
 // caller= (unleased), sent at once.
 const bobBurst = 5300
+
+// burst publishes bobBurst unleased calls of tool on nc at once, call i
+// with body(i), each with a reply subject of its own, and hands every
+// event answered to onEvent (in the subscription's goroutine).
+func burst(t *testing.T, nc *nats.Conn, tool string, body func(i int) string, onEvent func(envelope.ToolEvent)) {
+	t.Helper()
+	inbox := nats.NewInbox()
+	sub, err := nc.Subscribe(inbox+".*", func(msg *nats.Msg) {
+		if ev, err := envelope.ParseEvent(msg.Data); err == nil && len(msg.Data) > 0 {
+			onEvent(ev)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+	for i := range bobBurst {
+		if err := nc.PublishRequest("toolmesh.call."+tool, inbox+"."+strconv.Itoa(i), []byte(body(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// noArgs is a burst's body of a call without arguments.
+func noArgs(int) string { return `{"args":{}}` }
 
 // Under deploy/secure verbatim: bob's burst of unleased calls to
 // a slow tool takes only his share of the shared worker (MaxPerIdentity);
@@ -48,22 +72,11 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 
 	bob, _ := m.dial(t, "bob")
 	refused := make(chan struct{}, bobBurst)
-	inbox := nats.NewInbox()
-	sub, err := bob.Subscribe(inbox+".*", func(msg *nats.Msg) {
-		if ev, err := envelope.ParseEvent(msg.Data); err == nil && ev.Problem() != nil &&
-			ev.Problem().Code == envelope.CodeOverloaded && ev.Problem().Ran() == envelope.RanNo {
+	burst(t, bob, "demo.slow", noArgs, func(ev envelope.ToolEvent) {
+		if p := ev.Problem(); p != nil && p.Code == envelope.CodeOverloaded && p.Ran() == envelope.RanNo {
 			refused <- struct{}{}
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = sub.SetPendingLimits(-1, -1)
-	for i := range bobBurst {
-		if err := bob.PublishRequest("toolmesh.call.demo.slow", inbox+"."+strconv.Itoa(i), []byte(`{"args":{}}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	share := 1024 / 2 // worker.Config.Limits.MaxPerIdentity's default: half of MaxConcurrent's
 	for range bobBurst - share {
 		<-refused
@@ -73,8 +86,7 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 		t.Fatalf("bob holds %d calls running on the worker, want his share of %d", got, share)
 	}
 
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	for i := range 20 {
 		if _, err := alice.Call(context.Background(), "demo.echo", map[string]string{"message": "hi"}, caller.WithRetries(caller.NoRetries)); err != nil {
 			t.Fatalf("alice's call %d after bob's burst: %v", i, err)
@@ -111,8 +123,7 @@ func TestSecureControlFloodLeavesWorkerMemoryBounded(t *testing.T) {
 	if err := bob.FlushTimeout(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	if _, err := alice.Call(context.Background(), "demo.ok", nil); err != nil {
 		t.Fatalf("alice's call after bob's control flood: %v", err)
 	}
@@ -188,8 +199,7 @@ func TestSecurePoolCannotAdvertiseOutsideItsNamespace(t *testing.T) {
 	if err := hostile.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	cat, err := alice.Catalog().List(context.Background(), time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,8 +9,7 @@ import (
 // renders -i alone), while a string flag pair, whose value follows the
 // flag, is still flagged.
 func TestCommandLintBooleanFlagPair(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	_ = os.WriteFile(cfg, []byte(`
+	cfg := writeTools(t, `
 tools:
   - name: text.grep
     input_schema: {type: object, properties: {pattern: {type: string}, text: {type: string}, ignore_case: {type: boolean}}, required: [pattern, text]}
@@ -24,7 +21,7 @@ tools:
         stdin: arg.text
         output_format: lines
         exit_code_map: {1: ok_empty, 2: invalid_input}
-`), 0o644)
+`)
 	r := runCmd(t, "", "tools", "lint", cfg)
 	if r.code != 0 {
 		t.Fatalf("lint: exit %d, stderr %s", r.code, r.stderr)

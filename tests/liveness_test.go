@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -175,10 +174,7 @@ func TestLostWorkerEndsExactlyItsCalls(t *testing.T) {
 	doomedNC.Close()
 	for range 4 {
 		err := <-lost
-		var p *envelope.Problem
-		if !errors.As(err, &p) || p.Code != envelope.CodeWorkerLost {
-			t.Fatalf("a call on the dead worker ended %v, want worker_lost", err)
-		}
+		wantCode(t, err, envelope.CodeWorkerLost)
 	}
 	if n := live.cancelled(); n != 0 {
 		t.Fatalf("%d calls on the live worker were cancelled", n)

@@ -169,10 +169,7 @@ func checkBridgeProgress(t *testing.T, c *caller.Caller) {
 	}
 	var pcts []float64
 	var result string
-	for ev, err := range st.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEvent(t, st, func(ev envelope.ToolEvent) {
 		switch ev.Type {
 		case envelope.EventProgress:
 			pcts = append(pcts, *ev.Pct)
@@ -181,7 +178,7 @@ func checkBridgeProgress(t *testing.T, c *caller.Caller) {
 		case envelope.EventError:
 			t.Fatal(ev.Problem())
 		}
-	}
+	})
 	if result != `{"count":3}` {
 		t.Fatalf("result = %s", result)
 	}
@@ -325,8 +322,7 @@ func farViaGateway(t *testing.T) *mcpClient {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	bridgeOn(t, srv, bridge.Entry{Namespace: "far", Server: bridge.ServerConfig{Command: mcpServerBin(t)}})
 	g := startGateway(t, &mcpMesh{srv: srv})
-	ct := serveInMemory(t, g.Server())
-	return connectMCP(t, ct, "")
+	return connectInProcess(t, g, "")
 }
 
 // TestMCPBothWays chains the two directions: a go-sdk client calls, through
@@ -379,13 +375,7 @@ func TestMCPBothWays(t *testing.T) {
 // server, with no mesh between, closed when t ends.
 func directSession(t *testing.T) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
-	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = direct.Close() })
-	return direct
+	return clientSession(t, &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil, "")
 }
 
 // TestMCPContentRoundTrip calls the same tools of an MCP server directly

@@ -19,39 +19,26 @@ func mcpArgs(m *mcpMesh, extra ...string) []string {
 }
 
 func TestMCPCommandStdio(t *testing.T) {
-	for _, v := range protocolVersions {
-		t.Run(v, func(t *testing.T) {
-			m := startMCPMesh(t)
-			cmd := exec.Command(toolmeshBin(t), mcpArgs(m)...)
-			mc := connectMCP(t, &mcp.CommandTransport{Command: cmd}, v)
-			if got := mc.cs.InitializeResult().ProtocolVersion; got != v {
-				t.Fatalf("negotiated %s, want %s", got, v)
-			}
-			exerciseGateway(t, m, mc)
-		})
-	}
+	gatewayPerVersion(t, func(t *testing.T, m *mcpMesh, v string) *mcpClient {
+		return connectMCP(t, &mcp.CommandTransport{Command: exec.Command(toolmeshBin(t), mcpArgs(m)...)}, v)
+	})
 }
 
 func TestMCPCommandHTTP(t *testing.T) {
-	for _, v := range protocolVersions {
-		t.Run(v, func(t *testing.T) {
-			// A mesh of its own: the list_changed check kills a worker,
-			// which the registry remembers until its TTL, and the catalogue
-			// then honestly says it is incomplete.
-			m := startMCPMesh(t)
-			p := startProc(t, mcpArgs(m, "--http", "127.0.0.1:0")...)
-			url := p.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]
-			mc := connectMCP(t, &mcp.StreamableClientTransport{Endpoint: url}, v)
-			if got := mc.cs.InitializeResult().ProtocolVersion; got != v {
-				t.Fatalf("negotiated %s, want %s", got, v)
-			}
-			exerciseGateway(t, m, mc)
+	gatewayPerVersion(t, func(t *testing.T, m *mcpMesh, v string) *mcpClient {
+		p := startProc(t, mcpArgs(m, "--http", "127.0.0.1:0")...)
+		url := p.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]
+		mc := connectMCP(t, &mcp.StreamableClientTransport{Endpoint: url}, v)
+		// Once the checks ran (cleanups run last first): the client
+		// leaves, and the command then shuts down gracefully.
+		t.Cleanup(func() {
 			_ = mc.cs.Close()
 			if code := p.stop(t, syscall.SIGTERM); code != 0 {
-				t.Fatalf("graceful shutdown exited %d\n%s", code, p.stderr.String())
+				t.Errorf("graceful shutdown exited %d\n%s", code, p.stderr.String())
 			}
 		})
-	}
+		return mc
+	})
 }
 
 func TestMCPCommandRefusesUnsafeHTTP(t *testing.T) {

@@ -1,18 +1,13 @@
 package tests
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
@@ -23,10 +18,7 @@ import (
 // revision the suite infers: the 2026-07-28 ones, the 2025-03-26
 // back-compatibility ones and the extensions. Each is run alone, so the
 // client's exit status counts (a suite run reports checks only).
-var authScenarios = []struct {
-	name      string
-	revisions []string
-}{
+var authScenarios = []clientScenarioSpec{
 	{"auth/metadata-default", bothRevisions}, {"auth/metadata-var1", bothRevisions},
 	{"auth/metadata-var2", bothRevisions}, {"auth/metadata-var3", bothRevisions},
 	{"auth/basic-cimd", bothRevisions}, {"auth/scope-from-www-authenticate", bothRevisions},
@@ -68,13 +60,31 @@ var beyondTheClient = map[string]string{
 // passes — no check failed and none warned — except those
 // beyondTheClient lists, which must still fail.
 func TestMCPInteropAuthClient(t *testing.T) {
+	got := runClientScenarios(t, "./testdata/mcpauthclient", authScenarios)
+	t.Logf("conformance %s, client auth scenarios against the bridge's OAuth client:\n%s", npmConformance, clientTable(got, beyondTheClient))
+	checkClientScenarios(t, "auth scenarios do not pass against the bridge's OAuth client", got, beyondTheClient, "beyondTheClient")
+}
+
+// clientScenarioSpec is a client scenario of the suite and the revisions
+// it is run at (none: once, at the revision the suite infers).
+type clientScenarioSpec struct {
+	name      string
+	revisions []string
+}
+
+// runClientScenarios builds the client program at pkg and runs each
+// scenario alone against it, once for each of its revisions, returning
+// each run's verdict (clientScenario) under "name at revision", or under
+// the name for a scenario run at the revision the suite infers.
+func runClientScenarios(t *testing.T, pkg string, scenarios []clientScenarioSpec) map[string]string {
+	t.Helper()
 	dir := npmDir(t, npmNode22, npmConformance)
-	client, err := testutil.BuildBinary("./testdata/mcpauthclient", "mcpauthclient")
+	client, err := testutil.BuildBinary(pkg, path.Base(pkg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, sc := range authScenarios {
+	for _, sc := range scenarios {
 		if sc.revisions == nil {
 			got[sc.name] = clientScenario(t, dir, client, sc.name)
 		}
@@ -82,8 +92,7 @@ func TestMCPInteropAuthClient(t *testing.T) {
 			got[sc.name+" at "+rev] = clientScenario(t, dir, client, sc.name, "--spec-version", rev)
 		}
 	}
-	t.Logf("conformance %s, client auth scenarios against the bridge's OAuth client:\n%s", npmConformance, clientTable(got, beyondTheClient))
-	checkClientScenarios(t, "auth scenarios do not pass against the bridge's OAuth client", got, beyondTheClient, "beyondTheClient")
+	return got
 }
 
 // checkClientScenarios fails for every scenario of got that did not
@@ -138,16 +147,7 @@ func clientScenario(t *testing.T, dir, client, name string, args ...string) stri
 // and args, and returns its output.
 func conformanceClient(t *testing.T, dir, client string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "conformance"),
-		append([]string{"client", "--command", client}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "node_modules", ".bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	_ = cmd.Run() // it exits 1 when a scenario fails; its output says which
-	return out.String()
+	return runSuite(t, dir, append([]string{"client", "--command", client}, args...)...)
 }
 
 // clientVerdict is "pass" (checks passed, none failed or warned), or what
@@ -165,19 +165,10 @@ func clientVerdict(passed, failed, warnings string) string {
 // clientTable is the per-scenario result, one row each, with the reason
 // of each scenario beyond lists.
 func clientTable(got, beyond map[string]string) string {
-	var names []string
-	for n := range got {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString("| scenario | result |\n|---|---|\n")
-	for _, n := range names {
-		res := got[n]
+	return scenarioTable(got, []string{"result"}, func(n string) []string {
 		if why, ok := beyond[n]; ok {
-			res += " (" + why + ")"
+			return []string{got[n] + " (" + why + ")"}
 		}
-		fmt.Fprintf(&b, "| %s | %s |\n", n, res)
-	}
-	return b.String()
+		return []string{got[n]}
+	})
 }

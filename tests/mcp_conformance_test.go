@@ -2,10 +2,12 @@ package tests
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,9 +137,16 @@ func runConformance(t *testing.T, dir, url, revision, suite string, extensions [
 // conformance runs the suite's server mode with args and returns its output.
 func conformance(t *testing.T, dir string, args ...string) string {
 	t.Helper()
+	return runSuite(t, dir, append([]string{"server"}, args...)...)
+}
+
+// runSuite runs the conformance suite installed under dir with args (its
+// mode first) and returns its output.
+func runSuite(t *testing.T, dir string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "conformance"), append([]string{"server"}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "conformance"), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "node_modules", ".bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var out bytes.Buffer
@@ -235,19 +244,18 @@ var beyondTheMesh = map[string]string{}
 
 // conformanceTable is the README's table: scenario, direct, through the mesh.
 func conformanceTable(direct, viaMesh map[string]string) string {
-	var names []string
-	for n := range direct {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	return scenarioTable(direct, []string{"fixture directly", "through the mesh"}, func(n string) []string {
+		return []string{direct[n], cmp.Or(viaMesh[n], "not run")}
+	})
+}
+
+// scenarioTable is a Markdown table with a row for each scenario of got,
+// in name order: its name, then the cells of row under heads.
+func scenarioTable(got map[string]string, heads []string, row func(name string) []string) string {
 	var b strings.Builder
-	b.WriteString("| scenario | fixture directly | through the mesh |\n|---|---|---|\n")
-	for _, n := range names {
-		v := viaMesh[n]
-		if v == "" {
-			v = "not run"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", n, direct[n], v)
+	b.WriteString("| scenario | " + strings.Join(heads, " | ") + " |\n|---|" + strings.Repeat("---|", len(heads)) + "\n")
+	for _, n := range slices.Sorted(maps.Keys(got)) {
+		b.WriteString("| " + n + " | " + strings.Join(row(n), " | ") + " |\n")
 	}
 	return b.String()
 }
@@ -343,14 +351,11 @@ func TestMCPBridgeProgressBeforeResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		var pcts []float64
-		for ev, err := range st.Events() {
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachEvent(t, st, func(ev envelope.ToolEvent) {
 			if ev.Type == envelope.EventProgress {
 				pcts = append(pcts, *ev.Pct)
 			}
-		}
+		})
 		if !slices.Equal(pcts, []float64{0, 50, 100}) {
 			t.Fatalf("progress before the result = %v, want [0 50 100]", pcts)
 		}
@@ -363,10 +368,7 @@ func TestMCPBridgeProgressBeforeResult(t *testing.T) {
 // alone, so the client's exit status counts. The sep-2640-* extension
 // scenarios test a client that fetches a server's skills, which the
 // bridge does not do: they do not apply.
-var bridgeClientScenarios = []struct {
-	name      string
-	revisions []string
-}{
+var bridgeClientScenarios = []clientScenarioSpec{
 	{"initialize", []string{"2025-11-25"}},
 	{"tools_call", []string{"2025-11-25", "2026-07-28"}},
 	{"elicitation-sep1034-client-defaults", []string{"2025-11-25"}},
@@ -395,17 +397,7 @@ var clientResult = regexp.MustCompile(`Passed: (\d+)/(\d+), (\d+) failed, (\d+) 
 // failed or warned and the client exited 0 — except those
 // beyondTheBridge lists, which must still fail.
 func TestMCPInteropBridgeClient(t *testing.T) {
-	dir := npmDir(t, npmNode22, npmConformance)
-	client, err := testutil.BuildBinary("./testdata/mcpbridgeclient", "mcpbridgeclient")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, sc := range bridgeClientScenarios {
-		for _, rev := range sc.revisions {
-			got[sc.name+" at "+rev] = clientScenario(t, dir, client, sc.name, "--spec-version", rev)
-		}
-	}
+	got := runClientScenarios(t, "./testdata/mcpbridgeclient", bridgeClientScenarios)
 	t.Logf("conformance %s, client scenarios against the bridge:\n%s", npmConformance, clientTable(got, beyondTheBridge))
 	checkClientScenarios(t, "client scenarios do not pass against the bridge", got, beyondTheBridge, "beyondTheBridge")
 }

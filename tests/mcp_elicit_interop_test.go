@@ -2,7 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -86,13 +85,7 @@ func elicitThroughGateway(t *testing.T, dir string) {
 // bridge → server-everything and back.
 func elicitBridged(t *testing.T, dir string) {
 	_, url := startDev(t)
-	tools := filepath.Join(dir, "tools.yaml")
-	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	yaml := fmt.Sprintf("tools:\n  - namespace: everything\n    binding:\n      mcp: {command: node, args: [%q, stdio], client_capabilities: [elicitation]}\n", server)
-	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	startProc(t, "worker", "--config", tools, "--server", url)
+	bridgeEverything(t, dir, url, ", client_capabilities: [elicitation]")
 	const tool = "everything.trigger-elicitation-request"
 	var r result
 	waitFor(t, tool+" on the mesh", func() bool {

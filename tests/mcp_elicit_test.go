@@ -5,24 +5,19 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
-	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
-	"github.com/toolmesh/toolmesh/worker"
 )
 
 // askingGateway is a mesh hosting askingTool's "rm" behind a gateway.
 func askingGateway(t *testing.T) *gateway.Gateway {
 	t.Helper()
-	srv := meshtest.StartServer(t, embedded.Config{})
-	askingTool(t, meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{}))
-	return runGateway(t, gateway.Config{Caller: meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{}),
-		Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	m := meshtest.New(t)
+	askingTool(t, m.Worker)
+	return runGateway(t, gateway.Config{Caller: m.Caller})
 }
 
 // TestMCPGatewayElicitation: a go-sdk client that declares elicitation
@@ -56,13 +51,7 @@ func TestMCPGatewayElicitation(t *testing.T) {
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true, "reason": "via mcp"}}, nil
 				}
 			}
-			client := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "0"}, opts)
-			ct := serveInMemory(t, g.Server())
-			cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cs.Close() })
+			cs := inMemorySession(t, g.Server(), opts, c.version)
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "rm", Arguments: map[string]string{"path": "/srv"}})
 			if err != nil {
 				t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -172,12 +171,7 @@ func TestMCPNamespaceUnknownToolAsTheServerAnswers(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	bridgeOn(t, srv, bridge.Entry{Namespace: "far", Server: bridge.ServerConfig{Command: mcpServerBin(t), Skip: []string{"crash"}}})
 	cs := gatewayClient(t, srv, "far", nil)
-	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
-	direct, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(mcpServerBin(t))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = direct.Close() })
+	direct := directSession(t)
 	_, want := direct.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
 	_, got := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
 	var wj, gj *jsonrpc.Error

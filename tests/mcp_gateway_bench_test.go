@@ -56,11 +56,5 @@ func directEchoSession(b *testing.B) *mcp.ClientSession {
 			args := string(req.Params.Arguments)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args}}, StructuredContent: req.Params.Arguments}, nil
 		})
-	ct := serveInMemory(b, s)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return inMemorySession(b, s, nil, "2025-11-25")
 }

@@ -126,16 +126,24 @@ func TestMCPInteropTypeScriptClient(t *testing.T) {
 	})
 }
 
-func TestMCPInteropServerEverything(t *testing.T) {
-	dir := interopDir(t)
-	_, url := startDev(t)
+// bridgeEverything starts a `toolmesh worker` on the mesh at url that
+// bridges server-everything (installed under dir) over stdio as namespace
+// everything; binding adds to its mcp binding (", client_capabilities: …").
+func bridgeEverything(t *testing.T, dir, url, binding string) {
+	t.Helper()
 	tools := filepath.Join(dir, "tools.yaml")
 	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	yaml := fmt.Sprintf("tools:\n  - namespace: everything\n    binding:\n      mcp: {command: node, args: [%q, stdio]}\n", server)
+	yaml := fmt.Sprintf("tools:\n  - namespace: everything\n    binding:\n      mcp: {command: node, args: [%q, stdio]%s}\n", server, binding)
 	if err := os.WriteFile(tools, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	startProc(t, "worker", "--config", tools, "--server", url)
+}
+
+func TestMCPInteropServerEverything(t *testing.T) {
+	dir := interopDir(t)
+	_, url := startDev(t)
+	bridgeEverything(t, dir, url, "")
 	var r result
 	testutil.WaitFor(t, "everything.echo on the mesh", func() bool {
 		r = runCmd(t, "", "call", "everything.echo", "--server", url, "--args", `{"message":"hi"}`)

@@ -28,17 +28,14 @@ func TestMCPBridgeLogsReachTheCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs []string
-	for ev, err := range st.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEvent(t, st, func(ev envelope.ToolEvent) {
 		if ev.Type == envelope.EventProgress && ev.Log != nil {
 			if ev.Log.Level != "info" || ev.Log.Logger != "conformance-fixture" || ev.Message != ev.Log.Text() {
 				t.Errorf("log event %+v: want level info, the fixture's logger and its text as the message", ev.Log)
 			}
 			logs = append(logs, string(ev.Log.Data))
 		}
-	}
+	})
 	want := []string{`"Tool execution started"`, `"Tool processing data"`, `"Tool execution completed"`}
 	if !slices.Equal(logs, want) {
 		t.Fatalf("log events before the result = %v, want %v", logs, want)

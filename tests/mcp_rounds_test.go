@@ -6,13 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
@@ -26,25 +23,13 @@ func statelessGateway(t *testing.T) *gateway.Gateway {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	bridgeOn(t, srv, bridge.Entry{Namespace: "conf", Server: bridge.ServerConfig{Command: conformanceFixture(t),
 		ClientCapabilities: []string{"elicitation", "sampling"}, Protocol: "2026-07-28"}})
-	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-	waitFor(t, "the catalogue to list conf", func() bool {
-		cat, err := c.Catalog().List(context.Background(), time.Second)
-		return err == nil && cat.Complete && slices.ContainsFunc(cat.Tools, func(ct catalog.Tool) bool { return strings.HasPrefix(ct.Spec.Name, "conf.") })
-	})
-	return runGateway(t, gateway.Config{Caller: c, Namespace: "conf", Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
+	return namespaceGateway(t, srv, "conf")
 }
 
 // connect2026 connects a go-sdk client with opts to g at 2026-07-28.
 func connect2026(t *testing.T, g *gateway.Gateway, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ct := serveInMemory(t, g.Server())
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rounds-test", Version: "0"}, opts).
-		Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return inMemorySession(t, g.Server(), opts, "2026-07-28")
 }
 
 // TestMCPRoundsThroughMesh: a 2026-07-28 server's two input_required

@@ -101,6 +101,13 @@ func surfaceClient(t *testing.T, srv *embedded.Server, ns string) (*mcp.ClientSe
 // connects a go-sdk client with opts to it at 2025-11-25.
 func gatewayClient(t testing.TB, srv *embedded.Server, ns string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return inMemorySession(t, namespaceGateway(t, srv, ns).Server(), opts, "2025-11-25")
+}
+
+// namespaceGateway runs a gateway (namespace ns, "" for all) on srv once
+// the catalogue lists the namespace's tools.
+func namespaceGateway(t testing.TB, srv *embedded.Server, ns string) *gateway.Gateway {
+	t.Helper()
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	// The bridge's worker announces in the background: the gateway syncs
 	// once its tools are listed, as it would after `toolmesh worker` said ready.
@@ -110,16 +117,7 @@ func gatewayClient(t testing.TB, srv *embedded.Server, ns string, opts *mcp.Clie
 			return ns == "" || strings.HasPrefix(ct.Spec.Name, ns+".")
 		})
 	})
-	g := runGateway(t, gateway.Config{Caller: c, Namespace: ns, Settle: 20 * time.Millisecond,
-		CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
-	ct := serveInMemory(t, g.Server())
-	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "0"}, opts)
-	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return runGateway(t, gateway.Config{Caller: c, Namespace: ns})
 }
 
 // TestMCPSurfaceAcrossNamespaces: two bridged servers' resources, prompts

@@ -26,12 +26,7 @@ import (
 // gone), as a client whose gateway restarted does.
 func TestSecureMCPTasksBelongToTheirOwner(t *testing.T) {
 	m := startSecure(t)
-	tasksNC, _ := m.dial(t, "tasks")
-	svc, err := tasks.New(context.Background(), tasksNC, tasks.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	m.taskService(t, tasks.Config{})
 	started, ended := make(chan string, 1), make(chan error, 1)
 	register(t, m.demoWorker(t, worker.Config{}), envelope.ToolSpec{Name: "demo.park"}, parkTool(started, ended))
 

@@ -47,7 +47,7 @@ func TestNoOrphansOfManyCallsAfterWorkerKill9(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pids := callForkers(ctx, t, c, dir, 8)
+	pids := callForkers(ctx, t, c, dir, 8, func(pidfile string) []int { return forkedPids(t, pidfile) })
 	killAndWatchAll(t, p, pids)
 }
 
@@ -76,7 +76,7 @@ func TestNoOrphansOfSandboxedCallsAfterWorkerKill9(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pids := callSandboxedForkers(ctx, t, c, dir, 4)
+	pids := callForkers(ctx, t, c, dir, 4, func(pidfile string) []int { return sandboxedPids(t, pidfile) })
 	killAndWatchAll(t, p, pids)
 }
 
@@ -126,45 +126,38 @@ func forkerTools(sandbox string) string {
 }
 
 // callForkers starts n calls of forkerTools' tools, alternating them, and
-// returns the pids of every program and grandchild once all are running.
-func callForkers(ctx context.Context, t *testing.T, c *caller.Caller, dir string, n int) []int {
+// returns the pids of every program and process it started, as pidsOf
+// reads them from a call's pid file once they are running.
+func callForkers(ctx context.Context, t *testing.T, c *caller.Caller, dir string, n int, pidsOf func(pidfile string) []int) []int {
 	t.Helper()
 	var pids []int
 	for i := range n {
 		name := []string{"forker", "stubborn"}[i%2]
 		pidfile := filepath.Join(dir, fmt.Sprintf("pids-%d", i))
 		go func() { _, _ = c.Call(ctx, name, map[string]any{"file": pidfile}) }()
-		pids = append(pids, forkedPids(t, pidfile)...)
+		pids = append(pids, pidsOf(pidfile)...)
 	}
 	return pids
 }
 
-// callSandboxedForkers starts n calls of forkerTools' sandboxed tools,
-// alternating them, and returns the host pids of every program,
-// grandchild and detached process once all are running.
-func callSandboxedForkers(ctx context.Context, t *testing.T, c *caller.Caller, dir string, n int) []int {
+// sandboxedPids is the host pids of a sandboxed forker's program,
+// grandchild and detached process, killed when t ends, once all run.
+func sandboxedPids(t *testing.T, pidfile string) []int {
 	t.Helper()
-	var pids []int
-	for i := range n {
-		name := []string{"forker", "stubborn"}[i%2]
-		pidfile := filepath.Join(dir, fmt.Sprintf("pids-%d", i))
-		go func() { _, _ = c.Call(ctx, name, map[string]any{"file": pidfile}) }()
-		host := hostPids(t, pidfile, readPids(t, pidfile, 3))
-		t.Cleanup(func() {
-			for _, pid := range host {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		})
-		if cmd := procCmdline(host[0]); !strings.Contains(cmd, pidfile) {
-			t.Fatalf("host pid %d of the program runs %q, not the program", host[0], cmd)
+	host := hostPids(t, pidfile, readPids(t, pidfile, 3))
+	t.Cleanup(func() {
+		for _, pid := range host {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		// A child's pid is known from its fork, before it execs sleep.
-		waitFor(t, "the host pids to run the sleeps the program started", func() bool {
-			return procCmdline(host[1]) == "sleep 1000" && procCmdline(host[2]) == "sleep 1000"
-		})
-		pids = append(pids, host...)
+	})
+	if cmd := testutil.ProcCmdline(host[0]); !strings.Contains(cmd, pidfile) {
+		t.Fatalf("host pid %d of the program runs %q, not the program", host[0], cmd)
 	}
-	return pids
+	// A child's pid is known from its fork, before it execs sleep.
+	waitFor(t, "the host pids to run the sleeps the program started", func() bool {
+		return testutil.ProcCmdline(host[1]) == "sleep 1000" && testutil.ProcCmdline(host[2]) == "sleep 1000"
+	})
+	return host
 }
 
 // hostPids maps pids a sandboxed program wrote, which its own PID
@@ -179,9 +172,9 @@ func hostPids(t *testing.T, marker string, nsPids []int) []int {
 		t.Fatal(err)
 	}
 	var ns string
-	for _, pid := range procPids(t) {
+	for _, pid := range testutil.ProcPids(t) {
 		link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-		if err == nil && link != self && slices.Contains(strings.Split(procCmdline(pid), " "), marker) {
+		if err == nil && link != self && slices.Contains(strings.Split(testutil.ProcCmdline(pid), " "), marker) {
 			ns = link
 			break
 		}
@@ -190,7 +183,7 @@ func hostPids(t *testing.T, marker string, nsPids []int) []int {
 		t.Fatalf("no process of the call with %s runs in a PID namespace of its own", marker)
 	}
 	host := make([]int, len(nsPids))
-	for _, pid := range procPids(t) {
+	for _, pid := range testutil.ProcPids(t) {
 		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil || link != ns {
 			continue
 		}
@@ -217,28 +210,6 @@ func innermostPid(pid int) int {
 		}
 	}
 	return 0
-}
-
-// procPids are the pids /proc lists.
-func procPids(t *testing.T) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// procCmdline is pid's command line, its arguments joined by spaces.
-func procCmdline(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 }
 
 // kill -9 of a `toolmesh worker` bridging a stdio MCP server that forked a

@@ -3,8 +3,6 @@ package tests
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -92,8 +90,7 @@ func TestWorkerSurvivesLongOutage(t *testing.T) {
 // and a message naming the cause, so a supervisor restarts it.
 func TestCommandWorkerExitsOnClosedConnection(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	_ = os.WriteFile(cfg, []byte("tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
+	cfg := writeTools(t, "tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n")
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--max-reconnects", "3", "--reconnect-wait", "10ms", "--format", "json")
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	_ = srv.Shutdown(context.Background())
@@ -107,8 +104,7 @@ func TestCommandWorkerExitsOnClosedConnection(t *testing.T) {
 // out a drain that cannot reach the server.
 func TestCommandWorkerStopsAtOnceDuringOutage(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
-	cfg := filepath.Join(t.TempDir(), "tools.yaml")
-	_ = os.WriteFile(cfg, []byte("tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n"), 0o644)
+	cfg := writeTools(t, "tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n")
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--reconnect-wait", "10ms", "--drain-timeout", "1h")
 	p.waitLine(t, regexp.MustCompile(`worker ready`))
 	_ = srv.Shutdown(context.Background())

@@ -6,42 +6,27 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-)
 
-var (
-	sandboxBinOnce sync.Once
-	sandboxBinDir  string
-	sandboxBinErr  error
+	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
 // sandboxBins builds toolmesh and toolmesh-sandbox side by side, as make
-// build does, in a directory anyone may enter: a root worker's confined
-// programs run as nobody, who must reach the helper.
-func sandboxBins(t *testing.T) string {
-	t.Helper()
-	sandboxBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "toolmesh-sandbox-bins")
-		if err != nil {
-			sandboxBinErr = err
-			return
-		}
-		for pkg, name := range map[string]string{"../cmd/toolmesh": "toolmesh", "../cmd/toolmesh-sandbox": "toolmesh-sandbox"} {
-			if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
-				sandboxBinErr = err
-				t.Logf("%s", out)
-				return
-			}
-		}
-		sandboxBinErr = os.Chmod(dir, 0o755)
-		sandboxBinDir = dir
-	})
-	if sandboxBinErr != nil {
-		t.Fatal(sandboxBinErr)
+// build does, once, in a directory anyone may enter (a root worker's
+// confined programs run as nobody, who must reach the helper), and
+// returns the directory.
+var sandboxBins = onceBuilt(func() (string, error) {
+	dir, err := os.MkdirTemp("", "toolmesh-sandbox-bins")
+	if err != nil {
+		return "", err
 	}
-	return sandboxBinDir
-}
+	for pkg, name := range map[string]string{"../cmd/toolmesh": "toolmesh", "../cmd/toolmesh-sandbox": "toolmesh-sandbox"} {
+		if _, err := testutil.BuildInto(dir, pkg, name); err != nil {
+			return "", err
+		}
+	}
+	return dir, os.Chmod(dir, 0o755)
+})
 
 // The built binaries end to end: lint warns about an unconfined tool and
 // a bare value in an option position; a worker (dev) runs the confined
@@ -60,8 +45,7 @@ func TestCommandSandboxedTool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "a.txt"), []byte("inside\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tools := filepath.Join(t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(tools, []byte(`
+	tools := writeTools(t, `
 tools:
   - name: files.cat
     input_schema: {type: object, properties: {path: {type: string}}, required: [path]}
@@ -70,9 +54,7 @@ tools:
   - name: files.echo
     input_schema: {type: object, properties: {text: {type: string}}}
     binding: {cli: {cmd: echo, args_template: "{arg.text}", output_format: lines}}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	lint := runBin(t, bin, "tools", "lint", tools)
 	for _, want := range []string{"files.echo: no sandbox", "files.cat: args_template token {arg.path} puts a caller's value where the program reads options", "3 warnings"} {
 		if !strings.Contains(lint.stdout, want) {

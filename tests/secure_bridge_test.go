@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,22 +18,14 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
-	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // tenantGateway serves c's view of the mesh through an MCP gateway and
 // connects a go-sdk client to it.
 func tenantGateway(t *testing.T, c *caller.Caller) *mcp.ClientSession {
 	t.Helper()
-	g := runGateway(t, gateway.Config{Caller: c, Settle: 20 * time.Millisecond, CatalogWait: 2 * time.Second, Logger: meshtest.Quiet()})
-	ct := serveInMemory(t, g.Server())
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "tenant", Version: "0"}, nil).
-		Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	g := runGateway(t, gateway.Config{Caller: c})
+	return inMemorySession(t, g.Server(), nil, "2025-11-25")
 }
 
 // Under deploy/secure as shipped, `toolmesh worker --pool fs` bridges an

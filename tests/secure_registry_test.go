@@ -7,10 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -34,8 +32,7 @@ func TestSecurePoolWithoutJetStreamRunsUnregistered(t *testing.T) {
 	if strings.Contains(out, "deadline exceeded") {
 		t.Fatalf("the worker waited out a registry request the server refused:\n%s", out)
 	}
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	cat, err := alice.Catalog().List(context.Background(), 0)
 	if err != nil || cat.Complete || !slices.ContainsFunc(cat.Tools, func(t catalog.Tool) bool { return t.Spec.Name == "demo.unregistered" }) {
 		t.Fatalf("alice's catalogue: %v, complete=%v, %d tools %v", err, cat.Complete, len(cat.Tools), cat.ScopeWarnings)

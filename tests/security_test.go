@@ -42,15 +42,23 @@ type secureMesh struct {
 
 func startSecure(t *testing.T) *secureMesh {
 	t.Helper()
-	m := &secureMesh{passwords: map[string]string{}}
+	m := &secureMesh{passwords: secureEnv(t)}
+	m.srv = testutil.StartServerFromConfig(t, "../deploy/secure/nats-server.conf")
+	return m
+}
+
+// secureEnv sets what deploy/secure/nats-server.conf reads from the
+// environment for t: a new password for each of its users (returned,
+// user → password) and the task store's directory.
+func secureEnv(t *testing.T) map[string]string {
+	t.Helper()
+	passwords := map[string]string{}
 	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
-		m.passwords[user] = configPassword(t)
-		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
+		passwords[user] = configPassword(t)
+		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", passwords[user])
 	}
 	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())
-	srv := testutil.StartServerFromConfig(t, "../deploy/secure/nats-server.conf")
-	m.srv = srv
-	return m
+	return passwords
 }
 
 // asyncErrs collects a connection's asynchronous errors (permissions
@@ -89,6 +97,13 @@ func (m *secureMesh) dial(t *testing.T, user string) (*nats.Conn, *asyncErrs) {
 }
 
 // demoWorker is a worker of pool "demo" connected as the tools user.
+// caller is a caller connected as user, closed when t ends.
+func (m *secureMesh) caller(t *testing.T, user string) *caller.Caller {
+	t.Helper()
+	nc, _ := m.dial(t, user)
+	return meshtest.NewCaller(t, nc, caller.Config{})
+}
+
 func (m *secureMesh) demoWorker(t *testing.T, cfg worker.Config) *worker.Worker {
 	t.Helper()
 	nc, _ := m.dial(t, "tools")
@@ -153,7 +168,6 @@ func TestSecureCallerCannotReadAnotherCallersInbox(t *testing.T) {
 	m := startSecure(t)
 	w := m.demoWorker(t, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
-	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
 	sniff := make(chan *nats.Msg, 1000)
 	if _, err := bnc.ChanSubscribe("_INBOX.>", sniff); err != nil {
@@ -165,7 +179,7 @@ func TestSecureCallerCannotReadAnotherCallersInbox(t *testing.T) {
 	for _, subj := range []string{"toolmesh.call.>", "toolmesh.ctl.>", "_R_.>", ">"} {
 		wantDenied(t, bnc, "", subj)
 	}
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	secret := randomToken(t, 40)
 	resp, err := alice.Call(context.Background(), "demo.echo", map[string]string{"message": secret})
 	if err != nil || !resp.Success {
@@ -209,9 +223,8 @@ func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
 		}
 		return map[string]int{"n": n}, nil
 	})
-	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	bob := meshtest.NewCaller(t, bnc, caller.Config{})
 	ctx := context.Background()
 
@@ -286,9 +299,8 @@ func TestSecureCancelOfAnotherCallersCallIsIgnored(t *testing.T) {
 	})
 	bobStarted, bobEnded := make(chan string, 1), make(chan error, 1)
 	register(t, w, envelope.ToolSpec{Name: "demo.park", Streaming: true}, parkTool(bobStarted, bobEnded))
-	anc, _ := m.dial(t, "alice")
 	bnc, _ := m.dial(t, "bob")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	bob := meshtest.NewCaller(t, bnc, caller.Config{})
 	ctx := context.Background()
 	as, err := alice.Stream(ctx, "demo.gate", nil)
@@ -341,8 +353,7 @@ func TestSecureReplySubjectInjectionFails(t *testing.T) {
 		return map[string]string{"message": "genuine"}, nil
 	})
 	anc, _ := m.dial(t, "alice")
-	bnc, _ := m.dial(t, "bob")
-	bob := meshtest.NewCaller(t, bnc, caller.Config{})
+	bob := m.caller(t, "bob")
 	ctx := context.Background()
 	bs, err := bob.Stream(ctx, "demo.slow", nil)
 	if err != nil {
@@ -835,24 +846,16 @@ func TestSecureCallerLivenessCrossesTheImport(t *testing.T) {
 // a call's events stops that call's handler with forbidden; a caller
 // refused its inbox fails New naming the subject.
 func TestSecureViolationsReachTheCallsTheyConcern(t *testing.T) {
-	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true,
-		Users: []*server.User{
+	url := testutil.StartServerWith(t, func(o *server.Options) {
+		o.Users = []*server.User{
 			{Username: "w", Password: "w", Permissions: &server.Permissions{
 				Publish: &server.SubjectPermission{Deny: []string{"_INBOX.walled.>"}}}},
 			{Username: "c", Password: "c", Permissions: &server.Permissions{
 				Subscribe: &server.SubjectPermission{Deny: []string{"_INBOX.refused.>"}}}},
-		}}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+		}
+	})
 	dial := func(user string) *nats.Conn {
-		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(user, user))
+		nc, err := nats.Connect(url, nats.UserInfo(user, user))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -901,8 +904,7 @@ func TestSecureCallsReleaseTheirReplyMappings(t *testing.T) {
 	w := m.demoWorker(t, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	register(t, w, envelope.ToolSpec{Name: "demo.count", Streaming: true, InputSchema: countSpec.InputSchema}, count)
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	ctx := context.Background()
 	for i := range 20 {
 		if _, err := alice.Call(ctx, "demo.echo", map[string]int{"i": i}); err != nil {
@@ -960,24 +962,10 @@ func TestRedactionLeavesSharedProblemsAlone(t *testing.T) {
 // when the worker's connection dies without a goodbye.
 func TestSecureTenantWatchesTheFleet(t *testing.T) {
 	m := startSecure(t)
-	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{})
+	alice := m.caller(t, "alice")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes := make(chan catalog.Change, 16)
-	go func() {
-		defer close(changes)
-		for ch, err := range alice.Catalog().Watch(ctx) {
-			if err != nil {
-				return // the want below reports the watch ended
-			}
-			select {
-			case changes <- ch:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	changes := watchChanges(ctx, alice) // closed, when the watch ends, for the want below to report
 	wnc, _ := m.dial(t, "tools")
 	w := meshtest.NewWorker(t, wnc, worker.Config{Pool: "demo", Liveness: worker.Liveness{Heartbeat: 100 * time.Millisecond}})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)

@@ -117,12 +117,9 @@ func TestStreamAndDispatchTakeMiddlewareAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	var types []envelope.EventType
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatalf("stream: %v", err)
-		}
+	eachEvent(t, s, func(ev envelope.ToolEvent) {
 		types = append(types, ev.Type)
-	}
+	})
 	if runs.Load() != 3 || seen.Load() != 1 || streaming.Load() != 1 {
 		t.Fatalf("Stream: handler ran %d times (want 3), middleware saw %d calls (%d streaming), want 1", runs.Load(), seen.Load(), streaming.Load())
 	}
@@ -212,10 +209,7 @@ func TestStreamAs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, err := range s.Deltas() {
-		var p *envelope.Problem
-		if !errors.As(err, &p) || p.Code != envelope.CodeOutputInvalid {
-			t.Fatalf("a delta that does not fit string: %v", err)
-		}
+		wantCode(t, err, envelope.CodeOutputInvalid)
 	}
 	if _, err := s.Result(); err == nil || envelope.AsProblem(err, envelope.CodeInternal).Code != envelope.CodeOutputInvalid {
 		t.Fatalf("Result after a bad delta: %v", err)

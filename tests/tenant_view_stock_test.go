@@ -65,13 +65,8 @@ func TestStockSecureTenantViewFailsClosed(t *testing.T) {
 		t.Fatalf("alice's listing does not say how it learnt what she may call: %q", cat.ScopeWarnings)
 	}
 
-	hits, err := alice.Catalog().Search(ctx, "echo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hitNames []string
+	hitNames, hits := searchNames(ctx, t, alice, "echo")
 	for _, h := range hits {
-		hitNames = append(hitNames, h.Tool.Spec.Name)
 		if strings.Contains(h.Tool.Spec.Description, injection) {
 			t.Fatalf("alice's search returned the files pool's description: %+v", h)
 		}

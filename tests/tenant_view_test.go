@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -61,6 +62,21 @@ func catalogNames(t *testing.T, c *caller.Caller, want string) []string {
 	return names
 }
 
+// searchNames is c's search for query: the hits' tool names, best first,
+// and the hits.
+func searchNames(ctx context.Context, t *testing.T, c *caller.Caller, query string) ([]string, []catalog.SearchHit) {
+	t.Helper()
+	hits, err := c.Catalog().Search(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range hits {
+		names = append(names, h.Tool.Spec.Name)
+	}
+	return names, hits
+}
+
 // noFS fails when any of names is a files-pool tool.
 func noFS(t *testing.T, where string, names []string) {
 	t.Helper()
@@ -89,14 +105,7 @@ func TestSecureTenantSeesOnlyItsTools(t *testing.T) {
 	}
 	noFS(t, "catalogue", catalogNames(t, alice, "demo.echo"))
 
-	hits, err := alice.Catalog().Search(ctx, "read a file")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hitNames []string
-	for _, h := range hits {
-		hitNames = append(hitNames, h.Tool.Spec.Name)
-	}
+	hitNames, _ := searchNames(ctx, t, alice, "read a file")
 	noFS(t, "search", hitNames)
 	if bobHits, _ := bob.Catalog().Search(ctx, "read a file"); len(bobHits) == 0 || bobHits[0].Tool.Spec.Name != "fs.read_file" {
 		t.Fatalf("control: bob's search for 'read a file' = %v, want fs.read_file first", bobHits)
@@ -152,8 +161,7 @@ func gatewayTools(t *testing.T, c *caller.Caller, want string) []string {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ct := serveInMemory(t, g.Server())
-	mc := connectMCP(t, ct, "")
+	mc := connectInProcess(t, g, "")
 	var names []string
 	waitFor(t, "the gateway to list "+want, func() bool {
 		if err := g.Sync(ctx); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/meshtest"
 )
 
 // fleetTools is hosted by all three workers of the top test.
@@ -44,8 +45,7 @@ func startFleet(t *testing.T) string {
 	}
 	_, url := startDev(t, "--config", path)
 	for i := 0; i < 2; i++ {
-		w := startProc(t, "worker", "--config", path, "--server", url)
-		w.waitLine(t, regexp.MustCompile(`worker ready`))
+		startCLIWorker(t, url, path)
 	}
 	return url
 }
@@ -157,11 +157,7 @@ func TestTopJSONAgreesWithStats(t *testing.T) {
 	url := startFleet(t)
 	c := newCommandCaller(t, url)
 	stop := loadFleet(t, c)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := dialURL(t, url)
 	testutil.WaitFor(t, "calls on every worker", func() bool {
 		stats := rawStats(t, nc, 3)
 		for _, s := range stats {
@@ -321,16 +317,7 @@ func rawStats(t *testing.T, nc *nats.Conn, n int) []micro.Stats {
 // newCommandCaller is a library caller on the mesh a command serves.
 func newCommandCaller(t *testing.T, url string) *caller.Caller {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := caller.New(nc, caller.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(); nc.Close() })
-	return c
+	return meshtest.NewCaller(t, dialURL(t, url), caller.Config{})
 }
 
 // commandFor is an unstarted command running the binary.

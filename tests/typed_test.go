@@ -167,14 +167,11 @@ func TestTypedStream(t *testing.T) {
 	}
 	defer s.Close()
 	var deltas []string
-	for ev, err := range s.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEvent(t, s, func(ev envelope.ToolEvent) {
 		if ev.Type == envelope.EventDelta {
 			deltas = append(deltas, string(ev.Data))
 		}
-	}
+	})
 	if got := strings.Join(deltas, ""); got != `{"i":1}{"i":2}{"i":3}` {
 		t.Errorf("deltas %s", got)
 	}

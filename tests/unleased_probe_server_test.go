@@ -24,7 +24,7 @@ import (
 func TestStockServerAnswersSenderProbesOnlyInOneAccount(t *testing.T) {
 	t.Run("one account", func(t *testing.T) {
 		s := startStockServer(t)
-		worker, requester := dialPlain(t, s.url), dialPlain(t, s.url)
+		worker, requester := dialURL(t, s.url), dialURL(t, s.url)
 		answers := probeAnswers(t, worker, "probe.answers.*")
 		const base, beside, marker = "probe.answers.", "_INBOX.req.tm-sender-probe", "nobody.holds.this"
 		if _, err := requester.Subscribe("_INBOX.req.*", func(*nats.Msg) {}); err != nil {
@@ -46,6 +46,11 @@ func TestStockServerAnswersSenderProbesOnlyInOneAccount(t *testing.T) {
 		worker := m.dial(t, "tools")
 		calls := make(chan *nats.Msg, 1)
 		if _, err := worker.ChanSubscribe("toolmesh.call.demo.probe", calls); err != nil {
+			t.Fatal(err)
+		}
+		// The server holds the subscription before bob calls: his call is
+		// not dropped unheard, and the receive below does not wait forever.
+		if err := worker.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		const base = "toolmesh.ctl.demo.w.sender."
@@ -75,16 +80,6 @@ func TestStockServerAnswersSenderProbesOnlyInOneAccount(t *testing.T) {
 			t.Fatal("across accounts the server now answers a gone requester's probe 503: the worker could let such calls wait and check them (docs/protocol.md §8.5)")
 		}
 	})
-}
-
-func dialPlain(t *testing.T, url string) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
 }
 
 func probeAnswers(t *testing.T, nc *nats.Conn, subject string) chan *nats.Msg {
@@ -127,14 +122,7 @@ var monitorURL = regexp.MustCompile(`"http://[^"]+"`)
 
 func startSecureStockMonitored(t *testing.T) *monitoredSecureStock {
 	t.Helper()
-	m := &secureStock{passwords: map[string]string{}}
-	for _, user := range []string{"alice", "bob", "tools", "files", "tasks"} {
-		m.passwords[user] = configPassword(t)
-		t.Setenv("TOOLMESH_"+strings.ToUpper(user)+"_PASSWORD", m.passwords[user])
-	}
-	t.Setenv("TOOLMESH_TASKS_STORE", t.TempDir())
-	s := startStockServer(t, "-c", "../deploy/secure/nats-server.conf", "-m", "-1")
-	m.url = s.url
+	m, s := startSecureStockWith(t, "-m", "-1")
 	var mon string
 	waitFor(t, "the monitoring port in the ports file", func() bool {
 		for _, f := range s.portsFiles() {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -60,12 +58,7 @@ func TestSecureGoneSendersUnleasedCallsDoNotRun(t *testing.T) {
 
 	bob := m.dial(t, "bob")
 	var answered, refusedUnrun, notWaiting atomic.Int64
-	inbox := nats.NewInbox()
-	sub, err := bob.Subscribe(inbox+".*", func(msg *nats.Msg) {
-		ev, err := envelope.ParseEvent(msg.Data)
-		if err != nil || len(msg.Data) == 0 {
-			return
-		}
+	burst(t, bob, "demo.gated", func(i int) string { return `{"args":{"who":"bob-` + strconv.Itoa(i) + `"}}` }, func(ev envelope.ToolEvent) {
 		answered.Add(1)
 		if p := ev.Problem(); p != nil && p.Code == envelope.CodeOverloaded && p.Ran() == envelope.RanNo {
 			refusedUnrun.Add(1)
@@ -74,16 +67,6 @@ func TestSecureGoneSendersUnleasedCallsDoNotRun(t *testing.T) {
 			}
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = sub.SetPendingLimits(-1, -1)
-	for i := range bobBurst {
-		body := `{"args":{"who":"bob-` + strconv.Itoa(i) + `"}}`
-		if err := bob.PublishRequest("toolmesh.call.demo.gated", inbox+"."+strconv.Itoa(i), []byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	waitFor(t, "bob's first call running and every other one answered", func() bool {
 		return len(runs()) == 1 && answered.Load() == bobBurst-1
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/otlp"
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/tasks"
 )
@@ -41,9 +42,8 @@ and a small form; otherwise --answer JSON answers it (repeat for several questio
 --answer decline), and without one the call ends with input_required saying what was asked.
 Failures are also reported on stderr as a Problem, and the exit code is the Problem's.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return envelope.Problemf(envelope.CodeInvalidInput, "call takes exactly one tool name, got %d arguments", len(args)).
-					WithFix("Run `toolmesh call TOOL --args '{…}'`; list tools with `toolmesh tools list`.", envelope.HasPlaceholders)
+			if err := usage.OneArg("tool name", "Run `toolmesh call TOOL --args '{…}'`; list tools with `toolmesh tools list`.")(cmd, args); err != nil {
+				return err
 			}
 			return checkToolName(args[0])
 		},

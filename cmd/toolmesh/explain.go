@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/docs/problems"
 	"github.com/toolmesh/toolmesh/envelope"
 )
@@ -18,13 +19,7 @@ func newExplainCmd(g *globals) *cobra.Command {
 		Long: `Print the reference page of a problem code (invalid_input), its slug (invalid-input) or
 its type URI (https://toolmesh.dev/problems/invalid-input/v1, under any base). The pages
 are built into the binary; they are the same pages the type URIs dereference to.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return envelope.Problemf(envelope.CodeInvalidInput, "explain takes one problem code or type URI, got %d arguments", len(args)).
-					WithFix("Run `toolmesh explain timeout`, or pass a Problem's type URI.", envelope.HasPlaceholders)
-			}
-			return nil
-		},
+		Args: usage.OneArg("problem code or type URI", "Run `toolmesh explain timeout`, or pass a Problem's type URI."),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return codeNames(), cobra.ShellCompDirectiveNoFileComp
 		},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mcp/bridge"
 )
@@ -29,13 +30,7 @@ func newLoginCmd(g *globals) *cobra.Command {
 			"refresh token included, in the binding's token_file (by default toolmesh/oauth/NAMESPACE.json in " +
 			"your state directory) with mode 0600. A worker run as the same user with the same tools file uses " +
 			"and refreshes it. No token is ever printed.",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return envelope.Problemf(envelope.CodeInvalidInput, "%s takes one argument, the namespace of an MCP binding; got %q", cmd.CommandPath(), args).
-					WithFix("Run `toolmesh login --config tools.yaml NAMESPACE`.", envelope.HasPlaceholders)
-			}
-			return nil
-		},
+		Args: usage.OneArg("argument (the namespace of an MCP binding)", "Run `toolmesh login --config tools.yaml NAMESPACE`."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loginEntry(config, args[0])
 			if err != nil {

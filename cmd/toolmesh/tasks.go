@@ -27,12 +27,8 @@ func newTasksCmd(g *globals) *cobra.Command {
 }
 
 // oneTaskID checks that a command got exactly one task id.
-func oneTaskID(_ *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return envelope.Problemf(envelope.CodeInvalidInput, "want exactly one task id, got %d arguments", len(args)).
-			WithFix("Pass the id `toolmesh call --detach` printed; `toolmesh tasks ls` lists yours.", envelope.HasPlaceholders)
-	}
-	return nil
+func oneTaskID(cmd *cobra.Command, args []string) error {
+	return usage.OneArg("task id", "Pass the id `toolmesh call --detach` printed; `toolmesh tasks ls` lists yours.")(cmd, args)
 }
 
 func newTasksWatchCmd(g *globals) *cobra.Command {

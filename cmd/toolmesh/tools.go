@@ -135,12 +135,7 @@ func newToolsDescribeCmd(g *globals) *cobra.Command {
 	describe := &cobra.Command{
 		Use:   "describe TOOL",
 		Short: "Show a tool's full spec, schemas included",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return envelope.Problemf(envelope.CodeInvalidInput, "describe takes exactly one tool name, got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args:  usage.OneArg("tool name", ""),
 		RunE: g.withCaller("tools", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
 			spec, err := c.Catalog().Describe(cmd.Context(), args[0])
 			if err != nil && !isConflict(err) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/worker/cli"
@@ -15,12 +16,7 @@ func newToolsLintCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "lint TOOLS.yaml",
 		Short: "Check a tools file without running it: load errors, unconfined tools, caller values in option positions",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return envelope.Problemf(envelope.CodeInvalidInput, "lint takes exactly one tools file, got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args:  usage.OneArg("tools file", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnings, err := lintFile(args[0])
 			if err != nil {

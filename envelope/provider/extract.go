@@ -46,6 +46,20 @@ func container(output json.RawMessage, keys ...string) (json.RawMessage, error) 
 	return nil, nil
 }
 
+// firstOf unwraps a response that holds its answers in an array: when
+// output is an object whose member arr is a non-empty array of objects,
+// it is the first one's member field (a chat completion's first choice's
+// message, a Gemini response's first candidate's content); otherwise
+// output itself.
+func firstOf(output json.RawMessage, arr, field string) json.RawMessage {
+	var o map[string]json.RawMessage
+	var elems []map[string]json.RawMessage
+	if output[0] != '{' || json.Unmarshal(output, &o) != nil || json.Unmarshal(o[arr], &elems) != nil || len(elems) == 0 {
+		return output
+	}
+	return elems[0][field]
+}
+
 type openAIToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
@@ -57,15 +71,7 @@ type openAIToolCall struct {
 
 // openAICalls reads a chat completion, an assistant message or a tool_calls array.
 func openAICalls(output json.RawMessage) ([]rawCall, error) {
-	var resp struct {
-		Choices []struct {
-			Message json.RawMessage `json:"message"`
-		} `json:"choices"`
-	}
-	if output[0] == '{' && json.Unmarshal(output, &resp) == nil && len(resp.Choices) > 0 {
-		output = resp.Choices[0].Message
-	}
-	list, err := container(output, "tool_calls")
+	list, err := container(firstOf(output, "choices", "message"), "tool_calls")
 	if err != nil || list == nil || string(list) == "null" {
 		return nil, err
 	}
@@ -150,15 +156,7 @@ func anthropicCalls(output json.RawMessage) ([]rawCall, error) {
 
 // geminiCalls reads a response (first candidate), a Content or its parts.
 func geminiCalls(output json.RawMessage) ([]rawCall, error) {
-	var resp struct {
-		Candidates []struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"candidates"`
-	}
-	if output[0] == '{' && json.Unmarshal(output, &resp) == nil && len(resp.Candidates) > 0 {
-		output = resp.Candidates[0].Content
-	}
-	list, err := container(output, "parts")
+	list, err := container(firstOf(output, "candidates", "content"), "parts")
 	if err != nil || list == nil {
 		return nil, err
 	}

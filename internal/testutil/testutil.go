@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,13 @@ func BuildBinary(pkg, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return BuildInto(dir, pkg, name)
+}
+
+// BuildInto builds the Go main package at pkg into dir/name, beside what
+// dir holds (a program that finds its helper next to itself), and
+// returns the binary's path.
+func BuildInto(dir, pkg, name string) (string, error) {
 	bin := filepath.Join(dir, name)
 	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
@@ -55,6 +63,29 @@ func ProcAlive(pid int) bool {
 	s := string(stat)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// ProcPids are the pids /proc lists (Linux; elsewhere none).
+func ProcPids(t testing.TB) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// ProcCmdline is pid's command line as /proc says, its arguments joined
+// by spaces ("" for a process that is gone).
+func ProcCmdline(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 }
 
 // Golden compares got with testdata/name, first rewriting the file with

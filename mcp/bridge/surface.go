@@ -141,36 +141,33 @@ func readResource(ctx context.Context, b *Bridge, sess *mcp.ClientSession, req *
 		return nil, err
 	}
 	p.URI = uri
-	res, err := sess.ReadResource(ctx, &p)
-	if err != nil {
-		return nil, err
-	}
-	res.Meta = mcpmap.ResultMeta(res.Meta)
-	return res, nil
+	return metaMapped(sess.ReadResource(ctx, &p))
 }
 
 func getPrompt(ctx context.Context, _ *Bridge, sess *mcp.ClientSession, req *worker.Request, _ worker.Emitter) (any, error) {
-	var p mcp.GetPromptParams
-	if err := req.Bind(&p); err != nil {
-		return nil, err
-	}
-	res, err := sess.GetPrompt(ctx, &p)
-	if err != nil {
-		return nil, err
-	}
-	res.Meta = mcpmap.ResultMeta(res.Meta)
-	return res, nil
+	return forward(ctx, req, sess.GetPrompt)
 }
 
 func complete(ctx context.Context, _ *Bridge, sess *mcp.ClientSession, req *worker.Request, _ worker.Emitter) (any, error) {
-	var p mcp.CompleteParams
+	return forward(ctx, req, sess.Complete)
+}
+
+// forward sends the call's arguments, bound as the request's params, to
+// the server with send, and returns its result as metaMapped does.
+func forward[P any, R mcp.Result](ctx context.Context, req *worker.Request, send func(context.Context, *P) (R, error)) (any, error) {
+	var p P
 	if err := req.Bind(&p); err != nil {
 		return nil, err
 	}
-	res, err := sess.Complete(ctx, &p)
+	return metaMapped(send(ctx, &p))
+}
+
+// metaMapped is a server's result with its _meta as the mesh carries it
+// (mcpmap.ResultMeta), or the error.
+func metaMapped[R mcp.Result](res R, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Meta = mcpmap.ResultMeta(res.Meta)
+	res.SetMeta(mcpmap.ResultMeta(res.GetMeta()))
 	return res, nil
 }

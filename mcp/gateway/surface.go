@@ -147,28 +147,21 @@ func errNotFound(uri string) error {
 func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.ListResourcesResult, error) {
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: cacheHints(req)}
 	uris := map[string]string{}
-	var gaps []string
-	for _, nt := range g.surfaceView().offering(wire.MCPResourcesList) {
-		got, err := surfaceCall[mcp.ListResourcesResult](ctx, g, req, nt.tool, struct{}{})
-		if err != nil {
-			gaps = append(gaps, nt.ns+": "+err.Error())
-			continue
-		}
+	res.Meta = listEach(ctx, g, req, wire.MCPResourcesList, func(ns string, got *mcp.ListResourcesResult) {
 		for _, r := range got.Resources {
 			n, err := mcpmap.ResourceURI(r.URI)
 			if err != nil {
 				continue // no read of it would be let through
 			}
 			if _, dup := uris[n]; !dup {
-				uris[n] = nt.ns
+				uris[n] = ns
 				res.Resources = append(res.Resources, r)
 			}
 		}
-	}
+	})
 	g.mu.Lock()
 	g.routes.uris = uris
 	g.mu.Unlock()
-	res.Meta = gapsMeta(gaps)
 	return res, nil
 }
 
@@ -177,25 +170,34 @@ func (g *Gateway) listResources(ctx context.Context, req mcp.Request) (*mcp.List
 func (g *Gateway) listTemplates(ctx context.Context, req mcp.Request) (*mcp.ListResourceTemplatesResult, error) {
 	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Cacheable: cacheHints(req)}
 	var tmpls []routeTemplate
+	res.Meta = listEach(ctx, g, req, wire.MCPResourceTemplatesList, func(ns string, got *mcp.ListResourceTemplatesResult) {
+		for _, t := range got.ResourceTemplates {
+			res.ResourceTemplates = append(res.ResourceTemplates, t)
+			if re, err := uritemplate.New(t.URITemplate); err == nil {
+				tmpls = append(tmpls, routeTemplate{ns: ns, raw: t.URITemplate, re: re})
+			}
+		}
+	})
+	g.mu.Lock()
+	g.routes.templates = tmpls
+	g.mu.Unlock()
+	return res, nil
+}
+
+// listEach asks every namespace offering the listing op for it and hands
+// each answer (a T) to add, in namespace order; a namespace whose answer
+// fails is left out and named in the returned _meta (gapsMeta).
+func listEach[T any](ctx context.Context, g *Gateway, req mcp.Request, op string, add func(ns string, got *T)) mcp.Meta {
 	var gaps []string
-	for _, nt := range g.surfaceView().offering(wire.MCPResourceTemplatesList) {
-		got, err := surfaceCall[mcp.ListResourceTemplatesResult](ctx, g, req, nt.tool, struct{}{})
+	for _, nt := range g.surfaceView().offering(op) {
+		got, err := surfaceCall[T](ctx, g, req, nt.tool, struct{}{})
 		if err != nil {
 			gaps = append(gaps, nt.ns+": "+err.Error())
 			continue
 		}
-		for _, t := range got.ResourceTemplates {
-			res.ResourceTemplates = append(res.ResourceTemplates, t)
-			if re, err := uritemplate.New(t.URITemplate); err == nil {
-				tmpls = append(tmpls, routeTemplate{ns: nt.ns, raw: t.URITemplate, re: re})
-			}
-		}
+		add(nt.ns, got)
 	}
-	g.mu.Lock()
-	g.routes.templates = tmpls
-	g.mu.Unlock()
-	res.Meta = gapsMeta(gaps)
-	return res, nil
+	return gapsMeta(gaps)
 }
 
 // gapsMeta names the namespaces a listing had to leave out.
@@ -320,19 +322,12 @@ func cacheHints(req mcp.Request) mcp.Cacheable {
 // are named (both after NamePrefix).
 func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPromptsResult, error) {
 	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: cacheHints(req)}
-	var gaps []string
-	for _, nt := range g.surfaceView().offering(wire.MCPPromptsList) {
-		got, err := surfaceCall[mcp.ListPromptsResult](ctx, g, req, nt.tool, struct{}{})
-		if err != nil {
-			gaps = append(gaps, nt.ns+": "+err.Error())
-			continue
-		}
+	res.Meta = listEach(ctx, g, req, wire.MCPPromptsList, func(ns string, got *mcp.ListPromptsResult) {
 		for _, p := range got.Prompts {
-			p.Name = g.servedName(nt.ns, p.Name)
+			p.Name = g.servedName(ns, p.Name)
 			res.Prompts = append(res.Prompts, p)
 		}
-	}
-	res.Meta = gapsMeta(gaps)
+	})
 	return res, nil
 }
 

@@ -7,16 +7,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/internal/oauth"
-	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
@@ -75,19 +72,10 @@ func TestBridgeReachesAnOAuthServerWithClientCredentials(t *testing.T) {
 	runUntilSaid(t, "bridges ready", toolmeshBin, "worker", "--config", tools, "--server", m.Server.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	testutil.WaitFor(t, "remote.hello in the catalogue", func() bool {
-		cat, err := m.Caller.Catalog().List(ctx, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slices.ContainsFunc(cat.Tools, func(c catalog.Tool) bool { return c.Spec.Name == "remote.hello" })
-	})
+	waitForHello(ctx, t, m)
 	before := p.store.tokensIssued("bridge")
 	for range 2 {
-		resp, err := m.Caller.Call(ctx, "remote.hello", map[string]any{})
-		if err != nil || !resp.Success || !strings.Contains(string(resp.Data), "hello from the protected server") {
-			t.Fatalf("remote.hello through the bridge: %+v, %v", resp, err)
-		}
+		hello(ctx, t, m)
 	}
 	if before == 0 || p.store.tokensIssued("bridge") <= before {
 		t.Fatalf("tokens issued to the bridge: %d before the calls, %d after: no refresh", before, p.store.tokensIssued("bridge"))

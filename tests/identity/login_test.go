@@ -56,13 +56,7 @@ func TestLoginThenTheBridgeUsesAndRefreshesTheGrant(t *testing.T) {
 	worker.waitFor(t, regexp.MustCompile(`bridges ready`))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	testutil.WaitFor(t, "remote.hello in the catalogue", func() bool {
-		cat, err := m.Caller.Catalog().List(ctx, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slices.ContainsFunc(cat.Tools, func(c catalog.Tool) bool { return c.Spec.Name == "remote.hello" })
-	})
+	waitForHello(ctx, t, m)
 	refreshes := p.store.refreshes()
 	answers := []string{hello(ctx, t, m), hello(ctx, t, m)}
 	last := readGrant(t, path)
@@ -102,6 +96,18 @@ func loginTools(t *testing.T, uri string) string {
 		t.Fatal(err)
 	}
 	return tools
+}
+
+// waitForHello waits until the bridged remote.hello is in m's catalogue.
+func waitForHello(ctx context.Context, t *testing.T, m *meshtest.Mesh) {
+	t.Helper()
+	testutil.WaitFor(t, "remote.hello in the catalogue", func() bool {
+		cat, err := m.Caller.Catalog().List(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(cat.Tools, func(c catalog.Tool) bool { return c.Spec.Name == "remote.hello" })
+	})
 }
 
 // hello calls remote.hello through the mesh and returns its answer.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -17,34 +15,18 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/envelope/provider"
-	"github.com/toolmesh/toolmesh/mesh/embedded"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// sdkMesh is a real mesh (embedded nats-server, worker, caller) with one
-// tool that answers and one that always fails.
+// sdkMesh is a real mesh (embedded nats-server, worker, caller; see
+// meshtest) with one tool that answers and one that always fails.
 func sdkMesh(t *testing.T) *caller.Caller {
 	t.Helper()
-	ctx := context.Background()
-	srv, err := embedded.Start(ctx, embedded.Config{InProcessOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(ctx) })
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	wnc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(wnc.Close)
-	w, err := worker.New(wnc, worker.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	m := meshtest.NewWith(t, meshtest.Config{Worker: worker.Config{Logger: meshtest.Quiet()}, Caller: caller.Config{Logger: meshtest.Quiet()}})
 	for _, s := range sdkSpecs() {
 		fail := s.Name == "disk.burn"
-		if err := w.Register(s, worker.HandlerFunc(func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
+		if err := m.Worker.Register(s, worker.HandlerFunc(func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
 			if fail {
 				return nil, envelope.NewProblem(envelope.CodeToolFailed, "the disk is on fire")
 			}
@@ -53,17 +35,7 @@ func sdkMesh(t *testing.T) *caller.Caller {
 			t.Fatal(err)
 		}
 	}
-	cnc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cnc.Close)
-	c, err := caller.New(cnc, caller.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return m.Caller
 }
 
 func sdkSpecs() []envelope.ToolSpec {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -413,19 +412,6 @@ func TestOutputCap(t *testing.T) {
 	wantProblem(t, err, envelope.CodePayloadTooLarge)
 }
 
-// pidAlive reports whether pid is a live (non-zombie) process.
-func pidAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
-}
-
 // runUntilPid starts h, waits until the program wrote its grandchild's pid
 // into pidfile, cancels, and returns that pid.
 func runAndCancel(t *testing.T, h *Handler, pidfile string) (int, error) {
@@ -451,26 +437,30 @@ func runAndCancel(t *testing.T, h *Handler, pidfile string) (int, error) {
 }
 
 func TestCancelKillsProcessGroup(t *testing.T) {
-	pidfile := filepath.Join(t.TempDir(), "pid")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "sleep 1000 & echo $! > " + pidfile + "; wait"}}, Limits{KillGrace: 5 * time.Second})
-	pid, err := runAndCancel(t, h, pidfile)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("handler returned %v", err)
-	}
-	// Signals are delivered asynchronously: wait for the death, which a
-	// survivor (sleep 1000) would never reach.
-	waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
+	cancelUntilDead(t, "the grandchild", func(pidfile string) string { return "sleep 1000 & echo $! > " + pidfile + "; wait" }, 5*time.Second)
 }
 
 func TestIgnoredSigtermGetsSigkill(t *testing.T) {
+	cancelUntilDead(t, "the process ignoring SIGTERM", func(pidfile string) string {
+		return `trap "" TERM; sleep 1000 & echo $! > ` + pidfile + `; wait; wait`
+	}, 100*time.Millisecond)
+}
+
+// cancelUntilDead runs `sh -c script(pidfile)`, whose grandchild (who)
+// writes its pid to pidfile, with grace as its kill grace; cancels the
+// call once the pid is there, wants the handler to return the
+// cancellation, and waits for the grandchild to die. Signals are
+// delivered asynchronously: a survivor (sleep 1000) would never get
+// there.
+func cancelUntilDead(t *testing.T, who string, script func(pidfile string) string, grace time.Duration) {
+	t.Helper()
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `trap "" TERM; sleep 1000 & echo $! > ` + pidfile + `; wait; wait`}},
-		Limits{KillGrace: 100 * time.Millisecond})
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", script(pidfile)}}, Limits{KillGrace: grace})
 	pid, err := runAndCancel(t, h, pidfile)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("handler returned %v", err)
 	}
-	waitFor(t, "the process ignoring SIGTERM to die", func() bool { return !pidAlive(pid) })
+	waitFor(t, who+" to die", func() bool { return !testutil.ProcAlive(pid) })
 }
 
 // A grandchild left behind by a program that exits normally is swept too,
@@ -487,7 +477,7 @@ func TestGrandchildSweptOnNormalExit(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("no grandchild pid")
 	}
-	waitFor(t, "the grandchild to die", func() bool { return !pidAlive(pid) })
+	waitFor(t, "the grandchild to die", func() bool { return !testutil.ProcAlive(pid) })
 }
 
 // Runs beyond max_concurrent wait for a slot; one whose budget ends while

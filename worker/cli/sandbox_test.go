@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/sandbox"
@@ -503,18 +504,9 @@ tools:
 // pidsRunning are the host pids of live processes running `sleep marker`.
 func pidsRunning(t *testing.T, marker string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if string(cmdline) == "sleep\x00"+marker+"\x00" && pidAlive(pid) {
+	for _, pid := range testutil.ProcPids(t) {
+		if testutil.ProcCmdline(pid) == "sleep "+marker && testutil.ProcAlive(pid) {
 			pids = append(pids, pid)
 		}
 	}

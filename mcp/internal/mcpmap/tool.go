@@ -34,21 +34,14 @@ func Spec(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) {
 	if wire.IsMCPSurfaceReserved(t.Name) {
 		return s, nil, fmt.Errorf("its name starts with %q, which the mesh reserves for the server's resources and prompts", wire.MCPSurfaceSegment+".")
 	}
-	in, err := json.Marshal(t.InputSchema)
-	if err != nil {
-		return s, nil, fmt.Errorf("inputSchema: %w", err)
-	}
 	var changes []string
-	if s.InputSchema, changes, err = NormaliseInput(in); err != nil {
+	var err error
+	if s.InputSchema, changes, err = normalised("inputSchema", t.InputSchema, NormaliseInput); err != nil {
 		return s, nil, err
 	}
 	if t.OutputSchema != nil {
-		out, err := json.Marshal(t.OutputSchema)
-		if err != nil {
-			return s, nil, fmt.Errorf("outputSchema: %w", err)
-		}
 		var more []string
-		if s.OutputSchema, more, err = NormaliseOutput(out); err != nil {
+		if s.OutputSchema, more, err = normalised("outputSchema", t.OutputSchema, NormaliseOutput); err != nil {
 			return s, nil, err
 		}
 		changes = append(changes, more...)
@@ -64,6 +57,16 @@ func Spec(namespace string, t *mcp.Tool) (envelope.ToolSpec, []string, error) {
 		}
 	}
 	return s, changes, s.Validate()
+}
+
+// normalised is a tool's schema (the member named what) encoded and
+// made a mesh schema by normalise, with what normalise changed.
+func normalised(what string, schema any, normalise func(json.RawMessage) (json.RawMessage, []string, error)) (json.RawMessage, []string, error) {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return normalise(b)
 }
 
 // Listed records on a spec made by Spec the server's own definition of

@@ -3,13 +3,12 @@ package mcpmap
 import (
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
 func TestOutputSchemaAndStructured(t *testing.T) {
@@ -58,19 +57,7 @@ func TestMCPToolMapping(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := json.MarshalIndent(tool, "", "  ")
-		path := filepath.Join("testdata", c.golden)
-		if *update {
-			if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got)+"\n" != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", c.golden, got, want)
-		}
+		testutil.Golden(t, c.golden, got, *update)
 	}
 }
 

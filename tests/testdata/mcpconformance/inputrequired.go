@@ -133,24 +133,20 @@ func addStatefulInputTools(s *mcp.Server, key stateKey) {
 		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(noArgs)}, h)
 	}
 	confirm := mcp.InputRequestMap{"confirm": elicitReq("Please confirm", "ok", "boolean")}
-	tool("test_input_required_result_request_state", "Round-trips signed request state",
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return signedRounds(req, key, "request_state", func(string) *mcp.CallToolResult {
+	// confirmed asks once for a confirmation under signed state named
+	// name, and is done when it comes back.
+	confirmed := func(name string) mcp.ToolHandler {
+		return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return signedRounds(req, key, name, func(string) *mcp.CallToolResult {
 				if _, ok := req.Params.InputResponses["confirm"]; !ok {
-					return needs(confirm, key.sign("request_state:1"))
+					return needs(confirm, key.sign(name+":1"))
 				}
 				return text("state-ok: confirmed")
 			})
-		})
-	tool("test_input_required_result_tampered_state", "Refuses request state that was changed",
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return signedRounds(req, key, "tampered_state", func(string) *mcp.CallToolResult {
-				if _, ok := req.Params.InputResponses["confirm"]; !ok {
-					return needs(confirm, key.sign("tampered_state:1"))
-				}
-				return text("state-ok: confirmed")
-			})
-		})
+		}
+	}
+	tool("test_input_required_result_request_state", "Round-trips signed request state", confirmed("request_state"))
+	tool("test_input_required_result_tampered_state", "Refuses request state that was changed", confirmed("tampered_state"))
 	multi := mcp.InputRequestMap{
 		"user_name":    elicitReq("What is your name?", "name", "string"),
 		"greeting":     sampleReq("Generate a greeting", 50),

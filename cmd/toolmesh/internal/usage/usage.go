@@ -26,6 +26,23 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// OneArg refuses any number of positional arguments but one, naming
+// what that one is (a "tool name"), with fix as the Problem's fix (it may
+// hold placeholders; "" points at the command's --help). It is a
+// cobra.PositionalArgs.
+func OneArg(what, fix string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			return nil
+		}
+		p := envelope.Problemf(envelope.CodeInvalidInput, "%s takes exactly one %s, got %d arguments", cmd.CommandPath(), what, len(args))
+		if fix == "" {
+			return p.WithFix(fmt.Sprintf("See `%s --help`.", cmd.CommandPath()), envelope.MaybeIncorrect)
+		}
+		return p.WithFix(fix, envelope.HasPlaceholders)
+	}
+}
+
 // FlagValueProblem reports a flag value outside its allowed set.
 func FlagValueProblem(flag, got string, allowed ...string) *envelope.Problem {
 	return envelope.Problemf(envelope.CodeInvalidInput, "--%s: want %s, got %q", flag, strings.Join(allowed, ", "), got).
