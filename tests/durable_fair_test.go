@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/tasks"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -79,8 +81,7 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 func TestSecureTenantFloodTakesOnlyItsShareOfTheWorker(t *testing.T) {
 	const flood, share = 24, 4
 	m := startSecure(t)
-	tasksNC, _ := m.dial(t, "tasks")
-	startService(t, tasksNC, tasks.Config{MaxRunningPerOwner: flood, MaxRunningPerOwnerTool: flood})
+	m.taskService(t, tasks.Config{MaxRunningPerOwner: flood, MaxRunningPerOwnerTool: flood})
 	var started, ended atomic.Int64
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -95,10 +96,7 @@ func TestSecureTenantFloodTakesOnlyItsShareOfTheWorker(t *testing.T) {
 		return map[string]bool{"parked": true}, nil
 	})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
-	aliceNC, _ := m.dial(t, "alice")
-	bobNC, _ := m.dial(t, "bob")
-	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
-	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
+	alice, bob := m.caller(t, "alice"), m.caller(t, "bob")
 	ctx := context.Background()
 	for i := range flood {
 		if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
