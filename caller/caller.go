@@ -131,9 +131,9 @@ type Caller struct {
 	// ids makes the random part of every call id (see newID).
 	idsMu sync.Mutex
 	ids   *mrand.ChaCha8
-	// notifiers and queues hold the wake-up channels and one-event queues
-	// of ended calls, for reuse.
-	notifiers, queues sync.Pool
+	// notifiers, queues and streamQueues hold the wake-up channels,
+	// one-event queues and stream queues of ended calls, for reuse.
+	notifiers, queues, streamQueues sync.Pool
 
 	// scratch holds a frame's events while they are parsed; only the
 	// inbox callback (one goroutine) uses it.
@@ -827,7 +827,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if p.stream {
 		p.rare = &pendingRare{window: window}
 	}
-	p.queue = c.eventQueue()
+	p.queue = c.eventQueue(mode)
 	p.startAsking(ctx, o)
 	if prob := c.publish(ctx, p, reply, body); prob != nil {
 		return nil, prob
@@ -890,25 +890,39 @@ func (c *Caller) notifier() chan struct{} {
 	return make(chan struct{}, 1)
 }
 
-// eventQueue returns an empty queue for a new call: the one-event queue
-// an ended unary call gave back, or none yet (the first event makes one).
-// Nothing queues on an ended call (see pending.queueLocked), so its queue
-// is free once its terminal was read.
-func (c *Caller) eventQueue() []envelope.ToolEvent {
+// eventQueue returns an empty queue for a new call: the one an ended
+// call of its mode gave back — a unary call's holds one event, a
+// stream's what its longest run of unread events needed (up to the
+// credit window: without reuse each stream grew one from nothing, some
+// 200 KB of garbage a stream) — or none yet (the first event makes one).
+// Nothing queues on an ended call (see pending.queueLocked), so its
+// queue is free once its terminal was read.
+func (c *Caller) eventQueue(mode callMode) []envelope.ToolEvent {
+	if mode == stream {
+		if q, ok := c.streamQueues.Get().(*[]envelope.ToolEvent); ok {
+			return (*q)[:0]
+		}
+		return nil
+	}
 	if q, ok := c.queues.Get().(*[1]envelope.ToolEvent); ok {
 		return q[:0]
 	}
 	return nil
 }
 
-// giveBack returns p's wake-up channel, and its queue when it held one
-// event (a unary call's), for reuse once its terminal was read.
+// giveBack returns p's wake-up channel, and its queue, for reuse once
+// its terminal was read.
 func (p *pending) giveBack() {
 	p.mu.Lock()
 	q := p.queue
 	p.queue = nil
 	p.mu.Unlock()
-	if cap(q) == 1 {
+	switch {
+	case p.stream && cap(q) > 0:
+		q = q[:cap(q)]
+		clear(q) // the reader cleared what it took; this holds no event past the call
+		p.c.streamQueues.Put(&q)
+	case cap(q) == 1:
 		q = q[:1]
 		q[0] = envelope.ToolEvent{}
 		p.c.queues.Put((*[1]envelope.ToolEvent)(q))
