@@ -919,9 +919,11 @@ func (p *pending) giveBack() {
 	p.mu.Unlock()
 	switch {
 	case p.stream && cap(q) > 0:
-		q = q[:cap(q)]
-		clear(q) // the reader cleared what it took; this holds no event past the call
-		p.c.streamQueues.Put(&q)
+		// A variable of this branch's own: boxing q itself would move it
+		// to the heap for every call, unary ones included.
+		whole := q[:cap(q)]
+		clear(whole) // the reader cleared what it took; this holds no event past the call
+		p.c.streamQueues.Put(&whole)
 	case cap(q) == 1:
 		q = q[:1]
 		q[0] = envelope.ToolEvent{}
