@@ -806,7 +806,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if o.window > 0 {
 		window = max(o.window, 2)
 	}
-	span := c.startSpan(ctx, tool, id, mode)
+	span, traced := c.startSpan(ctx, tool, id, mode)
 	pickup := time.Now().Add(c.cfg.PickupCutoff)
 	// The reply subject, <inbox><id>, heads the buffer the message is
 	// encoded in: only the id outlives the publish.
@@ -823,7 +823,10 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		span.End()
 		return nil, prob
 	}
-	p.id, p.pickup, p.span, p.maybe = id, c.offset(pickup), span, acceptsMaybe(o)
+	p.id, p.pickup, p.maybe = id, c.offset(pickup), acceptsMaybe(o)
+	if traced {
+		p.extra = &pendingExtra{span: span}
+	}
 	if p.stream {
 		p.rare = &pendingRare{window: window}
 	}
@@ -1016,16 +1019,17 @@ func (c *Caller) appendCall(b []byte, rawArgs json.RawMessage, o callOptions) ([
 // largeArgsFix says what to do about args too large to send.
 const largeArgsFix = "Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload."
 
-// startSpan starts the call's client span.
-func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) trace.Span {
+// startSpan starts the call's client span; traced is false when tracing
+// is off and the span a no-op.
+func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) (span trace.Span, traced bool) {
 	if c.tracer.Off(ctx) {
-		return c.tracer.Noop() // not even the span's name is built
+		return c.tracer.Noop(), false // not even the span's name is built
 	}
-	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
+	_, span = c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.SpanAttributes(tool, id, mode == stream)...)
 	}
-	return span
+	return span, true
 }
 
 // publish registers p and sends its call; a call that cannot be sent is
@@ -1034,7 +1038,7 @@ func (c *Caller) publish(ctx context.Context, p *pending, reply string, body []b
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		p.span.End()
+		p.span().End()
 		return c.problems.New(envelope.CodeCancelled, "the caller is closed")
 	}
 	if st := c.nc.Status(); st != nats.CONNECTED {
@@ -1068,7 +1072,7 @@ func (c *Caller) publish(ctx context.Context, p *pending, reply string, body []b
 // coalescer returns the sender p may be coalesced by: nil for a stream,
 // or when coalescing is off.
 func (c *Caller) coalescer(p *pending) *sender {
-	if p.stream || p.asking != nil && p.asking.on || c.cfg.Coalescing == CoalesceOff {
+	if p.stream || p.ask() != nil && p.ask().on || c.cfg.Coalescing == CoalesceOff {
 		return nil
 	}
 	return c.senderFor(p.tool)
@@ -1220,7 +1224,7 @@ func (c *Caller) waitRetry(ctx context.Context, p *envelope.Problem) bool {
 	}
 }
 
-func (p *pending) endSpan(prob *envelope.Problem) { telemetry.EndSpan(p.span, prob) }
+func (p *pending) endSpan(prob *envelope.Problem) { telemetry.EndSpan(p.span(), prob) }
 
 // badToolName is the Problem of a malformed tool name: invalid_input with
 // a fix about names, not the schema violations a call's args would have.

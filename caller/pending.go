@@ -21,14 +21,16 @@ import (
 // mode (a worker that overruns it ends the call) and by one event in
 // unary mode. What only some calls need (stream credit, chunk
 // reassembly, a held settle Problem, questions) lives behind pointers
-// made on first use, so a unary call in flight is 208 bytes, not 384:
+// made on first use, so a unary call in flight is 192 bytes, not 384:
 // the caller's heap per call in flight is what a flood of calls costs.
 type pending struct {
 	c     *Caller
 	id    string
 	batch *batch // the batch it was sent in, or nil (guarded by Caller.mu)
 	tool  string
-	span  trace.Span
+	// extra is what only a traced call or one that asks has; nil for the
+	// rest, and never changed once the call is sent.
+	extra *pendingExtra
 	// notify wakes the reader of a call that may need waking for every
 	// event; it is nil for a call whose reader waits once, on gate (wait.go).
 	notify chan struct{}
@@ -39,9 +41,6 @@ type pending struct {
 	// watchPrev and watchNext (guarded by Caller.mu).
 	watch                *ctxWatch
 	watchPrev, watchNext *pending
-	// asking is set before the call is sent, for a call that declared
-	// ask=1 or answers questions, and never changes after (nil: neither).
-	asking *askState
 
 	mu    sync.Mutex
 	queue []envelope.ToolEvent // events from head on wait unread
@@ -78,6 +77,31 @@ type pendingRare struct {
 	// its way (see settle.go); dueAt is when it was decided.
 	due   *envelope.Problem
 	dueAt time.Time
+}
+
+// pendingExtra is a call's state that only traced calls and calls that
+// ask have, set before the call is sent.
+type pendingExtra struct {
+	span trace.Span // nil: the call is not traced
+	// asking is set for a call that declared ask=1 or answers questions
+	// (nil: neither).
+	asking *askState
+}
+
+// span is p's client span: a no-op one when the call is not traced.
+func (p *pending) span() trace.Span {
+	if p.extra == nil || p.extra.span == nil {
+		return p.c.tracer.Noop()
+	}
+	return p.extra.span
+}
+
+// ask is p's asking state, nil when p neither declared ask=1 nor answers questions.
+func (p *pending) ask() *askState {
+	if p.extra == nil {
+		return nil
+	}
+	return p.extra.asking
 }
 
 // more returns p's rare state, making it on first use; p.mu must be held

@@ -31,7 +31,7 @@ type ctxWatch struct {
 // chooseWakeLocked decides how p's reader waits, before p is registered
 // (so that whoever routes an event to p sees the choice); c.mu is held.
 func (c *Caller) chooseWakeLocked(ctx context.Context, p *pending) {
-	if p.stream || p.asking != nil {
+	if p.stream || p.ask() != nil {
 		p.notify = c.notifier() // woken for every event
 		return
 	}
