@@ -110,28 +110,28 @@ type askState struct {
 
 // askLocked takes a question or answered event off the wire; p.mu held.
 func (p *pending) askLocked(ev envelope.ToolEvent) *envelope.Problem {
-	if p.asking == nil || !p.asking.on {
+	if p.ask() == nil || !p.ask().on {
 		return p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("the worker sent a %s event on call %s, which did not declare that it answers questions", ev.Type, p.id))
 	}
 	if ev.Type == envelope.EventAnswered {
-		delete(p.asking.questions, ev.Question.ID)
-		p.span.AddEvent("toolmesh.answered", trace.WithAttributes(
+		delete(p.ask().questions, ev.Question.ID)
+		p.span().AddEvent("toolmesh.answered", trace.WithAttributes(
 			attribute.String("toolmesh.question_id", ev.Question.ID), attribute.String("toolmesh.answer.action", ev.Question.Action)))
 		return nil
 	}
 	q, _ := QuestionOf(ev)
-	if len(p.asking.questions) >= maxOpenQuestions {
+	if len(p.ask().questions) >= maxOpenQuestions {
 		return p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("the worker asked more than %d questions at once on call %s", maxOpenQuestions, p.id))
 	}
 	q.CallID, q.Tool = p.id, p.tool
-	if p.asking.questions == nil {
-		p.asking.questions = map[string]Question{}
+	if p.ask().questions == nil {
+		p.ask().questions = map[string]Question{}
 	}
-	p.asking.questions[q.ID] = q
+	p.ask().questions[q.ID] = q
 	if p.workerID == "" && wire.ValidWorkerID(q.workerID) {
 		p.workerID = q.workerID
 	}
-	p.span.AddEvent("toolmesh.question", trace.WithAttributes(attribute.String("toolmesh.question_id", q.ID)))
+	p.span().AddEvent("toolmesh.question", trace.WithAttributes(attribute.String("toolmesh.question_id", q.ID)))
 	return nil
 }
 
@@ -140,30 +140,34 @@ func (p *pending) startAsking(ctx context.Context, o callOptions) {
 	if !o.ask && o.onQuestion == nil {
 		return // a call that answers nothing carries no asking state
 	}
-	p.asking = &askState{on: o.ask, fn: o.onQuestion}
+	a := &askState{on: o.ask, fn: o.onQuestion}
 	if o.onQuestion != nil {
-		p.asking.ctx, p.asking.stop = context.WithCancel(ctx)
+		a.ctx, a.stop = context.WithCancel(ctx)
 	}
+	if p.extra == nil {
+		p.extra = &pendingExtra{}
+	}
+	p.extra.asking = a
 }
 
 // stopAsking ends the answer callbacks' context once the call is over.
 func (p *pending) stopAsking() {
-	if p.asking != nil && p.asking.stop != nil {
-		p.asking.stop()
+	if p.ask() != nil && p.ask().stop != nil {
+		p.ask().stop()
 	}
 }
 
 // handOver answers a question the reader just took, when the call has a
 // callback.
 func (p *pending) handOver(ev envelope.ToolEvent) {
-	if ev.Type != envelope.EventQuestion || p.asking == nil || p.asking.fn == nil {
+	if ev.Type != envelope.EventQuestion || p.ask() == nil || p.ask().fn == nil {
 		return
 	}
 	q, _ := QuestionOf(ev)
 	q.CallID, q.Tool = p.id, p.tool
 	go func() {
-		a, err := p.asking.fn(p.asking.ctx, q)
-		if p.asking.ctx.Err() != nil {
+		a, err := p.ask().fn(p.ask().ctx, q)
+		if p.ask().ctx.Err() != nil {
 			return // the call ended meanwhile: nobody waits for it
 		}
 		var prob *envelope.Problem
@@ -190,8 +194,8 @@ func (p *pending) answer(id string, a Answer) error {
 	var q Question
 	ok := false
 	p.mu.Lock()
-	if p.asking != nil {
-		q, ok = p.asking.questions[id]
+	if p.ask() != nil {
+		q, ok = p.ask().questions[id]
 	}
 	p.mu.Unlock()
 	if !ok {
@@ -207,7 +211,7 @@ func (p *pending) answer(id string, a Answer) error {
 	// The span hears of the answer before the worker can: once published,
 	// the call may end, and its span with it, before this goroutine runs
 	// again, and an ended span drops events.
-	p.span.AddEvent("toolmesh.answer", trace.WithAttributes(
+	p.span().AddEvent("toolmesh.answer", trace.WithAttributes(
 		attribute.String("toolmesh.question_id", id), attribute.String("toolmesh.answer.action", a.Action)))
 	if err := p.c.nc.Publish(p.c.subjects.Control(q.workerID), ctl.Encode()); err != nil {
 		return p.c.sendProblem(err)

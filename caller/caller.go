@@ -124,12 +124,15 @@ type Caller struct {
 	done     chan struct{}
 	wg       sync.WaitGroup
 
-	// ids makes the random part of every call id (see newReply).
+	// epoch is when the caller was made: calls keep their times as
+	// offsets from it (see at).
+	epoch time.Time
+	// ids makes the random part of every call id (see newID).
 	idsMu sync.Mutex
 	ids   *mrand.ChaCha8
-	// notifiers and queues hold the wake-up channels and one-event queues
-	// of ended calls, for reuse.
-	notifiers, queues sync.Pool
+	// notifiers, queues and streamQueues hold the wake-up channels,
+	// one-event queues and stream queues of ended calls, for reuse.
+	notifiers, queues, streamQueues sync.Pool
 
 	// scratch holds a frame's events while they are parsed; only the
 	// inbox callback (one goroutine) uses it.
@@ -159,8 +162,12 @@ type Caller struct {
 
 	mu      sync.Mutex
 	pending map[string]*pending
-	batches map[string]*batch // batch reply token → its calls, while any is registered
-	closed  bool
+	// watches holds the shared watches of contexts that calls in flight
+	// wait on, by Done channel; lastDone is the last call's (wait.go).
+	watches  map[<-chan struct{}]*ctxWatch
+	lastDone <-chan struct{}
+	batches  map[string]*batch // batch reply token → its calls, while any is registered
+	closed   bool
 }
 
 // withDefaults checks cfg and fills every unset field with its documented default.
@@ -230,10 +237,12 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		intervalPair: wire.AppendIntPair(nil, wire.MetaInterval, cfg.Heartbeat.Milliseconds()),
 		spanOpts:     []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 		pending:      map[string]*pending{},
+		watches:      map[<-chan struct{}]*ctxWatch{},
 		batches:      map[string]*batch{},
 		probes:       liveness.NewProbes(),
 		presence:     liveness.NewPresence(),
 		done:         make(chan struct{}),
+		epoch:        time.Now(),
 	}
 	c.cat = catalog.New(nc, catalog.Config{Prefix: cfg.Prefix, Heartbeat: cfg.Heartbeat, ProblemBaseURI: cfg.ProblemBaseURI, Logger: c.log})
 	var seed [32]byte
@@ -342,10 +351,13 @@ func (c *Caller) snapshot() []*pending {
 
 func (c *Caller) remove(id string) {
 	c.mu.Lock()
-	if p := c.pending[id]; p != nil && p.batch != nil {
-		if p.batch.left--; p.batch.left == 0 {
-			delete(c.batches, p.batch.token)
+	if p := c.pending[id]; p != nil {
+		if p.batch != nil {
+			if p.batch.left--; p.batch.left == 0 {
+				delete(c.batches, p.batch.token)
+			}
 		}
+		c.unwatchLocked(p)
 	}
 	delete(c.pending, id)
 	c.mu.Unlock()
@@ -396,7 +408,7 @@ func (c *Caller) route(subject, id string) (*pending, *batch) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if id != "" {
-		if p := c.pending[id]; p != nil && p.reply == subject {
+		if p := c.pending[id]; p != nil && c.sentOnLocked(p, subject) {
 			return p, nil
 		}
 		return nil, nil
@@ -787,16 +799,19 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
 	}
 	now := time.Now()
-	p := &pending{c: c, tool: tool, stream: mode == stream, nextSeq: 1, lastHeard: now}
-	reply := c.newReply(now)
-	id := reply[len(c.inbox):]
+	p := &pending{c: c, tool: tool, stream: mode == stream, nextSeq: 1, lastHeard: c.offset(now)}
+	id := c.newID(now)
 	window := c.cfg.Window
 	if o.window > 0 {
 		window = max(o.window, 2)
 	}
-	span := c.startSpan(ctx, tool, id, mode)
+	span, traced := c.startSpan(ctx, tool, id, mode)
 	pickup := time.Now().Add(c.cfg.PickupCutoff)
-	body := c.appendMeta(make([]byte, 0, 160+len(rawArgs)), ctx, span, id, o, mode, window, pickup)
+	// The reply subject, <inbox><id>, heads the buffer the message is
+	// encoded in: only the id outlives the publish.
+	buf := append(append(make([]byte, 0, len(c.inbox)+len(id)+160+len(rawArgs)), c.inbox...), id...)
+	reply := unsafe.String(unsafe.SliceData(buf), len(buf))
+	body := c.appendMeta(buf[len(buf):], ctx, span, id, o, mode, window, pickup)
 	if len(body) > wire.MaxMetaLine {
 		span.End()
 		return nil, c.problems.New(envelope.CodeInvalidInput, fmt.Sprintf(
@@ -807,34 +822,65 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		span.End()
 		return nil, prob
 	}
-	p.id, p.reply, p.pickup, p.span, p.maybe = id, reply, pickup, span, acceptsMaybe(o)
+	p.id, p.pickup, p.maybe = id, c.offset(pickup), acceptsMaybe(o)
+	if traced {
+		p.extra = &pendingExtra{span: span}
+	}
 	if p.stream {
 		p.rare = &pendingRare{window: window}
 	}
-	p.notify, p.queue = c.notifier(), c.eventQueue()
+	p.queue = c.eventQueue(mode)
 	p.startAsking(ctx, o)
-	if prob := c.publish(p, body); prob != nil {
+	if prob := c.publish(ctx, p, reply, body); prob != nil {
 		return nil, prob
 	}
 	return p, nil
 }
 
-// newReply makes a new call's reply subject, <inbox><call-id>, in one
-// allocation; the call id, its last token, is a ULID whose 80 random
-// bits come from this caller's own ChaCha8 stream, seeded from crypto/rand:
-// cryptographically strong, so no worker can guess the id of a call it
-// was not sent (and name it in a heartbeat), without a system call per id.
+// newID makes a new call id: a ULID whose 80 random bits come from this
+// caller's own ChaCha8 stream, seeded from crypto/rand: cryptographically
+// strong, so no worker can guess the id of a call it was not sent (and
+// name it in a heartbeat), without a system call per id.
+func (c *Caller) newID(now time.Time) string {
+	b := make([]byte, ulid.EncodedSize)
+	c.appendID(b[:0], now)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// newReply makes a reply subject of its own, <inbox><id>, with a new id
+// as its last token, in one allocation (for a batch of calls).
 func (c *Caller) newReply(now time.Time) string {
+	b := make([]byte, len(c.inbox)+ulid.EncodedSize)
+	copy(b, c.inbox)
+	c.appendID(b[:len(c.inbox)], now)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendID writes a new id into b's room for it (ulid.EncodedSize bytes).
+func (c *Caller) appendID(b []byte, now time.Time) {
 	var id ulid.ULID
 	_ = id.SetTime(ulid.Timestamp(now))
 	c.idsMu.Lock()
 	_, _ = c.ids.Read(id[6:])
 	c.idsMu.Unlock()
-	b := make([]byte, len(c.inbox)+ulid.EncodedSize)
-	copy(b, c.inbox)
-	_ = id.MarshalTextTo(b[len(c.inbox):])
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	_ = id.MarshalTextTo(b[len(b) : len(b)+ulid.EncodedSize])
 }
+
+// sentOnLocked reports whether subject is the reply subject p was sent
+// with: its batch's, or <inbox><id>; c.mu is held.
+func (c *Caller) sentOnLocked(p *pending, subject string) bool {
+	last := p.id
+	if p.batch != nil {
+		last = p.batch.token
+	}
+	return len(subject) == len(c.inbox)+len(last) && strings.HasPrefix(subject, c.inbox) && strings.HasSuffix(subject, last)
+}
+
+// offset is t as an offset from the caller's epoch, and at its inverse:
+// calls keep their times so (pending.pickup, pending.lastHeard).
+func (c *Caller) offset(t time.Time) time.Duration { return t.Sub(c.epoch) }
+
+func (c *Caller) at(d time.Duration) time.Time { return c.epoch.Add(d) }
 
 // notifier returns a wake-up channel for a new call: one that an ended
 // call gave back, or a new one. A stale wake-up on a reused channel is
@@ -846,30 +892,48 @@ func (c *Caller) notifier() chan struct{} {
 	return make(chan struct{}, 1)
 }
 
-// eventQueue returns an empty queue for a new call: the one-event queue
-// an ended unary call gave back, or none yet (the first event makes one).
-// Nothing queues on an ended call (see pending.queueLocked), so its queue
-// is free once its terminal was read.
-func (c *Caller) eventQueue() []envelope.ToolEvent {
+// eventQueue returns an empty queue for a new call: the one an ended
+// call of its mode gave back — a unary call's holds one event, a
+// stream's what its longest run of unread events needed (up to the
+// credit window: without reuse each stream grew one from nothing, some
+// 200 KB of garbage a stream) — or none yet (the first event makes one).
+// Nothing queues on an ended call (see pending.queueLocked), so its
+// queue is free once its terminal was read.
+func (c *Caller) eventQueue(mode callMode) []envelope.ToolEvent {
+	if mode == stream {
+		if q, ok := c.streamQueues.Get().(*[]envelope.ToolEvent); ok {
+			return (*q)[:0]
+		}
+		return nil
+	}
 	if q, ok := c.queues.Get().(*[1]envelope.ToolEvent); ok {
 		return q[:0]
 	}
 	return nil
 }
 
-// giveBack returns p's wake-up channel, and its queue when it held one
-// event (a unary call's), for reuse once its terminal was read.
+// giveBack returns p's wake-up channel, and its queue, for reuse once
+// its terminal was read.
 func (p *pending) giveBack() {
 	p.mu.Lock()
 	q := p.queue
 	p.queue = nil
 	p.mu.Unlock()
-	if cap(q) == 1 {
+	switch {
+	case p.stream && cap(q) > 0:
+		// A variable of this branch's own: boxing q itself would move it
+		// to the heap for every call, unary ones included.
+		whole := q[:cap(q)]
+		clear(whole) // the reader cleared what it took; this holds no event past the call
+		p.c.streamQueues.Put(&whole)
+	case cap(q) == 1:
 		q = q[:1]
 		q[0] = envelope.ToolEvent{}
 		p.c.queues.Put((*[1]envelope.ToolEvent)(q))
 	}
-	p.c.notifiers.Put(p.notify)
+	if p.notify != nil {
+		p.c.notifiers.Put(p.notify)
+	}
 }
 
 // appendMeta appends the call's metadata line (protocol v2, §4.1): ids,
@@ -954,25 +1018,26 @@ func (c *Caller) appendCall(b []byte, rawArgs json.RawMessage, o callOptions) ([
 // largeArgsFix says what to do about args too large to send.
 const largeArgsFix = "Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload."
 
-// startSpan starts the call's client span.
-func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) trace.Span {
+// startSpan starts the call's client span; traced is false when tracing
+// is off and the span a no-op.
+func (c *Caller) startSpan(ctx context.Context, tool, id string, mode callMode) (span trace.Span, traced bool) {
 	if c.tracer.Off(ctx) {
-		return c.tracer.Noop() // not even the span's name is built
+		return c.tracer.Noop(), false // not even the span's name is built
 	}
-	_, span := c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
+	_, span = c.tracer.Start(ctx, "toolmesh.call "+tool, c.spanOpts...)
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.SpanAttributes(tool, id, mode == stream)...)
 	}
-	return span
+	return span, true
 }
 
 // publish registers p and sends its call; a call that cannot be sent is
 // unregistered and its span ended with the Problem returned.
-func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
+func (c *Caller) publish(ctx context.Context, p *pending, reply string, body []byte) *envelope.Problem {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		p.span.End()
+		p.span().End()
 		return c.problems.New(envelope.CodeCancelled, "the caller is closed")
 	}
 	if st := c.nc.Status(); st != nats.CONNECTED {
@@ -984,14 +1049,15 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 		p.endSpan(prob)
 		return prob
 	}
+	c.chooseWakeLocked(ctx, p)
 	c.pending[p.id] = p
 	others := len(c.pending) > 1
 	c.mu.Unlock()
 	var err error
 	if s := c.coalescer(p); s != nil {
-		err = c.sendCoalesced(s, p, body, others)
+		err = c.sendCoalesced(s, p, reply, body, others)
 	} else {
-		err = c.nc.PublishRequest(c.subjects.Call(p.tool), p.reply, body)
+		err = c.nc.PublishRequest(c.subjects.Call(p.tool), reply, body)
 	}
 	if err == nil {
 		return nil
@@ -1005,7 +1071,7 @@ func (c *Caller) publish(p *pending, body []byte) *envelope.Problem {
 // coalescer returns the sender p may be coalesced by: nil for a stream,
 // or when coalescing is off.
 func (c *Caller) coalescer(p *pending) *sender {
-	if p.stream || p.asking != nil && p.asking.on || c.cfg.Coalescing == CoalesceOff {
+	if p.stream || p.ask() != nil && p.ask().on || c.cfg.Coalescing == CoalesceOff {
 		return nil
 	}
 	return c.senderFor(p.tool)
@@ -1157,7 +1223,7 @@ func (c *Caller) waitRetry(ctx context.Context, p *envelope.Problem) bool {
 	}
 }
 
-func (p *pending) endSpan(prob *envelope.Problem) { telemetry.EndSpan(p.span, prob) }
+func (p *pending) endSpan(prob *envelope.Problem) { telemetry.EndSpan(p.span(), prob) }
 
 // badToolName is the Problem of a malformed tool name: invalid_input with
 // a fix about names, not the schema violations a call's args would have.

@@ -61,8 +61,9 @@ type sender struct {
 
 // queued is one encoded call waiting for its tool's publish in progress.
 type queued struct {
-	p    *pending
-	body []byte
+	p     *pending
+	reply string // the call's own reply subject
+	body  []byte
 }
 
 // batch is the calls that went out together in one message. Their
@@ -116,16 +117,16 @@ func (c *Caller) senderFor(tool string) *sender {
 // call is already out, so this costs that call nothing, and a lone call
 // (others false) does not yield at all. Without the yield, measured at
 // 256 calls in flight, 9% of calls travelled in batches; with it, 95%.
-func (c *Caller) sendCoalesced(s *sender, p *pending, body []byte, others bool) error {
+func (c *Caller) sendCoalesced(s *sender, p *pending, reply string, body []byte, others bool) error {
 	s.mu.Lock()
 	if s.busy {
-		s.queue = append(s.queue, queued{p, body})
+		s.queue = append(s.queue, queued{p, reply, body})
 		s.mu.Unlock()
 		return nil
 	}
 	s.busy = true
 	s.mu.Unlock()
-	err := c.nc.PublishRequest(s.subject, p.reply, body)
+	err := c.nc.PublishRequest(s.subject, reply, body)
 	if others {
 		runtime.Gosched() // see above: lets calls already runnable queue up
 	}
@@ -175,7 +176,7 @@ func (c *Caller) sendQueued(subject string, q []queued) {
 			n++
 		}
 		if n == 1 {
-			if err := c.nc.PublishRequest(subject, q[0].p.reply, q[0].body); err != nil {
+			if err := c.nc.PublishRequest(subject, q[0].reply, q[0].body); err != nil {
 				q[0].p.fail(c.sendProblem(err), false)
 			}
 		} else {
@@ -214,7 +215,7 @@ func (c *Caller) sendBatch(subject string, q []queued, size int) {
 		if c.pending[e.p.id] == e.p {
 			kept = append(kept, e)
 			b.calls = append(b.calls, e.p)
-			e.p.reply, e.p.batch = reply, b
+			e.p.batch = b
 		}
 	}
 	b.left = len(b.calls)

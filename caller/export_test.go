@@ -30,3 +30,14 @@ func BatchCap(queued, hosts int) int { return batchCap(queued, hosts) }
 
 // MaxBatch is the most calls a batch carries.
 const MaxBatch = maxBatch
+
+// OpenWatches counts the shared context watches c still holds.
+func OpenWatches(c *Caller) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.watches)
+}
+
+// WatchFrom is watchFrom: the calls in flight from which calls sharing
+// a context wait in a shared watch.
+const WatchFrom = watchFrom

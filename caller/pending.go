@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // pending is one call in flight. The inbox callback appends to its queue
@@ -20,27 +21,39 @@ import (
 // mode (a worker that overruns it ends the call) and by one event in
 // unary mode. What only some calls need (stream credit, chunk
 // reassembly, a held settle Problem, questions) lives behind pointers
-// made on first use, so a unary call in flight is 240 bytes, not 384:
+// made on first use, so a unary call in flight is 192 bytes, not 384:
 // the caller's heap per call in flight is what a flood of calls costs.
 type pending struct {
-	c      *Caller
-	id     string
-	reply  string // the call's reply subject: <inbox><id>, or its batch's (guarded by Caller.mu)
-	batch  *batch // the batch it was sent in, or nil (guarded by Caller.mu)
-	tool   string
-	span   trace.Span
+	c     *Caller
+	id    string
+	batch *batch // the batch it was sent in, or nil (guarded by Caller.mu)
+	tool  string
+	// extra is what only a traced call or one that asks has; nil for the
+	// rest, and never changed once the call is sent.
+	extra *pendingExtra
+	// notify wakes the reader of a call that may need waking for every
+	// event; it is nil for a call whose reader waits once, on gate (wait.go).
 	notify chan struct{}
-	// asking is set before the call is sent, for a call that declared
-	// ask=1 or answers questions, and never changes after (nil: neither).
-	asking *askState
+	// gate is locked from the call's registration until its reader may
+	// go on, when notify is nil: unlocked once, by wake.
+	gate sync.Mutex
+	// watch is the watch of the call's context it waits in, linked by
+	// watchPrev and watchNext (guarded by Caller.mu).
+	watch                *ctxWatch
+	watchPrev, watchNext *pending
 
-	mu        sync.Mutex
-	queue     []envelope.ToolEvent // events from head on wait unread
-	head      int
-	nextSeq   int64
-	pickup    time.Time // the call's pickup cutoff, as sent (immutable)
-	lastHeard time.Time
-	interval  time.Duration // the worker's beat interval; 0 until it beats
+	mu    sync.Mutex
+	queue []envelope.ToolEvent // events from head on wait unread
+	head  int32
+	// interval is the worker's beat interval in milliseconds (at most
+	// mesh.MaxHeartbeat's, which is all judging it needs); 0 until it beats.
+	interval int32
+	nextSeq  int64
+	// pickup is the call's pickup cutoff as sent, and lastHeard when a
+	// worker last spoke of it (or the call's start), as offsets from
+	// Caller.epoch: monotonic, in a third of a time.Time's room.
+	pickup    time.Duration // immutable
+	lastHeard time.Duration
 	workerID  string
 	rare      *pendingRare // guarded by mu; made by more (a stream call's at start)
 
@@ -49,6 +62,7 @@ type pending struct {
 	spoken         bool // a worker has sent something for this call
 	terminalQueued bool // a terminal event is queued: nothing more is accepted
 	over           bool // the terminal was handed to the reader
+	woken          bool // gate was unlocked
 }
 
 // pendingRare is a call's state that a plain unary call never touches.
@@ -63,6 +77,31 @@ type pendingRare struct {
 	// its way (see settle.go); dueAt is when it was decided.
 	due   *envelope.Problem
 	dueAt time.Time
+}
+
+// pendingExtra is a call's state that only traced calls and calls that
+// ask have, set before the call is sent.
+type pendingExtra struct {
+	span trace.Span // nil: the call is not traced
+	// asking is set for a call that declared ask=1 or answers questions
+	// (nil: neither).
+	asking *askState
+}
+
+// span is p's client span: a no-op one when the call is not traced.
+func (p *pending) span() trace.Span {
+	if p.extra == nil || p.extra.span == nil {
+		return p.c.tracer.Noop()
+	}
+	return p.extra.span
+}
+
+// ask is p's asking state, nil when p neither declared ask=1 nor answers questions.
+func (p *pending) ask() *askState {
+	if p.extra == nil {
+		return nil
+	}
+	return p.extra.asking
 }
 
 // more returns p's rare state, making it on first use; p.mu must be held
@@ -82,13 +121,6 @@ func (p *pending) dueLocked() *envelope.Problem {
 	return p.rare.due
 }
 
-func (p *pending) signal() {
-	select {
-	case p.notify <- struct{}{}:
-	default:
-	}
-}
-
 // callLiveness is what the watchdog needs to judge one call.
 type callLiveness struct {
 	tool     string
@@ -105,15 +137,16 @@ type callLiveness struct {
 func (p *pending) liveness() callLiveness {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return callLiveness{tool: p.tool, workerID: p.workerID, interval: p.interval, last: p.lastHeard, spoken: p.spoken, over: p.terminalQueued,
-		pickup: p.pickup, due: p.dueLocked() != nil && !p.spoken, maybe: p.maybe}
+	return callLiveness{tool: p.tool, workerID: p.workerID, interval: time.Duration(p.interval) * time.Millisecond, last: p.c.at(p.lastHeard), spoken: p.spoken, over: p.terminalQueued,
+		pickup: p.c.at(p.pickup), due: p.dueLocked() != nil && !p.spoken, maybe: p.maybe}
 }
 
 // heard records a heartbeat naming this call: the worker holding it and
 // the interval it beats at, by which its silence is judged.
 func (p *pending) heard(workerID string, interval time.Duration, now time.Time) {
 	p.mu.Lock()
-	p.lastHeard, p.spoken, p.interval = now, true, interval
+	p.lastHeard, p.spoken = p.c.offset(now), true
+	p.interval = int32(min(interval, mesh.MaxHeartbeat).Milliseconds())
 	if p.workerID == "" {
 		p.workerID = workerID
 	}
@@ -224,7 +257,7 @@ func (p *pending) queueLocked(seq int64, ev envelope.ToolEvent, now time.Time) *
 		return p.c.problems.New(envelope.CodeInternal, fmt.Sprintf("worker sent event %d of call %s beyond the %d-event credit window", seq, p.id, p.rare.window))
 	}
 	p.nextSeq++
-	p.lastHeard = now
+	p.lastHeard = p.c.offset(now)
 	p.spoken = true
 	if ev.Type == envelope.EventStart && p.workerID == "" {
 		if wid, ok := ev.Metadata["worker_id"].(string); ok {
@@ -273,7 +306,7 @@ func (p *pending) chunk(seq int64, i, n int, data []byte) {
 		return
 	}
 	p.nextSeq++
-	p.lastHeard, p.spoken = time.Now(), true
+	p.lastHeard, p.spoken = p.c.offset(time.Now()), true
 	if i == 1 {
 		// Every piece but the last is the size of the first: the whole is
 		// at most n of them (and within the cap, checked above), so one
@@ -347,10 +380,10 @@ func (p *pending) read(ev envelope.ToolEvent) {
 func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 	for {
 		p.mu.Lock()
-		if p.head < len(p.queue) {
+		if int(p.head) < len(p.queue) {
 			ev := p.queue[p.head]
 			p.queue[p.head] = envelope.ToolEvent{}
-			if p.head++; p.head == len(p.queue) {
+			if p.head++; int(p.head) == len(p.queue) {
 				p.queue, p.head = p.queue[:0], 0 // the backing array is reused
 			}
 			if ev.IsTerminal() {
@@ -371,9 +404,7 @@ func (p *pending) next(ctx context.Context) (envelope.ToolEvent, error) {
 			return envelope.ToolEvent{}, io.EOF
 		}
 		p.mu.Unlock()
-		select {
-		case <-p.notify:
-		case <-ctx.Done():
+		if !p.wait(ctx) {
 			p.abandon(p.contextProblem(ctx))
 		}
 	}

@@ -92,10 +92,11 @@ func (c *Caller) settle(sent time.Time) {
 	for _, p := range calls {
 		p.mu.Lock()
 		prob := p.dueLocked()
-		ready := prob != nil && !p.spoken && !p.terminalQueued && !sent.Before(p.pickup.Add(margin)) &&
+		pickup := c.at(p.pickup)
+		ready := prob != nil && !p.spoken && !p.terminalQueued && !sent.Before(pickup.Add(margin)) &&
 			// A connection lost since the call was sent may have lost
 			// the heartbeat naming it: nothing is proved then.
-			reconnected.Before(p.pickup.Add(-cutoff))
+			reconnected.Before(pickup.Add(-cutoff))
 		p.mu.Unlock()
 		if ready {
 			p.fail(unnamedRan(prob, p.maybe), false)

@@ -94,6 +94,13 @@ func (s *Stream) attach(p *pending) {
 // hand queues one of p's events for the reader; false when ctx ends
 // first. The event counts as read (§10) when the reader takes it.
 func (s *Stream) hand(ctx context.Context, p *pending, ev envelope.ToolEvent) bool {
+	// While the buffer has room (a reader keeping up), a plain send: a
+	// select on two channels locks both, per event.
+	select {
+	case s.events <- streamItem{ev: ev, p: p}:
+		return true
+	default:
+	}
 	select {
 	case s.events <- streamItem{ev: ev, p: p}:
 		return true
@@ -161,6 +168,13 @@ func (s *Stream) Next() (envelope.ToolEvent, error) {
 		<-s.done
 		s.over = true
 		return s.terminal, nil
+	}
+	// An event already waiting is taken with a plain receive: a select on
+	// two channels locks both, per event.
+	select {
+	case it := <-s.events:
+		return s.take(it), nil
+	default:
 	}
 	select {
 	case it := <-s.events:
