@@ -62,11 +62,26 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 		}
 		calls = append(calls, c)
 	}
-	if len(calls) > 0 {
+	switch {
+	case len(calls) == 0:
+	case inlineAll(calls):
+		b.runInline(calls, true)
+	default:
 		// Off the subscription's goroutine, which only admits: a handler
 		// that blocks must not hold up the calls arriving after its batch.
 		w.runOn(work{batch: b, calls: calls})
 	}
+}
+
+// inlineAll reports whether every call may run on the subscription's
+// goroutine (see call.runsInline).
+func inlineAll(calls []*call) bool {
+	for _, c := range calls {
+		if !c.runsInline() {
+			return false
+		}
+	}
+	return true
 }
 
 // handoffAfter is how long the calls of a batch may wait behind a sibling
@@ -82,8 +97,11 @@ const handoffAfter = 200 * time.Microsecond
 // A tool whose calls take longer than that (see tool.slowCalls) has its
 // batch handed off whole at once: run inline, its calls would wait for
 // each other until the hand-off, while other workers of the fleet may
-// have slots free.
-func (b *batch) runInline(calls []*call) {
+// have slots free. On the subscription's goroutine (reader: the calls
+// are declared Inline, see call.runsInline), a call runs only when it
+// can take a free slot at once; once one cannot, it and the calls after
+// it are handed off.
+func (b *batch) runInline(calls []*call, reader bool) {
 	b.w.announceBatch(calls)
 	if calls[0].tool.slowCalls() {
 		for _, c := range calls {
@@ -94,6 +112,10 @@ func (b *batch) runInline(calls []*call) {
 	if len(calls) == 1 {
 		// Nothing waits behind a lone call: no hand-off to arm, and its
 		// terminal goes out at once (see terminal).
+		if reader {
+			b.w.runOnReader(calls[0])
+			return
+		}
 		calls[0].tool.load.begin()
 		calls[0].run()
 		return
@@ -117,8 +139,13 @@ func (b *batch) runInline(calls []*call) {
 	start := time.Now()
 	timer := time.AfterFunc(handoffAfter, handOff)
 	for c := claim(); c != nil; c = claim() {
+		if reader && !b.w.takeSlot() {
+			b.w.dispatch(c) // waits for a slot on a runner, not here
+			handOff()
+			break
+		}
 		c.tool.load.begin()
-		c.run()
+		c.runHolding(reader)
 		if time.Since(start) > handoffAfter {
 			// The timer is late (a busy machine): do not wait for it.
 			handOff()
