@@ -91,16 +91,16 @@ const handoffAfter = 200 * time.Microsecond
 
 // runInline runs the batch's calls one after another on this goroutine
 // (one per batch: fast handlers never change goroutine) and holds their
-// terminals, which then leave together in ends frames. If the run takes
-// longer than handoffAfter, the calls not yet started are handed off to
-// goroutines of their own and the terminals held so far go out at once.
-// A tool whose calls take longer than that (see tool.slowCalls) has its
-// batch handed off whole at once: run inline, its calls would wait for
-// each other until the hand-off, while other workers of the fleet may
-// have slots free. On the subscription's goroutine (reader: the calls
-// are declared Inline, see call.runsInline), a call runs only when it
-// can take a free slot at once; once one cannot, it and the calls after
-// it are handed off.
+// terminals, which then leave together in ends frames. On a runner, if
+// the run takes longer than handoffAfter, the calls not yet started are
+// handed off to goroutines of their own and the terminals held so far go
+// out at once. A tool whose calls take longer than that (see
+// tool.slowCalls) has its batch handed off whole at once: run inline, its
+// calls would wait for each other until the hand-off, while other
+// workers of the fleet may have slots free. On the subscription's
+// goroutine (reader: the handler is declared Inline, see
+// call.runsInline), the calls run one after another as the messages
+// after the batch would, without a hand-off timer.
 func (b *batch) runInline(calls []*call, reader bool) {
 	b.w.announceBatch(calls)
 	if calls[0].tool.slowCalls() {
@@ -123,6 +123,34 @@ func (b *batch) runInline(calls []*call, reader bool) {
 	b.mu.Lock()
 	b.held = true
 	b.mu.Unlock()
+	if reader {
+		b.runOnReader(calls)
+	} else {
+		b.runHandingOff(calls)
+	}
+	b.letGo()
+}
+
+// runOnReader runs calls one after another on the subscription's
+// goroutine, each holding a slot taken at once; once no slot is free,
+// that call and the ones after it wait for one on runners, not here.
+func (b *batch) runOnReader(calls []*call) {
+	for i, c := range calls {
+		if !b.w.takeSlot() {
+			for _, c := range calls[i:] {
+				b.w.dispatch(c)
+			}
+			return
+		}
+		c.tool.load.begin()
+		c.runHolding(true)
+	}
+}
+
+// runHandingOff runs calls one after another on a runner, handing the
+// ones not yet started off to goroutines of their own once the run has
+// taken handoffAfter.
+func (b *batch) runHandingOff(calls []*call) {
 	var next atomic.Int32
 	claim := func() *call {
 		if i := int(next.Add(1) - 1); i < len(calls) {
@@ -139,20 +167,14 @@ func (b *batch) runInline(calls []*call, reader bool) {
 	start := time.Now()
 	timer := time.AfterFunc(handoffAfter, handOff)
 	for c := claim(); c != nil; c = claim() {
-		if reader && !b.w.takeSlot() {
-			b.w.dispatch(c) // waits for a slot on a runner, not here
-			handOff()
-			break
-		}
 		c.tool.load.begin()
-		c.runHolding(reader)
+		c.run()
 		if time.Since(start) > handoffAfter {
 			// The timer is late (a busy machine): do not wait for it.
 			handOff()
 		}
 	}
 	timer.Stop()
-	b.letGo()
 }
 
 // letGo stops holding terminals: those held so far go out now, in ends
