@@ -35,6 +35,10 @@ type announcer struct {
 type announceRound struct {
 	done chan struct{} // closed once the round is settled
 	at   time.Time     // when the server confirmed the round (zero: it did not)
+	// then is work of handlers declared Inline that waited only for this
+	// round: the announcer runs it once the round is settled (see
+	// announceThen).
+	then []work
 }
 
 func newAnnouncer(w *Worker) *announcer {
@@ -49,6 +53,39 @@ func (a *announcer) announce(calls ...*call) *announceRound {
 	a.mu.Unlock()
 	a.signal()
 	return r
+}
+
+// announceThen queues calls to be named in the next round, like
+// announce, and j (their call or batch, of a handler declared Inline) to
+// run on the announcer's goroutine once that round is settled: no
+// goroutine waits for the round, and none is woken by it.
+func (a *announcer) announceThen(j work, calls ...*call) {
+	a.mu.Lock()
+	a.name = append(a.name, calls...)
+	r := a.round
+	r.then = append(r.then, j)
+	for _, c := range calls {
+		c.round = r // what call.announced waits on: settled when j runs
+	}
+	a.mu.Unlock()
+	a.signal()
+}
+
+// runThen runs the work that waited for a settled round, on this
+// goroutine as the subscription's would (see call.runsInline); a call
+// the round did not confirm in time is refused when it comes to start.
+// When the worker is stopping, the work goes to runners instead.
+func (a *announcer) runThen(js []work) {
+	for _, j := range js {
+		switch {
+		case a.w.stopCtx.Err() != nil:
+			a.w.runOn(j)
+		case j.batch != nil:
+			j.batch.runInline(j.calls, true)
+		default:
+			a.w.runOnReader(j.c)
+		}
+	}
 }
 
 // confirm queues calls a published heartbeat named, for the next flush.
@@ -82,6 +119,7 @@ func (a *announcer) run() {
 			a.round = &announceRound{done: make(chan struct{})}
 			a.mu.Unlock()
 			close(r.done)
+			a.runThen(r.then)
 			return
 		}
 	}
@@ -94,6 +132,7 @@ func (a *announcer) settle() {
 	name, named, r := a.name, a.named, a.round
 	a.name, a.named, a.round = nil, nil, &announceRound{done: make(chan struct{})}
 	a.mu.Unlock()
+	defer func() { a.runThen(r.then) }()
 	if len(name) == 0 && len(named) == 0 {
 		close(r.done)
 		return

@@ -66,6 +66,8 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 	case len(calls) == 0:
 	case inlineAll(calls):
 		b.runInline(calls, true)
+	case inlineOnceNamed(calls):
+		w.announcer.announceThen(work{batch: b, calls: calls}, calls...)
 	default:
 		// Off the subscription's goroutine, which only admits: a handler
 		// that blocks must not hold up the calls arriving after its batch.
@@ -78,6 +80,17 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 func inlineAll(calls []*call) bool {
 	for _, c := range calls {
 		if !c.runsInline() {
+			return false
+		}
+	}
+	return true
+}
+
+// inlineOnceNamed reports whether every call may run on the announcer's
+// goroutine once a round has named them (see call.runsAfterNaming).
+func inlineOnceNamed(calls []*call) bool {
+	for _, c := range calls {
+		if !c.runsInline() && !c.runsAfterNaming() {
 			return false
 		}
 	}
@@ -102,7 +115,9 @@ const handoffAfter = 200 * time.Microsecond
 // call.runsInline), the calls run one after another as the messages
 // after the batch would, without a hand-off timer.
 func (b *batch) runInline(calls []*call, reader bool) {
-	b.w.announceBatch(calls)
+	if !reader { // a batch run as a reader's needs no round or had one
+		b.w.announceBatch(calls)
+	}
 	if calls[0].tool.slowCalls() {
 		for _, c := range calls {
 			b.w.dispatch(c)

@@ -55,3 +55,12 @@ func (w *Worker) runOnReader(c *call) {
 	c.tool.load.begin()
 	c.runHolding(true)
 }
+
+// runsAfterNaming reports whether c, of a handler declared Inline, would
+// run on the subscription's goroutine but for the pickup confirmation it
+// must wait for: the announcer then runs it once the round naming it is
+// settled (see announcer.announceThen).
+func (c *call) runsAfterNaming() bool {
+	t := c.tool
+	return t.inline && !t.slowCalls() && !c.stream && c.mustConfirm()
+}

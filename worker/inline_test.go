@@ -2,10 +2,13 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/nats-io/nats.go"
 
@@ -13,32 +16,38 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// onReader reports whether the calling goroutine is a subscription's,
-// running a call itself: the call came through onCall or onBatch on this
-// very stack.
-func onReader() bool {
+// runsOn names the goroutine the calling handler runs on: "reader" (a
+// subscription's, the call came through onCall or onBatch on this very
+// stack), "announcer" (the one that names calls before they start) or
+// "runner" (any other).
+func runsOn() string {
 	pcs := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
 	for {
 		f, more := frames.Next()
-		if strings.HasSuffix(f.Function, "(*Worker).onCall") || strings.HasSuffix(f.Function, "(*Worker).onBatch") {
-			return true
+		switch {
+		case strings.HasSuffix(f.Function, "(*Worker).onCall"), strings.HasSuffix(f.Function, "(*Worker).onBatch"):
+			return "reader"
+		case strings.HasSuffix(f.Function, "(*announcer).run"):
+			return "announcer"
 		}
 		if !more {
-			return false
+			return "runner"
 		}
 	}
 }
 
 // A handler declared Inline runs on the subscription's goroutine when
 // nothing before it waits; a call that must wait for the pickup
-// confirmation (a destructive tool's) is handed off, and so is every call
-// of a handler not declared Inline.
-func TestInlineHandlerRunsOnTheReaderOnlyWhenNothingWaits(t *testing.T) {
+// confirmation (a destructive tool's, or one whose caller wants it) runs
+// on the announcer's once the round naming it is settled, and is named
+// before its result; every call of a handler not declared Inline runs on
+// a runner.
+func TestInlineHandlerRunsWhereNothingWaits(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
-	where := make(chan bool, 1)
+	where := make(chan string, 1)
 	h := HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
-		where <- onReader()
+		where <- runsOn()
 		return "ok", nil
 	})
 	yes := true
@@ -46,29 +55,31 @@ func TestInlineHandlerRunsOnTheReaderOnlyWhenNothingWaits(t *testing.T) {
 	for name, reg := range map[string]struct {
 		h Handler
 		a *envelope.Annotations
-	}{"inline": {Inline(h), idem}, "own": {h, idem}, "destroy": {Inline(h), &envelope.Annotations{Destructive: &yes}}} {
+	}{"inline": {Inline(h), idem}, "own": {h, idem}, "destroy": {Inline(h), &envelope.Annotations{Destructive: &yes}}, "ownDestroy": {h, nil}} {
 		if err := w.Register(envelope.ToolSpec{Name: name, Annotations: reg.a}, reg.h); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i, tc := range []struct {
-		tool, extra   string
-		reader, named bool
+		tool, extra string
+		on          string
+		named       bool
 	}{
-		{"inline", " maybe=1", true, false},
-		{"inline", "", false, true}, // the caller wants the confirmation
-		{"own", " maybe=1", false, false},
-		{"destroy", " maybe=1", false, true},
+		{"inline", " maybe=1", "reader", false},
+		{"inline", "", "announcer", true}, // the caller wants the confirmation
+		{"own", " maybe=1", "runner", false},
+		{"destroy", " maybe=1", "announcer", true},
+		{"ownDestroy", "", "runner", true},
 	} {
 		named := namedBeforeResult(t, raw, tc.tool, "R"+string(rune('a'+i)), tc.extra)
-		if got := <-where; got != tc.reader {
-			t.Errorf("tool %s with%q: ran on the subscription's goroutine = %v, want %v", tc.tool, tc.extra, got, tc.reader)
+		if got := <-where; got != tc.on {
+			t.Errorf("tool %s with%q: ran on the %s goroutine, want the %s", tc.tool, tc.extra, got, tc.on)
 		}
 		if named != tc.named {
 			t.Errorf("tool %s with%q: named before its result = %v, want %v", tc.tool, tc.extra, named, tc.named)
 		}
 	}
-	if ev := rawCall(t, raw, "inline", []byte(`{"args":{}}`)); ev.Type != envelope.EventResult || !<-where {
+	if ev := rawCall(t, raw, "inline", []byte(`{"args":{}}`)); ev.Type != envelope.EventResult || <-where != "reader" {
 		t.Errorf("a call with no caller to wait for: %+v, want a result from the subscription's goroutine", ev)
 	}
 }
@@ -142,4 +153,90 @@ func testBlockedCallHoldsNothingUp(t *testing.T, declared bool) {
 	if _, err := blocked.NextMsg(0); err == nil {
 		t.Fatal("the blocking call answered before it was released")
 	}
+}
+
+// A batch of calls to a handler declared Inline that must each wait for
+// the pickup confirmation runs once a round has named its calls: every
+// call is answered with its result, and a heartbeat naming the calls
+// comes before any of the results.
+func TestInlineBatchRunsOnceNamed(t *testing.T) {
+	w, raw := newTestWorker(t, Config{})
+	where := make(chan string, 3)
+	if err := w.Register(envelope.ToolSpec{Name: "t"}, Inline(HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+		where <- runsOn()
+		return req.Args, nil
+	}))); err != nil {
+		t.Fatal(err)
+	}
+	reply := "_INBOX.B.01CALL"
+	sub, err := raw.SubscribeSync(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pickup := time.Now().Add(time.Minute).UnixMilli()
+	var calls []string
+	for _, id := range []string{"b1", "b2", "b3"} {
+		calls = append(calls, fmt.Sprintf("tm2 id=%s mode=unary caller=B interval=60000 pickup=%d\n{\"args\":{\"id\":%q}}", id, pickup, id))
+	}
+	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+	m.Reply, m.Data = reply, batchOf(calls...)
+	if err := raw.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	named, got := false, map[string]envelope.ToolEvent{}
+	for len(got) < len(calls) {
+		msg, err := sub.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatalf("after %d results: %v", len(got), err)
+		}
+		if isBeat(msg) {
+			named = named || len(got) == 0
+			continue
+		}
+		for id, ev := range replyEvents(t, msg) {
+			got[id] = ev
+		}
+	}
+	for id, ev := range got {
+		if ev.Type != envelope.EventResult || string(ev.Data) != fmt.Sprintf(`{"id":%q}`, id) {
+			t.Errorf("call %s ended %+v, want its args back", id, ev)
+		}
+	}
+	if !named {
+		t.Error("no heartbeat named the calls before their results")
+	}
+	for range calls {
+		if on := <-where; on != "announcer" {
+			t.Errorf("a call ran on the %s goroutine, want the announcer's", on)
+		}
+	}
+}
+
+// replyEvents reads the events of one reply on a batch's subject, by
+// the call id each names.
+func replyEvents(t *testing.T, m *nats.Msg) map[string]envelope.ToolEvent {
+	t.Helper()
+	f, err := wire.ParseFrame(m.Data)
+	if err != nil {
+		t.Fatalf("reply %q: %v", m.Data, err)
+	}
+	ids, evs := []string{f.ID}, [][]byte{f.Payload}
+	switch f.Kind {
+	case wire.FrameEnds:
+		ids, evs, err = f.Ends()
+	case wire.FrameEvents:
+		evs, err = f.Events()
+	}
+	if err != nil || len(ids) != len(evs) {
+		t.Fatalf("reply %q: %v", m.Data, err)
+	}
+	out := map[string]envelope.ToolEvent{}
+	for i, id := range ids {
+		ev, err := envelope.ParseEvent(evs[i])
+		if err != nil {
+			t.Fatalf("reply %q: %v", m.Data, err)
+		}
+		out[id] = ev
+	}
+	return out
 }

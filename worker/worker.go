@@ -785,12 +785,15 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	if c == nil || !w.admit(c) {
 		return
 	}
-	c.announceEarly()
-	if c.runsInline() {
+	switch {
+	case c.runsInline():
 		w.runOnReader(c)
-		return
+	case c.runsAfterNaming():
+		w.announcer.announceThen(work{c: c}, c)
+	default:
+		c.announceEarly()
+		w.dispatch(c)
 	}
-	w.dispatch(c)
 }
 
 // dispatch runs an admitted call on a runner goroutine, an idle one when
