@@ -29,6 +29,9 @@ type announcer struct {
 	named []*call
 	round *announceRound // the round the queued calls go out in
 	wake  chan struct{}
+	// stopped: run has returned, so no later round will settle; work
+	// that would wait for one goes to a runner (see announceThen).
+	stopped bool
 }
 
 // announceRound is one flush and the calls it confirms.
@@ -61,6 +64,11 @@ func (a *announcer) announce(calls ...*call) *announceRound {
 // goroutine waits for the round, and none is woken by it.
 func (a *announcer) announceThen(j work, calls ...*call) {
 	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		a.w.runOn(j) // the worker is stopping: j's calls end unrun there
+		return
+	}
 	a.name = append(a.name, calls...)
 	r := a.round
 	r.then = append(r.then, j)
@@ -117,6 +125,7 @@ func (a *announcer) run() {
 			a.mu.Lock()
 			r := a.round
 			a.round = &announceRound{done: make(chan struct{})}
+			a.stopped = true
 			a.mu.Unlock()
 			close(r.done)
 			a.runThen(r.then)
