@@ -12,13 +12,15 @@ package worker
 // Any other handler runs on a goroutine of its own, so that a handler
 // that blocks never holds up the next call of its tool. The declaration
 // is a promise the worker relies on: while a declared handler blocks, the
-// tool's later calls wait for it. The worker still hands a declared
-// tool's calls to goroutines of their own when running them inline would
-// make them wait (calls that must wait for the pickup confirmation of a
-// destructive tool, for an approval or for a slot; streams, whose emits
-// wait for credit), and once the handler's runs are typically slower than
-// a batch may wait behind one of them (about 200 µs), until they are fast
-// again.
+// tool's later calls wait for it. A declared tool's call that must wait
+// for the pickup confirmation (a tool that is not idempotent) runs on
+// the goroutine that obtains it, once the server has confirmed it; a
+// cancel arriving meanwhile is not seen. The worker still hands a
+// declared tool's calls to goroutines of their own when running them
+// inline would make them wait for anything else (an approval, a slot;
+// streams, whose emits wait for credit), and once the handler's runs are
+// typically slower than a batch may wait behind one of them (about
+// 200 µs), until they are fast again.
 func Inline(h Handler) Handler { return inlineHandler{h} }
 
 // inlineHandler marks a handler declared Inline; Register unwraps it.
