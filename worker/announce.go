@@ -60,13 +60,13 @@ func (a *announcer) announce(calls ...*call) *announceRound {
 
 // announceThen queues calls to be named in the next round, like
 // announce, and j (their call or batch, of a handler declared Inline) to
-// run on the announcer's goroutine once that round is settled: no
-// goroutine waits for the round, and none is woken by it.
+// run once that round is settled, with the rest of the round's such work
+// (see runThen): no goroutine waits for the round.
 func (a *announcer) announceThen(j work, calls ...*call) {
 	a.mu.Lock()
 	if a.stopped {
 		a.mu.Unlock()
-		a.w.runOn(j) // the worker is stopping: j's calls end unrun there
+		a.w.runOn(j) // no round will name j's calls: they end unrun there
 		return
 	}
 	a.name = append(a.name, calls...)
@@ -79,19 +79,26 @@ func (a *announcer) announceThen(j work, calls ...*call) {
 	a.signal()
 }
 
-// runThen runs the work that waited for a settled round, on this
-// goroutine as the subscription's would (see call.runsInline); a call
-// the round did not confirm in time is refused when it comes to start.
-// When the worker is stopping, the work goes to runners instead.
+// runThen hands the work that waited for a settled round to one runner,
+// which runs it all (see runSettled): one goroutine woken per round, not
+// one waiting per call, and the announcer is free at once to settle the
+// next round.
 func (a *announcer) runThen(js []work) {
+	if len(js) > 0 {
+		a.w.runOn(work{settled: js})
+	}
+}
+
+// runSettled runs the work of a settled round one after another on this
+// goroutine, as the subscription's would run it (see call.runsInline); a
+// call the round did not confirm in time is refused when it comes to
+// start.
+func runSettled(js []work) {
 	for _, j := range js {
-		switch {
-		case a.w.stopCtx.Err() != nil:
-			a.w.runOn(j)
-		case j.batch != nil:
+		if j.batch != nil {
 			j.batch.runInline(j.calls, true)
-		default:
-			a.w.runOnReader(j.c)
+		} else {
+			j.c.w.runOnReader(j.c)
 		}
 	}
 }

@@ -12,10 +12,11 @@ package worker
 // Any other handler runs on a goroutine of its own, so that a handler
 // that blocks never holds up the next call of its tool. The declaration
 // is a promise the worker relies on: while a declared handler blocks, the
-// tool's later calls wait for it. A declared tool's call that must wait
-// for the pickup confirmation (a tool that is not idempotent) runs on
-// the goroutine that obtains it, once the server has confirmed it; a
-// cancel arriving meanwhile is not seen. The worker still hands a
+// tool's later calls wait for it. A declared tool's calls that must wait
+// for the pickup confirmation (a tool that is not idempotent) run, once
+// the server has confirmed it, one after another on one goroutine with
+// the other such calls the same confirmation round named; a cancel
+// arriving while they wait is not seen. The worker still hands a
 // declared tool's calls to goroutines of their own when running them
 // inline would make them wait for anything else (an approval, a slot;
 // streams, whose emits wait for credit), and once the handler's runs are

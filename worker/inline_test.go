@@ -16,10 +16,10 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// runsOn names the goroutine the calling handler runs on: "reader" (a
-// subscription's, the call came through onCall or onBatch on this very
-// stack), "announcer" (the one that names calls before they start) or
-// "runner" (any other).
+// runsOn names how the calling handler came to run: "reader" (on a
+// subscription's goroutine, through onCall or onBatch on this very
+// stack), "settled" (with the other work of a settled announcer round,
+// runSettled) or "runner" (on a goroutine of its own).
 func runsOn() string {
 	pcs := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
@@ -28,8 +28,8 @@ func runsOn() string {
 		switch {
 		case strings.HasSuffix(f.Function, "(*Worker).onCall"), strings.HasSuffix(f.Function, "(*Worker).onBatch"):
 			return "reader"
-		case strings.HasSuffix(f.Function, "(*announcer).run"):
-			return "announcer"
+		case strings.HasSuffix(f.Function, "worker.runSettled"):
+			return "settled"
 		}
 		if !more {
 			return "runner"
@@ -40,9 +40,9 @@ func runsOn() string {
 // A handler declared Inline runs on the subscription's goroutine when
 // nothing before it waits; a call that must wait for the pickup
 // confirmation (a destructive tool's, or one whose caller wants it) runs
-// on the announcer's once the round naming it is settled, and is named
-// before its result; every call of a handler not declared Inline runs on
-// a runner.
+// with the other work of the round naming it once that is settled, and
+// is named before its result; every call of a handler not declared
+// Inline runs on a runner of its own.
 func TestInlineHandlerRunsWhereNothingWaits(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	where := make(chan string, 1)
@@ -66,14 +66,14 @@ func TestInlineHandlerRunsWhereNothingWaits(t *testing.T) {
 		named       bool
 	}{
 		{"inline", " maybe=1", "reader", false},
-		{"inline", "", "announcer", true}, // the caller wants the confirmation
+		{"inline", "", "settled", true}, // the caller wants the confirmation
 		{"own", " maybe=1", "runner", false},
-		{"destroy", " maybe=1", "announcer", true},
+		{"destroy", " maybe=1", "settled", true},
 		{"ownDestroy", "", "runner", true},
 	} {
 		named := namedBeforeResult(t, raw, tc.tool, "R"+string(rune('a'+i)), tc.extra)
 		if got := <-where; got != tc.on {
-			t.Errorf("tool %s with%q: ran on the %s goroutine, want the %s", tc.tool, tc.extra, got, tc.on)
+			t.Errorf("tool %s with%q: ran %s, want %s", tc.tool, tc.extra, got, tc.on)
 		}
 		if named != tc.named {
 			t.Errorf("tool %s with%q: named before its result = %v, want %v", tc.tool, tc.extra, named, tc.named)
@@ -206,8 +206,8 @@ func TestInlineBatchRunsOnceNamed(t *testing.T) {
 		t.Error("no heartbeat named the calls before their results")
 	}
 	for range calls {
-		if on := <-where; on != "announcer" {
-			t.Errorf("a call ran on the %s goroutine, want the announcer's", on)
+		if on := <-where; on != "settled" {
+			t.Errorf("a call ran %s, want with its settled round's work", on)
 		}
 	}
 }

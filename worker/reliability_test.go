@@ -43,7 +43,7 @@ func rawCall(t *testing.T, raw *nats.Conn, tool string, body []byte) envelope.To
 // No handler starts after Stop returns, even while calls keep arriving:
 // admission and Stop's wait are ordered. So too for a handler declared
 // Inline, whose calls run on the subscription's goroutine, or, when they
-// must wait for the pickup confirmation, on the announcer's.
+// must wait for the pickup confirmation, with their settled round's work.
 func TestStopOrdersAdmission(t *testing.T) {
 	pickup := time.Now().Add(time.Hour).UnixMilli()
 	named := fmt.Appendf(nil, "tm2 mode=unary caller=S interval=60000 pickup=%d\n{\"args\":{}}", pickup)

@@ -803,15 +803,21 @@ func (w *Worker) dispatch(c *call) {
 	w.runOn(work{c: c})
 }
 
-// work is what a runner goroutine runs: one call, or a batch's calls
-// one after another (batch.runInline).
+// work is what a runner goroutine runs: one call, a batch's calls one
+// after another (batch.runInline), or the work of handlers declared
+// Inline that waited for one announcer round (runSettled).
 type work struct {
-	c     *call
-	batch *batch
-	calls []*call
+	c       *call
+	batch   *batch
+	calls   []*call
+	settled []work
 }
 
 func (j work) run() {
+	if j.settled != nil {
+		runSettled(j.settled)
+		return
+	}
 	if j.batch != nil {
 		j.batch.runInline(j.calls, false)
 		return
