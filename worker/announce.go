@@ -29,12 +29,19 @@ type announcer struct {
 	named []*call
 	round *announceRound // the round the queued calls go out in
 	wake  chan struct{}
+	// stopped: run has returned, so no later round will settle; work
+	// that would wait for one goes to a runner (see announceThen).
+	stopped bool
 }
 
 // announceRound is one flush and the calls it confirms.
 type announceRound struct {
 	done chan struct{} // closed once the round is settled
 	at   time.Time     // when the server confirmed the round (zero: it did not)
+	// then is work of handlers declared Inline that waited only for this
+	// round: the announcer runs it once the round is settled (see
+	// announceThen).
+	then []work
 }
 
 func newAnnouncer(w *Worker) *announcer {
@@ -49,6 +56,51 @@ func (a *announcer) announce(calls ...*call) *announceRound {
 	a.mu.Unlock()
 	a.signal()
 	return r
+}
+
+// announceThen queues calls to be named in the next round, like
+// announce, and j (their call or batch, of a handler declared Inline) to
+// run once that round is settled, with the rest of the round's such work
+// (see runThen): no goroutine waits for the round.
+func (a *announcer) announceThen(j work, calls ...*call) {
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		a.w.runOn(j) // no round will name j's calls: they end unrun there
+		return
+	}
+	a.name = append(a.name, calls...)
+	r := a.round
+	r.then = append(r.then, j)
+	for _, c := range calls {
+		c.round = r // what call.announced waits on: settled when j runs
+	}
+	a.mu.Unlock()
+	a.signal()
+}
+
+// runThen hands the work that waited for a settled round to one runner,
+// which runs it all (see runSettled): one goroutine woken per round, not
+// one waiting per call, and the announcer is free at once to settle the
+// next round.
+func (a *announcer) runThen(js []work) {
+	if len(js) > 0 {
+		a.w.runOn(work{settled: js})
+	}
+}
+
+// runSettled runs the work of a settled round one after another on this
+// goroutine, as the subscription's would run it (see call.runsInline); a
+// call the round did not confirm in time is refused when it comes to
+// start.
+func runSettled(js []work) {
+	for _, j := range js {
+		if j.batch != nil {
+			j.batch.runInline(j.calls, true)
+		} else {
+			j.c.w.runOnReader(j.c)
+		}
+	}
 }
 
 // confirm queues calls a published heartbeat named, for the next flush.
@@ -80,8 +132,10 @@ func (a *announcer) run() {
 			a.mu.Lock()
 			r := a.round
 			a.round = &announceRound{done: make(chan struct{})}
+			a.stopped = true
 			a.mu.Unlock()
 			close(r.done)
+			a.runThen(r.then)
 			return
 		}
 	}
@@ -94,6 +148,7 @@ func (a *announcer) settle() {
 	name, named, r := a.name, a.named, a.round
 	a.name, a.named, a.round = nil, nil, &announceRound{done: make(chan struct{})}
 	a.mu.Unlock()
+	defer func() { a.runThen(r.then) }()
 	if len(name) == 0 && len(named) == 0 {
 		close(r.done)
 		return

@@ -62,11 +62,39 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 		}
 		calls = append(calls, c)
 	}
-	if len(calls) > 0 {
+	switch {
+	case len(calls) == 0:
+	case inlineAll(calls):
+		b.runInline(calls, true)
+	case inlineOnceNamed(calls):
+		w.announcer.announceThen(work{batch: b, calls: calls}, calls...)
+	default:
 		// Off the subscription's goroutine, which only admits: a handler
 		// that blocks must not hold up the calls arriving after its batch.
 		w.runOn(work{batch: b, calls: calls})
 	}
+}
+
+// inlineAll reports whether every call may run on the subscription's
+// goroutine (see call.runsInline).
+func inlineAll(calls []*call) bool {
+	for _, c := range calls {
+		if !c.runsInline() {
+			return false
+		}
+	}
+	return true
+}
+
+// inlineOnceNamed reports whether every call may run on the announcer's
+// goroutine once a round has named them (see call.runsAfterNaming).
+func inlineOnceNamed(calls []*call) bool {
+	for _, c := range calls {
+		if !c.runsInline() && !c.runsAfterNaming() {
+			return false
+		}
+	}
+	return true
 }
 
 // handoffAfter is how long the calls of a batch may wait behind a sibling
@@ -76,15 +104,20 @@ const handoffAfter = 200 * time.Microsecond
 
 // runInline runs the batch's calls one after another on this goroutine
 // (one per batch: fast handlers never change goroutine) and holds their
-// terminals, which then leave together in ends frames. If the run takes
-// longer than handoffAfter, the calls not yet started are handed off to
-// goroutines of their own and the terminals held so far go out at once.
-// A tool whose calls take longer than that (see tool.slowCalls) has its
-// batch handed off whole at once: run inline, its calls would wait for
-// each other until the hand-off, while other workers of the fleet may
-// have slots free.
-func (b *batch) runInline(calls []*call) {
-	b.w.announceBatch(calls)
+// terminals, which then leave together in ends frames. On a runner, if
+// the run takes longer than handoffAfter, the calls not yet started are
+// handed off to goroutines of their own and the terminals held so far go
+// out at once. A tool whose calls take longer than that (see
+// tool.slowCalls) has its batch handed off whole at once: run inline, its
+// calls would wait for each other until the hand-off, while other
+// workers of the fleet may have slots free. On the subscription's
+// goroutine (reader: the handler is declared Inline, see
+// call.runsInline), the calls run one after another as the messages
+// after the batch would, without a hand-off timer.
+func (b *batch) runInline(calls []*call, reader bool) {
+	if !reader { // a batch run as a reader's needs no round or had one
+		b.w.announceBatch(calls)
+	}
 	if calls[0].tool.slowCalls() {
 		for _, c := range calls {
 			b.w.dispatch(c)
@@ -94,6 +127,10 @@ func (b *batch) runInline(calls []*call) {
 	if len(calls) == 1 {
 		// Nothing waits behind a lone call: no hand-off to arm, and its
 		// terminal goes out at once (see terminal).
+		if reader {
+			b.w.runOnReader(calls[0])
+			return
+		}
 		calls[0].tool.load.begin()
 		calls[0].run()
 		return
@@ -101,6 +138,34 @@ func (b *batch) runInline(calls []*call) {
 	b.mu.Lock()
 	b.held = true
 	b.mu.Unlock()
+	if reader {
+		b.runOnReader(calls)
+	} else {
+		b.runHandingOff(calls)
+	}
+	b.letGo()
+}
+
+// runOnReader runs calls one after another on the subscription's
+// goroutine, each holding a slot taken at once; once no slot is free,
+// that call and the ones after it wait for one on runners, not here.
+func (b *batch) runOnReader(calls []*call) {
+	for i, c := range calls {
+		if !b.w.takeSlot() {
+			for _, c := range calls[i:] {
+				b.w.dispatch(c)
+			}
+			return
+		}
+		c.tool.load.begin()
+		c.runHolding(true)
+	}
+}
+
+// runHandingOff runs calls one after another on a runner, handing the
+// ones not yet started off to goroutines of their own once the run has
+// taken handoffAfter.
+func (b *batch) runHandingOff(calls []*call) {
 	var next atomic.Int32
 	claim := func() *call {
 		if i := int(next.Add(1) - 1); i < len(calls) {
@@ -125,7 +190,6 @@ func (b *batch) runInline(calls []*call) {
 		}
 	}
 	timer.Stop()
-	b.letGo()
 }
 
 // letGo stops holding terminals: those held so far go out now, in ends

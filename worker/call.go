@@ -92,7 +92,13 @@ type call struct {
 }
 
 // run runs one admitted call from its context to its terminal event.
-func (c *call) run() {
+func (c *call) run() { c.runHolding(false) }
+
+// runHolding is run for a call that may already hold an execution slot
+// (slot): one taken, without waiting, by the reader that runs the call
+// itself (see runsInline), so that nothing on its way to the handler
+// waits.
+func (c *call) runHolding(slot bool) {
 	w := c.w
 	defer w.inflight.Done()
 	defer w.admitted.Add(-1)
@@ -114,6 +120,9 @@ func (c *call) run() {
 
 	var p *envelope.Problem
 	if !w.track(c) {
+		if slot {
+			<-w.slots
+		}
 		p = w.problems.New(envelope.CodeInvalidInput, fmt.Sprintf("call id %s is already in flight on this worker; every call needs its own id", c.key.id))
 		p = c.finish(nil, p)
 		c.observeRefused(ctx, p)
@@ -121,7 +130,7 @@ func (c *call) run() {
 		if w.stopCtx.Err() != nil { // stopped before this call was registered
 			cancel(context.Cause(w.stopCtx))
 		}
-		p = c.finish(c.execute(ctx)) // untracks c before its terminal goes out
+		p = c.finish(c.execute(ctx, slot)) // untracks c before its terminal goes out
 	}
 	cancel(nil)
 	telemetry.EndSpan(span, p)
@@ -245,8 +254,9 @@ func (c *call) grant(n int) {
 // says in every Problem whether the handler ran: a call refused or ended
 // before its handler began did not run (envelope.RanNo), one that failed
 // after did (envelope.RanYes).
-func (c *call) execute(ctx context.Context) (json.RawMessage, *envelope.Problem) {
-	res, p := c.prepare(ctx)
+// slot: c already holds an execution slot (see runHolding).
+func (c *call) execute(ctx context.Context, slot bool) (json.RawMessage, *envelope.Problem) {
+	res, p := c.prepare(ctx, slot)
 	if p != nil {
 		p = p.WithRan(envelope.RanNo)
 		c.observeRefused(ctx, p)
@@ -275,13 +285,17 @@ type prepared struct {
 // prepare parses and checks the call and takes a slot (and, in stream
 // mode, sends start): everything before the handler, which has not run
 // when prepare fails. On success the caller must give the slot back.
-func (c *call) prepare(ctx context.Context) (prepared, *envelope.Problem) {
+// slot: c holds its slot already; prepare gives it back when it fails.
+func (c *call) prepare(ctx context.Context, slot bool) (prepared, *envelope.Problem) {
 	w := c.w
 	body, format, p := c.parseBody()
 	if p != nil {
+		if slot {
+			<-w.slots
+		}
 		return prepared{}, p
 	}
-	if !c.acquireSlot(ctx) {
+	if !slot && !c.acquireSlot(ctx) {
 		if c.waitRefused {
 			return prepared{}, c.mustNotWait()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -40,17 +41,39 @@ func rawCall(t *testing.T, raw *nats.Conn, tool string, body []byte) envelope.To
 }
 
 // No handler starts after Stop returns, even while calls keep arriving:
-// admission and Stop's wait are ordered.
+// admission and Stop's wait are ordered. So too for a handler declared
+// Inline, whose calls run on the subscription's goroutine, or, when they
+// must wait for the pickup confirmation, with their settled round's work.
 func TestStopOrdersAdmission(t *testing.T) {
+	pickup := time.Now().Add(time.Hour).UnixMilli()
+	named := fmt.Appendf(nil, "tm2 mode=unary caller=S interval=60000 pickup=%d\n{\"args\":{}}", pickup)
+	for _, tc := range []struct {
+		name   string
+		inline bool
+		data   []byte
+	}{
+		{"plain", false, []byte(`{"args":{}}`)},
+		{"inline", true, []byte(`{"args":{}}`)},
+		{"inline, confirmed", true, named},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testStopOrdersAdmission(t, tc.inline, tc.data) })
+	}
+}
+
+func testStopOrdersAdmission(t *testing.T, inline bool, data []byte) {
 	for round := range 20 {
 		w, raw := newTestWorker(t, Config{Limits: Limits{MaxConcurrent: 4, MaxQueued: 64}})
 		var stopped, late atomic.Bool
-		if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
+		var h Handler = HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
 			if stopped.Load() {
 				late.Store(true)
 			}
 			return "ok", nil
-		})); err != nil {
+		})
+		if inline {
+			h = Inline(h)
+		}
+		if err := w.Register(envelope.ToolSpec{Name: "t"}, h); err != nil {
 			t.Fatal(err)
 		}
 		var served atomic.Int64
@@ -59,7 +82,7 @@ func TestStopOrdersAdmission(t *testing.T) {
 			defer close(done)
 			m := nats.NewMsg(mesh.Subjects{}.Call("t"))
 			m.Reply = "ignored"
-			m.Data = []byte(`{"args":{}}`)
+			m.Data = data
 			for i := 0; i < 2000; i++ {
 				if raw.PublishMsg(m) != nil {
 					return

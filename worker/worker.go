@@ -233,6 +233,10 @@ type tool struct {
 	spanName string
 	spanOpts []trace.SpanStartOption
 	approve  bool // calls wait for the caller's approval (Config.Approvals)
+	// inline: the handler is declared Inline, and neither an approval nor
+	// an admission of its own makes its calls wait: they may run on the
+	// subscription's goroutine (see call.runsInline).
+	inline bool
 	// retrySafe: the spec declares the tool idempotent or read-only, so a
 	// call whose caller accepts ran "maybe" may start unconfirmed (§8.2).
 	retrySafe bool
@@ -449,6 +453,10 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	if h == nil {
 		return errors.New("register: nil handler")
 	}
+	declared, inline := h.(inlineHandler)
+	if inline {
+		h = declared.Handler
+	}
 	admit, _ := h.(Admitter)
 	h = Chain(Chain(h, mw...), w.cfg.Middleware...)
 	in, out, err := spec.Compile()
@@ -460,6 +468,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 		retrySafe: spec.Annotations.IsIdempotent() || spec.Annotations.IsReadOnly(),
 		digest:    wire.SpecDigest(publicSpec(spec)),
 		spanOpts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
+	t.inline = inline && !t.approve && admit == nil
 	if err := w.reserve(t); err != nil {
 		return err
 	}
@@ -758,7 +767,8 @@ func (w *Worker) responseFormatSchema(raw json.RawMessage) (*envelope.Schema, er
 
 // onCall admits a call on the subscription's goroutine, answering cheap
 // refusals (malformed metadata, overload) at once, and hands an admitted
-// call to a runner, so a handler that blocks never holds up the next call.
+// call to a runner, so a handler that blocks never holds up the next call;
+// only a handler declared Inline runs here, when nothing before it waits.
 func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	received := time.Now()
 	if m.Reply == "" {
@@ -775,8 +785,15 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	if c == nil || !w.admit(c) {
 		return
 	}
-	c.announceEarly()
-	w.dispatch(c)
+	switch {
+	case c.runsInline():
+		w.runOnReader(c)
+	case c.runsAfterNaming():
+		w.announcer.announceThen(work{c: c}, c)
+	default:
+		c.announceEarly()
+		w.dispatch(c)
+	}
 }
 
 // dispatch runs an admitted call on a runner goroutine, an idle one when
@@ -786,17 +803,23 @@ func (w *Worker) dispatch(c *call) {
 	w.runOn(work{c: c})
 }
 
-// work is what a runner goroutine runs: one call, or a batch's calls
-// one after another (batch.runInline).
+// work is what a runner goroutine runs: one call, a batch's calls one
+// after another (batch.runInline), or the work of handlers declared
+// Inline that waited for one announcer round (runSettled).
 type work struct {
-	c     *call
-	batch *batch
-	calls []*call
+	c       *call
+	batch   *batch
+	calls   []*call
+	settled []work
 }
 
 func (j work) run() {
+	if j.settled != nil {
+		runSettled(j.settled)
+		return
+	}
 	if j.batch != nil {
-		j.batch.runInline(j.calls)
+		j.batch.runInline(j.calls, false)
 		return
 	}
 	j.c.run()

@@ -210,14 +210,16 @@ func (b *bencher) serveMesh(serve *nats.Conn, prefix string, maxInFlight int, en
 		return envelope.NewProblem(envelope.CodeInternal, err.Error())
 	}
 	b.w = w
-	if err := w.Register(envelope.ToolSpec{Name: "echo", InputSchema: json.RawMessage(echoSchema)}, worker.HandlerFunc(
-		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) { return req.Args, nil })); err != nil {
+	// The echo never blocks, so it says so (worker.Inline): like micro's
+	// handlers, its calls may run on the goroutine that reads them.
+	echo := worker.Inline(worker.HandlerFunc(
+		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) { return req.Args, nil }))
+	if err := w.Register(envelope.ToolSpec{Name: "echo", InputSchema: json.RawMessage(echoSchema)}, echo); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	yes := true
 	if err := w.Register(envelope.ToolSpec{Name: echoIdempotent, InputSchema: json.RawMessage(echoSchema),
-		Annotations: &envelope.Annotations{Idempotent: &yes, ReadOnly: &yes}}, worker.HandlerFunc(
-		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) { return req.Args, nil })); err != nil {
+		Annotations: &envelope.Annotations{Idempotent: &yes, ReadOnly: &yes}}, echo); err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	if err := w.Register(envelope.ToolSpec{Name: "count", Streaming: true}, worker.HandlerFunc(b.count)); err != nil {
