@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/toolmesh/toolmesh/caller/internal/coalesce"
 	"github.com/toolmesh/toolmesh/caller/internal/liveness"
 
 	"github.com/toolmesh/toolmesh/internal/telemetry"
@@ -147,17 +148,13 @@ type Caller struct {
 	// have not yet re-subscribed (see noSuchTool).
 	reconnected atomic.Int64
 
-	// senders holds each tool's combining publisher (tool → *sender);
-	// nsenders counts them.
-	senders  sync.Map
-	nsenders atomic.Int32
+	// senders holds each tool's combining publisher, and counts the
+	// batches they sent.
+	senders coalesce.Senders[*pending]
 	// cat is the caller's catalogue: Catalog returns it, Dispatch
 	// searches it, and the liveness checks read the spec sets it has
 	// seen (presence.go).
 	cat *catalog.Catalog
-	// batchesSent and batchedCalls count batch messages and their calls.
-	batchesSent, batchedCalls atomic.Int64
-
 	// services are the callers of mesh services Service has made.
 	services services
 
