@@ -54,7 +54,7 @@ type Config struct {
 	// PickupCutoff is how long after a call is sent a worker may still
 	// take it up: one that reads it later refuses it unrun (default 1.5
 	// heartbeat intervals; kept between one interval and half of
-	// PickupTimeout). Once it and one more interval (settleMargin) have
+	// PickupTimeout). Once it and one more interval (the settle margin) have
 	// passed, a call no worker has named did not run and will not, so a
 	// call whose worker died before taking it up ends, ran "no", that soon
 	// after it was sent (protocol v2, §8.2). Longer lets a worker reach
