@@ -617,7 +617,7 @@ func (c *Caller) checkCalls(now time.Time) {
 		if live.Over {
 			continue
 		}
-		switch prob, probe := c.judge.Judge(now, live, backlog > 0); {
+		switch prob, probe := c.judge.Fate(now, live, backlog > 0); {
 		case prob != nil && !live.Spoken:
 			settle = p.settleLater(prob, now) || settle
 			continue

@@ -44,14 +44,14 @@ type Judge struct {
 	Fetch func(fetch map[string][]string)
 }
 
-// Judge decides one call's fate on a watchdog tick: the Problem that ends
+// Fate decides one call's fate on a watchdog tick: the Problem that ends
 // it, or whether its worker should be probed. A call no worker has named
 // by its pickup cutoff did not run and will not (a worker names a call
 // before it starts it, and refuses one it reads later); its Problem waits
 // for a settle marker. A call whose worker spoke and fell silent ends
 // only once the worker is known gone (its probe came back 503), or after
 // SilentBeats of silence however busy it may be.
-func (j *Judge) Judge(now time.Time, live Call, backlog bool) (*envelope.Problem, bool) {
+func (j *Judge) Fate(now time.Time, live Call, backlog bool) (*envelope.Problem, bool) {
 	quiet := now.Sub(live.Last)
 	if !live.Spoken {
 		return j.unpicked(now, live, quiet, backlog), false

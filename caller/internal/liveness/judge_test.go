@@ -44,9 +44,9 @@ func TestJudgeSpoken(t *testing.T) {
 					t.Fatal("the probe's 503 was not taken")
 				}
 			}
-			prob, probe := j.Judge(now, tc.call, false)
+			prob, probe := j.Fate(now, tc.call, false)
 			if code := codeOf(prob); code != tc.wantCode || probe != tc.wantProbe {
-				t.Fatalf("Judge = %q, probe %v; want %q, probe %v", code, probe, tc.wantCode, tc.wantProbe)
+				t.Fatalf("Fate = %q, probe %v; want %q, probe %v", code, probe, tc.wantCode, tc.wantProbe)
 			}
 			if prob != nil && prob.Ran() != envelope.RanMaybe {
 				t.Errorf("ran = %q, want maybe: the worker took the call up", prob.Ran())
@@ -91,9 +91,9 @@ func TestJudgeUnpicked(t *testing.T) {
 			}
 			sent := now.Add(-tc.quiet)
 			call := Call{Tool: "t.a", Last: sent, Pickup: sent.Add(j.PickupCutoff), Due: tc.due}
-			prob, probe := j.Judge(now, call, tc.backlog)
+			prob, probe := j.Fate(now, call, tc.backlog)
 			if code := codeOf(prob); code != tc.wantCode || probe {
-				t.Fatalf("Judge = %q, probe %v; want %q, no probe", code, probe, tc.wantCode)
+				t.Fatalf("Fate = %q, probe %v; want %q, no probe", code, probe, tc.wantCode)
 			}
 			if prob != nil && prob.Ran() != "" {
 				t.Errorf("ran = %q before settling", prob.Ran())
@@ -109,7 +109,7 @@ func TestJudgeUnnamedMaybe(t *testing.T) {
 	j := newJudge()
 	sent := now.Add(-12 * time.Second)
 	for _, maybe := range []bool{false, true} {
-		prob, _ := j.Judge(now, Call{Tool: "t.a", Last: sent, Pickup: sent.Add(j.PickupCutoff), Maybe: maybe}, false)
+		prob, _ := j.Fate(now, Call{Tool: "t.a", Last: sent, Pickup: sent.Add(j.PickupCutoff), Maybe: maybe}, false)
 		if prob == nil {
 			t.Fatal("a call unnamed past its pickup timeout was not judged")
 		}
