@@ -61,7 +61,7 @@ func TestDrainSendsQueuedCallsAsOneBatch(t *testing.T) {
 				t.Fatal("an idle sender was not acquired")
 			}
 			for i := 1; i <= n; i++ {
-				if s.Acquire(Call[int]{P: i, Reply: fmt.Sprint("r", i), Body: []byte(fmt.Sprint("body", i))}) {
+				if s.Acquire(Call[int]{P: i, Reply: fmt.Sprint("r", i), Body: body(i)}) {
 					t.Fatal("a busy sender was acquired")
 				}
 			}
@@ -78,18 +78,18 @@ func TestDrainSendsQueuedCallsAsOneBatch(t *testing.T) {
 				t.Errorf("sent on %q, want the tool's subject", m.subject)
 			}
 			if n == 1 {
-				if m.reply != "r1" || string(m.body) != "body1" || len(l.registered) != 0 {
+				if m.reply != "r1" || string(m.body) != string(body(1)) || len(l.registered) != 0 {
 					t.Errorf("a lone call went as %q on %q (registered %v)", m.body, m.reply, l.registered)
 				}
 				return
 			}
-			bodies, _, err := wire.SplitBatch(m.body)
+			bodies, ids, err := wire.SplitBatch(m.body)
 			if err != nil || len(bodies) != n || m.reply != "batch1" {
 				t.Fatalf("batch of %d on %q (%v), want %d on batch1", len(bodies), m.reply, err, n)
 			}
 			for i, b := range bodies {
-				if want := fmt.Sprint("body", i+1); string(b) != want {
-					t.Errorf("call %d is %q, want %q", i, b, want)
+				if want := body(i + 1); string(b) != string(want) || ids[i] != fmt.Sprint("C", i+1) {
+					t.Errorf("call %d is %q (id %s), want %q", i, b, ids[i], want)
 				}
 			}
 			if batches, calls := ss.Stats(); batches != 1 || calls != int64(n) {
@@ -171,6 +171,9 @@ func TestDrainHandsOff(t *testing.T) {
 	})
 	testutil.WaitFor(t, "the sender idle", func() bool { return s.Acquire(Call[int]{}) })
 }
+
+// body is call i's encoded form, as a batch message carries it.
+func body(i int) []byte { return []byte(fmt.Sprintf("tm2 id=C%d\n{}", i)) }
 
 // calls are queued calls with bodies of the given sizes.
 func calls(sizes ...int) []Call[int] {
