@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/toolmesh/toolmesh/caller/internal/coalesce"
 	"github.com/toolmesh/toolmesh/caller/internal/liveness"
 
 	"github.com/toolmesh/toolmesh/internal/telemetry"
@@ -53,7 +54,7 @@ type Config struct {
 	// PickupCutoff is how long after a call is sent a worker may still
 	// take it up: one that reads it later refuses it unrun (default 1.5
 	// heartbeat intervals; kept between one interval and half of
-	// PickupTimeout). Once it and one more interval (settleMargin) have
+	// PickupTimeout). Once it and one more interval (the settle margin) have
 	// passed, a call no worker has named did not run and will not, so a
 	// call whose worker died before taking it up ends, ran "no", that soon
 	// after it was sent (protocol v2, §8.2). Longer lets a worker reach
@@ -118,6 +119,7 @@ type Caller struct {
 	probe    *nats.Subscription // answers workers' liveness probes
 	probes   *liveness.Probes   // this caller's probes of silent workers
 	presence *liveness.Presence // the workers' beacons (presence.go)
+	judge    liveness.Judge     // decides the fate of calls in flight
 	beacons  *nats.Subscription // follows them
 	markers  liveness.Markers   // settle markers in flight (settle.go sends them)
 	statusCh chan nats.Status
@@ -146,17 +148,13 @@ type Caller struct {
 	// have not yet re-subscribed (see noSuchTool).
 	reconnected atomic.Int64
 
-	// senders holds each tool's combining publisher (tool → *sender);
-	// nsenders counts them.
-	senders  sync.Map
-	nsenders atomic.Int32
+	// senders holds each tool's combining publisher, and counts the
+	// batches they sent.
+	senders coalesce.Senders[*pending]
 	// cat is the caller's catalogue: Catalog returns it, Dispatch
 	// searches it, and the liveness checks read the spec sets it has
 	// seen (presence.go).
 	cat *catalog.Catalog
-	// batchesSent and batchedCalls count batch messages and their calls.
-	batchesSent, batchedCalls atomic.Int64
-
 	// services are the callers of mesh services Service has made.
 	services services
 
@@ -245,6 +243,8 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		epoch:        time.Now(),
 	}
 	c.cat = catalog.New(nc, catalog.Config{Prefix: cfg.Prefix, Heartbeat: cfg.Heartbeat, ProblemBaseURI: cfg.ProblemBaseURI, Logger: c.log})
+	c.judge = liveness.Judge{Heartbeat: cfg.Heartbeat, PickupTimeout: cfg.PickupTimeout, PickupCutoff: cfg.PickupCutoff,
+		Problems: c.problems, Probes: c.probes, Presence: c.presence, Known: c.knownSet, Fetch: c.fetchSets}
 	var seed [32]byte
 	_, _ = rand.Read(seed[:])
 	c.ids = mrand.NewChaCha8(seed)
@@ -600,7 +600,7 @@ func (c *Caller) watchdog() {
 	}
 }
 
-// checkCalls judges every call in flight once (see judge), probes the
+// checkCalls judges every call in flight once (see liveness.Judge), probes the
 // workers that fell silent and sends alive to every worker with calls.
 func (c *Caller) checkCalls(now time.Time) {
 	c.mu.Lock()
@@ -614,27 +614,27 @@ func (c *Caller) checkCalls(now time.Time) {
 	settle := false
 	for _, p := range calls {
 		live := p.liveness()
-		if live.over {
+		if live.Over {
 			continue
 		}
-		switch prob, probe := c.judge(now, live, backlog > 0); {
-		case prob != nil && !live.spoken:
+		switch prob, probe := c.judge.Fate(now, live, backlog > 0); {
+		case prob != nil && !live.Spoken:
 			settle = p.settleLater(prob, now) || settle
 			continue
-		case live.due:
+		case live.Due:
 			settle = true // the marker may have been lost: another goes
-			p.expireDue(now, c.markerPatience(backlog > 0))
+			p.expireDue(now, c.judge.MarkerPatience(backlog > 0))
 			continue
 		case prob != nil:
 			p.fail(prob, true)
 			continue
 		case probe:
-			c.probeWorker(live.workerID, now)
-		case !live.spoken && now.Sub(live.last) > c.cfg.Heartbeat:
-			waiting = addKey(waiting, live.tool)
+			c.probeWorker(live.WorkerID, now)
+		case !live.Spoken && now.Sub(live.Last) > c.cfg.Heartbeat:
+			waiting = addKey(waiting, live.Tool)
 		}
-		if live.workerID != "" {
-			workers[live.workerID] = true
+		if live.WorkerID != "" {
+			workers[live.WorkerID] = true
 		}
 	}
 	if settle {
@@ -667,7 +667,7 @@ func addKey(set map[string]bool, k string) map[string]bool {
 func (c *Caller) probeHosts(waiting map[string]bool, now time.Time) map[string]bool {
 	probed := map[string]bool{}
 	for tool := range waiting {
-		for _, wid := range append(c.probes.HostIDs(tool), c.presence.Suspects(c.knownSet, tool, now)...) {
+		for _, wid := range c.judge.Suspects(tool, now) {
 			if !probed[wid] {
 				probed[wid] = true
 				c.probeWorker(wid, now)
@@ -675,101 +675,6 @@ func (c *Caller) probeHosts(waiting map[string]bool, now time.Time) map[string]b
 		}
 	}
 	return probed
-}
-
-// judge decides one call's fate on a watchdog tick: the Problem that ends
-// it, or whether its worker should be probed (protocol v2, §8.2). A call
-// no worker has named by its pickup cutoff did not run and will not (a
-// worker names a call before it starts it, and refuses one it reads
-// later); its Problem waits for a settle marker (see settleLater). A call
-// whose worker spoke and fell silent ends only once the worker is known
-// gone (its probe came back 503), or after silentLimit of silence however
-// busy it may be.
-func (c *Caller) judge(now time.Time, live callLiveness, backlog bool) (*envelope.Problem, bool) {
-	quiet := now.Sub(live.last)
-	if !live.spoken {
-		return c.judgeUnpicked(now, live, quiet, backlog), false
-	}
-	limit := mesh.MissedBeats * c.cfg.Heartbeat
-	if live.interval > 0 {
-		// Judged by the interval the worker says it beats at (at least
-		// ours: workers may floor intervals higher).
-		limit = mesh.MissedBeats * min(max(live.interval, c.cfg.Heartbeat), mesh.MaxHeartbeat)
-	}
-	switch {
-	case quiet <= limit:
-		return nil, false
-	case live.workerID == "":
-		return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe), false
-	case c.probes.IsGone(live.workerID):
-		return c.problems.New(envelope.CodeWorkerLost, fmt.Sprintf(
-			"worker %s is gone (the NATS server has no subscription of it) after taking up the call; the call may have run", live.workerID)).WithRan(envelope.RanMaybe), false
-	case quiet > silentBeats*limit/mesh.MissedBeats:
-		return c.problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe), false
-	}
-	return nil, true
-}
-
-// judgeUnpicked decides the fate of a call no worker has named: the
-// Problem, without its "ran" member, that settle gives it (see settle.go). A worker
-// starts a call only once the server has confirmed a heartbeat naming it,
-// before the call's pickup cutoff, and refuses, unrun, one it reads past
-// the cutoff (§8.2); so once the cutoff and settleMargin are past, a call
-// nobody named is either lost with a dead worker or unread in a live
-// worker's buffer, and will not run. It is reported at once when a
-// worker that hosts its tool is known gone; when those workers all live,
-// the live one holding it will answer it (refused, unrun), so the caller
-// waits for that answer — up to silentBeats intervals — instead of
-// blaming a busy worker.
-func (c *Caller) judgeUnpicked(now time.Time, live callLiveness, quiet time.Duration, backlog bool) *envelope.Problem {
-	beat := c.cfg.Heartbeat
-	limit := c.cfg.PickupTimeout + beat
-	hosts := c.probes.HostsOf(live.tool, now, mesh.MissedBeats*beat)
-	switch {
-	case live.due || now.Sub(live.pickup) <= c.settleMargin() || backlog && quiet <= silentBeats*beat:
-		// While the inbox has a backlog, the heartbeat naming the call
-		// may be among the messages not yet read.
-		return nil
-	case hosts.Gone:
-		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(live, quiet, "a worker of the tool is gone"))
-	}
-	if wid := c.silentHost(live.tool, now); wid != "" {
-		return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(live, quiet, "worker "+wid+
-			", which hosts the tool, is gone: its presence beacons stopped and the NATS server has no subscription of it"))
-	}
-	switch {
-	case quiet <= limit:
-		return nil
-	case hosts.Alive && quiet <= silentBeats*beat:
-		return nil
-	case hosts.Alive:
-		return c.problems.New(envelope.CodeOverloaded, unpickedDetail(live, quiet, "the workers of the tool are alive but have not read it")).
-			WithRetryAfter(beat.Seconds())
-	}
-	return c.problems.New(envelope.CodeWorkerLost, unpickedDetail(live, quiet, "no worker of the tool was heard lately"))
-}
-
-// unpickedDetail says why a call no worker named ended.
-func unpickedDetail(live callLiveness, quiet time.Duration, why string) string {
-	if live.maybe {
-		return fmt.Sprintf("no worker took up the call in %s (%s): the call accepted that a worker start it before the NATS server confirmed a heartbeat naming it (its tool is idempotent or read-only, or it carries an idempotency key), so it may have run; repeating it is safe",
-			quiet.Round(time.Millisecond), why)
-	}
-	return fmt.Sprintf("no worker took up the call in %s (%s): workers name a call in a heartbeat the server confirms before they start it, and refuse it unrun past its pickup cutoff, so the call did not run and will not (this caller read every message routed to it before it decided)",
-		quiet.Round(time.Millisecond), why)
-}
-
-// silentBeats is how many of its intervals a worker that is still
-// connected may stay silent on a call before the call ends worker_lost.
-const silentBeats = 30
-
-// silenceDetail says why a silent call was judged lost.
-func silenceDetail(live callLiveness, quiet time.Duration) string {
-	quiet = quiet.Round(time.Millisecond)
-	if live.workerID != "" {
-		return fmt.Sprintf("worker %s: no word from the worker for %s although it is still connected; the call may have run", live.workerID, quiet)
-	}
-	return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals); the call may have run", quiet, mesh.MissedBeats)
 }
 
 // callMode is how a call's events come back.

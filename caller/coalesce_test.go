@@ -299,26 +299,6 @@ func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
 	}
 }
 
-// A batch carries no more than an even share of the queue per worker
-// heard on the tool, and never more than maxBatch: a fleet keeps its
-// spread.
-func TestBatchCapKeepsAFleetsSpread(t *testing.T) {
-	for _, tc := range []struct{ queued, hosts, want int }{
-		{queued: 20, hosts: 0, want: caller.MaxBatch}, // no worker heard yet
-		{queued: 20, hosts: 1, want: caller.MaxBatch},
-		{queued: 8, hosts: 8, want: 1}, // a queue no longer than the fleet: a call a message
-		{queued: 3, hosts: 8, want: 1},
-		{queued: 9, hosts: 8, want: 2},
-		{queued: 24, hosts: 4, want: 6},
-		{queued: 200, hosts: 8, want: caller.MaxBatch},
-		{queued: 1, hosts: 2, want: 1},
-	} {
-		if got := caller.BatchCap(tc.queued, tc.hosts); got != tc.want {
-			t.Errorf("batchCap(%d queued, %d workers) = %d, want %d", tc.queued, tc.hosts, got, tc.want)
-		}
-	}
-}
-
 // Calls queued behind a publish to a tool that four workers were heard on
 // go out in four messages of two, not one batch of eight: each NATS hands
 // to one worker of the queue group, so the calls keep the fleet's spread.

@@ -12,7 +12,9 @@
 // a model's tool calls, middleware, retries, questions a tool asks — and
 // the liveness that judges calls in flight: heartbeats, the workers'
 // presence beacons, probes of silent workers and settle markers
-// (protocol v2, §8.2), whose tables are caller/internal/liveness's.
+// (protocol v2, §8.2), whose tables and judging are
+// caller/internal/liveness's — and the coalescing of unary calls into
+// batch messages, whose queueing is caller/internal/coalesce's.
 //
 // What does not: discovery. Listing, watching, describing and searching
 // the mesh's tools, and sampling the fleet's stats, are package catalog's;

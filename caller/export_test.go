@@ -1,20 +1,18 @@
 package caller
 
+import "github.com/toolmesh/toolmesh/caller/internal/coalesce"
+
 // HoldSender makes tool's sender busy, as if a publish to the tool were
 // in progress, so that unary calls to it queue; queued reports how many
 // wait, and release sends them as the publishing goroutine would.
 // Tests use it to form a batch without depending on timing.
+// The sender must be idle: only a call's own publish makes it busy.
 func HoldSender(c *Caller, tool string) (queued func() int, release func()) {
 	s := c.senderFor(tool)
-	s.mu.Lock()
-	s.busy = true
-	s.mu.Unlock()
-	queued = func() int {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.queue)
+	if !s.Acquire(coalesce.Call[*pending]{}) {
+		panic("HoldSender: the sender of " + tool + " is already busy")
 	}
-	return queued, func() { c.drain(s, 0) }
+	return s.Queued, func() { s.Drain((*coalesceLink)(c), 0) }
 }
 
 // OpenBatches counts the batches c still routes replies for.
@@ -23,13 +21,6 @@ func OpenBatches(c *Caller) int {
 	defer c.mu.Unlock()
 	return len(c.batches)
 }
-
-// BatchCap is batchCap: the most calls one message carries of queued
-// calls to a tool hosted by hosts workers.
-func BatchCap(queued, hosts int) int { return batchCap(queued, hosts) }
-
-// MaxBatch is the most calls a batch carries.
-const MaxBatch = maxBatch
 
 // OpenWatches counts the shared context watches c still holds.
 func OpenWatches(c *Caller) int {

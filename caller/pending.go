@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolmesh/toolmesh/caller/internal/liveness"
 	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"go.opentelemetry.io/otel/trace"
@@ -121,24 +122,12 @@ func (p *pending) dueLocked() *envelope.Problem {
 	return p.rare.due
 }
 
-// callLiveness is what the watchdog needs to judge one call.
-type callLiveness struct {
-	tool     string
-	workerID string
-	interval time.Duration // the worker's own beat interval, 0 if not yet known
-	pickup   time.Time     // the call's pickup cutoff
-	due      bool          // a Problem awaits the next settle marker
-	last     time.Time     // the last word, or the call's start before any
-	spoken   bool          // a worker has said anything at all
-	over     bool          // the terminal is queued: nothing left to judge
-	maybe    bool          // sent maybe=1: lost unnamed, it may have run
-}
-
-func (p *pending) liveness() callLiveness {
+// liveness is what the watchdog needs to judge p.
+func (p *pending) liveness() liveness.Call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return callLiveness{tool: p.tool, workerID: p.workerID, interval: time.Duration(p.interval) * time.Millisecond, last: p.c.at(p.lastHeard), spoken: p.spoken, over: p.terminalQueued,
-		pickup: p.c.at(p.pickup), due: p.dueLocked() != nil && !p.spoken, maybe: p.maybe}
+	return liveness.Call{Tool: p.tool, WorkerID: p.workerID, Interval: time.Duration(p.interval) * time.Millisecond, Last: p.c.at(p.lastHeard), Spoken: p.spoken, Over: p.terminalQueued,
+		Pickup: p.c.at(p.pickup), Due: p.dueLocked() != nil && !p.spoken, Maybe: p.maybe}
 }
 
 // heard records a heartbeat naming this call: the worker holding it and

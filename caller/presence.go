@@ -77,16 +77,3 @@ func (c *Caller) fetchSets(fetch map[string][]string) {
 		}()
 	}
 }
-
-// silentHost returns a worker of tool that this caller saw beaconing and
-// found gone (its beacons stopped, its probe came back 503), or "";
-// spec sets it needs to know and does not are fetched meanwhile.
-func (c *Caller) silentHost(tool string, now time.Time) string {
-	gone := c.probes.GoneIDs()
-	if len(gone) == 0 {
-		return ""
-	}
-	wid, fetch := c.presence.GoneHost(c.knownSet, tool, gone, now)
-	c.fetchSets(fetch)
-	return wid
-}

@@ -47,7 +47,7 @@ func (c *Caller) onViolation(op wire.Operation, subject string) bool {
 			// The inbox was refused (say, after a reconnect to a server
 			// with other permissions): no call can hear its worker.
 			p.fail(wire.ForbiddenProblem(c.problems.New, op, subject, "the caller's inbox receives nothing"), true)
-		case op == wire.OpPublish && c.subjects.Call(p.tool) == subject && !p.liveness().spoken:
+		case op == wire.OpPublish && c.subjects.Call(p.tool) == subject && !p.liveness().Spoken:
 			p.fail(wire.ForbiddenProblem(c.problems.New, op, subject,
 				"this identity may not call tool "+p.tool), false)
 		}

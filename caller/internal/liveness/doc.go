@@ -1,10 +1,13 @@
 // Package liveness holds what a caller knows of the workers behind its
-// calls (docs/protocol.md §8.2): the workers' presence beacons it follows
-// (Presence), its probes of silent workers and the workers heard on each
-// tool (Probes), and its settle markers in flight (Markers).
+// calls, and how it judges its calls by it (docs/protocol.md §8.2): the
+// workers' presence beacons it follows (Presence), its probes of silent
+// workers and the workers heard on each tool (Probes), its settle markers
+// in flight (Markers), and the Judge that decides, from these tables, when
+// a call in flight is worker_lost or overloaded, when its worker is to be
+// probed, and when a settle marker's answer settles a call no worker named.
 //
-// It is bookkeeping only — tables under locks, no connection, no calls —
-// so that package caller keeps the judging and the sending (when a call
-// is worker_lost, when to probe, what a 503 settles), and these tables
-// read and test on their own.
+// It holds no connection and no calls: package caller keeps the calls in
+// flight, takes heartbeats and 503s off the wire into these tables, and
+// does what the Judge decides — sends probes, settle markers and cancels,
+// ends calls — so that the judging reads and tests on its own.
 package liveness
