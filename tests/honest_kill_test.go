@@ -6,12 +6,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // pidLogTool is execLogTool whose program also appends its parent's pid —
@@ -49,21 +53,37 @@ func TestHonestUnreadCallsOfAKilledWorkerSettleUnrun(t *testing.T) {
 	warmUntilEveryWorkerRan(ctx, t, c, pidPath, 4)
 	baseline := len(readExecLog(t, logPath))
 
+	// A plain subscriber on the tool's subject sees every call message the
+	// server routes (one of each goes to one worker of the queue group).
+	var routed atomic.Int64
+	spy := dialURL(t, srv.url)
+	if _, err := spy.Subscribe(mesh.Subjects{}.Call("flood.log"), func(*nats.Msg) { routed.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	stopProcess(t, victim.cmd.Process)
 	const n = 400
 	done := make(chan []outcome, 1)
 	start := time.Now()
 	go func() { done <- fireFlood(ctx, c, n) }()
-	// Kill once the live workers are running the flood's calls: the
-	// caller has sent a good part of it, a share to the stopped worker.
-	waitFor(t, "flood calls running", func() bool { return len(readExecLog(t, logPath)) >= baseline+40 })
+	// Kill once the live workers are running the flood's calls and the
+	// server has routed enough call messages that the stopped worker, one
+	// of four in the queue group, was handed some: each message goes to a
+	// member at random, so 40 miss it with odds of (3/4)^40, about 1e-5
+	// (400 calls are at least 50 messages: a batch carries at most 8).
+	// Killing earlier can leave it no call to die holding.
+	waitFor(t, "flood calls running and routed", func() bool {
+		return routed.Load() >= 40 && len(readExecLog(t, logPath)) >= baseline+40
+	})
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Since(start)
 	outs := <-done
 	runs := readExecLog(t, logPath)
-	t.Logf("%d calls at 4 workers, one stopped then killed: %s; %d runs logged", n, tally(outs), len(runs)-baseline)
+	t.Logf("%d calls at 4 workers, one stopped then killed: %s; %d runs logged; %d call messages routed", n, tally(outs), len(runs)-baseline, routed.Load())
 	checkAccounting(t, outs, runs, true)
 	settled := 0
 	for i, o := range outs {
