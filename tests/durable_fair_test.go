@@ -24,21 +24,10 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	m := startSecure(t)
 	m.taskService(t, tasks.Config{MaxQueuedPerTool: flood,
 		MaxRunningPerOwner: perOwner, MaxRunningPerOwnerTool: perOwner})
-	var started, ended atomic.Int64
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	// A worker whose per-sender share (half its 16 slots) the old
 	// dispatch let one owner's flood fill for every owner.
 	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 16}})
-	register(t, w, envelope.ToolSpec{Name: "demo.park"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
-		started.Add(1)
-		defer ended.Add(1)
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return map[string]bool{"parked": true}, nil
-	})
+	started, ended := registerPark(t, w)
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	alice := m.caller(t, "alice")
 	bob := m.caller(t, "bob")
@@ -82,19 +71,8 @@ func TestSecureTenantFloodTakesOnlyItsShareOfTheWorker(t *testing.T) {
 	const flood, share = 24, 4
 	m := startSecure(t)
 	m.taskService(t, tasks.Config{MaxRunningPerOwner: flood, MaxRunningPerOwnerTool: flood})
-	var started, ended atomic.Int64
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 2 * share, MaxPerIdentity: share}})
-	register(t, w, envelope.ToolSpec{Name: "demo.park"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
-		started.Add(1)
-		defer ended.Add(1)
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return map[string]bool{"parked": true}, nil
-	})
+	started, ended := registerPark(t, w)
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	alice, bob := m.caller(t, "alice"), m.caller(t, "bob")
 	ctx := context.Background()
@@ -127,18 +105,8 @@ func TestSecureTenantFloodTakesOnlyItsShareOfTheWorker(t *testing.T) {
 func TestSecureTenantCallerIDsAreOneSender(t *testing.T) {
 	const callers, each, share = 3, 4, 4
 	m := startSecure(t)
-	var started atomic.Int64
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 4 * share, MaxPerIdentity: share}})
-	register(t, w, envelope.ToolSpec{Name: "demo.park"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
-		started.Add(1)
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return map[string]bool{"parked": true}, nil
-	})
+	started, _ := registerPark(t, w)
 	bobNC, _ := m.dial(t, "bob")
 	refused := make(chan *envelope.Problem, callers*each)
 	for range callers {
@@ -165,4 +133,24 @@ func TestSecureTenantCallerIDsAreOneSender(t *testing.T) {
 		}
 	}
 	waitFor(t, "bob's one share of calls to start", func() bool { return started.Load() == share })
+}
+
+// registerPark registers demo.park on w: a tool whose calls park until
+// the test ends (or their call is cancelled), counting the handlers that
+// started and ended.
+func registerPark(t *testing.T, w *worker.Worker) (started, ended *atomic.Int64) {
+	t.Helper()
+	started, ended = new(atomic.Int64), new(atomic.Int64)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	register(t, w, envelope.ToolSpec{Name: "demo.park"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		started.Add(1)
+		defer ended.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return map[string]bool{"parked": true}, nil
+	})
+	return started, ended
 }
