@@ -70,6 +70,21 @@ func problemCode(t *testing.T, err error) envelope.Code {
 	return p.Code
 }
 
+// streamFakeCode streams a call of tool "fake" through a new caller on
+// e and returns the code of the Problem it ends with. The stream stays
+// open until the test ends, as a deferred Close in the test would keep it.
+func streamFakeCode(t *testing.T, e *embedded.Server) envelope.Code {
+	t.Helper()
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
+	s, err := c.Stream(context.Background(), "fake", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	_, err = s.Response()
+	return problemCode(t, err)
+}
+
 // waitForCancel waits until the fake worker is told to cancel.
 func waitForCancel(t *testing.T, fw *fakeWorker) {
 	t.Helper()
@@ -93,14 +108,7 @@ func TestSequenceHoleIsStreamGap(t *testing.T) {
 		fw.send(m, 1, fakeStart)
 		fw.send(m, 3, `{"type":"delta","data":{"i":2}}`)
 	})
-	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
-	s, err := c.Stream(context.Background(), "fake", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	_, err = s.Response()
-	if code := problemCode(t, err); code != envelope.CodeStreamGap {
+	if code := streamFakeCode(t, e); code != envelope.CodeStreamGap {
 		t.Fatalf("code = %s, want stream_gap", code)
 	}
 	waitForCancel(t, fw)
@@ -256,14 +264,7 @@ func TestStreamRefusedEarlyKeepsItsError(t *testing.T) {
 		data, _ := envelope.ErrorEvent(p).AppendJSON(nil)
 		_ = m.Respond(data)
 	})
-	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{})
-	s, err := c.Stream(context.Background(), "fake", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	_, err = s.Response()
-	if code := problemCode(t, err); code != envelope.CodeInvalidInput {
+	if code := streamFakeCode(t, e); code != envelope.CodeInvalidInput {
 		t.Fatalf("code = %s, want the worker's invalid_input", code)
 	}
 }

@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // A call that names the digest of another spec of its tool than the
@@ -39,34 +35,7 @@ func TestCallValidatedAgainstAnotherSpecIsRefusedUnrun(t *testing.T) {
 	}
 	call := func(digest string) envelope.ToolEvent {
 		t.Helper()
-		reply := nats.NewInbox()
-		sub, err := raw.SubscribeSync(reply)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
-		body := "tm2 id=01CALL" + digest[:8] + " spec=" + digest + "\n" + `{"args":{}}`
-		if err := raw.PublishRequest(mesh.Subjects{}.Call("json.query"), reply, []byte(body)); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			m, err := sub.NextMsg(20 * time.Second)
-			if err != nil {
-				t.Fatal("no answer:", err)
-			}
-			if isBeat(m) {
-				continue
-			}
-			f, err := wire.ParseFrame(m.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ev, err := envelope.ParseEvent(f.Payload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ev
-		}
+		return firstEventPastBeats(t, raw, "json.query", "tm2 id=01CALL"+digest[:8]+" spec="+digest+"\n"+`{"args":{}}`)
 	}
 	ev := call(staleDigest)
 	p := ev.Problem()

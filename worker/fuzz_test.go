@@ -14,10 +14,11 @@ import (
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// FuzzCallMessage sends a worker call messages with arbitrary metadata and
-// bodies: whatever arrives, the worker answers with a well-formed event
-// (a result or a Problem) and never panics or stays silent.
-func FuzzCallMessage(f *testing.F) {
+// newEchoFuzzWorker starts a worker with small argument limits hosting
+// tool "echo", which answers with its arguments, and returns the raw
+// connection the fuzz targets send their messages on.
+func newEchoFuzzWorker(f *testing.F) *nats.Conn {
+	f.Helper()
 	w, raw := newTestWorker(f, Config{Limits: Limits{MaxArgsBytes: 4096}})
 	spec := envelope.ToolSpec{Name: "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)}
@@ -26,6 +27,14 @@ func FuzzCallMessage(f *testing.F) {
 	})); err != nil {
 		f.Fatal(err)
 	}
+	return raw
+}
+
+// FuzzCallMessage sends a worker call messages with arbitrary metadata and
+// bodies: whatever arrives, the worker answers with a well-formed event
+// (a result or a Problem) and never panics or stays silent.
+func FuzzCallMessage(f *testing.F) {
+	raw := newEchoFuzzWorker(f)
 
 	f.Add("unary", "", "", "", []byte(`{"args":{"message":"hi"}}`))
 	f.Add("stream", "4", "1000", "1000", []byte(`{"args":{},"dry_run":true,"page":{"all":true}}`))
@@ -85,14 +94,7 @@ func FuzzCallMessage(f *testing.F) {
 // one it can split ends with exactly one terminal naming the call — a
 // result or a Problem, never internal_error, never silence.
 func FuzzBatchMessage(f *testing.F) {
-	w, raw := newTestWorker(f, Config{Limits: Limits{MaxArgsBytes: 4096}})
-	spec := envelope.ToolSpec{Name: "echo",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)}
-	if err := w.Register(spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
-		return req.Args, nil
-	})); err != nil {
-		f.Fatal(err)
-	}
+	raw := newEchoFuzzWorker(f)
 	a, b := "tm2 id=A caller=C\n{\"args\":{\"message\":\"hi\"}}", "tm2 id=B mode=stream window=4\n{\"args\":{}}"
 	f.Add(string(batchOf(a, b)))
 	f.Add(string(batchOf(a, a)))

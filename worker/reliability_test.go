@@ -306,3 +306,36 @@ func isBeat(m *nats.Msg) bool {
 	f, err := wire.ParseFrame(m.Data)
 	return err == nil && f.Kind == wire.FrameBeat
 }
+
+// firstEventPastBeats publishes one call message (metadata line and body)
+// to tool on raw and returns the first event answered, past any heartbeats.
+func firstEventPastBeats(t *testing.T, raw *nats.Conn, tool, msg string) envelope.ToolEvent {
+	t.Helper()
+	reply := nats.NewInbox()
+	sub, err := raw.SubscribeSync(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := raw.PublishRequest(mesh.Subjects{}.Call(tool), reply, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := sub.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatal("no answer:", err)
+		}
+		if isBeat(m) {
+			continue
+		}
+		f, err := wire.ParseFrame(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := envelope.ParseEvent(f.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+}

@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // A call carrying server_args=1 hands a bridged MCP server's tool (spec
@@ -35,34 +31,7 @@ func TestServerArgsLeaveAnMCPToolsArgsToTheServer(t *testing.T) {
 	}
 	call := func(tool, meta string) *envelope.Problem {
 		t.Helper()
-		reply := nats.NewInbox()
-		sub, err := raw.SubscribeSync(reply)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
-		body := "tm2 id=01SA" + meta + "\n" + `{"args":{}}`
-		if err := raw.PublishRequest(mesh.Subjects{}.Call(tool), reply, []byte(body)); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			m, err := sub.NextMsg(20 * time.Second)
-			if err != nil {
-				t.Fatal("no answer:", err)
-			}
-			if isBeat(m) {
-				continue
-			}
-			f, err := wire.ParseFrame(m.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ev, err := envelope.ParseEvent(f.Payload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ev.Problem()
-		}
+		return firstEventPastBeats(t, raw, tool, "tm2 id=01SA"+meta+"\n"+`{"args":{}}`).Problem()
 	}
 	if p := call("fs.read", "1 server_args=1"); p != nil || runs.Load() != 1 {
 		t.Fatalf("fs.read with server_args=1 ended %v after %d runs: want its handler to judge the args", p, runs.Load())
