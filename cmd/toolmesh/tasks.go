@@ -31,16 +31,25 @@ func oneTaskID(cmd *cobra.Command, args []string) error {
 	return usage.OneArg("task id", "Pass the id `toolmesh call --detach` printed; `toolmesh tasks ls` lists yours.")(cmd, args)
 }
 
-func newTasksWatchCmd(g *globals) *cobra.Command {
-	var from int
-	cmd := &cobra.Command{
-		Use:   "watch TASK_ID",
-		Short: "Print every event of a task from the first, in order, then the live ones, as NDJSON",
+// taskIDCmd is a tasks subcommand over exactly one task id, run with a
+// caller on the mesh.
+func (g *globals) taskIDCmd(use, short string, run func(cmd *cobra.Command, c *caller.Caller, id string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
 		Args:  oneTaskID,
 		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
-			return watchTask(cmd.Context(), g.stdout, c, args[0], from)
+			return run(cmd, c, args[0])
 		}),
 	}
+}
+
+func newTasksWatchCmd(g *globals) *cobra.Command {
+	var from int
+	cmd := g.taskIDCmd("watch TASK_ID", "Print every event of a task from the first, in order, then the live ones, as NDJSON",
+		func(cmd *cobra.Command, c *caller.Caller, id string) error {
+			return watchTask(cmd.Context(), g.stdout, c, id, from)
+		})
 	cmd.Flags().IntVar(&from, "from", 1, "the number of the first event to print")
 	return cmd
 }
@@ -83,27 +92,19 @@ func (g *globals) printRecord(rec tasks.Record, err error) error {
 
 func newTasksGetCmd(g *globals) *cobra.Command {
 	var wait bool
-	cmd := &cobra.Command{
-		Use:   "get TASK_ID",
-		Short: "Print a task's record as JSON, its terminal event included once it has ended",
-		Args:  oneTaskID,
-		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
-			return g.printRecord(tasks.NewClient(c).Get(cmd.Context(), args[0], wait))
-		}),
-	}
+	cmd := g.taskIDCmd("get TASK_ID", "Print a task's record as JSON, its terminal event included once it has ended",
+		func(cmd *cobra.Command, c *caller.Caller, id string) error {
+			return g.printRecord(tasks.NewClient(c).Get(cmd.Context(), id, wait))
+		})
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task has ended")
 	return cmd
 }
 
 func newTasksCancelCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "cancel TASK_ID",
-		Short: "Cancel a task: a queued one never runs, a running one's handler and processes are stopped",
-		Args:  oneTaskID,
-		RunE: g.withCaller("tasks", func(cmd *cobra.Command, c *caller.Caller, args []string) error {
-			return g.printRecord(tasks.NewClient(c).Cancel(cmd.Context(), args[0]))
-		}),
-	}
+	return g.taskIDCmd("cancel TASK_ID", "Cancel a task: a queued one never runs, a running one's handler and processes are stopped",
+		func(cmd *cobra.Command, c *caller.Caller, id string) error {
+			return g.printRecord(tasks.NewClient(c).Cancel(cmd.Context(), id))
+		})
 }
 
 func newTasksAnswerCmd(g *globals) *cobra.Command {
