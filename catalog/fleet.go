@@ -9,12 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/wire"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 

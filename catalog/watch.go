@@ -9,11 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/wire"
-
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/wire"
-
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // The live catalogue at the scale the issue names: 10,000 workers hosting
