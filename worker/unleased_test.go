@@ -109,9 +109,15 @@ func callFrom(who string) []byte { return []byte(`{"args":{"who":"` + who + `"}}
 // way by nats.go's own request and waiting behind his, runs and is
 // answered — the check beside her reply inbox leaves her call alone.
 func TestUnleasedCallsOfAGoneSenderDoNotRun(t *testing.T) {
+	forEachSlotKind(t, testGoneSender)
+}
+
+// forEachSlotKind runs test as a subtest with the worker's own slots and
+// again with per-tool slots.
+func forEachSlotKind(t *testing.T, test func(t *testing.T, toolSlots bool)) {
 	for _, toolSlots := range []bool{false, true} {
 		t.Run(map[bool]string{false: "worker slots", true: "tool slots"}[toolSlots], func(t *testing.T) {
-			testGoneSender(t, toolSlots)
+			test(t, toolSlots)
 		})
 	}
 }
@@ -171,11 +177,7 @@ func testGoneSender(t *testing.T, toolSlots bool) {
 // beside — is refused overloaded, unrun, when it finds no room, rather
 // than queued.
 func TestUnleasedCallThatCannotBeCheckedDoesNotWait(t *testing.T) {
-	for _, toolSlots := range []bool{false, true} {
-		t.Run(map[bool]string{false: "worker slots", true: "tool slots"}[toolSlots], func(t *testing.T) {
-			testCannotBeChecked(t, toolSlots)
-		})
-	}
+	forEachSlotKind(t, testCannotBeChecked)
 }
 
 func testCannotBeChecked(t *testing.T, toolSlots bool) {
