@@ -28,9 +28,7 @@ func TestUnconfirmedStartNeedsBothSides(t *testing.T) {
 		"plain":    nil,
 	}
 	for name, a := range specs {
-		if err := w.Register(envelope.ToolSpec{Name: name, Annotations: a}, noop); err != nil {
-			t.Fatal(err)
-		}
+		mustRegister(t, w, envelope.ToolSpec{Name: name, Annotations: a}, noop)
 	}
 	for i, tc := range []struct {
 		tool, extra string

@@ -85,11 +85,9 @@ func TestBatchCallsAnsweredEachAlone(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	spec := envelope.ToolSpec{Name: "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"}}}`)}
-	if err := w.Register(spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+	mustRegister(t, w, spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
 		return req.Args, nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	data := batchOf(
 		"tm2 id=A caller=C\n{\"args\":{\"i\":1}}",
 		"tm2 id=B caller=C\n{\"args\":{\"i\":\"two\"}}", // fails the schema
@@ -119,12 +117,10 @@ func TestBatchCallsAnsweredEachAlone(t *testing.T) {
 func TestMalformedBatchRefusedWhole(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	ran := make(chan struct{}, 8)
-	if err := w.Register(envelope.ToolSpec{Name: "echo"}, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "echo"}, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
 		ran <- struct{}{}
 		return "ok", nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	for _, data := range []string{
 		"tm2 batch len=5\n{}",                             // lengths lie
 		"tm2 batch len=11\n{\"args\":{}}",                 // a call without an id
@@ -195,7 +191,7 @@ func TestBatchRepliesCoalesce(t *testing.T) {
 func TestBatchCallBehindABlockingOneIsNotHeldUp(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	release := make(chan struct{})
-	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(ctx context.Context, req *Request, _ Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "t"}, HandlerFunc(func(ctx context.Context, req *Request, _ Emitter) (any, error) {
 		if string(req.Args) == `{"block":true}` {
 			select {
 			case <-release:
@@ -203,9 +199,7 @@ func TestBatchCallBehindABlockingOneIsNotHeldUp(t *testing.T) {
 			}
 		}
 		return req.Args, nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	defer close(release)
 	data := batchOf("tm2 id=slow\n"+`{"args":{"block":true}}`, "tm2 id=fast\n"+`{"args":{"block":false}}`)
 	got, _ := sendBatch(t, raw, "t", data, 1)

@@ -19,12 +19,10 @@ func TestCallValidatedAgainstAnotherSpecIsRefusedUnrun(t *testing.T) {
 	w, raw := newTestWorker(t, Config{ID: "w-conflict"})
 	spec := envelope.ToolSpec{Name: "json.query", Description: "v2", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	var runs atomic.Int64
-	if err := w.Register(spec, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
+	mustRegister(t, w, spec, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
 		runs.Add(1)
 		return "ok", nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	stale := spec
 	stale.Description = "v1"
 	staleDigest, ownDigest := wire.SpecDigest(stale), wire.SpecDigest(spec)

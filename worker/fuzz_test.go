@@ -22,11 +22,9 @@ func newEchoFuzzWorker(f *testing.F) *nats.Conn {
 	w, raw := newTestWorker(f, Config{Limits: Limits{MaxArgsBytes: 4096}})
 	spec := envelope.ToolSpec{Name: "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)}
-	if err := w.Register(spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+	mustRegister(f, w, spec, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
 		return req.Args, nil
-	})); err != nil {
-		f.Fatal(err)
-	}
+	}))
 	return raw
 }
 

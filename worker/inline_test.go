@@ -55,9 +55,7 @@ func TestInlineHandlerRunsWhereNothingWaits(t *testing.T) {
 		h Handler
 		a *envelope.Annotations
 	}{"inline": {Inline(h), idem}, "own": {h, idem}, "destroy": {Inline(h), &envelope.Annotations{Destructive: &yes}}, "ownDestroy": {h, nil}} {
-		if err := w.Register(envelope.ToolSpec{Name: name, Annotations: reg.a}, reg.h); err != nil {
-			t.Fatal(err)
-		}
+		mustRegister(t, w, envelope.ToolSpec{Name: name, Annotations: reg.a}, reg.h)
 	}
 	for i, tc := range []struct {
 		tool, extra string
@@ -122,9 +120,7 @@ func testBlockedCallHoldsNothingUp(t *testing.T, declared bool) {
 	if declared {
 		h = Inline(h)
 	}
-	if err := w.Register(envelope.ToolSpec{Name: "t"}, h); err != nil {
-		t.Fatal(err)
-	}
+	mustRegister(t, w, envelope.ToolSpec{Name: "t"}, h)
 	w.mu.Lock()
 	tl := w.tools["t"]
 	w.mu.Unlock()
@@ -161,12 +157,10 @@ func testBlockedCallHoldsNothingUp(t *testing.T, declared bool) {
 func TestInlineBatchRunsOnceNamed(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	where := make(chan string, 3)
-	if err := w.Register(envelope.ToolSpec{Name: "t"}, Inline(HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "t"}, Inline(HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
 		where <- runsOn()
 		return req.Args, nil
-	}))); err != nil {
-		t.Fatal(err)
-	}
+	})))
 	reply := "_INBOX.B.01CALL"
 	sub, err := raw.SubscribeSync(reply)
 	if err != nil {

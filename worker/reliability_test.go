@@ -73,9 +73,7 @@ func testStopOrdersAdmission(t *testing.T, inline bool, data []byte) {
 		if inline {
 			h = Inline(h)
 		}
-		if err := w.Register(envelope.ToolSpec{Name: "t"}, h); err != nil {
-			t.Fatal(err)
-		}
+		mustRegister(t, w, envelope.ToolSpec{Name: "t"}, h)
 		var served atomic.Int64
 		done := make(chan struct{})
 		go func() {
@@ -120,9 +118,7 @@ func TestRegisterConfirmIsUnlockedAndAtomic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Register(envelope.ToolSpec{Name: "a"}, noop); err != nil {
-		t.Fatal(err)
-	}
+	mustRegister(t, w, envelope.ToolSpec{Name: "a"}, noop)
 	_ = e.Shutdown(context.Background())
 	testutil.WaitFor(t, "the connection to notice", func() bool { return !nc.IsConnected() })
 	before := nc.NumSubscriptions()
@@ -153,9 +149,7 @@ func TestRegisterConfirmIsUnlockedAndAtomic(t *testing.T) {
 // A call subscription has bounded pending limits.
 func TestCallSubscriptionPendingIsBounded(t *testing.T) {
 	w, _ := newTestWorker(t, Config{})
-	if err := w.Register(envelope.ToolSpec{Name: "a"}, noop); err != nil {
-		t.Fatal(err)
-	}
+	mustRegister(t, w, envelope.ToolSpec{Name: "a"}, noop)
 	msgs, bytes, err := w.tools["a"].sub.PendingLimits()
 	if err != nil || msgs <= 0 || bytes <= 0 {
 		t.Fatalf("pending limits %d msgs, %d bytes (%v): unbounded", msgs, bytes, err)
@@ -181,9 +175,7 @@ func TestHandlerProblemsAreHonest(t *testing.T) {
 		}),
 	}
 	for name, h := range tools {
-		if err := w.Register(envelope.ToolSpec{Name: name}, h); err != nil {
-			t.Fatal(err)
-		}
+		mustRegister(t, w, envelope.ToolSpec{Name: name}, h)
 	}
 	cases := []struct {
 		tool string
@@ -224,7 +216,7 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Register(envelope.ToolSpec{Name: "slow"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "slow"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
 		for probes.Load() < 3 { // outlive several leases
 			select {
 			case <-ctx.Done():
@@ -233,9 +225,7 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 			}
 		}
 		return "done", nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	m := nats.NewMsg(mesh.Subjects{}.Call("slow"))
 	m.Reply = "_INBOX.SILENT.01CALL"
 	m.Data = []byte("tm2 mode=unary caller=SILENT interval=10\n" + `{"args":{}}`)
@@ -268,12 +258,10 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 func TestCallArrivingAfterStopIsRefused(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	var ran atomic.Bool
-	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "t"}, HandlerFunc(func(context.Context, *Request, Emitter) (any, error) {
 		ran.Store(true)
 		return "ok", nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	sub, err := raw.SubscribeSync("late.reply")
 	if err != nil {
 		t.Fatal(err)

@@ -25,9 +25,7 @@ func TestServerArgsLeaveAnMCPToolsArgsToTheServer(t *testing.T) {
 	bridged := envelope.ToolSpec{Name: "fs.read", InputSchema: schema, MCP: &envelope.MCPTool{Definition: json.RawMessage(`{"name":"read"}`)}}
 	plain := envelope.ToolSpec{Name: "plain.read", InputSchema: schema}
 	for _, s := range []envelope.ToolSpec{bridged, plain} {
-		if err := w.Register(s, h); err != nil {
-			t.Fatal(err)
-		}
+		mustRegister(t, w, s, h)
 	}
 	call := func(tool, meta string) *envelope.Problem {
 		t.Helper()

@@ -70,9 +70,7 @@ func gatedWorker(t *testing.T, gate chan struct{}, log *execLog, toolSlots bool)
 	if toolSlots {
 		h = oneSlotTool{h, fairshare.New(1, 16)}
 	}
-	if err := w.Register(envelope.ToolSpec{Name: "t"}, h); err != nil {
-		t.Fatal(err)
-	}
+	mustRegister(t, w, envelope.ToolSpec{Name: "t"}, h)
 	return w, e
 }
 

@@ -44,6 +44,14 @@ func newTestWorker(t testing.TB, cfg Config) (*Worker, *nats.Conn) {
 	return w, conns[1]
 }
 
+// mustRegister registers h for spec on w and fails the test if w refuses.
+func mustRegister(t testing.TB, w *Worker, spec envelope.ToolSpec, h Handler, mw ...Middleware) {
+	t.Helper()
+	if err := w.Register(spec, h, mw...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 var noop = HandlerFunc(func(context.Context, *Request, Emitter) (any, error) { return "ok", nil })
 
 func TestRegisterValidates(t *testing.T) {
@@ -63,9 +71,7 @@ func TestRegisterValidates(t *testing.T) {
 			t.Errorf("%s: got %v, want invalid_config", c.name, err)
 		}
 	}
-	if err := w.Register(envelope.ToolSpec{Name: "a"}, noop); err != nil {
-		t.Fatal(err)
-	}
+	mustRegister(t, w, envelope.ToolSpec{Name: "a"}, noop)
 	if err := w.Register(envelope.ToolSpec{Name: "a"}, noop); err == nil {
 		t.Error("duplicate registration accepted")
 	}
@@ -79,9 +85,7 @@ func TestRegisterValidates(t *testing.T) {
 
 func TestDrainThenRegisterRefused(t *testing.T) {
 	w, _ := newTestWorker(t, Config{})
-	if err := w.Register(envelope.ToolSpec{Name: "a"}, noop); err != nil {
-		t.Fatal(err)
-	}
+	mustRegister(t, w, envelope.ToolSpec{Name: "a"}, noop)
 	if err := w.Drain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +103,12 @@ func TestDuplicateCallIDRefused(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	running := make(chan struct{}, 2)
 	cancelled := make(chan error, 2)
-	if err := w.Register(envelope.ToolSpec{Name: "block"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "block"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
 		running <- struct{}{}
 		<-ctx.Done()
 		cancelled <- context.Cause(ctx)
 		return nil, ctx.Err()
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	call := func(reply string) {
 		m := nats.NewMsg(mesh.Subjects{}.Call("block"))
 		m.Reply = reply
@@ -149,12 +151,10 @@ func TestDuplicateCallIDRefused(t *testing.T) {
 func TestHugeBudgetIsNotExpired(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	var deadline time.Time
-	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "t"}, HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
 		deadline = req.Deadline
 		return "ok", nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	// A caller that proves it is alive (its reply subject carries its id):
 	// an unleased call's life is bounded.
 	sub, err := raw.SubscribeSync("_INBOX.c1.call1")
@@ -228,13 +228,11 @@ func TestWorkerIDMustFitASubject(t *testing.T) {
 func TestHeadersAreIgnored(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	seen := make(chan *Request, 1)
-	if err := w.Register(envelope.ToolSpec{Name: "t"}, HandlerFunc(func(_ context.Context, req *Request, emit Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "t"}, HandlerFunc(func(_ context.Context, req *Request, emit Emitter) (any, error) {
 		seen <- req
 		_ = emit.Delta("dropped: not a stream")
 		return "ok", nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
 	for k, v := range map[string]string{"Toolmesh-Mode": "stream", "Toolmesh-Call-Id": "a.b.>", "Toolmesh-Timeout": "soon",
 		"Authorization": "Bearer secret", "Toolmesh-Idempotency-Key": "k"} {
@@ -260,15 +258,13 @@ func TestHeadersAreIgnored(t *testing.T) {
 func TestForeignCallerIDTakesOverNothing(t *testing.T) {
 	w, raw := newTestWorker(t, Config{})
 	release := make(chan struct{})
-	if err := w.Register(envelope.ToolSpec{Name: "block"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
+	mustRegister(t, w, envelope.ToolSpec{Name: "block"}, HandlerFunc(func(ctx context.Context, _ *Request, _ Emitter) (any, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
 		return "ok", nil
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	defer close(release)
 	victim, _ := raw.SubscribeSync("_INBOX.victim.*")
 	attacker, _ := raw.SubscribeSync("_INBOX.attacker.*")
