@@ -102,12 +102,7 @@ func TestDrainSendsQueuedCallsAsOneBatch(t *testing.T) {
 // Calls Register drops (abandoned while they queued) are not sent; a
 // batch that cannot be published fails each call it carried.
 func TestBatchRegisterAndFailure(t *testing.T) {
-	var ss Senders[int]
-	s := ss.Add("t.a", func(tool string) string { return tool })
-	s.Acquire(Call[int]{})
-	for i := 1; i <= 4; i++ {
-		s.Acquire(Call[int]{P: i, Body: []byte("{}")})
-	}
+	ss, s := busySender(4)
 	l := &fakeLink{hosts: 1, drop: map[int]bool{2: true}, err: errors.New("closed")}
 	s.Drain(l, 0)
 	if want := []int{1, 3, 4}; !slices.Equal(l.failed, want) {
@@ -121,12 +116,7 @@ func TestBatchRegisterAndFailure(t *testing.T) {
 // Queued calls to a tool whose workers are many go in messages of an
 // even share each, so that each worker gets some.
 func TestDrainKeepsTheFleetsSpread(t *testing.T) {
-	var ss Senders[int]
-	s := ss.Add("t.a", func(tool string) string { return tool })
-	s.Acquire(Call[int]{})
-	for i := 1; i <= 8; i++ {
-		s.Acquire(Call[int]{P: i, Body: []byte("{}")})
-	}
+	_, s := busySender(8)
 	l := &fakeLink{hosts: 4}
 	s.Drain(l, 0)
 	if len(l.sent) != 4 {
@@ -138,10 +128,7 @@ func TestDrainKeepsTheFleetsSpread(t *testing.T) {
 // of their own and returns while they are still being sent; the sender
 // stays busy, so calls go on queueing, until that goroutine is done.
 func TestDrainHandsOff(t *testing.T) {
-	var ss Senders[int]
-	s := ss.Add("t.a", func(tool string) string { return tool })
-	s.Acquire(Call[int]{})
-	s.Acquire(Call[int]{P: 1, Body: []byte("{}")})
+	_, s := busySender(1)
 	gate := make(chan struct{})
 	l := &fakeLink{hosts: 1}
 	l.onPublish = func() {
@@ -170,6 +157,18 @@ func TestDrainHandsOff(t *testing.T) {
 		return len(l.sent) == 3 && s.Queued() == 0
 	})
 	testutil.WaitFor(t, "the sender idle", func() bool { return s.Acquire(Call[int]{}) })
+}
+
+// busySender is a sender for tool t.a made busy by a first Acquire, with
+// calls 1 to n queued behind it.
+func busySender(n int) (*Senders[int], *Sender[int]) {
+	ss := &Senders[int]{}
+	s := ss.Add("t.a", func(tool string) string { return tool })
+	s.Acquire(Call[int]{})
+	for i := 1; i <= n; i++ {
+		s.Acquire(Call[int]{P: i, Body: []byte("{}")})
+	}
+	return ss, s
 }
 
 // body is call i's encoded form, as a batch message carries it.
