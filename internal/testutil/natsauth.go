@@ -56,22 +56,13 @@ func NewOperator(t testing.TB, dir, name string) (configure func(*server.Options
 	t.Helper()
 	okp, _ := nkeys.CreateOperator()
 	opub, _ := okp.PublicKey()
-	ojwt, err := jwt.NewOperatorClaims(opub).Encode(okp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ojwt := encodeClaims(t, jwt.NewOperatorClaims(opub), okp)
 	akp, _ := nkeys.CreateAccount()
 	apub, _ := akp.PublicKey()
-	ajwt, err := jwt.NewAccountClaims(apub).Encode(okp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ajwt := encodeClaims(t, jwt.NewAccountClaims(apub), okp)
 	ukp, _ := nkeys.CreateUser()
 	upub, _ := ukp.PublicKey()
-	ujwt, err := jwt.NewUserClaims(upub).Encode(akp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ujwt := encodeClaims(t, jwt.NewUserClaims(upub), akp)
 	useed, _ := ukp.Seed()
 	creds, err := jwt.FormatUserConfig(ujwt, useed)
 	if err != nil {
@@ -92,4 +83,14 @@ func NewOperator(t testing.TB, dir, name string) (configure func(*server.Options
 		}
 		o.TrustedOperators, o.AccountResolver = []*jwt.OperatorClaims{claims}, resolver
 	}, credsFile
+}
+
+// encodeClaims signs claims with signer, failing the test if it cannot.
+func encodeClaims(t testing.TB, claims jwt.Claims, signer nkeys.KeyPair) string {
+	t.Helper()
+	token, err := claims.Encode(signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
 }
