@@ -78,14 +78,16 @@ func flush(what string, shutdown func(context.Context) error, log *slog.Logger) 
 	}
 }
 
-// exporter makes signal's OTLP exporter with grpc or http as the
-// variables say; false when none is configured or it cannot be made.
-func exporter[E any](ctx context.Context, signal string, log *slog.Logger, grpc, http func(context.Context) (E, error)) (E, bool) {
+// export makes signal's OTLP exporter with grpc or http as the variables
+// say and hands it to install, whose shutdown it returns; when none is
+// configured or it cannot be made, nothing is installed and the shutdown
+// does nothing.
+func export[E any](ctx context.Context, signal string, log *slog.Logger, grpc, http func(context.Context) (E, error), install func(E) func()) (shutdown func()) {
 	var exp E
 	var err error
 	switch otlpProtocol(signal, log) {
 	case "":
-		return exp, false
+		return func() {}
 	case "grpc":
 		exp, err = grpc(ctx)
 	default:
@@ -93,34 +95,32 @@ func exporter[E any](ctx context.Context, signal string, log *slog.Logger, grpc,
 	}
 	if err != nil {
 		log.Warn(strings.ToLower(signal)+" disabled: cannot create the OTLP exporter", "err", err)
-		return exp, false
+		return func() {}
 	}
-	return exp, true
+	return install(exp)
 }
 
 func setupTracing(ctx context.Context, res *resource.Resource, log *slog.Logger) (shutdown func()) {
-	exp, ok := exporter(ctx, "TRACES", log,
+	return export(ctx, "TRACES", log,
 		func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracegrpc.New(ctx) },
-		func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracehttp.New(ctx) })
-	if !ok {
-		return func() {}
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(mesh.DefaultPropagator())
-	return flush("traces", tp.Shutdown, log)
+		func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracehttp.New(ctx) },
+		func(exp sdktrace.SpanExporter) func() {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+			otel.SetTracerProvider(tp)
+			otel.SetTextMapPropagator(mesh.DefaultPropagator())
+			return flush("traces", tp.Shutdown, log)
+		})
 }
 
 // setupMetrics installs a meter provider that exports periodically (and
 // once more on shutdown); the worker's middleware.Metrics records into it.
 func setupMetrics(ctx context.Context, res *resource.Resource, log *slog.Logger) (shutdown func()) {
-	exp, ok := exporter(ctx, "METRICS", log,
+	return export(ctx, "METRICS", log,
 		func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetricgrpc.New(ctx) },
-		func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetrichttp.New(ctx) })
-	if !ok {
-		return func() {}
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
-	otel.SetMeterProvider(mp)
-	return flush("metrics", mp.Shutdown, log)
+		func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetrichttp.New(ctx) },
+		func(exp sdkmetric.Exporter) func() {
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+			otel.SetMeterProvider(mp)
+			return flush("metrics", mp.Shutdown, log)
+		})
 }
