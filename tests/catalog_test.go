@@ -85,13 +85,9 @@ func TestEndpointNamesAreValidADR32(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, err := f.cnc.Request(subj, nil, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info micro.Info
-	if err := json.Unmarshal(reply.Data, &info); err != nil || len(info.Endpoints) != 2 {
-		t.Fatalf("info %s (%v)", reply.Data, err)
+	info, raw := requestJSON[micro.Info](t, f.cnc, subj)
+	if len(info.Endpoints) != 2 {
+		t.Fatalf("info %s", raw)
 	}
 	for _, ep := range info.Endpoints {
 		tool := ep.Metadata["toolmesh.tool"]
@@ -100,13 +96,9 @@ func TestEndpointNamesAreValidADR32(t *testing.T) {
 		}
 	}
 	subj, _ = micro.ControlSubject(micro.StatsVerb, mesh.ServiceName, "")
-	reply, err = f.cnc.Request(subj, nil, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stats micro.Stats
-	if err := json.Unmarshal(reply.Data, &stats); err != nil || len(stats.Endpoints) != 2 {
-		t.Fatalf("stats %s (%v)", reply.Data, err)
+	stats, raw := requestJSON[micro.Stats](t, f.cnc, subj)
+	if len(stats.Endpoints) != 2 {
+		t.Fatalf("stats %s", raw)
 	}
 	for _, ep := range stats.Endpoints {
 		if !valid.MatchString(ep.Name) {

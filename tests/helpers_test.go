@@ -203,3 +203,19 @@ func replyEvents(t *testing.T, m *nats.Msg) []envelope.ToolEvent {
 	}
 	return out
 }
+
+// requestJSON sends an empty request to subj on nc and decodes the reply
+// as a T, failing t when there is no reply or it is not one; the raw
+// reply comes back too, for failure messages.
+func requestJSON[T any](t testing.TB, nc *nats.Conn, subj string) (T, []byte) {
+	t.Helper()
+	var v T
+	reply, err := nc.Request(subj, nil, 5*time.Second)
+	if err != nil {
+		t.Fatalf("request %s: %v", subj, err)
+	}
+	if err := json.Unmarshal(reply.Data, &v); err != nil {
+		t.Fatalf("reply to %s %s: %v", subj, reply.Data, err)
+	}
+	return v, reply.Data
+}
