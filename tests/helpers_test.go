@@ -219,3 +219,25 @@ func requestJSON[T any](t testing.TB, nc *nats.Conn, subj string) (T, []byte) {
 	}
 	return v, reply.Data
 }
+
+// wantPartialGather gathers every page of tool through c and checks that
+// the gather says it is incomplete, holding items items and one missing
+// page whose reason contains missing.
+func wantPartialGather(t *testing.T, c *caller.Caller, tool string, items int, missing string) {
+	t.Helper()
+	resp, err := c.CallAll(context.Background(), tool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Items        []json.RawMessage
+		Complete     bool
+		MissingPages []string `json:"missing_pages"`
+	}
+	if err := json.Unmarshal(resp.Data, &got); err != nil {
+		t.Fatalf("gather %s: %v", resp.Data, err)
+	}
+	if got.Complete || len(got.Items) != items || len(got.MissingPages) != 1 || !strings.Contains(got.MissingPages[0], missing) {
+		t.Fatalf("partial gather of %s: %s", tool, resp.Data)
+	}
+}
