@@ -100,8 +100,7 @@ tools:
 	wantCode(t, <-errc, envelope.CodeCancelled)
 	// The caller returns at once; the worker stops the program (SIGTERM
 	// ignored, so SIGKILL after the grace) and counts the call when done.
-	waitFor(t, "the worker to finish the cancelled call", func() bool {
-		st, _ := f.w.ToolStats("hang")
+	waitToolStats(t, f.w, "hang", "the worker to finish the cancelled call", func(st worker.Stats) bool {
 		return st.Requests == 1
 	})
 	waitFor(t, "the grandchild to die", func() bool {

@@ -517,8 +517,7 @@ func TestRetryPolicy(t *testing.T) {
 		_, err := f.c.Call(context.Background(), "slot", nil, caller.WithRetries(50))
 		second <- err
 	}()
-	waitFor(t, "the second call to be answered overloaded", func() bool {
-		st, _ := f.w.ToolStats("slot")
+	waitToolStats(t, f.w, "slot", "the second call to be answered overloaded", func(st worker.Stats) bool {
 		return st.Errors >= 1
 	})
 	close(release)

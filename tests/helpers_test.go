@@ -241,3 +241,13 @@ func wantPartialGather(t *testing.T, c *caller.Caller, tool string, items int, m
 		t.Fatalf("partial gather of %s: %s", tool, resp.Data)
 	}
 }
+
+// waitToolStats waits until ok holds of w's counters of tool (what names
+// that state for a timeout's message).
+func waitToolStats(t testing.TB, w *worker.Worker, tool, what string, ok func(worker.Stats) bool) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		st, _ := w.ToolStats(tool)
+		return ok(st)
+	})
+}

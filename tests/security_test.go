@@ -275,8 +275,7 @@ func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
 	if n := <-emitted; n != 2 {
 		t.Errorf("alice's handler emitted %d deltas; bob's credit reached her call", n)
 	}
-	waitFor(t, "alice's call to end as cancelled by herself", func() bool {
-		st, _ := w.ToolStats("demo.flood")
+	waitToolStats(t, w, "demo.flood", "alice's call to end as cancelled by herself", func(st worker.Stats) bool {
 		return st.Requests == 1 && strings.HasPrefix(st.LastError, "cancelled")
 	})
 }
@@ -531,8 +530,7 @@ func TestSecureUnleasedCallHasABoundedLife(t *testing.T) {
 	if err := <-ended; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("handler ended with %v, want its bounded life's deadline", err)
 	}
-	waitFor(t, "the call's terminal recorded", func() bool {
-		st, _ := w.ToolStats("demo.forever")
+	waitToolStats(t, w, "demo.forever", "the call's terminal recorded", func(st worker.Stats) bool {
 		return st.Errors == 1 && strings.HasPrefix(st.LastError, "timeout")
 	})
 }
@@ -884,8 +882,7 @@ func TestSecureViolationsReachTheCallsTheyConcern(t *testing.T) {
 	// The heartbeat naming the call before it starts (or its start event)
 	// is refused; the worker ends the call forbidden — before its handler
 	// starts, or by stopping the handler with that cause.
-	waitFor(t, "the call recorded as forbidden", func() bool {
-		st, _ := w.ToolStats("wait")
+	waitToolStats(t, w, "wait", "the call recorded as forbidden", func(st worker.Stats) bool {
 		return strings.HasPrefix(st.LastError, "forbidden")
 	})
 	select {
