@@ -7,28 +7,27 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// toolsListedWhen lists cs's tools until ok holds of the list (what names
-// that state for a timeout's message) and returns that list.
-func toolsListedWhen(t *testing.T, cs *mcp.ClientSession, what string, ok func(*mcp.ListToolsResult) bool) *mcp.ListToolsResult {
+// listedWhen calls list until ok holds of its result (what names that
+// state for a timeout's message) and returns that result.
+func listedWhen[R any](t *testing.T, what string, list func(context.Context) (R, error), ok func(R) bool) R {
 	t.Helper()
-	var res *mcp.ListToolsResult
+	var res R
 	waitFor(t, what, func() bool {
 		var err error
-		res, err = cs.ListTools(context.Background(), nil)
+		res, err = list(context.Background())
 		return err == nil && ok(res)
 	})
 	return res
 }
 
-// promptsListedWhen lists cs's prompts until ok holds of the list (what
-// names that state for a timeout's message) and returns that list.
+// toolsListedWhen lists cs's tools until ok holds of the list.
+func toolsListedWhen(t *testing.T, cs *mcp.ClientSession, what string, ok func(*mcp.ListToolsResult) bool) *mcp.ListToolsResult {
+	t.Helper()
+	return listedWhen(t, what, func(ctx context.Context) (*mcp.ListToolsResult, error) { return cs.ListTools(ctx, nil) }, ok)
+}
+
+// promptsListedWhen lists cs's prompts until ok holds of the list.
 func promptsListedWhen(t *testing.T, cs *mcp.ClientSession, what string, ok func(*mcp.ListPromptsResult) bool) *mcp.ListPromptsResult {
 	t.Helper()
-	var res *mcp.ListPromptsResult
-	waitFor(t, what, func() bool {
-		var err error
-		res, err = cs.ListPrompts(context.Background(), nil)
-		return err == nil && ok(res)
-	})
-	return res
+	return listedWhen(t, what, func(ctx context.Context) (*mcp.ListPromptsResult, error) { return cs.ListPrompts(ctx, nil) }, ok)
 }
