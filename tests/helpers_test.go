@@ -18,6 +18,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -250,4 +251,32 @@ func waitToolStats(t testing.TB, w *worker.Worker, tool, what string, ok func(wo
 		st, _ := w.ToolStats(tool)
 		return ok(st)
 	})
+}
+
+// publishCall publishes a call message of tool written by hand, as a
+// client other than caller.Caller would: data is its metadata line and
+// body, and its events go to reply.
+func publishCall(t testing.TB, nc *nats.Conn, tool, reply, data string) {
+	t.Helper()
+	msg := nats.NewMsg(mesh.Subjects{}.Call(tool))
+	msg.Reply = reply
+	msg.Data = []byte(data)
+	if err := nc.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// subscribed subscribes a channel holding up to size messages to subj on
+// nc and flushes, so that the server holds the subscription before
+// anything the test sends next.
+func subscribed(t testing.TB, nc *nats.Conn, subj string, size int) chan *nats.Msg {
+	t.Helper()
+	ch := make(chan *nats.Msg, size)
+	if _, err := nc.ChanSubscribe(subj, ch); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
