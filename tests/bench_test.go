@@ -157,6 +157,19 @@ func one(b *testing.B, r *results, name string, call func() error) {
 	})
 }
 
+// looped runs the sub-benchmark name doing op once a loop, failing at its
+// first error, and records its time per op.
+func looped(b *testing.B, r *results, name string, op func() error) {
+	b.Run(name, func(b *testing.B) {
+		for b.Loop() {
+			if err := op(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		r.record(name, b, 0)
+	})
+}
+
 // BenchmarkUnary1 is one call in flight at a time: latency.
 func BenchmarkUnary1(b *testing.B) {
 	m := newBenchMesh(b)
@@ -267,31 +280,25 @@ func BenchmarkStream1000(b *testing.B) {
 	m := newBenchMesh(b)
 	r := newResults()
 	ctx := context.Background()
-	b.Run("raw", func(b *testing.B) {
-		for b.Loop() {
-			inbox := nats.NewInbox()
-			sub, _ := m.raw.SubscribeSync(inbox)
-			_ = m.raw.PublishRequest("raw.stream", inbox, nil)
-			for i := 0; i <= 1000; i++ {
-				if _, err := sub.NextMsg(10 * time.Second); err != nil {
-					b.Fatal(err)
-				}
+	looped(b, r, "raw", func() error {
+		inbox := nats.NewInbox()
+		sub, _ := m.raw.SubscribeSync(inbox)
+		defer func() { _ = sub.Unsubscribe() }()
+		_ = m.raw.PublishRequest("raw.stream", inbox, nil)
+		for i := 0; i <= 1000; i++ {
+			if _, err := sub.NextMsg(10 * time.Second); err != nil {
+				return err
 			}
-			_ = sub.Unsubscribe()
 		}
-		r.record("raw", b, 0)
+		return nil
 	})
-	b.Run("toolmesh", func(b *testing.B) {
-		for b.Loop() {
-			s, err := m.c.Stream(ctx, "count", map[string]int{"n": 1000})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Response(); err != nil {
-				b.Fatal(err)
-			}
+	looped(b, r, "toolmesh", func() error {
+		s, err := m.c.Stream(ctx, "count", map[string]int{"n": 1000})
+		if err != nil {
+			return err
 		}
-		r.record("toolmesh", b, 0)
+		_, err = s.Response()
+		return err
 	})
 	r.ratio(b, "stream of 1,000 deltas")
 }
@@ -301,21 +308,17 @@ func BenchmarkNoResponders(b *testing.B) {
 	m := newBenchMesh(b)
 	r := newResults()
 	ctx := context.Background()
-	b.Run("raw", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := m.raw.Request("raw.nobody", benchArgs, 10*time.Second); err != nats.ErrNoResponders {
-				b.Fatal(err)
-			}
+	looped(b, r, "raw", func() error {
+		if _, err := m.raw.Request("raw.nobody", benchArgs, 10*time.Second); err != nats.ErrNoResponders {
+			return fmt.Errorf("want no responders, got %v", err)
 		}
-		r.record("raw", b, 0)
+		return nil
 	})
-	b.Run("toolmesh", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := m.c.Call(ctx, "nobody", benchArgs); err == nil {
-				b.Fatal("want tool_not_found")
-			}
+	looped(b, r, "toolmesh", func() error {
+		if _, err := m.c.Call(ctx, "nobody", benchArgs); err == nil {
+			return fmt.Errorf("want tool_not_found, got a result")
 		}
-		r.record("toolmesh", b, 0)
+		return nil
 	})
 	r.ratio(b, "no responders")
 }

@@ -85,13 +85,9 @@ func TestEndpointNamesAreValidADR32(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, err := f.cnc.Request(subj, nil, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info micro.Info
-	if err := json.Unmarshal(reply.Data, &info); err != nil || len(info.Endpoints) != 2 {
-		t.Fatalf("info %s (%v)", reply.Data, err)
+	info, raw := requestJSON[micro.Info](t, f.cnc, subj)
+	if len(info.Endpoints) != 2 {
+		t.Fatalf("info %s", raw)
 	}
 	for _, ep := range info.Endpoints {
 		tool := ep.Metadata["toolmesh.tool"]
@@ -100,13 +96,9 @@ func TestEndpointNamesAreValidADR32(t *testing.T) {
 		}
 	}
 	subj, _ = micro.ControlSubject(micro.StatsVerb, mesh.ServiceName, "")
-	reply, err = f.cnc.Request(subj, nil, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stats micro.Stats
-	if err := json.Unmarshal(reply.Data, &stats); err != nil || len(stats.Endpoints) != 2 {
-		t.Fatalf("stats %s (%v)", reply.Data, err)
+	stats, raw := requestJSON[micro.Stats](t, f.cnc, subj)
+	if len(stats.Endpoints) != 2 {
+		t.Fatalf("stats %s", raw)
 	}
 	for _, ep := range stats.Endpoints {
 		if !valid.MatchString(ep.Name) {
@@ -136,19 +128,26 @@ func nextOf(t *testing.T, changes func() (catalog.Change, error, bool), tool str
 	}
 }
 
+// watchFromAdded starts c's catalogue Watch, ended when t ends, checks
+// that its first change adds tool and returns its next-change function.
+func watchFromAdded(t *testing.T, c *caller.Caller, tool string) func() (catalog.Change, error, bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	changes, stop := iterPull(c.Catalog().Watch(ctx))
+	t.Cleanup(func() { stop(); cancel() })
+	if ch := next(t, changes); ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != tool {
+		t.Fatalf("first change %+v", ch)
+	}
+	return changes
+}
+
 // Watch yields the tools present, then a worker's join and its drain.
 func TestWatchSeesJoinAndDrain(t *testing.T) {
 	srv := meshtest.StartServer(t, embedded.Config{})
 	first := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 200 * time.Millisecond}})
 	register(t, first, envelope.ToolSpec{Name: "fs.read"}, echo)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 200 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	changes, stop := iterPull(c.Catalog().Watch(ctx))
-	defer stop()
-	if ch := next(t, changes); ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != "fs.read" {
-		t.Fatalf("first change %+v", ch)
-	}
+	changes := watchFromAdded(t, c, "fs.read")
 	second := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 200 * time.Millisecond}})
 	register(t, second, envelope.ToolSpec{Name: "fs.write"}, echo)
 	if ch := nextOf(t, changes, "fs.write"); ch.Kind != catalog.ToolAdded || ch.Tool.Workers[0] != second.ID() {
@@ -173,13 +172,7 @@ func TestWatchSeesKilledWorkerGo(t *testing.T) {
 	cfg := writeTools(t, "tools:\n  - name: files.search\n    binding: {cli: {cmd: \"true\"}}\n")
 	p, _ := startCLIWorker(t, srv.ClientURL(), cfg)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	changes, stop := iterPull(c.Catalog().Watch(ctx))
-	defer stop()
-	if ch := next(t, changes); ch.Kind != catalog.ToolAdded || ch.Tool.Spec.Name != "files.search" {
-		t.Fatalf("first change %+v", ch)
-	}
+	changes := watchFromAdded(t, c, "files.search")
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -100,8 +100,7 @@ tools:
 	wantCode(t, <-errc, envelope.CodeCancelled)
 	// The caller returns at once; the worker stops the program (SIGTERM
 	// ignored, so SIGKILL after the grace) and counts the call when done.
-	waitFor(t, "the worker to finish the cancelled call", func() bool {
-		st, _ := f.w.ToolStats("hang")
+	waitToolStats(t, f.w, "hang", "the worker to finish the cancelled call", func(st worker.Stats) bool {
 		return st.Requests == 1
 	})
 	waitFor(t, "the grandchild to die", func() bool {
@@ -165,17 +164,5 @@ func TestCallAllWalksCursors(t *testing.T) {
 	if err != nil || string(resp.Data) != `{"items":[1,2,3,4],"pages":3,"complete":true}` {
 		t.Fatalf("%v %s", err, resp.Data)
 	}
-	resp, err = f.c.CallAll(context.Background(), "flaky", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Items        []int
-		Complete     bool
-		MissingPages []string `json:"missing_pages"`
-	}
-	_ = json.Unmarshal(resp.Data, &got)
-	if got.Complete || len(got.Items) != 3 || len(got.MissingPages) != 1 || !strings.Contains(got.MissingPages[0], "p3") {
-		t.Fatalf("partial gather %s", resp.Data)
-	}
+	wantPartialGather(t, f.c, "flaky", 3, "p3")
 }

@@ -141,11 +141,8 @@ func checkCommandDescribeConflict(t *testing.T, m *conflictMesh) {
 func checkGatewayConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 	g := runGateway(t, gateway.Config{Caller: c})
 	mc := connectInProcess(t, g, "2025-11-25")
-	var res *mcp.ListToolsResult
-	waitFor(t, "tools/list to show the conflict", func() bool {
-		var err error
-		res, err = mc.cs.ListTools(context.Background(), nil)
-		return err == nil && res.Meta["io.toolmesh/conflicts"] != nil
+	res := toolsListedWhen(t, mc.cs, "tools/list to show the conflict", func(res *mcp.ListToolsResult) bool {
+		return res.Meta["io.toolmesh/conflicts"] != nil
 	})
 	if len(res.Tools) != 1 {
 		t.Fatalf("tools/list has %d tools, want docs.search alone", len(res.Tools))
@@ -190,12 +187,7 @@ func TestConflictingSpecsCallsRunOnlyOnTheirSpec(t *testing.T) {
 	c := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
 	g := runGateway(t, gateway.Config{Caller: c})
 	mc := connectInProcess(t, g, "2025-11-25")
-	var listed *mcp.ListToolsResult
-	waitFor(t, "tools/list to serve docs.search from all 3 workers", func() bool {
-		var err error
-		listed, err = mc.cs.ListTools(context.Background(), nil)
-		return err == nil && res3Workers(listed)
-	})
+	listed := toolsListedWhen(t, mc.cs, "tools/list to serve docs.search from all 3 workers", res3Workers)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for i := range 20 {

@@ -479,27 +479,17 @@ func TestDiscovery(t *testing.T) {
 	}
 	_, _ = f.c.Call(context.Background(), "fails", nil)
 
-	var info micro.Info
-	reply, err := f.cnc.Request("$SRV.INFO.toolmesh", nil, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = json.Unmarshal(reply.Data, &info)
+	info, raw := requestJSON[micro.Info](t, f.cnc, "$SRV.INFO.toolmesh")
 	if info.Type != micro.InfoResponseType || info.ID != f.w.ID() || info.Version != "1.2.3" || len(info.Endpoints) != 2 ||
 		info.Endpoints[0].Name != "echo" || info.Endpoints[0].Subject != "toolmesh.call.echo" {
-		t.Fatalf("info %s", reply.Data)
+		t.Fatalf("info %s", raw)
 	}
-	var stats micro.Stats
-	reply, err = f.cnc.Request("$SRV.STATS.toolmesh."+f.w.ID(), nil, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = json.Unmarshal(reply.Data, &stats)
+	stats, raw := requestJSON[micro.Stats](t, f.cnc, "$SRV.STATS.toolmesh."+f.w.ID())
 	if stats.Endpoints[0].NumRequests != 3 || stats.Endpoints[0].NumErrors != 0 || stats.Endpoints[1].NumErrors != 1 ||
 		stats.Endpoints[0].ProcessingTime <= 0 {
-		t.Fatalf("stats %s", reply.Data)
+		t.Fatalf("stats %s", raw)
 	}
-	reply, err = f.cnc.Request("$SRV.PING", nil, 5*time.Second)
+	reply, err := f.cnc.Request("$SRV.PING", nil, 5*time.Second)
 	if err != nil || !strings.Contains(string(reply.Data), micro.PingResponseType) {
 		t.Fatalf("ping %v %s", err, reply.Data)
 	}
@@ -527,8 +517,7 @@ func TestRetryPolicy(t *testing.T) {
 		_, err := f.c.Call(context.Background(), "slot", nil, caller.WithRetries(50))
 		second <- err
 	}()
-	waitFor(t, "the second call to be answered overloaded", func() bool {
-		st, _ := f.w.ToolStats("slot")
+	waitToolStats(t, f.w, "slot", "the second call to be answered overloaded", func(st worker.Stats) bool {
 		return st.Errors >= 1
 	})
 	close(release)

@@ -32,24 +32,12 @@ func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
 	alice := m.caller(t, "alice")
 	bob := m.caller(t, "bob")
 	ctx := context.Background()
-	for i := range flood {
-		if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
-			t.Fatalf("bob's submit %d: %v", i+1, err)
-		}
-	}
+	submitParked(ctx, t, bob, flood)
 	_, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": flood})
 	wantCode(t, err, envelope.CodeOverloaded)
 	waitFor(t, "bob's first tasks to start", func() bool { return started.Load() == perOwner })
 
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	rec, err := tasks.NewClient(alice).Run(wctx, "demo.echo", map[string]string{"message": "hi"})
-	if err != nil || rec.State != tasks.Succeeded {
-		t.Fatalf("alice's task beside bob's flood: %+v, %v", rec, err)
-	}
-	if n := ended.Load(); n != 0 {
-		t.Fatalf("%d of bob's tasks ended; alice's was to run while all of his wait", n)
-	}
+	runBesideFlood(ctx, t, alice, ended, "beside bob's flood")
 	running, err := tasks.NewClient(bob).List(ctx, tasks.Running, 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -76,22 +64,10 @@ func TestSecureTenantFloodTakesOnlyItsShareOfTheWorker(t *testing.T) {
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	alice, bob := m.caller(t, "alice"), m.caller(t, "bob")
 	ctx := context.Background()
-	for i := range flood {
-		if _, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
-			t.Fatalf("bob's submit %d: %v", i+1, err)
-		}
-	}
+	submitParked(ctx, t, bob, flood)
 	waitFor(t, "bob's share of the worker to start", func() bool { return started.Load() == share })
 
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	rec, err := tasks.NewClient(alice).Run(wctx, "demo.echo", map[string]string{"message": "hi"})
-	if err != nil || rec.State != tasks.Succeeded {
-		t.Fatalf("alice's task beside bob's flood on the same worker: %+v, %v", rec, err)
-	}
-	if n := ended.Load(); n != 0 {
-		t.Fatalf("%d of bob's tasks ended; alice's was to run while all of his wait", n)
-	}
+	runBesideFlood(ctx, t, alice, ended, "beside bob's flood on the same worker")
 	if n := started.Load(); n != share {
 		t.Fatalf("%d of bob's tasks started on the worker, want his share of %d", n, share)
 	}
@@ -153,4 +129,31 @@ func registerPark(t *testing.T, w *worker.Worker) (started, ended *atomic.Int64)
 		return map[string]bool{"parked": true}, nil
 	})
 	return started, ended
+}
+
+// submitParked submits n demo.park tasks as c, numbered from 0, failing t
+// at the first one refused.
+func submitParked(ctx context.Context, t *testing.T, c *caller.Caller, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := tasks.NewClient(c).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
+			t.Fatalf("submit %d of the flood: %v", i+1, err)
+		}
+	}
+}
+
+// runBesideFlood runs alice's demo.echo task to success (where says beside
+// what, for a failure's message) and checks that none of the parked
+// tasks, counted by ended, ended meanwhile.
+func runBesideFlood(ctx context.Context, t *testing.T, alice *caller.Caller, ended *atomic.Int64, where string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	rec, err := tasks.NewClient(alice).Run(wctx, "demo.echo", map[string]string{"message": "hi"})
+	if err != nil || rec.State != tasks.Succeeded {
+		t.Fatalf("alice's task %s: %+v, %v", where, rec, err)
+	}
+	if n := ended.Load(); n != 0 {
+		t.Fatalf("%d of bob's tasks ended; alice's was to run while all of his wait", n)
+	}
 }

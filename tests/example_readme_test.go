@@ -17,15 +17,22 @@ type Pair struct {
 	B int `json:"b,omitempty" toolmesh:"default=1"`
 }
 
-// The README's typed tool, line for line: schemas inferred from Pair, B
-// defaulting to 1 when left out.
-func Example_typedTools() {
+// readmeMesh starts the in-process mesh the README's snippets run on,
+// handing back its worker and caller as w and c with a context as ctx,
+// the names the snippets use; the example closes the mesh.
+func readmeMesh() (*meshtest.Mesh, context.Context, *worker.Worker, *caller.Caller) {
 	m, err := meshtest.Start(meshtest.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
+	return m, context.Background(), m.Worker, m.Caller
+}
+
+// The README's typed tool, line for line: schemas inferred from Pair, B
+// defaulting to 1 when left out.
+func Example_typedTools() {
+	m, ctx, w, c := readmeMesh()
 	defer m.Close()
-	ctx, w, c := context.Background(), m.Worker, m.Caller
 
 	worker.AddTool(w, envelope.ToolSpec{Name: "add"},
 		func(ctx context.Context, _ *worker.Request, in Pair) (int, error) { return in.A + in.B, nil })
@@ -51,12 +58,8 @@ type (
 // The README's question, line for line: the tool asks for a Confirm, the
 // caller's callback accepts, the tool goes on with the answer.
 func Example_questions() {
-	m, err := meshtest.Start(meshtest.Config{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	m, ctx, w, c := readmeMesh()
 	defer m.Close()
-	ctx, w, c := context.Background(), m.Worker, m.Caller
 	args := Path{Path: "/tmp/x"}
 	deleted := make(chan bool, 1)
 

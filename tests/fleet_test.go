@@ -76,8 +76,7 @@ func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
 
 	done := make(chan []error, 1)
 	go func() { done <- callMany(c, 3000, 64) }()
-	waitFor(t, "worker 0 to serve some calls", func() bool {
-		st, _ := workers[0].ToolStats("work")
+	waitToolStats(t, workers[0], "work", "worker 0 to serve some calls", func(st worker.Stats) bool {
 		return st.Requests >= 50
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -18,6 +18,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -202,4 +203,80 @@ func replyEvents(t *testing.T, m *nats.Msg) []envelope.ToolEvent {
 		out = append(out, ev)
 	}
 	return out
+}
+
+// requestJSON sends an empty request to subj on nc and decodes the reply
+// as a T, failing t when there is no reply or it is not one; the raw
+// reply comes back too, for failure messages.
+func requestJSON[T any](t testing.TB, nc *nats.Conn, subj string) (T, []byte) {
+	t.Helper()
+	var v T
+	reply, err := nc.Request(subj, nil, 5*time.Second)
+	if err != nil {
+		t.Fatalf("request %s: %v", subj, err)
+	}
+	if err := json.Unmarshal(reply.Data, &v); err != nil {
+		t.Fatalf("reply to %s %s: %v", subj, reply.Data, err)
+	}
+	return v, reply.Data
+}
+
+// wantPartialGather gathers every page of tool through c and checks that
+// the gather says it is incomplete, holding items items and one missing
+// page whose reason contains missing.
+func wantPartialGather(t *testing.T, c *caller.Caller, tool string, items int, missing string) {
+	t.Helper()
+	resp, err := c.CallAll(context.Background(), tool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Items        []json.RawMessage
+		Complete     bool
+		MissingPages []string `json:"missing_pages"`
+	}
+	if err := json.Unmarshal(resp.Data, &got); err != nil {
+		t.Fatalf("gather %s: %v", resp.Data, err)
+	}
+	if got.Complete || len(got.Items) != items || len(got.MissingPages) != 1 || !strings.Contains(got.MissingPages[0], missing) {
+		t.Fatalf("partial gather of %s: %s", tool, resp.Data)
+	}
+}
+
+// waitToolStats waits until ok holds of w's counters of tool (what names
+// that state for a timeout's message).
+func waitToolStats(t testing.TB, w *worker.Worker, tool, what string, ok func(worker.Stats) bool) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		st, _ := w.ToolStats(tool)
+		return ok(st)
+	})
+}
+
+// publishCall publishes a call message of tool written by hand, as a
+// client other than caller.Caller would: data is its metadata line and
+// body, and its events go to reply.
+func publishCall(t testing.TB, nc *nats.Conn, tool, reply, data string) {
+	t.Helper()
+	msg := nats.NewMsg(mesh.Subjects{}.Call(tool))
+	msg.Reply = reply
+	msg.Data = []byte(data)
+	if err := nc.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// subscribed subscribes a channel holding up to size messages to subj on
+// nc and flushes, so that the server holds the subscription before
+// anything the test sends next.
+func subscribed(t testing.TB, nc *nats.Conn, subj string, size int) chan *nats.Msg {
+	t.Helper()
+	ch := make(chan *nats.Msg, size)
+	if _, err := nc.ChanSubscribe(subj, ch); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }

@@ -6,12 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/wire"
-
-	"github.com/nats-io/nats.go"
-
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -83,13 +80,7 @@ func TestHeartbeatsArePerCallerNotPerCall(t *testing.T) {
 	g := newGate()
 	register(t, f.w, envelope.ToolSpec{Name: "gate"}, g.handle)
 	spy := meshtest.Connect(t, f.srv)
-	beats := make(chan *nats.Msg, 4096)
-	if _, err := spy.ChanSubscribe("_INBOX."+f.c.ID()+".*", beats); err != nil {
-		t.Fatal(err)
-	}
-	if err := spy.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	beats := subscribed(t, spy, "_INBOX."+f.c.ID()+".*", 4096)
 	done := startCalls(f.c, "gate", calls)
 	g.waitStarted(t, calls)
 	full := 0

@@ -569,10 +569,8 @@ func TestMCPGatewayIncompleteCatalog(t *testing.T) {
 	if _, err := kv.Put(context.Background(), "GHOST", ghost); err != nil {
 		t.Fatal(err)
 	}
-	var res *mcp.ListToolsResult
-	testutil.WaitFor(t, "tools/list to report the silent worker", func() bool {
-		res, err = mc.cs.ListTools(context.Background(), nil)
-		return err == nil && res.Meta["io.toolmesh/complete"] == false
+	res := toolsListedWhen(t, mc.cs, "tools/list to report the silent worker", func(res *mcp.ListToolsResult) bool {
+		return res.Meta["io.toolmesh/complete"] == false
 	})
 	warnings, _ := json.Marshal(res.Meta["io.toolmesh/scope_warnings"])
 	if !strings.Contains(string(warnings), "GHOST") || len(res.Tools) != 5 {

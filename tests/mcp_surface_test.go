@@ -17,7 +17,6 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mcp/gateway"
@@ -128,12 +127,9 @@ func namespaceGateway(t testing.TB, srv *embedded.Server, ns string) *gateway.Ga
 func TestMCPSurfaceAcrossNamespaces(t *testing.T) {
 	srv, notes := surfaceMesh(t)
 	cs, updates := surfaceClient(t, srv, "")
-	ctx := context.Background()
-	testutil.WaitFor(t, "both namespaces' prompts", func() bool {
-		res, err := cs.ListPrompts(ctx, nil)
-		return err == nil && len(promptNames(res)) == 6
+	res := promptsListedWhen(t, cs, "both namespaces' prompts", func(res *mcp.ListPromptsResult) bool {
+		return len(promptNames(res)) == 6
 	})
-	res, _ := cs.ListPrompts(ctx, nil)
 	want := []string{"a.test_input_required_result_prompt", "a.test_prompt_with_arguments", "a.test_prompt_with_embedded_resource", "a.test_prompt_with_image", "a.test_simple_prompt", "b.greet"}
 	if got := promptNames(res); !slices.Equal(got, want) {
 		t.Fatalf("prompts/list = %v, want %v", got, want)
@@ -246,11 +242,9 @@ func TestMCPSurfaceNamespace(t *testing.T) {
 	srv, _ := surfaceMesh(t)
 	cs, _ := surfaceClient(t, srv, "a")
 	ctx := context.Background()
-	testutil.WaitFor(t, "a's prompts", func() bool {
-		res, err := cs.ListPrompts(ctx, nil)
-		return err == nil && len(res.Prompts) == 5
+	res := promptsListedWhen(t, cs, "a's prompts", func(res *mcp.ListPromptsResult) bool {
+		return len(res.Prompts) == 5
 	})
-	res, _ := cs.ListPrompts(ctx, nil)
 	if got := promptNames(res); got[0] != "test_input_required_result_prompt" || got[1] != "test_prompt_with_arguments" {
 		t.Fatalf("prompts under --namespace a = %v, want the server's own names", got)
 	}

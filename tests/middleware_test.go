@@ -44,6 +44,23 @@ func (tr *trail) mark(name string) worker.Middleware {
 	}
 }
 
+// wantShortCircuit checks that the trail of a call that passed reads
+// wantOpen, then makes a call of shut, which a middleware refuses with
+// code, and checks that its trail reads wantShut and that the handler,
+// run once for the call that passed, ran no more.
+func (tr *trail) wantShortCircuit(t *testing.T, c *caller.Caller, ran *atomic.Int64, wantOpen, shut string, code envelope.Code, wantShut string) {
+	t.Helper()
+	if got := tr.String(); got != wantOpen {
+		t.Errorf("order %s, want %s", got, wantOpen)
+	}
+	tr.reset()
+	_, err := c.Call(context.Background(), shut, nil)
+	wantCode(t, err, code)
+	if got := tr.String(); got != wantShut || ran.Load() != 1 {
+		t.Errorf("short circuit: order %s (want %s), handler ran %d times (want 1)", got, wantShut, ran.Load())
+	}
+}
+
 // refuse is a worker middleware that answers unauthorized itself.
 func refuse(next worker.Handler) worker.Handler {
 	return worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) {
@@ -67,19 +84,10 @@ func TestWorkerMiddlewareOrderAndShortCircuit(t *testing.T) {
 	}
 	register("open", tr.mark("c"))
 	register("shut", tr.mark("c"), refuse, tr.mark("d"))
-	ctx := context.Background()
-	if _, err := m.Caller.Call(ctx, "open", nil); err != nil {
+	if _, err := m.Caller.Call(context.Background(), "open", nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := tr.String(), "a>,b>,c>,h,<c,<b,<a"; got != want {
-		t.Errorf("order %s, want %s", got, want)
-	}
-	tr.reset()
-	_, err := m.Caller.Call(ctx, "shut", nil)
-	wantCode(t, err, envelope.CodeUnauthorized)
-	if got, want := tr.String(), "a>,b>,c>,<c,<b,<a"; got != want || ran.Load() != 1 {
-		t.Errorf("short circuit: order %s (want %s), handler ran %d times (want 1)", got, want, ran.Load())
-	}
+	tr.wantShortCircuit(t, m.Caller, &ran, "a>,b>,c>,h,<c,<b,<a", "shut", envelope.CodeUnauthorized, "a>,b>,c>,<c,<b,<a")
 }
 
 func TestCallerMiddlewareOrderAndShortCircuit(t *testing.T) {
@@ -112,19 +120,10 @@ func TestCallerMiddlewareOrderAndShortCircuit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx := context.Background()
-	if n, err := caller.CallAs[int](ctx, m.Caller, "open", nil); err != nil || n != 7 {
+	if n, err := caller.CallAs[int](context.Background(), m.Caller, "open", nil); err != nil || n != 7 {
 		t.Fatalf("open: %d, %v", n, err)
 	}
-	if got, want := tr.String(), "a>,b>,worker,<b,<a"; got != want {
-		t.Errorf("order %s, want %s", got, want)
-	}
-	tr.reset()
-	_, err := m.Caller.Call(ctx, "secret", nil)
-	wantCode(t, err, envelope.CodeForbidden)
-	if got, want := tr.String(), "a>,<a"; got != want || ran.Load() != 1 {
-		t.Errorf("short circuit: order %s (want %s), worker ran %d times (want 1)", got, want, ran.Load())
-	}
+	tr.wantShortCircuit(t, m.Caller, &ran, "a>,b>,worker,<b,<a", "secret", envelope.CodeForbidden, "a>,<a")
 }
 
 func TestBearerMiddlewareAndDefaultOptions(t *testing.T) {

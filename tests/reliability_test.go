@@ -2,8 +2,6 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/caller"
@@ -21,19 +19,5 @@ func TestCallAllStopsOnRepeatedCursor(t *testing.T) {
 		}
 		return map[string]any{"items": []string{"first"}, "next_cursor": "again"}, nil
 	})
-	resp, err := f.c.CallAll(context.Background(), "loop", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Items        []string
-		Complete     bool
-		MissingPages []string `json:"missing_pages"`
-	}
-	if err := json.Unmarshal(resp.Data, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Complete || len(got.Items) != 2 || len(got.MissingPages) != 1 || !strings.Contains(got.MissingPages[0], "twice") {
-		t.Fatalf("repeated cursor gather: %s", resp.Data)
-	}
+	wantPartialGather(t, f.c, "loop", 2, "twice")
 }

@@ -169,13 +169,7 @@ func TestSecureCallerCannotReadAnotherCallersInbox(t *testing.T) {
 	w := m.demoWorker(t, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
 	bnc, _ := m.dial(t, "bob")
-	sniff := make(chan *nats.Msg, 1000)
-	if _, err := bnc.ChanSubscribe("_INBOX.>", sniff); err != nil {
-		t.Fatal(err)
-	}
-	if err := bnc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	sniff := subscribed(t, bnc, "_INBOX.>", 1000)
 	for _, subj := range []string{"toolmesh.call.>", "toolmesh.ctl.>", "_R_.>", ">"} {
 		wantDenied(t, bnc, "", subj)
 	}
@@ -275,8 +269,7 @@ func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
 	if n := <-emitted; n != 2 {
 		t.Errorf("alice's handler emitted %d deltas; bob's credit reached her call", n)
 	}
-	waitFor(t, "alice's call to end as cancelled by herself", func() bool {
-		st, _ := w.ToolStats("demo.flood")
+	waitToolStats(t, w, "demo.flood", "alice's call to end as cancelled by herself", func(st worker.Stats) bool {
 		return st.Requests == 1 && strings.HasPrefix(st.LastError, "cancelled")
 	})
 }
@@ -360,16 +353,8 @@ func TestSecureReplySubjectInjectionFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim := "_INBOX." + bob.ID() + "." + bs.CallID()
-	back := make(chan *nats.Msg, 10)
-	if _, err := anc.ChanSubscribe(victim, back); err != nil {
-		t.Fatal(err)
-	}
-	forged := nats.NewMsg(mesh.Subjects{}.Call("demo.echo"))
-	forged.Reply = victim
-	forged.Data = []byte("tm2 mode=unary\n" + `{"args":{"message":"forged"}}`)
-	if err := anc.PublishMsg(forged); err != nil {
-		t.Fatal(err)
-	}
+	back := subscribed(t, anc, victim, 10)
+	publishCall(t, anc, "demo.echo", victim, "tm2 mode=unary\n"+`{"args":{"message":"forged"}}`)
 	if msg := <-back; !strings.Contains(string(msg.Data), "forged") {
 		t.Fatalf("alice's own copy: %s", msg.Data)
 	}
@@ -522,19 +507,14 @@ func TestSecureUnleasedCallHasABoundedLife(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	anc, _ := m.dial(t, "alice")
-	msg := nats.NewMsg(mesh.Subjects{}.Call("demo.forever"))
-	msg.Reply = "_INBOX.nobody-reads-this.1"
-	msg.Data = []byte("tm2 mode=stream\n" + `{"args":{}}`)
-	if err := anc.PublishMsg(msg); err != nil {
-		t.Fatal(err)
-	}
+	publishCall(t, anc, "demo.forever", "_INBOX.nobody-reads-this.1", "tm2 mode=stream\n"+`{"args":{}}`)
+	waitToolStats(t, w, "demo.forever", "the call's terminal recorded", func(st worker.Stats) bool {
+		return st.Errors == 1 && strings.HasPrefix(st.LastError, "timeout")
+	})
+	// The handler said how its context ended before it returned.
 	if err := <-ended; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("handler ended with %v, want its bounded life's deadline", err)
 	}
-	waitFor(t, "the call's terminal recorded", func() bool {
-		st, _ := w.ToolStats("demo.forever")
-		return st.Errors == 1 && strings.HasPrefix(st.LastError, "timeout")
-	})
 }
 
 // A credit grant of MaxInt64 saturates; the stream runs to its end. The
@@ -545,16 +525,8 @@ func TestSecureHugeCreditDoesNotFreezeTheStream(t *testing.T) {
 	w := m.demoWorker(t, worker.Config{})
 	register(t, w, envelope.ToolSpec{Name: "demo.count", Streaming: true, InputSchema: countSpec.InputSchema}, count)
 	anc, _ := m.dial(t, "alice")
-	events := make(chan *nats.Msg, 1000)
-	if _, err := anc.ChanSubscribe("_INBOX.raw.>", events); err != nil {
-		t.Fatal(err)
-	}
-	msg := nats.NewMsg(mesh.Subjects{}.Call("demo.count"))
-	msg.Reply = "_INBOX.raw.1"
-	msg.Data = []byte("tm2 id=raw1 mode=stream window=4\n" + `{"args":{"n":200}}`)
-	if err := anc.PublishMsg(msg); err != nil {
-		t.Fatal(err)
-	}
+	events := subscribed(t, anc, "_INBOX.raw.>", 1000)
+	publishCall(t, anc, "demo.count", "_INBOX.raw.1", "tm2 id=raw1 mode=stream window=4\n"+`{"args":{"n":200}}`)
 	deltas := 0
 	for m := range events {
 		for _, ev := range replyEvents(t, m) {
@@ -811,13 +783,7 @@ func TestSecureCallerLivenessCrossesTheImport(t *testing.T) {
 	})
 	// Watch alice's liveness messages arrive on the pool's control subjects.
 	sniffer, _ := m.dial(t, "tools")
-	alive := make(chan *nats.Msg, 1000)
-	if _, err := sniffer.ChanSubscribe("toolmesh.ctl.demo.>", alive); err != nil {
-		t.Fatal(err)
-	}
-	if err := sniffer.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	alive := subscribed(t, sniffer, "toolmesh.ctl.demo.>", 1000)
 	anc, _ := m.dial(t, "alice")
 	alice := meshtest.NewCaller(t, anc, caller.Config{Heartbeat: mesh.MinHeartbeat})
 	errc := make(chan error, 1)
@@ -884,8 +850,7 @@ func TestSecureViolationsReachTheCallsTheyConcern(t *testing.T) {
 	// The heartbeat naming the call before it starts (or its start event)
 	// is refused; the worker ends the call forbidden — before its handler
 	// starts, or by stopping the handler with that cause.
-	waitFor(t, "the call recorded as forbidden", func() bool {
-		st, _ := w.ToolStats("wait")
+	waitToolStats(t, w, "wait", "the call recorded as forbidden", func(st worker.Stats) bool {
 		return strings.HasPrefix(st.LastError, "forbidden")
 	})
 	select {

@@ -44,15 +44,9 @@ func TestStockServerAnswersSenderProbesOnlyInOneAccount(t *testing.T) {
 	t.Run("across accounts", func(t *testing.T) {
 		m := startSecureStockMonitored(t)
 		worker := m.dial(t, "tools")
-		calls := make(chan *nats.Msg, 1)
-		if _, err := worker.ChanSubscribe("toolmesh.call.demo.probe", calls); err != nil {
-			t.Fatal(err)
-		}
 		// The server holds the subscription before bob calls: his call is
 		// not dropped unheard, and the receive below does not wait forever.
-		if err := worker.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		calls := subscribed(t, worker, "toolmesh.call.demo.probe", 1)
 		const base = "toolmesh.ctl.demo.w.sender."
 		answers := probeAnswers(t, worker, base+"*")
 		bob := m.dial(t, "bob")

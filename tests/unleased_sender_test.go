@@ -86,8 +86,7 @@ func TestSecureGoneSendersUnleasedCallsDoNotRun(t *testing.T) {
 	if _, err := alice.Call(ctx, "demo.gated", map[string]any{"who": "alice"}, caller.WithRetries(caller.NoRetries)); err != nil {
 		t.Fatalf("alice's call of the tool bob flooded: %v", err)
 	}
-	waitFor(t, "every call of the tool ended", func() bool {
-		st, _ := w.ToolStats("demo.gated")
+	waitToolStats(t, w, "demo.gated", "every call of the tool ended", func(st worker.Stats) bool {
 		return st.Requests == bobBurst+1
 	})
 	if got := runs(); len(got) != 2 || !strings.HasPrefix(got[0], "bob-") || got[1] != "alice" {

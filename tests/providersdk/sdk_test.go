@@ -98,19 +98,11 @@ func TestResultsDecodeIntoSDKMessages(t *testing.T) {
 				case "anthropic":
 					var mp anthropic.MessageParam
 					must(t, what, m, roundTrip(m, &mp))
-					for j, b := range mp.Content {
-						if b.OfToolResult == nil {
-							t.Errorf("%s block %d is not a tool_result", what, j)
-						}
-					}
+					wantEvery(t, what+" block", "a tool_result", mp.Content, func(b anthropic.ContentBlockParamUnion) bool { return b.OfToolResult != nil })
 				case "gemini":
 					var c genai.Content
 					must(t, what, m, strictGenai(m, &c))
-					for j, part := range c.Parts {
-						if part.FunctionResponse == nil {
-							t.Errorf("%s part %d is not a functionResponse", what, j)
-						}
-					}
+					wantEvery(t, what+" part", "a functionResponse", c.Parts, func(p *genai.Part) bool { return p.FunctionResponse != nil })
 				}
 			}
 		})

@@ -69,6 +69,17 @@ func must(t *testing.T, what string, raw []byte, err error) {
 	}
 }
 
+// wantEvery fails t for each of parts (what names one, kind what it must
+// be) for which is does not hold.
+func wantEvery[P any](t *testing.T, what, kind string, parts []P, is func(P) bool) {
+	t.Helper()
+	for j, p := range parts {
+		if !is(p) {
+			t.Errorf("%s %d is not %s", what, j, kind)
+		}
+	}
+}
+
 // sameJSON compares two documents as JSON values, naming the first
 // member that differs.
 func sameJSON(sent, sdk []byte) error {
