@@ -294,6 +294,7 @@ func runCmdEnv(t *testing.T, env []string, args ...string) result {
 // Credentials come from NATS_USER/NATS_PASSWORD, NATS_TOKEN and NATS_CREDS,
 // so no secret needs to sit in argv or a URL; the wrong secret is refused.
 func TestCommandEnvCredentials(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	configureOperator, creds := testutil.NewOperator(t, dir, "user")
 	cases := []struct {

@@ -158,6 +158,7 @@ func TestDurableLayoutWritesPerTask(t *testing.T) {
 // Cancels racing with runs, on both servers: every task ends with exactly
 // one terminal in its log, and none that was cancelled while queued ran.
 func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
+	t.Parallel()
 	layoutServers(t, func(t *testing.T, m layoutMesh) {
 		const n = 40
 		ctx := context.Background()

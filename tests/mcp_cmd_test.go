@@ -19,12 +19,14 @@ func mcpArgs(m *mcpMesh, extra ...string) []string {
 }
 
 func TestMCPCommandStdio(t *testing.T) {
+	t.Parallel()
 	gatewayPerVersion(t, func(t *testing.T, m *mcpMesh, v string) *mcpClient {
 		return connectMCP(t, &mcp.CommandTransport{Command: exec.Command(toolmeshBin(t), mcpArgs(m)...)}, v)
 	})
 }
 
 func TestMCPCommandHTTP(t *testing.T) {
+	t.Parallel()
 	gatewayPerVersion(t, func(t *testing.T, m *mcpMesh, v string) *mcpClient {
 		p := startProc(t, mcpArgs(m, "--http", "127.0.0.1:0")...)
 		url := p.waitLine(t, regexp.MustCompile(`serving MCP on (http://\S+)`))[1]

@@ -221,12 +221,14 @@ func gatewayPerVersion(t *testing.T, connect func(t *testing.T, m *mcpMesh, vers
 }
 
 func TestMCPGatewayInProcess(t *testing.T) {
+	t.Parallel()
 	gatewayPerVersion(t, func(t *testing.T, m *mcpMesh, v string) *mcpClient {
 		return connectInProcess(t, startGateway(t, m), v)
 	})
 }
 
 func TestMCPGatewayHTTP(t *testing.T) {
+	t.Parallel()
 	gatewayPerVersion(t, func(t *testing.T, m *mcpMesh, v string) *mcpClient {
 		hs := httptest.NewServer(startGateway(t, m).HTTPHandler(gateway.HTTPOptions{}))
 		t.Cleanup(hs.Close)

@@ -103,6 +103,7 @@ func TestCommandWorkerExitsOnClosedConnection(t *testing.T) {
 // SIGTERM during an outage stops the worker at once instead of waiting
 // out a drain that cannot reach the server.
 func TestCommandWorkerStopsAtOnceDuringOutage(t *testing.T) {
+	t.Parallel()
 	srv := meshtest.StartServer(t, embedded.Config{})
 	cfg := writeTools(t, "tools:\n  - name: t\n    binding: {cli: {cmd: \"true\"}}\n")
 	p := startProc(t, "worker", "--config", cfg, "--server", srv.ClientURL(), "--reconnect-wait", "10ms", "--drain-timeout", "1h")
