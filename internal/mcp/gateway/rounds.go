@@ -19,7 +19,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
+	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
 )
 
 // heldTTL is how long a 2026-07-28 call that asked waits for the client's

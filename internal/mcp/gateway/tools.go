@@ -11,7 +11,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
+	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
 )
 
 // fingerprint identifies an MCP tool's whole definition.

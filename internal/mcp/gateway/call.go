@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
+	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
 )
 
 // maxDeltaBytes bounds the deltas a result accumulates; past it the rest

@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
+	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
 )
 
 // elicitOptions declare that a call answers questions when its MCP client

@@ -8,8 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
 	"github.com/toolmesh/toolmesh/internal/textcut"
-	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
 
 // offered is what the live server offers to read (mcpmap.Resources),

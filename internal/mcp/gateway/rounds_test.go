@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
+	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
 )
 
 // A request state resumes only the held call it names, for the tool it

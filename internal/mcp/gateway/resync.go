@@ -12,8 +12,8 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mcp/internal/mcpmap"
 )
 
 // describeUnknown is the receiving middleware that asks the mesh about a
