@@ -13,7 +13,7 @@ import (
 // as the error's code under the tool_failed type with domain_code kept; an
 // unmapped exit is tool_failed. Every Problem keeps the program's exit code
 // (program_exit_code) and its stderr tail.
-func (h *Handler) exitResult(code int, waitErr error, o output, stderr *tailBuffer) (any, error) {
+func (h *toolHandler) exitResult(code int, waitErr error, o output, stderr *tailBuffer) (any, error) {
 	mapped, ok := h.binding.ExitCodeMap[code]
 	if ok && mapped == envelope.ExitOKEmpty {
 		return h.emptyOKResult(o, stderr)
@@ -47,7 +47,7 @@ func isRegistryCode(c string) bool {
 // emptyOKResult is the result of an exit mapped to ok_empty: what the
 // program printed, read as for exit 0, and for json an empty stdout is
 // null instead of a failure.
-func (h *Handler) emptyOKResult(o output, stderr *tailBuffer) (any, error) {
+func (h *toolHandler) emptyOKResult(o output, stderr *tailBuffer) (any, error) {
 	if h.binding.Format() == envelope.OutputJSON && len(bytes.TrimSpace(o.raw)) == 0 {
 		return json.RawMessage("null"), nil
 	}

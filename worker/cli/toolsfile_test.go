@@ -44,10 +44,10 @@ func TestParseGoodFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Tools) != 2 || strings.Join(f.Env, ",") != "PATH,HOME" {
+	if len(f.tools) != 2 || strings.Join(f.Env, ",") != "PATH,HOME" {
 		t.Fatalf("file %+v", f)
 	}
-	s := f.Tools[0]
+	s := f.tools[0]
 	b := s.Spec.Binding.CLI
 	if b.Cmd != "rg" || b.ExitCodeMap[2] != "invalid_args" || b.ExitCodeMap[3] != "auth_required" || b.Format() != envelope.OutputNDJSON ||
 		b.Env["API_TOKEN"] != "$ATD_BEARER" || !s.Spec.Annotations.IsReadOnly() {
@@ -56,8 +56,8 @@ func TestParseGoodFile(t *testing.T) {
 	if s.Limits.Timeout != 30*time.Second || s.Limits.MaxOutputBytes != 1<<20 || s.Limits.MaxConcurrent != 2 || s.Limits.KillGrace != 5*time.Minute {
 		t.Errorf("limits %+v", s.Limits)
 	}
-	if f.Tools[1].Limits.Timeout != 5*time.Second || f.Tools[1].Limits.KillGrace != 10*time.Second || f.Tools[1].Spec.Binding.CLI.Format() != envelope.OutputJSON {
-		t.Errorf("tool 1 %+v", f.Tools[1])
+	if f.tools[1].Limits.Timeout != 5*time.Second || f.tools[1].Limits.KillGrace != 10*time.Second || f.tools[1].Spec.Binding.CLI.Format() != envelope.OutputJSON {
+		t.Errorf("tool 1 %+v", f.tools[1])
 	}
 }
 
@@ -168,7 +168,7 @@ func TestToolsFileShapeMatchesTheLoader(t *testing.T) {
 		{"defaults", shape.Fields["defaults"], jsonFields(limitsJSON{})},
 		{"tool", tool, jsonFields(toolJSON{})},
 		{"binding.cli", tool.Fields["binding"].Fields["cli"], append(argtemplate.BindingFields(), hardeningFields()...)},
-		{"arg_rules.NAME", tool.Fields["binding"].Fields["cli"].Fields["arg_rules"].AnyKey, jsonFields(ArgRule{})},
+		{"arg_rules.NAME", tool.Fields["binding"].Fields["cli"].Fields["arg_rules"].AnyKey, jsonFields(argRule{})},
 	} {
 		var got []string
 		for k := range c.node.Fields {

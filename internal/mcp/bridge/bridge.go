@@ -33,7 +33,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/redact"
-	"github.com/toolmesh/toolmesh/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/configkeys"
-	"github.com/toolmesh/toolmesh/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
 )
 
 // ServerConfig is one tools-file entry's `binding.mcp`: either a command

@@ -6,8 +6,8 @@ import (
 	"os/exec"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/sandbox"
-	"github.com/toolmesh/toolmesh/worker/cli"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox/report"
 )
 
 // prepareSandbox resolves the entry's sandbox for its server command, or
@@ -54,5 +54,5 @@ func (b *Bridge) sandboxed(res any, err error) (any, error) {
 	if d == nil {
 		return res, err
 	}
-	return nil, cli.SandboxProblem(b.cfg.Entry.Namespace, d).WithExtension("mcp_content", p.Extensions["mcp_content"])
+	return nil, report.Problem(b.cfg.Entry.Namespace, d).WithExtension("mcp_content", p.Extensions["mcp_content"])
 }

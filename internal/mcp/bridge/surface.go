@@ -9,9 +9,9 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
+	"github.com/toolmesh/toolmesh/internal/sandbox/report"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/cli"
 )
 
 // surfaceOp is one MCP method of a bridged server offered on the mesh as
@@ -78,7 +78,7 @@ func (b *Bridge) surface(sess *mcp.ClientSession) []hosted {
 			s.Annotations = &envelope.Annotations{ReadOnly: &readOnly}
 		}
 		if b.plan != nil {
-			s.Sandbox = cli.SandboxSummary(b.plan.Policy)
+			s.Sandbox = report.Summary(b.plan.Policy)
 		}
 		out = append(out, hosted{spec: s, handle: b.surfaceHandler(op)})
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
 	"github.com/toolmesh/toolmesh/internal/redact"
+	"github.com/toolmesh/toolmesh/internal/sandbox/report"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/cli"
 )
 
 // hosted is one MCP tool as registered on the mesh.
@@ -164,7 +164,7 @@ func (b *Bridge) list(ctx context.Context, sess *mcp.ClientSession) ([]hosted, [
 		}
 		mcpmap.Listed(&spec, b.defs.of(t.Name), position)
 		if b.plan != nil {
-			spec.Sandbox = cli.SandboxSummary(b.plan.Policy)
+			spec.Sandbox = report.Summary(b.plan.Policy)
 		}
 		if len(changes) > 0 {
 			b.log.Info("mcp bridge: schema normalised (recorded in its $comment)", "tool", spec.Name, "changes", strings.Join(changes, "; "))
