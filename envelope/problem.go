@@ -15,9 +15,9 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// DefaultBaseURI is the base of every problem type URI unless a Registry
+// defaultBaseURI is the base of every problem type URI unless a Registry
 // names another: types read {base}/{slug}/{version}.
-const DefaultBaseURI = "https://toolmesh.dev/problems"
+const defaultBaseURI = "https://toolmesh.dev/problems"
 
 // Applicability says how safely an agent may apply a suggested fix or code
 // action without asking a human. Unspecified is the safe floor: a missing or
@@ -93,10 +93,10 @@ type Problem struct {
 }
 
 // Registry builds Problems from the one code registry under a base URI.
-// The zero value uses DefaultBaseURI.
+// The zero value uses https://toolmesh.dev/problems.
 type Registry struct {
-	// BaseURI replaces DefaultBaseURI in every type URI: point it at your
-	// own documentation host and every type follows.
+	// BaseURI replaces https://toolmesh.dev/problems in every type URI:
+	// point it at your own documentation host and every type follows.
 	BaseURI string
 }
 
@@ -104,13 +104,13 @@ type Registry struct {
 func (r Registry) TypeURI(code Code) string {
 	base := r.BaseURI
 	if base == "" {
-		base = DefaultBaseURI
+		base = defaultBaseURI
 	}
 	info, ok := Lookup(code)
 	if !ok {
 		return "about:blank"
 	}
-	if base == DefaultBaseURI {
+	if base == defaultBaseURI {
 		return info.defaultType
 	}
 	return strings.TrimRight(base, "/") + "/" + info.Slug + "/" + info.Version
@@ -430,8 +430,8 @@ const (
 	RanYes Ran = "yes"
 )
 
-// ExtRan is the name of the Problem member that carries Ran.
-const ExtRan = "ran"
+// extRan is the name of the Problem member that carries Ran.
+const extRan = "ran"
 
 // WithRan returns a copy of p that says whether the call's handler ran
 // (p itself is left alone: handlers may return shared Problems). A Problem
@@ -446,7 +446,7 @@ func (p *Problem) WithRan(r Ran) *Problem {
 	for k, v := range p.Extensions {
 		q.Extensions[k] = v
 	}
-	q.Extensions[ExtRan] = string(r)
+	q.Extensions[extRan] = string(r)
 	return &q
 }
 
@@ -455,6 +455,6 @@ func (p *Problem) Ran() Ran {
 	if p == nil {
 		return ""
 	}
-	s, _ := p.Extensions[ExtRan].(string)
+	s, _ := p.Extensions[extRan].(string)
 	return Ran(s)
 }

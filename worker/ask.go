@@ -244,7 +244,7 @@ func answerFault(oq *openQuestion, ctl wire.Control) string {
 	switch {
 	case oq == nil:
 		return "no such open question"
-	case !envelope.ValidAction(ctl.Action):
+	case !wire.ValidAction(ctl.Action):
 		return "unknown action"
 	case ctl.Action != envelope.ActionAccept:
 		return ""

@@ -78,7 +78,7 @@ type Config struct {
 	// workermw.AuditRefused record every call's end. It runs on the
 	// subscription's or the call's goroutine: it must not block.
 	OnRefused func(ctx context.Context, req *Request, p *envelope.Problem)
-	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
+	// ProblemBaseURI is the base of problem type URIs (default https://toolmesh.dev/problems).
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).
 	Logger *slog.Logger

@@ -184,10 +184,10 @@ func (r renderer) flagPair(s argtemplate.Segment) []string {
 // stdinFor returns what the program reads on stdin for one call, per the
 // binding's stdin field: nil means nothing (the program sees /dev/null).
 func stdinFor(b *envelope.CliBindingConfig, params []byte) []byte {
-	if b.Stdin == envelope.StdinParamsJSON {
+	if b.Stdin == argtemplate.StdinParamsJSON {
 		return params
 	}
-	name, ok := b.StdinArg()
+	name, ok := argtemplate.StdinArg(b.Stdin)
 	if !ok {
 		return nil
 	}
@@ -200,7 +200,7 @@ func stdinFor(b *envelope.CliBindingConfig, params []byte) []byte {
 
 // childEnv builds a program's environment: the named variables inherited from
 // base (KEY=VALUE entries), then the binding's env with values verbatim
-// except envelope.BearerPlaceholder, replaced by the caller's bearer.
+// except argtemplate.BearerPlaceholder, replaced by the caller's bearer.
 func childEnv(base []string, inherit []string, bindingEnv map[string]string, bearer string) []string {
 	keep := make(map[string]bool, len(inherit))
 	for _, k := range inherit {
@@ -215,7 +215,7 @@ func childEnv(base []string, inherit []string, bindingEnv map[string]string, bea
 		}
 	}
 	for k, v := range bindingEnv {
-		if v == envelope.BearerPlaceholder {
+		if v == argtemplate.BearerPlaceholder {
 			v = bearer
 		}
 		env = append(env, k+"="+v)

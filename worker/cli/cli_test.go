@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
 	"github.com/toolmesh/toolmesh/internal/sandbox"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/worker"
@@ -202,7 +203,7 @@ func TestInjectionCorpus(t *testing.T) {
 			func(v string, _ []byte) echoed { return echoed{Argv: []string{"--", "-e", v, "-e", v, "-e", "x"}} }},
 		{"stdin arg", envelope.CliBindingConfig{Stdin: "arg.v"},
 			func(v string, _ []byte) echoed { return echoed{Argv: []string{}, Stdin: v} }},
-		{"stdin params_json", envelope.CliBindingConfig{Stdin: envelope.StdinParamsJSON},
+		{"stdin params_json", envelope.CliBindingConfig{Stdin: argtemplate.StdinParamsJSON},
 			func(_ string, args []byte) echoed { return echoed{Argv: []string{}, Stdin: string(args)} }},
 	}
 	for _, c := range cases {
@@ -302,7 +303,7 @@ func TestRefusalsNeverStartTheProgram(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	// The program exits with the digits of its params; exit 0 never consults the map.
 	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", ArgsTemplate: "{params_json}",
-		ExitCodeMap: map[int]string{3: "auth_required", 4: "unauthorized", 5: envelope.ExitOKEmpty},
+		ExitCodeMap: map[int]string{3: "auth_required", 4: "unauthorized", 5: argtemplate.ExitOKEmpty},
 		Args:        []string{"-c", `code=$(printf %s "$1" | tr -dc 0-9); echo "failing with $code" >&2; [ "$code" = 0 ] && echo '{"ok":true}'; exit "$code"`, "sh"}}, toolLimits{})
 	res, err, _ := call(t, h, `{"c":0}`)
 	if err != nil || resultJSON(t, res) != `{"ok":true}` {
@@ -531,7 +532,7 @@ func TestMissingProgram(t *testing.T) {
 	if err := os.WriteFile(gone, []byte("#!/bin/sh\necho '{}'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	withStdin := handler(t, envelope.CliBindingConfig{Cmd: gone, Stdin: envelope.StdinParamsJSON}, toolLimits{})
+	withStdin := handler(t, envelope.CliBindingConfig{Cmd: gone, Stdin: argtemplate.StdinParamsJSON}, toolLimits{})
 	h := handler(t, envelope.CliBindingConfig{Cmd: gone}, toolLimits{})
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
 )
 
 // exitResult turns a non-zero exit into the call's outcome through
@@ -15,7 +16,7 @@ import (
 // (program_exit_code) and its stderr tail.
 func (h *toolHandler) exitResult(code int, waitErr error, o output, stderr *tailBuffer) (any, error) {
 	mapped, ok := h.binding.ExitCodeMap[code]
-	if ok && mapped == envelope.ExitOKEmpty {
+	if ok && mapped == argtemplate.ExitOKEmpty {
 		return h.emptyOKResult(o, stderr)
 	}
 	var p *envelope.Problem
@@ -48,8 +49,16 @@ func isRegistryCode(c string) bool {
 // program printed, read as for exit 0, and for json an empty stdout is
 // null instead of a failure.
 func (h *toolHandler) emptyOKResult(o output, stderr *tailBuffer) (any, error) {
-	if h.binding.Format() == envelope.OutputJSON && len(bytes.TrimSpace(o.raw)) == 0 {
+	if outputFormat(h.binding) == envelope.OutputJSON && len(bytes.TrimSpace(o.raw)) == 0 {
 		return json.RawMessage("null"), nil
 	}
 	return h.finalResult(o, stderr)
+}
+
+// outputFormat is b's output format, json when unset.
+func outputFormat(b *envelope.CliBindingConfig) envelope.CliOutputFormat {
+	if b.OutputFormat == "" {
+		return envelope.OutputJSON
+	}
+	return b.OutputFormat
 }

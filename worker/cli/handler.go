@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
 	"github.com/toolmesh/toolmesh/internal/fairshare"
 	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/internal/sandbox"
@@ -97,7 +98,7 @@ func newHandler(t fileTool, inherit []string, log *slog.Logger, support *sandbox
 func envSecrets(env map[string]string) *redact.Redactor {
 	values := make(map[string]string, len(env))
 	for k, v := range env {
-		if v != envelope.BearerPlaceholder {
+		if v != argtemplate.BearerPlaceholder {
 			values[k] = v
 		}
 	}
@@ -624,7 +625,7 @@ type output struct {
 // lines arrive (ndjson and lines) rather than after the program exits.
 func (h *toolHandler) readOutput(r io.Reader, emit streamer, secrets *redact.Redactor) (output, error) {
 	o := output{secrets: secrets}
-	switch h.binding.Format() {
+	switch outputFormat(h.binding) {
 	case envelope.OutputJSON:
 		raw, err := io.ReadAll(r)
 		o.raw = raw
@@ -649,7 +650,7 @@ func (h *toolHandler) readOutput(r io.Reader, emit streamer, secrets *redact.Red
 }
 
 func (h *toolHandler) takeLine(o *output, line []byte, emit streamer) error {
-	if h.binding.Format() == envelope.OutputNDJSON {
+	if outputFormat(h.binding) == envelope.OutputNDJSON {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
@@ -698,7 +699,7 @@ func excerpt(b []byte, secrets *redact.Redactor) string {
 }
 
 func (h *toolHandler) finalResult(o output, stderr *tailBuffer) (any, error) {
-	switch h.binding.Format() {
+	switch outputFormat(h.binding) {
 	case envelope.OutputNDJSON:
 		if o.streamed > 0 {
 			return map[string]any{"items_streamed": o.streamed}, nil
@@ -744,11 +745,11 @@ func (h *toolHandler) linesResult(o output, stderr *tailBuffer, warnings []strin
 // cannot, so those end in payload_too_large (deltas already sent stand).
 func (h *toolHandler) cappedResult(o output, stderr *tailBuffer) (any, error) {
 	reason := fmt.Sprintf("output passed max_output_bytes (%d); the program was stopped and the rest of its output dropped", h.limits.MaxOutputBytes)
-	if h.binding.Format() == envelope.OutputLines {
+	if outputFormat(h.binding) == envelope.OutputLines {
 		return h.linesResult(o, stderr, []string{reason}), nil
 	}
 	p := envelope.Problemf(envelope.CodePayloadTooLarge, "tool %s: %s", h.spec.Name, reason)
-	if h.binding.Format() == envelope.OutputNDJSON && o.streamed > 0 {
+	if outputFormat(h.binding) == envelope.OutputNDJSON && o.streamed > 0 {
 		p.WithExtension("items_delivered", o.streamed)
 	}
 	return nil, p

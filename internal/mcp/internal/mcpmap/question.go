@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // The mesh's questions (docs/protocol.md §23) are MCP's elicitation and
@@ -49,7 +50,7 @@ func ElicitParams(message string, schema json.RawMessage) *mcp.ElicitParams {
 // answer: its action and, on accept, its content (an object, {} when the
 // client sent none). ok is false for an action the mesh does not know.
 func Answer(res *mcp.ElicitResult) (action string, content json.RawMessage, ok bool) {
-	if res == nil || !envelope.ValidAction(res.Action) {
+	if res == nil || !wire.ValidAction(res.Action) {
 		return "", nil, false
 	}
 	if res.Action != envelope.ActionAccept {
