@@ -110,7 +110,7 @@ func TestRegistry(t *testing.T) {
 	if len(Codes()) < len(required) {
 		t.Errorf("Codes() lists %d", len(Codes()))
 	}
-	if got := (Registry{BaseURI: "https://example.org/e/"}).New(CodeTimeout, "x").Type; got != "https://example.org/e/timeout/v1" {
+	if got := NewProblem(CodeTimeout, "x").Type; got != "https://toolmesh.dev/problems/timeout/v1" {
 		t.Errorf("type = %s", got)
 	}
 	if NewProblem(CodeTimeout, "").Instance == NewProblem(CodeTimeout, "").Instance {

@@ -134,7 +134,8 @@ func TestSeedPong(t *testing.T) {
 
 func TestGoldenProblems(t *testing.T) {
 	// That worked example, rebuilt under the format's own base URI.
-	seed := Registry{BaseURI: "https://zircote.com/rust-template/errors"}.New(CodeInvalidInput, "invalid input: divisor cannot be zero")
+	seed := NewProblem(CodeInvalidInput, "invalid input: divisor cannot be zero")
+	seed.Type = "https://zircote.com/rust-template/errors/invalid-input/v1"
 	seed.Instance = "urn:rust_template:invalid-input"
 	seed.WithFix("Correct the input so it satisfies the documented constraints, then retry.", MaybeIncorrect)
 	seed.CodeActions = []CodeAction{{Title: "Replace the offending input with a valid value", Kind: "quickfix", Applicability: MaybeIncorrect}}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -258,7 +259,7 @@ func answerFault(oq *openQuestion, ctl wire.Control) string {
 
 // askProblem is the terminal of a call ended by an unanswered question
 // (nil for any other cause).
-func askProblem(cause error, r envelope.Registry) *envelope.Problem {
+func askProblem(cause error, r problembase.Registry) *envelope.Problem {
 	var te inputTimeoutError
 	if errors.As(cause, &te) {
 		return r.New(envelope.CodeInputTimeout, te.Error())

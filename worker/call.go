@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/internal/redact"
 )
 
@@ -487,7 +488,7 @@ func (c *call) checkOutput(data json.RawMessage) *envelope.Problem {
 }
 
 // withBase rewrites a Problem's type under the worker's base URI.
-func withBase(p *envelope.Problem, r envelope.Registry) *envelope.Problem {
+func withBase(p *envelope.Problem, r problembase.Registry) *envelope.Problem {
 	p.Type = r.TypeURI(p.Code)
 	return p
 }

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -170,7 +171,7 @@ type Worker struct {
 	nc       *nats.Conn
 	cfg      Config
 	subjects mesh.Subjects
-	problems envelope.Registry
+	problems problembase.Registry
 	tracer   *telemetry.Tracer
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
@@ -403,7 +404,7 @@ func newWorker(nc *nats.Conn, cfg Config) *Worker {
 		nc:          nc,
 		cfg:         cfg,
 		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
-		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		problems:    problembase.Registry{BaseURI: cfg.ProblemBaseURI},
 		tracer:      telemetry.NewTracer(cfg.Tracing.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
 		prop:        cfg.Tracing.Propagator,
 		log:         cfg.Logger.With("worker_id", cfg.ID),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/internal/sandbox"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/worker"
@@ -330,7 +331,7 @@ func TestExitCodes(t *testing.T) {
 		_, err, _ = call(t, h, c.args)
 		p := wantProblem(t, err, c.code)
 		if p.Title != c.info.Title || p.Status != c.info.Status || p.ExitCode != c.info.ExitCode ||
-			p.Type != (envelope.Registry{}).TypeURI(c.info.Code) {
+			p.Type != (problembase.Registry{}).TypeURI(c.info.Code) {
 			t.Errorf("exit %d: problem %s %q %d exit %d, want the registry entry of %s", c.exit, p.Type, p.Title, p.Status, p.ExitCode, c.info.Code)
 		}
 		wire, _ := json.Marshal(p)
