@@ -50,8 +50,8 @@ func TestGoldenEvents(t *testing.T) {
 		name string
 		ev   ToolEvent
 	}{
-		{"event_start.json", StartEvent("fs.read", "01JD5Q7ZK3M8X2V4T6N9P0R1S2", map[string]any{"worker_id": "w1"})},
-		{"event_start_minimal.json", StartEvent("echo", "", nil)},
+		{"event_start.json", startEvent("fs.read", "01JD5Q7ZK3M8X2V4T6N9P0R1S2", map[string]any{"worker_id": "w1"})},
+		{"event_start_minimal.json", startEvent("echo", "", nil)},
 		{"event_progress.json", ProgressEvent(40, "indexing")},
 		{"event_progress_empty.json", ToolEvent{Type: EventProgress}},
 		{"event_progress_log.json", LogEvent(LogMessage{Level: "info", Logger: "fs", Data: json.RawMessage(`"Tool execution started"`)})},
@@ -60,15 +60,15 @@ func TestGoldenEvents(t *testing.T) {
 		{"event_result_null.json", ResultEvent(nil)},
 		{"event_error.json", ErrorEvent(fixedProblem(CodeWorkerLost, "worker w1 went silent"))},
 		{"event_error_bare.json", ToolEvent{Type: EventError, Code: "auth_required", Message: "token expired"}},
-		{"event_question.json", QuestionEvent("Delete 3 files?", Question{ID: "Q1", WorkerID: "w1", TimeoutMS: 300000,
+		{"event_question.json", questionEvent("Delete 3 files?", Question{ID: "Q1", WorkerID: "w1", TimeoutMS: 300000,
 			Schema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}`)})},
-		{"event_question_approval.json", QuestionEvent("Approve running fs.delete?", Question{ID: "Q2", WorkerID: "w1",
+		{"event_question_approval.json", questionEvent("Approve running fs.delete?", Question{ID: "Q2", WorkerID: "w1",
 			Schema:   json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve"}},"required":["approve"]}`),
 			Approval: &Approval{Tool: "fs.delete", Args: json.RawMessage(`{"path":"/tmp/x"}`)}})},
-		{"event_question_sampling.json", QuestionEvent("user: What is the mesh?", Question{ID: "Q3", WorkerID: "w1", TimeoutMS: 300000,
+		{"event_question_sampling.json", questionEvent("user: What is the mesh?", Question{ID: "Q3", WorkerID: "w1", TimeoutMS: 300000,
 			Schema:   SamplingAnswerSchema(),
 			Sampling: json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"What is the mesh?"}}],"maxTokens":100}`)})},
-		{"event_answered.json", AnsweredEvent("Q1", ActionDecline)},
+		{"event_answered.json", answeredEvent("Q1", ActionDecline)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

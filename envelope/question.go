@@ -53,18 +53,6 @@ type Approval struct {
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
-// QuestionEvent asks the caller: message to show, q's schema, worker id,
-// timeout and approval.
-func QuestionEvent(message string, q Question) ToolEvent {
-	q.Action = ""
-	return ToolEvent{Type: EventQuestion, Message: message, Question: &q}
-}
-
-// AnsweredEvent records that question id was settled with action.
-func AnsweredEvent(id, action string) ToolEvent {
-	return ToolEvent{Type: EventAnswered, Question: &Question{ID: id, Action: action}}
-}
-
 // appendQuestion writes the members of a question or answered event.
 func (e ToolEvent) appendQuestion(b []byte) ([]byte, error) {
 	q := e.Question

@@ -154,8 +154,8 @@ func (c *call) open(q Question, schema *envelope.Schema, approval *envelope.Appr
 	}
 	c.qseq++
 	id := "Q" + strconv.Itoa(int(c.qseq))
-	ev := envelope.QuestionEvent(q.Message, envelope.Question{ID: id, Schema: q.Schema, WorkerID: c.w.cfg.ID,
-		TimeoutMS: max(timeout.Milliseconds(), 1), Approval: approval, Sampling: q.Sampling})
+	ev := envelope.ToolEvent{Type: envelope.EventQuestion, Message: q.Message, Question: &envelope.Question{ID: id, Schema: q.Schema,
+		WorkerID: c.w.cfg.ID, TimeoutMS: max(timeout.Milliseconds(), 1), Approval: approval, Sampling: q.Sampling}}
 	if err := c.enqueueFreeLocked(ev); err != nil {
 		return "", nil, err
 	}
@@ -221,7 +221,7 @@ func (c *call) answer(ctl wire.Control) {
 	}
 	if reason == "" {
 		delete(c.questions, ctl.QuestionID)
-		_ = c.enqueueFreeLocked(envelope.AnsweredEvent(ctl.QuestionID, ctl.Action))
+		_ = c.enqueueFreeLocked(envelope.ToolEvent{Type: envelope.EventAnswered, Question: &envelope.Question{ID: ctl.QuestionID, Action: ctl.Action}})
 	}
 	c.mu.Unlock()
 	span := trace.SpanFromContext(c.ctx)

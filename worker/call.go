@@ -315,7 +315,7 @@ func (c *call) prepare(ctx context.Context, slot bool) (prepared, *envelope.Prob
 	}
 	if p == nil && c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
-		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.key.id, meta)); err != nil {
+		if err := c.emit(ctx, envelope.ToolEvent{Type: envelope.EventStart, ToolID: c.tool.spec.Name, CallID: c.key.id, Metadata: meta}); err != nil {
 			p = c.contextProblem(ctx)
 		}
 	}

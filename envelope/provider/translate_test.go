@@ -94,7 +94,7 @@ func outcomes() []struct {
 		{"string", ToolCall{ID: "c3", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`"hello"`))}},
 		{"array", ToolCall{ID: "c4", Name: "search_query", Tool: "search.query"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`["a","b"]`))}},
 		{"deltas", ToolCall{ID: "c5", Name: "count", Tool: "count"}, []envelope.ToolEvent{
-			envelope.StartEvent("count", "01J", nil), envelope.DeltaEvent(json.RawMessage(`{"n":1}`)),
+			envelope.ToolEvent{Type: envelope.EventStart, ToolID: "count", CallID: "01J"}, envelope.DeltaEvent(json.RawMessage(`{"n":1}`)),
 			envelope.ProgressEvent(50, "half"), envelope.DeltaEvent(json.RawMessage(`{"n":2}`)), envelope.ResultEvent(nil)}},
 		{"problem", ToolCall{ID: "c6", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ErrorEvent(fix)}},
 		{"transient-after-deltas", ToolCall{ID: "c7", Name: "count", Tool: "count"}, []envelope.ToolEvent{
