@@ -159,7 +159,7 @@ func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
 
 // BenchmarkSearchBuild ranks a catalogue of 5,000 and 50,000 tools (the
 // fixture's real tools among generated ones) for one query, building its
-// index (NewSearchIndex).
+// index (newSearchIndex).
 func BenchmarkSearchBuild(b *testing.B) {
 	for _, n := range []int{5_000, 50_000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {

@@ -173,7 +173,7 @@ func TestResultCollisionWrapsWhole(t *testing.T) {
 func TestErrorExtraRefusesReservedMembers(t *testing.T) {
 	for _, data := range []string{`{"id":"x"}`, `{"a":1,"success":false}`} {
 		if _, err := errorResponseWithData("1", "c", "m", json.RawMessage(data)); err == nil {
-			t.Errorf("ErrorResponseWithData accepted %s", data)
+			t.Errorf("errorResponseWithData accepted %s", data)
 		}
 	}
 	if _, err := errorResponseWithData("1", "c", "m", json.RawMessage(`{"code":"other"}`)); err == nil {

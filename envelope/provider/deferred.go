@@ -22,7 +22,7 @@ import (
 //     tool_search_output carrying the found functions' definitions, in
 //     their namespaces.
 //   - Anthropic: every tool defer_loading:true, plus a client tool
-//     (SearchToolName) the model calls with a query; its tool_result holds
+//     (searchToolName) the model calls with a query; its tool_result holds
 //     one tool_reference block per tool found, which the API expands.
 //
 // Chat Completions, Gemini and MCP have no deferred loading: their export

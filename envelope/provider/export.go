@@ -143,7 +143,7 @@ func (ts *Toolset) exportable(specs []envelope.ToolSpec) []envelope.ToolSpec {
 }
 
 // dropSearchNamesake leaves out, as a gap, the tool whose provider name
-// is the deferred export's tool search (SearchToolName): the model's
+// is the deferred export's tool search (searchToolName): the model's
 // calls to it would be taken for searches.
 func (ts *Toolset) dropSearchNamesake(valid []envelope.ToolSpec) []envelope.ToolSpec {
 	mesh, ok := ts.Names.meshName(searchToolName)

@@ -81,8 +81,7 @@ const (
 	// SchemaLegacy: the models of Gemini's OpenAPI-subset Schema
 	// (gemini-1*, gemini-2.0*). Their tools are still declared in JSON
 	// Schema (parametersJsonSchema), with a note: the subset's JSON cannot
-	// satisfy the official SDKs' types (see Toolset); Legacy lowers a
-	// schema to the subset for callers that need it.
+	// satisfy the official SDKs' types (see Toolset).
 	SchemaLegacy ToolSchemaStyle = "legacy"
 )
 

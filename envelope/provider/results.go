@@ -89,7 +89,7 @@ func problemText(p *envelope.Problem) string {
 }
 
 // text is the outcome as the text a model reads: a string result as
-// itself, any other result as compact JSON, a Problem as ProblemText
+// itself, any other result as compact JSON, a Problem as problemText
 // followed by the output streamed before it failed.
 func (o Outcome) text() string {
 	if o.Problem != nil {

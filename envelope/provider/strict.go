@@ -83,7 +83,7 @@ type strictifier struct {
 
 // makeStrict transforms a JSON Schema for OpenAI strict mode. A schema that
 // cannot be made strict comes back unchanged with Strict false and the
-// reason; the result is never marked strict unless CheckStrict passes.
+// reason; the result is never marked strict unless checkStrict passes.
 func makeStrict(schema json.RawMessage) strictResult {
 	v, err := decodeJSON(schema)
 	if err != nil {

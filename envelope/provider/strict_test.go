@@ -10,7 +10,7 @@ import (
 )
 
 // obeysStrict is the test's own reading of OpenAI's strict-mode rules,
-// written apart from CheckStrict so the two check each other.
+// written apart from checkStrict so the two check each other.
 func obeysStrict(t *testing.T, where string, schema json.RawMessage) {
 	t.Helper()
 	var root map[string]any
@@ -101,7 +101,7 @@ func TestEveryStrictExportObeysTheRules(t *testing.T) {
 				strict++
 				obeysStrict(t, string(p)+" "+tool.Name, tool.Parameters)
 				if v := checkStrict(tool.Parameters); len(v) > 0 {
-					t.Errorf("%s %s: CheckStrict: %v", p, tool.Name, v)
+					t.Errorf("%s %s: checkStrict: %v", p, tool.Name, v)
 				}
 			}
 		}
@@ -120,7 +120,7 @@ func TestEveryStrictExportObeysTheRules(t *testing.T) {
 	}
 }
 
-// Each way of breaking the rules is caught by CheckStrict, and Strict
+// Each way of breaking the rules is caught by checkStrict, and makeStrict
 // either repairs the schema or says strict:false with a reason.
 func TestStrictRefusesWhatItCannotRepair(t *testing.T) {
 	cases := []struct {
@@ -147,7 +147,7 @@ func TestStrictRefusesWhatItCannotRepair(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if v := checkStrict(json.RawMessage(tc.schema)); len(v) == 0 {
-				t.Fatalf("CheckStrict accepts a schema that breaks the rules")
+				t.Fatalf("checkStrict accepts a schema that breaks the rules")
 			}
 			r := makeStrict(json.RawMessage(tc.schema))
 			if r.Strict != tc.repairable {
@@ -179,7 +179,7 @@ func deepSchema(n int) string {
 	return s
 }
 
-// FuzzStrict: whatever the schema, Strict never marks strict a schema
+// FuzzStrict: whatever the schema, makeStrict never marks strict a schema
 // that breaks the rules, and never panics.
 func FuzzStrict(f *testing.F) {
 	for _, s := range []string{

@@ -219,7 +219,7 @@ func toolLabel(i int, rawTool json.RawMessage) string {
 	return fmt.Sprintf("tools[%d]", i)
 }
 
-// parseTool decodes and checks tools[i]; a nil Tool and nil error mean an
+// parseTool decodes and checks tools[i]; a nil fileTool and nil error mean an
 // MCP server's entry, which mcp/bridge hosts.
 func parseTool(i int, rawTool json.RawMessage, defaults toolLimits, defaultBox *sandbox.Policy) (*fileTool, []string, error) {
 	label := toolLabel(i, rawTool)
