@@ -85,7 +85,7 @@ bench-catalogue:
 
 # Fuzz every decoder for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:
-	@for pkg in ./envelope ./envelope/provider ./mesh ./internal/wire ./internal/argtemplate ./caller ./worker ./worker/cli ./mcp/bridge ./internal/redact; do \
+	@for pkg in ./envelope ./envelope/provider ./mesh ./internal/wire ./internal/argtemplate ./caller ./worker ./worker/cli ./internal/mcp/bridge ./internal/redact; do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 			echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \

@@ -221,7 +221,7 @@ func (p *pending) answer(id string, a Answer) error {
 
 // checkAnswer is the invalid_input Problem of an answer q cannot take.
 func checkAnswer(q Question, a Answer) *envelope.Problem {
-	if !envelope.ValidAction(a.Action) {
+	if !wire.ValidAction(a.Action) {
 		return envelope.Problemf(envelope.CodeInvalidInput, "answer action %q: want accept, decline or cancel", a.Action)
 	}
 	if !wire.ValidWorkerID(q.workerID) {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -104,7 +105,7 @@ type Caller struct {
 	nc       *nats.Conn
 	cfg      Config
 	subjects mesh.Subjects
-	problems envelope.Registry
+	problems problembase.Registry
 	tracer   *telemetry.Tracer
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
@@ -227,7 +228,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		nc:           nc,
 		cfg:          cfg,
 		subjects:     mesh.Subjects{Prefix: cfg.Prefix},
-		problems:     envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		problems:     problembase.Registry{BaseURI: cfg.ProblemBaseURI},
 		tracer:       telemetry.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/caller"),
 		prop:         cfg.Propagator,
 		log:          cfg.Logger.With("caller_id", cfg.ID),

@@ -36,7 +36,7 @@ type callOptions struct {
 }
 
 // WithBearer sends token as "Authorization: Bearer <token>"; CLI-bound
-// tools receive it where their binding's env says envelope.BearerPlaceholder
+// tools receive it where their binding's env says $ATD_BEARER
 // ("$ATD_BEARER"). Config.Options can send it on every call.
 func WithBearer(token string) Option { return func(o *callOptions) { o.bearer = token } }
 

@@ -36,14 +36,14 @@ func (c *Caller) CallAll(ctx context.Context, tool string, args any, opts ...Opt
 		if _, said := first.Get("complete"); said {
 			return first, nil
 		}
-		data, err := envelope.CompleteResult().Apply(first.Data)
+		data, err := envelope.Completion{Complete: true}.Apply(first.Data)
 		if err != nil {
 			return first, nil
 		}
 		return envelope.Response{ID: first.ID, Success: true, Data: data}, nil
 	}
 	pages := 1
-	completion := envelope.CompleteResult()
+	completion := envelope.Completion{Complete: true}
 	seen := map[string]bool{}
 	for cursor != "" {
 		if seen[cursor] {

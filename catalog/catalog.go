@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 )
 
 // Config configures a Catalog. The zero value is usable.
@@ -42,7 +43,7 @@ type Catalog struct {
 	nc       *nats.Conn
 	cfg      Config
 	subjects mesh.Subjects
-	problems envelope.Registry
+	problems problembase.Registry
 	log      *slog.Logger
 	// specs caches decoded spec sets by digest (specs.go).
 	specs specCache
@@ -69,7 +70,7 @@ func New(nc *nats.Conn, cfg Config) *Catalog {
 		cfg.Logger = slog.Default()
 	}
 	return &Catalog{nc: nc, cfg: cfg, subjects: mesh.Subjects{Prefix: cfg.Prefix},
-		problems: envelope.Registry{BaseURI: cfg.ProblemBaseURI}, log: cfg.Logger}
+		problems: problembase.Registry{BaseURI: cfg.ProblemBaseURI}, log: cfg.Logger}
 }
 
 // catalogEntry is one worker's catalogue answer.

@@ -10,7 +10,7 @@
 // their cache by digest, the pool scope a worker may advertise, the
 // tenant's view (only the tools this NATS identity may call), Describe
 // with its conflict rule, Watch over the workers' presence beacons, the
-// search index (Search, NewSearchIndex, SearchCache), and fleet sampling
+// search index (Search, SearchCache), and fleet sampling
 // over $SRV.STATS (SampleFleet, Summarize).
 //
 // What does not: calling tools, and the liveness of calls — presence as

@@ -24,13 +24,13 @@ type SearchHit struct {
 // reads the catalogue as Describe does, and keeps its index while the listing's
 // tools read the same (a new revision builds a new one), so repeated
 // searches cost the query's postings, not the catalogue's size. A reader
-// holding a listing of its own ranks it with NewSearchIndex.
+// holding a listing of its own ranks it with a SearchCache.
 func (c *Catalog) Search(ctx context.Context, query string) ([]SearchHit, error) {
 	l, err := c.listing(ctx, innerRegistryWait, innerGatherWait)
 	if err != nil {
 		return nil, err
 	}
-	return c.search.Index(l).Search(query), nil
+	return c.search.Search(l, query), nil
 }
 
 // Field weights: a word of the tool's own name says most about it.

@@ -48,7 +48,7 @@ func TestSearchRanksTheToolAnAgentMeans(t *testing.T) {
 		{"readFile", "fs.read_file"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
-			hits := NewSearchIndex(cat).Search(tc.query)
+			hits := newSearchIndex(cat).search(tc.query)
 			if len(hits) == 0 || hits[0].Tool.Spec.Name != tc.first {
 				names := []string{}
 				for i, h := range hits {
@@ -66,7 +66,7 @@ func TestSearchRanksTheToolAnAgentMeans(t *testing.T) {
 func TestSearchLeavesOutToolsSharingNoWord(t *testing.T) {
 	cat := searchFixture(t)
 	for _, q := range []string{"", "the a of", "kubernetes"} {
-		if hits := NewSearchIndex(cat).Search(q); len(hits) != 0 {
+		if hits := newSearchIndex(cat).search(q); len(hits) != 0 {
 			t.Fatalf("%q matched %d tools, first %s", q, len(hits), hits[0].Tool.Spec.Name)
 		}
 	}
@@ -83,13 +83,13 @@ func TestSearchLeavesOutMCPSurfaceTools(t *testing.T) {
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string"}}}`), Tags: []string{"mcp", wire.MCPSurfaceTag}}})
 	}
 	for _, q := range []string{"read a file", "resources read", "prompts get", "uri"} {
-		for _, h := range NewSearchIndex(cat).Search(q) {
+		for _, h := range newSearchIndex(cat).search(q) {
 			if _, _, surface := wire.SplitMCPSurface(h.Tool.Spec.Name, h.Tool.Spec.Tags); surface {
 				t.Fatalf("%q found surface tool %s", q, h.Tool.Spec.Name)
 			}
 		}
 	}
-	if hits := NewSearchIndex(cat).Search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+	if hits := newSearchIndex(cat).search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
 		t.Fatalf("read a file: want fs.read_file first, got %d hits", len(hits))
 	}
 }
@@ -138,13 +138,13 @@ func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var sc SearchCache
-			first := sc.Index(base)
-			ix := sc.Index(tc.next)
+			first := sc.index(base)
+			ix := sc.index(tc.next)
 			if kept := sc.last == first; kept != tc.kept {
 				t.Fatalf("index kept=%v, want %v", kept, tc.kept)
 			}
-			hits := ix.Search(tc.query)
-			if want := NewSearchIndex(tc.next).Search(tc.query); !reflect.DeepEqual(hits, want) {
+			hits := ix.search(tc.query)
+			if want := newSearchIndex(tc.next).search(tc.query); !reflect.DeepEqual(hits, want) {
 				t.Fatalf("%q: the kept index ranks %d hits unlike a fresh one's %d", tc.query, len(hits), len(want))
 			}
 			switch {
@@ -159,13 +159,13 @@ func TestSearchIndexIsKeptPerCatalogueRevision(t *testing.T) {
 
 // BenchmarkSearchBuild ranks a catalogue of 5,000 and 50,000 tools (the
 // fixture's real tools among generated ones) for one query, building its
-// index (NewSearchIndex).
+// index (newSearchIndex).
 func BenchmarkSearchBuild(b *testing.B) {
 	for _, n := range []int{5_000, 50_000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			cat := searchFleet(b, n)
 			for b.Loop() {
-				if hits := NewSearchIndex(cat).Search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+				if hits := newSearchIndex(cat).search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
 					b.Fatal("read a file: fs.read_file not first")
 				}
 			}
@@ -181,9 +181,9 @@ func BenchmarkSearchKeptIndex(b *testing.B) {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			cat := searchFleet(b, n)
 			var sc SearchCache
-			sc.Index(cat)
+			sc.index(cat)
 			for b.Loop() {
-				if hits := sc.Index(cat).Search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
+				if hits := sc.index(cat).search("read a file"); len(hits) == 0 || hits[0].Tool.Spec.Name != "fs.read_file" {
 					b.Fatal("read a file: fs.read_file not first")
 				}
 			}

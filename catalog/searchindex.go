@@ -10,13 +10,13 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// SearchIndex is a catalogue's tools indexed for Search's BM25 ranking:
+// searchIndex is a catalogue's tools indexed for Search's BM25 ranking:
 // each word's postings (the tools holding it, with its count in each
 // field) and each field's mean length, so a query costs the postings of
 // its words rather than a pass over every tool. Build it once per
-// catalogue with NewSearchIndex; it is read-only afterwards and safe for
+// catalogue with newSearchIndex; it is read-only afterwards and safe for
 // concurrent use.
-type SearchIndex struct {
+type searchIndex struct {
 	tools    []Tool     // the catalogue's tools, shared with it
 	docs     []int32    // the searchable ones (not MCP surface tools): their places in tools
 	lens     [][4]int32 // each searchable tool's field lengths in words
@@ -31,11 +31,11 @@ type posting struct {
 	tf  [4]int32
 }
 
-// NewSearchIndex indexes cat's tools (MCP surface tools left out, as
+// newSearchIndex indexes cat's tools (MCP surface tools left out, as
 // Catalog.Search says). The index shares cat.Tools: leave them unchanged
 // while it is in use.
-func NewSearchIndex(cat Listing) *SearchIndex {
-	ix := &SearchIndex{tools: cat.Tools, postings: map[string][]posting{}}
+func newSearchIndex(cat Listing) *searchIndex {
+	ix := &searchIndex{tools: cat.Tools, postings: map[string][]posting{}}
 	for i := range cat.Tools {
 		if _, _, surface := wire.SplitMCPSurface(cat.Tools[i].Spec.Name, cat.Tools[i].Spec.Tags); !surface {
 			ix.docs = append(ix.docs, int32(i))
@@ -68,8 +68,8 @@ func NewSearchIndex(cat Listing) *SearchIndex {
 	return ix
 }
 
-// Search ranks the indexed tools against query as Catalog.Search does.
-func (ix *SearchIndex) Search(query string) []SearchHit {
+// search ranks the indexed tools against query as Catalog.Search does.
+func (ix *searchIndex) search(query string) []SearchHit {
 	terms := searchTerms(query)
 	if len(terms) == 0 {
 		return []SearchHit{}
@@ -95,7 +95,7 @@ func (ix *SearchIndex) Search(query string) []SearchHit {
 
 // scoreTerm adds one query word's BM25 score (k1 1.2, b 0.75), summed
 // over fields with their weights, to every tool holding it.
-func (ix *SearchIndex) scoreTerm(term string, scores map[int32]float64) {
+func (ix *searchIndex) scoreTerm(term string, scores map[int32]float64) {
 	const k1, b = 1.2, 0.75
 	weights := [4]float64{weightName, weightTitle, weightArgs, weightDesc}
 	ps := ix.postings[term]
@@ -122,7 +122,7 @@ func (ix *SearchIndex) scoreTerm(term string, scores map[int32]float64) {
 // the same order), with cat's tools (their workers and instances as they
 // are now) in the hits; nil when the catalogue has changed. Spec sets are
 // decoded once and shared, so the comparison is mostly of equal pointers.
-func (ix *SearchIndex) over(cat Listing) *SearchIndex {
+func (ix *searchIndex) over(cat Listing) *searchIndex {
 	if len(cat.Tools) != len(ix.tools) {
 		return nil
 	}
@@ -131,7 +131,7 @@ func (ix *SearchIndex) over(cat Listing) *SearchIndex {
 			return nil
 		}
 	}
-	return &SearchIndex{tools: cat.Tools, docs: ix.docs, lens: ix.lens, postings: ix.postings, meanLen: ix.meanLen}
+	return &searchIndex{tools: cat.Tools, docs: ix.docs, lens: ix.lens, postings: ix.postings, meanLen: ix.meanLen}
 }
 
 // sameSearchText reports whether a and b give the same words to search
@@ -149,13 +149,13 @@ func sameSearchText(a, b *envelope.ToolSpec) bool {
 // value is ready; it is safe for concurrent use.
 type SearchCache struct {
 	mu   sync.Mutex
-	last *SearchIndex
+	last *searchIndex
 }
 
-// Index returns the index of cat: the last one while the catalogue's tools
+// index returns the index of cat: the last one while the catalogue's tools
 // read the same (with cat's tools, as they are now, in its hits), else a
 // new one, kept.
-func (sc *SearchCache) Index(cat Listing) *SearchIndex {
+func (sc *SearchCache) index(cat Listing) *searchIndex {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.last != nil {
@@ -163,6 +163,12 @@ func (sc *SearchCache) Index(cat Listing) *SearchIndex {
 			return ix
 		}
 	}
-	sc.last = NewSearchIndex(cat)
+	sc.last = newSearchIndex(cat)
 	return sc.last
+}
+
+// Search ranks cat's tools for query (see Catalog.Search), with the index
+// of cat kept for the next search of the same catalogue.
+func (sc *SearchCache) Search(cat Listing, query string) []SearchHit {
+	return sc.index(cat).search(query)
 }

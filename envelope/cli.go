@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
 )
 
 // CliOutputFormat says how a bound program's stdout becomes the result.
@@ -23,11 +25,6 @@ const (
 	OutputLines CliOutputFormat = "lines"
 )
 
-// BearerPlaceholder is the binding env value replaced by the caller's
-// bearer token. Its spelling is fixed by the shared CLI-binding format, so
-// tools files written for other implementations work unchanged.
-const BearerPlaceholder = "$ATD_BEARER"
-
 // CliBindingConfig binds a tool to a command-line program, in version 2
 // of the shared CLI-binding format. Only Cmd is required; every other field is omitted
 // when empty so a bare {"cmd":"cat"} round-trips byte-identically. Unknown
@@ -41,7 +38,7 @@ type CliBindingConfig struct {
 	// tokens with {tool_id}, {params_json}, {dry_run} and {page_all} substituted.
 	ArgsTemplate string `json:"args_template,omitempty"`
 	// Env is added to the program's environment; values are verbatim except
-	// BearerPlaceholder, replaced by the caller's bearer token.
+	// "$ATD_BEARER", replaced by the caller's bearer token.
 	Env map[string]string `json:"env,omitempty"`
 	// OutputFormat is json (default), ndjson or lines.
 	OutputFormat CliOutputFormat `json:"output_format,omitempty"`
@@ -50,8 +47,9 @@ type CliBindingConfig struct {
 	// DryRunFlag is passed for dry runs; absent means dry runs are refused.
 	DryRunFlag string `json:"dry_run_flag,omitempty"`
 	// ExitCodeMap maps non-zero exit codes to error codes; unmapped codes
-	// are tool_failed and exit 0 never consults it. The value ExitOKEmpty
-	// maps an exit to success instead (grep's "no match").
+	// are tool_failed and exit 0 never consults it. The value "ok_empty"
+	// maps an exit to success instead (grep's "no match"): the output is
+	// read as for exit 0, and an empty output is the format's empty result.
 	ExitCodeMap map[int]string `json:"-"`
 	// Stdin is what the program reads on standard input, a toolmesh
 	// extension of the shared binding format: "" (nothing, /dev/null), "params_json" (the
@@ -60,30 +58,8 @@ type CliBindingConfig struct {
 	Stdin string `json:"stdin,omitempty"`
 }
 
-// ExitOKEmpty in an exit_code_map maps an exit to success: the output is
-// read as for exit 0, and an empty output is the format's empty result
-// (json: null, ndjson: [], lines: no lines) rather than an error.
-const ExitOKEmpty = "ok_empty"
-
-// StdinParamsJSON is the Stdin value that feeds the call's args as JSON.
-const StdinParamsJSON = "params_json"
-
-// StdinArg returns the arg named by a Stdin of the form "arg.NAME".
-func (c CliBindingConfig) StdinArg() (string, bool) {
-	name, ok := strings.CutPrefix(c.Stdin, "arg.")
-	return name, ok && name != ""
-}
-
-// Format returns the output format, json when unset.
-func (c CliBindingConfig) Format() CliOutputFormat {
-	if c.OutputFormat == "" {
-		return OutputJSON
-	}
-	return c.OutputFormat
-}
-
-// Validate checks the binding: cmd present, output_format known, codes non-empty.
-func (c CliBindingConfig) Validate() error {
+// validate checks the binding: cmd present, output_format known, codes non-empty.
+func (c CliBindingConfig) validate() error {
 	if c.Cmd == "" {
 		return errors.New("field cmd is required")
 	}
@@ -92,7 +68,7 @@ func (c CliBindingConfig) Validate() error {
 	default:
 		return fmt.Errorf("field output_format: unknown %q (want json, ndjson or lines)", c.OutputFormat)
 	}
-	if _, isArg := c.StdinArg(); c.Stdin != "" && c.Stdin != StdinParamsJSON && !isArg {
+	if _, isArg := argtemplate.StdinArg(c.Stdin); c.Stdin != "" && c.Stdin != argtemplate.StdinParamsJSON && !isArg {
 		return fmt.Errorf("field stdin: unknown %q (want params_json or arg.NAME)", c.Stdin)
 	}
 	if err := validateTemplate(c.ArgsTemplate); err != nil {
@@ -171,7 +147,7 @@ func (c *CliBindingConfig) UnmarshalJSON(b []byte) error {
 			out.ExitCodeMap[n] = v
 		}
 	}
-	if err := out.Validate(); err != nil {
+	if err := out.validate(); err != nil {
 		return fmt.Errorf("cli binding: %w", err)
 	}
 	*c = out

@@ -52,7 +52,7 @@ const (
 // the code and to act on it.
 type CodeInfo struct {
 	Code Code
-	// defaultType is the type URI under DefaultBaseURI, made once.
+	// defaultType is the type URI under defaultBaseURI, made once.
 	defaultType string
 	// Slug is the path segment of the problem type URI, {base}/{slug}/{version}.
 	Slug string
@@ -152,11 +152,11 @@ func Lookup(code Code) (CodeInfo, bool) {
 }
 
 // withSlugs completes every entry of a registry with its code, slug and
-// version, and its type URI under DefaultBaseURI.
+// version, and its type URI under defaultBaseURI.
 func withSlugs(r map[Code]CodeInfo) map[Code]CodeInfo {
 	for code, info := range r {
 		info.Code, info.Slug, info.Version = code, slugOf(code), "v1"
-		info.defaultType = DefaultBaseURI + "/" + info.Slug + "/" + info.Version
+		info.defaultType = defaultBaseURI + "/" + info.Slug + "/" + info.Version
 		r[code] = info
 	}
 	return r

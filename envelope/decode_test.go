@@ -110,7 +110,7 @@ func TestRegistry(t *testing.T) {
 	if len(Codes()) < len(required) {
 		t.Errorf("Codes() lists %d", len(Codes()))
 	}
-	if got := (Registry{BaseURI: "https://example.org/e/"}).New(CodeTimeout, "x").Type; got != "https://example.org/e/timeout/v1" {
+	if got := NewProblem(CodeTimeout, "x").Type; got != "https://toolmesh.dev/problems/timeout/v1" {
 		t.Errorf("type = %s", got)
 	}
 	if NewProblem(CodeTimeout, "").Instance == NewProblem(CodeTimeout, "").Instance {
@@ -149,7 +149,7 @@ func TestResultCollisionWrapsWhole(t *testing.T) {
 	}
 	for _, c := range cases {
 		for name, build := range map[string]func() (Response, error){
-			"Success": func() (Response, error) { return Success("1", json.RawMessage(c.data)) },
+			"Success": func() (Response, error) { return successResponse("1", json.RawMessage(c.data)) },
 			"ResponseFromEvent": func() (Response, error) {
 				var ev ToolEvent
 				if err := json.Unmarshal([]byte(`{"type":"result","data":`+c.data+`}`), &ev); err != nil {
@@ -172,17 +172,17 @@ func TestResultCollisionWrapsWhole(t *testing.T) {
 
 func TestErrorExtraRefusesReservedMembers(t *testing.T) {
 	for _, data := range []string{`{"id":"x"}`, `{"a":1,"success":false}`} {
-		if _, err := ErrorResponseWithData("1", "c", "m", json.RawMessage(data)); err == nil {
-			t.Errorf("ErrorResponseWithData accepted %s", data)
+		if _, err := errorResponseWithData("1", "c", "m", json.RawMessage(data)); err == nil {
+			t.Errorf("errorResponseWithData accepted %s", data)
 		}
 	}
-	if _, err := ErrorResponseWithData("1", "c", "m", json.RawMessage(`{"code":"other"}`)); err == nil {
+	if _, err := errorResponseWithData("1", "c", "m", json.RawMessage(`{"code":"other"}`)); err == nil {
 		t.Error("extra may not overwrite code")
 	}
 }
 
 func TestHonestReporting(t *testing.T) {
-	if _, err := Partial().Apply(json.RawMessage(`{}`)); err == nil {
+	if _, err := partialCompletion().Apply(json.RawMessage(`{}`)); err == nil {
 		t.Error("a partial result with no named gap was accepted")
 	}
 }
@@ -278,7 +278,7 @@ func TestEscapedNamesDecode(t *testing.T) {
 	if ev.Type != EventResult || string(ev.Data) != `{"n":1}` {
 		t.Errorf("escaped event decoded as %+v", ev)
 	}
-	if r, err := Success("1", json.RawMessage(`{"\u0069d":"x"}`)); err != nil || string(r.Data) != `{"result":{"\u0069d":"x"}}` {
+	if r, err := successResponse("1", json.RawMessage(`{"\u0069d":"x"}`)); err != nil || string(r.Data) != `{"result":{"\u0069d":"x"}}` {
 		t.Errorf("an escaped id was not wrapped like a plain one: %s, %v", r.Data, err)
 	}
 }

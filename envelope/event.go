@@ -74,11 +74,6 @@ type ToolEvent struct {
 // IsTerminal reports whether e ends its stream (a result or an error).
 func (e ToolEvent) IsTerminal() bool { return e.Type == EventResult || e.Type == EventError }
 
-// StartEvent opens a stream for tool and call, with optional metadata.
-func StartEvent(toolID, callID string, metadata map[string]any) ToolEvent {
-	return ToolEvent{Type: EventStart, ToolID: toolID, CallID: callID, Metadata: metadata}
-}
-
 // ProgressEvent reports coarse progress; pct is clamped to 0..100.
 func ProgressEvent(pct float64, message string) ToolEvent {
 	pct = min(max(pct, 0), 100)

@@ -61,21 +61,6 @@ func ExampleProblem() {
 	// Narrow the query or raise the call's timeout.
 }
 
-// A result object is flattened beside id and success; one with a member
-// of its own named id or success is carried whole under "result".
-func ExampleSuccess() {
-	flat, _ := envelope.Success("1", json.RawMessage(`{"matches":3}`))
-	b, _ := json.Marshal(flat)
-	fmt.Println(string(b))
-
-	whole, _ := envelope.Success("2", json.RawMessage(`{"success":true,"message":"deleted"}`))
-	b, _ = json.Marshal(whole)
-	fmt.Println(string(b))
-	// Output:
-	// {"id":"1","success":true,"matches":3}
-	// {"id":"2","success":true,"result":{"success":true,"message":"deleted"}}
-}
-
 // A streaming call's events: progress along the way, then exactly one
 // terminal event (a result or an error).
 func ExampleToolEvent() {

@@ -32,16 +32,16 @@ type SkippedFile struct {
 	Reason string `json:"reason"`
 }
 
-// CompleteResult says the whole requested scope was covered.
-func CompleteResult() Completion { return Completion{Complete: true} }
+// completeResult says the whole requested scope was covered.
+func completeResult() Completion { return Completion{Complete: true} }
 
-// EmptyScope says the scope matched nothing: the work was done, but no
+// emptyScope says the scope matched nothing: the work was done, but no
 // candidate existed, which an agent must not read as "all clear".
-func EmptyScope() Completion { return Completion{Complete: true, NoFilesMatchedScope: true} }
+func emptyScope() Completion { return Completion{Complete: true, NoFilesMatchedScope: true} }
 
-// Partial says only part of the scope was covered; name the gaps with the
+// partialCompletion says only part of the scope was covered; name the gaps with the
 // fields of the returned value. A Partial with no named gap is refused by Apply.
-func Partial() Completion { return Completion{Complete: false} }
+func partialCompletion() Completion { return Completion{Complete: false} }
 
 func (c Completion) hasGap() bool {
 	return len(c.PendingFiles)+len(c.UncheckedFiles)+len(c.ScopeWarnings)+len(c.SkippedFiles)+len(c.MissingPages) > 0

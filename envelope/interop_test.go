@@ -80,7 +80,7 @@ func TestCallIDNumberRejects(t *testing.T) {
 
 // A member name with a control character must be escaped as JSON, not Go.
 func TestErrorResponseWithDataEscapesNames(t *testing.T) {
-	r, err := ErrorResponseWithData("1", CodeToolFailed, "m", json.RawMessage("{\"a\\u0001b\":1,\"\\u00e9\\u2028\":2}"))
+	r, err := errorResponseWithData("1", CodeToolFailed, "m", json.RawMessage("{\"a\\u0001b\":1,\"\\u00e9\\u2028\":2}"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,8 @@ type LogMessage struct {
 	Data json.RawMessage `json:"data"`
 }
 
-// LogLevels are MCP's log levels, least severe first.
-func LogLevels() []string {
+// logLevels are MCP's log levels, least severe first.
+func logLevels() []string {
 	return []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 }
 
@@ -54,7 +54,7 @@ func (m LogMessage) Text() string {
 // validate checks a log member: a known level and data that is JSON.
 func (m *LogMessage) validate() error {
 	if !validLevel(m.Level) {
-		return fmt.Errorf("level %q is not one of %s", m.Level, strings.Join(LogLevels(), ", "))
+		return fmt.Errorf("level %q is not one of %s", m.Level, strings.Join(logLevels(), ", "))
 	}
 	if len(m.Data) == 0 || !wire.Valid(m.Data) {
 		return errors.New("data is required and must be JSON")
@@ -63,7 +63,7 @@ func (m *LogMessage) validate() error {
 }
 
 func validLevel(l string) bool {
-	for _, v := range LogLevels() {
+	for _, v := range logLevels() {
 		if v == l {
 			return true
 		}

@@ -15,9 +15,10 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// DefaultBaseURI is the base of every problem type URI unless a Registry
-// names another: types read {base}/{slug}/{version}.
-const DefaultBaseURI = "https://toolmesh.dev/problems"
+// defaultBaseURI is the base of every problem type URI unless a worker's
+// or caller's ProblemBaseURI names another: types read
+// {base}/{slug}/{version}.
+const defaultBaseURI = "https://toolmesh.dev/problems"
 
 // Applicability says how safely an agent may apply a suggested fix or code
 // action without asking a human. Unspecified is the safe floor: a missing or
@@ -92,35 +93,13 @@ type Problem struct {
 	Extensions   map[string]any
 }
 
-// Registry builds Problems from the one code registry under a base URI.
-// The zero value uses DefaultBaseURI.
-type Registry struct {
-	// BaseURI replaces DefaultBaseURI in every type URI: point it at your
-	// own documentation host and every type follows.
-	BaseURI string
-}
-
-// TypeURI returns the versioned type URI of code under the registry's base.
-func (r Registry) TypeURI(code Code) string {
-	base := r.BaseURI
-	if base == "" {
-		base = DefaultBaseURI
-	}
-	info, ok := Lookup(code)
-	if !ok {
-		return "about:blank"
-	}
-	if base == DefaultBaseURI {
-		return info.defaultType
-	}
-	return strings.TrimRight(base, "/") + "/" + info.Slug + "/" + info.Version
-}
-
-// New builds a Problem for a registered code with a fresh instance URN, the
-// registry's title, status, exit code, default fix and (for transient codes)
-// default retry_after. An unregistered code yields an internal_error Problem
-// whose detail names it, so nothing is ever emitted outside the registry.
-func (r Registry) New(code Code, detail string) *Problem {
+// NewProblem builds a Problem for a registered code with a fresh instance
+// URN, the registry's title, status, exit code, default fix and (for
+// transient codes) default retry_after, its type URI under
+// https://toolmesh.dev/problems (a worker's or caller's ProblemBaseURI
+// rebases it). An unregistered code yields an internal_error Problem whose
+// detail names it, so nothing is ever emitted outside the registry.
+func NewProblem(code Code, detail string) *Problem {
 	info, ok := Lookup(code)
 	if !ok {
 		detail = fmt.Sprintf("unregistered problem code %q: %s", code, detail)
@@ -128,7 +107,7 @@ func (r Registry) New(code Code, detail string) *Problem {
 		info, _ = Lookup(code)
 	}
 	p := &Problem{
-		Type:     r.TypeURI(code),
+		Type:     info.defaultType,
 		Title:    info.Title,
 		Status:   info.Status,
 		Detail:   detail,
@@ -144,20 +123,6 @@ func (r Registry) New(code Code, detail string) *Problem {
 	}
 	return p
 }
-
-// Rebase moves p under the registry's base URI when p's type is its
-// code's type under the default base — a Problem built by NewProblem, or
-// by a handler that knows no better — and returns p. Any other type (a
-// peer's own URI, about:blank) is left alone.
-func (r Registry) Rebase(p *Problem) *Problem {
-	if p != nil && r.BaseURI != "" && p.Type == (Registry{}).TypeURI(p.Code) {
-		p.Type = r.TypeURI(p.Code)
-	}
-	return p
-}
-
-// NewProblem is Registry{}.New: a Problem under the default base URI.
-func NewProblem(code Code, detail string) *Problem { return Registry{}.New(code, detail) }
 
 // Problemf is NewProblem with a formatted detail.
 func Problemf(code Code, format string, args ...any) *Problem {
@@ -430,8 +395,8 @@ const (
 	RanYes Ran = "yes"
 )
 
-// ExtRan is the name of the Problem member that carries Ran.
-const ExtRan = "ran"
+// extRan is the name of the Problem member that carries Ran.
+const extRan = "ran"
 
 // WithRan returns a copy of p that says whether the call's handler ran
 // (p itself is left alone: handlers may return shared Problems). A Problem
@@ -446,7 +411,7 @@ func (p *Problem) WithRan(r Ran) *Problem {
 	for k, v := range p.Extensions {
 		q.Extensions[k] = v
 	}
-	q.Extensions[ExtRan] = string(r)
+	q.Extensions[extRan] = string(r)
 	return &q
 }
 
@@ -455,6 +420,6 @@ func (p *Problem) Ran() Ran {
 	if p == nil {
 		return ""
 	}
-	s, _ := p.Extensions[ExtRan].(string)
+	s, _ := p.Extensions[extRan].(string)
 	return Ran(s)
 }

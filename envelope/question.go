@@ -25,11 +25,6 @@ const (
 	ActionCancel  = "cancel"
 )
 
-// ValidAction reports whether a is one of the three answer actions.
-func ValidAction(a string) bool {
-	return a == ActionAccept || a == ActionDecline || a == ActionCancel
-}
-
 // Question is the body of a question or answered event. A question event
 // carries its text in ToolEvent.Message and the rest here; an answered
 // event only ID and Action.
@@ -58,18 +53,6 @@ type Approval struct {
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
-// QuestionEvent asks the caller: message to show, q's schema, worker id,
-// timeout and approval.
-func QuestionEvent(message string, q Question) ToolEvent {
-	q.Action = ""
-	return ToolEvent{Type: EventQuestion, Message: message, Question: &q}
-}
-
-// AnsweredEvent records that question id was settled with action.
-func AnsweredEvent(id, action string) ToolEvent {
-	return ToolEvent{Type: EventAnswered, Question: &Question{ID: id, Action: action}}
-}
-
 // appendQuestion writes the members of a question or answered event.
 func (e ToolEvent) appendQuestion(b []byte) ([]byte, error) {
 	q := e.Question
@@ -78,7 +61,7 @@ func (e ToolEvent) appendQuestion(b []byte) ([]byte, error) {
 	}
 	b = appendString(b, "question_id", q.ID)
 	if e.Type == EventAnswered {
-		if !ValidAction(q.Action) {
+		if !wire.ValidAction(q.Action) {
 			return nil, fmt.Errorf("answered event: action %q is not accept, decline or cancel", q.Action)
 		}
 		return appendString(b, "action", q.Action), nil
@@ -148,7 +131,7 @@ func (ev *ToolEvent) parseQuestion(m *eventMembers) error {
 		if q.Action, err = optString(obj, "action", raw["action"]); err != nil {
 			return err
 		}
-		if !ValidAction(q.Action) {
+		if !wire.ValidAction(q.Action) {
 			return fmt.Errorf("%s: field action: want accept, decline or cancel, got %q", obj, q.Action)
 		}
 		return nil

@@ -39,9 +39,9 @@ func (r Response) members() ([]member, error) {
 	return objectMembers(r.Data)
 }
 
-// ErrReservedMember is returned when an error's extra members would
+// errReservedMember is returned when an error's extra members would
 // overwrite id or success (a result with such members is wrapped instead).
-var ErrReservedMember = errors.New(`data may not contain the members "id" or "success"`)
+var errReservedMember = errors.New(`data may not contain the members "id" or "success"`)
 
 // reserved reports whether name is a Response's own member, which
 // flattened data may not overwrite.
@@ -50,8 +50,8 @@ func reserved[T ~string | ~[]byte](name T) bool {
 	return string(name) == "id" || string(name) == "success"
 }
 
-// Success builds a success response with data merged at the top level.
-func Success(id string, data json.RawMessage) (Response, error) {
+// successResponse builds a success response with data merged at the top level.
+func successResponse(id string, data json.RawMessage) (Response, error) {
 	obj, err := asObject(data)
 	if err != nil {
 		return Response{}, err
@@ -59,15 +59,15 @@ func Success(id string, data json.RawMessage) (Response, error) {
 	return Response{ID: id, Success: true, Data: obj}, nil
 }
 
-// ErrorResponse builds an error response with code and message members.
-func ErrorResponse(id string, code Code, message string) Response {
-	r, _ := ErrorResponseWithData(id, code, message, nil)
+// errorResponse builds an error response with code and message members.
+func errorResponse(id string, code Code, message string) Response {
+	r, _ := errorResponseWithData(id, code, message, nil)
 	return r
 }
 
-// ErrorResponseWithData builds an error response with code, message and the
+// errorResponseWithData builds an error response with code, message and the
 // extra members of extra (a JSON object) merged alongside them.
-func ErrorResponseWithData(id string, code Code, message string, extra json.RawMessage) (Response, error) {
+func errorResponseWithData(id string, code Code, message string, extra json.RawMessage) (Response, error) {
 	head := appendErrorHead(make([]byte, 0, 32+len(message)), code, message)
 	if len(extra) == 0 {
 		return Response{ID: id, Data: head}, nil
@@ -80,7 +80,7 @@ func ErrorResponseWithData(id string, code Code, message string, extra json.RawM
 	for _, m := range members {
 		switch {
 		case reserved(m.name):
-			return Response{}, ErrReservedMember
+			return Response{}, errReservedMember
 		case m.name == "code" || m.name == "message":
 			return Response{}, fmt.Errorf("extra: member %q would overwrite the error's own", m.name)
 		}
@@ -98,9 +98,9 @@ func ErrorResponseWithData(id string, code Code, message string, extra json.RawM
 func ProblemResponse(id string, p *Problem) Response {
 	problem, err := p.appendJSON(make([]byte, 0, 512))
 	if err != nil {
-		return ErrorResponse(id, p.Code, p.Error())
+		return errorResponse(id, p.Code, p.Error())
 	}
-	// Assembled directly rather than through ErrorResponseWithData: the
+	// Assembled directly rather than through errorResponseWithData: the
 	// Problem's JSON is known valid and its one member name known safe,
 	// and every failed call takes this path.
 	b := appendErrorHead(make([]byte, 0, 48+len(p.Detail)+len(problem)), p.Code, p.Error())
@@ -126,7 +126,7 @@ func ResponseFromEvent(id string, ev ToolEvent) (Response, error) {
 			}
 			return Response{ID: id, Success: true, Data: obj, checked: obj}, nil
 		}
-		return Success(id, ev.Data)
+		return successResponse(id, ev.Data)
 	case EventError:
 		return ProblemResponse(id, ev.Problem()), nil
 	}
@@ -140,11 +140,11 @@ func asObjectValid(data json.RawMessage) (json.RawMessage, error) {
 	}
 	err := wire.ScanRawMembers(data, func(name, _ []byte) error {
 		if reserved(name) {
-			return ErrReservedMember
+			return errReservedMember
 		}
 		return nil
 	})
-	if errors.Is(err, ErrReservedMember) {
+	if errors.Is(err, errReservedMember) {
 		return wrapResult(data), nil
 	}
 	if err != nil {
@@ -266,7 +266,7 @@ func (r Response) MarshalJSON() ([]byte, error) {
 		}
 		for _, m := range members {
 			if reserved(m.name) {
-				return nil, ErrReservedMember
+				return nil, errReservedMember
 			}
 			b = append(b, ',')
 			name, _ := json.Marshal(m.name)

@@ -82,12 +82,12 @@ func (s *Schema) validateLibrary(doc json.RawMessage) []Violation {
 	if err != nil {
 		return []Violation{{Pointer: "", Message: "not valid JSON: " + err.Error()}}
 	}
-	return s.ValidateValue(v)
+	return s.validateValue(v)
 }
 
-// ValidateValue checks an already decoded value (as decoded by
+// validateValue checks an already decoded value (as decoded by
 // jsonschema.UnmarshalJSON or encoding/json with UseNumber).
-func (s *Schema) ValidateValue(v any) []Violation {
+func (s *Schema) validateValue(v any) []Violation {
 	err := s.compiled.Validate(v)
 	if err == nil {
 		return nil
@@ -171,10 +171,10 @@ func ValidationProblem(code Code, what string, violations []Violation) *Problem 
 	return p.WithExtension("violations", violations)
 }
 
-// MaxFormatSchemaBytes bounds a caller-supplied response_format schema:
+// maxFormatSchemaBytes bounds a caller-supplied response_format schema:
 // a caller's schema is compiled and held by the worker, so its size is
 // bounded like any other input a neighbour can send.
-const MaxFormatSchemaBytes = 64 << 10
+const maxFormatSchemaBytes = 64 << 10
 
 // CompileFormatSchema compiles a caller's response_format schema and
 // refuses one that no result could satisfy — the schema false, one whose
@@ -183,8 +183,8 @@ const MaxFormatSchemaBytes = 64 << 10
 // decided) — so that the call is refused before its tool runs rather than
 // after its side effects.
 func CompileFormatSchema(raw json.RawMessage) (*Schema, error) {
-	if len(raw) > MaxFormatSchemaBytes {
-		return nil, fmt.Errorf("schema is %d bytes, more than the %d a worker compiles", len(raw), MaxFormatSchemaBytes)
+	if len(raw) > maxFormatSchemaBytes {
+		return nil, fmt.Errorf("schema is %d bytes, more than the %d a worker compiles", len(raw), maxFormatSchemaBytes)
 	}
 	s, err := CompileSchema(raw)
 	if err != nil {

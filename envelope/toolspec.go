@@ -10,8 +10,8 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// MaxToolNameLen is the longest tool name the wire protocol allows.
-const MaxToolNameLen = 128
+// maxToolNameLen is the longest tool name the wire protocol allows.
+const maxToolNameLen = 128
 
 // ValidateToolName checks a tool name: dot-separated segments of 1-64
 // characters from [A-Za-z0-9_-], at most 128 characters in all. Names are
@@ -20,8 +20,8 @@ func ValidateToolName(name string) error {
 	if name == "" {
 		return errors.New("tool name is empty")
 	}
-	if len(name) > MaxToolNameLen {
-		return fmt.Errorf("tool name %.20q… is %d characters, more than %d", name, len(name), MaxToolNameLen)
+	if len(name) > maxToolNameLen {
+		return fmt.Errorf("tool name %.20q… is %d characters, more than %d", name, len(name), maxToolNameLen)
 	}
 	// One pass, no allocation: this runs on every call.
 	seg := 0
@@ -200,7 +200,7 @@ func (s ToolSpec) Validate() error {
 
 // Compile validates the spec and compiles its schemas (nil when absent).
 func (s ToolSpec) Compile() (input, output *Schema, err error) {
-	if err := s.CheckShape(); err != nil {
+	if err := s.checkShape(); err != nil {
 		return nil, nil, err
 	}
 	if len(s.InputSchema) > 0 {
@@ -216,14 +216,14 @@ func (s ToolSpec) Compile() (input, output *Schema, err error) {
 	return input, output, nil
 }
 
-// CheckShape checks what Compile checks short of compiling the schemas:
+// checkShape checks what Compile checks short of compiling the schemas:
 // the name, an input schema that is a JSON object with "type":"object",
 // an output schema that is a JSON object or boolean, and the binding. It
 // costs microseconds where compiling a schema costs tens of them, so a
 // reader of many specs it does not run (a caller's catalogue) checks
 // this and leaves the schemas to Compile, when their compiled form is
 // wanted.
-func (s ToolSpec) CheckShape() error {
+func (s ToolSpec) checkShape() error {
 	if err := ValidateToolName(s.Name); err != nil {
 		return fmt.Errorf("tool %q: field name: %w", s.Name, err)
 	}
@@ -245,7 +245,7 @@ func (s ToolSpec) CheckShape() error {
 		return fmt.Errorf("tool %q: field mcp: want a definition that is a JSON object (or none) and a position of 0 or more", s.Name)
 	}
 	if s.Binding != nil && s.Binding.CLI != nil {
-		if err := s.Binding.CLI.Validate(); err != nil {
+		if err := s.Binding.CLI.validate(); err != nil {
 			return fmt.Errorf("tool %q: field binding.cli: %w", s.Name, err)
 		}
 	}
@@ -258,9 +258,10 @@ func isJSONBool(raw json.RawMessage) bool {
 	return string(t) == "true" || string(t) == "false"
 }
 
-// ParseToolSpecs reads a JSON array of specs, each checked by CheckShape
-// but none compiled (UnmarshalJSON compiles every schema it reads). A
-// spec's schemas compile when Compile is called.
+// ParseToolSpecs reads a JSON array of specs, each checked for its shape
+// (what Compile checks short of compiling the schemas) but none compiled
+// (UnmarshalJSON compiles every schema it reads). A spec's schemas
+// compile when Compile is called.
 func ParseToolSpecs(data []byte) ([]ToolSpec, error) {
 	type plain ToolSpec
 	var ps []plain
@@ -270,7 +271,7 @@ func ParseToolSpecs(data []byte) ([]ToolSpec, error) {
 	out := make([]ToolSpec, len(ps))
 	for i, p := range ps {
 		out[i] = ToolSpec(p)
-		if err := out[i].CheckShape(); err != nil {
+		if err := out[i].checkShape(); err != nil {
 			return nil, err
 		}
 	}

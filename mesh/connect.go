@@ -29,7 +29,7 @@ type ConnectOptions struct {
 	// TLSCA, TLSCert and TLSKey are PEM files for TLS.
 	TLSCA, TLSCert, TLSKey string
 	// MaxReconnects is how many reconnect attempts an outage may take
-	// before the connection closes for good: 0 means ReconnectForever (the
+	// before the connection closes for good: 0 means retry forever (the
 	// default), N > 0 gives up after N. ReconnectWait is the pause between
 	// attempts (default 2s).
 	MaxReconnects int
@@ -70,7 +70,7 @@ func (o ConnectOptions) NATSOptions() ([]nats.Option, error) {
 	}
 	maxRe := o.MaxReconnects
 	if maxRe == 0 {
-		maxRe = ReconnectForever
+		maxRe = reconnectForever
 	}
 	if o.Logger != nil {
 		opts = append(opts, connectionLogging(o.Logger)...)

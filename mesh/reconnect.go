@@ -7,11 +7,11 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// ReconnectForever is the MaxReconnects value of a connection that keeps
-// trying for as long as the process runs: the default, because a worker
-// or a long-running caller that silently gives up after an outage serves
-// nobody and is never restarted by its supervisor.
-const ReconnectForever = -1
+// reconnectForever is the nats.go MaxReconnects value of a connection
+// that keeps trying for as long as the process runs: the default, because
+// a worker or a long-running caller that silently gives up after an outage
+// serves nobody and is never restarted by its supervisor.
+const reconnectForever = -1
 
 // connectionLogging logs every change of a connection's state, so an
 // outage and its end are visible at the default level and a connection

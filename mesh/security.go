@@ -24,9 +24,9 @@ const MinHeartbeat = 100 * time.Millisecond
 // response_threshold (2 minutes by default).
 const MaxHeartbeat = time.Minute
 
-// IsAuthError reports whether a connection error means the server refused
+// isAuthError reports whether a connection error means the server refused
 // the credentials (wrong, expired or revoked), which no retry can fix.
-func IsAuthError(err error) bool {
+func isAuthError(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -78,7 +78,7 @@ func redactOne(raw string) string {
 func DialProblem(urls string, err error) *envelope.Problem {
 	where := RedactURL(urls)
 	detail := strings.ReplaceAll(err.Error(), urls, where)
-	if IsAuthError(err) {
+	if isAuthError(err) {
 		return envelope.Problemf(envelope.CodeUnauthorized, "the NATS server at %s refused the credentials: %s", where, detail).
 			WithFix("Check --user/--password, --creds, --nkey or --token (or the URL's user part) against the server's configuration.", envelope.HasPlaceholders)
 	}

@@ -32,16 +32,16 @@ type Histogram struct {
 	MaxMicros int64 `json:"max_us"`
 }
 
-// LatencyBoundsMicros are the bucket bounds workers use: roughly three per
+// latencyBoundsMicros are the bucket bounds workers use: roughly three per
 // decade from 50µs to 60s.
-func LatencyBoundsMicros() []int64 {
+func latencyBoundsMicros() []int64 {
 	return []int64{50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
 		1_000_000, 2_500_000, 5_000_000, 10_000_000, 30_000_000, 60_000_000}
 }
 
 // NewHistogram returns an empty histogram with the workers' bounds.
 func NewHistogram() Histogram {
-	b := LatencyBoundsMicros()
+	b := latencyBoundsMicros()
 	return Histogram{BoundsMicros: b, Counts: make([]int64, len(b)+1)}
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/internal/mcp/bridge"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker/cli"
@@ -137,10 +137,10 @@ func TestExampleCLIToolsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, tool := range f.Tools {
-		names = append(names, tool.Spec.Name)
-		if tool.Sandbox == nil {
-			t.Errorf("%s runs unconfined; the example is of sandboxed tools", tool.Spec.Name)
+	for _, spec := range f.Specs() {
+		names = append(names, spec.Name)
+		if spec.Sandbox == nil {
+			t.Errorf("%s runs unconfined; the example is of sandboxed tools", spec.Name)
 		}
 	}
 	if strings.Join(names, " ") != "text.grep files.list" {
@@ -178,8 +178,8 @@ func TestExampleMCPBridgeFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Tools) != 0 {
-		t.Errorf("the CLI loader found %d CLI tools in a bridge-only file", len(f.Tools))
+	if len(f.Specs()) != 0 {
+		t.Errorf("the CLI loader found %d CLI tools in a bridge-only file", len(f.Specs()))
 	}
 	entries, err := bridge.LoadFile(path)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/docs/problems"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 )
 
 // `toolmesh explain` prints the page of every registry code, found by its
@@ -17,8 +18,8 @@ func TestExplainEveryCode(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s has no page", code)
 		}
-		for _, arg := range []string{string(code), info.Slug, envelope.Registry{}.TypeURI(code),
-			envelope.Registry{BaseURI: "https://docs.example.org/errors/"}.TypeURI(code)} {
+		for _, arg := range []string{string(code), info.Slug, problembase.Registry{}.TypeURI(code),
+			problembase.Registry{BaseURI: "https://docs.example.org/errors/"}.TypeURI(code)} {
 			r := runCmd(t, "", "explain", arg)
 			if r.code != 0 || r.stdout != page {
 				t.Fatalf("explain %s: exit %d, stdout differs from the page (%d vs %d bytes); stderr %s", arg, r.code, len(r.stdout), len(page), r.stderr)

@@ -17,15 +17,15 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/mcp/bridge"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mcp/bridge"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// mcpServerBin builds the go-sdk test server of mcp/bridge/testdata.
-var mcpServerBin = builtOnce("../mcp/bridge/testdata/mcpserver", "mcpserver")
+// mcpServerBin builds the go-sdk test server of internal/mcp/bridge/testdata.
+var mcpServerBin = builtOnce("../internal/mcp/bridge/testdata/mcpserver", "mcpserver")
 
 // startBridge bridges entry onto a fresh mesh and returns a caller on it.
 func startBridge(t *testing.T, entry bridge.Entry) (*bridge.Bridge, *caller.Caller) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/mcp/gateway"
+	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
 

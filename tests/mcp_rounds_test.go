@@ -10,8 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolmesh/toolmesh/mcp/bridge"
-	"github.com/toolmesh/toolmesh/mcp/gateway"
+	"github.com/toolmesh/toolmesh/internal/mcp/bridge"
+	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/mcp/bridge"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mcp/bridge"
 )
 
 // TestMCPBridgeWildSchemas bridges a server whose tools carry the schemas

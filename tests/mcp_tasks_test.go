@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/toolmesh/toolmesh/mcp/gateway"
+	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/tasks"
 	"github.com/toolmesh/toolmesh/worker"

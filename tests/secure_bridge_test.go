@@ -17,7 +17,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/gateway"
+	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 )
 
 // tenantGateway serves c's view of the mesh through an MCP gateway and

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -153,8 +154,8 @@ func (c *call) open(q Question, schema *envelope.Schema, approval *envelope.Appr
 	}
 	c.qseq++
 	id := "Q" + strconv.Itoa(int(c.qseq))
-	ev := envelope.QuestionEvent(q.Message, envelope.Question{ID: id, Schema: q.Schema, WorkerID: c.w.cfg.ID,
-		TimeoutMS: max(timeout.Milliseconds(), 1), Approval: approval, Sampling: q.Sampling})
+	ev := envelope.ToolEvent{Type: envelope.EventQuestion, Message: q.Message, Question: &envelope.Question{ID: id, Schema: q.Schema,
+		WorkerID: c.w.cfg.ID, TimeoutMS: max(timeout.Milliseconds(), 1), Approval: approval, Sampling: q.Sampling}}
 	if err := c.enqueueFreeLocked(ev); err != nil {
 		return "", nil, err
 	}
@@ -220,7 +221,7 @@ func (c *call) answer(ctl wire.Control) {
 	}
 	if reason == "" {
 		delete(c.questions, ctl.QuestionID)
-		_ = c.enqueueFreeLocked(envelope.AnsweredEvent(ctl.QuestionID, ctl.Action))
+		_ = c.enqueueFreeLocked(envelope.ToolEvent{Type: envelope.EventAnswered, Question: &envelope.Question{ID: ctl.QuestionID, Action: ctl.Action}})
 	}
 	c.mu.Unlock()
 	span := trace.SpanFromContext(c.ctx)
@@ -244,7 +245,7 @@ func answerFault(oq *openQuestion, ctl wire.Control) string {
 	switch {
 	case oq == nil:
 		return "no such open question"
-	case !envelope.ValidAction(ctl.Action):
+	case !wire.ValidAction(ctl.Action):
 		return "unknown action"
 	case ctl.Action != envelope.ActionAccept:
 		return ""
@@ -258,7 +259,7 @@ func answerFault(oq *openQuestion, ctl wire.Control) string {
 
 // askProblem is the terminal of a call ended by an unanswered question
 // (nil for any other cause).
-func askProblem(cause error, r envelope.Registry) *envelope.Problem {
+func askProblem(cause error, r problembase.Registry) *envelope.Problem {
 	var te inputTimeoutError
 	if errors.As(cause, &te) {
 		return r.New(envelope.CodeInputTimeout, te.Error())

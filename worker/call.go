@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/internal/redact"
 )
 
@@ -314,7 +315,7 @@ func (c *call) prepare(ctx context.Context, slot bool) (prepared, *envelope.Prob
 	}
 	if p == nil && c.stream {
 		meta := map[string]any{"worker_id": w.cfg.ID}
-		if err := c.emit(ctx, envelope.StartEvent(c.tool.spec.Name, c.key.id, meta)); err != nil {
+		if err := c.emit(ctx, envelope.ToolEvent{Type: envelope.EventStart, ToolID: c.tool.spec.Name, CallID: c.key.id, Metadata: meta}); err != nil {
 			p = c.contextProblem(ctx)
 		}
 	}
@@ -487,7 +488,7 @@ func (c *call) checkOutput(data json.RawMessage) *envelope.Problem {
 }
 
 // withBase rewrites a Problem's type under the worker's base URI.
-func withBase(p *envelope.Problem, r envelope.Registry) *envelope.Problem {
+func withBase(p *envelope.Problem, r problembase.Registry) *envelope.Problem {
 	p.Type = r.TypeURI(p.Code)
 	return p
 }

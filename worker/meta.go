@@ -8,6 +8,7 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -53,7 +54,7 @@ type traceFields struct{ parent, state, baggage string }
 
 // metaParser validates one metadata line against a worker's bounds.
 type metaParser struct {
-	problems                 envelope.Registry
+	problems                 problembase.Registry
 	defInterval, minInterval time.Duration
 }
 

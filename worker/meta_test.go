@@ -8,11 +8,12 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
 func testParser() metaParser {
-	return metaParser{problems: envelope.Registry{}, defInterval: time.Second, minInterval: mesh.MinHeartbeat}
+	return metaParser{problems: problembase.Registry{}, defInterval: time.Second, minInterval: mesh.MinHeartbeat}
 }
 
 func TestParseCallMeta(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -78,7 +79,7 @@ type Config struct {
 	// workermw.AuditRefused record every call's end. It runs on the
 	// subscription's or the call's goroutine: it must not block.
 	OnRefused func(ctx context.Context, req *Request, p *envelope.Problem)
-	// ProblemBaseURI is the base of problem type URIs (default envelope.DefaultBaseURI).
+	// ProblemBaseURI is the base of problem type URIs (default https://toolmesh.dev/problems).
 	ProblemBaseURI string
 	// Logger receives the worker's logs (default slog.Default()).
 	Logger *slog.Logger
@@ -170,7 +171,7 @@ type Worker struct {
 	nc       *nats.Conn
 	cfg      Config
 	subjects mesh.Subjects
-	problems envelope.Registry
+	problems problembase.Registry
 	tracer   *telemetry.Tracer
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
@@ -403,7 +404,7 @@ func newWorker(nc *nats.Conn, cfg Config) *Worker {
 		nc:          nc,
 		cfg:         cfg,
 		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
-		problems:    envelope.Registry{BaseURI: cfg.ProblemBaseURI},
+		problems:    problembase.Registry{BaseURI: cfg.ProblemBaseURI},
 		tracer:      telemetry.NewTracer(cfg.Tracing.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
 		prop:        cfg.Tracing.Propagator,
 		log:         cfg.Logger.With("worker_id", cfg.ID),

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/toolmesh/toolmesh/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
 )
 
 func main() {

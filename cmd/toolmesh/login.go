@@ -11,7 +11,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/bridge"
+	"github.com/toolmesh/toolmesh/internal/mcp/bridge"
 )
 
 // newLoginCmd is `toolmesh login`: a person authorizes the bridge's OAuth

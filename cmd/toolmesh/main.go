@@ -7,7 +7,7 @@
 package main
 
 import (
-	"github.com/toolmesh/toolmesh/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
 
 	"context"
 	"errors"

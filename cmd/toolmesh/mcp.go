@@ -16,8 +16,8 @@ import (
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/gcfloor"
+	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 	"github.com/toolmesh/toolmesh/internal/oauth"
-	"github.com/toolmesh/toolmesh/mcp/gateway"
 )
 
 // mcpFlags are the flags of `toolmesh mcp`.

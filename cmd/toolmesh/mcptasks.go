@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/gateway"
+	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 )
 
 // taskRules parses the --task flags: "GLOB", "GLOB:required",

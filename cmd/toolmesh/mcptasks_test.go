@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/gateway"
+	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 )
 
 // --task GLOB[:required][:ask-first] becomes the gateway's task rules;

@@ -202,7 +202,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 // failure before it serves, so no phantom stays registered.
 func runWorker(ctx context.Context, g *globals, nc *nats.Conn, file *cli.File, config string, wcfg worker.Config, drain time.Duration) error {
 	var w *worker.Worker
-	if len(file.Tools) > 0 {
+	if len(file.Specs()) > 0 {
 		var err error
 		if w, err = worker.New(nc, wcfg); err != nil {
 			return envelope.AsProblem(err, envelope.CodeInternal) // a refused subscription is forbidden, naming it

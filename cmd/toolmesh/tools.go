@@ -64,7 +64,7 @@ func newToolsSearchCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hits := catalog.NewSearchIndex(cat).Search(strings.Join(args, " "))
+			hits := new(catalog.SearchCache).Search(cat, strings.Join(args, " "))
 			if limit > 0 && len(hits) > limit {
 				hits = hits[:limit]
 			}

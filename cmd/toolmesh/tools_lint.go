@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mcp/bridge"
+	"github.com/toolmesh/toolmesh/internal/mcp/bridge"
 	"github.com/toolmesh/toolmesh/worker/cli"
 )
 

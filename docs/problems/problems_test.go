@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 )
 
 // Every registry code has a page whose facts match the registry and whose
@@ -20,7 +21,7 @@ func TestEveryCodeHasAPage(t *testing.T) {
 			if !ok {
 				t.Fatalf("no docs/problems/%s.md", info.Slug)
 			}
-			typeURI := envelope.Registry{}.TypeURI(code)
+			typeURI := problembase.Registry{}.TypeURI(code)
 			u, err := url.Parse(typeURI)
 			if err != nil {
 				t.Fatal(err)

@@ -79,7 +79,7 @@ func (ts *Toolset) mapCall(r rawCall) ToolCall {
 		c.Problem = envelope.Problemf(envelope.CodeInvalidInput, "call %s: %s calls are not mesh tools; call one of the offered functions", r.id, r.unsupported)
 		return c
 	}
-	tool, ok := ts.Names.MeshName(r.name)
+	tool, ok := ts.Names.meshName(r.name)
 	if !ok {
 		c.Problem = ts.unknownTool(r.name)
 		return c
@@ -97,7 +97,7 @@ func (ts *Toolset) mapCall(r rawCall) ToolCall {
 // unknownTool is the Problem for a name the export did not offer.
 func (ts *Toolset) unknownTool(name string) *envelope.Problem {
 	p := envelope.Problemf(envelope.CodeToolNotFound, "no tool named %q is offered", name)
-	names := make([]string, 0, ts.Names.Len())
+	names := make([]string, 0, ts.Names.size())
 	for n := range ts.Names.toMesh {
 		names = append(names, n)
 	}

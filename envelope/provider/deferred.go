@@ -22,14 +22,14 @@ import (
 //     tool_search_output carrying the found functions' definitions, in
 //     their namespaces.
 //   - Anthropic: every tool defer_loading:true, plus a client tool
-//     (SearchToolName) the model calls with a query; its tool_result holds
+//     (searchToolName) the model calls with a query; its tool_result holds
 //     one tool_reference block per tool found, which the API expands.
 //
 // Chat Completions, Gemini and MCP have no deferred loading: their export
 // is whole, with a note saying so.
 
-// SearchToolName is the client-run tool search's name in a deferred export.
-const SearchToolName = "tool_search"
+// searchToolName is the client-run tool search's name in a deferred export.
+const searchToolName = "tool_search"
 
 // searchDescription tells the model what the tool search does.
 const searchDescription = "Search the available tools by what they do, in words (\"read a file\"); " +
@@ -94,12 +94,12 @@ func (ts *Toolset) deferAnthropic() error {
 		}
 		ts.Tools[i] = d
 	}
-	search, err := json.Marshal(anthropicTool{Name: SearchToolName, Description: searchDescription, InputSchema: searchParameters})
+	search, err := json.Marshal(anthropicTool{Name: searchToolName, Description: searchDescription, InputSchema: searchParameters})
 	if err != nil {
 		return err
 	}
 	ts.Tools = append(ts.Tools, search)
-	ts.SearchTool = SearchToolName
+	ts.SearchTool = searchToolName
 	return nil
 }
 
@@ -123,7 +123,7 @@ func (ts *Toolset) deferResponses() error {
 		return err
 	}
 	ts.Tools = append(out, search)
-	ts.SearchTool = SearchToolName
+	ts.SearchTool = searchToolName
 	return nil
 }
 
@@ -172,7 +172,7 @@ func (ts *Toolset) namespaces(deferred bool) (map[string]*nsGroup, []string, err
 		if err := json.Unmarshal(raw, &head); err != nil || head.Type != "function" {
 			continue
 		}
-		mesh, _ := ts.Names.MeshName(head.Name)
+		mesh, _ := ts.Names.meshName(head.Name)
 		ns, _, dotted := strings.Cut(mesh, ".")
 		if !dotted {
 			ns = ""

@@ -21,12 +21,12 @@ func TestExportDeferredGolden(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			ts := exportFixture(t, tc.opts)
 			golden(t, "export_"+tc.file+".json", ts)
-			if ts.SearchTool != SearchToolName {
-				t.Fatalf("search tool = %q, want %q", ts.SearchTool, SearchToolName)
+			if ts.SearchTool != searchToolName {
+				t.Fatalf("search tool = %q, want %q", ts.SearchTool, searchToolName)
 			}
 			all := strings.Join(rawStrings(ts.Tools), "\n")
-			if n := strings.Count(all, `"defer_loading":true`); n != ts.Names.Len() {
-				t.Fatalf("%d tools deferred, want every one of %d", n, ts.Names.Len())
+			if n := strings.Count(all, `"defer_loading":true`); n != ts.Names.size() {
+				t.Fatalf("%d tools deferred, want every one of %d", n, ts.Names.size())
 			}
 		})
 	}

@@ -73,7 +73,7 @@ func (o ExportOptions) capabilities() (Capabilities, error) {
 	if t == nil {
 		t = DefaultCapabilities()
 	}
-	return t.Lookup(o.Provider, o.Model)
+	return t.lookup(o.Provider, o.Model)
 }
 
 // Export lowers specs into the provider's tool declarations. A spec that
@@ -91,7 +91,7 @@ func Export(specs []envelope.ToolSpec, o ExportOptions) (*Toolset, error) {
 	for i, s := range valid {
 		names[i] = s.Name
 	}
-	ts.Names = MapNames(o.Provider.NameRule(), names)
+	ts.Names = mapNames(o.Provider.nameRule(), names)
 	if o.Defer && o.Provider.defers() {
 		valid = ts.dropSearchNamesake(valid)
 	}
@@ -143,14 +143,14 @@ func (ts *Toolset) exportable(specs []envelope.ToolSpec) []envelope.ToolSpec {
 }
 
 // dropSearchNamesake leaves out, as a gap, the tool whose provider name
-// is the deferred export's tool search (SearchToolName): the model's
+// is the deferred export's tool search (searchToolName): the model's
 // calls to it would be taken for searches.
 func (ts *Toolset) dropSearchNamesake(valid []envelope.ToolSpec) []envelope.ToolSpec {
-	mesh, ok := ts.Names.MeshName(SearchToolName)
+	mesh, ok := ts.Names.meshName(searchToolName)
 	if !ok {
 		return valid
 	}
-	ts.gap(mesh, fmt.Sprintf("not exported: its name %q is the deferred export's tool search; rename the tool to export it", SearchToolName))
+	ts.gap(mesh, fmt.Sprintf("not exported: its name %q is the deferred export's tool search; rename the tool to export it", searchToolName))
 	kept := make([]envelope.ToolSpec, 0, len(valid)-1)
 	for _, s := range valid {
 		if s.Name != mesh {

@@ -68,7 +68,7 @@ func (ts *Toolset) openAITool(s envelope.ToolSpec, name string) any {
 	params := inputSchema(s)
 	strict := ts.Capabilities.Tools == SchemaStrict
 	if strict {
-		r := Strict(params)
+		r := makeStrict(params)
 		strict = r.Strict
 		params = r.Schema
 		ts.note(s.Name, r.Notes...)

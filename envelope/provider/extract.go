@@ -121,7 +121,7 @@ func responsesCalls(output json.RawMessage) ([]rawCall, error) {
 			out = append(out, rawCall{id: it.CallID, name: it.Name, args: it.Arguments, argsString: true})
 		case "tool_search_call":
 			if it.Execution == "client" { // a hosted search was run by the provider
-				out = append(out, rawCall{id: it.CallID, name: SearchToolName, args: it.Arguments, search: true})
+				out = append(out, rawCall{id: it.CallID, name: searchToolName, args: it.Arguments, search: true})
 			}
 		case "custom_tool_call":
 			out = append(out, rawCall{id: it.CallID, unsupported: `"custom_tool_call"`})

@@ -8,9 +8,9 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
-// StructuredOutputTool is the name of the synthetic tool a ForcedTool
+// structuredOutputTool is the name of the synthetic tool a ForcedTool
 // lowering forces the model to call; its input is the answer.
-const StructuredOutputTool = "structured_output"
+const structuredOutputTool = "structured_output"
 
 // Lowered is a ResponseFormat in one provider's request: members to merge
 // into the request body, tools to append to its tools, and text to append

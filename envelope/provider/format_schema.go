@@ -42,7 +42,7 @@ func (l *Lowered) jsonSchema(p Provider, f envelope.JSONSchemaFormat) error {
 // every object like OpenAI's strict mode; a schema that cannot be closed
 // (an open map) goes through the forced tool instead.
 func (l *Lowered) anthropicNative(f envelope.JSONSchemaFormat) error {
-	r := Strict(f.Schema)
+	r := makeStrict(f.Schema)
 	if !r.Strict {
 		l.Notes = append(l.Notes, Note{Message: "output_config needs closed objects (" + r.Reason + "): forced tool instead"})
 		l.Strategy = FormatForcedTool
@@ -60,7 +60,7 @@ func (l *Lowered) strictSchema(f envelope.JSONSchemaFormat) (json.RawMessage, bo
 	if !f.Strict {
 		return f.Schema, false
 	}
-	r := Strict(f.Schema)
+	r := makeStrict(f.Schema)
 	for _, n := range r.Notes {
 		l.Notes = append(l.Notes, Note{Message: n})
 	}
@@ -89,20 +89,20 @@ func (l *Lowered) forcedTool(f envelope.JSONSchemaFormat) error {
 		l.System = schemaPrompt(f)
 		return nil
 	}
-	tool, err := json.Marshal(anthropicTool{Name: StructuredOutputTool,
+	tool, err := json.Marshal(anthropicTool{Name: structuredOutputTool,
 		Description: "Give your final answer (" + f.Name + ") by calling this tool with it as the input.", InputSchema: f.Schema})
 	if err != nil {
 		return err
 	}
 	l.Tools = []json.RawMessage{tool}
-	l.set("tool_choice", map[string]string{"type": "tool", "name": StructuredOutputTool})
+	l.set("tool_choice", map[string]string{"type": "tool", "name": structuredOutputTool})
 	return nil
 }
 
 // geminiLegacy lowers to responseSchema; a schema the subset cannot hold
 // (a $ref cycle) falls back to the system prompt, with a note.
 func (l *Lowered) geminiLegacy(f envelope.JSONSchemaFormat) error {
-	r, err := Legacy(f.Schema)
+	r, err := toLegacy(f.Schema)
 	for _, n := range r.Notes {
 		l.Notes = append(l.Notes, Note{Message: "responseSchema " + n})
 	}

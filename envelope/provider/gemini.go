@@ -6,9 +6,9 @@ import (
 	"slices"
 )
 
-// LegacyResult is a JSON Schema lowered to Gemini's OpenAPI-subset Schema
+// legacyResult is a JSON Schema lowered to Gemini's OpenAPI-subset Schema
 // (FunctionDeclaration.parameters, GenerationConfig.responseSchema).
-type LegacyResult struct {
+type legacyResult struct {
 	Schema json.RawMessage
 	// Notes list what was dropped or rewritten, by pointer.
 	Notes []string
@@ -32,22 +32,22 @@ type legacyLowerer struct {
 	stack []string // $refs being inlined
 }
 
-// Legacy lowers schema to Gemini's legacy Schema: $ref inlined (a cycle
+// toLegacy lowers schema to Gemini's legacy Schema: $ref inlined (a cycle
 // is an error naming it, since the subset has no references), type names
 // upper-cased, ["T","null"] as nullable, oneOf as anyOf, allOf of objects
 // merged; additionalProperties, $defs and other keywords the subset lacks
 // are dropped and noted (the worker still enforces them).
-func Legacy(schema json.RawMessage) (LegacyResult, error) {
+func toLegacy(schema json.RawMessage) (legacyResult, error) {
 	v, err := decodeJSON(schema)
 	if err != nil {
-		return LegacyResult{}, fmt.Errorf("schema is not valid JSON: %w", err)
+		return legacyResult{}, fmt.Errorf("schema is not valid JSON: %w", err)
 	}
 	l := &legacyLowerer{root: v}
 	out, err := l.node(v, "")
 	if err != nil {
-		return LegacyResult{Notes: l.notes}, err
+		return legacyResult{Notes: l.notes}, err
 	}
-	return LegacyResult{Schema: mustJSON(out), Notes: l.notes}, nil
+	return legacyResult{Schema: mustJSON(out), Notes: l.notes}, nil
 }
 
 func (l *legacyLowerer) note(ptr, format string, args ...any) {

@@ -84,8 +84,8 @@ func TestExportGolden(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			ts := exportFixture(t, tc.opts)
 			golden(t, "export_"+tc.file+".json", ts)
-			if n := declarations(t, ts); ts.Names.Len() != n {
-				t.Errorf("%d tools but %d names mapped", n, ts.Names.Len())
+			if n := declarations(t, ts); ts.Names.size() != n {
+				t.Errorf("%d tools but %d names mapped", n, ts.Names.size())
 			}
 		})
 	}

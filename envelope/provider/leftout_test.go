@@ -31,7 +31,7 @@ func exportedMeshNames(ts *Toolset) map[string]bool {
 func TestExportLeavesOutMCPSurfaceTools(t *testing.T) {
 	specs := append(fixtureSpecs(t), surfaceSpec("fs", wire.MCPResourcesRead), surfaceSpec("fs", wire.MCPPromptsList),
 		surfaceSpec("memory", wire.MCPResourcesList))
-	for _, p := range Providers() {
+	for _, p := range providers() {
 		for _, deferred := range []bool{false, true} {
 			t.Run(string(p)+map[bool]string{true: "/deferred"}[deferred], func(t *testing.T) {
 				ts, err := Export(specs, ExportOptions{Provider: p, Defer: deferred})
@@ -44,8 +44,8 @@ func TestExportLeavesOutMCPSurfaceTools(t *testing.T) {
 						t.Errorf("surface tool %s exported", mesh)
 					}
 				}
-				if ts.Names.Len() != whole.Names.Len() || ts.Complete != whole.Complete {
-					t.Errorf("exported %d tools (complete %v), want the fixture's %d (complete %v)", ts.Names.Len(), ts.Complete, whole.Names.Len(), whole.Complete)
+				if ts.Names.size() != whole.Names.size() || ts.Complete != whole.Complete {
+					t.Errorf("exported %d tools (complete %v), want the fixture's %d (complete %v)", ts.Names.size(), ts.Complete, whole.Names.size(), whole.Complete)
 				}
 				if all := strings.Join(rawStrings(ts.Tools), "\n"); strings.Contains(all, "_mcp") {
 					t.Errorf("a declaration names a surface tool: %s", all)
@@ -103,8 +103,8 @@ func TestDeferredExportSkipsTheSearchToolsNamesake(t *testing.T) {
 			if ts.Complete || !hasNote(ts, tc.mesh, "is the deferred export's tool search") {
 				t.Fatalf("complete %v, notes %+v: want a gap naming %s", ts.Complete, ts.Notes, tc.mesh)
 			}
-			if ts.SearchTool != SearchToolName || countNamed(t, ts, SearchToolName) != 1 {
-				t.Fatalf("want exactly one tool named %q (the search), got %d", SearchToolName, countNamed(t, ts, SearchToolName))
+			if ts.SearchTool != searchToolName || countNamed(t, ts, searchToolName) != 1 {
+				t.Fatalf("want exactly one tool named %q (the search), got %d", searchToolName, countNamed(t, ts, searchToolName))
 			}
 		})
 	}

@@ -8,8 +8,8 @@ import (
 	"sort"
 )
 
-// NameRule is what one provider accepts as a tool name.
-type NameRule struct {
+// nameRule is what one provider accepts as a tool name.
+type nameRule struct {
 	// MaxLen is the longest name accepted.
 	MaxLen int
 	// Dots and Colons say whether '.' and ':' may appear.
@@ -18,8 +18,8 @@ type NameRule struct {
 	LetterFirst bool
 }
 
-// Valid reports whether name obeys the rule.
-func (r NameRule) Valid(name string) bool {
+// valid reports whether name obeys the rule.
+func (r nameRule) valid(name string) bool {
 	if name == "" || len(name) > r.MaxLen {
 		return false
 	}
@@ -43,7 +43,7 @@ func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 // simple is the readable form of a mesh name under the rule: dots become
 // underscores when the provider refuses them. It may still be invalid
 // (too long, bad first character); then the hashed form is used.
-func (r NameRule) simple(mesh string) string {
+func (r nameRule) simple(mesh string) string {
 	if r.Dots {
 		return mesh
 	}
@@ -60,7 +60,7 @@ func (r NameRule) simple(mesh string) string {
 // and ends in a digest of the mesh name (salted after a clash), so two
 // mesh names can only share it by a SHA-256 prefix collision, which the
 // caller still checks for.
-func (r NameRule) hashed(mesh string, salt int) string {
+func (r nameRule) hashed(mesh string, salt int) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", mesh, salt))
 	tail := "_" + hex.EncodeToString(sum[:5])
 	prefix := r.simple(mesh)
@@ -81,17 +81,17 @@ type NameMap struct {
 	toMesh     map[string]string
 }
 
-// MapNames maps every mesh name in names under rule. Names that are
+// mapNames maps every mesh name in names under rule. Names that are
 // already valid provider names keep themselves; the others take their
 // readable form (dots → underscores) unless it is invalid or taken, and
 // then a hashed form. The result depends only on the set of names.
-func MapNames(rule NameRule, names []string) NameMap {
+func mapNames(rule nameRule, names []string) NameMap {
 	sorted := append([]string(nil), names...)
 	sort.Strings(sorted)
 	m := NameMap{toProvider: map[string]string{}, toMesh: map[string]string{}}
 	// Pass 1: names the provider accepts as they are claim themselves.
 	for _, n := range sorted {
-		if _, done := m.toProvider[n]; !done && rule.Valid(n) {
+		if _, done := m.toProvider[n]; !done && rule.valid(n) {
 			m.add(n, n)
 		}
 	}
@@ -101,7 +101,7 @@ func MapNames(rule NameRule, names []string) NameMap {
 			continue
 		}
 		cand := rule.simple(n)
-		for salt := 0; !rule.Valid(cand) || m.taken(cand); salt++ {
+		for salt := 0; !rule.valid(cand) || m.taken(cand); salt++ {
 			cand = rule.hashed(n, salt)
 		}
 		m.add(n, cand)
@@ -122,14 +122,14 @@ func (m NameMap) ProviderName(mesh string) (string, bool) {
 	return p, ok
 }
 
-// MeshName returns the mesh tool a provider name stands for.
-func (m NameMap) MeshName(prov string) (string, bool) {
+// meshName returns the mesh tool a provider name stands for.
+func (m NameMap) meshName(prov string) (string, bool) {
 	n, ok := m.toMesh[prov]
 	return n, ok
 }
 
-// Len is the number of mapped tools.
-func (m NameMap) Len() int { return len(m.toMesh) }
+// size is the number of mapped tools.
+func (m NameMap) size() int { return len(m.toMesh) }
 
 // MarshalJSON writes {"<provider name>":"<mesh name>",…}, the direction a
 // model's calls are read in (keys sorted).

@@ -10,7 +10,7 @@ import (
 
 // checkNameMap asserts that m maps every name validly, reversibly and
 // without collisions under rule, and survives its JSON form.
-func checkNameMap(t *testing.T, rule NameRule, names []string, m NameMap) {
+func checkNameMap(t *testing.T, rule nameRule, names []string, m NameMap) {
 	t.Helper()
 	seen := map[string]string{}
 	for _, n := range names {
@@ -18,17 +18,17 @@ func checkNameMap(t *testing.T, rule NameRule, names []string, m NameMap) {
 		if !ok {
 			t.Fatalf("%q not mapped", n)
 		}
-		if !rule.Valid(p) {
+		if !rule.valid(p) {
 			t.Fatalf("%q mapped to %q, which the provider refuses", n, p)
 		}
 		if other, dup := seen[p]; dup && other != n {
 			t.Fatalf("%q and %q both map to %q", other, n, p)
 		}
 		seen[p] = n
-		if back, ok := m.MeshName(p); !ok || back != n {
+		if back, ok := m.meshName(p); !ok || back != n {
 			t.Fatalf("%q → %q → %q: not reversible", n, p, back)
 		}
-		if rule.Valid(n) && p != n {
+		if rule.valid(n) && p != n {
 			t.Fatalf("%q is a valid provider name but was renamed %q", n, p)
 		}
 	}
@@ -42,7 +42,7 @@ func checkNameMap(t *testing.T, rule NameRule, names []string, m NameMap) {
 	}
 	for _, n := range names {
 		p, _ := m.ProviderName(n)
-		if got, _ := back.MeshName(p); got != n {
+		if got, _ := back.meshName(p); got != n {
 			t.Fatalf("JSON round trip lost %q", n)
 		}
 	}
@@ -57,13 +57,13 @@ func TestNameMapTable(t *testing.T) {
 		{"9lives", "_x", "-dash"},
 	}
 	for _, names := range cases {
-		for _, p := range Providers() {
-			checkNameMap(t, p.NameRule(), names, MapNames(p.NameRule(), names))
+		for _, p := range providers() {
+			checkNameMap(t, p.nameRule(), names, mapNames(p.nameRule(), names))
 		}
 	}
 	// The mapping depends only on the set, not its order.
-	a := MapNames(OpenAI.NameRule(), []string{"x.y", "x_y", "z"})
-	b := MapNames(OpenAI.NameRule(), []string{"z", "x_y", "x.y"})
+	a := mapNames(OpenAI.nameRule(), []string{"x.y", "x_y", "z"})
+	b := mapNames(OpenAI.nameRule(), []string{"z", "x_y", "x.y"})
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	if string(ja) != string(jb) {
@@ -86,8 +86,8 @@ func FuzzNameMap(f *testing.F) {
 				seen[n] = true
 			}
 		}
-		for _, p := range Providers() {
-			checkNameMap(t, p.NameRule(), names, MapNames(p.NameRule(), names))
+		for _, p := range providers() {
+			checkNameMap(t, p.nameRule(), names, mapNames(p.nameRule(), names))
 		}
 	})
 }

@@ -17,34 +17,34 @@ const (
 	MCP             Provider = "mcp"              // Model Context Protocol
 )
 
-// Providers lists every provider, in a stable order.
-func Providers() []Provider { return []Provider{OpenAI, OpenAIResponses, Anthropic, Gemini, MCP} }
+// providers lists every provider, in a stable order.
+func providers() []Provider { return []Provider{OpenAI, OpenAIResponses, Anthropic, Gemini, MCP} }
 
 // ParseProvider reads a provider name as the command line spells it.
 func ParseProvider(s string) (Provider, error) {
-	for _, p := range Providers() {
+	for _, p := range providers() {
 		if string(p) == s {
 			return p, nil
 		}
 	}
 	names := make([]string, 0, 5)
-	for _, p := range Providers() {
+	for _, p := range providers() {
 		names = append(names, string(p))
 	}
 	return "", fmt.Errorf("unknown provider %q (want %s)", s, strings.Join(names, ", "))
 }
 
-// NameRule returns the provider's tool-name rule. Anthropic documents
+// nameRule returns the provider's tool-name rule. Anthropic documents
 // 128 characters, but some of its front ends accept only 64, so 64 is used:
 // one export then works everywhere.
-func (p Provider) NameRule() NameRule {
+func (p Provider) nameRule() nameRule {
 	switch p {
 	case Gemini:
-		return NameRule{MaxLen: 64, Dots: true, Colons: true, LetterFirst: true}
+		return nameRule{MaxLen: 64, Dots: true, Colons: true, LetterFirst: true}
 	case MCP:
-		return NameRule{MaxLen: 128, Dots: true}
+		return nameRule{MaxLen: 128, Dots: true}
 	}
-	return NameRule{MaxLen: 64}
+	return nameRule{MaxLen: 64}
 }
 
 // FormatStrategy is how a provider's request carries a ResponseFormat.
@@ -81,8 +81,7 @@ const (
 	// SchemaLegacy: the models of Gemini's OpenAPI-subset Schema
 	// (gemini-1*, gemini-2.0*). Their tools are still declared in JSON
 	// Schema (parametersJsonSchema), with a note: the subset's JSON cannot
-	// satisfy the official SDKs' types (see Toolset); Legacy lowers a
-	// schema to the subset for callers that need it.
+	// satisfy the official SDKs' types (see Toolset).
 	SchemaLegacy ToolSchemaStyle = "legacy"
 )
 
@@ -128,8 +127,8 @@ func DefaultCapabilities() CapabilityTable {
 	}
 }
 
-// Lookup returns the capabilities of model on provider.
-func (t CapabilityTable) Lookup(p Provider, model string) (Capabilities, error) {
+// lookup returns the capabilities of model on provider.
+func (t CapabilityTable) lookup(p Provider, model string) (Capabilities, error) {
 	best := -1
 	for i, r := range t {
 		if r.Provider != p || !strings.HasPrefix(model, r.ModelPrefix) {

@@ -71,10 +71,10 @@ func joinArray(items []json.RawMessage) json.RawMessage {
 	return append(out, ']')
 }
 
-// ProblemText renders a Problem as the few lines a model needs to act on
+// problemText renders a Problem as the few lines a model needs to act on
 // it — code, detail, whether and when to retry, the suggested fix — and
 // nothing else, since every token is paid for.
-func ProblemText(p *envelope.Problem) string {
+func problemText(p *envelope.Problem) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "error %s: %s", p.Code, p.Error())
 	if p.RetryAfter != nil {
@@ -88,12 +88,12 @@ func ProblemText(p *envelope.Problem) string {
 	return b.String()
 }
 
-// Text is the outcome as the text a model reads: a string result as
-// itself, any other result as compact JSON, a Problem as ProblemText
+// text is the outcome as the text a model reads: a string result as
+// itself, any other result as compact JSON, a Problem as problemText
 // followed by the output streamed before it failed.
-func (o Outcome) Text() string {
+func (o Outcome) text() string {
 	if o.Problem != nil {
-		t := ProblemText(o.Problem)
+		t := problemText(o.Problem)
 		if len(o.Deltas) > 0 {
 			t += "\npartial output: " + compact(joinArray(o.Deltas))
 		}

@@ -14,7 +14,7 @@ func ResultItem(p Provider, call ToolCall, o Outcome) (json.RawMessage, error) {
 	if call.Problem != nil && o.Problem == nil && o.Data == nil {
 		o.Problem = call.Problem
 	}
-	text := o.Text()
+	text := o.text()
 	var v any
 	switch p {
 	case OpenAI:

@@ -58,8 +58,8 @@ func strictFormat(k string) bool {
 	return false
 }
 
-// StrictResult is a schema prepared for OpenAI strict mode.
-type StrictResult struct {
+// strictResult is a schema prepared for OpenAI strict mode.
+type strictResult struct {
 	// Schema is the strict schema when Strict, else the input unchanged.
 	Schema json.RawMessage
 	// Strict is true only when Schema obeys every strict rule.
@@ -81,17 +81,17 @@ type strictifier struct {
 	inline []string // $refs being inlined, for cycle detection
 }
 
-// Strict transforms a JSON Schema for OpenAI strict mode. A schema that
+// makeStrict transforms a JSON Schema for OpenAI strict mode. A schema that
 // cannot be made strict comes back unchanged with Strict false and the
-// reason; the result is never marked strict unless CheckStrict passes.
-func Strict(schema json.RawMessage) StrictResult {
+// reason; the result is never marked strict unless checkStrict passes.
+func makeStrict(schema json.RawMessage) strictResult {
 	v, err := decodeJSON(schema)
 	if err != nil {
-		return StrictResult{Schema: schema, Reason: "schema is not valid JSON: " + err.Error()}
+		return strictResult{Schema: schema, Reason: "schema is not valid JSON: " + err.Error()}
 	}
 	root, ok := v.(obj)
 	if !ok || !hasType(root, "object") || len(typeList(root)) != 1 {
-		return StrictResult{Schema: schema, Reason: `the root must be {"type":"object"}`}
+		return strictResult{Schema: schema, Reason: `the root must be {"type":"object"}`}
 	}
 	s := &strictifier{root: root}
 	if takesNoArgs(root) {
@@ -102,12 +102,12 @@ func Strict(schema json.RawMessage) StrictResult {
 	}
 	out, err := s.transformRoot()
 	if err != nil {
-		return StrictResult{Schema: schema, Reason: err.Error(), Notes: s.notes}
+		return strictResult{Schema: schema, Reason: err.Error(), Notes: s.notes}
 	}
-	if v := CheckStrict(out); len(v) > 0 {
-		return StrictResult{Schema: schema, Reason: "strict check failed: " + v[0], Notes: s.notes}
+	if v := checkStrict(out); len(v) > 0 {
+		return strictResult{Schema: schema, Reason: "strict check failed: " + v[0], Notes: s.notes}
 	}
-	return StrictResult{Schema: out, Strict: true, Notes: s.notes}
+	return strictResult{Schema: out, Strict: true, Notes: s.notes}
 }
 
 // takesNoArgs reports a root object that declares no argument at all:

@@ -10,7 +10,7 @@ import (
 )
 
 // obeysStrict is the test's own reading of OpenAI's strict-mode rules,
-// written apart from CheckStrict so the two check each other.
+// written apart from checkStrict so the two check each other.
 func obeysStrict(t *testing.T, where string, schema json.RawMessage) {
 	t.Helper()
 	var root map[string]any
@@ -100,8 +100,8 @@ func TestEveryStrictExportObeysTheRules(t *testing.T) {
 			if tool.Strict {
 				strict++
 				obeysStrict(t, string(p)+" "+tool.Name, tool.Parameters)
-				if v := CheckStrict(tool.Parameters); len(v) > 0 {
-					t.Errorf("%s %s: CheckStrict: %v", p, tool.Name, v)
+				if v := checkStrict(tool.Parameters); len(v) > 0 {
+					t.Errorf("%s %s: checkStrict: %v", p, tool.Name, v)
 				}
 			}
 		}
@@ -110,7 +110,7 @@ func TestEveryStrictExportObeysTheRules(t *testing.T) {
 		if fc.rf.JSONSchema == nil {
 			continue
 		}
-		if r := Strict(fc.rf.JSONSchema.Schema); r.Strict {
+		if r := makeStrict(fc.rf.JSONSchema.Schema); r.Strict {
 			strict++
 			obeysStrict(t, "format "+fc.name, r.Schema)
 		}
@@ -120,7 +120,7 @@ func TestEveryStrictExportObeysTheRules(t *testing.T) {
 	}
 }
 
-// Each way of breaking the rules is caught by CheckStrict, and Strict
+// Each way of breaking the rules is caught by checkStrict, and makeStrict
 // either repairs the schema or says strict:false with a reason.
 func TestStrictRefusesWhatItCannotRepair(t *testing.T) {
 	cases := []struct {
@@ -146,10 +146,10 @@ func TestStrictRefusesWhatItCannotRepair(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if v := CheckStrict(json.RawMessage(tc.schema)); len(v) == 0 {
-				t.Fatalf("CheckStrict accepts a schema that breaks the rules")
+			if v := checkStrict(json.RawMessage(tc.schema)); len(v) == 0 {
+				t.Fatalf("checkStrict accepts a schema that breaks the rules")
 			}
-			r := Strict(json.RawMessage(tc.schema))
+			r := makeStrict(json.RawMessage(tc.schema))
 			if r.Strict != tc.repairable {
 				t.Fatalf("Strict = %v (%s), want %v", r.Strict, r.Reason, tc.repairable)
 			}
@@ -179,7 +179,7 @@ func deepSchema(n int) string {
 	return s
 }
 
-// FuzzStrict: whatever the schema, Strict never marks strict a schema
+// FuzzStrict: whatever the schema, makeStrict never marks strict a schema
 // that breaks the rules, and never panics.
 func FuzzStrict(f *testing.F) {
 	for _, s := range []string{
@@ -191,12 +191,12 @@ func FuzzStrict(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, schema string) {
-		if l, err := Legacy(json.RawMessage(schema)); err == nil && !json.Valid(l.Schema) {
+		if l, err := toLegacy(json.RawMessage(schema)); err == nil && !json.Valid(l.Schema) {
 			t.Fatalf("Legacy produced invalid JSON: %s", l.Schema)
 		}
-		r := Strict(json.RawMessage(schema))
+		r := makeStrict(json.RawMessage(schema))
 		if r.Strict {
-			if v := CheckStrict(r.Schema); len(v) > 0 {
+			if v := checkStrict(r.Schema); len(v) > 0 {
 				t.Fatalf("strict:true on a schema that breaks the rules: %v\n%s", v, r.Schema)
 			}
 			obeysStrict(t, "fuzz", r.Schema)
@@ -211,10 +211,10 @@ func TestInliningIsBounded(t *testing.T) {
 		defs += fmt.Sprintf(`,"d%d":{"type":"object","properties":{"a":{"$ref":"#/$defs/d%d","title":"x"},"b":{"$ref":"#/$defs/d%d","title":"y"}},"required":["a","b"],"additionalProperties":false}`, i, i-1, i-1)
 	}
 	schema := json.RawMessage(`{"type":"object","properties":{"top":{"$ref":"#/$defs/d30","title":"t"}},"required":["top"],"additionalProperties":false,"$defs":{` + defs + `}}`)
-	if r := Strict(schema); r.Strict {
+	if r := makeStrict(schema); r.Strict {
 		t.Fatal("a 2^30-node expansion was marked strict")
 	}
-	if _, err := Legacy(schema); err == nil {
+	if _, err := toLegacy(schema); err == nil {
 		t.Fatal("Legacy expanded 2^30 nodes")
 	}
 }

@@ -147,11 +147,11 @@ func nullable(o obj) obj {
 	return o
 }
 
-// CheckStrict lists every way schema breaks OpenAI's strict-mode rules
+// checkStrict lists every way schema breaks OpenAI's strict-mode rules
 // (none when it obeys them): a root object, only supported keywords,
 // every object closed with every property required, bare $refs to
 // definitions, at most 10 levels and 5000 properties.
-func CheckStrict(schema json.RawMessage) []string {
+func checkStrict(schema json.RawMessage) []string {
 	v, err := decodeJSON(schema)
 	if err != nil {
 		return []string{"not valid JSON: " + err.Error()}

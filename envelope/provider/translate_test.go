@@ -23,14 +23,14 @@ func viewCalls(calls []ToolCall) []callView {
 	for i, c := range calls {
 		out[i] = callView{ID: c.ID, Name: c.Name, Tool: c.Tool, Args: c.Args}
 		if c.Problem != nil {
-			out[i].Problem = ProblemText(c.Problem)
+			out[i].Problem = problemText(c.Problem)
 		}
 	}
 	return out
 }
 
 func TestParseCallsGolden(t *testing.T) {
-	for _, p := range Providers() {
+	for _, p := range providers() {
 		t.Run(string(p), func(t *testing.T) {
 			in, err := os.ReadFile(filepath.Join("testdata", "calls_"+string(p)+".json"))
 			if err != nil {
@@ -94,7 +94,7 @@ func outcomes() []struct {
 		{"string", ToolCall{ID: "c3", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`"hello"`))}},
 		{"array", ToolCall{ID: "c4", Name: "search_query", Tool: "search.query"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`["a","b"]`))}},
 		{"deltas", ToolCall{ID: "c5", Name: "count", Tool: "count"}, []envelope.ToolEvent{
-			envelope.StartEvent("count", "01J", nil), envelope.DeltaEvent(json.RawMessage(`{"n":1}`)),
+			envelope.ToolEvent{Type: envelope.EventStart, ToolID: "count", CallID: "01J"}, envelope.DeltaEvent(json.RawMessage(`{"n":1}`)),
 			envelope.ProgressEvent(50, "half"), envelope.DeltaEvent(json.RawMessage(`{"n":2}`)), envelope.ResultEvent(nil)}},
 		{"problem", ToolCall{ID: "c6", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ErrorEvent(fix)}},
 		{"transient-after-deltas", ToolCall{ID: "c7", Name: "count", Tool: "count"}, []envelope.ToolEvent{
@@ -106,7 +106,7 @@ func outcomes() []struct {
 }
 
 func TestResultsGolden(t *testing.T) {
-	for _, p := range Providers() {
+	for _, p := range providers() {
 		t.Run(string(p), func(t *testing.T) {
 			var items []json.RawMessage
 			for _, o := range outcomes() {
@@ -208,7 +208,7 @@ func TestCapabilityOverride(t *testing.T) {
 // never panics, and every call either has object arguments and a mesh
 // tool, or a Problem for the model to read.
 func FuzzParseCalls(f *testing.F) {
-	for _, p := range Providers() {
+	for _, p := range providers() {
 		b, err := os.ReadFile(filepath.Join("testdata", "calls_"+string(p)+".json"))
 		if err != nil {
 			f.Fatal(err)
@@ -216,7 +216,7 @@ func FuzzParseCalls(f *testing.F) {
 		f.Add(string(p), string(b))
 	}
 	sets := map[Provider]*Toolset{}
-	for _, p := range Providers() {
+	for _, p := range providers() {
 		sets[p] = exportFixture(f, ExportOptions{Provider: p})
 	}
 	f.Fuzz(func(t *testing.T, provider, output string) {

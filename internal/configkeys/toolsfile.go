@@ -6,7 +6,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
-	"github.com/toolmesh/toolmesh/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
 )
 
 // ToolsFile is the shape of a tools file, the one both its readers (the

@@ -20,8 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 	"github.com/toolmesh/toolmesh/internal/oauth"
-	"github.com/toolmesh/toolmesh/mcp/gateway"
 )
 
 // Config configures a Router.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -17,7 +18,7 @@ func TestForbiddenProblemIsEnvelopes(t *testing.T) {
 	if wire.CodeForbidden != string(envelope.CodeForbidden) {
 		t.Fatalf("wire.CodeForbidden = %q, envelope.CodeForbidden = %q", wire.CodeForbidden, envelope.CodeForbidden)
 	}
-	r := envelope.Registry{BaseURI: "https://example.test/problems"}
+	r := problembase.Registry{BaseURI: "https://example.test/problems"}
 	p := wire.ForbiddenProblem(r.New, wire.OpPublish, "toolmesh.call.demo.echo", "no grant")
 	want := `the NATS server does not permit this identity to publish "toolmesh.call.demo.echo": no grant`
 	if p.Code != envelope.CodeForbidden || p.Type != r.TypeURI(envelope.CodeForbidden) || p.Detail != want {

@@ -115,6 +115,13 @@ type Control struct {
 	Content    json.RawMessage `json:"content,omitempty"`
 }
 
+// ValidAction reports whether a is one of the three answer actions
+// (§23.3), MCP's three elicitation actions: envelope.ActionAccept,
+// ActionDecline and ActionCancel.
+func ValidAction(a string) bool {
+	return a == "accept" || a == "decline" || a == "cancel"
+}
+
 // Encode returns the control message's JSON.
 func (c Control) Encode() []byte {
 	b, _ := json.Marshal(c)

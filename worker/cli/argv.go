@@ -10,7 +10,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 )
 
-// Argv builds a program's argument vector for one call, never through a
+// buildArgv builds a program's argument vector for one call, never through a
 // shell: cmd, then the binding's fixed args, then the args_template split on
 // white space into tokens with placeholders substituted inside each token.
 // {params_json} is the call's args as they arrived (one argv slot whatever
@@ -25,7 +25,7 @@ import (
 // token {arg.NAME?FLAG} is a flag pair: FLAG then the value as two slots
 // (FLAG value FLAG value … for an array, FLAG alone for true, nothing for
 // false or absent). A present value keeps its slot even when it is "".
-func Argv(b *envelope.CliBindingConfig, toolID string, params []byte, dryRun, pageAll bool) []string {
+func buildArgv(b *envelope.CliBindingConfig, toolID string, params []byte, dryRun, pageAll bool) []string {
 	argv := make([]string, 0, 2+len(b.Args)+4)
 	argv = append(argv, b.Cmd)
 	argv = append(argv, b.Args...)
@@ -181,13 +181,13 @@ func (r renderer) flagPair(s argtemplate.Segment) []string {
 	return out
 }
 
-// StdinFor returns what the program reads on stdin for one call, per the
+// stdinFor returns what the program reads on stdin for one call, per the
 // binding's stdin field: nil means nothing (the program sees /dev/null).
-func StdinFor(b *envelope.CliBindingConfig, params []byte) []byte {
-	if b.Stdin == envelope.StdinParamsJSON {
+func stdinFor(b *envelope.CliBindingConfig, params []byte) []byte {
+	if b.Stdin == argtemplate.StdinParamsJSON {
 		return params
 	}
-	name, ok := b.StdinArg()
+	name, ok := argtemplate.StdinArg(b.Stdin)
 	if !ok {
 		return nil
 	}
@@ -198,10 +198,10 @@ func StdinFor(b *envelope.CliBindingConfig, params []byte) []byte {
 	return []byte(scalarText(raw))
 }
 
-// Env builds a program's environment: the named variables inherited from
+// childEnv builds a program's environment: the named variables inherited from
 // base (KEY=VALUE entries), then the binding's env with values verbatim
-// except envelope.BearerPlaceholder, replaced by the caller's bearer.
-func Env(base []string, inherit []string, bindingEnv map[string]string, bearer string) []string {
+// except argtemplate.BearerPlaceholder, replaced by the caller's bearer.
+func childEnv(base []string, inherit []string, bindingEnv map[string]string, bearer string) []string {
 	keep := make(map[string]bool, len(inherit))
 	for _, k := range inherit {
 		keep[k] = true
@@ -215,7 +215,7 @@ func Env(base []string, inherit []string, bindingEnv map[string]string, bearer s
 		}
 	}
 	for k, v := range bindingEnv {
-		if v == envelope.BearerPlaceholder {
+		if v == argtemplate.BearerPlaceholder {
 			v = bearer
 		}
 		env = append(env, k+"="+v)

@@ -128,11 +128,11 @@ func median[T int64 | float64 | time.Duration](v []T) T {
 
 // trueHandler is the Handler of a tool bound to /bin/true with lines
 // output (a json tool must print something).
-func trueHandler(b *testing.B) *Handler {
+func trueHandler(b *testing.B) *toolHandler {
 	b.Helper()
 	bind := envelope.CliBindingConfig{Cmd: "/bin/true", OutputFormat: envelope.OutputLines}
-	h, err := NewHandler(Tool{Spec: envelope.ToolSpec{Name: "true", Binding: &envelope.Binding{CLI: &bind}},
-		Limits: Limits{MaxConcurrent: 64}}, nil, nil)
+	h, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "true", Binding: &envelope.Binding{CLI: &bind}},
+		Limits: toolLimits{MaxConcurrent: 64}}, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func BenchmarkSandboxHandler(b *testing.B) {
 			plain := trueHandler(b)
 			confined := sandboxed(b, sandboxBenchFile)
 			req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
-			call := func(h *Handler) func() error {
+			call := func(h *toolHandler) func() error {
 				return func() error { _, err := h.Handle(context.Background(), req, &recorder{}); return err }
 			}
 			compareWith(b, n, call(plain), call(confined))
@@ -192,7 +192,7 @@ tools:
 //	go test -run '^$' -bench SandboxCPU -benchtime=1x ./worker/cli/
 func BenchmarkSandboxCPU(b *testing.B) {
 	req := &worker.Request{Tool: "true", Args: json.RawMessage(`{}`)}
-	call := func(h *Handler) error { _, err := h.Handle(context.Background(), req, &recorder{}); return err }
+	call := func(h *toolHandler) error { _, err := h.Handle(context.Background(), req, &recorder{}); return err }
 	for _, n := range []int{1, 8} {
 		plain, confined := trueHandler(b), sandboxed(b, sandboxBenchFile)
 		var pCPU, cCPU []time.Duration

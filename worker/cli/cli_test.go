@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
+	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -70,9 +72,9 @@ func (r *recorder) Delta(v any) error {
 	return nil
 }
 
-func handler(t *testing.T, b envelope.CliBindingConfig, lim Limits) *Handler {
+func handler(t *testing.T, b envelope.CliBindingConfig, lim toolLimits) *toolHandler {
 	t.Helper()
-	h, err := NewHandler(Tool{Spec: envelope.ToolSpec{Name: "t", Binding: &envelope.Binding{CLI: &b}}, Limits: lim}, nil, nil)
+	h, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "t", Binding: &envelope.Binding{CLI: &b}}, Limits: lim}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func handler(t *testing.T, b envelope.CliBindingConfig, lim Limits) *Handler {
 	return h
 }
 
-func call(t *testing.T, h *Handler, args string, mod ...func(*worker.Request)) (any, error, *recorder) {
+func call(t *testing.T, h *toolHandler, args string, mod ...func(*worker.Request)) (any, error, *recorder) {
 	t.Helper()
 	req := &worker.Request{Tool: "t", Args: json.RawMessage(args), Bearer: "tok-123"}
 	for _, m := range mod {
@@ -123,24 +125,24 @@ func TestArgvTemplate(t *testing.T) {
 		{true, true, []string{"prog", "api", "v1", "--id=t.x", `{"a":"b c"}`, "--dry-run", "--all", "{unknown}", "x--dry-runy"}},
 	}
 	for _, c := range cases {
-		got := Argv(b, "t.x", []byte(`{"a":"b c"}`), c.dry, c.all)
+		got := buildArgv(b, "t.x", []byte(`{"a":"b c"}`), c.dry, c.all)
 		if fmt.Sprint(got) != fmt.Sprint(c.want) || len(got) != len(c.want) {
 			t.Errorf("dry=%v all=%v:\n got %q\nwant %q", c.dry, c.all, got, c.want)
 		}
 	}
 	// A substituted value containing a placeholder is not substituted again.
-	got := Argv(&envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: "{params_json}"}, "t", []byte(`{"x":"{tool_id}"}`), false, false)
+	got := buildArgv(&envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: "{params_json}"}, "t", []byte(`{"x":"{tool_id}"}`), false, false)
 	if got[1] != `{"x":"{tool_id}"}` {
 		t.Errorf("re-substituted: %q", got)
 	}
-	if got := Argv(&envelope.CliBindingConfig{Cmd: "cat"}, "t", []byte(`{}`), false, false); len(got) != 1 {
+	if got := buildArgv(&envelope.CliBindingConfig{Cmd: "cat"}, "t", []byte(`{}`), false, false); len(got) != 1 {
 		t.Errorf(`{"cmd":"cat"} alone: %q`, got)
 	}
 }
 
 func TestEnv(t *testing.T) {
 	base := []string{"PATH=/bin", "HOME=/h", "SECRET=s", "LANG=C"}
-	env := Env(base, []string{"PATH", "HOME", "LANG", "TZ"}, map[string]string{"TOKEN": "$ATD_BEARER", "LIT": "$HOME", "HOME": "/override"}, "b3")
+	env := childEnv(base, []string{"PATH", "HOME", "LANG", "TZ"}, map[string]string{"TOKEN": "$ATD_BEARER", "LIT": "$HOME", "HOME": "/override"}, "b3")
 	got := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -169,7 +171,7 @@ type echoed struct {
 	Stdin string
 }
 
-func echoCall(t *testing.T, h *Handler, args []byte) echoed {
+func echoCall(t *testing.T, h *toolHandler, args []byte) echoed {
 	t.Helper()
 	res, err, _ := call(t, h, string(args))
 	if err != nil {
@@ -202,14 +204,14 @@ func TestInjectionCorpus(t *testing.T) {
 			func(v string, _ []byte) echoed { return echoed{Argv: []string{"--", "-e", v, "-e", v, "-e", "x"}} }},
 		{"stdin arg", envelope.CliBindingConfig{Stdin: "arg.v"},
 			func(v string, _ []byte) echoed { return echoed{Argv: []string{}, Stdin: v} }},
-		{"stdin params_json", envelope.CliBindingConfig{Stdin: envelope.StdinParamsJSON},
+		{"stdin params_json", envelope.CliBindingConfig{Stdin: argtemplate.StdinParamsJSON},
 			func(_ string, args []byte) echoed { return echoed{Argv: []string{}, Stdin: string(args)} }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.binding
 			b.Cmd = argvecho
-			h := handler(t, b, Limits{})
+			h := handler(t, b, toolLimits{})
 			for i, v := range injectionCorpus() {
 				args, _ := json.Marshal(map[string]any{"v": v, "list": []string{v, "x"}})
 				got, want := echoCall(t, h, args), c.want(v, args)
@@ -237,14 +239,14 @@ func TestArgPlaceholders(t *testing.T) {
 		{`{"list":[]}`, []string{"p"}},
 	}
 	for _, c := range cases {
-		if got := Argv(b, "t", []byte(c.args), false, false); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", c.want) {
+		if got := buildArgv(b, "t", []byte(c.args), false, false); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", c.want) {
 			t.Errorf("args %s:\n got %q\nwant %q", c.args, got, c.want)
 		}
 	}
 }
 
 func TestBearerReachesEnvOnly(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: argvecho, Env: map[string]string{"API_TOKEN": "$ATD_BEARER", "PLAIN": "$ATD_BEARER_NOT"}}, Limits{})
+	h := handler(t, envelope.CliBindingConfig{Cmd: argvecho, Env: map[string]string{"API_TOKEN": "$ATD_BEARER", "PLAIN": "$ATD_BEARER_NOT"}}, toolLimits{})
 	res, err, _ := call(t, h, `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -264,14 +266,14 @@ func TestBearerReachesEnvOnly(t *testing.T) {
 
 // A program that prints its token cannot leak it into a Problem or the stderr it reports.
 func TestBearerRedactedFromReports(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2; echo "not json $T"`}, Env: map[string]string{"T": "$ATD_BEARER"}}, Limits{})
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2; echo "not json $T"`}, Env: map[string]string{"T": "$ATD_BEARER"}}, toolLimits{})
 	_, err, _ := call(t, h, `{}`)
 	p := wantProblem(t, err, envelope.CodeToolFailed)
 	b, _ := json.Marshal(p)
 	if strings.Contains(string(b), "tok-123") || !strings.Contains(string(b), "[REDACTED]") {
 		t.Fatalf("problem %s", b)
 	}
-	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2`}, Env: map[string]string{"T": "$ATD_BEARER"}, OutputFormat: envelope.OutputLines}, Limits{})
+	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2`}, Env: map[string]string{"T": "$ATD_BEARER"}, OutputFormat: envelope.OutputLines}, toolLimits{})
 	res, err, _ := call(t, lines, `{}`)
 	if err != nil || strings.Contains(resultJSON(t, res), "tok-123") {
 		t.Fatalf("%v %s", err, resultJSON(t, res))
@@ -281,7 +283,7 @@ func TestBearerRedactedFromReports(t *testing.T) {
 // The binding format's MUSTs: dry run and paging are refused, and the program is never started.
 func TestRefusalsNeverStartTheProgram(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "started")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "touch " + marker}}, Limits{})
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "touch " + marker}}, toolLimits{})
 	_, err, _ := call(t, h, `{}`, func(r *worker.Request) { r.DryRun = true })
 	wantProblem(t, err, envelope.CodeDryRunUnsupported)
 	_, err, _ = call(t, h, `{}`, func(r *worker.Request) { r.Page = &envelope.Page{All: true} })
@@ -292,7 +294,7 @@ func TestRefusalsNeverStartTheProgram(t *testing.T) {
 		t.Fatal("the program was started")
 	}
 	// With the flags bound, both are passed.
-	h = handler(t, envelope.CliBindingConfig{Cmd: argvecho, ArgsTemplate: "{dry_run} {page_all}", DryRunFlag: "-n", PageAllFlag: "--all"}, Limits{})
+	h = handler(t, envelope.CliBindingConfig{Cmd: argvecho, ArgsTemplate: "{dry_run} {page_all}", DryRunFlag: "-n", PageAllFlag: "--all"}, toolLimits{})
 	res, err, _ := call(t, h, `{}`, func(r *worker.Request) { r.DryRun = true; r.Page = &envelope.Page{All: true} })
 	if err != nil || !strings.Contains(resultJSON(t, res), `"argv":["-n","--all"]`) {
 		t.Fatalf("%v %s", err, resultJSON(t, res))
@@ -302,8 +304,8 @@ func TestRefusalsNeverStartTheProgram(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	// The program exits with the digits of its params; exit 0 never consults the map.
 	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", ArgsTemplate: "{params_json}",
-		ExitCodeMap: map[int]string{3: "auth_required", 4: "unauthorized", 5: envelope.ExitOKEmpty},
-		Args:        []string{"-c", `code=$(printf %s "$1" | tr -dc 0-9); echo "failing with $code" >&2; [ "$code" = 0 ] && echo '{"ok":true}'; exit "$code"`, "sh"}}, Limits{})
+		ExitCodeMap: map[int]string{3: "auth_required", 4: "unauthorized", 5: argtemplate.ExitOKEmpty},
+		Args:        []string{"-c", `code=$(printf %s "$1" | tr -dc 0-9); echo "failing with $code" >&2; [ "$code" = 0 ] && echo '{"ok":true}'; exit "$code"`, "sh"}}, toolLimits{})
 	res, err, _ := call(t, h, `{"c":0}`)
 	if err != nil || resultJSON(t, res) != `{"ok":true}` {
 		t.Fatalf("exit 0: %v %v", err, res)
@@ -329,7 +331,7 @@ func TestExitCodes(t *testing.T) {
 		_, err, _ = call(t, h, c.args)
 		p := wantProblem(t, err, c.code)
 		if p.Title != c.info.Title || p.Status != c.info.Status || p.ExitCode != c.info.ExitCode ||
-			p.Type != (envelope.Registry{}).TypeURI(c.info.Code) {
+			p.Type != (problembase.Registry{}).TypeURI(c.info.Code) {
 			t.Errorf("exit %d: problem %s %q %d exit %d, want the registry entry of %s", c.exit, p.Type, p.Title, p.Status, p.ExitCode, c.info.Code)
 		}
 		wire, _ := json.Marshal(p)
@@ -349,13 +351,13 @@ func TestCatAlone(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"cmd":"cat"}`), &b); err != nil {
 		t.Fatal(err)
 	}
-	h := handler(t, b, Limits{})
+	h := handler(t, b, toolLimits{})
 	_, err, _ := call(t, h, `{}`)
 	p := wantProblem(t, err, envelope.CodeToolFailed)
 	if !strings.Contains(p.Detail, "printed nothing") {
 		t.Errorf("detail %q", p.Detail)
 	}
-	h = handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{"not json"}}, Limits{})
+	h = handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{"not json"}}, toolLimits{})
 	_, err, _ = call(t, h, `{}`)
 	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "not json") {
 		t.Errorf("detail should quote stdout: %q", p.Detail)
@@ -365,12 +367,12 @@ func TestCatAlone(t *testing.T) {
 // Unary calls get the whole output in the result; streamed calls get it
 // once, as deltas, and a result that counts them instead of repeating them.
 func TestOutputFormats(t *testing.T) {
-	nd := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\n\n{"b":2}\n`}, OutputFormat: envelope.OutputNDJSON}, Limits{})
-	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `printf 'one\ntwo\nthree'; echo warn >&2`}, OutputFormat: envelope.OutputLines}, Limits{})
+	nd := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\n\n{"b":2}\n`}, OutputFormat: envelope.OutputNDJSON}, toolLimits{})
+	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `printf 'one\ntwo\nthree'; echo warn >&2`}, OutputFormat: envelope.OutputLines}, toolLimits{})
 	streaming := func(r *worker.Request) { r.Streaming = true }
 	cases := []struct {
 		name       string
-		h          *Handler
+		h          *toolHandler
 		mod        []func(*worker.Request)
 		result     string
 		deltas     int
@@ -387,7 +389,7 @@ func TestOutputFormats(t *testing.T) {
 			t.Errorf("%s: %v %s %d deltas", tc.name, err, resultJSON(t, res), len(rec.deltas))
 		}
 	}
-	bad := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\nnope\n`}, OutputFormat: envelope.OutputNDJSON}, Limits{})
+	bad := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\nnope\n`}, OutputFormat: envelope.OutputNDJSON}, toolLimits{})
 	_, err, _ := call(t, bad, `{}`)
 	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "line 2") {
 		t.Errorf("detail %q", p.Detail)
@@ -396,7 +398,7 @@ func TestOutputFormats(t *testing.T) {
 
 // A program printing without end is stopped at the cap and the call says so.
 func TestOutputCap(t *testing.T) {
-	lim := Limits{MaxOutputBytes: 64 << 10, KillGrace: 100 * time.Millisecond}
+	lim := toolLimits{MaxOutputBytes: 64 << 10, KillGrace: 100 * time.Millisecond}
 	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "yes aaaaaaaaaaaaaaa"}, OutputFormat: envelope.OutputLines}, lim)
 	res, err, _ := call(t, lines, `{}`)
 	if err != nil {
@@ -414,7 +416,7 @@ func TestOutputCap(t *testing.T) {
 
 // runUntilPid starts h, waits until the program wrote its grandchild's pid
 // into pidfile, cancels, and returns that pid.
-func runAndCancel(t *testing.T, h *Handler, pidfile string) (int, error) {
+func runAndCancel(t *testing.T, h *toolHandler, pidfile string) (int, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -455,7 +457,7 @@ func TestIgnoredSigtermGetsSigkill(t *testing.T) {
 func cancelUntilDead(t *testing.T, who string, script func(pidfile string) string, grace time.Duration) {
 	t.Helper()
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", script(pidfile)}}, Limits{KillGrace: grace})
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", script(pidfile)}}, toolLimits{KillGrace: grace})
 	pid, err := runAndCancel(t, h, pidfile)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("handler returned %v", err)
@@ -467,7 +469,7 @@ func cancelUntilDead(t *testing.T, who string, script func(pidfile string) strin
 // and does not stall the call by holding stdout open.
 func TestGrandchildSweptOnNormalExit(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "sleep 1000 & echo $! > " + pidfile + `; echo '{"ok":1}'`}}, Limits{})
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "sleep 1000 & echo $! > " + pidfile + `; echo '{"ok":1}'`}}, toolLimits{})
 	res, err, _ := call(t, h, `{}`)
 	if err != nil || resultJSON(t, res) != `{"ok":1}` {
 		t.Fatalf("%v %v", err, res)
@@ -486,7 +488,7 @@ func TestMaxConcurrentRuns(t *testing.T) {
 	dir := t.TempDir()
 	gate, started := filepath.Join(dir, "gate"), filepath.Join(dir, "started")
 	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo x >> ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.01; done; echo '{}'`}},
-		Limits{MaxConcurrent: 1})
+		toolLimits{MaxConcurrent: 1})
 	first := make(chan error, 1)
 	go func() { _, err, _ := call(t, h, `{}`); first <- err }()
 	waitFor(t, "the first run to start", func() bool { _, err := os.Stat(started); return err == nil })
@@ -506,7 +508,7 @@ func TestMaxConcurrentRuns(t *testing.T) {
 }
 
 func TestToolTimeout(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sleep", Args: []string{"1000"}}, Limits{Timeout: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond})
+	h := handler(t, envelope.CliBindingConfig{Cmd: "sleep", Args: []string{"1000"}}, toolLimits{Timeout: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond})
 	_, err, _ := call(t, h, `{}`)
 	wantProblem(t, err, envelope.CodeTimeout)
 }
@@ -521,7 +523,7 @@ func TestMissingProgram(t *testing.T) {
 	}
 	for _, cmd := range []string{"/nonexistent/program", "toolmesh-no-such-program", notExec} {
 		b := envelope.CliBindingConfig{Cmd: cmd}
-		_, err := NewHandler(Tool{Spec: envelope.ToolSpec{Name: "files.x", Binding: &envelope.Binding{CLI: &b}}}, nil, nil)
+		_, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "files.x", Binding: &envelope.Binding{CLI: &b}}}, nil, nil)
 		p := wantProblem(t, err, envelope.CodeInvalidConfig)
 		if !strings.Contains(p.Detail, "tool files.x: field binding.cli.cmd") || !strings.Contains(p.Detail, cmd) {
 			t.Errorf("cmd %s: detail %q does not name the tool, the field and the program", cmd, p.Detail)
@@ -531,12 +533,12 @@ func TestMissingProgram(t *testing.T) {
 	if err := os.WriteFile(gone, []byte("#!/bin/sh\necho '{}'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	withStdin := handler(t, envelope.CliBindingConfig{Cmd: gone, Stdin: envelope.StdinParamsJSON}, Limits{})
-	h := handler(t, envelope.CliBindingConfig{Cmd: gone}, Limits{})
+	withStdin := handler(t, envelope.CliBindingConfig{Cmd: gone, Stdin: argtemplate.StdinParamsJSON}, toolLimits{})
+	h := handler(t, envelope.CliBindingConfig{Cmd: gone}, toolLimits{})
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []*Handler{h, withStdin} {
+	for _, h := range []*toolHandler{h, withStdin} {
 		_, err, _ := call(t, h, `{}`)
 		if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "cannot start") {
 			t.Errorf("detail %q", p.Detail)
@@ -549,7 +551,7 @@ func waitFor(t *testing.T, what string, cond func() bool) { testutil.WaitFor(t, 
 // A program that never reads its stdin neither blocks the call nor fails
 // it, however much input it was given (more than a pipe buffer here).
 func TestStdinNotRead(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: "true", Stdin: "arg.v", OutputFormat: envelope.OutputLines}, Limits{})
+	h := handler(t, envelope.CliBindingConfig{Cmd: "true", Stdin: "arg.v", OutputFormat: envelope.OutputLines}, toolLimits{})
 	args, _ := json.Marshal(map[string]string{"v": strings.Repeat("x", 1<<20)})
 	res, err, _ := call(t, h, string(args))
 	if err != nil || resultJSON(t, res) != `{"lines":[],"stderr":""}` {

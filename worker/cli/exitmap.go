@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
 )
 
 // exitResult turns a non-zero exit into the call's outcome through
@@ -13,9 +14,9 @@ import (
 // as the error's code under the tool_failed type with domain_code kept; an
 // unmapped exit is tool_failed. Every Problem keeps the program's exit code
 // (program_exit_code) and its stderr tail.
-func (h *Handler) exitResult(code int, waitErr error, o output, stderr *tailBuffer) (any, error) {
+func (h *toolHandler) exitResult(code int, waitErr error, o output, stderr *tailBuffer) (any, error) {
 	mapped, ok := h.binding.ExitCodeMap[code]
-	if ok && mapped == envelope.ExitOKEmpty {
+	if ok && mapped == argtemplate.ExitOKEmpty {
 		return h.emptyOKResult(o, stderr)
 	}
 	var p *envelope.Problem
@@ -47,9 +48,17 @@ func isRegistryCode(c string) bool {
 // emptyOKResult is the result of an exit mapped to ok_empty: what the
 // program printed, read as for exit 0, and for json an empty stdout is
 // null instead of a failure.
-func (h *Handler) emptyOKResult(o output, stderr *tailBuffer) (any, error) {
-	if h.binding.Format() == envelope.OutputJSON && len(bytes.TrimSpace(o.raw)) == 0 {
+func (h *toolHandler) emptyOKResult(o output, stderr *tailBuffer) (any, error) {
+	if outputFormat(h.binding) == envelope.OutputJSON && len(bytes.TrimSpace(o.raw)) == 0 {
 		return json.RawMessage("null"), nil
 	}
 	return h.finalResult(o, stderr)
+}
+
+// outputFormat is b's output format, json when unset.
+func outputFormat(b *envelope.CliBindingConfig) envelope.CliOutputFormat {
+	if b.OutputFormat == "" {
+		return envelope.OutputJSON
+	}
+	return b.OutputFormat
 }

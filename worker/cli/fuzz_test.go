@@ -31,7 +31,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		for _, tool := range file.Tools {
+		for _, tool := range file.tools {
 			if err := envelope.ValidateToolName(tool.Spec.Name); err != nil {
 				t.Fatalf("loaded a tool with an invalid name %q", tool.Spec.Name)
 			}
@@ -53,7 +53,7 @@ func FuzzArgv(f *testing.F) {
 	f.Fuzz(func(t *testing.T, template, params, flag string, on bool) {
 		b := &envelope.CliBindingConfig{Cmd: "prog", Args: []string{"--fixed"}, ArgsTemplate: template,
 			DryRunFlag: flag, PageAllFlag: flag}
-		argv := Argv(b, "tool.x", []byte(params), on, on)
+		argv := buildArgv(b, "tool.x", []byte(params), on, on)
 		if len(argv) < 2 || argv[0] != "prog" || argv[1] != "--fixed" {
 			t.Fatalf("argv %q does not start with the cmd and fixed args", argv)
 		}
@@ -96,11 +96,11 @@ func FuzzArgPlaceholders(f *testing.F) {
 		}
 		params, _ := json.Marshal(map[string]string{"v": value})
 		b := &envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: prefix + " {arg.v} {arg.v?" + flag + "}", Stdin: "arg.v"}
-		argv := Argv(b, "t", params, false, false)
+		argv := buildArgv(b, "t", params, false, false)
 		if len(argv) < 4 || argv[len(argv)-3] != value || argv[len(argv)-2] != flag || argv[len(argv)-1] != value {
 			t.Fatalf("template %q value %q: argv ends %q, want [%q %q %q]", b.ArgsTemplate, value, argv, value, flag, value)
 		}
-		if got := StdinFor(b, params); string(got) != value {
+		if got := stdinFor(b, params); string(got) != value {
 			t.Fatalf("stdin %q, want %q", got, value)
 		}
 	})

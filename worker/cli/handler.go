@@ -1,7 +1,8 @@
 // Package cli hosts command-line programs as mesh tools. A tools file (see
 // LoadFile) declares each tool's spec and its binding
-// (envelope.CliBindingConfig); Handler runs the bound program once per call, with the
-// same Handler interface as Go tools.
+// (envelope.CliBindingConfig); RegisterFile hosts its tools on a worker,
+// each running its bound program once per call behind the same
+// worker.Handler interface as Go tools.
 package cli
 
 import (
@@ -21,37 +22,40 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/argtemplate"
 	"github.com/toolmesh/toolmesh/internal/fairshare"
 	"github.com/toolmesh/toolmesh/internal/redact"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox/report"
 	"github.com/toolmesh/toolmesh/internal/supervise"
-	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // stderrTail is how much of a program's stderr a Problem or result carries.
 const stderrTail = 4 << 10
 
-// Handler runs one CLI-bound tool. It is safe for concurrent use.
-type Handler struct {
+// toolHandler runs one CLI-bound tool. It is safe for concurrent use.
+type toolHandler struct {
 	spec    envelope.ToolSpec
 	binding *envelope.CliBindingConfig
-	limits  Limits
+	limits  toolLimits
 	inherit []string
 	slots   *fairshare.Semaphore // the tool's MaxConcurrent slots, shared by sender
 	log     *slog.Logger
 	sup     *supervise.Supervisor
 	ownSup  bool          // sup is this Handler's own, closed by Close
 	plan    *sandbox.Plan // the program's sandbox; nil: unconfined
-	harden  Hardening     // argument rules checked before the program runs
+	harden  argHardening  // argument rules checked before the program runs
 	// secrets holds the binding's env values, redacted (with the call's
 	// bearer) from everything a call reports.
 	secrets *redact.Redactor
 }
 
-// NewHandler makes the Handler of a tool whose spec has a CLI binding.
+// newProbedHandler makes the handler of a tool whose spec has a CLI
+// binding.
 // inherit names the variables the program inherits from this process's
 // environment (nil: PATH, HOME, LANG and TZ).
-func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
+func newProbedHandler(t fileTool, inherit []string, log *slog.Logger) (*toolHandler, error) {
 	if inherit == nil {
 		inherit = defaultInheritedEnv()
 	}
@@ -61,9 +65,9 @@ func NewHandler(t Tool, inherit []string, log *slog.Logger) (*Handler, error) {
 	return newHandler(t, inherit, log, nil)
 }
 
-// newHandler is NewHandler with the host's sandbox support already probed
-// (nil: probe when the tool has a sandbox).
-func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Support) (*Handler, error) {
+// newHandler is newProbedHandler with the host's sandbox support already
+// probed (nil: probe when the tool has a sandbox).
+func newHandler(t fileTool, inherit []string, log *slog.Logger, support *sandbox.Support) (*toolHandler, error) {
 	if err := checkBinding(t); err != nil {
 		return nil, err
 	}
@@ -76,10 +80,10 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 	spec := t.Spec
 	spec.Sandbox = &envelope.SandboxSummary{Confined: false, Network: "any"} // says so rather than nothing
 	if plan != nil {
-		spec.Sandbox = SandboxSummary(plan.Policy)
+		spec.Sandbox = report.Summary(plan.Policy)
 	}
-	lim := t.Limits.withDefaults(Limits{Timeout: time.Duration(t.Spec.Timeout)})
-	h := &Handler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
+	lim := t.Limits.withDefaults(toolLimits{Timeout: time.Duration(t.Spec.Timeout)})
+	h := &toolHandler{spec: spec, binding: &binding, limits: lim, inherit: inherit,
 		slots: fairshare.New(lim.MaxConcurrent, queuePerSender(lim.MaxConcurrent)), log: log,
 		sup: supervise.NewSupervisor(lim.KillGrace), ownSup: true, plan: plan, harden: t.Hardening,
 		secrets: envSecrets(binding.Env)}
@@ -94,7 +98,7 @@ func newHandler(t Tool, inherit []string, log *slog.Logger, support *sandbox.Sup
 func envSecrets(env map[string]string) *redact.Redactor {
 	values := make(map[string]string, len(env))
 	for k, v := range env {
-		if v != envelope.BearerPlaceholder {
+		if v != argtemplate.BearerPlaceholder {
 			values[k] = v
 		}
 	}
@@ -104,7 +108,7 @@ func envSecrets(env map[string]string) *redact.Redactor {
 // checkBinding refuses, before anything is registered, a tool without a CLI
 // binding, with an invalid spec, or whose program cannot be found: a worker
 // must not advertise a tool every call of which would fail.
-func checkBinding(t Tool) error {
+func checkBinding(t fileTool) error {
 	if t.Spec.Binding == nil || t.Spec.Binding.CLI == nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: field binding.cli is required", t.Spec.Name)
 	}
@@ -116,14 +120,14 @@ func checkBinding(t Tool) error {
 
 // Spec is the tool's spec as the Handler serves it: with its sandbox
 // summary when it is confined.
-func (h *Handler) Spec() envelope.ToolSpec { return h.spec }
+func (h *toolHandler) Spec() envelope.ToolSpec { return h.spec }
 
 // Close releases what the Handler keeps between calls (its supervisor's
 // sentinel process); a program still running is
 // stopped as if the worker had died. Handlers made by RegisterFile share a
 // supervisor per kill grace that lives as long as the process, which their
 // Close leaves running.
-func (h *Handler) Close() error {
+func (h *toolHandler) Close() error {
 	if !h.ownSup {
 		return nil
 	}
@@ -150,7 +154,7 @@ func RegisterFile(w *worker.Worker, f *File, log *slog.Logger) error {
 	for i, h := range handlers {
 		// h.spec: the tool's spec with its sandbox summary.
 		if err := w.Register(h.spec, h); err != nil {
-			for _, done := range f.Tools[:i] {
+			for _, done := range f.tools[:i] {
 				w.Unregister(done.Spec.Name)
 			}
 			return err
@@ -162,15 +166,15 @@ func RegisterFile(w *worker.Worker, f *File, log *slog.Logger) error {
 // fileHandlers makes the Handler of every tool of f, one supervisor per
 // kill grace, after checking that no name repeats in f or is already
 // registered on w and that every spec compiles.
-func fileHandlers(w *worker.Worker, f *File, log *slog.Logger) ([]*Handler, error) {
+func fileHandlers(w *worker.Worker, f *File, log *slog.Logger) ([]*toolHandler, error) {
 	taken := map[string]bool{}
 	for _, s := range w.Specs() {
 		taken[s.Name] = true
 	}
 	sups := make(map[time.Duration]*supervise.Supervisor) // one sentinel per kill grace
-	handlers := make([]*Handler, 0, len(f.Tools))
+	handlers := make([]*toolHandler, 0, len(f.tools))
 	var support *sandbox.Support // probed once, for the first sandboxed tool
-	for _, t := range f.Tools {
+	for _, t := range f.tools {
 		if taken[t.Spec.Name] {
 			return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %q is defined twice (or already registered on this worker)", t.Spec.Name)
 		}
@@ -283,7 +287,7 @@ func queuePerSender(slots int) int { return 2 * slots }
 // acquire takes one of the tool's slots in the sender's turn (see package
 // fairshare): a sender with calls queued delays only its own calls, and
 // one with its bound already waiting is refused overloaded, unrun.
-func (h *Handler) acquire(ctx context.Context, req *worker.Request) error {
+func (h *toolHandler) acquire(ctx context.Context, req *worker.Request) error {
 	err := h.slots.Acquire(ctx, req.Sender(), req.WillWait)
 	if errors.Is(err, fairshare.ErrQueueFull) {
 		return envelope.Problemf(envelope.CodeOverloaded,
@@ -307,7 +311,7 @@ type admittedKey struct{}
 // its start (worker.Admitter): start then means the program runs, not
 // that it waits for a slot. Handle runs in the returned context and takes
 // no second slot.
-func (h *Handler) Admit(ctx context.Context, req *worker.Request) (context.Context, func(), error) {
+func (h *toolHandler) Admit(ctx context.Context, req *worker.Request) (context.Context, func(), error) {
 	if err := h.acquire(ctx, req); err != nil {
 		return nil, nil, err
 	}
@@ -315,7 +319,7 @@ func (h *Handler) Admit(ctx context.Context, req *worker.Request) (context.Conte
 }
 
 // Handle runs the program for one call.
-func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+func (h *toolHandler) Handle(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 	b := h.binding
 	if req.DryRun && b.DryRunFlag == "" {
 		return nil, notRun(envelope.Problemf(envelope.CodeDryRunUnsupported,
@@ -347,9 +351,9 @@ func (h *Handler) Handle(ctx context.Context, req *worker.Request, emit worker.E
 	if err != nil {
 		return nil, notRun(err)
 	}
-	argv := Argv(b, h.spec.Name, args, req.DryRun, pageAll)
+	argv := buildArgv(b, h.spec.Name, args, req.DryRun, pageAll)
 	secrets := h.secrets.With(req.Bearer)
-	res, err := h.run(ctx, argv, Env(os.Environ(), h.inherit, b.Env, req.Bearer), StdinFor(b, args), secrets, streamer{emit, req.Streaming})
+	res, err := h.run(ctx, argv, childEnv(os.Environ(), h.inherit, b.Env, req.Bearer), stdinFor(b, args), secrets, streamer{emit, req.Streaming})
 	// A program that prints its token or an env value must not leak it, or
 	// any piece of it, into errors (detail, stderr tails, output excerpts);
 	// tails and excerpts are redacted before they are cut, where they are
@@ -378,7 +382,7 @@ func notRun(err error) error {
 // hand-off each time), and no goroutine hop delays the fork: other
 // goroutines read stdout and stderr, and stopping rides on
 // context.AfterFunc and a timer rather than a watching goroutine.
-func (h *Handler) run(ctx context.Context, argv []string, env []string, stdinData []byte, secrets *redact.Redactor, emit streamer) (any, error) {
+func (h *toolHandler) run(ctx context.Context, argv []string, env []string, stdinData []byte, secrets *redact.Redactor, emit streamer) (any, error) {
 	p, err := h.spawn(argv, env, stdinData)
 	if err != nil {
 		return nil, err
@@ -437,7 +441,7 @@ type process struct {
 // under the Handler's supervisor: on success the calling goroutine is
 // locked to its thread until it calls reap. A confined program's group
 // leader is its sandbox helper (startConfined).
-func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
+func (h *toolHandler) spawn(argv []string, env []string, stdinData []byte) (*process, error) {
 	stdoutR, stdoutW, err := supervise.OutputPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -469,7 +473,7 @@ func (h *Handler) spawn(argv []string, env []string, stdinData []byte) (*process
 }
 
 // startPlain starts argv itself under the supervisor.
-func (h *Handler) startPlain(p *process, argv, env []string, stdout, stderr *os.File) error {
+func (h *toolHandler) startPlain(p *process, argv, env []string, stdout, stderr *os.File) error {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q: %v", h.spec.Name, argv[0], err)
@@ -490,7 +494,7 @@ func (h *Handler) startPlain(p *process, argv, env []string, stdout, stderr *os.
 // helper is the group's leader and the init of the program's PID
 // namespace, so sweeping the group ends every process the call started,
 // however it detached.
-func (h *Handler) startConfined(p *process, argv, env []string, stdout, stderr *os.File) error {
+func (h *toolHandler) startConfined(p *process, argv, env []string, stdout, stderr *os.File) error {
 	c, err := h.plan.Command(argv[1:], env)
 	if err != nil {
 		return envelope.Problemf(envelope.CodeToolFailed, "tool %s: cannot start %q in its sandbox: %v", h.spec.Name, argv[0], err)
@@ -566,7 +570,7 @@ func (p *process) reap() error {
 }
 
 // outcome is the call's answer once the program and its pipes are done.
-func (h *Handler) outcome(ctx context.Context, parsed output, readErr, waitErr error, stderr *tailBuffer) (any, error) {
+func (h *toolHandler) outcome(ctx context.Context, parsed output, readErr, waitErr error, stderr *tailBuffer) (any, error) {
 	if err := ctx.Err(); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, envelope.Problemf(envelope.CodeTimeout, "tool %s ran out of time and was stopped", h.spec.Name).
@@ -619,9 +623,9 @@ type output struct {
 
 // readOutput reads stdout per the binding's format, streaming deltas as
 // lines arrive (ndjson and lines) rather than after the program exits.
-func (h *Handler) readOutput(r io.Reader, emit streamer, secrets *redact.Redactor) (output, error) {
+func (h *toolHandler) readOutput(r io.Reader, emit streamer, secrets *redact.Redactor) (output, error) {
 	o := output{secrets: secrets}
-	switch h.binding.Format() {
+	switch outputFormat(h.binding) {
 	case envelope.OutputJSON:
 		raw, err := io.ReadAll(r)
 		o.raw = raw
@@ -645,8 +649,8 @@ func (h *Handler) readOutput(r io.Reader, emit streamer, secrets *redact.Redacto
 	}
 }
 
-func (h *Handler) takeLine(o *output, line []byte, emit streamer) error {
-	if h.binding.Format() == envelope.OutputNDJSON {
+func (h *toolHandler) takeLine(o *output, line []byte, emit streamer) error {
+	if outputFormat(h.binding) == envelope.OutputNDJSON {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
@@ -694,8 +698,8 @@ func excerpt(b []byte, secrets *redact.Redactor) string {
 	return fmt.Sprintf("%q", s)
 }
 
-func (h *Handler) finalResult(o output, stderr *tailBuffer) (any, error) {
-	switch h.binding.Format() {
+func (h *toolHandler) finalResult(o output, stderr *tailBuffer) (any, error) {
+	switch outputFormat(h.binding) {
 	case envelope.OutputNDJSON:
 		if o.streamed > 0 {
 			return map[string]any{"items_streamed": o.streamed}, nil
@@ -718,7 +722,7 @@ func (h *Handler) finalResult(o output, stderr *tailBuffer) (any, error) {
 	return json.RawMessage(o.raw), nil
 }
 
-func (h *Handler) linesResult(o output, stderr *tailBuffer, warnings []string) map[string]any {
+func (h *toolHandler) linesResult(o output, stderr *tailBuffer, warnings []string) map[string]any {
 	if o.lines == nil {
 		o.lines = []string{}
 	}
@@ -739,13 +743,13 @@ func (h *Handler) linesResult(o output, stderr *tailBuffer, warnings []string) m
 // cappedResult ends a call whose program passed the output cap: lines can
 // say honestly that they are partial; a single JSON document or an array
 // cannot, so those end in payload_too_large (deltas already sent stand).
-func (h *Handler) cappedResult(o output, stderr *tailBuffer) (any, error) {
+func (h *toolHandler) cappedResult(o output, stderr *tailBuffer) (any, error) {
 	reason := fmt.Sprintf("output passed max_output_bytes (%d); the program was stopped and the rest of its output dropped", h.limits.MaxOutputBytes)
-	if h.binding.Format() == envelope.OutputLines {
+	if outputFormat(h.binding) == envelope.OutputLines {
 		return h.linesResult(o, stderr, []string{reason}), nil
 	}
 	p := envelope.Problemf(envelope.CodePayloadTooLarge, "tool %s: %s", h.spec.Name, reason)
-	if h.binding.Format() == envelope.OutputNDJSON && o.streamed > 0 {
+	if outputFormat(h.binding) == envelope.OutputNDJSON && o.streamed > 0 {
 		p.WithExtension("items_delivered", o.streamed)
 	}
 	return nil, p

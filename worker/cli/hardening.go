@@ -13,20 +13,20 @@ import (
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
 )
 
-// Hardening is what a binding states about the values callers put into
+// argHardening is what a binding states about the values callers put into
 // its program's argv (binding.cli.arg_rules and end_of_options, toolmesh
 // extensions of the binding format). Values are checked before anything
 // runs; a refusal is an invalid_input Problem naming the arg.
-type Hardening struct {
+type argHardening struct {
 	// Rules are per arg name.
-	Rules map[string]ArgRule
+	Rules map[string]argRule
 	// EndOfOptions puts `--` before the template's first token that
 	// starts with a caller's value, so no later value is read as an option.
 	EndOfOptions bool
 }
 
-// ArgRule constrains one arg's values (each element of an array).
-type ArgRule struct {
+// argRule constrains one arg's values (each element of an array).
+type argRule struct {
 	// NoDash refuses a value that starts with '-' (-rf, --output=…, -5).
 	NoDash bool `json:"no_dash,omitempty"`
 	// Under makes the value a path that must stay under this directory:
@@ -39,29 +39,29 @@ type ArgRule struct {
 func hardeningFields() []string { return []string{"arg_rules", "end_of_options"} }
 
 // parseHardening reads arg_rules and end_of_options from a CLI binding.
-func parseHardening(rawBinding json.RawMessage, spec envelope.ToolSpec) (Hardening, error) {
+func parseHardening(rawBinding json.RawMessage, spec envelope.ToolSpec) (argHardening, error) {
 	var raw struct {
 		Rules        map[string]json.RawMessage `json:"arg_rules"`
 		EndOfOptions bool                       `json:"end_of_options"`
 	}
 	if err := json.Unmarshal(rawBinding, &raw); err != nil {
-		return Hardening{}, fmt.Errorf("field binding.cli: arg_rules or end_of_options: %v", err)
+		return argHardening{}, fmt.Errorf("field binding.cli: arg_rules or end_of_options: %v", err)
 	}
-	h := Hardening{EndOfOptions: raw.EndOfOptions}
+	h := argHardening{EndOfOptions: raw.EndOfOptions}
 	for _, name := range sortedKeys(raw.Rules) {
-		var r ArgRule
+		var r argRule
 		if err := strictDecode(raw.Rules[name], &r); err != nil {
-			return Hardening{}, fmt.Errorf("field binding.cli.arg_rules.%s: %v (want no_dash, under)", name, err)
+			return argHardening{}, fmt.Errorf("field binding.cli.arg_rules.%s: %v (want no_dash, under)", name, err)
 		}
 		if r.Under != "" {
 			root, err := filepath.EvalSymlinks(r.Under)
 			if err != nil || !filepath.IsAbs(r.Under) {
-				return Hardening{}, fmt.Errorf("field binding.cli.arg_rules.%s.under: %q must be an existing absolute directory", name, r.Under)
+				return argHardening{}, fmt.Errorf("field binding.cli.arg_rules.%s.under: %q must be an existing absolute directory", name, r.Under)
 			}
 			r.Under = root
 		}
 		if h.Rules == nil {
-			h.Rules = map[string]ArgRule{}
+			h.Rules = map[string]argRule{}
 		}
 		h.Rules[name] = r
 	}
@@ -71,7 +71,7 @@ func parseHardening(rawBinding json.RawMessage, spec envelope.ToolSpec) (Hardeni
 // template returns the args template with `--` before the first token
 // that starts with an arg's value, when EndOfOptions asks for it and the
 // template has no `--` of its own.
-func (h Hardening) template(t string) string {
+func (h argHardening) template(t string) string {
 	toks := strings.Fields(t)
 	if !h.EndOfOptions {
 		return t
@@ -92,7 +92,7 @@ func (h Hardening) template(t string) string {
 // apply checks the call's args against the rules and returns them with
 // path values replaced by their resolved paths; params are returned as
 // they came when no rule changed anything.
-func (h Hardening) apply(tool string, params []byte) ([]byte, error) {
+func (h argHardening) apply(tool string, params []byte) ([]byte, error) {
 	if len(h.Rules) == 0 {
 		return params, nil
 	}
@@ -126,7 +126,7 @@ func (h Hardening) apply(tool string, params []byte) ([]byte, error) {
 }
 
 // check applies one rule to one arg (each element of an array).
-func (r ArgRule) check(tool, name string, raw json.RawMessage) (json.RawMessage, error) {
+func (r argRule) check(tool, name string, raw json.RawMessage) (json.RawMessage, error) {
 	var items []json.RawMessage
 	isArray := json.Unmarshal(raw, &items) == nil
 	if !isArray {

@@ -15,7 +15,7 @@ import (
 // reads options, unprotected by `--` or a no_dash rule.
 func Lint(f *File) []string {
 	out := append([]string(nil), f.Warnings...)
-	for _, t := range f.Tools {
+	for _, t := range f.tools {
 		if t.Sandbox == nil {
 			out = append(out, fmt.Sprintf("%s: no sandbox: the program runs with the worker's own rights (every file, the network, no resource limits); give the tool (or the file) a sandbox block", t.Spec.Name))
 		}
@@ -27,7 +27,7 @@ func Lint(f *File) []string {
 // optionPositionWarnings names the tokens of t's template that start with
 // a caller's value before any `--`: a value such as -rf or --output=…
 // there becomes an option of the program.
-func optionPositionWarnings(t Tool) []string {
+func optionPositionWarnings(t fileTool) []string {
 	b := t.Spec.Binding.CLI
 	var out []string
 	afterDashes := false

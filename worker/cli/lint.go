@@ -124,7 +124,7 @@ func checkArgRefs(label string, spec envelope.ToolSpec, b *envelope.CliBindingCo
 			return nil, err
 		}
 	}
-	if name, ok := b.StdinArg(); ok {
+	if name, ok := argtemplate.StdinArg(b.Stdin); ok {
 		if err := check("stdin", name); err != nil {
 			return nil, err
 		}

@@ -17,16 +17,16 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
-	"github.com/toolmesh/toolmesh/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // sandboxed loads a one-tool tools file and makes its Handler with the
 // test's sandbox helper (skipping only where the kernel cannot confine).
-func sandboxed(t testing.TB, yaml string) *Handler {
+func sandboxed(t testing.TB, yaml string) *toolHandler {
 	t.Helper()
 	support := sandbox.ProbeHelpers(context.Background(), []string{sandboxHelper})
 	if support.Problem != "" {
@@ -36,7 +36,7 @@ func sandboxed(t testing.TB, yaml string) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := newHandler(f.Tools[0], nil, meshtest.Quiet(), &support)
+	h, err := newHandler(f.tools[0], nil, meshtest.Quiet(), &support)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ tools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(f.Tools[0], nil, meshtest.Quiet())
+	h, err := newProbedHandler(f.tools[0], nil, meshtest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ tools:
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, tl := range f.Tools {
+	for _, tl := range f.tools {
 		b, _ := json.Marshal(tl.Sandbox)
 		got[tl.Spec.Name] = string(b)
 	}
@@ -356,12 +356,12 @@ tools:
 		t.Fatal(err)
 	}
 	none := &sandbox.Support{Problem: "the kernel has no Landlock"}
-	_, err = newHandler(f.Tools[0], nil, meshtest.Quiet(), none)
+	_, err = newHandler(f.tools[0], nil, meshtest.Quiet(), none)
 	p := wantProblem(t, err, envelope.CodeInvalidConfig)
 	if !strings.Contains(p.Detail, "cannot enforce") || !strings.Contains(p.Detail, "no Landlock") {
 		t.Errorf("detail %q", p.Detail)
 	}
-	tool := f.Tools[0]
+	tool := f.tools[0]
 	tool.AllowUnconfined = true
 	h, err := newHandler(tool, nil, meshtest.Quiet(), none)
 	if err != nil {
@@ -382,7 +382,7 @@ tools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = newHandler(g.Tools[0], nil, meshtest.Quiet(), old)
+	_, err = newHandler(g.tools[0], nil, meshtest.Quiet(), old)
 	if p := wantProblem(t, err, envelope.CodeInvalidConfig); !strings.Contains(p.Detail, "ABI 4") {
 		t.Errorf("detail %q", p.Detail)
 	}

@@ -13,18 +13,19 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/configkeys"
-	"github.com/toolmesh/toolmesh/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox/report"
 )
 
-// DefaultMaxOutputBytes is the default stdout cap: a quarter of the
+// defaultMaxOutputBytes is the default stdout cap: a quarter of the
 // worker's default result cap (mesh.DefaultMaxResultBytes), so the result
 // built from that much output — lines escaped into JSON strings, an
 // ndjson array — still fits what the mesh carries (results larger than a
 // NATS message travel in chunks).
-const DefaultMaxOutputBytes = 16 << 20
+const defaultMaxOutputBytes = 16 << 20
 
-// Limits bound one CLI-bound tool's runs.
-type Limits struct {
+// toolLimits bound one CLI-bound tool's runs.
+type toolLimits struct {
 	// Timeout bounds one run (the call's own budget bounds it further);
 	// it is the spec's timeout. Zero means only the call's budget applies.
 	Timeout time.Duration
@@ -38,7 +39,7 @@ type Limits struct {
 	KillGrace time.Duration
 }
 
-func (l Limits) withDefaults(d Limits) Limits {
+func (l toolLimits) withDefaults(d toolLimits) toolLimits {
 	if l.Timeout == 0 {
 		l.Timeout = d.Timeout
 	}
@@ -46,7 +47,7 @@ func (l Limits) withDefaults(d Limits) Limits {
 		l.MaxOutputBytes = d.MaxOutputBytes
 	}
 	if l.MaxOutputBytes == 0 {
-		l.MaxOutputBytes = DefaultMaxOutputBytes
+		l.MaxOutputBytes = defaultMaxOutputBytes
 	}
 	if l.MaxConcurrent == 0 {
 		l.MaxConcurrent = d.MaxConcurrent
@@ -63,11 +64,11 @@ func (l Limits) withDefaults(d Limits) Limits {
 	return l
 }
 
-// Tool is one entry of a tools file: the spec callers see and the limits
+// fileTool is one entry of a tools file: the spec callers see and the limits
 // the worker enforces.
-type Tool struct {
+type fileTool struct {
 	Spec   envelope.ToolSpec
-	Limits Limits
+	Limits toolLimits
 	// Sandbox confines the program (see package sandbox); nil runs
 	// it with the worker's own rights.
 	Sandbox *sandbox.Policy
@@ -78,12 +79,14 @@ type Tool struct {
 	AllowUnconfined bool
 	// Hardening holds the binding's argument rules (arg_rules,
 	// end_of_options), checked before anything runs.
-	Hardening Hardening
+	Hardening argHardening
 }
 
 // File is a loaded tools file.
 type File struct {
-	Tools []Tool
+	// tools are the file's command-line tools (an MCP server's entry is
+	// not one: mcp servers are the bridge's).
+	tools []fileTool
 	// Env lists the variables inherited from the worker's environment by
 	// every program (default PATH, HOME, LANG, TZ).
 	Env []string
@@ -91,8 +94,24 @@ type File struct {
 	// as a misspelt binding field; RegisterFile logs them.
 	Warnings []string
 	// AllowUnconfined is the operator's consent to run a sandboxed tool
-	// unconfined where the host cannot confine it (see Tool.AllowUnconfined).
+	// unconfined where the host cannot confine it (see fileTool.AllowUnconfined).
 	AllowUnconfined bool
+}
+
+// Specs returns the specs of the file's command-line tools, in file order,
+// as the worker will serve them: a confined tool's Sandbox summarises the
+// file's sandbox block (the paths its program needs to start are added at
+// registration). An MCP server's entry is not among them.
+func (f *File) Specs() []envelope.ToolSpec {
+	out := make([]envelope.ToolSpec, 0, len(f.tools))
+	for _, t := range f.tools {
+		s := t.Spec
+		if t.Sandbox != nil {
+			s.Sandbox = report.Summary(t.Sandbox)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // defaultInheritedEnv is what a bound program inherits from the worker
@@ -200,15 +219,15 @@ func toolLabel(i int, rawTool json.RawMessage) string {
 	return fmt.Sprintf("tools[%d]", i)
 }
 
-// parseTool decodes and checks tools[i]; a nil Tool and nil error mean an
+// parseTool decodes and checks tools[i]; a nil fileTool and nil error mean an
 // MCP server's entry, which mcp/bridge hosts.
-func parseTool(i int, rawTool json.RawMessage, defaults Limits, defaultBox *sandbox.Policy) (*Tool, []string, error) {
+func parseTool(i int, rawTool json.RawMessage, defaults toolLimits, defaultBox *sandbox.Policy) (*fileTool, []string, error) {
 	label := toolLabel(i, rawTool)
 	var tj toolJSON
 	if err := strictDecode(rawTool, &tj); err != nil {
 		return nil, nil, bad("%s: %s", label, decodeError(rawTool, err, jsonFields(toolJSON{})))
 	}
-	box, err := ToolSandbox(tj.Sandbox, defaultBox)
+	box, err := toolSandbox(tj.Sandbox, defaultBox)
 	if err != nil {
 		return nil, nil, bad("%s: %v", label, err)
 	}
@@ -243,9 +262,9 @@ func parseTool(i int, rawTool json.RawMessage, defaults Limits, defaultBox *sand
 	if tj.MaxOutputBytes < 0 || tj.MaxConcurrent < 0 {
 		return nil, nil, bad("%s: limits must not be negative", label)
 	}
-	lim := Limits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent,
+	lim := toolLimits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent,
 		KillGrace: time.Duration(tj.KillGrace)}
-	return &Tool{Spec: spec, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, refWarnings, nil
+	return &fileTool{Spec: spec, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, refWarnings, nil
 }
 
 func Parse(data []byte) (*File, error) {
@@ -268,9 +287,9 @@ func Parse(data []byte) (*File, error) {
 	if len(fj.Tools) == 0 {
 		return nil, bad("field tools: no tools are defined")
 	}
-	var defaults Limits
+	var defaults toolLimits
 	if d := fj.Defaults; d != nil {
-		defaults = Limits{Timeout: time.Duration(d.Timeout), MaxOutputBytes: d.MaxOutputBytes, MaxConcurrent: d.MaxConcurrent,
+		defaults = toolLimits{Timeout: time.Duration(d.Timeout), MaxOutputBytes: d.MaxOutputBytes, MaxConcurrent: d.MaxConcurrent,
 			KillGrace: time.Duration(d.KillGrace)}
 		if d.MaxOutputBytes < 0 || d.MaxConcurrent < 0 {
 			return nil, bad("field defaults: limits must not be negative")
@@ -305,7 +324,7 @@ func Parse(data []byte) (*File, error) {
 		}
 		seen[t.Spec.Name] = i
 		out.Warnings = append(out.Warnings, warnings...)
-		out.Tools = append(out.Tools, *t)
+		out.tools = append(out.tools, *t)
 	}
 	return out, nil
 }
@@ -344,9 +363,9 @@ func jsonable(v any) any {
 	return v
 }
 
-// ToolSandbox is a tool's sandbox: its own block, the file's default when
+// toolSandbox is a tool's sandbox: its own block, the file's default when
 // it has none, nil when it says unconfined or neither is set.
-func ToolSandbox(raw json.RawMessage, fileDefault *sandbox.Policy) (*sandbox.Policy, error) {
+func toolSandbox(raw json.RawMessage, fileDefault *sandbox.Policy) (*sandbox.Policy, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return fileDefault, nil
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -44,20 +45,20 @@ func TestParseGoodFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Tools) != 2 || strings.Join(f.Env, ",") != "PATH,HOME" {
+	if len(f.tools) != 2 || strings.Join(f.Env, ",") != "PATH,HOME" {
 		t.Fatalf("file %+v", f)
 	}
-	s := f.Tools[0]
+	s := f.tools[0]
 	b := s.Spec.Binding.CLI
-	if b.Cmd != "rg" || b.ExitCodeMap[2] != "invalid_args" || b.ExitCodeMap[3] != "auth_required" || b.Format() != envelope.OutputNDJSON ||
+	if b.Cmd != "rg" || b.ExitCodeMap[2] != "invalid_args" || b.ExitCodeMap[3] != "auth_required" || outputFormat(b) != envelope.OutputNDJSON ||
 		b.Env["API_TOKEN"] != "$ATD_BEARER" || !s.Spec.Annotations.IsReadOnly() {
 		t.Fatalf("tool 0 %+v %+v", s.Spec, b)
 	}
 	if s.Limits.Timeout != 30*time.Second || s.Limits.MaxOutputBytes != 1<<20 || s.Limits.MaxConcurrent != 2 || s.Limits.KillGrace != 5*time.Minute {
 		t.Errorf("limits %+v", s.Limits)
 	}
-	if f.Tools[1].Limits.Timeout != 5*time.Second || f.Tools[1].Limits.KillGrace != 10*time.Second || f.Tools[1].Spec.Binding.CLI.Format() != envelope.OutputJSON {
-		t.Errorf("tool 1 %+v", f.Tools[1])
+	if f.tools[1].Limits.Timeout != 5*time.Second || f.tools[1].Limits.KillGrace != 10*time.Second || outputFormat(f.tools[1].Spec.Binding.CLI) != envelope.OutputJSON {
+		t.Errorf("tool 1 %+v", f.tools[1])
 	}
 }
 
@@ -168,7 +169,7 @@ func TestToolsFileShapeMatchesTheLoader(t *testing.T) {
 		{"defaults", shape.Fields["defaults"], jsonFields(limitsJSON{})},
 		{"tool", tool, jsonFields(toolJSON{})},
 		{"binding.cli", tool.Fields["binding"].Fields["cli"], append(argtemplate.BindingFields(), hardeningFields()...)},
-		{"arg_rules.NAME", tool.Fields["binding"].Fields["cli"].Fields["arg_rules"].AnyKey, jsonFields(ArgRule{})},
+		{"arg_rules.NAME", tool.Fields["binding"].Fields["cli"].Fields["arg_rules"].AnyKey, jsonFields(argRule{})},
 	} {
 		var got []string
 		for k := range c.node.Fields {
@@ -180,5 +181,17 @@ func TestToolsFileShapeMatchesTheLoader(t *testing.T) {
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("%s: the shape has %v, the loader reads %v", c.where, got, want)
 		}
+	}
+}
+
+// A binding that names no output format, read from JSON with a field of a
+// later version, is run as json.
+func TestOutputFormatDefaultsToJSON(t *testing.T) {
+	var c envelope.CliBindingConfig
+	if err := json.Unmarshal([]byte(`{"cmd":"cat","future_field":{"x":1}}`), &c); err != nil || c.Cmd != "cat" {
+		t.Fatalf("unknown fields must be tolerated: %v", err)
+	}
+	if got := outputFormat(&c); got != envelope.OutputJSON {
+		t.Errorf("default output format = %q, want json", got)
 	}
 }

@@ -74,18 +74,18 @@ type AuditConfig struct {
 // tool pools and the task service only, so tenants cannot forge records).
 // A lost record is logged, never fails the call.
 func Audit(nc *nats.Conn, cfg AuditConfig) worker.Middleware {
-	return AuditFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
+	return auditFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
 }
 
 // AuditAnswers is Audit for the answers to calls' questions and
 // approvals, which no middleware sees: set it as worker.Config.OnAnswer.
 // The answer's content is digested, never kept.
 func AuditAnswers(nc *nats.Conn, cfg AuditConfig) func(context.Context, worker.Answered) {
-	return AuditAnswersFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
+	return auditAnswersFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
 }
 
-// AuditAnswersFunc is AuditAnswers with the record handed to record.
-func AuditAnswersFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, worker.Answered) {
+// auditAnswersFunc is AuditAnswers with the record handed to record.
+func auditAnswersFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, worker.Answered) {
 	return func(ctx context.Context, a worker.Answered) {
 		rec := AuditRecord{Time: time.Now().UTC(), Kind: "answer", Worker: workerName, Identity: a.Identity,
 			Tool: toolPrefix + a.Tool, CallID: a.CallID, QuestionID: a.QuestionID, Outcome: a.Action}
@@ -112,11 +112,11 @@ func AuditAnswersFunc(workerName, toolPrefix string, record func(context.Context
 // Each is a record of kind "call" whose Outcome is the Problem's code and
 // Ran "no", with the identity the server stamped and the args' digest.
 func AuditRefused(nc *nats.Conn, cfg AuditConfig) func(context.Context, *worker.Request, *envelope.Problem) {
-	return AuditRefusedFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
+	return auditRefusedFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
 }
 
-// AuditRefusedFunc is AuditRefused with the record handed to record.
-func AuditRefusedFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, *worker.Request, *envelope.Problem) {
+// auditRefusedFunc is AuditRefused with the record handed to record.
+func auditRefusedFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, *worker.Request, *envelope.Problem) {
 	return func(ctx context.Context, req *worker.Request, p *envelope.Problem) {
 		rec := AuditRecord{Time: time.Now().UTC(), Kind: "call", Worker: workerName, Identity: req.Identity,
 			Tool: toolPrefix + req.Tool, CallID: req.CallID, Ran: string(envelope.RanNo)}
@@ -169,9 +169,9 @@ func splitIdentity(id string) (tenant, person string) {
 	return tenant, person
 }
 
-// AuditFunc is Audit with the record handed to record instead of
+// auditFunc is Audit with the record handed to record instead of
 // published: for a trail kept elsewhere, or a test.
-func AuditFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) worker.Middleware {
+func auditFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 			start := time.Now()

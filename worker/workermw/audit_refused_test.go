@@ -1,4 +1,4 @@
-package workermw_test
+package workermw
 
 import (
 	"context"
@@ -16,14 +16,13 @@ import (
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
-	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
 // A refused call's record is kind "call", ran "no", with the Problem's
 // code as its outcome, the identity split, and the args digested.
 func TestAuditRefusedRecord(t *testing.T) {
-	var got []workermw.AuditRecord
-	f := workermw.AuditRefusedFunc("w1", "tasks.", func(_ context.Context, r workermw.AuditRecord) { got = append(got, r) })
+	var got []AuditRecord
+	f := auditRefusedFunc("w1", "tasks.", func(_ context.Context, r AuditRecord) { got = append(got, r) })
 	args := json.RawMessage(`{"secret":"x"}`)
 	f(context.Background(), &worker.Request{Tool: "submit", CallID: "C1", Identity: "ALICE/alice", Args: args},
 		envelope.NewProblem(envelope.CodeOverloaded, "busy").WithRan(envelope.RanNo))
@@ -48,11 +47,11 @@ func TestAuditRefusedRecord(t *testing.T) {
 func TestAuditRefusedSeesWhatMiddlewareDoesNot(t *testing.T) {
 	s := meshtest.StartServer(t, embedded.Config{})
 	nc := meshtest.Connect(t, s)
-	recs := make(chan workermw.AuditRecord, 16)
-	record := func(_ context.Context, r workermw.AuditRecord) { recs <- r }
+	recs := make(chan AuditRecord, 16)
+	record := func(_ context.Context, r AuditRecord) { recs <- r }
 	w := meshtest.NewWorker(t, nc, worker.Config{ID: "w-refuse", Limits: worker.Limits{MaxConcurrent: 1, MaxQueued: worker.NoQueue},
-		Middleware: []worker.Middleware{workermw.AuditFunc("w-refuse", "", record)},
-		OnRefused:  workermw.AuditRefusedFunc("w-refuse", "", record)})
+		Middleware: []worker.Middleware{auditFunc("w-refuse", "", record)},
+		OnRefused:  auditRefusedFunc("w-refuse", "", record)})
 	release := make(chan struct{})
 	defer close(release)
 	spec := envelope.ToolSpec{Name: "demo.hold", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)}
@@ -79,8 +78,8 @@ func TestAuditRefusedSeesWhatMiddlewareDoesNot(t *testing.T) {
 	}
 	// Another worker, so that the held call's slot need not be free yet.
 	w2 := meshtest.NewWorker(t, nc, worker.Config{ID: "w-refuse",
-		Middleware: []worker.Middleware{workermw.AuditFunc("w-refuse", "", record)},
-		OnRefused:  workermw.AuditRefusedFunc("w-refuse", "", record)})
+		Middleware: []worker.Middleware{auditFunc("w-refuse", "", record)},
+		OnRefused:  auditRefusedFunc("w-refuse", "", record)})
 	strict := spec
 	strict.Name = "demo.strict"
 	if err := w2.Register(strict, worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) {
@@ -97,7 +96,7 @@ func TestAuditRefusedSeesWhatMiddlewareDoesNot(t *testing.T) {
 }
 
 // wantRefused checks a call's answer and its one record: refused unrun with code.
-func wantRefused(t *testing.T, ev envelope.ToolEvent, recs <-chan workermw.AuditRecord, tool, id, args string, code envelope.Code) {
+func wantRefused(t *testing.T, ev envelope.ToolEvent, recs <-chan AuditRecord, tool, id, args string, code envelope.Code) {
 	t.Helper()
 	if p := ev.Problem(); p == nil || p.Code != code || p.Ran() != envelope.RanNo {
 		t.Fatalf("call %s answered %+v, want %s unrun", id, p, code)
@@ -110,14 +109,14 @@ func wantRefused(t *testing.T, ev envelope.ToolEvent, recs <-chan workermw.Audit
 }
 
 // nextRecord is the next record, failing t when none comes at all.
-func nextRecord(t *testing.T, recs <-chan workermw.AuditRecord) workermw.AuditRecord {
+func nextRecord(t *testing.T, recs <-chan AuditRecord) AuditRecord {
 	t.Helper()
 	select {
 	case r := <-recs:
 		return r
 	case <-time.After(30 * time.Second):
 		t.Fatal("no audit record")
-		return workermw.AuditRecord{}
+		return AuditRecord{}
 	}
 }
 
@@ -183,19 +182,19 @@ func TestAuditKindNamesTaskActions(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	ac := workermw.AuditConfig{Prefix: "toolmesh", Worker: "tasks", ToolPrefix: "tasks.", Kind: "task"}
+	ac := AuditConfig{Prefix: "toolmesh", Worker: "tasks", ToolPrefix: "tasks.", Kind: "task"}
 	req := &worker.Request{Tool: "cancel", CallID: "C1", Identity: "ALICE/alice", Args: json.RawMessage(`{"task_id":"T1"}`)}
-	h := workermw.Audit(nc, ac)(worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) { return "ok", nil }))
+	h := Audit(nc, ac)(worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) { return "ok", nil }))
 	if _, err := h.Handle(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	workermw.AuditRefused(nc, ac)(context.Background(), req, envelope.NewProblem(envelope.CodeInvalidInput, "bad"))
+	AuditRefused(nc, ac)(context.Background(), req, envelope.NewProblem(envelope.CodeInvalidInput, "bad"))
 	for _, want := range []struct{ outcome, ran string }{{"ok", "yes"}, {"invalid_input", "no"}} {
 		m, err := sub.NextMsg(30 * time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r workermw.AuditRecord
+		var r AuditRecord
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			t.Fatal(err)
 		}

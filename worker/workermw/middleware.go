@@ -30,8 +30,8 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// ErrBadBearer is what a bearer check returns for a token it refuses.
-var ErrBadBearer = errors.New("the bearer token is not accepted")
+// errBadBearer is what a bearer check returns for a token it refuses.
+var errBadBearer = errors.New("the bearer token is not accepted")
 
 // RequireBearer refuses a call whose bearer token is missing, or that
 // check refuses, with unauthorized before the handler runs. check gets the
@@ -61,7 +61,7 @@ func BearerTokens(tokens ...string) worker.Middleware {
 				return nil
 			}
 		}
-		return ErrBadBearer
+		return errBadBearer
 	})
 }
 

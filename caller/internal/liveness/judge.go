@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -33,7 +34,7 @@ type Judge struct {
 	// Heartbeat, PickupTimeout and PickupCutoff are the caller's, with
 	// their defaults applied.
 	Heartbeat, PickupTimeout, PickupCutoff time.Duration
-	Problems                               envelope.Registry
+	Problems                               problembase.Registry
 	Probes                                 *Probes
 	Presence                               *Presence
 	// Known is the spec set a digest names when the caller's catalogue

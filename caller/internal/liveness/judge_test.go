@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -145,7 +146,7 @@ func TestSettles(t *testing.T) {
 	if got, want := j.MarkerPatience(true), SilentBeats*j.Heartbeat; got != want {
 		t.Errorf("MarkerPatience with a backlog = %v, want %v", got, want)
 	}
-	prob := envelope.Registry{}.New(envelope.CodeWorkerLost, "lost")
+	prob := problembase.Registry{}.New(envelope.CodeWorkerLost, "lost")
 	if got := Unconfirmed(*prob); got.Ran() != envelope.RanMaybe || !strings.HasPrefix(got.Detail, "lost; ") || prob.Detail != "lost" {
 		t.Errorf("Unconfirmed = ran %q, %q (held %q): want maybe, the detail extended, the held Problem kept", got.Ran(), got.Detail, prob.Detail)
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/toolmesh/toolmesh/sandbox"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
 )
 
 // bwrapBinary is bubblewrap, the sandboxed row's peer: what operators
