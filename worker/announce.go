@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -32,6 +34,10 @@ type announcer struct {
 	// stopped: run has returned, so no later round will settle; work
 	// that would wait for one goes to a runner (see announceThen).
 	stopped bool
+	// busy: a round is being settled, by run or by a subscription's
+	// goroutine (see settleOnReader); one round is in flight at a time,
+	// and whoever ends it wakes run for the calls queued meanwhile.
+	busy bool
 }
 
 // announceRound is one flush and the calls it confirms.
@@ -141,14 +147,82 @@ func (a *announcer) run() {
 	}
 }
 
-// settle publishes the heartbeats of the calls queued to be named, flushes
-// once, and stamps every call of the round with the server's confirmation.
+// settle settles the round of the calls queued to be named, unless one
+// is already being settled (whoever settles it wakes run again when it
+// ends), and hands the work that waited for it to a runner.
 func (a *announcer) settle() {
 	a.mu.Lock()
-	name, named, r := a.name, a.named, a.round
-	a.name, a.named, a.round = nil, nil, &announceRound{done: make(chan struct{})}
+	if a.busy {
+		a.mu.Unlock()
+		return
+	}
+	name, named, r := a.takeLocked()
 	a.mu.Unlock()
-	defer func() { a.runThen(r.then) }()
+	a.confirmRound(name, named, r)
+	a.endRound()
+	a.runThen(r.then)
+}
+
+// settleOnReader settles the next round on this goroutine, the
+// subscription's that read calls (sub, nil in tests), and runs j and
+// the rest of the round's work here once the round is settled, as a
+// nats.go micro endpoint would run the handler after a flush of its own:
+// no goroutine is woken to flush, nor to run the handler. It does so
+// only when no round is being settled and no message waits behind on
+// sub, which would wait for the round trip too; it reports whether it
+// did, having done nothing otherwise (the caller then queues j with
+// announceThen).
+func (a *announcer) settleOnReader(sub *nats.Subscription, j work, calls ...*call) bool {
+	if sub != nil {
+		// nats.go counts the message being delivered as pending until
+		// its callback returns: more than one is a message behind it.
+		if n, _, err := sub.Pending(); err != nil || n > 1 {
+			return false
+		}
+	}
+	a.mu.Lock()
+	if a.busy || a.stopped {
+		a.mu.Unlock()
+		return false
+	}
+	a.name = append(a.name, calls...)
+	a.round.then = append(a.round.then, j)
+	name, named, r := a.takeLocked()
+	for _, c := range calls {
+		c.round = r // what call.announced waits on: settled when j runs
+	}
+	a.mu.Unlock()
+	a.confirmRound(name, named, r)
+	a.endRound() // the next round may start while this one's work runs
+	runSettled(r.then)
+	return true
+}
+
+// takeLocked takes the calls queued to be named and their round, to be
+// settled by the caller, who must then call endRound; a.mu must be held.
+func (a *announcer) takeLocked() (name, named []*call, r *announceRound) {
+	name, named, r = a.name, a.named, a.round
+	a.name, a.named, a.round = nil, nil, &announceRound{done: make(chan struct{})}
+	a.busy = true
+	return name, named, r
+}
+
+// endRound marks the round taken by takeLocked settled, waking run for
+// the calls queued meanwhile.
+func (a *announcer) endRound() {
+	a.mu.Lock()
+	a.busy = false
+	more := len(a.name) > 0 || len(a.named) > 0 || len(a.round.then) > 0
+	a.mu.Unlock()
+	if more {
+		a.signal()
+	}
+}
+
+// confirmRound publishes the heartbeats of the calls to name, flushes
+// once, and stamps every call of the round r with the server's
+// confirmation; r is settled (done closed) when it returns.
+func (a *announcer) confirmRound(name, named []*call, r *announceRound) {
 	if len(name) == 0 && len(named) == 0 {
 		close(r.done)
 		return
