@@ -38,7 +38,16 @@ type announcer struct {
 	// goroutine (see settleOnReader); one round is in flight at a time,
 	// and whoever ends it wakes run for the calls queued meanwhile.
 	busy bool
+	// spareName and spareNamed are the emptied slices of the last round
+	// settled, and beat the buffer its heartbeats were written in: the
+	// next round reuses them instead of allocating its own.
+	spareName, spareNamed []*call
+	beat                  []byte
 }
+
+// keepSpare bounds what a round's slices and buffer keep for the next:
+// a burst's round does not pin its size for ever.
+const keepSpare = 4096
 
 // announceRound is one flush and the calls it confirms.
 type announceRound struct {
@@ -101,11 +110,16 @@ func (a *announcer) runThen(js []work) {
 // start.
 func runSettled(js []work) {
 	for _, j := range js {
-		if j.batch != nil {
-			j.batch.runInline(j.calls, true)
-		} else {
-			j.c.w.runOnReader(j.c)
-		}
+		j.runNamed()
+	}
+}
+
+// runNamed runs j, whose calls a settled round named, on this goroutine.
+func (j work) runNamed() {
+	if j.batch != nil {
+		j.batch.runInline(j.calls, true)
+	} else {
+		j.c.w.runOnReader(j.c)
 	}
 }
 
@@ -159,7 +173,7 @@ func (a *announcer) settle() {
 	name, named, r := a.takeLocked()
 	a.mu.Unlock()
 	a.confirmRound(name, named, r)
-	a.endRound()
+	a.endRound(name, named)
 	a.runThen(r.then)
 }
 
@@ -186,15 +200,15 @@ func (a *announcer) settleOnReader(sub *nats.Subscription, j work, calls ...*cal
 		return false
 	}
 	a.name = append(a.name, calls...)
-	a.round.then = append(a.round.then, j)
 	name, named, r := a.takeLocked()
 	for _, c := range calls {
 		c.round = r // what call.announced waits on: settled when j runs
 	}
 	a.mu.Unlock()
 	a.confirmRound(name, named, r)
-	a.endRound() // the next round may start while this one's work runs
-	runSettled(r.then)
+	a.endRound(name, named) // the next round may start while this one's work runs
+	runSettled(r.then)      // work queued for the round before j
+	j.runNamed()
 	return true
 }
 
@@ -202,15 +216,22 @@ func (a *announcer) settleOnReader(sub *nats.Subscription, j work, calls ...*cal
 // settled by the caller, who must then call endRound; a.mu must be held.
 func (a *announcer) takeLocked() (name, named []*call, r *announceRound) {
 	name, named, r = a.name, a.named, a.round
-	a.name, a.named, a.round = nil, nil, &announceRound{done: make(chan struct{})}
+	a.name, a.named, a.round = a.spareName, a.spareNamed, &announceRound{done: make(chan struct{})}
+	a.spareName, a.spareNamed = nil, nil
 	a.busy = true
 	return name, named, r
 }
 
-// endRound marks the round taken by takeLocked settled, waking run for
+// endRound marks the round taken by takeLocked settled, keeping its
+// slices name and named, emptied, for a later round, and wakes run for
 // the calls queued meanwhile.
-func (a *announcer) endRound() {
+func (a *announcer) endRound(name, named []*call) {
+	clear(name) // the calls may end and go
+	clear(named)
 	a.mu.Lock()
+	if cap(name) <= keepSpare && cap(named) <= keepSpare {
+		a.spareName, a.spareNamed = name[:0], named[:0]
+	}
 	a.busy = false
 	more := len(a.name) > 0 || len(a.named) > 0 || len(a.round.then) > 0
 	a.mu.Unlock()
@@ -247,8 +268,25 @@ func (a *announcer) confirmRound(name, named []*call, r *announceRound) {
 
 // publish sends one heartbeat per caller naming its calls in calls (in
 // several when the ids outgrow a message), on one of its calls' reply
-// subjects, as §8.1's beats are.
+// subjects, as §8.1's beats are. Calls most often have one caller, whose
+// heartbeat is written without sorting them by caller first.
 func (a *announcer) publish(calls []*call) {
+	if len(calls) == 0 {
+		return
+	}
+	first := calls[0].callerKey()
+	for _, c := range calls[1:] {
+		if c.callerKey() != first {
+			a.publishByCaller(calls)
+			return
+		}
+	}
+	a.publishTo(calls)
+}
+
+// publishByCaller sends the heartbeats of calls of several callers, one
+// caller's after another in the order they first appear.
+func (a *announcer) publishByCaller(calls []*call) {
 	byPeer := map[callKey][]*call{}
 	var order []callKey
 	for _, c := range calls {
@@ -258,18 +296,27 @@ func (a *announcer) publish(calls []*call) {
 		}
 		byPeer[k] = append(byPeer[k], c)
 	}
-	limit := a.w.piece()
 	for _, k := range order {
-		cs := byPeer[k]
-		head := wire.AppendBeatHead(nil, a.w.cfg.ID, cs[0].interval.Milliseconds())
-		buf := append(make([]byte, 0, len(head)+len(cs)*27), head...)
-		for _, c := range cs {
-			if len(buf)+len(c.key.id)+1 > limit {
-				a.w.publishBeat(cs[0], buf)
-				buf = append(buf[:0], head...)
-			}
-			buf = append(append(buf, c.key.id...), ' ')
+		a.publishTo(byPeer[k])
+	}
+}
+
+// publishTo sends the heartbeat naming cs, calls of one caller, on the
+// first one's reply subject; only the round being settled publishes, so
+// every round writes its heartbeats in the same buffer (a.beat).
+func (a *announcer) publishTo(cs []*call) {
+	limit := a.w.piece()
+	buf := wire.AppendBeatHead(a.beat[:0], a.w.cfg.ID, cs[0].interval.Milliseconds())
+	head := len(buf)
+	for _, c := range cs {
+		if len(buf)+len(c.key.id)+1 > limit {
+			a.w.publishBeat(cs[0], buf)
+			buf = buf[:head]
 		}
-		a.w.publishBeat(cs[0], buf)
+		buf = append(append(buf, c.key.id...), ' ')
+	}
+	a.w.publishBeat(cs[0], buf)
+	if cap(buf) <= keepSpare*32 {
+		a.beat = buf[:0]
 	}
 }

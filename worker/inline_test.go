@@ -17,8 +17,9 @@ import (
 
 // runsOn names how the calling handler came to run: "reader" (on a
 // subscription's goroutine, through onCall or onBatch on this very
-// stack), "settled" (with the other work of a settled announcer round,
-// runSettled) or "runner" (on a goroutine of its own).
+// stack), "settled" (as the work of a settled announcer round,
+// work.runNamed, alone or with the rest of its round in runSettled) or
+// "runner" (on a goroutine of its own).
 func runsOn() string {
 	pcs := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
@@ -27,7 +28,7 @@ func runsOn() string {
 		switch {
 		case strings.HasSuffix(f.Function, "(*Worker).onCall"), strings.HasSuffix(f.Function, "(*Worker).onBatch"):
 			return "reader"
-		case strings.HasSuffix(f.Function, "worker.runSettled"):
+		case strings.HasSuffix(f.Function, "worker.runSettled"), strings.HasSuffix(f.Function, "worker.work.runNamed"):
 			return "settled"
 		}
 		if !more {
