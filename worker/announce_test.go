@@ -122,14 +122,16 @@ func TestRoundNamesEachCallerItsOwnCalls(t *testing.T) {
 		f.EachCallID(func(id []byte) { ids = append(ids, string(id)) })
 		return ids
 	}
-	w.announcer.publish([]*call{mk("A", "a1"), mk("B", "b1"), mk("A", "a2")})
+	s := settling{name: []*call{mk("A", "a1"), mk("B", "b1"), mk("A", "a2")}}
+	w.announcer.publish(&s)
 	if got := named(a); fmt.Sprint(got) != "[a1 a2]" {
 		t.Errorf("caller A's heartbeat named %v, want [a1 a2]", got)
 	}
 	if got := named(b); fmt.Sprint(got) != "[b1]" {
 		t.Errorf("caller B's heartbeat named %v, want [b1]", got)
 	}
-	w.announcer.publish([]*call{mk("B", "b2")})
+	s.name = []*call{mk("B", "b2")} // written in the first round's buffer
+	w.announcer.publish(&s)
 	if got := named(b); fmt.Sprint(got) != "[b2]" {
 		t.Errorf("the next round's heartbeat named %v, want [b2]", got)
 	}

@@ -309,22 +309,22 @@ func TestNamedInlineCallSettlesOnItsReader(t *testing.T) {
 	}
 }
 
-// A reader does not settle a round while another is being settled: it
-// leaves its work to be queued for the next round, and queues nothing
+// A reader does not settle a round while maxRounds are being settled:
+// it leaves its work to be queued for the next round, and queues nothing
 // itself.
 func TestReaderLeavesABusyAnnouncerItsRound(t *testing.T) {
 	w, _ := newTestWorker(t, Config{})
 	a := w.announcer
 	a.mu.Lock()
-	a.busy = true
+	a.flights = maxRounds
 	a.mu.Unlock()
 	c := &call{w: w}
 	if a.settleOnReader(nil, work{c: c}, c) {
-		t.Fatal("a reader settled a round while another was being settled")
+		t.Fatalf("a reader settled a round while %d were being settled", maxRounds)
 	}
 	a.mu.Lock()
 	queued := len(a.name) + len(a.round.then)
-	a.busy = false
+	a.flights = 0
 	a.mu.Unlock()
 	if queued != 0 || c.round != nil {
 		t.Errorf("the refused reader queued %d names or work and gave its call round %v; want nothing", queued, c.round)
