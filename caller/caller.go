@@ -697,14 +697,14 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	if err != nil {
 		return nil, c.problems.New(envelope.CodeInvalidInput, "args: "+err.Error())
 	}
+	now := time.Now() // one reading for the budget, the id and the pickup cutoff
 	deadline, hasDeadline := ctx.Deadline()
-	if hasDeadline && time.Until(deadline) <= 0 {
+	if hasDeadline && deadline.Sub(now) <= 0 {
 		return nil, c.problems.New(envelope.CodeTimeout, "the call's budget was spent before it was sent")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, c.problems.Rebase(envelope.AsProblem(err, envelope.CodeCancelled))
 	}
-	now := time.Now()
 	p := &pending{c: c, tool: tool, stream: mode == stream, nextSeq: 1, lastHeard: c.offset(now)}
 	id := c.newID(now)
 	window := c.cfg.Window
@@ -712,7 +712,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 		window = max(o.window, 2)
 	}
 	span, traced := c.startSpan(ctx, tool, id, mode)
-	pickup := time.Now().Add(c.cfg.PickupCutoff)
+	pickup := now.Add(c.cfg.PickupCutoff) // read before sending: a cutoff no later than promised
 	// The reply subject, <inbox><id>, heads the buffer the message is
 	// encoded in: only the id outlives the publish.
 	buf := append(append(make([]byte, 0, len(c.inbox)+len(id)+160+len(rawArgs)), c.inbox...), id...)

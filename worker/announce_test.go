@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -83,5 +84,56 @@ func namedBeforeResult(t *testing.T, raw *nats.Conn, tool, id, extra string) boo
 			t.Fatalf("tool %s: the call ended %+v (%v), want a result", tool, ev, err)
 		}
 		return named
+	}
+}
+
+// A round's heartbeats name each caller's calls, and only those, in one
+// message on one of its calls' reply subjects, whether the round's calls
+// have one caller or several; a later round, written in the same buffer,
+// names only its own calls.
+func TestRoundNamesEachCallerItsOwnCalls(t *testing.T) {
+	w, raw := newTestWorker(t, Config{})
+	beats := func(subject string) *nats.Subscription {
+		sub, err := raw.SubscribeSync(subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub
+	}
+	a, b := beats("_INBOX.A.*"), beats("_INBOX.B.*")
+	if err := raw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(caller, id string) *call {
+		return &call{w: w, reply: "_INBOX." + caller + "." + id, key: callKey{id: id}, callerID: caller, interval: time.Minute}
+	}
+	named := func(sub *nats.Subscription) []string {
+		m, err := sub.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := wire.ParseFrame(m.Data)
+		if err != nil || f.Kind != wire.FrameBeat || f.Worker != w.ID() {
+			t.Fatalf("%q: want a heartbeat of worker %s (%v)", m.Data, w.ID(), err)
+		}
+		var ids []string
+		f.EachCallID(func(id []byte) { ids = append(ids, string(id)) })
+		return ids
+	}
+	s := settling{name: []*call{mk("A", "a1"), mk("B", "b1"), mk("A", "a2")}}
+	w.announcer.publish(&s)
+	if got := named(a); fmt.Sprint(got) != "[a1 a2]" {
+		t.Errorf("caller A's heartbeat named %v, want [a1 a2]", got)
+	}
+	if got := named(b); fmt.Sprint(got) != "[b1]" {
+		t.Errorf("caller B's heartbeat named %v, want [b1]", got)
+	}
+	s.name = []*call{mk("B", "b2")} // written in the first round's buffer
+	w.announcer.publish(&s)
+	if got := named(b); fmt.Sprint(got) != "[b2]" {
+		t.Errorf("the next round's heartbeat named %v, want [b2]", got)
+	}
+	if m, err := a.NextMsg(0); err == nil {
+		t.Errorf("caller A heard %q from a round without its calls", m.Data)
 	}
 }

@@ -67,7 +67,9 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 	case inlineAll(calls):
 		b.runInline(calls, true)
 	case inlineOnceNamed(calls):
-		w.announcer.announceThen(work{batch: b, calls: calls}, calls...)
+		if j := (work{batch: b, calls: calls}); !w.announcer.settleOnReader(m.Sub, j, calls...) {
+			w.announcer.announceThen(j, calls...)
+		}
 	default:
 		// Off the subscription's goroutine, which only admits: a handler
 		// that blocks must not hold up the calls arriving after its batch.

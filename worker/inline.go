@@ -61,8 +61,9 @@ func (w *Worker) runOnReader(c *call) {
 
 // runsAfterNaming reports whether c, of a handler declared Inline, would
 // run on the subscription's goroutine but for the pickup confirmation it
-// must wait for: the announcer then runs it once the round naming it is
-// settled (see announcer.announceThen).
+// must wait for: it runs once the round naming it is settled, there when
+// that goroutine may settle the round itself (see
+// announcer.settleOnReader), else on a runner (announcer.announceThen).
 func (c *call) runsAfterNaming() bool {
 	t := c.tool
 	return t.inline && !t.slowCalls() && !c.stream && c.mustConfirm()

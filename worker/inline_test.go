@@ -17,8 +17,9 @@ import (
 
 // runsOn names how the calling handler came to run: "reader" (on a
 // subscription's goroutine, through onCall or onBatch on this very
-// stack), "settled" (with the other work of a settled announcer round,
-// runSettled) or "runner" (on a goroutine of its own).
+// stack), "settled" (as the work of a settled announcer round,
+// work.runNamed, alone or with the rest of its round in runSettled) or
+// "runner" (on a goroutine of its own).
 func runsOn() string {
 	pcs := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
@@ -27,7 +28,7 @@ func runsOn() string {
 		switch {
 		case strings.HasSuffix(f.Function, "(*Worker).onCall"), strings.HasSuffix(f.Function, "(*Worker).onBatch"):
 			return "reader"
-		case strings.HasSuffix(f.Function, "worker.runSettled"):
+		case strings.HasSuffix(f.Function, "worker.runSettled"), strings.HasSuffix(f.Function, "worker.work.runNamed"):
 			return "settled"
 		}
 		if !more {
@@ -232,4 +233,94 @@ func replyEvents(t *testing.T, m *nats.Msg) map[string]envelope.ToolEvent {
 		out[id] = ev
 	}
 	return out
+}
+
+// onReader reports whether the calling handler runs on a subscription's
+// goroutine (onCall or onBatch is on its stack), whatever else is.
+func onReader() bool {
+	pcs := make([]uintptr, 128)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "(*Worker).onCall") || strings.HasSuffix(f.Function, "(*Worker).onBatch") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// A call of a handler declared Inline that must wait for the pickup
+// confirmation, read when no round is being settled and nothing waits
+// behind it, has its round settled by the subscription's goroutine that
+// read it and runs there once the round is settled, as a micro handler
+// runs after a flush of its own; it is still named before its result. A
+// batch of such calls does the same.
+func TestNamedInlineCallSettlesOnItsReader(t *testing.T) {
+	w, raw := newTestWorker(t, Config{})
+	type ran struct {
+		on     string
+		reader bool
+	}
+	where := make(chan ran, 3)
+	yes := true
+	if err := w.Register(envelope.ToolSpec{Name: "destroy", Annotations: &envelope.Annotations{Destructive: &yes}},
+		Inline(HandlerFunc(func(_ context.Context, req *Request, _ Emitter) (any, error) {
+			where <- ran{runsOn(), onReader()}
+			return req.Args, nil
+		}))); err != nil {
+		t.Fatal(err)
+	}
+	if !namedBeforeResult(t, raw, "destroy", "L", "") {
+		t.Error("the lone call was not named before its result")
+	}
+	if got := <-where; got != (ran{"settled", true}) {
+		t.Errorf("the lone call ran %+v, want settled on its reader", got)
+	}
+	reply := "_INBOX.S.01CALL"
+	sub, err := raw.SubscribeSync(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pickup := time.Now().Add(time.Minute).UnixMilli()
+	var calls []string
+	for _, id := range []string{"s1", "s2"} {
+		calls = append(calls, fmt.Sprintf("tm2 id=%s mode=unary caller=S interval=60000 pickup=%d\n{\"args\":{}}", id, pickup))
+	}
+	m := nats.NewMsg(mesh.Subjects{}.Call("destroy"))
+	m.Reply, m.Data = reply, batchOf(calls...)
+	if err := raw.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := sub.NextMsg(20 * time.Second); err != nil || !isBeat(msg) {
+		t.Fatalf("the batch's first reply: %v, %v; want the heartbeat naming its calls", msg, err)
+	}
+	for range calls {
+		if got := <-where; got != (ran{"settled", true}) {
+			t.Errorf("a call of the batch ran %+v, want settled on its reader", got)
+		}
+	}
+}
+
+// A reader does not settle a round while maxRounds are being settled:
+// it leaves its work to be queued for the next round, and queues nothing
+// itself.
+func TestReaderLeavesABusyAnnouncerItsRound(t *testing.T) {
+	w, _ := newTestWorker(t, Config{})
+	a := w.announcer
+	a.mu.Lock()
+	a.flights = maxRounds
+	a.mu.Unlock()
+	c := &call{w: w}
+	if a.settleOnReader(nil, work{c: c}, c) {
+		t.Fatalf("a reader settled a round while %d were being settled", maxRounds)
+	}
+	a.mu.Lock()
+	queued := len(a.name) + len(a.round.then)
+	a.flights = 0
+	a.mu.Unlock()
+	if queued != 0 || c.round != nil {
+		t.Errorf("the refused reader queued %d names or work and gave its call round %v; want nothing", queued, c.round)
+	}
 }

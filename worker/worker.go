@@ -790,7 +790,9 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 	case c.runsInline():
 		w.runOnReader(c)
 	case c.runsAfterNaming():
-		w.announcer.announceThen(work{c: c}, c)
+		if !w.announcer.settleOnReader(m.Sub, work{c: c}, c) {
+			w.announcer.announceThen(work{c: c}, c)
+		}
 	default:
 		c.announceEarly()
 		w.dispatch(c)

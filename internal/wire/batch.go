@@ -128,11 +128,25 @@ func ValidCallID(id []byte) bool {
 		return false
 	}
 	for _, b := range id {
-		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-') {
+		if !callIDByte[b] {
 			return false
 		}
 	}
 	return true
+}
+
+// callIDByte marks the bytes a call id may hold (see ValidCallID): one
+// load a byte, where comparisons took five ranges' worth on every id
+// of every call, reply and batch.
+var callIDByte = [256]bool{
+	'-': true, '_': true,
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
+	'A': true, 'B': true, 'C': true, 'D': true, 'E': true, 'F': true, 'G': true, 'H': true, 'I': true, 'J': true,
+	'K': true, 'L': true, 'M': true, 'N': true, 'O': true, 'P': true, 'Q': true, 'R': true, 'S': true, 'T': true,
+	'U': true, 'V': true, 'W': true, 'X': true, 'Y': true, 'Z': true,
+	'a': true, 'b': true, 'c': true, 'd': true, 'e': true, 'f': true, 'g': true, 'h': true, 'i': true, 'j': true,
+	'k': true, 'l': true, 'm': true, 'n': true, 'o': true, 'p': true, 'q': true, 'r': true, 's': true, 't': true,
+	'u': true, 'v': true, 'w': true, 'x': true, 'y': true, 'z': true,
 }
 
 // AppendBatchHead appends the line of a batch of calls of the given

@@ -170,3 +170,20 @@ func FuzzSplitBatch(f *testing.F) {
 		}
 	})
 }
+
+// A call id is 1-128 of A-Z a-z 0-9 _ -: every other byte, anywhere in
+// it, makes it invalid, and so does an id too short or too long.
+func TestValidCallIDBytes(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		c := byte(b)
+		want := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+		for _, id := range [][]byte{{c}, {'a', c}, {c, 'a', 'b'}} {
+			if got := ValidCallID(id); got != want {
+				t.Errorf("ValidCallID(%q) = %v, want %v", id, got, want)
+			}
+		}
+	}
+	if ValidCallID(nil) || ValidCallID(bytes.Repeat([]byte{'a'}, 129)) || !ValidCallID(bytes.Repeat([]byte{'a'}, 128)) {
+		t.Error("ValidCallID takes 1 to 128 bytes, no fewer and no more")
+	}
+}

@@ -104,6 +104,12 @@ func validContainer(b []byte, i, depth int) (int, bool) {
 // validString checks a string whose opening quote is before b[i].
 func validString(b []byte, i int) (int, bool) {
 	for i < len(b) {
+		for i < len(b) && plainInString[b[i]] {
+			i++
+		}
+		if i == len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -131,6 +137,16 @@ func validString(b []byte, i int) (int, bool) {
 	}
 	return i, false
 }
+
+// plainInString marks the bytes a JSON string holds as they are: every
+// byte from 0x20 up but the quote and the backslash. validString skips
+// runs of them with one load a byte.
+var plainInString = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
