@@ -12,8 +12,9 @@ import (
 // call when the session has ended. A pipe or socket in blocking mode is
 // read through a duplicate of its descriptor set non-blocking, which the
 // Go runtime waits on in its network poller: a waiting read then holds no
-// thread, and closing the duplicate (the session does) ends it. done puts
-// the blocking mode back, as the mode belongs to the open file r shares.
+// thread, and closing the duplicate (the session does) ends it. done
+// closes the duplicate too, should the session not have, and puts the
+// blocking mode back, as the mode belongs to the open file r shares.
 // Anything else (a terminal, a regular file, a file the poller has
 // already, a reader that is no file) is read as it is and never closed.
 func pollableStdin(r io.Reader) (io.ReadCloser, func()) {
@@ -49,7 +50,7 @@ func pollableStdin(r io.Reader) (io.ReadCloser, func()) {
 		restore()
 		return as, none
 	}
-	return in, restore
+	return in, func() { _ = in.Close(); restore() }
 }
 
 // pipeOrSocket reports whether fd is a pipe or socket in blocking mode.
