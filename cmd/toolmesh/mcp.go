@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -140,7 +139,7 @@ func (f *mcpFlags) httpOptions() gateway.HTTPOptions {
 // serveMCPStdio serves one session on stdin/stdout; stdout carries only
 // JSON-RPC, logs go to stderr.
 func serveMCPStdio(ctx context.Context, gw *gateway.Gateway, g *globals) error {
-	if err := gw.ServeStdio(ctx, io.NopCloser(g.stdin), nopWriteCloser{g.stdout}); err != nil && ctx.Err() == nil {
+	if err := gw.ServeStdio(ctx, g.stdin, g.stdout); err != nil && ctx.Err() == nil {
 		return envelope.NewProblem(envelope.CodeConnectionLost, "mcp stdio: "+err.Error())
 	}
 	return nil
@@ -203,11 +202,6 @@ func serveMCPHTTP(ctx context.Context, h http.Handler, f mcpFlags, g *globals) e
 	}
 	return nil
 }
-
-// nopWriteCloser leaves stdout open when the MCP session ends.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 func isLoopbackHost(host string) bool {
 	if host == "localhost" {

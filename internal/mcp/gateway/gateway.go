@@ -15,7 +15,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -235,16 +234,6 @@ func (g *Gateway) honestList(next mcp.MethodHandler) mcp.MethodHandler {
 
 // Server returns the underlying MCP server (to connect custom transports).
 func (g *Gateway) Server() *mcp.Server { return g.srv }
-
-// ServeStdio serves one MCP session over r and w (newline-delimited
-// JSON-RPC) until the client closes r or ctx ends.
-func (g *Gateway) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	err := g.srv.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
-}
 
 // Run keeps the served tools in step with the fleet until ctx ends:
 // catalog.Catalog.Watch reports each tool that appears, changes or goes (a worker
