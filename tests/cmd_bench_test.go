@@ -39,7 +39,10 @@ type benchJSONRow struct {
 	RawPeer         string           `json:"raw_peer"`
 	P50Excess       float64          `json:"p50_excess_round_trips"`
 	RoundTrip       *benchJSONSide   `json:"nats_round_trip"`
-	Versus          []struct {
+	// MicroConfirmOverMicro is micro+confirm over micro, on the rows
+	// measured beside it.
+	MicroConfirmOverMicro *benchJSONRatios `json:"micro_confirm_over_micro"`
+	Versus                []struct {
 		Peer         string          `json:"peer"`
 		ToolmeshOver benchJSONRatios `json:"toolmesh_over_peer"`
 		benchJSONSide
@@ -91,13 +94,15 @@ func TestCommandBench(t *testing.T) {
 		inFlight int
 		micro    bool
 		target   bool
-	}{{"unary", 1, true, true}, {"unary", 3, true, false}, {"unary, idempotent", 1, true, true}, {"unary, idempotent", 3, true, false},
-		{"unary, coalescing off", 3, true, false}, {"stream of 5 deltas", 1, false, true},
-		{"no responders", 1, false, true}, {"durable unary (task)", 1, false, true}, {"durable unary (task)", 3, false, true},
-		{"durable unary (task), 3-node R3", 1, false, false}, {"durable unary (task), 3-node R3", 3, false, false}, {"mcp gateway, http", 2, false, true}, {"mcp gateway, stdio", 2, false, true},
-		{"mcp cold start, 5 tools", 1, false, true},
-		{"fleet of 2 × 2 slots, 1ms each", 4, false, true}, {"fleet of 2 × 2 slots, 1ms each, coalescing off", 4, false, false},
-		{"result of 1 MiB", 1, false, true}, {"cli /bin/true", 2, false, true}, {"memory, 40 calls in flight", 40, false, true}}
+		// confirm: beside micro+confirm, the pickup confirmation's floor
+		confirm bool
+	}{{"unary", 1, true, true, true}, {"unary", 3, true, false, true}, {"unary, idempotent", 1, true, true, false}, {"unary, idempotent", 3, true, false, false},
+		{"unary, coalescing off", 3, true, false, false}, {"stream of 5 deltas", 1, false, true, false},
+		{"no responders", 1, false, true, false}, {"durable unary (task)", 1, false, true, false}, {"durable unary (task)", 3, false, true, false},
+		{"durable unary (task), 3-node R3", 1, false, false, false}, {"durable unary (task), 3-node R3", 3, false, false, false}, {"mcp gateway, http", 2, false, true, false}, {"mcp gateway, stdio", 2, false, true, false},
+		{"mcp cold start, 5 tools", 1, false, true, false},
+		{"fleet of 2 × 2 slots, 1ms each", 4, false, true, false}, {"fleet of 2 × 2 slots, 1ms each, coalescing off", 4, false, false, false},
+		{"result of 1 MiB", 1, false, true, false}, {"cli /bin/true", 2, false, true, false}, {"memory, 40 calls in flight", 40, false, true, false}}
 	if len(report.Results) != len(want) {
 		t.Fatalf("got %d results, want %d:\n%s", len(report.Results), len(want), r.stdout)
 	}
@@ -127,6 +132,7 @@ func TestCommandBench(t *testing.T) {
 			t.Errorf("%s: micro side %v, want %v, with its ratios", res.Scenario, res.Micro, want[i].micro)
 		}
 		checkBenchTarget(t, res, want[i].target)
+		checkBenchConfirmFloor(t, res, want[i].confirm)
 		if strings.HasPrefix(res.Scenario, "durable unary (task)") {
 			// Beside the equivalent-guarantee queue (raw), the bare queue,
 			// measured in the same rounds.
@@ -176,6 +182,37 @@ func checkBenchSides(t *testing.T, res benchJSONRow) {
 			if !(0 < v[0] && v[0] <= v[1] && v[1] <= v[2]) {
 				t.Errorf("%s at %d: %s %s ratio %v not within its spread [%v, %v]", res.Scenario, res.InFlight, name, what, v[1], v[0], v[2])
 			}
+		}
+	}
+}
+
+// checkBenchConfirmFloor: a row measured beside micro+confirm has that
+// peer's side, made of calls without errors, and its ratios over micro
+// within their spread; no other row has either.
+func checkBenchConfirmFloor(t *testing.T, res benchJSONRow, want bool) {
+	t.Helper()
+	var side *benchJSONSide
+	for _, v := range res.Versus {
+		if v.Peer == "micro+confirm" {
+			side = &v.benchJSONSide
+		}
+	}
+	if (side != nil) != want || (res.MicroConfirmOverMicro != nil) != want {
+		t.Fatalf("%s at %d: micro+confirm side %+v, its ratios over micro %+v; want them: %v", res.Scenario, res.InFlight, side, res.MicroConfirmOverMicro, want)
+	}
+	if !want {
+		return
+	}
+	if side.Calls == 0 || side.Errors != 0 || side.CallsPerSec <= 0 || side.P50 <= 0 {
+		t.Errorf("%s at %d, micro+confirm side: %+v", res.Scenario, res.InFlight, *side)
+	}
+	x := res.MicroConfirmOverMicro
+	for what, v := range map[string][3]float64{
+		"throughput": {x.ThroughputSpread[0], x.ThroughputRatio, x.ThroughputSpread[1]},
+		"p50":        {x.P50Spread[0], x.P50Ratio, x.P50Spread[1]},
+	} {
+		if !(0 < v[0] && v[0] <= v[1] && v[1] <= v[2]) {
+			t.Errorf("%s at %d: micro+confirm/micro %s ratio %v not within its spread [%v, %v]", res.Scenario, res.InFlight, what, v[1], v[0], v[2])
 		}
 	}
 }

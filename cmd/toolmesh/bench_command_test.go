@@ -57,7 +57,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		"\nunary   ", "unary, idempotent", "throughput over micro ≥ 0.85", "throughput over micro ≥ 1.00", "throughput ≥ 0.80", "throughput ≥ 1.00", "stream of 3 deltas", "no responders", "p50 ≤ 1.30", "cli /bin/true",
 		"memory, 20 calls in flight", "caller heap per call", "worker heap+stack per blocked call",
 		"caller heap/call ≤ 1.0 KiB", "worker/blocked call ≤ 6.0 KiB", "RSS after/baseline ≤ 1.20",
-		"what users would pick instead", "mcp-http-stateless", "grpc", "result of 1 MiB", "throughput ≥ 0.50",
+		"what users would pick instead", "micro+confirm", "mcp-http-stateless", "grpc", "result of 1 MiB", "throughput ≥ 0.50",
 		"mcp gateway, http", "mcp gateway, stdio", "throughput over go-sdk ≥ 0.80, p50 ≤ go-sdk p50 + 1.50 NATS round trips",
 		"mcp gateway, http at 1: toolmesh p50", "one raw NATS round trip", "mcp cold start, 5 tools", "p50 ≤ 1.50",
 		"flood: 30 calls fired at once", "\n  toolmesh  ", "\n  raw       ",
@@ -70,7 +70,8 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 }
 
 // --json gives the unary and stream rows a side for every peer — raw,
-// micro (unary), MCP over HTTP in both revisions, gRPC — each measured,
+// micro (unary), micro+confirm (the destructive unary row), MCP over HTTP
+// in both revisions, gRPC — each measured,
 // with toolmesh's ratios over it.
 func TestBenchJSONHasEveryPeer(t *testing.T) {
 	t.Setenv("NATS_URL", "")
@@ -86,7 +87,7 @@ func TestBenchJSONHasEveryPeer(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	want := map[string][]string{
-		"unary":              {"raw", "micro", "mcp-http", "mcp-http-stateless", "grpc"},
+		"unary":              {"raw", "micro", "micro+confirm", "mcp-http", "mcp-http-stateless", "grpc"},
 		"unary, idempotent":  {"raw", "micro", "grpc"},
 		"stream of 3 deltas": {"raw", "mcp-http", "mcp-http-stateless", "grpc"},
 	}

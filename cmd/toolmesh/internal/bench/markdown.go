@@ -42,6 +42,11 @@ func Markdown(report io.Reader, info RunInfo) (string, error) {
 		}
 	}
 	for _, x := range r.Results {
+		if text := confirmFloorText(x); text != "" {
+			fmt.Fprintf(&b, "\n%s\n", text)
+		}
+	}
+	for _, x := range r.Results {
 		if x.Memory != nil {
 			writeMemory(&b, x)
 		}

@@ -36,6 +36,11 @@ func printBench(env *Env, r benchReport, asJSON bool) {
 	_ = tw.Flush()
 	fmt.Fprintln(env.Stdout, "\nratios are medians over rounds [lowest–highest round]: throughput 1.00 = as many calls per second, p50 1.00 = as fast.")
 	printRoundTrips(env.Stdout, r.Results)
+	for _, x := range r.Results {
+		if text := confirmFloorText(x); text != "" {
+			fmt.Fprintln(env.Stdout, text)
+		}
+	}
 	printVersus(env.Stdout, r.Results)
 	for _, x := range memory {
 		printMemory(env.Stdout, x)
@@ -53,6 +58,22 @@ func printRoundTrips(out io.Writer, rows []benchResult) {
 		fmt.Fprintf(out, "%s at %d: toolmesh p50 %.0fµs, %s p50 %.0fµs, one raw NATS round trip %.0fµs: toolmesh takes %s round trips more\n",
 			x.Scenario, x.InFlight, x.Toolmesh.P50Micros, rawName(x), x.Raw.P50Micros, x.RoundTrip.P50Micros, spread(x.P50Excess, *x.P50ExcessSpread))
 	}
+}
+
+// confirmFloorText is, for a row at 1 in flight measured beside
+// micro+confirm, its p50 beside micro's and micro+confirm's, and the floor
+// micro+confirm sets beside the row's target: what no implementation of
+// the pickup confirmation can beat. "" for any other row.
+func confirmFloorText(x benchResult) string {
+	i := slices.IndexFunc(x.Versus, func(v benchVersus) bool { return v.Peer == peerMicroConfirm })
+	if x.InFlight != 1 || i < 0 || x.MicroConfirmOverMicro == nil || x.Micro == nil || x.ToolmeshVsMicro == nil {
+		return ""
+	}
+	floor, mesh := x.MicroConfirmOverMicro, x.ToolmeshVsMicro
+	return fmt.Sprintf("%s at 1 in flight: p50 %.0f µs through toolmesh, %.0f µs from micro, %.0f µs from micro plus the confirmation's round trip (%s), in the same rounds. "+
+		"Floor (%s over micro): p50 %s; toolmesh over micro: p50 %s; target: %s.",
+		x.Scenario, x.Toolmesh.P50Micros, x.Micro.P50Micros, x.Versus[i].P50Micros, peerMicroConfirm,
+		peerMicroConfirm, spread(floor.P50Ratio, floor.P50Spread), spread(mesh.P50Ratio, mesh.P50Spread), targetText(x))
 }
 
 // rawName is what the row calls its raw side.

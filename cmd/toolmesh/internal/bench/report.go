@@ -65,6 +65,11 @@ type benchResult struct {
 	RoundTrip       *benchSide  `json:"nats_round_trip,omitempty"`
 	P50Excess       float64     `json:"p50_excess_round_trips,omitempty"`
 	P50ExcessSpread *[2]float64 `json:"p50_excess_round_trips_spread,omitempty"`
+	// MicroConfirmOverMicro is, on the rows measured beside
+	// micro+confirm, that peer over micro round by round: at 1 in flight,
+	// the least p50 over micro that a call keeping the pickup
+	// confirmation can have, whatever implements it.
+	MicroConfirmOverMicro *benchRatios `json:"micro_confirm_over_micro,omitempty"`
 	// Versus is toolmesh against each peer of the row in turn — raw,
 	// micro, MCP over HTTP, gRPC — as the rounds measured them.
 	Versus []benchVersus `json:"versus,omitempty"`
@@ -99,6 +104,10 @@ func (r *benchResult) versus(s benchScenario, others []benchSide) {
 	}
 	for i, v := range s.versus {
 		r.Versus = append(r.Versus, benchVersus{Peer: v.peer, What: v.what, benchSide: others[i], ToolmeshOver: ratiosOver(&r.Toolmesh, &others[i])})
+		if v.peer == peerMicroConfirm && r.Micro != nil {
+			floor := ratiosOver(&others[i], r.Micro)
+			r.MicroConfirmOverMicro = &floor
+		}
 	}
 }
 

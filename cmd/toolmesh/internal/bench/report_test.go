@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -176,5 +178,50 @@ func TestP50ExcessInRoundTrips(t *testing.T) {
 	}
 	if got := targetText(benchResult{Checks: []benchCheck{{Metric: metricP50Excess, Peer: peerGoSDK, Op: "<=", Want: 1.5}}}); got != "p50 ≤ go-sdk p50 + 1.50 NATS round trips" {
 		t.Errorf("target text %q", got)
+	}
+}
+
+// Beside the destructive unary row, micro+confirm's ratios over micro are
+// taken round by round, and at 1 in flight the report states that floor
+// beside the row's target, in the text report and on the performance
+// page; at other levels it states nothing.
+func TestConfirmFloorBesideTheTarget(t *testing.T) {
+	us := time.Microsecond
+	s := benchScenario{name: "unary", inFlight: 1, versus: unaryVersus()}
+	r := benchResult{Scenario: s.name, InFlight: 1,
+		Toolmesh: benchSide{P50Micros: 42, rounds: []benchRound{{p50: 40 * us}, {p50: 44 * us}, {p50: 42 * us}}},
+		Micro:    &benchSide{P50Micros: 20, rounds: []benchRound{{p50: 20 * us}, {p50: 20 * us}, {p50: 25 * us}}}}
+	vsMicro := ratiosOver(&r.Toolmesh, r.Micro)
+	r.ToolmeshVsMicro = &vsMicro
+	others := make([]benchSide, len(s.versus))
+	for i, v := range s.versus {
+		others[i] = benchSide{rounds: r.Micro.rounds}
+		if v.peer == peerMicroConfirm {
+			others[i] = benchSide{P50Micros: 36, rounds: []benchRound{{p50: 36 * us}, {p50: 40 * us}, {p50: 45 * us}}}
+		}
+	}
+	r.versus(s, others)
+	r.judge(destructiveGoals(1))
+	f := r.MicroConfirmOverMicro
+	if f == nil || f.P50Ratio != 1.8 || f.P50Spread != [2]float64{1.8, 2} {
+		t.Fatalf("micro+confirm over micro %+v, want p50 1.8 [1.8 2]", f)
+	}
+	text := confirmFloorText(r)
+	for _, want := range []string{"unary at 1 in flight: p50 42 µs through toolmesh, 20 µs from micro, 36 µs from micro plus the confirmation's round trip (micro+confirm)",
+		"p50 1.80 [1.80–2.00]", "target: p50 over micro ≤ 1.60"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in %q", want, text)
+		}
+	}
+	raw, err := json.Marshal(benchReport{Results: []benchResult{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md, err := Markdown(bytes.NewReader(raw), RunInfo{}); err != nil || !strings.Contains(md, "\n"+text+"\n") {
+		t.Errorf("the performance page lacks the floor sentence %q (%v):\n%s", text, err, md)
+	}
+	r.InFlight = 16
+	if text := confirmFloorText(r); text != "" {
+		t.Errorf("at 16 in flight: %q, want no floor sentence", text)
 	}
 }

@@ -171,9 +171,12 @@ func durableR3Scenarios(levels []int) []benchScenario {
 	return s
 }
 
-// unaryVersus are the unary row's peers beside raw and micro.
+// unaryVersus are the unary row's peers beside raw and micro: the floor
+// of its pickup confirmation (micro+confirm), and what users would pick
+// instead.
 func unaryVersus() []versusCall {
 	return []versusCall{
+		{peerMicroConfirm, "a nats.go micro endpoint that, before each reply, sends the requester a heartbeat-sized message and waits for the server's PONG, as the pickup confirmation does", (*bencher).microConfirmUnary},
 		{peerMCPHTTP, "MCP go-sdk, streamable HTTP " + mcpSessionRevision + " (a session)", (*bencher).mcpUnary},
 		{peerMCPStateles, "MCP go-sdk, streamable HTTP " + mcpStatelessRevision + " (stateless)", (*bencher).mcpStatelessUnary},
 		grpcUnaryVersus,

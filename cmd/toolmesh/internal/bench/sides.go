@@ -186,12 +186,19 @@ func (b *bencher) serveRaw(serve *nats.Conn) error {
 }
 
 // serveMicro is the standard peer: a nats.go micro endpoint doing the
-// same echo, requested by raw nats.go request/reply.
+// same echo, requested by raw nats.go request/reply. Beside it, on the
+// same service and connection, micro+confirm: the same echo paying, before
+// each reply, what the pickup confirmation costs (protocol §8.2) — a
+// heartbeat-sized message to the requester, then a flush, the PING/PONG
+// round trip after which the server has routed it. At 1 in flight that is
+// the floor of any call that keeps the confirmation; at 16 and 256 its one
+// handler goroutine pays a round trip per request in turn, where the
+// worker confirms a batch of calls with one.
 func (b *bencher) serveMicro(nc *nats.Conn) error {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: "toolmesh-bench", Version: "0.0.1",
 		Endpoint: &micro.EndpointConfig{
-			Subject: b.rawSubject + ".micro",
+			Subject: b.rawSubject + subjectMicro,
 			Handler: micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(r.Data()) }),
 		},
 	})
@@ -199,6 +206,23 @@ func (b *bencher) serveMicro(nc *nats.Conn) error {
 		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
 	b.svc = svc
+	// The size of the worker's hb frame naming one call (§8.1).
+	beat := fmt.Appendf(nil, "tm2 hb worker=%s interval=1000\n%s", ulid.Make(), ulid.Make())
+	confirm := micro.HandlerFunc(func(r micro.Request) {
+		// A sibling of the reply subject: the requester's inbox
+		// subscription receives it and drops it, as a caller reads a
+		// heartbeat, and it is not taken for the reply.
+		reply := r.Reply()
+		_ = nc.Publish(reply[:strings.LastIndexByte(reply, '.')+1]+"hb", beat)
+		if err := nc.Flush(); err != nil {
+			_ = r.Error("503", err.Error(), nil)
+			return
+		}
+		_ = r.Respond(r.Data())
+	})
+	if err := svc.AddEndpoint("confirm", confirm, micro.WithEndpointSubject(b.rawSubject+subjectMicroConfirm)); err != nil {
+		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
+	}
 	return nil
 }
 
@@ -292,8 +316,28 @@ func (b *bencher) rawUnary(ctx context.Context) error {
 	return err
 }
 
+// The micro peers' subjects under the bench's raw subject.
+const (
+	subjectMicro        = ".micro"
+	subjectMicroConfirm = ".micro.confirm"
+)
+
 func (b *bencher) microUnary(ctx context.Context) error {
-	_, err := b.raw.RequestWithContext(ctx, b.rawSubject+".micro", b.args)
+	return b.microRequest(ctx, subjectMicro)
+}
+
+// microConfirmUnary requests micro+confirm (serveMicro).
+func (b *bencher) microConfirmUnary(ctx context.Context) error {
+	return b.microRequest(ctx, subjectMicroConfirm)
+}
+
+// microRequest requests the echo of one of the micro endpoints; an error
+// the endpoint answers fails the call.
+func (b *bencher) microRequest(ctx context.Context, subject string) error {
+	m, err := b.raw.RequestWithContext(ctx, b.rawSubject+subject, b.args)
+	if err == nil && m.Header.Get(micro.ErrorHeader) != "" {
+		err = fmt.Errorf("micro endpoint %s: %s", subject, m.Header.Get(micro.ErrorHeader))
+	}
 	return err
 }
 

@@ -28,11 +28,14 @@ import (
 // are JSON (a codec forced on the server and the connection, so that no
 // protoc step and no global codec registry are needed).
 const (
-	peerRaw         = "raw"
-	peerMicro       = "micro"
-	peerMCPHTTP     = "mcp-http"
-	peerMCPStateles = "mcp-http-stateless"
-	peerGRPC        = "grpc"
+	peerRaw   = "raw"
+	peerMicro = "micro"
+	// peerMicroConfirm is micro paying the pickup confirmation's round
+	// trip before each reply (bencher.serveMicro).
+	peerMicroConfirm = "micro+confirm"
+	peerMCPHTTP      = "mcp-http"
+	peerMCPStateles  = "mcp-http-stateless"
+	peerGRPC         = "grpc"
 
 	mcpSessionRevision   = "2025-11-25"
 	mcpStatelessRevision = "2026-07-28"
