@@ -10,10 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
-
 	"github.com/nats-io/nats.go"
+	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
@@ -21,11 +19,11 @@ import (
 
 // Config configures a Catalog. The zero value is usable.
 type Config struct {
-	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix).
+	// Prefix is the mesh's subject prefix (default "toolmesh").
 	Prefix string
 	// Heartbeat is the interval Watch assumes for a worker that claims
 	// none, and paces Watch's expiry checks by (default
-	// mesh.DefaultHeartbeat).
+	// 1s).
 	Heartbeat time.Duration
 	// ProblemBaseURI is the base of problem type URIs.
 	ProblemBaseURI string
@@ -42,7 +40,7 @@ type Config struct {
 type Catalog struct {
 	nc       *nats.Conn
 	cfg      Config
-	subjects mesh.Subjects
+	subjects wire.Subjects
 	problems problembase.Registry
 	log      *slog.Logger
 	// specs caches decoded spec sets by digest (specs.go).
@@ -64,12 +62,12 @@ type Catalog struct {
 // New makes a catalogue reader on nc.
 func New(nc *nats.Conn, cfg Config) *Catalog {
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = mesh.DefaultHeartbeat
+		cfg.Heartbeat = wire.DefaultHeartbeat
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Catalog{nc: nc, cfg: cfg, subjects: mesh.Subjects{Prefix: cfg.Prefix},
+	return &Catalog{nc: nc, cfg: cfg, subjects: wire.Subjects{Prefix: cfg.Prefix},
 		problems: problembase.Registry{BaseURI: cfg.ProblemBaseURI}, log: cfg.Logger}
 }
 
@@ -171,7 +169,7 @@ func (c *Catalog) entries(ctx context.Context, bound, gather time.Duration) (map
 func staleAfter(b wire.Beacon) time.Duration {
 	refresh := time.Duration(b.RefreshMS) * time.Millisecond
 	if refresh <= 0 {
-		refresh = max(mesh.DefaultRegistryTTL/3, time.Second)
+		refresh = max(wire.DefaultRegistryTTL/3, time.Second)
 	}
 	return 2*refresh + 5*time.Second
 }

@@ -63,7 +63,7 @@ func (c *Catalog) SampleFleet(ctx context.Context, wait time.Duration) (FleetSam
 			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
 		}
 		defer func() { _ = sub.Unsubscribe() }()
-		if err := c.nc.PublishRequest(wire.Discovery(verb, mesh.ServiceName, ""), inbox, nil); err != nil {
+		if err := c.nc.PublishRequest(wire.Discovery(verb, wire.ServiceName, ""), inbox, nil); err != nil {
 			return FleetSample{}, c.problems.New(envelope.CodeConnectionLost, err.Error())
 		}
 	}
@@ -146,7 +146,7 @@ func (g *gatherer) sample() FleetSample {
 	if !out.Complete {
 		out.Notes = append(out.Notes, "some workers answered PING but not STATS in time; their numbers are missing")
 	}
-	calls := mesh.Subjects{Prefix: g.prefix}.Call("")
+	calls := wire.Subjects{Prefix: g.prefix}.Call("")
 	for _, s := range g.stats {
 		out.Workers = append(out.Workers, workerSample(s, calls))
 	}

@@ -9,17 +9,6 @@ import (
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
-func TestSubjects(t *testing.T) {
-	s := mesh.Subjects{}
-	if s.Call("fs.read") != "toolmesh.call.fs.read" || s.Control("w1") != "toolmesh.ctl.w1" ||
-		s.Catalog() != "toolmesh.catalog" || s.Describe("x") != "toolmesh.describe.x" {
-		t.Error("default subjects")
-	}
-	if (mesh.Subjects{Prefix: "team-a"}).Call("x") != "team-a.call.x" {
-		t.Error("prefix not applied")
-	}
-}
-
 func TestEmbeddedInProcessWithJetStream(t *testing.T) {
 	e, err := embedded.Start(context.Background(), embedded.Config{InProcessOnly: true, StoreDir: t.TempDir()})
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // queuedCall is what an attempt needs, kept in the task's submit entry:
@@ -345,7 +344,7 @@ func (s *Service) hosted(ctx context.Context, tool string) bool {
 		return true
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := s.nc.PublishRequest(mesh.Subjects{Prefix: s.cfg.Prefix}.Describe(tool), reply, nil); err != nil {
+	if err := s.nc.PublishRequest(wire.Subjects{Prefix: s.cfg.Prefix}.Describe(tool), reply, nil); err != nil {
 		return true
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"log/slog"
 	"strings"
 	"sync"
@@ -27,13 +28,12 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // Config configures a Service. The zero value is usable.
 type Config struct {
-	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix); the
+	// Prefix is the mesh's subject prefix (default "toolmesh"); the
 	// task API lives under Prefix+".tasks".
 	Prefix string
 	// Retention is how long a task's log, events and result are kept
@@ -101,7 +101,7 @@ type Config struct {
 
 func (cfg Config) withDefaults() Config {
 	if cfg.Prefix == "" {
-		cfg.Prefix = mesh.DefaultPrefix
+		cfg.Prefix = wire.DefaultPrefix
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = 24 * time.Hour

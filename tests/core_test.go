@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -203,7 +203,7 @@ func TestSpentBudgetNeverRunsHandler(t *testing.T) {
 		return echo(ctx, r, e)
 	})
 	// On the wire: a call message whose metadata says 0 ms of budget remain.
-	msg := nats.NewMsg(mesh.Subjects{}.Call("echo"))
+	msg := nats.NewMsg(wire.Subjects{}.Call("echo"))
 	msg.Data = []byte("tm2 id=01JD5Q7ZK3M8X2V4T6N9P0R1S2 timeout=0\n" + `{"args":{}}`)
 	reply, err := f.cnc.RequestMsg(msg, 10*time.Second)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -133,7 +132,7 @@ func rawCall(t *testing.T, nc *nats.Conn, tool, id, extra, args string) <-chan e
 	if extra != "" {
 		line += " " + extra
 	}
-	if err := nc.PublishRequest(mesh.Subjects{}.Call(tool), reply, []byte(line+"\n"+`{"args":`+args+`}`)); err != nil {
+	if err := nc.PublishRequest(wire.Subjects{}.Call(tool), reply, []byte(line+"\n"+`{"args":`+args+`}`)); err != nil {
 		t.Fatal(err)
 	}
 	out := make(chan envelope.ToolEvent, 1)

@@ -7,6 +7,7 @@ package otlp
 
 import (
 	"context"
+	"github.com/toolmesh/toolmesh/internal/telemetry"
 	"log/slog"
 	"os"
 	"strings"
@@ -21,8 +22,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // Setup wires the OpenTelemetry SDK for traces and metrics when
@@ -107,7 +106,7 @@ func setupTracing(ctx context.Context, res *resource.Resource, log *slog.Logger)
 		func(exp sdktrace.SpanExporter) func() {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 			otel.SetTracerProvider(tp)
-			otel.SetTextMapPropagator(mesh.DefaultPropagator())
+			otel.SetTextMapPropagator(telemetry.DefaultPropagator())
 			return flush("traces", tp.Shutdown, log)
 		})
 }
