@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/internal/testutil"
@@ -90,12 +91,12 @@ func TestGoldenResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gap := Completion{PendingFiles: []string{"b.go"}, SkippedFiles: []SkippedFile{{File: "c.bin", Reason: "binary"}}}
+	gap := wire.Completion{PendingFiles: []string{"b.go"}, SkippedFiles: []wire.SkippedFile{{File: "c.bin", Reason: "binary"}}}
 	partialData, err := gap.Apply(json.RawMessage(`{"matches":[]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	empty, _ := emptyScope().Apply(json.RawMessage(`{"matches":[]}`))
+	empty, _ := wire.Completion{Complete: true, NoFilesMatchedScope: true}.Apply(json.RawMessage(`{"matches":[]}`))
 	cases := []struct {
 		name string
 		r    Response
