@@ -36,12 +36,13 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(got.Success, got.Code())
+	code, _ := got.Get("code")
+	fmt.Println(got.Success, string(code))
 	wait, transient := p.RetryAfterDuration()
 	fmt.Println(transient, wait)
 	// Output:
 	// invalid_input /path
-	// false overloaded
+	// false "overloaded"
 	// true 2s
 }
 

@@ -157,7 +157,7 @@ func TestSchemaInvalidArgsNeverRunHandler(t *testing.T) {
 	if len(p.CodeActions) != 3 {
 		t.Errorf("want one code action per violation, got %d", len(p.CodeActions))
 	}
-	if resp.Success || resp.Code() != envelope.CodeInvalidInput {
+	if code, _ := resp.Get("code"); resp.Success || string(code) != `"invalid_input"` {
 		t.Errorf("response %+v", resp)
 	}
 	if ran.Load() != 0 {
