@@ -185,18 +185,18 @@ func TestResponseFormatGolden(t *testing.T) {
 	}
 }
 
-// The capability table is overridable: a caller's rule wins over the
-// shipped one, and an explicit Capabilities wins over both.
+// The capability table is overridable: a rule put first wins over the
+// shipped one, and explicit capabilities win over both.
 func TestCapabilityOverride(t *testing.T) {
 	rf := formatCases()[2].rf
-	table := append(CapabilityTable{{OpenAI, "", Capabilities{FormatJSONObjectPrompt, SchemaStrict}}}, DefaultCapabilities()...)
-	l, err := LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-4o", Table: table})
-	if err != nil || l.Strategy != FormatJSONObjectPrompt || l.System == "" {
+	table := append(capabilityTable{{OpenAI, "", Capabilities{formatJSONObjectPrompt, schemaStrict}}}, defaultCapabilities()...)
+	l, err := LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-4o", table: table})
+	if err != nil || l.Strategy != formatJSONObjectPrompt || l.System == "" {
 		t.Fatalf("table override: %+v %v", l, err)
 	}
-	caps := Capabilities{FormatNative, SchemaJSON}
-	l, err = LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-3.5-turbo", Capabilities: &caps})
-	if err != nil || l.Strategy != FormatNative || l.Request["response_format"] == nil {
+	caps := Capabilities{formatNative, schemaJSON}
+	l, err = LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-3.5-turbo", caps: &caps})
+	if err != nil || l.Strategy != formatNative || l.Request["response_format"] == nil {
 		t.Fatalf("explicit override: %+v %v", l, err)
 	}
 	if _, err := LowerResponseFormat(rf, ExportOptions{Provider: MCP}); err == nil {
