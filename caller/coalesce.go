@@ -2,15 +2,14 @@ package caller
 
 import (
 	"errors"
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"runtime"
 	"time"
 
-	"github.com/toolmesh/toolmesh/caller/internal/coalesce"
-
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolmesh/toolmesh/caller/internal/coalesce"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // CoalesceMode says whether unary calls to one tool that queue up while

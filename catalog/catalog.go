@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Config configures a Catalog. The zero value is usable.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -110,7 +111,7 @@ func (e ToolEvent) Problem() *Problem {
 		return e.details
 	}
 	p := NewProblem(e.Code, e.Message)
-	if _, ok := Lookup(e.Code); !ok {
+	if _, ok := codes.Lookup(e.Code); !ok {
 		p = NewProblem(CodeToolFailed, e.Message)
 		p.Code = e.Code
 	}

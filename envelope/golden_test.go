@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

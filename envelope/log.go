@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolmesh/toolmesh/internal/textcut"
 	"strings"
 
+	"github.com/toolmesh/toolmesh/internal/textcut"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // pidLogTool is execLogTool whose program also appends its parent's pid —

@@ -3,7 +3,6 @@ package tests
 import (
 	"bytes"
 	"context"
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/wire"
-
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -25,7 +23,9 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
@@ -727,7 +727,7 @@ func TestSecureBearerNeverLeaks(t *testing.T) {
 func TestSecureCommandWrongPasswordIsUnauthorized(t *testing.T) {
 	m := startSecure(t)
 	url := m.srv.ClientURL()
-	unauthorized, _ := envelope.Lookup(envelope.CodeUnauthorized)
+	unauthorized, _ := codes.Lookup(envelope.CodeUnauthorized)
 	r := runCmd(t, "", "call", "demo.echo", "--server", url, "--user", "alice", "--password", "not-her-password", "--format", "json")
 	if r.code != unauthorized.ExitCode || !strings.Contains(r.stderr, `"code":"unauthorized"`) || !strings.Contains(r.stderr, `"retry_after":null`) {
 		t.Fatalf("wrong password: exit %d stderr %s", r.code, r.stderr)
@@ -739,7 +739,7 @@ func TestSecureCommandWrongPasswordIsUnauthorized(t *testing.T) {
 	}
 	// Nobody listening at all is still connection_lost, and still no password.
 	r = runCmd(t, "", "call", "demo.echo", "--server", "nats://bob:Pa55-in-the-url@127.0.0.1:1", "--format", "json")
-	if lost, _ := envelope.Lookup(envelope.CodeConnectionLost); r.code != lost.ExitCode || strings.Contains(r.stderr, "Pa55-in-the-url") {
+	if lost, _ := codes.Lookup(envelope.CodeConnectionLost); r.code != lost.ExitCode || strings.Contains(r.stderr, "Pa55-in-the-url") {
 		t.Fatalf("unreachable server: exit %d stderr %s", r.code, r.stderr)
 	}
 }
@@ -753,7 +753,7 @@ func TestSecureCommandWorkerDeniedSubscriptionExits(t *testing.T) {
 	if err := os.WriteFile(tools, []byte("tools:\n  - name: ops.report\n    binding: {cli: {cmd: \"true\"}}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	forbidden, _ := envelope.Lookup(envelope.CodeForbidden)
+	forbidden, _ := codes.Lookup(envelope.CodeForbidden)
 	args := []string{"worker", "--config", tools, "--server", m.srv.ClientURL(), "--user", "tools", "--password", m.passwords["tools"], "--format", "json"}
 	r := runCmd(t, "", append(args, "--pool", "demo")...)
 	if r.code != forbidden.ExitCode || !strings.Contains(r.stderr, `toolmesh.call.ops.report`) {

@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolmesh/toolmesh/internal/fleet"
 	"math"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/meshtest"
 )

@@ -2,13 +2,13 @@ package worker
 
 import (
 	"fmt"
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // A worker starts a call without the server's confirmation of a heartbeat

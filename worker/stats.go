@@ -2,11 +2,11 @@ package worker
 
 import (
 	"encoding/json"
-	"github.com/toolmesh/toolmesh/internal/fleet"
 	"sync"
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 )
 
 // loadStats keeps what a fleet view needs of one tool beyond the ADR-32

@@ -8,12 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // StreamName is the audit stream's name.

@@ -2,11 +2,11 @@ package liveness
 
 import (
 	"fmt"
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Call is what the watchdog knows of one call in flight.

@@ -1,13 +1,13 @@
 package liveness
 
 import (
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // newJudge is a Judge with a 1s heartbeat, a 10s pickup timeout and a

@@ -1,10 +1,10 @@
 package liveness
 
 import (
-	"github.com/toolmesh/toolmesh/internal/wire"
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Settling a call no worker has named (protocol v2, §8.2, "Picked up

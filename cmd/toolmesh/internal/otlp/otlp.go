@@ -7,7 +7,6 @@ package otlp
 
 import (
 	"context"
-	"github.com/toolmesh/toolmesh/internal/telemetry"
 	"log/slog"
 	"os"
 	"strings"
@@ -22,6 +21,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/toolmesh/toolmesh/internal/telemetry"
 )
 
 // Setup wires the OpenTelemetry SDK for traces and metrics when
