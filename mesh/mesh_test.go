@@ -50,7 +50,7 @@ func TestEmbeddedListen(t *testing.T) {
 	if _, err := embedded.Start(context.Background(), embedded.Config{Listen: "nonsense"}); err == nil {
 		t.Error("a malformed listen address was accepted")
 	}
-	if _, err := (mesh.ConnectOptions{TLSCert: "c.pem"}).NATSOptions(); err == nil {
+	if _, err := mesh.Connect(context.Background(), mesh.ConnectOptions{TLSCert: "c.pem"}); err == nil {
 		t.Error("a TLS cert without its key was accepted")
 	}
 }
