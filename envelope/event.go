@@ -89,12 +89,6 @@ func (e ToolEvent) Percent() (float64, bool) {
 	return *e.Pct, true
 }
 
-// DeltaEvent carries partial output.
-func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDelta, Data: data} }
-
-// ResultEvent carries the terminal result.
-func ResultEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventResult, Data: data} }
-
 // ErrorEvent carries a terminal Problem: the event's code and message are the
 // Problem's code and detail, its details the whole Problem.
 func ErrorEvent(p *Problem) ToolEvent {

@@ -95,7 +95,7 @@ func TestErrorResponseWithDataEscapesNames(t *testing.T) {
 
 // Invalid UTF-8 is not JSON text: decoders refuse it, encoders never emit it.
 func TestInvalidUTF8Refused(t *testing.T) {
-	if _, err := ResultEvent(json.RawMessage("\"\xfe\"")).MarshalJSON(); err == nil {
+	if _, err := (ToolEvent{Type: EventResult, Data: json.RawMessage("\"\xfe\"")}).MarshalJSON(); err == nil {
 		t.Fatal("result with invalid UTF-8 encoded")
 	}
 	if _, err := ParseEvent([]byte("{\"type\":\"delta\",\"data\":\"\xc3\"}")); err == nil {
