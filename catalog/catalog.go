@@ -74,12 +74,12 @@ func New(nc *nats.Conn, cfg Config) *Catalog {
 // catalogEntry is one worker's catalogue answer.
 type catalogEntry = wire.CatalogEntry[[]envelope.ToolSpec]
 
-// DefaultWait is List's wait when it is given none: with a worker
+// defaultWait is List's wait when it is given none: with a worker
 // registry it bounds reading it and fetching the spec sets not yet known
 // (both end as soon as they are done, so it is reached only when
 // JetStream or workers are stuck; it leaves room for every round of spec
 // set requests); without one it is how long answers are gathered.
-const DefaultWait = 3 * time.Second
+const defaultWait = 3 * time.Second
 
 // Describe, Search and Watch's first pass take no wait: they read a
 // registry bounded by innerRegistryWait, ending as soon as it is done,
@@ -102,10 +102,10 @@ const (
 // that, and it ends as soon as it is done. Without a registry it asks the
 // whole fleet at once, gathers answers for the whole wait, and says
 // complete:false: NATS cannot say how many workers exist. A wait of 0
-// means DefaultWait.
+// means 3s (see defaultWait).
 func (c *Catalog) List(ctx context.Context, wait time.Duration) (Listing, error) {
 	if wait <= 0 {
-		wait = DefaultWait
+		wait = defaultWait
 	}
 	return c.listing(ctx, wait, wait)
 }
