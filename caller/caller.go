@@ -30,20 +30,19 @@ import (
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // Config configures a Caller. The zero value is usable.
 type Config struct {
 	// ID identifies this caller (default: a new ULID); it is a subject token.
 	ID string
-	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix).
+	// Prefix is the mesh's subject prefix (default "toolmesh").
 	Prefix string
 	// InboxPrefix roots the caller's inbox (default "_INBOX").
 	InboxPrefix string
 	// Heartbeat is the interval workers are asked to beat at; once a worker
 	// has spoken on a call, 3 silent intervals end it with worker_lost
-	// (default 1s; kept within mesh.MinHeartbeat and mesh.MaxHeartbeat,
+	// (default 1s; kept within 100ms and 1m,
 	// the bounds workers hold every interval to).
 	Heartbeat time.Duration
 	// PickupTimeout is how long a call may wait for a worker's first word
@@ -61,7 +60,7 @@ type Config struct {
 	// after it was sent (protocol v2, §8.2). Longer lets a worker reach
 	// calls from further down a backlog; shorter settles them sooner.
 	PickupCutoff time.Duration
-	// Window is a stream's event credit (default mesh.DefaultWindow): at
+	// Window is a stream's event credit (default 256): at
 	// most this many events of one stream wait unread in the caller.
 	Window int
 	// Retries is how many times a retry-safe failure is retried: 0 means
@@ -69,7 +68,7 @@ type Config struct {
 	// call, with the same rule: its 0 keeps this setting).
 	Retries int
 	// MaxResultBytes caps one event reassembled from chunks (default
-	// mesh.DefaultMaxResultBytes): past it the call ends payload_too_large
+	// 64 MiB): past it the call ends payload_too_large
 	// and the worker is told to stop, rather than the caller's memory
 	// growing with whatever a worker sends.
 	MaxResultBytes int
@@ -79,7 +78,7 @@ type Config struct {
 	// TracerProvider makes client spans (default: the global provider; while
 	// none is installed, calls make no spans at all and cost nothing for it).
 	TracerProvider trace.TracerProvider
-	// Propagator writes trace context into call headers (default mesh.DefaultPropagator()).
+	// Propagator writes trace context into call headers (default W3C trace context plus baggage).
 	Propagator propagation.TextMapPropagator
 	// Options apply to every call before the call's own (which win), so a
 	// caller with one bearer token says so once: WithBearer(token).
@@ -104,7 +103,7 @@ type Config struct {
 type Caller struct {
 	nc       *nats.Conn
 	cfg      Config
-	subjects mesh.Subjects
+	subjects wire.Subjects
 	problems problembase.Registry
 	tracer   *telemetry.Tracer
 	prop     propagation.TextMapPropagator
@@ -182,14 +181,14 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.InboxPrefix = "_INBOX"
 	}
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = mesh.DefaultHeartbeat
+		cfg.Heartbeat = wire.DefaultHeartbeat
 	}
-	cfg.Heartbeat = min(max(cfg.Heartbeat, mesh.MinHeartbeat), mesh.MaxHeartbeat)
-	if cfg.PickupTimeout < mesh.MissedBeats*cfg.Heartbeat {
+	cfg.Heartbeat = min(max(cfg.Heartbeat, wire.MinHeartbeat), wire.MaxHeartbeat)
+	if cfg.PickupTimeout < wire.MissedBeats*cfg.Heartbeat {
 		if cfg.PickupTimeout == 0 {
-			cfg.PickupTimeout = mesh.DefaultPickupBeats * cfg.Heartbeat
+			cfg.PickupTimeout = wire.DefaultPickupBeats * cfg.Heartbeat
 		} else {
-			cfg.PickupTimeout = mesh.MissedBeats * cfg.Heartbeat
+			cfg.PickupTimeout = wire.MissedBeats * cfg.Heartbeat
 		}
 	}
 	if cfg.PickupCutoff <= 0 {
@@ -197,11 +196,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	cfg.PickupCutoff = min(max(cfg.PickupCutoff, cfg.Heartbeat), cfg.PickupTimeout/2)
 	if cfg.Window <= 0 {
-		cfg.Window = mesh.DefaultWindow
+		cfg.Window = wire.DefaultWindow
 	}
 	cfg.Window = max(cfg.Window, 2)
 	if cfg.MaxResultBytes <= 0 {
-		cfg.MaxResultBytes = mesh.DefaultMaxResultBytes
+		cfg.MaxResultBytes = wire.DefaultMaxResultBytes
 	}
 	switch {
 	case cfg.Retries == 0:
@@ -213,7 +212,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Propagator == nil {
-		cfg.Propagator = mesh.DefaultPropagator()
+		cfg.Propagator = telemetry.DefaultPropagator()
 	}
 	return cfg, nil
 }
@@ -227,7 +226,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 	c := &Caller{
 		nc:           nc,
 		cfg:          cfg,
-		subjects:     mesh.Subjects{Prefix: cfg.Prefix},
+		subjects:     wire.Subjects{Prefix: cfg.Prefix},
 		problems:     problembase.Registry{BaseURI: cfg.ProblemBaseURI},
 		tracer:       telemetry.NewTracer(cfg.TracerProvider, "github.com/toolmesh/toolmesh/caller"),
 		prop:         cfg.Propagator,

@@ -15,7 +15,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
@@ -35,7 +34,7 @@ type fakeWorker struct {
 func newFakeWorker(t *testing.T, nc *nats.Conn, reply func(fw *fakeWorker, m *nats.Msg)) *fakeWorker {
 	t.Helper()
 	fw := &fakeWorker{nc: nc, controls: make(chan wire.Control, 64)}
-	subjects := mesh.Subjects{}
+	subjects := wire.Subjects{}
 	if _, err := nc.Subscribe(subjects.Call("fake"), func(m *nats.Msg) { reply(fw, m) }); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +216,7 @@ func TestLatePickupIsNotWorkerLost(t *testing.T) {
 	const beat = 10 * time.Millisecond
 	e := meshtest.StartServer(t, embedded.Config{})
 	newFakeWorker(t, meshtest.Connect(t, e), func(fw *fakeWorker, m *nats.Msg) {
-		<-time.After(10 * mesh.MissedBeats * beat) // the silence under test
+		<-time.After(10 * wire.MissedBeats * beat) // the silence under test
 		_ = m.Respond([]byte(`{"type":"result","data":{"ok":true}}`))
 	})
 	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{Heartbeat: beat, PickupTimeout: time.Hour})
@@ -290,7 +289,7 @@ func TestUnknownIDsInABeatCauseBoundedCancels(t *testing.T) {
 	// The beat was handled before the result, so its cancels went out on
 	// cnc before Call returned; a marker sent after them on the same
 	// connection arrives after all of them.
-	if err := cnc.Publish(mesh.Subjects{}.Control(fakeWorkerID), wire.Control{Op: "marker"}.Encode()); err != nil {
+	if err := cnc.Publish(wire.Subjects{}.Control(fakeWorkerID), wire.Control{Op: "marker"}.Encode()); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

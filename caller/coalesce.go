@@ -5,12 +5,11 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/toolmesh/toolmesh/caller/internal/coalesce"
-
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolmesh/toolmesh/caller/internal/coalesce"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // CoalesceMode says whether unary calls to one tool that queue up while
@@ -100,7 +99,7 @@ func (l *coalesceLink) Publish(subject, reply string, body []byte) error {
 // Limits are the room for calls in one message and the workers heard
 // lately on p's tool.
 func (l *coalesceLink) Limits(p *pending) (room, hosts int) {
-	since := time.Now().Add(-mesh.MissedBeats * l.cfg.Heartbeat)
+	since := time.Now().Add(-wire.MissedBeats * l.cfg.Heartbeat)
 	return int((*Caller)(l).maxPayload()) - coalesce.LineRoom, l.probes.HostCount(p.tool, since)
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -135,7 +134,7 @@ func TestBatchReplyCannotAnswerAnotherCall(t *testing.T) {
 	// The batch's worker tries to answer it first, on the batch's subject;
 	// then its own worker answers, on the same connection, so in order.
 	nc := meshtest.Connect(t, e)
-	if _, err := nc.Subscribe(mesh.Subjects{}.Call("other"), func(m *nats.Msg) {
+	if _, err := nc.Subscribe(wire.Subjects{}.Call("other"), func(m *nats.Msg) {
 		id := m.Reply[strings.LastIndexByte(m.Reply, '.')+1:]
 		_ = nc.Publish(reply, wire.WithCallID([]byte(`{"type":"result","data":{"from":"the batch's worker"}}`), id))
 		_ = nc.Publish(m.Reply, []byte(`{"type":"result","data":{"from":"its own worker"}}`))

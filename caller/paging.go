@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Paging convention: a tool that pages by cursor returns
@@ -36,32 +37,32 @@ func (c *Caller) CallAll(ctx context.Context, tool string, args any, opts ...Opt
 		if _, said := first.Get("complete"); said {
 			return first, nil
 		}
-		data, err := envelope.Completion{Complete: true}.Apply(first.Data)
+		data, err := wire.Completion{Complete: true}.Apply(first.Data)
 		if err != nil {
 			return first, nil
 		}
 		return envelope.Response{ID: first.ID, Success: true, Data: data}, nil
 	}
 	pages := 1
-	completion := envelope.Completion{Complete: true}
+	completion := wire.Completion{Complete: true}
 	seen := map[string]bool{}
 	for cursor != "" {
 		if seen[cursor] {
 			// A tool that hands back a cursor it gave before would be
 			// walked forever; what was gathered is honest but not whole.
-			completion = envelope.Completion{MissingPages: []string{fmt.Sprintf("cursor %s: the tool returned this cursor twice; the walk stopped to avoid a loop", cursor)}}
+			completion = wire.Completion{MissingPages: []string{fmt.Sprintf("cursor %s: the tool returned this cursor twice; the walk stopped to avoid a loop", cursor)}}
 			break
 		}
 		seen[cursor] = true
 		resp, err := c.CallPage(ctx, tool, args, cursor, opts...)
 		if err != nil {
 			p := c.problems.Rebase(envelope.AsProblem(err, envelope.CodeInternal))
-			completion = envelope.Completion{MissingPages: []string{fmt.Sprintf("cursor %s: %s: %s", cursor, p.Code, p.Error())}}
+			completion = wire.Completion{MissingPages: []string{fmt.Sprintf("cursor %s: %s: %s", cursor, p.Code, p.Error())}}
 			break
 		}
 		more, next, ok := pageOf(resp)
 		if !ok {
-			completion = envelope.Completion{MissingPages: []string{fmt.Sprintf("cursor %s: the page has no items array", cursor)}}
+			completion = wire.Completion{MissingPages: []string{fmt.Sprintf("cursor %s: the page has no items array", cursor)}}
 			break
 		}
 		items = append(items, more...)

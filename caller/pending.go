@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // pending is one call in flight. The inbox callback appends to its queue
@@ -47,7 +46,7 @@ type pending struct {
 	queue []envelope.ToolEvent // events from head on wait unread
 	head  int32
 	// interval is the worker's beat interval in milliseconds (at most
-	// mesh.MaxHeartbeat's, which is all judging it needs); 0 until it beats.
+	// wire.MaxHeartbeat's, which is all judging it needs); 0 until it beats.
 	interval int32
 	nextSeq  int64
 	// pickup is the call's pickup cutoff as sent, and lastHeard when a
@@ -135,7 +134,7 @@ func (p *pending) liveness() liveness.Call {
 func (p *pending) heard(workerID string, interval time.Duration, now time.Time) {
 	p.mu.Lock()
 	p.lastHeard, p.spoken = p.c.offset(now), true
-	p.interval = int32(min(interval, mesh.MaxHeartbeat).Milliseconds())
+	p.interval = int32(min(interval, wire.MaxHeartbeat).Milliseconds())
 	if p.workerID == "" {
 		p.workerID = workerID
 	}

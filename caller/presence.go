@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // Finding a dead worker that never spoke to this caller (protocol v2,
@@ -62,7 +61,7 @@ func (c *Caller) fetchSets(fetch map[string][]string) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), mesh.MissedBeats*c.cfg.Heartbeat)
+			ctx, cancel := context.WithTimeout(context.Background(), wire.MissedBeats*c.cfg.Heartbeat)
 			defer cancel()
 			go func() {
 				select {

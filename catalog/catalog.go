@@ -10,22 +10,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
-
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Config configures a Catalog. The zero value is usable.
 type Config struct {
-	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix).
+	// Prefix is the mesh's subject prefix (default "toolmesh").
 	Prefix string
 	// Heartbeat is the interval Watch assumes for a worker that claims
 	// none, and paces Watch's expiry checks by (default
-	// mesh.DefaultHeartbeat).
+	// 1s).
 	Heartbeat time.Duration
 	// ProblemBaseURI is the base of problem type URIs.
 	ProblemBaseURI string
@@ -42,7 +40,7 @@ type Config struct {
 type Catalog struct {
 	nc       *nats.Conn
 	cfg      Config
-	subjects mesh.Subjects
+	subjects wire.Subjects
 	problems problembase.Registry
 	log      *slog.Logger
 	// specs caches decoded spec sets by digest (specs.go).
@@ -64,24 +62,24 @@ type Catalog struct {
 // New makes a catalogue reader on nc.
 func New(nc *nats.Conn, cfg Config) *Catalog {
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = mesh.DefaultHeartbeat
+		cfg.Heartbeat = wire.DefaultHeartbeat
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Catalog{nc: nc, cfg: cfg, subjects: mesh.Subjects{Prefix: cfg.Prefix},
+	return &Catalog{nc: nc, cfg: cfg, subjects: wire.Subjects{Prefix: cfg.Prefix},
 		problems: problembase.Registry{BaseURI: cfg.ProblemBaseURI}, log: cfg.Logger}
 }
 
 // catalogEntry is one worker's catalogue answer.
 type catalogEntry = wire.CatalogEntry[[]envelope.ToolSpec]
 
-// DefaultWait is List's wait when it is given none: with a worker
+// defaultWait is List's wait when it is given none: with a worker
 // registry it bounds reading it and fetching the spec sets not yet known
 // (both end as soon as they are done, so it is reached only when
 // JetStream or workers are stuck; it leaves room for every round of spec
 // set requests); without one it is how long answers are gathered.
-const DefaultWait = 3 * time.Second
+const defaultWait = 3 * time.Second
 
 // Describe, Search and Watch's first pass take no wait: they read a
 // registry bounded by innerRegistryWait, ending as soon as it is done,
@@ -104,10 +102,10 @@ const (
 // that, and it ends as soon as it is done. Without a registry it asks the
 // whole fleet at once, gathers answers for the whole wait, and says
 // complete:false: NATS cannot say how many workers exist. A wait of 0
-// means DefaultWait.
+// means 3s (see defaultWait).
 func (c *Catalog) List(ctx context.Context, wait time.Duration) (Listing, error) {
 	if wait <= 0 {
-		wait = DefaultWait
+		wait = defaultWait
 	}
 	return c.listing(ctx, wait, wait)
 }
@@ -171,7 +169,7 @@ func (c *Catalog) entries(ctx context.Context, bound, gather time.Duration) (map
 func staleAfter(b wire.Beacon) time.Duration {
 	refresh := time.Duration(b.RefreshMS) * time.Millisecond
 	if refresh <= 0 {
-		refresh = max(mesh.DefaultRegistryTTL/3, time.Second)
+		refresh = max(wire.DefaultRegistryTTL/3, time.Second)
 	}
 	return 2*refresh + 5*time.Second
 }

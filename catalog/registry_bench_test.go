@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
@@ -31,7 +30,7 @@ func BenchmarkRegistrySnapshot10k(b *testing.B) {
 	}
 	b.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: mesh.Subjects{}.RegistryBucket(), History: 1, TTL: 30 * time.Minute})
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: wire.Subjects{}.RegistryBucket(), History: 1, TTL: 30 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // A tenant's view: the catalogue, search, Describe and Watch show only the
@@ -47,7 +46,7 @@ type permView struct {
 // It is never changed once shared: a change makes a new one.
 type access struct {
 	epoch    uint64 // the connection's reconnect count+1 when it was made
-	subjects mesh.Subjects
+	subjects wire.Subjects
 	// known: the server told this identity's permissions (perms).
 	known bool
 	perms wire.PublishPermissions

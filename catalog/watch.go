@@ -13,7 +13,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // ChangeKind says what happened to a tool in the live catalogue.
@@ -41,7 +40,7 @@ type Change struct {
 // added, then one change per tool whenever a worker joins,
 // changes its tools, drains or dies. Workers announce themselves every
 // heartbeat interval on their presence subject and say goodbye when they
-// drain or stop; a worker silent for mesh.MissedBeats of its intervals
+// drain or stop; a worker silent for 3 of its intervals
 // (kill -9, a lost host) is gone. The sequence ends when ctx ends or the
 // consumer stops; an error (a Problem) is yielded once and ends it.
 // Workers that give different specs for one name are shown as List
@@ -163,7 +162,7 @@ func (f *follower) apply(ctx context.Context, b wire.Beacon) {
 		r := fetched{token: token, beacon: b, interval: interval}
 		// The watcher's own interval bounds the fetch, not the one the
 		// beacon claims: a worker cannot hold a fetch slot for long.
-		r.tools, r.err = f.c.workerTools(ctx, b.WorkerID, mesh.MissedBeats*f.v.interval)
+		r.tools, r.err = f.c.workerTools(ctx, b.WorkerID, wire.MissedBeats*f.v.interval)
 		if r.err == nil {
 			r.access, r.err = f.c.decide(ctx, toolNames(r.tools))
 		}
@@ -273,7 +272,7 @@ func (v *liveView) heard(b wire.Beacon, now time.Time, interval time.Duration) b
 // expire drops the workers silent for MissedBeats of their intervals.
 func (v *liveView) expire(now time.Time) {
 	for id, w := range v.workers {
-		if now.Sub(w.lastSeen) > mesh.MissedBeats*w.interval {
+		if now.Sub(w.lastSeen) > wire.MissedBeats*w.interval {
 			v.dropWorker(id)
 		}
 	}

@@ -25,7 +25,7 @@
 //	p := envelope.NewProblem(envelope.CodeOverloaded, "the worker is busy").WithRetryAfter(2)
 //	wire, _ := json.Marshal(envelope.ProblemResponse("call-1", p))
 //	var got envelope.Response
-//	_ = json.Unmarshal(wire, &got)   // got.Success == false, got.Code() == "overloaded"
+//	_ = json.Unmarshal(wire, &got)   // got.Success == false, got.Get("code") is `"overloaded"`
 //	wait, ok := p.RetryAfterDuration() // 2s, true: worth a retry
 //
 // A successful result object is flattened beside id and success; a result

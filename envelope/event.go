@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -44,13 +45,13 @@ type ToolEvent struct {
 
 	// error
 	Code Code
-	// Details is the error's Problem when the event's details member is a
+	// details is the error's Problem when the event's details member is a
 	// toolmesh Problem (one that re-encodes to the same JSON members).
-	Details *Problem
-	// DetailsRaw holds a details member that is not a toolmesh Problem —
+	details *Problem
+	// detailsRaw holds a details member that is not a toolmesh Problem —
 	// another implementation's free-form detail — verbatim, so it passes
-	// through the mesh unchanged. It is written only when Details is nil.
-	DetailsRaw json.RawMessage
+	// through the mesh unchanged. It is written only when details is nil.
+	detailsRaw json.RawMessage
 
 	// callIDNumber records that the call id arrived as a JSON number (the
 	// shared ToolEvent format declares it an unsigned 64-bit integer), so it is written back as one.
@@ -88,16 +89,10 @@ func (e ToolEvent) Percent() (float64, bool) {
 	return *e.Pct, true
 }
 
-// DeltaEvent carries partial output.
-func DeltaEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventDelta, Data: data} }
-
-// ResultEvent carries the terminal result.
-func ResultEvent(data json.RawMessage) ToolEvent { return ToolEvent{Type: EventResult, Data: data} }
-
 // ErrorEvent carries a terminal Problem: the event's code and message are the
 // Problem's code and detail, its details the whole Problem.
 func ErrorEvent(p *Problem) ToolEvent {
-	return ToolEvent{Type: EventError, Code: p.Code, Message: p.Error(), Details: p}
+	return ToolEvent{Type: EventError, Code: p.Code, Message: p.Error(), details: p}
 }
 
 // Problem returns the Problem of an error event: its details when present,
@@ -106,16 +101,16 @@ func (e ToolEvent) Problem() *Problem {
 	if e.Type != EventError {
 		return nil
 	}
-	if e.Details != nil {
-		return e.Details
+	if e.details != nil {
+		return e.details
 	}
 	p := NewProblem(e.Code, e.Message)
-	if _, ok := Lookup(e.Code); !ok {
+	if _, ok := codes.Lookup(e.Code); !ok {
 		p = NewProblem(CodeToolFailed, e.Message)
 		p.Code = e.Code
 	}
-	if len(e.DetailsRaw) > 0 {
-		p.WithExtension("details", e.DetailsRaw)
+	if len(e.detailsRaw) > 0 {
+		p.WithExtension("details", e.detailsRaw)
 	}
 	return p
 }
@@ -204,17 +199,17 @@ func (e ToolEvent) appendError(b []byte) ([]byte, error) {
 	b = appendString(b, "code", string(e.Code))
 	b = appendString(b, "message", e.Message)
 	switch {
-	case e.Details != nil:
-		out, err := e.Details.appendJSON(append(b, `,"details":`...))
+	case e.details != nil:
+		out, err := e.details.appendJSON(append(b, `,"details":`...))
 		if err != nil {
 			return nil, fmt.Errorf("event details: %w", err)
 		}
 		return out, nil
-	case len(e.DetailsRaw) > 0:
-		if !wire.Valid(e.DetailsRaw) {
+	case len(e.detailsRaw) > 0:
+		if !wire.Valid(e.detailsRaw) {
 			return nil, errors.New("error event: details is not valid JSON")
 		}
-		return append(append(b, `,"details":`...), e.DetailsRaw...), nil
+		return append(append(b, `,"details":`...), e.detailsRaw...), nil
 	}
 	return b, nil
 }
@@ -268,7 +263,7 @@ func (e ToolEvent) writes(name string) bool {
 	case "code":
 		return e.Type == EventError
 	case "details":
-		return e.Type == EventError && (e.Details != nil || len(e.DetailsRaw) > 0)
+		return e.Type == EventError && (e.details != nil || len(e.detailsRaw) > 0)
 	}
 	return false
 }
@@ -553,9 +548,9 @@ func (ev *ToolEvent) parseError(m *eventMembers) error {
 	}
 	if m.details != nil && !wire.IsNull(m.details) {
 		if p, ok := losslessProblem(m.details); ok {
-			ev.Details = p
+			ev.details = p
 		} else {
-			ev.DetailsRaw = append(json.RawMessage(nil), m.details...)
+			ev.detailsRaw = append(json.RawMessage(nil), m.details...)
 		}
 	}
 	return nil

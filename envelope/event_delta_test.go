@@ -36,7 +36,7 @@ func FuzzParseDeltaAgrees(f *testing.F) {
 
 // The fast path takes the form AppendJSON writes, and only it.
 func TestParseDeltaTakesItsFormOnly(t *testing.T) {
-	enc, err := DeltaEvent([]byte(`{"i":7}`)).AppendJSON(nil)
+	enc, err := ToolEvent{Type: EventDelta, Data: []byte(`{"i":7}`)}.AppendJSON(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

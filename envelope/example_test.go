@@ -36,12 +36,13 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(got.Success, got.Code())
+	code, _ := got.Get("code")
+	fmt.Println(got.Success, string(code))
 	wait, transient := p.RetryAfterDuration()
 	fmt.Println(transient, wait)
 	// Output:
 	// invalid_input /path
-	// false overloaded
+	// false "overloaded"
 	// true 2s
 }
 
@@ -66,8 +67,8 @@ func ExampleProblem() {
 func ExampleToolEvent() {
 	for _, ev := range []envelope.ToolEvent{
 		envelope.ProgressEvent(50, "half way"),
-		envelope.DeltaEvent(json.RawMessage(`"partial "`)),
-		envelope.ResultEvent(json.RawMessage(`{"text":"partial answer"}`)),
+		envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`"partial "`)},
+		envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`{"text":"partial answer"}`)},
 	} {
 		b, _ := json.Marshal(ev)
 		fmt.Println(ev.IsTerminal(), string(b))

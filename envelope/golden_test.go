@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/internal/testutil"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -55,9 +56,9 @@ func TestGoldenEvents(t *testing.T) {
 		{"event_progress.json", ProgressEvent(40, "indexing")},
 		{"event_progress_empty.json", ToolEvent{Type: EventProgress}},
 		{"event_progress_log.json", LogEvent(LogMessage{Level: "info", Logger: "fs", Data: json.RawMessage(`"Tool execution started"`)})},
-		{"event_delta.json", DeltaEvent(json.RawMessage(`{"token":"hel"}`))},
-		{"event_result.json", ResultEvent(json.RawMessage(`{"lines":3}`))},
-		{"event_result_null.json", ResultEvent(nil)},
+		{"event_delta.json", ToolEvent{Type: EventDelta, Data: json.RawMessage(`{"token":"hel"}`)}},
+		{"event_result.json", ToolEvent{Type: EventResult, Data: json.RawMessage(`{"lines":3}`)}},
+		{"event_result_null.json", ToolEvent{Type: EventResult}},
 		{"event_error.json", ErrorEvent(fixedProblem(CodeWorkerLost, "worker w1 went silent"))},
 		{"event_error_bare.json", ToolEvent{Type: EventError, Code: "auth_required", Message: "token expired"}},
 		{"event_question.json", questionEvent("Delete 3 files?", Question{ID: "Q1", WorkerID: "w1", TimeoutMS: 300000,
@@ -90,12 +91,12 @@ func TestGoldenResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gap := Completion{PendingFiles: []string{"b.go"}, SkippedFiles: []SkippedFile{{File: "c.bin", Reason: "binary"}}}
+	gap := wire.Completion{PendingFiles: []string{"b.go"}, SkippedFiles: []wire.SkippedFile{{File: "c.bin", Reason: "binary"}}}
 	partialData, err := gap.Apply(json.RawMessage(`{"matches":[]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	empty, _ := emptyScope().Apply(json.RawMessage(`{"matches":[]}`))
+	empty, _ := wire.Completion{Complete: true, NoFilesMatchedScope: true}.Apply(json.RawMessage(`{"matches":[]}`))
 	cases := []struct {
 		name string
 		r    Response

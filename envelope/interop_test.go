@@ -55,11 +55,11 @@ func TestSeedEventsRoundTrip(t *testing.T) {
 func TestErrorDetailsKinds(t *testing.T) {
 	own, _ := json.Marshal(ErrorEvent(NewProblem(CodeOverloaded, "busy")))
 	ev, err := ParseEvent(own)
-	if err != nil || ev.Details == nil || ev.Details.Code != CodeOverloaded || ev.DetailsRaw != nil {
+	if err != nil || ev.details == nil || ev.details.Code != CodeOverloaded || ev.detailsRaw != nil {
 		t.Fatalf("own problem: %+v %v", ev, err)
 	}
 	ev, err = ParseEvent([]byte(`{"type":"error","code":"upstream_timeout","message":"slow","details":{"upstream":"anthropic"}}`))
-	if err != nil || ev.Details != nil || string(ev.DetailsRaw) != `{"upstream":"anthropic"}` {
+	if err != nil || ev.details != nil || string(ev.detailsRaw) != `{"upstream":"anthropic"}` {
 		t.Fatalf("foreign details: %+v %v", ev, err)
 	}
 	p := ev.Problem()
@@ -95,7 +95,7 @@ func TestErrorResponseWithDataEscapesNames(t *testing.T) {
 
 // Invalid UTF-8 is not JSON text: decoders refuse it, encoders never emit it.
 func TestInvalidUTF8Refused(t *testing.T) {
-	if _, err := ResultEvent(json.RawMessage("\"\xfe\"")).MarshalJSON(); err == nil {
+	if _, err := (ToolEvent{Type: EventResult, Data: json.RawMessage("\"\xfe\"")}).MarshalJSON(); err == nil {
 		t.Fatal("result with invalid UTF-8 encoded")
 	}
 	if _, err := ParseEvent([]byte("{\"type\":\"delta\",\"data\":\"\xc3\"}")); err == nil {

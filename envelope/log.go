@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolmesh/toolmesh/internal/textcut"
 	"strings"
 
+	"github.com/toolmesh/toolmesh/internal/textcut"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -32,12 +32,12 @@ func logLevels() []string {
 
 // LogEvent is a progress event carrying m, its message m's text.
 func LogEvent(m LogMessage) ToolEvent {
-	return ToolEvent{Type: EventProgress, Message: m.Text(), Log: &m}
+	return ToolEvent{Type: EventProgress, Message: m.text(), Log: &m}
 }
 
-// Text is the message on one line: "[info] logger: data", a string's
+// text is the message on one line: "[info] logger: data", a string's
 // data as it is, any other as compact JSON, at most 500 bytes of it.
-func (m LogMessage) Text() string {
+func (m LogMessage) text() string {
 	data := string(m.Data)
 	var s string
 	if json.Unmarshal(m.Data, &s) == nil {

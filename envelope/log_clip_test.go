@@ -10,8 +10,8 @@ import (
 // A long log message is cut on a character, never inside one.
 func TestLogTextCutsOnACharacter(t *testing.T) {
 	data, _ := json.Marshal("a" + strings.Repeat("é", 400))
-	got := LogMessage{Level: "info", Data: data}.Text()
+	got := LogMessage{Level: "info", Data: data}.text()
 	if !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
-		t.Errorf("Text() = %q: want valid UTF-8 ending in …", got)
+		t.Errorf("text() = %q: want valid UTF-8 ending in …", got)
 	}
 }

@@ -12,13 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // defaultBaseURI is the base of every problem type URI unless a worker's
 // or caller's ProblemBaseURI names another: types read
 // {base}/{slug}/{version}.
-const defaultBaseURI = "https://toolmesh.dev/problems"
+const defaultBaseURI = codes.DefaultBaseURI
 
 // Applicability says how safely an agent may apply a suggested fix or code
 // action without asking a human. Unspecified is the safe floor: a missing or
@@ -100,14 +101,14 @@ type Problem struct {
 // rebases it). An unregistered code yields an internal_error Problem whose
 // detail names it, so nothing is ever emitted outside the registry.
 func NewProblem(code Code, detail string) *Problem {
-	info, ok := Lookup(code)
+	info, ok := codes.Lookup(code)
 	if !ok {
 		detail = fmt.Sprintf("unregistered problem code %q: %s", code, detail)
 		code = CodeInternal
-		info, _ = Lookup(code)
+		info, _ = codes.Lookup(code)
 	}
 	p := &Problem{
-		Type:     info.defaultType,
+		Type:     info.DefaultType,
 		Title:    info.Title,
 		Status:   info.Status,
 		Detail:   detail,
@@ -115,8 +116,7 @@ func NewProblem(code Code, detail string) *Problem {
 		Code:     code,
 		ExitCode: info.ExitCode,
 	}
-	f := info.Fix
-	p.SuggestedFix = &f
+	p.SuggestedFix = &SuggestedFix{Description: info.Fix, Applicability: Applicability(info.FixApplicability)}
 	if info.Transient {
 		ra := info.RetryAfter
 		p.RetryAfter = &ra

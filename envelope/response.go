@@ -242,15 +242,6 @@ func (r Response) Get(name string) (json.RawMessage, bool) {
 	return nil, false
 }
 
-// Code returns the error code of a failed response ("" on success).
-func (r Response) Code() Code {
-	var c Code
-	if v, ok := r.Get("code"); ok && !r.Success {
-		_ = json.Unmarshal(v, &c)
-	}
-	return c
-}
-
 // MarshalJSON writes {"id":…,"success":…,<data members>}.
 func (r Response) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 32+len(r.ID)+len(r.Data))

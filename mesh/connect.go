@@ -40,8 +40,8 @@ type ConnectOptions struct {
 	Timeout time.Duration
 }
 
-// NATSOptions turns the options into nats.go options.
-func (o ConnectOptions) NATSOptions() ([]nats.Option, error) {
+// natsOptions turns the options into nats.go options.
+func (o ConnectOptions) natsOptions() ([]nats.Option, error) {
 	opts := []nats.Option{nats.Name(o.Name)}
 	if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
@@ -101,7 +101,7 @@ func (o ConnectOptions) URLOrDefault() string {
 // Connect dials NATS with the options, and extra after them (a token
 // handler, say), giving up when ctx ends.
 func Connect(ctx context.Context, o ConnectOptions, extra ...nats.Option) (*nats.Conn, error) {
-	opts, err := o.NATSOptions()
+	opts, err := o.natsOptions()
 	if err != nil {
 		return nil, err
 	}

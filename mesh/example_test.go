@@ -12,7 +12,7 @@ import (
 
 // The package doc's worked example: connect to a NATS server (here one
 // started in this process; in production the mesh's URL and credentials)
-// and name the subjects of one mesh.
+// and hand the connection to worker.New or caller.New.
 func Example() {
 	ctx := context.Background()
 	srv, err := embedded.Start(ctx, embedded.Config{NoJetStream: true})
@@ -29,14 +29,9 @@ func Example() {
 	}
 	defer nc.Close()
 
-	subj := mesh.Subjects{} // the default prefix, "toolmesh"
 	fmt.Println(nc.IsConnected())
-	fmt.Println(subj.Call("files.read"))
-	fmt.Println(subj.Catalog())
 	// Output:
 	// true
-	// toolmesh.call.files.read
-	// toolmesh.catalog
 }
 
 // A failure to connect is a Problem that says whether new credentials or

@@ -9,17 +9,6 @@ import (
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
-func TestSubjects(t *testing.T) {
-	s := mesh.Subjects{}
-	if s.Call("fs.read") != "toolmesh.call.fs.read" || s.Control("w1") != "toolmesh.ctl.w1" ||
-		s.Catalog() != "toolmesh.catalog" || s.Describe("x") != "toolmesh.describe.x" {
-		t.Error("default subjects")
-	}
-	if (mesh.Subjects{Prefix: "team-a"}).Call("x") != "team-a.call.x" {
-		t.Error("prefix not applied")
-	}
-}
-
 func TestEmbeddedInProcessWithJetStream(t *testing.T) {
 	e, err := embedded.Start(context.Background(), embedded.Config{InProcessOnly: true, StoreDir: t.TempDir()})
 	if err != nil {
@@ -61,7 +50,7 @@ func TestEmbeddedListen(t *testing.T) {
 	if _, err := embedded.Start(context.Background(), embedded.Config{Listen: "nonsense"}); err == nil {
 		t.Error("a malformed listen address was accepted")
 	}
-	if _, err := (mesh.ConnectOptions{TLSCert: "c.pem"}).NATSOptions(); err == nil {
+	if _, err := mesh.Connect(context.Background(), mesh.ConnectOptions{TLSCert: "c.pem"}); err == nil {
 		t.Error("a TLS cert without its key was accepted")
 	}
 }

@@ -3,26 +3,11 @@ package mesh
 import (
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
 )
-
-// MinHeartbeat floors every heartbeat interval, on both sides: a caller
-// asking for beats every millisecond would otherwise buy a stream of
-// messages per call for free. Callers never expect faster beats than this,
-// so a worker flooring to it is never judged lost.
-const MinHeartbeat = 100 * time.Millisecond
-
-// MaxHeartbeat caps every heartbeat interval, on both sides. A worker
-// checks its caller's liveness once per beat, so a huge interval would be a
-// call that outlives its caller by as much; and under accounts (see
-// deploy/secure) a beat is what keeps the server's reply mapping of a
-// silent call alive, so the interval must stay well below the export's
-// response_threshold (2 minutes by default).
-const MaxHeartbeat = time.Minute
 
 // isAuthError reports whether a connection error means the server refused
 // the credentials (wrong, expired or revoked), which no retry can fix.

@@ -3,9 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"iter"
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
@@ -64,18 +62,6 @@ func (t *Stream) Next() (Event, error) {
 		}
 	}
 	return Event{}, io.EOF
-}
-
-// Events ranges over the task's events up to and including its terminal.
-func (t *Stream) Events() iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		for {
-			ev, err := t.Next()
-			if errors.Is(err, io.EOF) || !yield(ev, err) || err != nil {
-				return
-			}
-		}
-	}
 }
 
 // Record is the task's final record, once Next has returned io.EOF.

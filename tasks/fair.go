@@ -163,11 +163,11 @@ func (s *Service) release(owner, tool string) {
 	}
 }
 
-// keepHeld proves to the stream, every AckWait/3, that the calls held
+// keepHeld proves to the stream, every third of the ack wait, that the calls held
 // for their owners' turn are being worked on; on Close it hands them back.
 func (s *Service) keepHeld() {
 	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.AckWait / 3)
+	t := time.NewTicker(s.cfg.ackWait / 3)
 	defer t.Stop()
 	for {
 		select {

@@ -17,7 +17,6 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // queuedCall is what an attempt needs, kept in the task's submit entry:
@@ -51,7 +50,7 @@ func (q *queuedCall) rerunnable() bool { return q.Idempotent || q.IdemKey != "" 
 func (s *Service) startRunners(ctx context.Context) error {
 	cons, err := s.logs.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: s.names.consumer, FilterSubject: s.names.queueFilter(), AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: s.cfg.AckWait, MaxDeliver: -1, MaxAckPending: 100000, Replicas: s.cfg.Replicas,
+		AckWait: s.cfg.ackWait, MaxDeliver: -1, MaxAckPending: 100000, Replicas: s.cfg.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("task queue consumer: %w", err)
@@ -345,7 +344,7 @@ func (s *Service) hosted(ctx context.Context, tool string) bool {
 		return true
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := s.nc.PublishRequest(mesh.Subjects{Prefix: s.cfg.Prefix}.Describe(tool), reply, nil); err != nil {
+	if err := s.nc.PublishRequest(wire.Subjects{Prefix: s.cfg.Prefix}.Describe(tool), reply, nil); err != nil {
 		return true
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -583,11 +582,11 @@ func stateOf(ev envelope.ToolEvent) string {
 }
 
 // keepAlive proves to the stream that the queued call is being worked
-// on: an in-progress ack every AckWait/3 until stop.
+// on: an in-progress ack every third of the ack wait until stop.
 func (s *Service) keepAlive(m jetstream.Msg) (stop func()) {
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(s.cfg.AckWait / 3)
+		t := time.NewTicker(s.cfg.ackWait / 3)
 		defer t.Stop()
 		for {
 			select {

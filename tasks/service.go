@@ -27,13 +27,13 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // Config configures a Service. The zero value is usable.
 type Config struct {
-	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix); the
+	// Prefix is the mesh's subject prefix (default "toolmesh"); the
 	// task API lives under Prefix+".tasks".
 	Prefix string
 	// Retention is how long a task's log, events and result are kept
@@ -68,25 +68,14 @@ type Config struct {
 	MaxRunningPerOwnerTool int
 	// MaxAttempts bounds the attempts of a re-runnable task (default 3).
 	MaxAttempts int
-	// MaxTaskTimeout is the largest (and the default) task budget
-	// (default and at most Retention).
-	MaxTaskTimeout time.Duration
-	// DedupeWindow is how long an idempotency key finds its task
-	// (default 1h, at most Retention).
-	DedupeWindow time.Duration
 	// Replicas is the streams' replica count: 1, or 3 on a cluster.
 	Replicas int
-	// AckWait is how long a queued call may go without an in-progress ack
-	// before JetStream hands it to another instance (default 30s).
-	AckWait time.Duration
 	// RetryBackoff is the first pause before re-running a lost attempt
 	// (default 1s, doubling up to 30s).
 	RetryBackoff time.Duration
 	// Heartbeat is the liveness interval of the service's own calls to
 	// workers and of its API worker (default 1s).
 	Heartbeat time.Duration
-	// MaxConcurrent bounds the task API calls served at once (default 4096).
-	MaxConcurrent int
 	// Logger receives the service's log (default: discarded).
 	Logger *slog.Logger
 	// Middleware wraps the task API's handlers (submit, cancel, answer…),
@@ -97,11 +86,21 @@ type Config struct {
 	// saw them (bad args, overload…): see worker.Config.OnRefused and
 	// workermw.AuditRefused.
 	OnRefused func(ctx context.Context, req *worker.Request, p *envelope.Problem)
+
+	// Set by New, not by users: the largest (and the default) task budget
+	// (Retention), how long an idempotency key finds its task (1h, at most
+	// Retention), how long a queued call may go without an in-progress ack
+	// before JetStream hands it to another instance (30s), and how many
+	// task API calls are served at once (4096).
+	maxTaskTimeout time.Duration
+	dedupeWindow   time.Duration
+	ackWait        time.Duration
+	maxConcurrent  int
 }
 
 func (cfg Config) withDefaults() Config {
 	if cfg.Prefix == "" {
-		cfg.Prefix = mesh.DefaultPrefix
+		cfg.Prefix = wire.DefaultPrefix
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = 24 * time.Hour
@@ -118,18 +117,18 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
 	}
-	if cfg.MaxTaskTimeout <= 0 || cfg.MaxTaskTimeout > cfg.Retention {
-		cfg.MaxTaskTimeout = cfg.Retention
+	if cfg.maxTaskTimeout <= 0 || cfg.maxTaskTimeout > cfg.Retention {
+		cfg.maxTaskTimeout = cfg.Retention
 	}
-	if cfg.DedupeWindow <= 0 {
-		cfg.DedupeWindow = time.Hour
+	if cfg.dedupeWindow <= 0 {
+		cfg.dedupeWindow = time.Hour
 	}
-	cfg.DedupeWindow = min(cfg.DedupeWindow, cfg.Retention)
+	cfg.dedupeWindow = min(cfg.dedupeWindow, cfg.Retention)
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
-	if cfg.AckWait <= 0 {
-		cfg.AckWait = 30 * time.Second
+	if cfg.ackWait <= 0 {
+		cfg.ackWait = 30 * time.Second
 	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = time.Second
@@ -137,8 +136,8 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = time.Second
 	}
-	if cfg.MaxConcurrent <= 0 {
-		cfg.MaxConcurrent = 4096
+	if cfg.maxConcurrent <= 0 {
+		cfg.maxConcurrent = 4096
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -256,7 +255,7 @@ func (s *Service) openStorage(ctx context.Context) error {
 	var err error
 	s.logs, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: s.names.logStream, Subjects: []string{s.names.base + ".log.>"},
-		Retention: jetstream.LimitsPolicy, MaxAge: s.cfg.Retention, Duplicates: s.cfg.DedupeWindow,
+		Retention: jetstream.LimitsPolicy, MaxAge: s.cfg.Retention, Duplicates: s.cfg.dedupeWindow,
 		// The queue is a consumer over the tasks' submit entries, not a
 		// stream of its own: a submit is one write.
 		// Direct gets may be answered by any replica, a lagging follower
@@ -326,7 +325,7 @@ func (s *Service) start(ctx context.Context) error {
 
 // Close stops taking work: the API worker drains, the consumer stops, and
 // attempts in flight are left to JetStream (another instance takes them
-// after AckWait), their calls cancelled.
+// after the ack wait), their calls cancelled.
 func (s *Service) Close(ctx context.Context) {
 	if s.api != nil {
 		_ = s.api.Drain(ctx)

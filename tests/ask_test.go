@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
-	"github.com/toolmesh/toolmesh/meshtest"
-	"github.com/toolmesh/toolmesh/worker"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolmesh/toolmesh/caller"
+	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/meshtest"
+	"github.com/toolmesh/toolmesh/worker"
 )
 
 type deleteIn struct {
@@ -291,7 +291,7 @@ func TestSecureForgedAnswerIsRefused(t *testing.T) {
 	forged := wire.Control{Op: wire.OpAnswer, CallID: s.CallID(), QuestionID: q.ID, Action: envelope.ActionAccept,
 		Content: json.RawMessage(`{"approve":true}`)}
 	workerID := w.ID()
-	if err := bnc.Publish(mesh.Subjects{}.Control(workerID), forged.Encode()); err != nil {
+	if err := bnc.Publish(wire.Subjects{}.Control(workerID), forged.Encode()); err != nil {
 		t.Fatal(err)
 	}
 	// Bob's own approved call travels the same connection after the

@@ -14,6 +14,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/audit"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/tasks"
 	"github.com/toolmesh/toolmesh/worker"
@@ -52,9 +53,9 @@ func TestSecureAuditRecordsRefusedCallsAndTaskActions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := map[string]func(workermw.AuditRecord) bool{
-		"alice's submit": func(r workermw.AuditRecord) bool { return r.Tool == "tasks.submit" },
-		"alice's cancel": func(r workermw.AuditRecord) bool { return r.Tool == "tasks.cancel" },
+	want := map[string]func(wire.AuditRecord) bool{
+		"alice's submit": func(r wire.AuditRecord) bool { return r.Tool == "tasks.submit" },
+		"alice's cancel": func(r wire.AuditRecord) bool { return r.Tool == "tasks.cancel" },
 	}
 	maps.Copy(want, bobsRefusedCalls())
 	waitForAuditRecords(t, tasksNC, want)
@@ -111,21 +112,21 @@ func refuseBobsCalls(t *testing.T, toolsNC *nats.Conn, alice *caller.Caller, bob
 }
 
 // bobsRefusedCalls matches the records refuseBobsCalls leads to.
-func bobsRefusedCalls() map[string]func(workermw.AuditRecord) bool {
-	return map[string]func(workermw.AuditRecord) bool{
-		"bob's overloaded call":  func(r workermw.AuditRecord) bool { return r.Tool == "demo.hold" && r.Outcome == "overloaded" },
-		"bob's conflicting call": func(r workermw.AuditRecord) bool { return r.Outcome == "tool_conflict" },
+func bobsRefusedCalls() map[string]func(wire.AuditRecord) bool {
+	return map[string]func(wire.AuditRecord) bool{
+		"bob's overloaded call":  func(r wire.AuditRecord) bool { return r.Tool == "demo.hold" && r.Outcome == "overloaded" },
+		"bob's conflicting call": func(r wire.AuditRecord) bool { return r.Outcome == "tool_conflict" },
 	}
 }
 
 // wantBobsRefusedCalls checks the records of refuseBobsCalls' calls in recs.
-func wantBobsRefusedCalls(t *testing.T, recs []workermw.AuditRecord, overArgs, conflictArgs json.RawMessage) {
+func wantBobsRefusedCalls(t *testing.T, recs []wire.AuditRecord, overArgs, conflictArgs json.RawMessage) {
 	t.Helper()
-	wantRecord(t, findRecord(t, recs, bobsRefusedCalls()["bob's overloaded call"]), workermw.AuditRecord{Kind: "call", Identity: "BOB/bob",
+	wantRecord(t, findRecord(t, recs, bobsRefusedCalls()["bob's overloaded call"]), wire.AuditRecord{Kind: "call", Identity: "BOB/bob",
 		Tenant: "BOB", Person: "bob", Tool: "demo.hold", Worker: "demo-1", ArgsSHA256: sha256Hex(overArgs), Outcome: "overloaded", Ran: "no"})
-	wantRecord(t, findRecord(t, recs, bobsRefusedCalls()["bob's conflicting call"]), workermw.AuditRecord{Kind: "call", Identity: "BOB/bob",
+	wantRecord(t, findRecord(t, recs, bobsRefusedCalls()["bob's conflicting call"]), wire.AuditRecord{Kind: "call", Identity: "BOB/bob",
 		Tenant: "BOB", Person: "bob", Tool: "demo.echo", Worker: "demo-1", ArgsSHA256: sha256Hex(conflictArgs), Outcome: "tool_conflict", Ran: "no"})
-	held := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Tool == "demo.hold" && r.Outcome == "ok" })
+	held := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Tool == "demo.hold" && r.Outcome == "ok" })
 	if held.Identity != "ALICE/alice" || held.Ran != "yes" {
 		t.Fatalf("alice's held call is recorded as %+v", held)
 	}
@@ -147,7 +148,7 @@ func TestSecureStockAuditRecordsRefusedCalls(t *testing.T) {
 
 // waitForAuditRecords waits until the audit stream holds a record that
 // each of want matches.
-func waitForAuditRecords(t *testing.T, nc *nats.Conn, want map[string]func(workermw.AuditRecord) bool) {
+func waitForAuditRecords(t *testing.T, nc *nats.Conn, want map[string]func(wire.AuditRecord) bool) {
 	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -155,7 +156,7 @@ func waitForAuditRecords(t *testing.T, nc *nats.Conn, want map[string]func(worke
 	}
 	waitFor(t, "the audit records", func() bool {
 		found := map[string]bool{}
-		err := audit.Read(context.Background(), js, "toolmesh", audit.Filter{}, false, func(r workermw.AuditRecord) error {
+		err := audit.Read(context.Background(), js, "toolmesh", audit.Filter{}, false, func(r wire.AuditRecord) error {
 			for name, match := range want {
 				if match(r) {
 					found[name] = true

@@ -106,21 +106,21 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 	waitAuditRecords(t, tasksNC, 8)
 
 	recs := auditJSON(t, asOperator)
-	echoRec := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.CallID == aliceRes.ID })
-	wantRecord(t, echoRec, workermw.AuditRecord{Kind: "call", Identity: "ALICE/alice", Tenant: "ALICE", Person: "alice", Tool: "demo.echo",
+	echoRec := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.CallID == aliceRes.ID })
+	wantRecord(t, echoRec, wire.AuditRecord{Kind: "call", Identity: "ALICE/alice", Tenant: "ALICE", Person: "alice", Tool: "demo.echo",
 		Worker: "demo-1", ArgsSHA256: digests.of(aliceRes.ID), Outcome: "ok", Ran: "yes"})
-	failRec := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Tool == "demo.fail" })
-	wantRecord(t, failRec, workermw.AuditRecord{Kind: "call", Identity: "BOB/bob", Tenant: "BOB", Person: "bob", Tool: "demo.fail",
+	failRec := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Tool == "demo.fail" })
+	wantRecord(t, failRec, wire.AuditRecord{Kind: "call", Identity: "BOB/bob", Tenant: "BOB", Person: "bob", Tool: "demo.fail",
 		Worker: "demo-1", ArgsSHA256: digests.of(failRec.CallID), Outcome: "tool_failed", Ran: "yes"})
-	submit := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Tool == "tasks.submit" })
+	submit := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Tool == "tasks.submit" })
 	if submit.Identity != "ALICE/alice" || submit.Outcome != "ok" || len(submit.ArgsSHA256) != 64 {
 		t.Fatalf("alice's submit is recorded as %+v", submit)
 	}
 
-	bobRisky := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Kind == "call" && r.Tool == "demo.risky" })
-	approved := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Kind == "approval" && r.Identity == "BOB/bob" })
-	answered := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Kind == "answer" })
-	refused := findRecord(t, recs, func(r workermw.AuditRecord) bool { return r.Kind == "approval" && r.Identity == "ALICE/alice" })
+	bobRisky := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Kind == "call" && r.Tool == "demo.risky" })
+	approved := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Kind == "approval" && r.Identity == "BOB/bob" })
+	answered := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Kind == "answer" })
+	refused := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Kind == "approval" && r.Identity == "ALICE/alice" })
 	if bobRisky.Identity != "BOB/bob" || bobRisky.Outcome != "ok" || approved.Outcome != "approved" || approved.CallID != bobRisky.CallID ||
 		answered.Identity != "BOB/bob" || answered.Outcome != "accept" || answered.CallID != bobRisky.CallID || len(answered.AnswerSHA256) != 64 ||
 		refused.Outcome != "refused" || refused.Tool != "demo.risky" {
@@ -180,16 +180,16 @@ func waitAuditRecords(t *testing.T, nc *nats.Conn, n uint64) {
 }
 
 // auditJSON runs `toolmesh audit --json` with args and decodes its lines.
-func auditJSON(t *testing.T, args []string) []workermw.AuditRecord {
+func auditJSON(t *testing.T, args []string) []wire.AuditRecord {
 	t.Helper()
 	r := runCmd(t, "", append([]string{"audit", "--json"}, args...)...)
 	if r.code != 0 {
 		t.Fatalf("audit --json: code %d stderr %q", r.code, r.stderr)
 	}
-	return ndjson[workermw.AuditRecord](t, r.stdout)
+	return ndjson[wire.AuditRecord](t, r.stdout)
 }
 
-func findRecord(t *testing.T, recs []workermw.AuditRecord, match func(workermw.AuditRecord) bool) workermw.AuditRecord {
+func findRecord(t *testing.T, recs []wire.AuditRecord, match func(wire.AuditRecord) bool) wire.AuditRecord {
 	t.Helper()
 	for _, r := range recs {
 		if match(r) {
@@ -197,11 +197,11 @@ func findRecord(t *testing.T, recs []workermw.AuditRecord, match func(workermw.A
 		}
 	}
 	t.Fatalf("no such audit record in %+v", recs)
-	return workermw.AuditRecord{}
+	return wire.AuditRecord{}
 }
 
 // wantRecord compares rec with want, leaving out the time, call id and duration.
-func wantRecord(t *testing.T, rec, want workermw.AuditRecord) {
+func wantRecord(t *testing.T, rec, want wire.AuditRecord) {
 	t.Helper()
 	if rec.Time.IsZero() || rec.CallID == "" || want.ArgsSHA256 == "" {
 		t.Fatalf("record %+v has no time or call id (or the handler saw no args)", rec)
@@ -231,7 +231,7 @@ func TestSecureStockAuditTrail(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAuditRecords(t, m.dial(t, "tasks"), 1)
-	rec := findRecord(t, auditJSON(t, asOperator), func(r workermw.AuditRecord) bool { return r.CallID == res.ID })
+	rec := findRecord(t, auditJSON(t, asOperator), func(r wire.AuditRecord) bool { return r.CallID == res.ID })
 	if rec.Identity != "ALICE/alice" || rec.Outcome != "ok" || rec.Ran != "yes" || len(rec.ArgsSHA256) != 64 {
 		t.Fatalf("alice's call is recorded as %+v", rec)
 	}

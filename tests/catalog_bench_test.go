@@ -15,7 +15,6 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
@@ -48,7 +47,7 @@ func specSet(n, toolsEach int) []byte {
 // spec sets (worker w hosts set w%sets), registered as ids prefix+number.
 func newSimFleet(tb testing.TB, srv *embedded.Server, prefix string, workers, toolsEach, sets int) *simFleet {
 	f := &simFleet{nc: meshtest.Connect(tb, srv), answers: map[string][]byte{}, beacons: map[string][]byte{}}
-	subjects := mesh.Subjects{}
+	subjects := wire.Subjects{}
 	js, _ := jetstream.New(f.nc)
 	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket(), History: 1, TTL: 30 * time.Minute})
 	if err != nil {
@@ -139,7 +138,7 @@ func rawGather(tb testing.TB, nc *nats.Conn, workers int) {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	_ = sub.SetPendingLimits(-1, -1)
-	if err := nc.PublishRequest(mesh.Subjects{}.Catalog(), inbox, nil); err != nil {
+	if err := nc.PublishRequest(wire.Subjects{}.Catalog(), inbox, nil); err != nil {
 		tb.Fatal(err)
 	}
 	giveUp := time.After(time.Minute)

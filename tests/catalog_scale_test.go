@@ -17,7 +17,6 @@ import (
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -220,10 +219,10 @@ func newSpyCatalogRequests(t *testing.T, srv *embedded.Server) *spyCatalogReques
 	nc := meshtest.Connect(t, srv)
 	s := &spyCatalogRequests{nc: nc}
 	var err error
-	if s.broadcast, err = nc.SubscribeSync(mesh.Subjects{}.Catalog()); err != nil {
+	if s.broadcast, err = nc.SubscribeSync(wire.Subjects{}.Catalog()); err != nil {
 		t.Fatal(err)
 	}
-	if s.aimed, err = nc.SubscribeSync(mesh.Subjects{}.Catalog() + ".>"); err != nil {
+	if s.aimed, err = nc.SubscribeSync(wire.Subjects{}.Catalog() + ".>"); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.broadcast.SetPendingLimits(-1, -1)

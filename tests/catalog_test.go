@@ -19,7 +19,6 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -81,7 +80,7 @@ func TestEndpointNamesAreValidADR32(t *testing.T) {
 	register(t, f.w, envelope.ToolSpec{Name: "files.search"}, echo)
 	register(t, f.w, envelope.ToolSpec{Name: "gmail.users.messages.list"}, echo)
 	valid := regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	subj, err := micro.ControlSubject(micro.InfoVerb, mesh.ServiceName, f.w.ID())
+	subj, err := micro.ControlSubject(micro.InfoVerb, wire.ServiceName, f.w.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +94,7 @@ func TestEndpointNamesAreValidADR32(t *testing.T) {
 			t.Errorf("endpoint %+v", ep)
 		}
 	}
-	subj, _ = micro.ControlSubject(micro.StatsVerb, mesh.ServiceName, "")
+	subj, _ = micro.ControlSubject(micro.StatsVerb, wire.ServiceName, "")
 	stats, raw := requestJSON[micro.Stats](t, f.cnc, subj)
 	if len(stats.Endpoints) != 2 {
 		t.Fatalf("stats %s", raw)
@@ -219,12 +218,12 @@ func TestWatchSurvivesFakeBeacons(t *testing.T) {
 	hostile := meshtest.Connect(t, srv)
 	// It even listens on the fake workers' catalogue subjects, so the
 	// watcher's fetches get no quick "no responders", just silence.
-	if _, err := hostile.Subscribe(mesh.Subjects{}.WorkerCatalog("*"), func(*nats.Msg) {}); err != nil {
+	if _, err := hostile.Subscribe(wire.Subjects{}.WorkerCatalog("*"), func(*nats.Msg) {}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 1000 {
 		b, _ := json.Marshal(wire.Beacon{WorkerID: fmt.Sprintf("FAKE%04d", i), State: wire.BeaconUp, Revision: 1, IntervalMS: 1 << 40})
-		if err := hostile.Publish(mesh.Subjects{}.Presence(fmt.Sprintf("FAKE%04d", i)), b); err != nil {
+		if err := hostile.Publish(wire.Subjects{}.Presence(fmt.Sprintf("FAKE%04d", i)), b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -244,7 +243,7 @@ func TestWatchJudgesAWorkerByItsOwnInterval(t *testing.T) {
 	slow := meshtest.NewWorker(t, meshtest.Connect(t, srv), worker.Config{Liveness: worker.Liveness{Heartbeat: 2 * time.Second}})
 	register(t, slow, envelope.ToolSpec{Name: "slow.tool"}, echo)
 	beacons := make(chan struct{}, 16)
-	if _, err := meshtest.Connect(t, srv).Subscribe(mesh.Subjects{}.Presence(slow.ID()), func(*nats.Msg) { beacons <- struct{}{} }); err != nil {
+	if _, err := meshtest.Connect(t, srv).Subscribe(wire.Subjects{}.Presence(slow.ID()), func(*nats.Msg) { beacons <- struct{}{} }); err != nil {
 		t.Fatal(err)
 	}
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{Heartbeat: 100 * time.Millisecond})

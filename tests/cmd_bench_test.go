@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 )
 
 // benchJSONSide is one side of a `toolmesh bench --json` row.
@@ -151,7 +152,7 @@ func TestCommandBench(t *testing.T) {
 		}
 		checkBenchSides(t, res)
 	}
-	info, _ := envelope.Lookup(envelope.CodeToolFailed)
+	info, _ := codes.Lookup(envelope.CodeToolFailed)
 	if wantCode := map[bool]int{true: 0, false: info.ExitCode}[allMet]; r.code != wantCode {
 		t.Errorf("--targets enforce: exit %d with every target met = %v, want %d\n%s", r.code, allMet, wantCode, r.stderr)
 	}
@@ -298,7 +299,7 @@ func TestCommandBenchBadFlags(t *testing.T) {
 		{[]string{"bench", "--server", "nats://127.0.0.1:1"}, envelope.CodeConnectionLost},
 	} {
 		r := runCmd(t, "", tc.args...)
-		info, _ := envelope.Lookup(tc.code)
+		info, _ := codes.Lookup(tc.code)
 		if want := info.ExitCode; r.code != want {
 			t.Errorf("%v: exit %d, want %d (%s)\n%s", tc.args, r.code, want, tc.code, r.stderr)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 )
 
@@ -218,7 +219,7 @@ func TestCommandErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			info, _ := envelope.Lookup(c.code)
+			info, _ := codes.Lookup(c.code)
 			r := runCmd(t, "", c.args...)
 			if r.code != info.ExitCode {
 				t.Fatalf("exit %d, want %d (%s); stderr %s", r.code, info.ExitCode, c.code, r.stderr)

@@ -18,6 +18,7 @@ import (
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/envelope/provider"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -121,7 +122,7 @@ func checkDescribeConflict(t *testing.T, m *conflictMesh, c *caller.Caller) {
 // It runs after checkDescribeConflict, which waits for all three workers.
 func checkCommandDescribeConflict(t *testing.T, m *conflictMesh) {
 	r := runCmd(t, "", "tools", "describe", "docs.search", "--json", "--server", m.srv.ClientURL())
-	info, _ := envelope.Lookup(envelope.CodeToolConflict)
+	info, _ := codes.Lookup(envelope.CodeToolConflict)
 	var spec envelope.ToolSpec
 	if err := json.Unmarshal([]byte(r.stdout), &spec); err != nil || spec.Description != m.real.Description {
 		t.Fatalf("stdout %q (%v): want the real spec as JSON", r.stdout, err)

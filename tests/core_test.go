@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -157,7 +157,7 @@ func TestSchemaInvalidArgsNeverRunHandler(t *testing.T) {
 	if len(p.CodeActions) != 3 {
 		t.Errorf("want one code action per violation, got %d", len(p.CodeActions))
 	}
-	if resp.Success || resp.Code() != envelope.CodeInvalidInput {
+	if code, _ := resp.Get("code"); resp.Success || string(code) != `"invalid_input"` {
 		t.Errorf("response %+v", resp)
 	}
 	if ran.Load() != 0 {
@@ -203,7 +203,7 @@ func TestSpentBudgetNeverRunsHandler(t *testing.T) {
 		return echo(ctx, r, e)
 	})
 	// On the wire: a call message whose metadata says 0 ms of budget remain.
-	msg := nats.NewMsg(mesh.Subjects{}.Call("echo"))
+	msg := nats.NewMsg(wire.Subjects{}.Call("echo"))
 	msg.Data = []byte("tm2 id=01JD5Q7ZK3M8X2V4T6N9P0R1S2 timeout=0\n" + `{"args":{}}`)
 	reply, err := f.cnc.RequestMsg(msg, 10*time.Second)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -126,7 +127,7 @@ func TestDeploySystemdCommandLine(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "tools.yaml")
 	args := strings.Fields(strings.ReplaceAll(string(m[1]), "/etc/toolmesh/tools.yaml", missing))
 	r := runCmd(t, "", args...)
-	if info, _ := envelope.Lookup(envelope.CodeInvalidConfig); r.code != info.ExitCode || !strings.Contains(r.stderr, missing) {
+	if info, _ := codes.Lookup(envelope.CodeInvalidConfig); r.code != info.ExitCode || !strings.Contains(r.stderr, missing) {
 		t.Errorf("%v: exit %d, want invalid_config (%d) naming the file; stderr %s", args, r.code, info.ExitCode, r.stderr)
 	}
 }

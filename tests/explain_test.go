@@ -6,14 +6,16 @@ import (
 
 	"github.com/toolmesh/toolmesh/docs/problems"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/problembase"
 )
 
 // `toolmesh explain` prints the page of every registry code, found by its
 // code, its slug or its type URI (under the default base or another).
 func TestExplainEveryCode(t *testing.T) {
-	for _, code := range envelope.Codes() {
-		info, _ := envelope.Lookup(code)
+	for _, c := range codes.All() {
+		code := envelope.Code(c)
+		info, _ := codes.Lookup(code)
 		page, ok := problems.Page(info.Slug)
 		if !ok {
 			t.Fatalf("%s has no page", code)

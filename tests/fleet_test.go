@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -134,7 +134,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 	register(t, wb, envelope.ToolSpec{Name: "work"}, work)
 	register(t, wc, envelope.ToolSpec{Name: "work"}, work)
 	c := meshtest.NewCaller(t, dial(a), caller.Config{})
-	subject := mesh.Subjects{}.Call("work")
+	subject := wire.Subjects{}.Call("work")
 	waitFor(t, "node a to see both workers' interest", func() bool { return a.Server.GlobalAccount().Interest(subject) >= 2 })
 
 	for _, err := range callMany(c, 200, 16) {

@@ -18,7 +18,6 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -258,7 +257,7 @@ func waitToolStats(t testing.TB, w *worker.Worker, tool, what string, ok func(wo
 // body, and its events go to reply.
 func publishCall(t testing.TB, nc *nats.Conn, tool, reply, data string) {
 	t.Helper()
-	msg := nats.NewMsg(mesh.Subjects{}.Call(tool))
+	msg := nats.NewMsg(wire.Subjects{}.Call(tool))
 	msg.Reply = reply
 	msg.Data = []byte(data)
 	if err := nc.PublishMsg(msg); err != nil {

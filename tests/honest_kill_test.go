@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // pidLogTool is execLogTool whose program also appends its parent's pid —
@@ -57,7 +57,7 @@ func TestHonestUnreadCallsOfAKilledWorkerSettleUnrun(t *testing.T) {
 	// server routes (one of each goes to one worker of the queue group).
 	var routed atomic.Int64
 	spy := dialURL(t, srv.url)
-	if _, err := spy.Subscribe(mesh.Subjects{}.Call("flood.log"), func(*nats.Msg) { routed.Add(1) }); err != nil {
+	if _, err := spy.Subscribe(wire.Subjects{}.Call("flood.log"), func(*nats.Msg) { routed.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := spy.Flush(); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -76,7 +75,7 @@ func startCalls(c *caller.Caller, tool string, n int) chan error {
 // all 50, where per-call heartbeats would send 50 messages naming one each.
 func TestHeartbeatsArePerCallerNotPerCall(t *testing.T) {
 	const calls = 50
-	f := newMesh(t, worker.Config{}, caller.Config{Heartbeat: mesh.MinHeartbeat})
+	f := newMesh(t, worker.Config{}, caller.Config{Heartbeat: wire.MinHeartbeat})
 	g := newGate()
 	register(t, f.w, envelope.ToolSpec{Name: "gate"}, g.handle)
 	spy := meshtest.Connect(t, f.srv)
@@ -95,8 +94,8 @@ func TestHeartbeatsArePerCallerNotPerCall(t *testing.T) {
 		}
 		named := 0
 		fr.EachCallID(func([]byte) { named++ })
-		if fr.Worker != f.w.ID() || fr.Interval != mesh.MinHeartbeat.Milliseconds() {
-			t.Fatalf("heartbeat %q: want worker %s, interval %d", m.Data, f.w.ID(), mesh.MinHeartbeat.Milliseconds())
+		if fr.Worker != f.w.ID() || fr.Interval != wire.MinHeartbeat.Milliseconds() {
+			t.Fatalf("heartbeat %q: want worker %s, interval %d", m.Data, f.w.ID(), wire.MinHeartbeat.Milliseconds())
 		}
 		switch {
 		case named == calls:
@@ -119,11 +118,11 @@ func TestHeartbeatsArePerCallerNotPerCall(t *testing.T) {
 // (the caller stopped proving it is alive) while another caller's calls
 // on the same worker run on and finish.
 func TestLostCallerEndsExactlyItsCalls(t *testing.T) {
-	f := newMesh(t, worker.Config{}, caller.Config{Heartbeat: mesh.MinHeartbeat})
+	f := newMesh(t, worker.Config{}, caller.Config{Heartbeat: wire.MinHeartbeat})
 	g := newGate()
 	register(t, f.w, envelope.ToolSpec{Name: "gate"}, g.handle)
 	doomedNC := meshtest.Connect(t, f.srv)
-	doomed := meshtest.NewCaller(t, doomedNC, caller.Config{Heartbeat: mesh.MinHeartbeat})
+	doomed := meshtest.NewCaller(t, doomedNC, caller.Config{Heartbeat: wire.MinHeartbeat})
 	survivors := startCalls(f.c, "gate", 5)
 	g.waitStarted(t, 5)
 	_ = startCalls(doomed, "gate", 5)
@@ -151,7 +150,7 @@ func TestLostCallerEndsExactlyItsCalls(t *testing.T) {
 // A worker that dies loses exactly its own calls: the caller ends them
 // worker_lost while its calls on another worker run on and finish.
 func TestLostWorkerEndsExactlyItsCalls(t *testing.T) {
-	f := newMesh(t, worker.Config{}, caller.Config{Heartbeat: mesh.MinHeartbeat})
+	f := newMesh(t, worker.Config{}, caller.Config{Heartbeat: wire.MinHeartbeat})
 	live := newGate()
 	register(t, f.w, envelope.ToolSpec{Name: "gate.live"}, live.handle)
 	doomedNC := meshtest.Connect(t, f.srv)

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -31,7 +31,7 @@ func TestMCPGatewayAcceptsMaybeOnlyForRetrySafeTools(t *testing.T) {
 	register(t, w, envelope.ToolSpec{Name: "mb.ro", Annotations: &envelope.Annotations{ReadOnly: &yes}}, echo)
 	// A plain subscriber gets a copy of every call beside the workers'
 	// queue group.
-	seen, err := meshtest.Connect(t, srv).SubscribeSync(mesh.Subjects{}.Call("mb.*"))
+	seen, err := meshtest.Connect(t, srv).SubscribeSync(wire.Subjects{}.Call("mb.*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func nextCall(t *testing.T, sub *nats.Subscription, tool string) *nats.Msg {
 	if err != nil {
 		t.Fatalf("%s: no call seen: %v", tool, err)
 	}
-	if want := (mesh.Subjects{}).Call(tool); msg.Subject != want {
+	if want := (wire.Subjects{}).Call(tool); msg.Subject != want {
 		t.Fatalf("saw a call on %s, want %s", msg.Subject, want)
 	}
 	return msg

@@ -24,7 +24,6 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/mcp/gateway"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -563,7 +562,7 @@ func TestMCPGatewayIncompleteCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.KeyValue(context.Background(), mesh.Subjects{}.RegistryBucket())
+	kv, err := js.KeyValue(context.Background(), wire.Subjects{}.RegistryBucket())
 	if err != nil {
 		t.Fatal(err)
 	}

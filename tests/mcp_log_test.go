@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 	"testing"
@@ -30,7 +31,9 @@ func TestMCPBridgeLogsReachTheCall(t *testing.T) {
 	var logs []string
 	eachEvent(t, st, func(ev envelope.ToolEvent) {
 		if ev.Type == envelope.EventProgress && ev.Log != nil {
-			if ev.Log.Level != "info" || ev.Log.Logger != "conformance-fixture" || ev.Message != ev.Log.Text() {
+			var text string
+			_ = json.Unmarshal(ev.Log.Data, &text)
+			if ev.Log.Level != "info" || ev.Log.Logger != "conformance-fixture" || ev.Message != "[info] conformance-fixture: "+text {
 				t.Errorf("log event %+v: want level info, the fixture's logger and its text as the message", ev.Log)
 			}
 			logs = append(logs, string(ev.Log.Data))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 )
 
 // A value refused by a binding's arg_rules (no_dash, under) is refused
@@ -36,7 +37,7 @@ tools:
         arg_rules: {path: {no_dash: true, under: `+root+`}, n: {no_dash: true}}
 `), 0o644)
 	_, url := startDev(t, "--config", cfg)
-	info, _ := envelope.Lookup(envelope.CodeInvalidInput)
+	info, _ := codes.Lookup(envelope.CodeInvalidInput)
 	for _, args := range []string{`{"path":"-rf"}`, `{"path":"../../etc/passwd"}`, `{"n":-5,"path":"in.txt"}`} {
 		r := runCmd(t, "", "call", "guarded", "--server", url, "--args", args)
 		var p envelope.Problem

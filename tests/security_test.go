@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/internal/wire"
-
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -25,8 +23,9 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
@@ -244,7 +243,7 @@ func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
 	if ev, err := bs.Next(); err != nil || ev.Type != envelope.EventStart {
 		t.Fatalf("bob's first event %+v %v", ev, err)
 	}
-	ctl := mesh.Subjects{}.Control(workerID)
+	ctl := wire.Subjects{}.Control(workerID)
 	for _, c := range []wire.Control{
 		{Op: wire.OpCredit, CallID: as.CallID(), N: math.MaxInt64},
 		{Op: wire.OpCancel, CallID: as.CallID()},
@@ -318,7 +317,7 @@ func TestSecureCancelOfAnotherCallersCallIsIgnored(t *testing.T) {
 		"nats-request-info":    {forgedAlice},
 		"NATS-REQUEST-INFO":    {forgedAlice},
 	}} {
-		msg := &nats.Msg{Subject: mesh.Subjects{}.Control(w.ID()), Header: h,
+		msg := &nats.Msg{Subject: wire.Subjects{}.Control(w.ID()), Header: h,
 			Data: wire.Control{Op: wire.OpCancel, CallID: as.CallID()}.Encode()}
 		if err := bnc.PublishMsg(msg); err != nil {
 			t.Fatal(err)
@@ -534,7 +533,7 @@ func TestSecureHugeCreditDoesNotFreezeTheStream(t *testing.T) {
 			case envelope.EventStart:
 				wid, _ := ev.Metadata["worker_id"].(string)
 				huge := wire.Control{Op: wire.OpCredit, CallID: "raw1", N: math.MaxInt64}
-				if err := anc.Publish(mesh.Subjects{}.Control(wid), huge.Encode()); err != nil {
+				if err := anc.Publish(wire.Subjects{}.Control(wid), huge.Encode()); err != nil {
 					t.Fatal(err)
 				}
 			case envelope.EventDelta:
@@ -570,7 +569,7 @@ func TestSecureMalformedMetadataIsInvalidInput(t *testing.T) {
 		{wire.MetaIdempotency, strings.Repeat("k", 300)},
 		{wire.MetaBearer, "bad%escape"},
 	} {
-		msg := nats.NewMsg(mesh.Subjects{}.Call("demo.echo"))
+		msg := nats.NewMsg(wire.Subjects{}.Call("demo.echo"))
 		msg.Data = []byte("tm2 " + h.name + "=" + h.value + "\n" + `{"args":{}}`)
 		reply, err := anc.RequestMsg(msg, 10*time.Second)
 		if err != nil {
@@ -728,7 +727,7 @@ func TestSecureBearerNeverLeaks(t *testing.T) {
 func TestSecureCommandWrongPasswordIsUnauthorized(t *testing.T) {
 	m := startSecure(t)
 	url := m.srv.ClientURL()
-	unauthorized, _ := envelope.Lookup(envelope.CodeUnauthorized)
+	unauthorized, _ := codes.Lookup(envelope.CodeUnauthorized)
 	r := runCmd(t, "", "call", "demo.echo", "--server", url, "--user", "alice", "--password", "not-her-password", "--format", "json")
 	if r.code != unauthorized.ExitCode || !strings.Contains(r.stderr, `"code":"unauthorized"`) || !strings.Contains(r.stderr, `"retry_after":null`) {
 		t.Fatalf("wrong password: exit %d stderr %s", r.code, r.stderr)
@@ -740,7 +739,7 @@ func TestSecureCommandWrongPasswordIsUnauthorized(t *testing.T) {
 	}
 	// Nobody listening at all is still connection_lost, and still no password.
 	r = runCmd(t, "", "call", "demo.echo", "--server", "nats://bob:Pa55-in-the-url@127.0.0.1:1", "--format", "json")
-	if lost, _ := envelope.Lookup(envelope.CodeConnectionLost); r.code != lost.ExitCode || strings.Contains(r.stderr, "Pa55-in-the-url") {
+	if lost, _ := codes.Lookup(envelope.CodeConnectionLost); r.code != lost.ExitCode || strings.Contains(r.stderr, "Pa55-in-the-url") {
 		t.Fatalf("unreachable server: exit %d stderr %s", r.code, r.stderr)
 	}
 }
@@ -754,7 +753,7 @@ func TestSecureCommandWorkerDeniedSubscriptionExits(t *testing.T) {
 	if err := os.WriteFile(tools, []byte("tools:\n  - name: ops.report\n    binding: {cli: {cmd: \"true\"}}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	forbidden, _ := envelope.Lookup(envelope.CodeForbidden)
+	forbidden, _ := codes.Lookup(envelope.CodeForbidden)
 	args := []string{"worker", "--config", tools, "--server", m.srv.ClientURL(), "--user", "tools", "--password", m.passwords["tools"], "--format", "json"}
 	r := runCmd(t, "", append(args, "--pool", "demo")...)
 	if r.code != forbidden.ExitCode || !strings.Contains(r.stderr, `toolmesh.call.ops.report`) {
@@ -785,7 +784,7 @@ func TestSecureCallerLivenessCrossesTheImport(t *testing.T) {
 	sniffer, _ := m.dial(t, "tools")
 	alive := subscribed(t, sniffer, "toolmesh.ctl.demo.>", 1000)
 	anc, _ := m.dial(t, "alice")
-	alice := meshtest.NewCaller(t, anc, caller.Config{Heartbeat: mesh.MinHeartbeat})
+	alice := meshtest.NewCaller(t, anc, caller.Config{Heartbeat: wire.MinHeartbeat})
 	errc := make(chan error, 1)
 	go func() { _, err := alice.Call(context.Background(), "demo.wait", nil); errc <- err }()
 	// 3 silent intervals would end the call; wait for 4 intervals' worth of

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -192,7 +193,7 @@ func TestStockSecureTenantViewCommands(t *testing.T) {
 	}
 	for tool, code := range map[string]envelope.Code{"demo.nosuch": envelope.CodeToolNotFound, "fs.echo": envelope.CodeForbidden} {
 		r := as("alice", "tools", "describe", tool)
-		info, _ := envelope.Lookup(code)
+		info, _ := codes.Lookup(code)
 		if r.code != info.ExitCode || strings.Contains(r.stderr, "IGNORE") {
 			t.Fatalf("alice describe %s: exit %d (want %d, %s) stderr %q", tool, r.code, info.ExitCode, code, r.stderr)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 )
 
 // `toolmesh call` of a mistyped name ends tool_not_found and says which
@@ -13,7 +14,7 @@ import (
 func TestCommandCallSuggestsNearestTool(t *testing.T) {
 	_, url := startDev(t)
 	r := runCmd(t, "", "call", "ecoh", "--server", url, "--args", `{"message":"hi"}`)
-	info, _ := envelope.Lookup(envelope.CodeToolNotFound)
+	info, _ := codes.Lookup(envelope.CodeToolNotFound)
 	var p envelope.Problem
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stderr)), &p); err != nil || r.code != info.ExitCode {
 		t.Fatalf("call ecoh: exit %d, stderr %q", r.code, r.stderr)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 )
 
 // A tools file with an unknown or misplaced key is refused by every
@@ -42,7 +43,7 @@ tools:
     binding: {mcp: {comand: npx}}
 `, `unknown field "comand" in binding.mcp (did you mean command?)`},
 	}
-	info, _ := envelope.Lookup(envelope.CodeInvalidConfig)
+	info, _ := codes.Lookup(envelope.CodeInvalidConfig)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := filepath.Join(dir, c.name+".yaml")

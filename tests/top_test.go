@@ -19,9 +19,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/catalog"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
 
@@ -174,7 +173,7 @@ func TestTopJSONAgreesWithStats(t *testing.T) {
 	stop()
 	stats := settledStats(t, nc)
 	r := runCmd(t, "", "top", "--json", "--server", url, "--interval", "100ms", "--wait", "2s")
-	var sum catalog.FleetSummary
+	var sum fleet.Summary
 	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil || r.code != 0 {
 		t.Fatalf("top --json: exit %d stdout %s stderr %s", r.code, r.stdout, r.stderr)
 	}
@@ -196,12 +195,12 @@ func TestTopJSONAgreesWithStats(t *testing.T) {
 
 // compareCodes checks top's errors by code against the sum of the raw
 // answers, and that the load left its trace there.
-func compareCodes(t *testing.T, sum catalog.FleetSummary, stats []micro.Stats, want map[string]toolTotals) {
+func compareCodes(t *testing.T, sum fleet.Summary, stats []micro.Stats, want map[string]toolTotals) {
 	t.Helper()
 	codes := map[string]int64{}
 	for _, s := range stats {
 		for _, ep := range s.Endpoints {
-			var l mesh.ToolLoad
+			var l fleet.ToolLoad
 			_ = json.Unmarshal(ep.Data, &l)
 			for code, n := range l.ErrorsByCode {
 				codes[code] += n
@@ -241,7 +240,7 @@ func expectFromStats(t *testing.T, stats []micro.Stats) map[string]toolTotals {
 			// Endpoint names are ADR-32 safe (fleet_wc); top names tools
 			// as they are called, which the call subject carries.
 			ep.Name = strings.TrimPrefix(ep.Subject, "toolmesh.call.")
-			var l mesh.ToolLoad
+			var l fleet.ToolLoad
 			if err := json.Unmarshal(ep.Data, &l); err != nil {
 				t.Fatalf("endpoint %s has no load data: %v", ep.Name, err)
 			}
@@ -341,7 +340,7 @@ func settledStats(t *testing.T, nc *nats.Conn) []micro.Stats {
 		stats = rawStats(t, nc, 3)
 		for _, s := range stats {
 			for _, ep := range s.Endpoints {
-				var l mesh.ToolLoad
+				var l fleet.ToolLoad
 				if json.Unmarshal(ep.Data, &l) != nil || l.InFlight != 0 {
 					return false
 				}

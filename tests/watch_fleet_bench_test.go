@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
@@ -78,7 +78,7 @@ func (bc *beaconer) run(ctx context.Context, done chan<- struct{}) {
 		ids := slices.Clone(bc.slots[bc.now])
 		bc.mu.Unlock()
 		for _, id := range ids {
-			_ = bc.f.nc.Publish(mesh.Subjects{}.Presence(id), bc.f.beacon(id))
+			_ = bc.f.nc.Publish(wire.Subjects{}.Presence(id), bc.f.beacon(id))
 		}
 	}
 }
@@ -90,7 +90,7 @@ func (bc *beaconer) ready(ctx context.Context, id string) error {
 	if _, err := bc.f.kv.Put(ctx, id, bc.f.beacon(id)); err != nil {
 		return err
 	}
-	if err := bc.f.nc.Publish(mesh.Subjects{}.Presence(id), bc.f.beacon(id)); err != nil {
+	if err := bc.f.nc.Publish(wire.Subjects{}.Presence(id), bc.f.beacon(id)); err != nil {
 		return err
 	}
 	if err := bc.f.nc.FlushWithContext(ctx); err != nil {

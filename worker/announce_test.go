@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // A worker starts a call without the server's confirmation of a heartbeat
@@ -62,7 +61,7 @@ func namedBeforeResult(t *testing.T, raw *nats.Conn, tool, id, extra string) boo
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	m := nats.NewMsg(mesh.Subjects{}.Call(tool))
+	m := nats.NewMsg(wire.Subjects{}.Call(tool))
 	m.Reply = reply
 	pickup := time.Now().Add(time.Minute).UnixMilli()
 	m.Data = fmt.Appendf(nil, "tm2 id=01CALL mode=unary caller=%s interval=60000 pickup=%d%s\n{\"args\":{}}", id, pickup, extra)

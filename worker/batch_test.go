@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // batchOf builds a batch message of whole call bodies.
@@ -37,7 +36,7 @@ func sendBatch(t *testing.T, raw *nats.Conn, tool string, data []byte, n int) (m
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if err := raw.PublishRequest(mesh.Subjects{}.Call(tool), inbox, data); err != nil {
+	if err := raw.PublishRequest(wire.Subjects{}.Call(tool), inbox, data); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]envelope.ToolEvent{}

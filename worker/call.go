@@ -582,5 +582,5 @@ func (e *emitter) Delta(data any) error {
 			return fmt.Errorf("delta: %w", err)
 		}
 	}
-	return c.emit(c.ctx, envelope.DeltaEvent(raw))
+	return c.emit(c.ctx, envelope.ToolEvent{Type: envelope.EventDelta, Data: raw})
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // newEchoFuzzWorker starts a worker with small argument limits hosting
@@ -43,7 +42,7 @@ func FuzzCallMessage(f *testing.F) {
 	f.Add("unary", "", "", "", []byte(`not json`))
 	f.Add("unary", "", "", "", []byte{})
 	f.Fuzz(func(t *testing.T, mode, window, timeout, interval string, body []byte) {
-		m := nats.NewMsg(mesh.Subjects{}.Call("echo"))
+		m := nats.NewMsg(wire.Subjects{}.Call("echo"))
 		line := "tm2"
 		for _, kv := range [][2]string{{wire.MetaMode, mode}, {wire.MetaWindow, window},
 			{wire.MetaTimeout, timeout}, {wire.MetaInterval, interval}} {
@@ -110,7 +109,7 @@ func FuzzBatchMessage(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer sub.Unsubscribe()
-		if err := raw.PublishRequest(mesh.Subjects{}.Call("echo"), inbox, []byte(data)); err != nil {
+		if err := raw.PublishRequest(wire.Subjects{}.Call("echo"), inbox, []byte(data)); err != nil {
 			t.Skip(err) // larger than the server takes
 		}
 		for ended := 0; ended < max(len(calls), 1); {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // runsOn names how the calling handler came to run: "reader" (on a
@@ -137,7 +136,7 @@ func testBlockedCallHoldsNothingUp(t *testing.T, declared bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+	m := nats.NewMsg(wire.Subjects{}.Call("t"))
 	m.Reply, m.Data = blocked.Subject, []byte("tm2 mode=unary\n"+`{"args":{"block":true}}`)
 	if err := raw.PublishMsg(m); err != nil {
 		t.Fatal(err)
@@ -172,7 +171,7 @@ func TestInlineBatchRunsOnceNamed(t *testing.T) {
 	for _, id := range []string{"b1", "b2", "b3"} {
 		calls = append(calls, fmt.Sprintf("tm2 id=%s mode=unary caller=B interval=60000 pickup=%d\n{\"args\":{\"id\":%q}}", id, pickup, id))
 	}
-	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+	m := nats.NewMsg(wire.Subjects{}.Call("t"))
 	m.Reply, m.Data = reply, batchOf(calls...)
 	if err := raw.PublishMsg(m); err != nil {
 		t.Fatal(err)
@@ -288,7 +287,7 @@ func TestNamedInlineCallSettlesOnItsReader(t *testing.T) {
 	for _, id := range []string{"s1", "s2"} {
 		calls = append(calls, fmt.Sprintf("tm2 id=%s mode=unary caller=S interval=60000 pickup=%d\n{\"args\":{}}", id, pickup))
 	}
-	m := nats.NewMsg(mesh.Subjects{}.Call("destroy"))
+	m := nats.NewMsg(wire.Subjects{}.Call("destroy"))
 	m.Reply, m.Data = reply, batchOf(calls...)
 	if err := raw.PublishMsg(m); err != nil {
 		t.Fatal(err)

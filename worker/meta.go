@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // Bounds of call metadata values. Every value a call carries is checked
@@ -63,7 +62,7 @@ type metaParser struct {
 // naming the key: silently ignoring a garbage timeout would run the call
 // without the budget its caller meant.
 func (mp metaParser) parse(line []byte) (callMeta, *envelope.Problem) {
-	m := callMeta{window: mesh.DefaultWindow, interval: mp.defInterval}
+	m := callMeta{window: wire.DefaultWindow, interval: mp.defInterval}
 	if line == nil {
 		return m, nil
 	}
@@ -115,7 +114,7 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint32, error) {
 		return 1 << 4, err
 	case wire.MetaInterval:
 		ms, err := wire.Digits(v)
-		m.interval = min(max(wire.Millis(ms), mp.minInterval), mesh.MaxHeartbeat)
+		m.interval = min(max(wire.Millis(ms), mp.minInterval), wire.MaxHeartbeat)
 		return 1 << 5, err
 	case wire.MetaIdempotency:
 		return 1 << 6, text(&m.idem, v, maxIdemKeyLen)

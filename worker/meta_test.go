@@ -9,11 +9,10 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 func testParser() metaParser {
-	return metaParser{problems: problembase.Registry{}, defInterval: time.Second, minInterval: mesh.MinHeartbeat}
+	return metaParser{problems: problembase.Registry{}, defInterval: time.Second, minInterval: wire.MinHeartbeat}
 }
 
 func TestParseCallMeta(t *testing.T) {
@@ -22,9 +21,9 @@ func TestParseCallMeta(t *testing.T) {
 		bad              bool
 		check            func(callMeta) bool
 	}{
-		{"interval 0 is floored", wire.MetaInterval, "0", false, func(m callMeta) bool { return m.interval == mesh.MinHeartbeat }},
-		{"interval 1ms is floored", wire.MetaInterval, "1", false, func(m callMeta) bool { return m.interval == mesh.MinHeartbeat }},
-		{"interval capped", wire.MetaInterval, "999999999999", false, func(m callMeta) bool { return m.interval == mesh.MaxHeartbeat }},
+		{"interval 0 is floored", wire.MetaInterval, "0", false, func(m callMeta) bool { return m.interval == wire.MinHeartbeat }},
+		{"interval 1ms is floored", wire.MetaInterval, "1", false, func(m callMeta) bool { return m.interval == wire.MinHeartbeat }},
+		{"interval capped", wire.MetaInterval, "999999999999", false, func(m callMeta) bool { return m.interval == wire.MaxHeartbeat }},
 		{"window clamped up", wire.MetaWindow, "0", false, func(m callMeta) bool { return m.window == 2 }},
 		{"window clamped down", wire.MetaWindow, "999999999999999", false, func(m callMeta) bool { return m.window == MaxWindow }},
 		{"budget 0 kept (spent)", wire.MetaTimeout, "0", false, func(m callMeta) bool { return m.hasBudget && m.budget == 0 }},
@@ -87,8 +86,8 @@ func FuzzCallMeta(f *testing.F) {
 			}
 			return
 		}
-		if got.window < 2 || got.window > MaxWindow || got.interval < mesh.MinHeartbeat && got.interval != time.Second ||
-			got.interval > mesh.MaxHeartbeat || got.budget < 0 || len(got.callID) > maxIDLen || len(got.bearer) > maxBearerLen {
+		if got.window < 2 || got.window > MaxWindow || got.interval < wire.MinHeartbeat && got.interval != time.Second ||
+			got.interval > wire.MaxHeartbeat || got.budget < 0 || len(got.callID) > maxIDLen || len(got.bearer) > maxBearerLen {
 			t.Fatalf("out of bounds: %+v", got)
 		}
 	})

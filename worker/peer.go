@@ -8,8 +8,6 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // peer is one caller (identity, caller id) with calls running here.
@@ -43,7 +41,7 @@ type callKey struct {
 // subject. The server forgets such a mapping after its response threshold
 // (deploy/secure: 2 minutes) without traffic, and a heartbeat to the
 // caller travels on only one of its calls' subjects.
-const replyKeepalive = mesh.MaxHeartbeat
+const replyKeepalive = wire.MaxHeartbeat
 
 // track makes c findable by control messages and stop, and enrols it with
 // its peer; it reports false when a call with the same key is already in
@@ -146,7 +144,7 @@ func (w *Worker) beat(p *peer) {
 	if p.key.identity != "" {
 		w.keepRepliesAlive(p, now)
 	}
-	suspect := now.Sub(p.seen) > mesh.MissedBeats*p.interval
+	suspect := now.Sub(p.seen) > wire.MissedBeats*p.interval
 	latest := p.latest
 	p.timer.Reset(p.interval)
 	w.callsMu.Unlock()

@@ -7,8 +7,6 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // suspectCaller is called when c's caller has not proved itself alive for
@@ -44,7 +42,7 @@ func (w *Worker) suspectCaller(c *call) {
 	if err := w.nc.PublishMsg(w.probeMsg(c)); err != nil {
 		w.log.Debug("caller probe not sent", "caller_id", c.callerID, "err", err)
 	}
-	go w.awaitProbe(k, answer, mesh.MissedBeats*c.interval)
+	go w.awaitProbe(k, answer, wire.MissedBeats*c.interval)
 }
 
 // awaitProbe waits for the probe's answer and cancels the caller's calls

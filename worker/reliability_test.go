@@ -17,14 +17,13 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
 // rawCall sends one unary call on raw and returns its terminal event.
 func rawCall(t *testing.T, raw *nats.Conn, tool string, body []byte) envelope.ToolEvent {
 	t.Helper()
-	m := nats.NewMsg(mesh.Subjects{}.Call(tool))
+	m := nats.NewMsg(wire.Subjects{}.Call(tool))
 	m.Data = append([]byte("tm2 mode=unary\n"), body...)
 	reply, err := raw.RequestMsg(m, 20*time.Second)
 	if err != nil {
@@ -78,7 +77,7 @@ func testStopOrdersAdmission(t *testing.T, inline bool, data []byte) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+			m := nats.NewMsg(wire.Subjects{}.Call("t"))
 			m.Reply = "ignored"
 			m.Data = data
 			for i := 0; i < 2000; i++ {
@@ -212,7 +211,7 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 			t.Errorf("probe %q is not a heartbeat frame: %v", m.Data, err)
 			return
 		}
-		_ = raw.Publish(mesh.Subjects{}.Control(f.Worker), wire.Control{Op: wire.OpAlive, CallerID: "SILENT"}.Encode())
+		_ = raw.Publish(wire.Subjects{}.Control(f.Worker), wire.Control{Op: wire.OpAlive, CallerID: "SILENT"}.Encode())
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +225,7 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 		}
 		return "done", nil
 	}))
-	m := nats.NewMsg(mesh.Subjects{}.Call("slow"))
+	m := nats.NewMsg(wire.Subjects{}.Call("slow"))
 	m.Reply = "_INBOX.SILENT.01CALL"
 	m.Data = []byte("tm2 mode=unary caller=SILENT interval=10\n" + `{"args":{}}`)
 	sub, err := raw.SubscribeSync(m.Reply)
@@ -269,7 +268,7 @@ func TestCallArrivingAfterStopIsRefused(t *testing.T) {
 	_ = raw.Flush()
 	tl := w.tools["t"]
 	w.Stop()
-	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+	m := nats.NewMsg(wire.Subjects{}.Call("t"))
 	m.Reply = "late.reply"
 	m.Data = []byte("tm2 mode=unary\n" + `{"args":{}}`)
 	w.onCall(tl, m) // what a subscription callback still in flight would do
@@ -305,7 +304,7 @@ func firstEventPastBeats(t *testing.T, raw *nats.Conn, tool, msg string) envelop
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := raw.PublishRequest(mesh.Subjects{}.Call(tool), reply, []byte(msg)); err != nil {
+	if err := raw.PublishRequest(wire.Subjects{}.Call(tool), reply, []byte(msg)); err != nil {
 		t.Fatal(err)
 	}
 	for {

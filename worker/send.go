@@ -61,7 +61,7 @@ func (c *call) finish(data json.RawMessage, p *envelope.Problem) *envelope.Probl
 	} else {
 		// checkResult made data with json.Marshal or checked it with
 		// wire.Valid, so the result is written without a second check.
-		ev, enc, _ = c.checkEncoded(envelope.ResultEvent(data), wire.AppendResultEvent(make([]byte, 0, 32+len(data)), data), nil)
+		ev, enc, _ = c.checkEncoded(envelope.ToolEvent{Type: envelope.EventResult, Data: data}, wire.AppendResultEvent(make([]byte, 0, 32+len(data)), data), nil)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -6,18 +6,18 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 )
 
 // loadStats keeps what a fleet view needs of one tool beyond the ADR-32
 // counters: calls in flight, errors by code and a latency histogram. It is
-// served as the Data of the tool's endpoint in $SRV.STATS (mesh.ToolLoad).
+// served as the Data of the tool's endpoint in $SRV.STATS (fleet.ToolLoad).
 // The zero value is ready to use.
 type loadStats struct {
 	mu       sync.Mutex
 	inFlight int64
 	byCode   map[string]int64
-	latency  mesh.Histogram
+	latency  fleet.Histogram
 }
 
 // begin counts a call admitted to run.
@@ -39,7 +39,7 @@ func (l *loadStats) observe(d time.Duration, p *envelope.Problem) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.latency.Counts == nil {
-		l.latency = mesh.NewHistogram()
+		l.latency = fleet.NewHistogram()
 	}
 	l.latency.Observe(d)
 	if p != nil {
@@ -53,9 +53,9 @@ func (l *loadStats) observe(d time.Duration, p *envelope.Problem) {
 // data is the endpoint's stats Data: a copy taken under the lock.
 func (l *loadStats) data() json.RawMessage {
 	l.mu.Lock()
-	load := mesh.ToolLoad{InFlight: l.inFlight, Latency: l.latency}
+	load := fleet.ToolLoad{InFlight: l.inFlight, Latency: l.latency}
 	if load.Latency.Counts == nil {
-		load.Latency = mesh.NewHistogram()
+		load.Latency = fleet.NewHistogram()
 	} else {
 		load.Latency.Counts = append([]int64(nil), l.latency.Counts...)
 	}

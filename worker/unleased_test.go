@@ -15,7 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/fairshare"
 	"github.com/toolmesh/toolmesh/internal/testutil"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
@@ -130,7 +130,7 @@ func testGoneSender(t *testing.T, toolSlots bool) {
 		t.Fatal(err)
 	}
 	for i := range bobCalls {
-		if err := bob.PublishRequest(mesh.Subjects{}.Call("t"), bobInbox+"."+strconv.Itoa(i), callFrom("bob-"+strconv.Itoa(i))); err != nil {
+		if err := bob.PublishRequest(wire.Subjects{}.Call("t"), bobInbox+"."+strconv.Itoa(i), callFrom("bob-"+strconv.Itoa(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,7 +141,7 @@ func testGoneSender(t *testing.T, toolSlots bool) {
 	alice := connect(t, e)
 	answer := make(chan *nats.Msg, 1)
 	go func() {
-		m, err := alice.Request(mesh.Subjects{}.Call("t"), callFrom("alice"), time.Minute)
+		m, err := alice.Request(wire.Subjects{}.Call("t"), callFrom("alice"), time.Minute)
 		if err != nil {
 			t.Errorf("alice's call: %v", err)
 		}
@@ -191,7 +191,7 @@ func testCannotBeChecked(t *testing.T, toolSlots bool) {
 	}
 	send := func(reply string, hdr nats.Header, who string) {
 		t.Helper()
-		if err := nc.PublishMsg(&nats.Msg{Subject: mesh.Subjects{}.Call("t"), Reply: reply, Header: hdr, Data: callFrom(who)}); err != nil {
+		if err := nc.PublishMsg(&nats.Msg{Subject: wire.Subjects{}.Call("t"), Reply: reply, Header: hdr, Data: callFrom(who)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
 // NoQueue as Config.Limits.MaxQueued admits no call beyond the running ones.
@@ -41,14 +40,14 @@ type Config struct {
 	// pool share an identity and trust each other; workers of different
 	// pools cannot read each other's control messages. Empty: no pool.
 	Pool string
-	// Name is the ADR-32 service name (default mesh.ServiceName).
+	// Name is the ADR-32 service name (default "toolmesh").
 	Name string
 	// Version is the worker's semantic version, reported to discovery (default 0.1.0).
 	Version string
 	// Description and Metadata are reported to discovery as they are.
 	Description string
 	Metadata    map[string]string
-	// Prefix is the mesh's subject prefix (default mesh.DefaultPrefix).
+	// Prefix is the mesh's subject prefix (default "toolmesh").
 	Prefix string
 	// Limits bound what the worker admits and holds: calls, their sizes,
 	// each sender's share, and unread messages.
@@ -125,7 +124,7 @@ type Limits struct {
 	// while others' are still admitted.
 	MaxPerIdentity int
 	// MaxResultBytes caps one event's encoded size (default
-	// mesh.DefaultMaxResultBytes). An event larger than the server's
+	// 64 MiB). An event larger than the server's
 	// max_payload goes out in chunks over the call's event stream; past
 	// this cap a result becomes payload_too_large.
 	MaxResultBytes int
@@ -138,7 +137,7 @@ type Liveness struct {
 	// Heartbeat is the interval used when a caller names none (default 1s).
 	Heartbeat time.Duration
 	// MinHeartbeat floors caller-requested intervals (default and
-	// minimum mesh.MinHeartbeat, which callers floor their own intervals to).
+	// minimum 100ms, which callers floor their own intervals to).
 	MinHeartbeat time.Duration
 	// MaxUnleasedLife bounds calls whose caller does not prove it is alive
 	// (no caller= in the call's metadata line, as from a plain `nats req`): such
@@ -149,7 +148,7 @@ type Liveness struct {
 	// confirm a tool's subscription (default 10s).
 	ConfirmTimeout time.Duration
 	// RegistryTTL is how long the worker's key in the JetStream worker
-	// registry outlives its last refresh (default mesh.DefaultRegistryTTL).
+	// registry outlives its last refresh (default 1m).
 	RegistryTTL time.Duration
 	// QuestionTimeout bounds how long a question waits for its answer
 	// when the handler gives no timeout (default DefaultQuestionTimeout).
@@ -162,7 +161,7 @@ type Tracing struct {
 	// TracerProvider makes server spans (default: the global provider; while
 	// none is installed, calls make no spans at all and cost nothing for it).
 	TracerProvider trace.TracerProvider
-	// Propagator reads trace context from call headers (default mesh.DefaultPropagator()).
+	// Propagator reads trace context from call headers (default W3C trace context plus baggage).
 	Propagator propagation.TextMapPropagator
 }
 
@@ -170,7 +169,7 @@ type Tracing struct {
 type Worker struct {
 	nc       *nats.Conn
 	cfg      Config
-	subjects mesh.Subjects
+	subjects wire.Subjects
 	problems problembase.Registry
 	tracer   *telemetry.Tracer
 	prop     propagation.TextMapPropagator
@@ -278,7 +277,7 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 		}
 	}
 	if cfg.Name == "" {
-		cfg.Name = mesh.ServiceName
+		cfg.Name = wire.ServiceName
 	}
 	if cfg.Version == "" {
 		cfg.Version = "0.1.0"
@@ -288,7 +287,7 @@ func (cfg Config) withDefaults(nc *nats.Conn) Config {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Tracing.Propagator == nil {
-		cfg.Tracing.Propagator = mesh.DefaultPropagator()
+		cfg.Tracing.Propagator = telemetry.DefaultPropagator()
 	}
 	return cfg
 }
@@ -308,10 +307,10 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 		cfg.Limits.OverloadRetryAfter = time.Second
 	}
 	if cfg.Liveness.Heartbeat <= 0 {
-		cfg.Liveness.Heartbeat = mesh.DefaultHeartbeat
+		cfg.Liveness.Heartbeat = wire.DefaultHeartbeat
 	}
-	cfg.Liveness.Heartbeat = min(max(cfg.Liveness.Heartbeat, mesh.MinHeartbeat), mesh.MaxHeartbeat)
-	cfg.Liveness.MinHeartbeat = max(cfg.Liveness.MinHeartbeat, mesh.MinHeartbeat)
+	cfg.Liveness.Heartbeat = min(max(cfg.Liveness.Heartbeat, wire.MinHeartbeat), wire.MaxHeartbeat)
+	cfg.Liveness.MinHeartbeat = max(cfg.Liveness.MinHeartbeat, wire.MinHeartbeat)
 	if cfg.Liveness.MaxUnleasedLife <= 0 {
 		cfg.Liveness.MaxUnleasedLife = 5 * time.Minute
 	}
@@ -319,10 +318,10 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 		cfg.Liveness.QuestionTimeout = DefaultQuestionTimeout
 	}
 	if cfg.Limits.MaxResultBytes <= 0 {
-		cfg.Limits.MaxResultBytes = mesh.DefaultMaxResultBytes
+		cfg.Limits.MaxResultBytes = wire.DefaultMaxResultBytes
 	}
 	if cfg.Liveness.RegistryTTL <= 0 {
-		cfg.Liveness.RegistryTTL = mesh.DefaultRegistryTTL
+		cfg.Liveness.RegistryTTL = wire.DefaultRegistryTTL
 	}
 	if cfg.Liveness.ConfirmTimeout <= 0 {
 		cfg.Liveness.ConfirmTimeout = 10 * time.Second
@@ -403,7 +402,7 @@ func newWorker(nc *nats.Conn, cfg Config) *Worker {
 	w := &Worker{
 		nc:          nc,
 		cfg:         cfg,
-		subjects:    mesh.Subjects{Prefix: cfg.Prefix},
+		subjects:    wire.Subjects{Prefix: cfg.Prefix},
 		problems:    problembase.Registry{BaseURI: cfg.ProblemBaseURI},
 		tracer:      telemetry.NewTracer(cfg.Tracing.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
 		prop:        cfg.Tracing.Propagator,

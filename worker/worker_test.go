@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
@@ -110,7 +109,7 @@ func TestDuplicateCallIDRefused(t *testing.T) {
 		return nil, ctx.Err()
 	}))
 	call := func(reply string) {
-		m := nats.NewMsg(mesh.Subjects{}.Call("block"))
+		m := nats.NewMsg(wire.Subjects{}.Call("block"))
 		m.Reply = reply
 		m.Data = []byte("tm2 id=01SAMEIDSAMEIDSAMEIDSAMEID\n" + `{"args":{}}`)
 		if err := raw.PublishMsg(m); err != nil {
@@ -161,7 +160,7 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := raw.PublishRequest(mesh.Subjects{}.Call("t"), "_INBOX.c1.call1",
+	if err := raw.PublishRequest(wire.Subjects{}.Call("t"), "_INBOX.c1.call1",
 		[]byte("tm2 timeout=9999999999999 caller=c1\n"+`{"args":{}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +232,7 @@ func TestHeadersAreIgnored(t *testing.T) {
 		_ = emit.Delta("dropped: not a stream")
 		return "ok", nil
 	}))
-	m := nats.NewMsg(mesh.Subjects{}.Call("t"))
+	m := nats.NewMsg(wire.Subjects{}.Call("t"))
 	for k, v := range map[string]string{"Toolmesh-Mode": "stream", "Toolmesh-Call-Id": "a.b.>", "Toolmesh-Timeout": "soon",
 		"Authorization": "Bearer secret", "Toolmesh-Idempotency-Key": "k"} {
 		m.Header.Set(k, v)
@@ -270,7 +269,7 @@ func TestForeignCallerIDTakesOverNothing(t *testing.T) {
 	attacker, _ := raw.SubscribeSync("_INBOX.attacker.*")
 	send := func(reply, id string) {
 		body := "tm2 id=" + id + " caller=victim interval=100\n" + `{"args":{}}`
-		if err := raw.PublishRequest(mesh.Subjects{}.Call("block"), reply, []byte(body)); err != nil {
+		if err := raw.PublishRequest(wire.Subjects{}.Call("block"), reply, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/audit"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker/workermw"
 )
 
@@ -39,7 +40,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 			}
 			defer closeNC()
 			enc := json.NewEncoder(g.stdout)
-			err = audit.Read(ctx, js, g.prefix, f, follow, func(r workermw.AuditRecord) error {
+			err = audit.Read(ctx, js, g.prefix, f, follow, func(r wire.AuditRecord) error {
 				if asJSON {
 					return enc.Encode(r)
 				}
@@ -124,7 +125,7 @@ func auditProblem(err error) error {
 // auditLine is one record as `toolmesh audit` prints it: when, who,
 // what kind, which tool on which worker, and how it ended; an argument's
 // or answer's digest is cut to 12 hex digits.
-func auditLine(r workermw.AuditRecord) string {
+func auditLine(r wire.AuditRecord) string {
 	line := fmt.Sprintf("%s %s %s %s %s outcome=%s", r.Time.Format(time.RFC3339Nano), orDash(r.Identity), r.Kind, r.Tool, orDash(r.Worker), r.Outcome)
 	if r.Ran != "" {
 		line += " ran=" + r.Ran

@@ -10,6 +10,7 @@ import (
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/docs/problems"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 )
 
 func newExplainCmd(g *globals) *cobra.Command {
@@ -39,22 +40,22 @@ are built into the binary; they are the same pages the type URIs dereference to.
 }
 
 // lookupProblem finds the registry entry of a code, slug or type URI.
-func lookupProblem(arg string) (envelope.CodeInfo, error) {
+func lookupProblem(arg string) (codes.Info, error) {
 	key := arg
 	if u, err := url.Parse(arg); err == nil && u.Scheme != "" {
 		segs := strings.Split(strings.Trim(u.Path, "/"), "/")
 		key = ""
 		if len(segs) >= 2 {
 			key = segs[len(segs)-2]
-			if info, ok := envelope.Lookup(codeOfSlug(key)); !ok || info.Version != segs[len(segs)-1] {
+			if info, ok := codes.Lookup(codeOfSlug(key)); !ok || info.Version != segs[len(segs)-1] {
 				key = ""
 			}
 		}
 	}
-	if info, ok := envelope.Lookup(codeOfSlug(key)); ok {
+	if info, ok := codes.Lookup(codeOfSlug(key)); ok {
 		return info, nil
 	}
-	return envelope.CodeInfo{}, envelope.Problemf(envelope.CodeInvalidInput, "%q is not a problem code or type URI of this toolmesh; a tool's own domain code is explained by the tool (its Problem type is tool-failed)", arg).
+	return codes.Info{}, envelope.Problemf(envelope.CodeInvalidInput, "%q is not a problem code or type URI of this toolmesh; a tool's own domain code is explained by the tool (its Problem type is tool-failed)", arg).
 		WithFix("Run `toolmesh explain` with one of: "+strings.Join(codeNames(), ", ")+".", envelope.MaybeIncorrect)
 }
 
@@ -63,7 +64,7 @@ func codeOfSlug(s string) envelope.Code { return envelope.Code(strings.ReplaceAl
 
 func codeNames() []string {
 	var out []string
-	for _, c := range envelope.Codes() {
+	for _, c := range codes.All() {
 		out = append(out, string(c))
 	}
 	return out

@@ -8,6 +8,7 @@ package main
 
 import (
 	"github.com/toolmesh/toolmesh/internal/sandbox"
+	"github.com/toolmesh/toolmesh/internal/wire"
 
 	"context"
 	"errors"
@@ -147,7 +148,7 @@ func newRoot(g *globals) *cobra.Command {
 	f.StringVar(&g.connect.TLSKey, "tls-key", "", "client key file for TLS")
 	f.IntVar(&g.connect.MaxReconnects, "max-reconnects", 0, "reconnect attempts before a lost NATS connection is given up (0: never give up)")
 	f.DurationVar(&g.connect.ReconnectWait, "reconnect-wait", 0, "pause between NATS reconnect attempts (default 2s)")
-	f.StringVar(&g.prefix, "prefix", mesh.DefaultPrefix, "subject prefix of the mesh")
+	f.StringVar(&g.prefix, "prefix", wire.DefaultPrefix, "subject prefix of the mesh")
 	f.StringVar(&g.format, "format", "", "error format: json or pretty (default: pretty on a terminal, json otherwise)")
 	f.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default info for dev and worker, warn otherwise)")
 	root.AddCommand(newDevCmd(g), newWorkerCmd(g), newCallCmd(g), newToolsCmd(g), newBenchCmd(g))

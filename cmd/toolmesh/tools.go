@@ -222,7 +222,7 @@ func (g *globals) newCaller(cmd *cobra.Command, name string) (*caller.Caller, fu
 
 // catalogWaitHelp describes the --wait flag of the commands that list the
 // catalogue (catalog.Catalog.List's wait).
-const catalogWaitHelp = "bound on reading the catalogue (0: catalog.DefaultWait, 3s): the worker registry is read in one pass, ending as soon as it is done; without JetStream, answers are gathered for the whole wait"
+const catalogWaitHelp = "bound on reading the catalogue (0: 3s): the worker registry is read in one pass, ending as soon as it is done; without JetStream, answers are gathered for the whole wait"
 
 // catalog dials, gathers the mesh's catalogue for at most wait, and hangs
 // up: what `tools list` and `tools export` both show.

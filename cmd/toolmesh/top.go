@@ -14,9 +14,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/toolmesh/toolmesh/caller"
-	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 
@@ -65,7 +65,7 @@ type topView struct {
 	wait     time.Duration
 }
 
-func (t topView) sample(ctx context.Context) (catalog.FleetSample, error) {
+func (t topView) sample(ctx context.Context) (fleet.Sample, error) {
 	s, err := t.c.Catalog().SampleFleet(ctx, t.wait)
 	if err != nil {
 		return s, envelope.AsProblem(err, envelope.CodeConnectionLost)
@@ -86,7 +86,7 @@ func (t topView) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(catalog.Summarize(&first, second))
+	b, err := json.Marshal(fleet.Summarize(&first, second))
 	if err != nil {
 		return envelope.NewProblem(envelope.CodeInternal, err.Error())
 	}
@@ -96,7 +96,7 @@ func (t topView) once(ctx context.Context) error {
 
 // live redraws the view every interval until ctx ends.
 func (t topView) live(ctx context.Context) error {
-	var prev *catalog.FleetSample
+	var prev *fleet.Sample
 	tty := isTerminal(t.g.stdout)
 	for {
 		cur, err := t.sample(ctx)
@@ -106,7 +106,7 @@ func (t topView) live(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		frame := t.render(catalog.Summarize(prev, cur), prev == nil)
+		frame := t.render(fleet.Summarize(prev, cur), prev == nil)
 		if tty {
 			frame = "\x1b[H\x1b[2J" + clip(frame, termWidth(t.g.stdout))
 		} else {
@@ -134,7 +134,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // render lays out one frame: a header, then tools, errors by code and workers.
-func (t topView) render(s catalog.FleetSummary, first bool) string {
+func (t topView) render(s fleet.Summary, first bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "toolmesh top  %s  prefix %s  %d workers  %d tools  %s  every %s  (Ctrl-C quits)\n",
 		redactURLs(t.g.connect.URLOrDefault()), t.g.prefix, len(s.Workers), len(s.Tools), s.At.Format("15:04:05"), t.interval)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/problembase"
 )
 
@@ -14,14 +15,14 @@ import (
 // permalink is the path of the code's default type URI, so the URI
 // dereferences to the page once docs/ is published.
 func TestEveryCodeHasAPage(t *testing.T) {
-	for _, code := range envelope.Codes() {
+	for _, code := range codes.All() {
 		t.Run(string(code), func(t *testing.T) {
-			info, _ := envelope.Lookup(code)
+			info, _ := codes.Lookup(code)
 			page, ok := Page(info.Slug)
 			if !ok {
 				t.Fatalf("no docs/problems/%s.md", info.Slug)
 			}
-			typeURI := problembase.Registry{}.TypeURI(code)
+			typeURI := problembase.Registry{}.TypeURI(envelope.Code(code))
 			u, err := url.Parse(typeURI)
 			if err != nil {
 				t.Fatal(err)

@@ -161,7 +161,7 @@ func jsonKind(v any) string {
 // optional properties: the tool's own schema wants them absent.
 func (ts *Toolset) undoStrict(tool string, args json.RawMessage) json.RawMessage {
 	spec, ok := ts.specs[tool]
-	if !ok || ts.Capabilities.Tools != SchemaStrict || len(spec.InputSchema) == 0 {
+	if !ok || ts.Capabilities.Tools != schemaStrict || len(spec.InputSchema) == 0 {
 		return args
 	}
 	root, err1 := decodeJSON(spec.InputSchema)

@@ -10,5 +10,5 @@
 // network. Which variant a provider gets (OpenAI strict mode, Gemini's
 // JSON Schema or legacy OpenAPI subset, Anthropic's native output format or
 // a forced tool) comes from a capability table keyed by provider and model
-// family, never from host names, and callers may override it.
+// family (ExportOptions.Model), never from host names.
 package provider

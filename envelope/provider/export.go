@@ -43,10 +43,10 @@ type ExportOptions struct {
 	Provider Provider
 	// Model picks the capability row ("" = the provider's current models).
 	Model string
-	// Capabilities, when set, replaces the table lookup.
-	Capabilities *Capabilities
-	// Table replaces DefaultCapabilities.
-	Table CapabilityTable
+	// caps, when set, replaces the table lookup, and table replaces the
+	// shipped table: the package's tests pin the lowering per capability.
+	caps  *Capabilities
+	table capabilityTable
 	// Defer marks every tool for deferred loading, in the shape the
 	// provider defines (OpenAI Responses: namespaces from dotted names and
 	// defer_loading; Anthropic: defer_loading), with a tool search the
@@ -66,12 +66,12 @@ func (ts *Toolset) Spec(tool string) (envelope.ToolSpec, bool) {
 
 // capabilities resolves the options' capabilities.
 func (o ExportOptions) capabilities() (Capabilities, error) {
-	if o.Capabilities != nil {
-		return *o.Capabilities, nil
+	if o.caps != nil {
+		return *o.caps, nil
 	}
-	t := o.Table
+	t := o.table
 	if t == nil {
-		t = DefaultCapabilities()
+		t = defaultCapabilities()
 	}
 	return t.lookup(o.Provider, o.Model)
 }
@@ -102,7 +102,7 @@ func Export(specs []envelope.ToolSpec, o ExportOptions) (*Toolset, error) {
 	}
 	if o.Provider == Gemini {
 		ts.Tools = geminiTools(ts.Tools)
-		if caps.Tools == SchemaLegacy {
+		if caps.Tools == schemaLegacy {
 			ts.note("", "declared in JSON Schema (parametersJsonSchema): the legacy Schema form fails the official SDKs' types")
 		}
 	}

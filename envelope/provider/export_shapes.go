@@ -66,7 +66,7 @@ type mcpTool struct {
 // schema can be made strict and strict:false with the reason otherwise.
 func (ts *Toolset) openAITool(s envelope.ToolSpec, name string) any {
 	params := inputSchema(s)
-	strict := ts.Capabilities.Tools == SchemaStrict
+	strict := ts.Capabilities.Tools == schemaStrict
 	if strict {
 		r := makeStrict(params)
 		strict = r.Strict

@@ -16,7 +16,7 @@ const structuredOutputTool = "structured_output"
 // into the request body, tools to append to its tools, and text to append
 // to its system prompt. Notes say what could not be carried as asked.
 type Lowered struct {
-	Strategy FormatStrategy             `json:"strategy"`
+	Strategy string                     `json:"strategy"`
 	Request  map[string]json.RawMessage `json:"request,omitempty"`
 	Tools    []json.RawMessage          `json:"tools,omitempty"`
 	System   string                     `json:"system,omitempty"`
@@ -24,7 +24,7 @@ type Lowered struct {
 }
 
 // LowerResponseFormat lowers rf for the provider and model of o, by the
-// capability table (or o's override): OpenAI Chat response_format and
+// capability table: OpenAI Chat response_format and
 // Responses text.format; Gemini responseMimeType with responseJsonSchema
 // (with an explicit propertyOrdering for gemini-2.0) or, for the retired
 // gemini-1 models, the legacy responseSchema; Anthropic output_config.format or a
@@ -45,7 +45,7 @@ func LowerResponseFormat(rf envelope.ResponseFormat, o ExportOptions) (Lowered, 
 	l := &Lowered{Strategy: caps.Format, Request: map[string]json.RawMessage{}}
 	switch rf.Type {
 	case envelope.FormatFree:
-		l.Strategy = FormatNative
+		l.Strategy = formatNative
 	case envelope.FormatJSONObject:
 		l.jsonObject(o.Provider)
 	case envelope.FormatJSONSchema:
@@ -63,18 +63,18 @@ const jsonObjectPrompt = "Respond with a single JSON object and no other text."
 func (l *Lowered) jsonObject(p Provider) {
 	switch p {
 	case OpenAI:
-		l.Strategy = FormatNative
+		l.Strategy = formatNative
 		l.set("response_format", map[string]string{"type": "json_object"})
 		l.System = jsonObjectPrompt // JSON mode requires the word JSON in the messages
 	case OpenAIResponses:
-		l.Strategy = FormatNative
+		l.Strategy = formatNative
 		l.set("text", map[string]any{"format": map[string]string{"type": "json_object"}})
 		l.System = jsonObjectPrompt
 	case Gemini:
-		l.Strategy = FormatNative
+		l.Strategy = formatNative
 		l.set("generationConfig", map[string]string{"responseMimeType": "application/json"})
 	case Anthropic:
-		l.Strategy = FormatJSONObjectPrompt
+		l.Strategy = formatJSONObjectPrompt
 		l.System = jsonObjectPrompt
 		l.Notes = append(l.Notes, Note{Message: "Anthropic has no JSON mode: the instruction goes in the system prompt; check the answer"})
 	}

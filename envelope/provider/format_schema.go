@@ -9,14 +9,14 @@ import (
 // jsonSchema lowers a json_schema format by the strategy in l.
 func (l *Lowered) jsonSchema(p Provider, f envelope.JSONSchemaFormat) error {
 	switch l.Strategy {
-	case FormatJSONObjectPrompt:
+	case formatJSONObjectPrompt:
 		l.promptFallback(p, f)
 		return nil
-	case FormatForcedTool:
+	case formatForcedTool:
 		return l.forcedTool(f)
-	case FormatLegacySchema:
+	case formatLegacySchema:
 		return l.geminiLegacy(f)
-	case FormatOrderedSchema:
+	case formatOrderedSchema:
 		l.set("generationConfig", map[string]any{"responseMimeType": "application/json",
 			"responseJsonSchema": withPropertyOrdering(withoutSchemaURI(f.Schema))})
 		return nil
@@ -45,7 +45,7 @@ func (l *Lowered) anthropicNative(f envelope.JSONSchemaFormat) error {
 	r := makeStrict(f.Schema)
 	if !r.Strict {
 		l.Notes = append(l.Notes, Note{Message: "output_config needs closed objects (" + r.Reason + "): forced tool instead"})
-		l.Strategy = FormatForcedTool
+		l.Strategy = formatForcedTool
 		return l.forcedTool(f)
 	}
 	for _, n := range r.Notes {
@@ -73,7 +73,7 @@ func (l *Lowered) strictSchema(f envelope.JSONSchemaFormat) (json.RawMessage, bo
 // promptFallback is JSON mode plus the schema in the system prompt.
 func (l *Lowered) promptFallback(p Provider, f envelope.JSONSchemaFormat) {
 	l.jsonObject(p)
-	l.Strategy = FormatJSONObjectPrompt
+	l.Strategy = formatJSONObjectPrompt
 	l.System = schemaPrompt(f)
 }
 
@@ -85,7 +85,7 @@ func (l *Lowered) forcedTool(f envelope.JSONSchemaFormat) error {
 	}
 	if json.Unmarshal(f.Schema, &head) != nil || head.Type != "object" {
 		l.Notes = append(l.Notes, Note{Message: "a tool input must be an object schema: the schema goes in the system prompt instead"})
-		l.Strategy = FormatJSONObjectPrompt
+		l.Strategy = formatJSONObjectPrompt
 		l.System = schemaPrompt(f)
 		return nil
 	}

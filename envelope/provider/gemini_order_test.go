@@ -54,15 +54,15 @@ func TestGeminiFormatByModel(t *testing.T) {
 		Schema: json.RawMessage(`{"type":"object","properties":{"temp":{"type":"number"},"city":{"type":"string"}}}`)}}
 	cases := []struct {
 		model    string
-		strategy FormatStrategy
+		strategy string
 		member   string
 		ordering bool
 	}{
-		{"gemini-2.0-flash", FormatOrderedSchema, "responseJsonSchema", true},
-		{"gemini-2.0-flash-lite", FormatOrderedSchema, "responseJsonSchema", true},
-		{"gemini-2.5-flash", FormatNative, "responseJsonSchema", false},
-		{"gemini-3-pro-preview", FormatNative, "responseJsonSchema", false},
-		{"gemini-1.5-pro", FormatLegacySchema, "responseSchema", false},
+		{"gemini-2.0-flash", formatOrderedSchema, "responseJsonSchema", true},
+		{"gemini-2.0-flash-lite", formatOrderedSchema, "responseJsonSchema", true},
+		{"gemini-2.5-flash", formatNative, "responseJsonSchema", false},
+		{"gemini-3-pro-preview", formatNative, "responseJsonSchema", false},
+		{"gemini-1.5-pro", formatLegacySchema, "responseSchema", false},
 	}
 	for _, c := range cases {
 		t.Run(c.model, func(t *testing.T) {

@@ -47,88 +47,87 @@ func (p Provider) nameRule() nameRule {
 	return nameRule{MaxLen: 64}
 }
 
-// FormatStrategy is how a provider's request carries a ResponseFormat.
-type FormatStrategy string
-
-// The strategies, from most to least native.
+// The strategies by which a provider's request carries a ResponseFormat
+// (Capabilities.Format, Lowered.Strategy), from most to least native.
 const (
-	// FormatNative: the provider's own JSON Schema output (OpenAI
+	// formatNative: the provider's own JSON Schema output (OpenAI
 	// json_schema, Gemini responseJsonSchema, Anthropic output_config).
-	FormatNative FormatStrategy = "native"
-	// FormatOrderedSchema: Gemini responseJsonSchema with an explicit
+	formatNative = "native"
+	// formatOrderedSchema: Gemini responseJsonSchema with an explicit
 	// propertyOrdering on every object (gemini-2.0, which does not keep
 	// the schema's key order on its own).
-	FormatOrderedSchema FormatStrategy = "ordered_json_schema"
-	// FormatLegacySchema: Gemini's OpenAPI-subset responseSchema
+	formatOrderedSchema = "ordered_json_schema"
+	// formatLegacySchema: Gemini's OpenAPI-subset responseSchema
 	// (gemini-1, retired models that predate responseJsonSchema).
-	FormatLegacySchema FormatStrategy = "legacy_schema"
-	// FormatForcedTool: a synthetic tool the model is forced to call, whose
+	formatLegacySchema = "legacy_schema"
+	// formatForcedTool: a synthetic tool the model is forced to call, whose
 	// input is the answer (Anthropic models without output_config).
-	FormatForcedTool FormatStrategy = "forced_tool"
-	// FormatJSONObjectPrompt: JSON mode plus the schema in the system prompt.
-	FormatJSONObjectPrompt FormatStrategy = "json_object_prompt"
+	formatForcedTool = "forced_tool"
+	// formatJSONObjectPrompt: JSON mode plus the schema in the system prompt.
+	formatJSONObjectPrompt = "json_object_prompt"
 )
 
-// ToolSchemaStyle is how a provider's tool declarations carry a schema.
-type ToolSchemaStyle string
-
-// The tool schema styles.
+// The styles in which a provider's tool declarations carry a schema
+// (Capabilities.Tools).
 const (
-	// SchemaJSON: JSON Schema as given (Anthropic, MCP, Gemini parametersJsonSchema).
-	SchemaJSON ToolSchemaStyle = "json_schema"
-	// SchemaStrict: OpenAI strict mode where the schema allows it.
-	SchemaStrict ToolSchemaStyle = "strict"
-	// SchemaLegacy: the models of Gemini's OpenAPI-subset Schema
+	// schemaJSON: JSON Schema as given (Anthropic, MCP, Gemini parametersJsonSchema).
+	schemaJSON = "json_schema"
+	// schemaStrict: OpenAI strict mode where the schema allows it.
+	schemaStrict = "strict"
+	// schemaLegacy: the models of Gemini's OpenAPI-subset Schema
 	// (gemini-1*, gemini-2.0*). Their tools are still declared in JSON
 	// Schema (parametersJsonSchema), with a note: the subset's JSON cannot
 	// satisfy the official SDKs' types (see Toolset).
-	SchemaLegacy ToolSchemaStyle = "legacy"
+	schemaLegacy = "legacy"
 )
 
 // Capabilities is what one provider and model family support.
 type Capabilities struct {
-	Format FormatStrategy  `json:"format"`
-	Tools  ToolSchemaStyle `json:"tools"`
+	// Format is how a response format is carried: native,
+	// ordered_json_schema, legacy_schema, forced_tool or json_object_prompt.
+	Format string `json:"format"`
+	// Tools is how tool schemas are carried: json_schema, strict or legacy.
+	Tools string `json:"tools"`
 }
 
-// CapabilityRule gives the capabilities of the models of Provider whose
+// capabilityRule gives the capabilities of the models of Provider whose
 // name starts with ModelPrefix ("" matches every model).
-type CapabilityRule struct {
+type capabilityRule struct {
 	Provider    Provider     `json:"provider"`
 	ModelPrefix string       `json:"model_prefix"`
 	Caps        Capabilities `json:"capabilities"`
 }
 
-// CapabilityTable maps provider and model family to capabilities. The
-// longest matching prefix wins; earlier rules win ties, so a caller
-// overrides an entry by putting its own rule first.
-type CapabilityTable []CapabilityRule
+// capabilityTable maps provider and model family to capabilities. The
+// longest matching prefix wins; earlier rules win ties, so a rule put
+// first overrides the shipped one.
+type capabilityTable []capabilityRule
 
-// DefaultCapabilities is the table the package ships: model families as
+// defaultCapabilities is the table the package ships: model families as
 // the providers document them. A model it does not know gets its
 // provider's "" rule, the current generation's behaviour.
-func DefaultCapabilities() CapabilityTable {
-	return CapabilityTable{
-		{OpenAI, "", Capabilities{FormatNative, SchemaStrict}},
-		{OpenAI, "gpt-3.5", Capabilities{FormatJSONObjectPrompt, SchemaStrict}},
-		{OpenAI, "gpt-4-turbo", Capabilities{FormatJSONObjectPrompt, SchemaStrict}},
-		{OpenAI, "gpt-4-", Capabilities{FormatJSONObjectPrompt, SchemaStrict}},
-		{OpenAIResponses, "", Capabilities{FormatNative, SchemaStrict}},
-		{Anthropic, "", Capabilities{FormatNative, SchemaJSON}},
-		{Anthropic, "claude-3", Capabilities{FormatForcedTool, SchemaJSON}},
-		{Anthropic, "claude-sonnet-4-2", Capabilities{FormatForcedTool, SchemaJSON}},
-		{Anthropic, "claude-opus-4-2", Capabilities{FormatForcedTool, SchemaJSON}},
-		{Anthropic, "claude-opus-4-0", Capabilities{FormatForcedTool, SchemaJSON}},
-		{Anthropic, "claude-sonnet-4-0", Capabilities{FormatForcedTool, SchemaJSON}},
-		{Gemini, "", Capabilities{FormatNative, SchemaJSON}},
-		{Gemini, "gemini-1", Capabilities{FormatLegacySchema, SchemaLegacy}},
-		{Gemini, "gemini-2.0", Capabilities{FormatOrderedSchema, SchemaLegacy}},
-		{MCP, "", Capabilities{FormatNative, SchemaJSON}},
+func defaultCapabilities() capabilityTable {
+	return capabilityTable{
+		{OpenAI, "", Capabilities{formatNative, schemaStrict}},
+		{OpenAI, "gpt-3.5", Capabilities{formatJSONObjectPrompt, schemaStrict}},
+		{OpenAI, "gpt-4-turbo", Capabilities{formatJSONObjectPrompt, schemaStrict}},
+		{OpenAI, "gpt-4-", Capabilities{formatJSONObjectPrompt, schemaStrict}},
+		{OpenAIResponses, "", Capabilities{formatNative, schemaStrict}},
+		{Anthropic, "", Capabilities{formatNative, schemaJSON}},
+		{Anthropic, "claude-3", Capabilities{formatForcedTool, schemaJSON}},
+		{Anthropic, "claude-sonnet-4-2", Capabilities{formatForcedTool, schemaJSON}},
+		{Anthropic, "claude-opus-4-2", Capabilities{formatForcedTool, schemaJSON}},
+		{Anthropic, "claude-opus-4-0", Capabilities{formatForcedTool, schemaJSON}},
+		{Anthropic, "claude-sonnet-4-0", Capabilities{formatForcedTool, schemaJSON}},
+		{Gemini, "", Capabilities{formatNative, schemaJSON}},
+		{Gemini, "gemini-1", Capabilities{formatLegacySchema, schemaLegacy}},
+		{Gemini, "gemini-2.0", Capabilities{formatOrderedSchema, schemaLegacy}},
+		{MCP, "", Capabilities{formatNative, schemaJSON}},
 	}
 }
 
 // lookup returns the capabilities of model on provider.
-func (t CapabilityTable) lookup(p Provider, model string) (Capabilities, error) {
+func (t capabilityTable) lookup(p Provider, model string) (Capabilities, error) {
 	best := -1
 	for i, r := range t {
 		if r.Provider != p || !strings.HasPrefix(model, r.ModelPrefix) {

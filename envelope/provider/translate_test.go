@@ -89,19 +89,19 @@ func outcomes() []struct {
 		call ToolCall
 		evs  []envelope.ToolEvent
 	}{
-		{"object", ToolCall{ID: "c1", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`{"text":"127.0.0.1 localhost"}`))}},
-		{"number", ToolCall{ID: "c2", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`42`))}},
-		{"string", ToolCall{ID: "c3", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`"hello"`))}},
-		{"array", ToolCall{ID: "c4", Name: "search_query", Tool: "search.query"}, []envelope.ToolEvent{envelope.ResultEvent(json.RawMessage(`["a","b"]`))}},
+		{"object", ToolCall{ID: "c1", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`{"text":"127.0.0.1 localhost"}`)}}},
+		{"number", ToolCall{ID: "c2", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`42`)}}},
+		{"string", ToolCall{ID: "c3", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`"hello"`)}}},
+		{"array", ToolCall{ID: "c4", Name: "search_query", Tool: "search.query"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`["a","b"]`)}}},
 		{"deltas", ToolCall{ID: "c5", Name: "count", Tool: "count"}, []envelope.ToolEvent{
-			envelope.ToolEvent{Type: envelope.EventStart, ToolID: "count", CallID: "01J"}, envelope.DeltaEvent(json.RawMessage(`{"n":1}`)),
-			envelope.ProgressEvent(50, "half"), envelope.DeltaEvent(json.RawMessage(`{"n":2}`)), envelope.ResultEvent(nil)}},
+			envelope.ToolEvent{Type: envelope.EventStart, ToolID: "count", CallID: "01J"}, envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`{"n":1}`)},
+			envelope.ProgressEvent(50, "half"), envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`{"n":2}`)}, envelope.ToolEvent{Type: envelope.EventResult}}},
 		{"problem", ToolCall{ID: "c6", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ErrorEvent(fix)}},
 		{"transient-after-deltas", ToolCall{ID: "c7", Name: "count", Tool: "count"}, []envelope.ToolEvent{
-			envelope.DeltaEvent(json.RawMessage(`{"n":1}`)), envelope.ErrorEvent(busy)}},
+			envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`{"n":1}`)}, envelope.ErrorEvent(busy)}},
 		{"bad-args", ToolCall{ID: "c8", Name: "kv_put", Tool: "kv.put",
 			Problem: badArgs(rawCall{id: "c8", name: "kv_put"}, "arguments are not valid JSON: unexpected EOF")}, nil},
-		{"no-terminal", ToolCall{ID: "c9", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.DeltaEvent(json.RawMessage(`1`))}},
+		{"no-terminal", ToolCall{ID: "c9", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`1`)}}},
 	}
 }
 
@@ -185,18 +185,18 @@ func TestResponseFormatGolden(t *testing.T) {
 	}
 }
 
-// The capability table is overridable: a caller's rule wins over the
-// shipped one, and an explicit Capabilities wins over both.
+// The capability table is overridable: a rule put first wins over the
+// shipped one, and explicit capabilities win over both.
 func TestCapabilityOverride(t *testing.T) {
 	rf := formatCases()[2].rf
-	table := append(CapabilityTable{{OpenAI, "", Capabilities{FormatJSONObjectPrompt, SchemaStrict}}}, DefaultCapabilities()...)
-	l, err := LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-4o", Table: table})
-	if err != nil || l.Strategy != FormatJSONObjectPrompt || l.System == "" {
+	table := append(capabilityTable{{OpenAI, "", Capabilities{formatJSONObjectPrompt, schemaStrict}}}, defaultCapabilities()...)
+	l, err := LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-4o", table: table})
+	if err != nil || l.Strategy != formatJSONObjectPrompt || l.System == "" {
 		t.Fatalf("table override: %+v %v", l, err)
 	}
-	caps := Capabilities{FormatNative, SchemaJSON}
-	l, err = LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-3.5-turbo", Capabilities: &caps})
-	if err != nil || l.Strategy != FormatNative || l.Request["response_format"] == nil {
+	caps := Capabilities{formatNative, schemaJSON}
+	l, err = LowerResponseFormat(rf, ExportOptions{Provider: OpenAI, Model: "gpt-3.5-turbo", caps: &caps})
+	if err != nil || l.Strategy != formatNative || l.Request["response_format"] == nil {
 		t.Fatalf("explicit override: %+v %v", l, err)
 	}
 	if _, err := LowerResponseFormat(rf, ExportOptions{Provider: MCP}); err == nil {

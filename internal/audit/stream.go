@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/toolmesh/toolmesh/worker/workermw"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // StreamName is the audit stream's name.
@@ -66,7 +66,7 @@ type Filter struct {
 
 // Match reports whether rec passes the identity filter (the tool and the
 // time are filtered by the server).
-func (f Filter) Match(rec workermw.AuditRecord) bool {
+func (f Filter) Match(rec wire.AuditRecord) bool {
 	switch {
 	case f.Identity == "":
 		return true
@@ -82,7 +82,7 @@ func (f Filter) Match(rec workermw.AuditRecord) bool {
 // Read hands fn each record that f selects, oldest first, through an
 // ordered consumer; with follow it goes on with new records until ctx
 // ends, else it returns once nothing it selects is left unread. A message that is not a record is handed on as an error.
-func Read(ctx context.Context, js jetstream.JetStream, prefix string, f Filter, follow bool, fn func(workermw.AuditRecord) error) error {
+func Read(ctx context.Context, js jetstream.JetStream, prefix string, f Filter, follow bool, fn func(wire.AuditRecord) error) error {
 	s, err := js.Stream(ctx, StreamName)
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ func Read(ctx context.Context, js jetstream.JetStream, prefix string, f Filter, 
 }
 
 // readLoop is Read's loop over the consumer's messages.
-func readLoop(ctx context.Context, cons jetstream.Consumer, f Filter, follow bool, fn func(workermw.AuditRecord) error) error {
+func readLoop(ctx context.Context, cons jetstream.Consumer, f Filter, follow bool, fn func(wire.AuditRecord) error) error {
 	for {
 		if !follow {
 			info, err := cons.Info(ctx)
@@ -119,7 +119,7 @@ func readLoop(ctx context.Context, cons jetstream.Consumer, f Filter, follow boo
 			return err
 		}
 		for m := range msgs.Messages() {
-			var rec workermw.AuditRecord
+			var rec wire.AuditRecord
 			if err := json.Unmarshal(m.Data(), &rec); err != nil {
 				return fmt.Errorf("audit message on %s is not a record: %w", m.Subject(), err)
 			}

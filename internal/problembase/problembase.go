@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 )
 
 // defaultBase is the base envelope builds every Problem's type under.
@@ -25,7 +26,7 @@ type Registry struct {
 // TypeURI returns the versioned type URI of code under the registry's
 // base, about:blank for an unregistered code.
 func (r Registry) TypeURI(code envelope.Code) string {
-	info, ok := envelope.Lookup(code)
+	info, ok := codes.Lookup(code)
 	if !ok {
 		return "about:blank"
 	}

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/codes"
 )
 
 // The zero Registry's types are the ones envelope builds, for every code,
 // so a Problem from envelope.NewProblem is recognised for rebasing.
 func TestDefaultBaseIsEnvelopes(t *testing.T) {
-	for _, c := range envelope.Codes() {
-		if got, want := (Registry{}).TypeURI(c), envelope.NewProblem(c, "x").Type; got != want {
+	for _, c := range codes.All() {
+		if got, want := (Registry{}).TypeURI(envelope.Code(c)), envelope.NewProblem(envelope.Code(c), "x").Type; got != want {
 			t.Errorf("%s: type %s, envelope builds %s", c, got, want)
 		}
 	}

@@ -1,9 +1,11 @@
 // Package wire is the codec of toolmesh wire protocol v2 (docs/protocol.md)
 // that the worker and the caller share, and the module's one home of the
 // wire encoding: call bodies and metadata lines, reply frames, batches,
-// control messages, presence beacons, catalogue entries, ADR-32 discovery
-// subjects, and the server-stamped identity and permission errors NATS
-// reports; beside them the JSON primitives every encoder of the module
+// control messages, presence beacons, catalogue entries, audit records,
+// the honest-reporting completion members, a mesh's subjects and the
+// protocol's defaults and bounds (Subjects, DefaultWindow, MissedBeats…),
+// ADR-32 discovery subjects, and the server-stamped identity and
+// permission errors NATS reports; beside them the JSON primitives every encoder of the module
 // writes and reads with — string and number appenders byte for byte
 // equal to encoding/json's (AppendString, AppendFloat), the member
 // scanner the decoders split flat objects with (ScanRawMembers), and the

@@ -3,8 +3,8 @@ package wire
 import "encoding/json"
 
 // AppendResultEvent appends the result event {"type":"result","data":…}
-// carrying data to b: the bytes envelope.ResultEvent(data).MarshalJSON
-// writes (FuzzAppendResultEvent holds the two together), without checking
+// carrying data to b: the bytes envelope's ToolEvent of type result with
+// this data writes as JSON (FuzzAppendResultEvent holds the two together), without checking
 // data again. It is for the worker's terminal result, whose data
 // checkResult made with json.Marshal or checked with Valid; data
 // that is not valid JSON in UTF-8 makes an invalid event. Empty data is

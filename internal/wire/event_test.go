@@ -18,7 +18,7 @@ func FuzzAppendResultEvent(f *testing.F) {
 		if len(data) > 0 && !wire.Valid(data) {
 			return
 		}
-		want, err := envelope.ResultEvent(json.RawMessage(data)).MarshalJSON()
+		want, err := envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(data)}.MarshalJSON()
 		if err != nil {
 			t.Fatalf("envelope refused valid data %q: %v", data, err)
 		}

@@ -37,10 +37,6 @@ type Config struct {
 	StoreDir    string
 	// Cluster joins or forms a cluster with routes to the given peers.
 	Cluster *ClusterConfig
-	// MaxPayload overrides the server's max message size in bytes (default 1 MiB).
-	MaxPayload int32
-	// Logs turns the server's own logging on (to stderr); off by default.
-	Logs bool
 	// ReadyTimeout bounds the wait for the server to accept connections (default 10s).
 	ReadyTimeout time.Duration
 }
@@ -88,9 +84,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Logs {
-		s.ConfigureLogger()
-	}
 	go s.Start()
 	wait := cfg.ReadyTimeout
 	if wait == 0 {
@@ -112,8 +105,7 @@ func (cfg Config) serverOptions() (*server.Options, error) {
 	opts := &server.Options{
 		ServerName: cfg.Name,
 		NoSigs:     true,
-		NoLog:      !cfg.Logs,
-		MaxPayload: cfg.MaxPayload,
+		NoLog:      true,
 		JetStream:  !cfg.NoJetStream,
 		StoreDir:   cfg.StoreDir,
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/tasks"
 	"github.com/toolmesh/toolmesh/worker"
@@ -245,7 +244,7 @@ func TestCalloutPeopleCannotTouchEachOthersWork(t *testing.T) {
 	forged, _ := json.Marshal(map[string]string{"name": "mallory"})
 	for _, c := range []wire.Control{{Op: wire.OpAnswer, CallID: as.CallID(), QuestionID: q.ID, Action: envelope.ActionAccept, Content: forged},
 		{Op: wire.OpCancel, CallID: as.CallID()}} {
-		if err := bnc.Publish(mesh.Subjects{}.Control(m.worker.ID()), c.Encode()); err != nil {
+		if err := bnc.Publish(wire.Subjects{}.Control(m.worker.ID()), c.Encode()); err != nil {
 			t.Fatal(err)
 		}
 	}

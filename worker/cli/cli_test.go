@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
+	"github.com/toolmesh/toolmesh/internal/codes"
 	"github.com/toolmesh/toolmesh/internal/problembase"
 	"github.com/toolmesh/toolmesh/internal/sandbox"
 	"github.com/toolmesh/toolmesh/internal/testutil"
@@ -314,12 +315,12 @@ func TestExitCodes(t *testing.T) {
 	if err != nil || resultJSON(t, res) != `null` {
 		t.Fatalf("exit 5 mapped to ok_empty: want an empty (null) result, got %v %v", err, res)
 	}
-	generic, _ := envelope.Lookup(envelope.CodeToolFailed)
-	unauth, _ := envelope.Lookup(envelope.CodeUnauthorized)
+	generic, _ := codes.Lookup(envelope.CodeToolFailed)
+	unauth, _ := codes.Lookup(envelope.CodeUnauthorized)
 	cases := []struct {
 		args             string
 		code             envelope.Code
-		info             envelope.CodeInfo
+		info             codes.Info
 		exit             int
 		domainCodeInWire bool
 	}{
@@ -331,7 +332,7 @@ func TestExitCodes(t *testing.T) {
 		_, err, _ = call(t, h, c.args)
 		p := wantProblem(t, err, c.code)
 		if p.Title != c.info.Title || p.Status != c.info.Status || p.ExitCode != c.info.ExitCode ||
-			p.Type != (problembase.Registry{}).TypeURI(c.info.Code) {
+			p.Type != (problembase.Registry{}).TypeURI(envelope.Code(c.info.Code)) {
 			t.Errorf("exit %d: problem %s %q %d exit %d, want the registry entry of %s", c.exit, p.Type, p.Title, p.Status, p.ExitCode, c.info.Code)
 		}
 		wire, _ := json.Marshal(p)

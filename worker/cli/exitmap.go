@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
+	"github.com/toolmesh/toolmesh/internal/codes"
 )
 
 // exitResult turns a non-zero exit into the call's outcome through
@@ -41,7 +42,7 @@ func (h *toolHandler) exitResult(code int, waitErr error, o output, stderr *tail
 }
 
 func isRegistryCode(c string) bool {
-	_, ok := envelope.Lookup(envelope.Code(c))
+	_, ok := codes.Lookup(envelope.Code(c))
 	return ok
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // defaultMaxOutputBytes is the default stdout cap: a quarter of the
-// worker's default result cap (mesh.DefaultMaxResultBytes), so the result
+// worker's default result cap (64 MiB), so the result
 // built from that much output — lines escaped into JSON strings, an
 // ndjson array — still fits what the mesh carries (results larger than a
 // NATS message travel in chunks).

@@ -13,40 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
 )
-
-// AuditRecord is one entry of the audit trail: who (the identity the
-// NATS server stamped, split into tenant and person), what (the tool and
-// a digest of its arguments, never the arguments), when, and how it
-// ended. Kind "call" is a call: one that reached the handler's
-// middleware (Audit), or one the worker refused before (AuditRefused,
-// Ran "no"); Outcome is "ok" or the Problem's code, Ran whether the
-// handler ran.
-// Kind "task" is a call of the task service's API (AuditConfig.Kind),
-// whose caller is always the task's owner. Kind "answer" and "approval" are answers to a call's questions (see
-// AuditAnswers): Outcome is the answer's action, or for an approval
-// "approved" or "refused". Records travel as JSON on
-// <prefix>.audit.<tool>.
-type AuditRecord struct {
-	Time       time.Time `json:"time"`
-	Kind       string    `json:"kind"`
-	Worker     string    `json:"worker,omitempty"`
-	Identity   string    `json:"identity,omitempty"`
-	Tenant     string    `json:"tenant,omitempty"`
-	Person     string    `json:"person,omitempty"`
-	Tool       string    `json:"tool"`
-	CallID     string    `json:"call_id"`
-	ArgsSHA256 string    `json:"args_sha256,omitempty"`
-	Outcome    string    `json:"outcome"`
-	Ran        string    `json:"ran,omitempty"`
-	// QuestionID and AnswerSHA256 name an answer and digest its content.
-	QuestionID   string `json:"question_id,omitempty"`
-	AnswerSHA256 string `json:"answer_sha256,omitempty"`
-	// DurationMS is how long the handler (and the middleware inside this
-	// one) took, in milliseconds.
-	DurationMS int64 `json:"duration_ms"`
-}
 
 // AuditConfig says where Audit sends its records and how it names them.
 type AuditConfig struct {
@@ -67,7 +36,7 @@ type AuditConfig struct {
 	Logger *slog.Logger
 }
 
-// Audit publishes an AuditRecord of every call that reaches it on nc,
+// Audit publishes an audit record of every call that reaches it on nc,
 // after the handler returns. Put it first in worker.Config.Middleware so
 // it also records what later middleware refuses. The connection must be
 // allowed to publish <Prefix>.audit.> (deploy/secure grants it to the
@@ -85,9 +54,9 @@ func AuditAnswers(nc *nats.Conn, cfg AuditConfig) func(context.Context, worker.A
 }
 
 // auditAnswersFunc is AuditAnswers with the record handed to record.
-func auditAnswersFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, worker.Answered) {
+func auditAnswersFunc(workerName, toolPrefix string, record func(context.Context, wire.AuditRecord)) func(context.Context, worker.Answered) {
 	return func(ctx context.Context, a worker.Answered) {
-		rec := AuditRecord{Time: time.Now().UTC(), Kind: "answer", Worker: workerName, Identity: a.Identity,
+		rec := wire.AuditRecord{Time: time.Now().UTC(), Kind: "answer", Worker: workerName, Identity: a.Identity,
 			Tool: toolPrefix + a.Tool, CallID: a.CallID, QuestionID: a.QuestionID, Outcome: a.Action}
 		rec.Tenant, rec.Person = splitIdentity(a.Identity)
 		if a.Content != nil {
@@ -116,9 +85,9 @@ func AuditRefused(nc *nats.Conn, cfg AuditConfig) func(context.Context, *worker.
 }
 
 // auditRefusedFunc is AuditRefused with the record handed to record.
-func auditRefusedFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) func(context.Context, *worker.Request, *envelope.Problem) {
+func auditRefusedFunc(workerName, toolPrefix string, record func(context.Context, wire.AuditRecord)) func(context.Context, *worker.Request, *envelope.Problem) {
 	return func(ctx context.Context, req *worker.Request, p *envelope.Problem) {
-		rec := AuditRecord{Time: time.Now().UTC(), Kind: "call", Worker: workerName, Identity: req.Identity,
+		rec := wire.AuditRecord{Time: time.Now().UTC(), Kind: "call", Worker: workerName, Identity: req.Identity,
 			Tool: toolPrefix + req.Tool, CallID: req.CallID, Ran: string(envelope.RanNo)}
 		rec.Tenant, rec.Person = splitIdentity(req.Identity)
 		if req.Args != nil {
@@ -135,12 +104,12 @@ func auditRefusedFunc(workerName, toolPrefix string, record func(context.Context
 }
 
 // auditPublisher publishes records on nc; a failure is logged.
-func auditPublisher(nc *nats.Conn, cfg AuditConfig) func(context.Context, AuditRecord) {
+func auditPublisher(nc *nats.Conn, cfg AuditConfig) func(context.Context, wire.AuditRecord) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return func(ctx context.Context, rec AuditRecord) {
+	return func(ctx context.Context, rec wire.AuditRecord) {
 		if cfg.Kind != "" && rec.Kind == "call" {
 			rec.Kind = cfg.Kind
 		}
@@ -171,7 +140,7 @@ func splitIdentity(id string) (tenant, person string) {
 
 // auditFunc is Audit with the record handed to record instead of
 // published: for a trail kept elsewhere, or a test.
-func auditFunc(workerName, toolPrefix string, record func(context.Context, AuditRecord)) worker.Middleware {
+func auditFunc(workerName, toolPrefix string, record func(context.Context, wire.AuditRecord)) worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
 			start := time.Now()
@@ -186,8 +155,8 @@ func auditFunc(workerName, toolPrefix string, record func(context.Context, Audit
 }
 
 // auditRecord is who, what and how of one call ended by err.
-func auditRecord(ctx context.Context, req *worker.Request, err error) AuditRecord {
-	rec := AuditRecord{Kind: "call", Identity: req.Identity, CallID: req.CallID,
+func auditRecord(ctx context.Context, req *worker.Request, err error) wire.AuditRecord {
+	rec := wire.AuditRecord{Kind: "call", Identity: req.Identity, CallID: req.CallID,
 		ArgsSHA256: digest(req.Args), Outcome: "ok", Ran: string(envelope.RanYes)}
 	rec.Tenant, rec.Person = splitIdentity(req.Identity)
 	switch {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
-	"github.com/toolmesh/toolmesh/mesh"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
@@ -21,8 +20,8 @@ import (
 // A refused call's record is kind "call", ran "no", with the Problem's
 // code as its outcome, the identity split, and the args digested.
 func TestAuditRefusedRecord(t *testing.T) {
-	var got []AuditRecord
-	f := auditRefusedFunc("w1", "tasks.", func(_ context.Context, r AuditRecord) { got = append(got, r) })
+	var got []wire.AuditRecord
+	f := auditRefusedFunc("w1", "tasks.", func(_ context.Context, r wire.AuditRecord) { got = append(got, r) })
 	args := json.RawMessage(`{"secret":"x"}`)
 	f(context.Background(), &worker.Request{Tool: "submit", CallID: "C1", Identity: "ALICE/alice", Args: args},
 		envelope.NewProblem(envelope.CodeOverloaded, "busy").WithRan(envelope.RanNo))
@@ -47,8 +46,8 @@ func TestAuditRefusedRecord(t *testing.T) {
 func TestAuditRefusedSeesWhatMiddlewareDoesNot(t *testing.T) {
 	s := meshtest.StartServer(t, embedded.Config{})
 	nc := meshtest.Connect(t, s)
-	recs := make(chan AuditRecord, 16)
-	record := func(_ context.Context, r AuditRecord) { recs <- r }
+	recs := make(chan wire.AuditRecord, 16)
+	record := func(_ context.Context, r wire.AuditRecord) { recs <- r }
 	w := meshtest.NewWorker(t, nc, worker.Config{ID: "w-refuse", Limits: worker.Limits{MaxConcurrent: 1, MaxQueued: worker.NoQueue},
 		Middleware: []worker.Middleware{auditFunc("w-refuse", "", record)},
 		OnRefused:  auditRefusedFunc("w-refuse", "", record)})
@@ -96,7 +95,7 @@ func TestAuditRefusedSeesWhatMiddlewareDoesNot(t *testing.T) {
 }
 
 // wantRefused checks a call's answer and its one record: refused unrun with code.
-func wantRefused(t *testing.T, ev envelope.ToolEvent, recs <-chan AuditRecord, tool, id, args string, code envelope.Code) {
+func wantRefused(t *testing.T, ev envelope.ToolEvent, recs <-chan wire.AuditRecord, tool, id, args string, code envelope.Code) {
 	t.Helper()
 	if p := ev.Problem(); p == nil || p.Code != code || p.Ran() != envelope.RanNo {
 		t.Fatalf("call %s answered %+v, want %s unrun", id, p, code)
@@ -109,14 +108,14 @@ func wantRefused(t *testing.T, ev envelope.ToolEvent, recs <-chan AuditRecord, t
 }
 
 // nextRecord is the next record, failing t when none comes at all.
-func nextRecord(t *testing.T, recs <-chan AuditRecord) AuditRecord {
+func nextRecord(t *testing.T, recs <-chan wire.AuditRecord) wire.AuditRecord {
 	t.Helper()
 	select {
 	case r := <-recs:
 		return r
 	case <-time.After(30 * time.Second):
 		t.Fatal("no audit record")
-		return AuditRecord{}
+		return wire.AuditRecord{}
 	}
 }
 
@@ -133,7 +132,7 @@ func rawCall(t *testing.T, nc *nats.Conn, tool, id, extra, args string) <-chan e
 	if extra != "" {
 		line += " " + extra
 	}
-	if err := nc.PublishRequest(mesh.Subjects{}.Call(tool), reply, []byte(line+"\n"+`{"args":`+args+`}`)); err != nil {
+	if err := nc.PublishRequest(wire.Subjects{}.Call(tool), reply, []byte(line+"\n"+`{"args":`+args+`}`)); err != nil {
 		t.Fatal(err)
 	}
 	out := make(chan envelope.ToolEvent, 1)
@@ -194,7 +193,7 @@ func TestAuditKindNamesTaskActions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r AuditRecord
+		var r wire.AuditRecord
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			t.Fatal(err)
 		}

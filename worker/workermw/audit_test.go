@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -32,8 +33,8 @@ func TestAuditRecordsOutcomeAndRan(t *testing.T) {
 		{"cancelled", ctx, context.Canceled, "cancelled", "yes", "ALICE", "alice"},
 	}
 	for _, tc := range cases {
-		var got []AuditRecord
-		mw := auditFunc("w1", "tasks.", func(_ context.Context, r AuditRecord) { got = append(got, r) })
+		var got []wire.AuditRecord
+		mw := auditFunc("w1", "tasks.", func(_ context.Context, r wire.AuditRecord) { got = append(got, r) })
 		h := mw(worker.HandlerFunc(func(context.Context, *worker.Request, worker.Emitter) (any, error) { return nil, tc.err }))
 		_, _ = h.Handle(tc.ctx, &worker.Request{Tool: "submit", CallID: "C1", Args: args, Identity: "ALICE/alice"}, nil)
 		if len(got) != 1 {
@@ -50,8 +51,8 @@ func TestAuditRecordsOutcomeAndRan(t *testing.T) {
 // An approval's record says approved or refused; an answer's keeps a
 // digest of the content, never the content.
 func TestAuditAnswers(t *testing.T) {
-	var got []AuditRecord
-	f := auditAnswersFunc("w1", "", func(_ context.Context, r AuditRecord) { got = append(got, r) })
+	var got []wire.AuditRecord
+	f := auditAnswersFunc("w1", "", func(_ context.Context, r wire.AuditRecord) { got = append(got, r) })
 	ctx := context.Background()
 	f(ctx, worker.Answered{Tool: "fs.rm", CallID: "C1", Identity: "BOB/bob", QuestionID: "Q1", Action: envelope.ActionAccept, Approval: true, Approved: true, Content: json.RawMessage(`{"approve":true}`)})
 	f(ctx, worker.Answered{Tool: "fs.rm", CallID: "C2", Identity: "BOB/bob", QuestionID: "Q1", Action: envelope.ActionDecline, Approval: true})

@@ -64,7 +64,7 @@ func (r *Recorder) Delta(data any) error {
 	if !json.Valid(raw) {
 		return errors.New("delta: not valid JSON")
 	}
-	return r.record(envelope.DeltaEvent(raw))
+	return r.record(envelope.ToolEvent{Type: envelope.EventDelta, Data: raw})
 }
 
 func (r *Recorder) record(ev envelope.ToolEvent) error {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Call is what the watchdog knows of one call in flight.
@@ -57,11 +57,11 @@ func (j *Judge) Fate(now time.Time, live Call, backlog bool) (*envelope.Problem,
 	if !live.Spoken {
 		return j.unpicked(now, live, quiet, backlog), false
 	}
-	limit := mesh.MissedBeats * j.Heartbeat
+	limit := wire.MissedBeats * j.Heartbeat
 	if live.Interval > 0 {
 		// Judged by the interval the worker says it beats at (at least
 		// ours: workers may floor intervals higher).
-		limit = mesh.MissedBeats * min(max(live.Interval, j.Heartbeat), mesh.MaxHeartbeat)
+		limit = wire.MissedBeats * min(max(live.Interval, j.Heartbeat), wire.MaxHeartbeat)
 	}
 	switch {
 	case quiet <= limit:
@@ -71,7 +71,7 @@ func (j *Judge) Fate(now time.Time, live Call, backlog bool) (*envelope.Problem,
 	case j.Probes.IsGone(live.WorkerID):
 		return j.Problems.New(envelope.CodeWorkerLost, fmt.Sprintf(
 			"worker %s is gone (the NATS server has no subscription of it) after taking up the call; the call may have run", live.WorkerID)).WithRan(envelope.RanMaybe), false
-	case quiet > SilentBeats*limit/mesh.MissedBeats:
+	case quiet > SilentBeats*limit/wire.MissedBeats:
 		return j.Problems.New(envelope.CodeWorkerLost, silenceDetail(live, quiet)).WithRan(envelope.RanMaybe), false
 	}
 	return nil, true
@@ -91,7 +91,7 @@ func (j *Judge) Fate(now time.Time, live Call, backlog bool) (*envelope.Problem,
 func (j *Judge) unpicked(now time.Time, live Call, quiet time.Duration, backlog bool) *envelope.Problem {
 	beat := j.Heartbeat
 	limit := j.PickupTimeout + beat
-	hosts := j.Probes.HostsOf(live.Tool, now, mesh.MissedBeats*beat)
+	hosts := j.Probes.HostsOf(live.Tool, now, wire.MissedBeats*beat)
 	switch {
 	case live.Due || now.Sub(live.Pickup) <= j.SettleMargin() || backlog && quiet <= SilentBeats*beat:
 		// While the inbox has a backlog, the heartbeat naming the call
@@ -154,5 +154,5 @@ func silenceDetail(live Call, quiet time.Duration) string {
 	if live.WorkerID != "" {
 		return fmt.Sprintf("worker %s: no word from the worker for %s although it is still connected; the call may have run", live.WorkerID, quiet)
 	}
-	return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals); the call may have run", quiet, mesh.MissedBeats)
+	return fmt.Sprintf("no word from the worker for %s (%d heartbeat intervals); the call may have run", quiet, wire.MissedBeats)
 }

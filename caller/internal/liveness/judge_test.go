@@ -7,7 +7,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // newJudge is a Judge with a 1s heartbeat, a 10s pickup timeout and a
@@ -140,7 +140,7 @@ func TestSettles(t *testing.T) {
 	if j.Settles(pickup.Add(time.Minute), pickup, pickup) {
 		t.Error("a marker settled a call sent before the connection came back")
 	}
-	if got, want := j.MarkerPatience(false), mesh.MissedBeats*j.Heartbeat; got != want {
+	if got, want := j.MarkerPatience(false), wire.MissedBeats*j.Heartbeat; got != want {
 		t.Errorf("MarkerPatience = %v, want %v", got, want)
 	}
 	if got, want := j.MarkerPatience(true), SilentBeats*j.Heartbeat; got != want {

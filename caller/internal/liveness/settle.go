@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Settling a call no worker has named (protocol v2, §8.2, "Picked up
@@ -55,7 +55,7 @@ func (j *Judge) MarkerPatience(backlog bool) time.Duration {
 	if backlog {
 		return SilentBeats * j.Heartbeat
 	}
-	return mesh.MissedBeats * j.Heartbeat
+	return wire.MissedBeats * j.Heartbeat
 }
 
 // Unconfirmed is the Problem of a due call that no marker settled within

@@ -22,7 +22,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/telemetry"
 )
 
 // Setup wires the OpenTelemetry SDK for traces and metrics when
@@ -107,7 +107,7 @@ func setupTracing(ctx context.Context, res *resource.Resource, log *slog.Logger)
 		func(exp sdktrace.SpanExporter) func() {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 			otel.SetTracerProvider(tp)
-			otel.SetTextMapPropagator(mesh.DefaultPropagator())
+			otel.SetTextMapPropagator(telemetry.DefaultPropagator())
 			return flush("traces", tp.Shutdown, log)
 		})
 }

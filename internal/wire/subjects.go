@@ -1,13 +1,9 @@
-package mesh
+package wire
 
 import (
+	"strings"
 	"time"
 )
-
-// WireVersion is the version of the wire protocol (docs/protocol.md) this
-// module's workers and callers speak: the digit of the tag that starts
-// every metadata line and reply frame, "tm2".
-const WireVersion = 2
 
 // DefaultPrefix is the subject prefix of a mesh unless configured otherwise;
 // several meshes can share one NATS account under different prefixes.
@@ -70,3 +66,44 @@ func (s Subjects) Describe(tool string) string { return s.Root() + ".describe." 
 // QueueGroup is the queue group of call subscriptions (queue groups are
 // scoped by subject, so this is one group per tool).
 func (s Subjects) QueueGroup() string { return s.Root() }
+
+// Presence is where a worker announces itself every heartbeat interval
+// (and once more, with state gone, when it drains or stops). Watchers
+// subscribe to PresenceAll; a worker silent for MissedBeats of its own
+// intervals is gone, kill -9 included.
+func (s Subjects) Presence(workerID string) string { return s.Root() + ".presence." + workerID }
+
+// PresenceAll matches every worker's presence beacons. A pooled worker's
+// id holds a dot (pool.ulid), so this is a full wildcard.
+func (s Subjects) PresenceAll() string { return s.Root() + ".presence.>" }
+
+// WorkerCatalog is where one worker answers with its full ToolSpecs, so a
+// watcher can fetch a single worker's tools when its beacon says they changed.
+func (s Subjects) WorkerCatalog(workerID string) string { return s.Root() + ".catalog." + workerID }
+
+// RegistryBucket is the JetStream key-value bucket in which the mesh's
+// workers register (one key per worker id), when JetStream is available.
+// It lets a catalogue know how many workers exist, which NATS alone cannot.
+func (s Subjects) RegistryBucket() string {
+	return "toolmesh_workers_" + strings.NewReplacer(".", "_", "*", "_", ">", "_").Replace(s.Root())
+}
+
+// DefaultRegistryTTL is how long a worker's registry key outlives its last
+// refresh; a worker refreshes it every third of that. A worker killed
+// without a goodbye stays listed (and so makes catalogues incomplete,
+// naming it) for at most this long.
+const DefaultRegistryTTL = time.Minute
+
+// MinHeartbeat floors every heartbeat interval, on both sides: a caller
+// asking for beats every millisecond would otherwise buy a stream of
+// messages per call for free. Callers never expect faster beats than this,
+// so a worker flooring to it is never judged lost.
+const MinHeartbeat = 100 * time.Millisecond
+
+// MaxHeartbeat caps every heartbeat interval, on both sides. A worker
+// checks its caller's liveness once per beat, so a huge interval would be a
+// call that outlives its caller by as much; and under accounts (see
+// deploy/secure) a beat is what keeps the server's reply mapping of a
+// silent call alive, so the interval must stay well below the export's
+// response_threshold (2 minutes by default).
+const MaxHeartbeat = time.Minute

@@ -1,4 +1,4 @@
-package mesh
+package wire
 
 import (
 	"testing"
@@ -16,5 +16,16 @@ func TestPresenceSubjects(t *testing.T) {
 		if s.Presence("W1") != c.presence || s.WorkerCatalog("W1") != c.catalog || s.RegistryBucket() != c.bucket {
 			t.Errorf("prefix %q: %s %s %s", c.prefix, s.Presence("W1"), s.WorkerCatalog("W1"), s.RegistryBucket())
 		}
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	s := Subjects{}
+	if s.Call("fs.read") != "toolmesh.call.fs.read" || s.Control("w1") != "toolmesh.ctl.w1" ||
+		s.Catalog() != "toolmesh.catalog" || s.Describe("x") != "toolmesh.describe.x" {
+		t.Error("default subjects")
+	}
+	if (Subjects{Prefix: "team-a"}).Call("x") != "team-a.call.x" {
+		t.Error("prefix not applied")
 	}
 }

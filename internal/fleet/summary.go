@@ -1,16 +1,14 @@
-package catalog
+package fleet
 
 import (
 	"sort"
 	"time"
-
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
-// FleetSummary is what a fleet view shows, from one sample and optionally
+// Summary is what a fleet view shows, from one sample and optionally
 // the one before it: totals since each worker started, and rates and
 // window percentiles over the interval between the two samples.
-type FleetSummary struct {
+type Summary struct {
 	At time.Time `json:"at"`
 	// IntervalSeconds is the time between the two samples (0 with one).
 	IntervalSeconds float64         `json:"interval_seconds"`
@@ -39,7 +37,7 @@ type ToolSummary struct {
 	WindowP50Ms float64 `json:"window_p50_ms"`
 	WindowP99Ms float64 `json:"window_p99_ms"`
 	// Latency is the sum of the workers' histograms, for other quantiles.
-	Latency mesh.Histogram `json:"latency"`
+	Latency Histogram `json:"latency"`
 }
 
 // WorkerSummary is one worker's totals.
@@ -63,10 +61,10 @@ type CodeSummary struct {
 // Summarize folds a sample (and the previous one, nil for none) into a
 // summary. Rates count only workers present in both samples, so a worker
 // that just appeared does not spike them.
-func Summarize(prev *FleetSample, cur FleetSample) FleetSummary {
+func Summarize(prev *Sample, cur Sample) Summary {
 	z := summarizer{before: map[string]map[string]ToolSample{}, tools: map[string]*ToolSummary{},
-		windows: map[string]mesh.Histogram{}, codes: map[string]*CodeSummary{}}
-	sum := FleetSummary{At: cur.At, Complete: cur.Complete, Notes: cur.Notes, Workers: []WorkerSummary{}, Tools: []ToolSummary{}, ErrorsByCode: []CodeSummary{}}
+		windows: map[string]Histogram{}, codes: map[string]*CodeSummary{}}
+	sum := Summary{At: cur.At, Complete: cur.Complete, Notes: cur.Notes, Workers: []WorkerSummary{}, Tools: []ToolSummary{}, ErrorsByCode: []CodeSummary{}}
 	if prev != nil {
 		sum.IntervalSeconds = cur.At.Sub(prev.At).Seconds()
 		for _, w := range prev.Workers {
@@ -99,7 +97,7 @@ type summarizer struct {
 	interval float64
 	before   map[string]map[string]ToolSample // worker id → tool → previous sample
 	tools    map[string]*ToolSummary
-	windows  map[string]mesh.Histogram // tool → latencies within the interval
+	windows  map[string]Histogram // tool → latencies within the interval
 	codes    map[string]*CodeSummary
 }
 

@@ -1,4 +1,4 @@
-package envelope
+package wire
 
 import (
 	"encoding/json"
@@ -7,8 +7,9 @@ import (
 
 // Completion is the tri-state honest-reporting convention's second state,
 // made concrete: work was done, and either all of it (Complete) or a subset
-// with the gaps named. Merge it into a success result with Apply so an
-// agent can tell "found nothing" from "could not look" from "looked at part".
+// with the gaps named. The caller merges it into a paged gather's result
+// with Apply, so an agent can tell "found nothing" from "could not look"
+// from "looked at part"; tools write the same members themselves.
 type Completion struct {
 	Complete bool `json:"complete"`
 	// PendingFiles were in scope but not yet processed.
@@ -31,17 +32,6 @@ type SkippedFile struct {
 	File   string `json:"file"`
 	Reason string `json:"reason"`
 }
-
-// completeResult says the whole requested scope was covered.
-func completeResult() Completion { return Completion{Complete: true} }
-
-// emptyScope says the scope matched nothing: the work was done, but no
-// candidate existed, which an agent must not read as "all clear".
-func emptyScope() Completion { return Completion{Complete: true, NoFilesMatchedScope: true} }
-
-// partialCompletion says only part of the scope was covered; name the gaps with the
-// fields of the returned value. A Partial with no named gap is refused by Apply.
-func partialCompletion() Completion { return Completion{Complete: false} }
 
 func (c Completion) hasGap() bool {
 	return len(c.PendingFiles)+len(c.UncheckedFiles)+len(c.ScopeWarnings)+len(c.SkippedFiles)+len(c.MissingPages) > 0
@@ -67,11 +57,11 @@ func mergeObjects(base, add json.RawMessage) (json.RawMessage, error) {
 	if len(base) == 0 {
 		base = json.RawMessage("{}")
 	}
-	bm, err := objectMembers(base)
+	bm, err := uniqueMembers(base)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
-	am, err := objectMembers(add)
+	am, err := uniqueMembers(add)
 	if err != nil {
 		return nil, err
 	}
@@ -97,4 +87,28 @@ func mergeObjects(base, add json.RawMessage) (json.RawMessage, error) {
 		out = append(out, m.value...)
 	}
 	return append(out, '}'), nil
+}
+
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// uniqueMembers splits a JSON object into its members in document order,
+// rejecting duplicates so a merge can never hide a member.
+func uniqueMembers(data []byte) ([]member, error) {
+	if err := Check(data); err != nil {
+		return nil, fmt.Errorf("want a JSON object: %w", err)
+	}
+	var out []member
+	seen := map[string]bool{}
+	err := ScanMembers(data, func(name string, v []byte) error {
+		if seen[name] {
+			return fmt.Errorf("duplicate member %q", name)
+		}
+		seen[name] = true
+		out = append(out, member{name, v})
+		return nil
+	})
+	return out, err
 }

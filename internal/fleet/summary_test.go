@@ -1,15 +1,13 @@
-package catalog
+package fleet
 
 import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/toolmesh/toolmesh/mesh"
 )
 
-func hist(durations ...time.Duration) mesh.Histogram {
-	h := mesh.NewHistogram()
+func hist(durations ...time.Duration) Histogram {
+	h := NewHistogram()
 	for _, d := range durations {
 		h.Observe(d)
 	}
@@ -22,13 +20,13 @@ func hist(durations ...time.Duration) mesh.Histogram {
 func TestSummarize(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := time.Millisecond
-	prev := FleetSample{At: t0, Complete: true, Workers: []WorkerSample{
-		{ID: "a", Tools: []ToolSample{{Name: "x", Requests: 10, Errors: 1, ToolLoad: mesh.ToolLoad{ErrorsByCode: map[string]int64{"timeout": 1}, Latency: hist(ms)}}}},
+	prev := Sample{At: t0, Complete: true, Workers: []WorkerSample{
+		{ID: "a", Tools: []ToolSample{{Name: "x", Requests: 10, Errors: 1, ToolLoad: ToolLoad{ErrorsByCode: map[string]int64{"timeout": 1}, Latency: hist(ms)}}}},
 	}}
-	cur := FleetSample{At: t0.Add(2 * time.Second), Complete: false, Workers: []WorkerSample{
-		{ID: "a", Tools: []ToolSample{{Name: "x", Requests: 30, Errors: 5, ToolLoad: mesh.ToolLoad{InFlight: 2,
+	cur := Sample{At: t0.Add(2 * time.Second), Complete: false, Workers: []WorkerSample{
+		{ID: "a", Tools: []ToolSample{{Name: "x", Requests: 30, Errors: 5, ToolLoad: ToolLoad{InFlight: 2,
 			ErrorsByCode: map[string]int64{"timeout": 3, "invalid_input": 2}, Latency: hist(ms, 200*ms, 200*ms)}}}},
-		{ID: "b", Tools: []ToolSample{{Name: "x", Requests: 100, ToolLoad: mesh.ToolLoad{InFlight: 1, Latency: hist(ms)}},
+		{ID: "b", Tools: []ToolSample{{Name: "x", Requests: 100, ToolLoad: ToolLoad{InFlight: 1, Latency: hist(ms)}},
 			{Name: "y", Requests: 4}}},
 	}}
 	s := Summarize(&prev, cur)
@@ -41,7 +39,7 @@ func TestSummarize(t *testing.T) {
 	if x.Latency.Total() != 4 {
 		t.Errorf("tool x latency has %d calls, want 4", x.Latency.Total())
 	}
-	x.Latency = mesh.Histogram{}
+	x.Latency = Histogram{}
 	if fmt.Sprintf("%+v", x) != fmt.Sprintf("%+v", want) {
 		t.Errorf("tool x:\n got %+v\nwant %+v", x, want)
 	}
