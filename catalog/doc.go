@@ -11,7 +11,8 @@
 // tenant's view (only the tools this NATS identity may call), Describe
 // with its conflict rule, Watch over the workers' presence beacons, the
 // search index (Search, SearchCache), and fleet sampling
-// over $SRV.STATS (SampleFleet, Summarize).
+// over $SRV.STATS (SampleFleet, whose sample and summary shapes are
+// internal/fleet's: what `toolmesh top` shows, not an API to build on).
 //
 // What does not: calling tools, and the liveness of calls — presence as
 // a call's judge, worker probes, settle markers — which are package
