@@ -18,9 +18,8 @@ import (
 // not started by then — and, once the call's pickup cutoff is past, that
 // it never will.
 //
-// One flush confirms every call queued for its round: under load the
-// cost is one round trip per round, not per call, with up to maxRounds
-// in flight at once. Heartbeats the worker
+// One flush confirms every call queued since the last one: under load the
+// cost is one round trip per round, not per call. Heartbeats the worker
 // sends on its own schedule are confirmed by the same rounds, so a call
 // they named before its cutoff may start later without another.
 type announcer struct {
@@ -35,20 +34,11 @@ type announcer struct {
 	// stopped: run has returned, so no later round will settle; work
 	// that would wait for one goes to a runner (see announceThen).
 	stopped bool
-	// flights is how many rounds are being settled, by run or by
-	// subscriptions' goroutines (see settleOnReader), at most maxRounds;
-	// whoever ends one wakes run for the calls queued meanwhile.
-	flights int
-	// spareName and spareNamed are the emptied slices of a round
-	// settled, and beat the buffer its heartbeats were written in: a
-	// later round reuses them instead of allocating its own.
-	spareName, spareNamed []*call
-	beat                  []byte
+	// busy: a round is being settled, by run or by a subscription's
+	// goroutine (see settleOnReader); one round is in flight at a time,
+	// and whoever ends it wakes run for the calls queued meanwhile.
+	busy bool
 }
-
-// keepSpare bounds what a round's slices and buffer keep for the next:
-// a burst's round does not pin its size for ever.
-const keepSpare = 4096
 
 // announceRound is one flush and the calls it confirms.
 type announceRound struct {
@@ -111,16 +101,11 @@ func (a *announcer) runThen(js []work) {
 // start.
 func runSettled(js []work) {
 	for _, j := range js {
-		j.runNamed()
-	}
-}
-
-// runNamed runs j, whose calls a settled round named, on this goroutine.
-func (j work) runNamed() {
-	if j.batch != nil {
-		j.batch.runInline(j.calls, true)
-	} else {
-		j.c.w.runOnReader(j.c)
+		if j.batch != nil {
+			j.batch.runInline(j.calls, true)
+		} else {
+			j.c.w.runOnReader(j.c)
+		}
 	}
 }
 
@@ -162,21 +147,20 @@ func (a *announcer) run() {
 	}
 }
 
-// settle settles the round of the calls queued to be named, unless
-// maxRounds are being settled already (whoever settles one wakes run
-// again when it ends), and hands the work that waited for it to a
-// runner.
+// settle settles the round of the calls queued to be named, unless one
+// is already being settled (whoever settles it wakes run again when it
+// ends), and hands the work that waited for it to a runner.
 func (a *announcer) settle() {
 	a.mu.Lock()
-	if a.flights >= maxRounds {
+	if a.busy {
 		a.mu.Unlock()
 		return
 	}
-	s := a.takeLocked()
+	name, named, r := a.takeLocked()
 	a.mu.Unlock()
-	a.confirmRound(&s)
-	a.endRound(&s)
-	a.runThen(s.r.then)
+	a.confirmRound(name, named, r)
+	a.endRound()
+	a.runThen(r.then)
 }
 
 // settleOnReader settles the next round on this goroutine, the
@@ -184,10 +168,10 @@ func (a *announcer) settle() {
 // the rest of the round's work here once the round is settled, as a
 // nats.go micro endpoint would run the handler after a flush of its own:
 // no goroutine is woken to flush, nor to run the handler. It does so
-// only when fewer than maxRounds are being settled and no message waits
-// behind on sub, which would wait for the round trip too; it reports
-// whether it did, having done nothing otherwise (the caller then queues
-// j with announceThen).
+// only when no round is being settled and no message waits behind on
+// sub, which would wait for the round trip too; it reports whether it
+// did, having done nothing otherwise (the caller then queues j with
+// announceThen).
 func (a *announcer) settleOnReader(sub *nats.Subscription, j work, calls ...*call) bool {
 	if sub != nil {
 		// nats.go counts the message being delivered as pending until
@@ -197,64 +181,37 @@ func (a *announcer) settleOnReader(sub *nats.Subscription, j work, calls ...*cal
 		}
 	}
 	a.mu.Lock()
-	if a.flights >= maxRounds || a.stopped {
+	if a.busy || a.stopped {
 		a.mu.Unlock()
 		return false
 	}
 	a.name = append(a.name, calls...)
-	s := a.takeLocked()
+	a.round.then = append(a.round.then, j)
+	name, named, r := a.takeLocked()
 	for _, c := range calls {
-		c.round = s.r // what call.announced waits on: settled when j runs
+		c.round = r // what call.announced waits on: settled when j runs
 	}
 	a.mu.Unlock()
-	a.confirmRound(&s)
-	a.endRound(&s)       // the next round may start while this one's work runs
-	runSettled(s.r.then) // work queued for the round before j
-	j.runNamed()
+	a.confirmRound(name, named, r)
+	a.endRound() // the next round may start while this one's work runs
+	runSettled(r.then)
 	return true
-}
-
-// maxRounds is how many rounds may be in flight at once: a round that
-// starts while another waits for the server's answer does not wait for
-// it (each flush confirms what was published before it, the answers come
-// in order), and the calls read meanwhile wait for no more than one
-// round trip; beyond that, calls queue for the next round, so that
-// under load one round trip confirms many calls.
-const maxRounds = 2
-
-// settling is a round taken to be settled: the calls it names, the
-// calls earlier heartbeats named that it confirms, and the buffer its
-// heartbeats are written in.
-type settling struct {
-	name, named []*call
-	r           *announceRound
-	beat        []byte
 }
 
 // takeLocked takes the calls queued to be named and their round, to be
 // settled by the caller, who must then call endRound; a.mu must be held.
-func (a *announcer) takeLocked() settling {
-	s := settling{name: a.name, named: a.named, r: a.round, beat: a.beat}
-	a.name, a.named, a.round = a.spareName, a.spareNamed, &announceRound{done: make(chan struct{})}
-	a.spareName, a.spareNamed, a.beat = nil, nil, nil
-	a.flights++
-	return s
+func (a *announcer) takeLocked() (name, named []*call, r *announceRound) {
+	name, named, r = a.name, a.named, a.round
+	a.name, a.named, a.round = nil, nil, &announceRound{done: make(chan struct{})}
+	a.busy = true
+	return name, named, r
 }
 
-// endRound marks the round s settled, keeping its slices, emptied, and
-// its buffer for a later round, and wakes run for the calls queued
-// meanwhile.
-func (a *announcer) endRound(s *settling) {
-	clear(s.name) // the calls may end and go
-	clear(s.named)
+// endRound marks the round taken by takeLocked settled, waking run for
+// the calls queued meanwhile.
+func (a *announcer) endRound() {
 	a.mu.Lock()
-	if cap(s.name) <= keepSpare && cap(s.named) <= keepSpare {
-		a.spareName, a.spareNamed = s.name[:0], s.named[:0]
-	}
-	if cap(s.beat) <= keepSpare*32 {
-		a.beat = s.beat[:0]
-	}
-	a.flights--
+	a.busy = false
 	more := len(a.name) > 0 || len(a.named) > 0 || len(a.round.then) > 0
 	a.mu.Unlock()
 	if more {
@@ -262,16 +219,15 @@ func (a *announcer) endRound(s *settling) {
 	}
 }
 
-// confirmRound publishes the heartbeats of the calls s names, flushes
-// once, and stamps every call of the round with the server's
-// confirmation; the round is settled (done closed) when it returns.
-func (a *announcer) confirmRound(s *settling) {
-	r := s.r
-	if len(s.name) == 0 && len(s.named) == 0 {
+// confirmRound publishes the heartbeats of the calls to name, flushes
+// once, and stamps every call of the round r with the server's
+// confirmation; r is settled (done closed) when it returns.
+func (a *announcer) confirmRound(name, named []*call, r *announceRound) {
+	if len(name) == 0 && len(named) == 0 {
 		close(r.done)
 		return
 	}
-	a.publish(s)
+	a.publish(name)
 	if err := a.w.nc.FlushTimeout(a.w.cfg.Liveness.ConfirmTimeout); err != nil {
 		a.w.log.Debug("heartbeats naming calls about to start not confirmed", "err", err)
 		close(r.done) // unconfirmed: those calls do not start (see call.announced)
@@ -279,10 +235,10 @@ func (a *announcer) confirmRound(s *settling) {
 	}
 	at := time.Now()
 	stamp := at.UnixNano()
-	for _, c := range s.name {
+	for _, c := range name {
 		c.namedAt.CompareAndSwap(0, stamp)
 	}
-	for _, c := range s.named {
+	for _, c := range named {
 		c.namedAt.CompareAndSwap(0, stamp)
 	}
 	r.at = at
@@ -291,27 +247,8 @@ func (a *announcer) confirmRound(s *settling) {
 
 // publish sends one heartbeat per caller naming its calls in calls (in
 // several when the ids outgrow a message), on one of its calls' reply
-// subjects, as §8.1's beats are. Calls most often have one caller, whose
-// heartbeat is written without sorting them by caller first.
-func (a *announcer) publish(s *settling) {
-	calls := s.name
-	if len(calls) == 0 {
-		return
-	}
-	first := calls[0].callerKey()
-	for _, c := range calls[1:] {
-		if c.callerKey() != first {
-			a.publishByCaller(s)
-			return
-		}
-	}
-	a.publishTo(s, calls)
-}
-
-// publishByCaller sends the heartbeats of calls of several callers, one
-// caller's after another in the order they first appear.
-func (a *announcer) publishByCaller(s *settling) {
-	calls := s.name
+// subjects, as §8.1's beats are.
+func (a *announcer) publish(calls []*call) {
 	byPeer := map[callKey][]*call{}
 	var order []callKey
 	for _, c := range calls {
@@ -321,25 +258,18 @@ func (a *announcer) publishByCaller(s *settling) {
 		}
 		byPeer[k] = append(byPeer[k], c)
 	}
-	for _, k := range order {
-		a.publishTo(s, byPeer[k])
-	}
-}
-
-// publishTo sends the heartbeat naming cs, calls of one caller, on the
-// first one's reply subject, written in the round's buffer (s.beat),
-// which a later round reuses.
-func (a *announcer) publishTo(s *settling, cs []*call) {
 	limit := a.w.piece()
-	buf := wire.AppendBeatHead(s.beat[:0], a.w.cfg.ID, cs[0].interval.Milliseconds())
-	head := len(buf)
-	for _, c := range cs {
-		if len(buf)+len(c.key.id)+1 > limit {
-			a.w.publishBeat(cs[0], buf)
-			buf = buf[:head]
+	for _, k := range order {
+		cs := byPeer[k]
+		head := wire.AppendBeatHead(nil, a.w.cfg.ID, cs[0].interval.Milliseconds())
+		buf := append(make([]byte, 0, len(head)+len(cs)*27), head...)
+		for _, c := range cs {
+			if len(buf)+len(c.key.id)+1 > limit {
+				a.w.publishBeat(cs[0], buf)
+				buf = append(buf[:0], head...)
+			}
+			buf = append(append(buf, c.key.id...), ' ')
 		}
-		buf = append(append(buf, c.key.id...), ' ')
+		a.w.publishBeat(cs[0], buf)
 	}
-	a.w.publishBeat(cs[0], buf)
-	s.beat = buf
 }

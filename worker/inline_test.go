@@ -16,9 +16,8 @@ import (
 
 // runsOn names how the calling handler came to run: "reader" (on a
 // subscription's goroutine, through onCall or onBatch on this very
-// stack), "settled" (as the work of a settled announcer round,
-// work.runNamed, alone or with the rest of its round in runSettled) or
-// "runner" (on a goroutine of its own).
+// stack), "settled" (with the other work of a settled announcer round,
+// runSettled) or "runner" (on a goroutine of its own).
 func runsOn() string {
 	pcs := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
@@ -27,7 +26,7 @@ func runsOn() string {
 		switch {
 		case strings.HasSuffix(f.Function, "(*Worker).onCall"), strings.HasSuffix(f.Function, "(*Worker).onBatch"):
 			return "reader"
-		case strings.HasSuffix(f.Function, "worker.runSettled"), strings.HasSuffix(f.Function, "worker.work.runNamed"):
+		case strings.HasSuffix(f.Function, "worker.runSettled"):
 			return "settled"
 		}
 		if !more {
@@ -302,22 +301,22 @@ func TestNamedInlineCallSettlesOnItsReader(t *testing.T) {
 	}
 }
 
-// A reader does not settle a round while maxRounds are being settled:
-// it leaves its work to be queued for the next round, and queues nothing
+// A reader does not settle a round while another is being settled: it
+// leaves its work to be queued for the next round, and queues nothing
 // itself.
 func TestReaderLeavesABusyAnnouncerItsRound(t *testing.T) {
 	w, _ := newTestWorker(t, Config{})
 	a := w.announcer
 	a.mu.Lock()
-	a.flights = maxRounds
+	a.busy = true
 	a.mu.Unlock()
 	c := &call{w: w}
 	if a.settleOnReader(nil, work{c: c}, c) {
-		t.Fatalf("a reader settled a round while %d were being settled", maxRounds)
+		t.Fatal("a reader settled a round while another was being settled")
 	}
 	a.mu.Lock()
 	queued := len(a.name) + len(a.round.then)
-	a.flights = 0
+	a.busy = false
 	a.mu.Unlock()
 	if queued != 0 || c.round != nil {
 		t.Errorf("the refused reader queued %d names or work and gave its call round %v; want nothing", queued, c.round)
