@@ -151,7 +151,7 @@ type Liveness struct {
 	// registry outlives its last refresh (default 1m).
 	RegistryTTL time.Duration
 	// QuestionTimeout bounds how long a question waits for its answer
-	// when the handler gives no timeout (default DefaultQuestionTimeout).
+	// when the handler gives no timeout (default 5m).
 	QuestionTimeout time.Duration
 }
 
@@ -315,7 +315,7 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 		cfg.Liveness.MaxUnleasedLife = 5 * time.Minute
 	}
 	if cfg.Liveness.QuestionTimeout <= 0 {
-		cfg.Liveness.QuestionTimeout = DefaultQuestionTimeout
+		cfg.Liveness.QuestionTimeout = defaultQuestionTimeout
 	}
 	if cfg.Limits.MaxResultBytes <= 0 {
 		cfg.Limits.MaxResultBytes = wire.DefaultMaxResultBytes
