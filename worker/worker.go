@@ -224,7 +224,7 @@ type Worker struct {
 type tool struct {
 	spec    envelope.ToolSpec
 	handler Handler
-	admit   Admitter // the handler's own admission before start, if it has one
+	admit   admitter // the handler's own admission before start, if it has one
 	input   *envelope.Schema
 	output  *envelope.Schema
 	sub     *nats.Subscription
@@ -457,7 +457,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	if inline {
 		h = declared.Handler
 	}
-	admit, _ := h.(Admitter)
+	admit, _ := h.(admitter)
 	h = Chain(Chain(h, mw...), w.cfg.Middleware...)
 	in, out, err := spec.Compile()
 	if err != nil {
