@@ -272,7 +272,7 @@ func (a *announcer) confirmRound(s *settling) {
 		return
 	}
 	a.publish(s)
-	if err := a.w.nc.FlushTimeout(a.w.cfg.Liveness.ConfirmTimeout); err != nil {
+	if err := a.w.nc.FlushTimeout(a.w.confirmTimeout); err != nil {
 		a.w.log.Debug("heartbeats naming calls about to start not confirmed", "err", err)
 		close(r.done) // unconfirmed: those calls do not start (see call.announced)
 		return

@@ -32,9 +32,9 @@ func (f HandlerFunc) Handle(ctx context.Context, req *Request, emit Emitter) (an
 // own comes last in Register's (or AddTool's) arguments.
 type Middleware func(next Handler) Handler
 
-// Chain wraps h in mw, the first outermost: Chain(h, a, b) runs a, then
+// chain wraps h in mw, the first outermost: chain(h, a, b) runs a, then
 // b, then h.
-func Chain(h Handler, mw ...Middleware) Handler {
+func chain(h Handler, mw ...Middleware) Handler {
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
 	}

@@ -143,7 +143,7 @@ func (p *senderProbes) gone(ctx context.Context, w *Worker, reply string) bool {
 		p.close(tok)
 		return false
 	}
-	fctx, cancel := context.WithTimeout(ctx, w.cfg.Liveness.ConfirmTimeout)
+	fctx, cancel := context.WithTimeout(ctx, w.confirmTimeout)
 	defer cancel()
 	if err := w.nc.FlushWithContext(fctx); err != nil {
 		p.close(tok)
