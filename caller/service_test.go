@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/callsettings"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
@@ -18,7 +19,7 @@ func TestSettingsAppliesCallerOptionsThenTheCalls(t *testing.T) {
 	e := meshtest.StartServer(t, embedded.Config{})
 	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{Options: []caller.Option{caller.WithBearer("mine"), caller.WithTimeout(time.Minute)}})
 	got := c.Settings(caller.WithTimeout(time.Second), caller.WithIdempotencyKey("k"), caller.Idempotent(), caller.Folded())
-	want := caller.Settings{Bearer: "mine", IdempotencyKey: "k", Idempotent: true, Folded: true, Timeout: time.Second}
+	want := callsettings.Settings{Bearer: "mine", IdempotencyKey: "k", Idempotent: true, Folded: true, Timeout: time.Second}
 	if got != want {
 		t.Fatalf("Settings = %+v, want %+v", got, want)
 	}
