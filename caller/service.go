@@ -55,16 +55,6 @@ func (s *services) close() {
 	}
 }
 
-// Config returns the caller's configuration with every default filled
-// in, in Config's own terms: New given it makes a caller configured alike.
-func (c *Caller) Config() Config {
-	cfg := c.cfg
-	if cfg.Retries == 0 { // held as 0 inside; Config says none so
-		cfg.Retries = NoRetries
-	}
-	return cfg
-}
-
 // Settings returns what opts come to on c, the caller's own
 // (Config.Options) applied first: what a client of a service that carries
 // a call on reads of them (package tasks sends them with a durable task).
@@ -72,5 +62,5 @@ func (c *Caller) Config() Config {
 func (c *Caller) Settings(opts ...Option) callsettings.Settings {
 	o := c.applyOptions(opts)
 	return callsettings.Settings{Bearer: o.bearer, IdempotencyKey: o.idempotencyKey, Idempotent: o.idempotent,
-		Folded: o.fold, Timeout: o.timeout}
+		Folded: o.fold, Timeout: o.timeout, PickupTimeout: c.cfg.PickupTimeout}
 }

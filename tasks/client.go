@@ -194,7 +194,7 @@ func (c *Client) call(ctx context.Context, op string, args any, v any, opts ...c
 		if failing.IsZero() {
 			failing = time.Now()
 		}
-		if time.Since(failing)+pause > c.c.Config().PickupTimeout {
+		if time.Since(failing)+pause > c.c.Settings().PickupTimeout {
 			return err
 		}
 		select {

@@ -14,4 +14,8 @@ type Settings struct {
 	Idempotent     bool
 	Folded         bool
 	Timeout        time.Duration
+	// PickupTimeout is the caller's own (caller.Config.PickupTimeout, its
+	// default filled in): how long a client retries a service that has not
+	// answered before it gives up.
+	PickupTimeout time.Duration
 }
