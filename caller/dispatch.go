@@ -10,9 +10,9 @@ import (
 	"github.com/toolmesh/toolmesh/envelope/provider"
 )
 
-// DefaultDispatchConcurrency bounds how many of one turn's tool calls run
+// defaultDispatchConcurrency bounds how many of one turn's tool calls run
 // at once when no WithConcurrency is given.
-const DefaultDispatchConcurrency = 8
+const defaultDispatchConcurrency = 8
 
 // DispatchEvent is one event of one dispatched call, as it arrives.
 // Index is the call's position in the model's output.
@@ -31,7 +31,8 @@ type dispatchOptions struct {
 	callOpts    []Option
 }
 
-// WithConcurrency bounds how many calls run at once (n < 1 means 1).
+// WithConcurrency bounds how many calls run at once (n < 1 means 1;
+// without it, 8).
 func WithConcurrency(n int) DispatchOption {
 	return func(o *dispatchOptions) { o.concurrency = max(n, 1) }
 }
@@ -72,7 +73,7 @@ type Dispatched struct {
 // the mesh becomes an error result the model can read; Dispatch itself
 // fails only when output is not the provider's shape at all.
 func (c *Caller) Dispatch(ctx context.Context, ts *provider.Toolset, output json.RawMessage, opts ...DispatchOption) (Dispatched, error) {
-	o := dispatchOptions{concurrency: DefaultDispatchConcurrency}
+	o := dispatchOptions{concurrency: defaultDispatchConcurrency}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -94,9 +95,9 @@ func (c *Caller) Dispatch(ctx context.Context, ts *provider.Toolset, output json
 	return d, nil
 }
 
-// DispatchSearchHits is how many tools Dispatch loads for one of a
-// model's tool-search calls.
-const DispatchSearchHits = 5
+// dispatchSearchHits is how many tools Dispatch loads, at most, for one
+// of a model's tool-search calls.
+const dispatchSearchHits = 5
 
 // isSearch reports whether a call of ts is its tool search.
 func isSearch(ts *provider.Toolset) func(provider.ToolCall) bool {
@@ -119,7 +120,7 @@ func (c *Caller) resultItem(ctx context.Context, ts *provider.Toolset, call prov
 			c.log.Debug("dispatch: tool search failed; answering with no tools", "err", err)
 		}
 		for _, h := range hits {
-			if _, offered := ts.Names.ProviderName(h.Tool.Spec.Name); offered && len(found) < DispatchSearchHits {
+			if _, offered := ts.Names.ProviderName(h.Tool.Spec.Name); offered && len(found) < dispatchSearchHits {
 				found = append(found, h.Tool.Spec.Name)
 			}
 		}

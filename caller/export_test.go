@@ -32,3 +32,13 @@ func OpenWatches(c *Caller) int {
 // WatchFrom is watchFrom: the calls in flight from which calls sharing
 // a context wait in a shared watch.
 const WatchFrom = watchFrom
+
+// ConfigOf is c's configuration with every default filled in, in
+// Config's own terms: New given it makes a caller configured alike.
+func ConfigOf(c *Caller) Config {
+	cfg := c.cfg
+	if cfg.Retries == 0 { // held as 0 inside; Config says none so
+		cfg.Retries = NoRetries
+	}
+	return cfg
+}

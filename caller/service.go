@@ -2,9 +2,9 @@ package caller
 
 import (
 	"sync"
-	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/callsettings"
 )
 
 // services holds the callers of mesh services a Caller has made (see
@@ -55,30 +55,12 @@ func (s *services) close() {
 	}
 }
 
-// Config returns the caller's configuration with every default filled
-// in, in Config's own terms: New given it makes a caller configured alike.
-func (c *Caller) Config() Config {
-	cfg := c.cfg
-	if cfg.Retries == 0 { // held as 0 inside; Config says none so
-		cfg.Retries = NoRetries
-	}
-	return cfg
-}
-
-// Settings is what a call's options come to, the caller's own
+// Settings returns what opts come to on c, the caller's own
 // (Config.Options) applied first: what a client of a service that carries
 // a call on reads of them (package tasks sends them with a durable task).
-type Settings struct {
-	Bearer         string
-	IdempotencyKey string
-	Idempotent     bool
-	Folded         bool
-	Timeout        time.Duration
-}
-
-// Settings returns what opts come to on c.
-func (c *Caller) Settings(opts ...Option) Settings {
+// The shape is the module's own.
+func (c *Caller) Settings(opts ...Option) callsettings.Settings {
 	o := c.applyOptions(opts)
-	return Settings{Bearer: o.bearer, IdempotencyKey: o.idempotencyKey, Idempotent: o.idempotent,
-		Folded: o.fold, Timeout: o.timeout}
+	return callsettings.Settings{Bearer: o.bearer, IdempotencyKey: o.idempotencyKey, Idempotent: o.idempotent,
+		Folded: o.fold, Timeout: o.timeout, PickupTimeout: c.cfg.PickupTimeout}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/callsettings"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 )
@@ -18,7 +19,7 @@ func TestSettingsAppliesCallerOptionsThenTheCalls(t *testing.T) {
 	e := meshtest.StartServer(t, embedded.Config{})
 	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{Options: []caller.Option{caller.WithBearer("mine"), caller.WithTimeout(time.Minute)}})
 	got := c.Settings(caller.WithTimeout(time.Second), caller.WithIdempotencyKey("k"), caller.Idempotent(), caller.Folded())
-	want := caller.Settings{Bearer: "mine", IdempotencyKey: "k", Idempotent: true, Folded: true, Timeout: time.Second}
+	want := callsettings.Settings{Bearer: "mine", IdempotencyKey: "k", Idempotent: true, Folded: true, Timeout: time.Second, PickupTimeout: caller.ConfigOf(c).PickupTimeout}
 	if got != want {
 		t.Fatalf("Settings = %+v, want %+v", got, want)
 	}
@@ -43,11 +44,11 @@ func TestServiceIsMadeOnceAndClosedWithItsCaller(t *testing.T) {
 	if err != nil || a != b {
 		t.Fatalf("second Service = %p, %v; want the first, %p", b, err, a)
 	}
-	if cfg := a.Config(); cfg.Prefix != "p.tasks" || cfg.ID == c.ID() || cfg.Retries != caller.NoRetries {
+	if cfg := caller.ConfigOf(a); cfg.Prefix != "p.tasks" || cfg.ID == c.ID() || cfg.Retries != caller.NoRetries {
 		t.Fatalf("service caller config: prefix %q, id %q (parent %q), retries %d", cfg.Prefix, cfg.ID, c.ID(), cfg.Retries)
 	}
-	if got := c.Config().Retries; got != caller.DefaultRetries {
-		t.Fatalf("Config().Retries of a caller left at zero = %d, want DefaultRetries", got)
+	if got := caller.ConfigOf(c).Retries; got != caller.DefaultRetries {
+		t.Fatalf("the config of a caller left at zero = %d, want DefaultRetries", got)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/callsettings"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -90,7 +91,7 @@ func submissionKey(m map[string]any) string {
 }
 
 // submitArgs builds the args of the task service's submit tool.
-func submitArgs(tool string, args any, o caller.Settings, wait bool) (map[string]any, error) {
+func submitArgs(tool string, args any, o callsettings.Settings, wait bool) (map[string]any, error) {
 	raw, err := wire.Args(args)
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeInvalidInput, "args: %v", err)
@@ -193,7 +194,7 @@ func (c *Client) call(ctx context.Context, op string, args any, v any, opts ...c
 		if failing.IsZero() {
 			failing = time.Now()
 		}
-		if time.Since(failing)+pause > c.c.Config().PickupTimeout {
+		if time.Since(failing)+pause > c.c.Settings().PickupTimeout {
 			return err
 		}
 		select {

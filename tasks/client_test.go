@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/callsettings"
 )
 
 // What a submission's options come to is what the submit tool is sent:
@@ -15,7 +15,7 @@ import (
 // submission without an idempotency key carries a submit_id instead, so
 // that repeating it makes no second task.
 func TestSubmitArgsCarryTheOptions(t *testing.T) {
-	m, err := submitArgs("echo", map[string]string{"message": "hi"}, caller.Settings{Folded: true, Timeout: 1500 * time.Millisecond, Idempotent: true}, true)
+	m, err := submitArgs("echo", map[string]string{"message": "hi"}, callsettings.Settings{Folded: true, Timeout: 1500 * time.Millisecond, Idempotent: true}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestSubmitArgsCarryTheOptions(t *testing.T) {
 	if string(m["args"].(json.RawMessage)) != `{"message":"hi"}` {
 		t.Fatalf("args %s", m["args"])
 	}
-	m, err = submitArgs("echo", nil, caller.Settings{IdempotencyKey: "order-7"}, false)
+	m, err = submitArgs("echo", nil, callsettings.Settings{IdempotencyKey: "order-7"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestSubmitArgsCarryTheOptions(t *testing.T) {
 		t.Fatalf("submit args %v: want a stream task keyed order-7, no submit_id, no wait", m)
 	}
 	var p *envelope.Problem
-	if _, err := submitArgs("echo", "[1]", caller.Settings{}, false); !errors.As(err, &p) || p.Code != envelope.CodeInvalidInput {
+	if _, err := submitArgs("echo", "[1]", callsettings.Settings{}, false); !errors.As(err, &p) || p.Code != envelope.CodeInvalidInput {
 		t.Fatalf("args that are not an object: %v, want invalid_input", err)
 	}
 }

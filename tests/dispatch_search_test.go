@@ -15,6 +15,10 @@ import (
 // "read a file" loads fs.read_file first (Anthropic: a tool_reference;
 // Responses: its definition in namespace fs), beside a function call of
 // the same turn that runs on the mesh as usual.
+// dispatchSearchHits is the most tools Dispatch loads for one tool search
+// (the caller's own bound).
+const dispatchSearchHits = 5
+
 func TestDispatchAnswersToolSearch(t *testing.T) {
 	srv := searchCatalogMesh(t)
 	c := meshtest.NewCaller(t, meshtest.Connect(t, srv), caller.Config{})
@@ -41,7 +45,7 @@ func TestDispatchAnswersToolSearch(t *testing.T) {
 				t.Fatalf("dispatch: %v %+v", err, d)
 			}
 			var found struct{ Tools []string }
-			if err := json.Unmarshal(d.Outcomes[0].Data, &found); err != nil || len(found.Tools) == 0 || found.Tools[0] != "fs.read_file" || len(found.Tools) > caller.DispatchSearchHits {
+			if err := json.Unmarshal(d.Outcomes[0].Data, &found); err != nil || len(found.Tools) == 0 || found.Tools[0] != "fs.read_file" || len(found.Tools) > dispatchSearchHits {
 				t.Fatalf("the search found %s, want fs.read_file first (%v)", d.Outcomes[0].Data, err)
 			}
 			if search := string(d.Items[0]); !strings.Contains(search, tc.first) {

@@ -211,15 +211,15 @@ func TestMetricsMiddleware(t *testing.T) {
 	wantCode(t, err, envelope.CodeUnauthorized)
 
 	got := wantMetrics(t, reader, map[string]int64{
-		workermw.MetricCalls + "/echo/":              2,
-		workermw.MetricCalls + "/fail/":              1,
-		workermw.MetricErrors + "/fail/unauthorized": 1,
-		workermw.MetricDuration + "/echo/":           2,
-		workermw.MetricDuration + "/fail/":           1,
-		workermw.MetricInFlight + "/echo/":           0,
-		workermw.MetricInFlight + "/fail/":           0,
+		"toolmesh.worker.calls/echo/":              2,
+		"toolmesh.worker.calls/fail/":              1,
+		"toolmesh.worker.errors/fail/unauthorized": 1,
+		"toolmesh.worker.duration/echo/":           2,
+		"toolmesh.worker.duration/fail/":           1,
+		"toolmesh.worker.in_flight/echo/":          0,
+		"toolmesh.worker.in_flight/fail/":          0,
 	})
-	if _, ok := got[workermw.MetricErrors+"/echo/"]; ok {
+	if _, ok := got["toolmesh.worker.errors/echo/"]; ok {
 		t.Errorf("errors counted for a tool that never failed: %v", got)
 	}
 }
@@ -327,11 +327,11 @@ func TestCallerMetricsAndAccessLog(t *testing.T) {
 	_, err := m.Caller.Call(ctx, "absent", nil)
 	wantCode(t, err, envelope.CodeToolNotFound)
 	wantMetrics(t, reader, map[string]int64{
-		callermw.MetricCalls + "/echo/":                  1,
-		callermw.MetricCalls + "/absent/":                1,
-		callermw.MetricErrors + "/absent/tool_not_found": 1,
-		callermw.MetricDuration + "/echo/":               1,
-		callermw.MetricInFlight + "/echo/":               0,
+		"toolmesh.caller.calls/echo/":                  1,
+		"toolmesh.caller.calls/absent/":                1,
+		"toolmesh.caller.errors/absent/tool_not_found": 1,
+		"toolmesh.caller.duration/echo/":               1,
+		"toolmesh.caller.in_flight/echo/":              0,
 	})
 	wantLogged(t, buf.String(), []string{"tool=echo", "tool=absent", "outcome=tool_not_found", "level=WARN"}, "hidden-token")
 }

@@ -228,7 +228,7 @@ func (a *announcer) confirmRound(name, named []*call, r *announceRound) {
 		return
 	}
 	a.publish(name)
-	if err := a.w.nc.FlushTimeout(a.w.cfg.Liveness.ConfirmTimeout); err != nil {
+	if err := a.w.nc.FlushTimeout(a.w.confirmTimeout); err != nil {
 		a.w.log.Debug("heartbeats naming calls about to start not confirmed", "err", err)
 		close(r.done) // unconfirmed: those calls do not start (see call.announced)
 		return

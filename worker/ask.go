@@ -16,9 +16,9 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// DefaultQuestionTimeout is how long a question waits for its answer when
-// neither the handler nor Config.QuestionTimeout says otherwise.
-const DefaultQuestionTimeout = 5 * time.Minute
+// defaultQuestionTimeout is how long a question waits for its answer when
+// neither the handler nor Config.Liveness.QuestionTimeout says otherwise.
+const defaultQuestionTimeout = 5 * time.Minute
 
 // Question is what a handler asks its caller mid-call (docs/protocol.md
 // §23): a message for a person and the JSON Schema of the answer.

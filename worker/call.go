@@ -277,7 +277,7 @@ func (c *call) execute(ctx context.Context, slot bool) (json.RawMessage, *envelo
 type prepared struct {
 	body   callBody
 	format *envelope.Schema
-	// ctx and release, when the tool admits calls itself (Admitter): the
+	// ctx and release, when the tool admits calls itself (an admitter): the
 	// handler's context and the admission's end.
 	ctx     context.Context
 	release func()
@@ -333,7 +333,7 @@ func (c *call) prepare(ctx context.Context, slot bool) (prepared, *envelope.Prob
 	return pc, nil
 }
 
-// admitted waits for the tool's own admission of the call (Admitter),
+// admitted waits for the tool's own admission of the call (an admitter),
 // before its start: a refusal is the call's Problem, unrun.
 func (c *call) admitted(ctx context.Context, body callBody) (prepared, *envelope.Problem) {
 	actx, release, err := c.tool.admit.Admit(ctx, c.request(body))

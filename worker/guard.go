@@ -195,7 +195,7 @@ func (w *Worker) onViolation(op wire.Operation, subject string) {
 // the refusal before answering the round trip, and nats.go records it as
 // the connection's last error before the round trip returns.
 func (w *Worker) confirmSubscriptions(subjects ...string) error {
-	if err := w.nc.FlushTimeout(w.cfg.Liveness.ConfirmTimeout); err != nil {
+	if err := w.nc.FlushTimeout(w.confirmTimeout); err != nil {
 		return fmt.Errorf("subscriptions not confirmed by the server: %w", err)
 	}
 	op, denied, ok := wire.Violation(w.nc.LastError())

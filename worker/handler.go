@@ -32,9 +32,9 @@ func (f HandlerFunc) Handle(ctx context.Context, req *Request, emit Emitter) (an
 // own comes last in Register's (or AddTool's) arguments.
 type Middleware func(next Handler) Handler
 
-// Chain wraps h in mw, the first outermost: Chain(h, a, b) runs a, then
+// chain wraps h in mw, the first outermost: chain(h, a, b) runs a, then
 // b, then h.
-func Chain(h Handler, mw ...Middleware) Handler {
+func chain(h Handler, mw ...Middleware) Handler {
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
 	}
@@ -94,7 +94,8 @@ func (r *Request) Sender() string {
 	return "caller:" + k.name
 }
 
-// WillWait is called by an Admitter just before the call waits for room
+// WillWait is called by a handler admitting calls itself (an Admit
+// method, as worker/cli's has) just before the call waits for room
 // of the handler's own (a command-line tool's slots), and reports whether
 // it may wait; when it may not, Admit refuses the call at once (the
 // worker then answers it overloaded, unrun, with its own detail). A call
@@ -118,14 +119,15 @@ func bindArgs(tool string, args json.RawMessage, v any) error {
 	return nil
 }
 
-// Admitter is a Handler with room of its own that a call may have to wait
-// for before it runs (a command-line tool's slots, package worker/cli).
+// admitter is a Handler with room of its own that a call may have to wait
+// for before it runs (a command-line tool's slots, package worker/cli,
+// whose handler has this Admit method).
 // The worker admits each call of the tool through Admit before it sends
 // the call's start event, so that start means the handler runs rather
 // than waits: a durable task reads running only then. Admit returns the
 // context the handler then runs in and a release the worker calls once
 // the handler has returned; an error refuses the call, unrun.
-type Admitter interface {
+type admitter interface {
 	Admit(ctx context.Context, req *Request) (context.Context, func(), error)
 }
 

@@ -19,9 +19,9 @@ const (
 	maxIdemKeyLen = 256  // idem
 	maxBearerLen  = 8192 // bearer
 	maxTraceLen   = 1024 // traceparent, tracestate, baggage (each)
-	// MaxWindow is the largest initial credit a stream call may ask for;
+	// maxWindow is the largest initial credit a stream call may ask for;
 	// larger values are clamped (credit only bounds the caller's own memory).
-	MaxWindow = 1 << 16
+	maxWindow = 1 << 16
 	// maxUnixMilli keeps a pickup deadline within time.Time's range.
 	maxUnixMilli = 1 << 50
 )
@@ -110,7 +110,7 @@ func (m *callMeta) set(mp metaParser, key, v []byte) (uint32, error) {
 		return 1 << 3, err
 	case wire.MetaWindow:
 		n, err := wire.Digits(v)
-		m.window = int(min(max(n, 2), MaxWindow))
+		m.window = int(min(max(n, 2), maxWindow))
 		return 1 << 4, err
 	case wire.MetaInterval:
 		ms, err := wire.Digits(v)

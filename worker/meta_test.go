@@ -25,7 +25,7 @@ func TestParseCallMeta(t *testing.T) {
 		{"interval 1ms is floored", wire.MetaInterval, "1", false, func(m callMeta) bool { return m.interval == wire.MinHeartbeat }},
 		{"interval capped", wire.MetaInterval, "999999999999", false, func(m callMeta) bool { return m.interval == wire.MaxHeartbeat }},
 		{"window clamped up", wire.MetaWindow, "0", false, func(m callMeta) bool { return m.window == 2 }},
-		{"window clamped down", wire.MetaWindow, "999999999999999", false, func(m callMeta) bool { return m.window == MaxWindow }},
+		{"window clamped down", wire.MetaWindow, "999999999999999", false, func(m callMeta) bool { return m.window == maxWindow }},
 		{"budget 0 kept (spent)", wire.MetaTimeout, "0", false, func(m callMeta) bool { return m.hasBudget && m.budget == 0 }},
 		{"budget", wire.MetaTimeout, "1500", false, func(m callMeta) bool { return m.budget == 1500*time.Millisecond }},
 		{"mode stream", wire.MetaMode, "stream", false, func(m callMeta) bool { return m.mode == wire.ModeStream }},
@@ -86,7 +86,7 @@ func FuzzCallMeta(f *testing.F) {
 			}
 			return
 		}
-		if got.window < 2 || got.window > MaxWindow || got.interval < wire.MinHeartbeat && got.interval != time.Second ||
+		if got.window < 2 || got.window > maxWindow || got.interval < wire.MinHeartbeat && got.interval != time.Second ||
 			got.interval > wire.MaxHeartbeat || got.budget < 0 || len(got.callID) > maxIDLen || len(got.bearer) > maxBearerLen {
 			t.Fatalf("out of bounds: %+v", got)
 		}

@@ -113,10 +113,11 @@ func TestRegisterConfirmIsUnlockedAndAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	w, err := New(nc, Config{Liveness: Liveness{ConfirmTimeout: time.Hour}})
+	w, err := New(nc, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.confirmTimeout = time.Hour // before anything reads it: Register is the first
 	mustRegister(t, w, envelope.ToolSpec{Name: "a"}, noop)
 	_ = e.Shutdown(context.Background())
 	testutil.WaitFor(t, "the connection to notice", func() bool { return !nc.IsConnected() })

@@ -15,7 +15,7 @@ import (
 
 // An unleased call (no caller= that its reply subject carries: nobody
 // proves its sender alive) may wait for room — an execution slot, or its
-// tool's own queue (Admitter) — only where this worker can see its sender
+// tool's own queue (an admitter) — only where this worker can see its sender
 // leave, and one that waited is checked before it starts, so a sender's
 // burst of calls sent just before it disconnected does not run for nobody
 // (docs/protocol.md §8.5).
@@ -143,7 +143,7 @@ func (p *senderProbes) gone(ctx context.Context, w *Worker, reply string) bool {
 		p.close(tok)
 		return false
 	}
-	fctx, cancel := context.WithTimeout(ctx, w.cfg.Liveness.ConfirmTimeout)
+	fctx, cancel := context.WithTimeout(ctx, w.confirmTimeout)
 	defer cancel()
 	if err := w.nc.FlushWithContext(fctx); err != nil {
 		p.close(tok)

@@ -40,7 +40,7 @@ func (l *execLog) snapshot() []string {
 // gatedWorker is a worker on an embedded server running tool "t" one
 // call at a time: each run is logged, then waits for gate to close. The
 // one slot is the worker's own (MaxConcurrent 1) or, with toolSlots, the
-// tool's (an Admitter, as a CLI tool's max_concurrent is).
+// tool's (an admitter, as a CLI tool's max_concurrent is).
 func gatedWorker(t *testing.T, gate chan struct{}, log *execLog, toolSlots bool) (*Worker, *embedded.Server) {
 	t.Helper()
 	e, err := embedded.Start(context.Background(), embedded.Config{InProcessOnly: true})
@@ -74,7 +74,7 @@ func gatedWorker(t *testing.T, gate chan struct{}, log *execLog, toolSlots bool)
 	return w, e
 }
 
-// oneSlotTool is a handler with one slot of its own (an Admitter).
+// oneSlotTool is a handler with one slot of its own (an admitter).
 type oneSlotTool struct {
 	Handler
 	slots *fairshare.Semaphore

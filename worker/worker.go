@@ -144,14 +144,11 @@ type Liveness struct {
 	// a call ends with timeout after its budget or this, whichever is
 	// shorter, so a call for a dead inbox cannot run forever (default 5m).
 	MaxUnleasedLife time.Duration
-	// ConfirmTimeout bounds how long Register waits for the server to
-	// confirm a tool's subscription (default 10s).
-	ConfirmTimeout time.Duration
 	// RegistryTTL is how long the worker's key in the JetStream worker
 	// registry outlives its last refresh (default 1m).
 	RegistryTTL time.Duration
 	// QuestionTimeout bounds how long a question waits for its answer
-	// when the handler gives no timeout (default DefaultQuestionTimeout).
+	// when the handler gives no timeout (default 5m).
 	QuestionTimeout time.Duration
 }
 
@@ -219,12 +216,20 @@ type Worker struct {
 
 	formatsMu sync.Mutex
 	formats   map[string]*envelope.Schema
+	// confirmTimeout bounds how long Register, an announcement and an
+	// unleased call's check wait for the server to confirm what they
+	// published (defaultConfirmTimeout; the package's tests lengthen it).
+	confirmTimeout time.Duration
 }
+
+// defaultConfirmTimeout is how long the worker waits for the server to
+// confirm a subscription or a publish before giving up on it.
+const defaultConfirmTimeout = 10 * time.Second
 
 type tool struct {
 	spec    envelope.ToolSpec
 	handler Handler
-	admit   Admitter // the handler's own admission before start, if it has one
+	admit   admitter // the handler's own admission before start, if it has one
 	input   *envelope.Schema
 	output  *envelope.Schema
 	sub     *nats.Subscription
@@ -315,16 +320,13 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 		cfg.Liveness.MaxUnleasedLife = 5 * time.Minute
 	}
 	if cfg.Liveness.QuestionTimeout <= 0 {
-		cfg.Liveness.QuestionTimeout = DefaultQuestionTimeout
+		cfg.Liveness.QuestionTimeout = defaultQuestionTimeout
 	}
 	if cfg.Limits.MaxResultBytes <= 0 {
 		cfg.Limits.MaxResultBytes = wire.DefaultMaxResultBytes
 	}
 	if cfg.Liveness.RegistryTTL <= 0 {
 		cfg.Liveness.RegistryTTL = wire.DefaultRegistryTTL
-	}
-	if cfg.Liveness.ConfirmTimeout <= 0 {
-		cfg.Liveness.ConfirmTimeout = 10 * time.Second
 	}
 	if cfg.Limits.MaxPendingCalls <= 0 {
 		cfg.Limits.MaxPendingCalls = 1 << 16
@@ -400,22 +402,23 @@ func (cfg Config) checked(nc *nats.Conn) (Config, error) {
 // subscribes nothing yet.
 func newWorker(nc *nats.Conn, cfg Config) *Worker {
 	w := &Worker{
-		nc:          nc,
-		cfg:         cfg,
-		subjects:    wire.Subjects{Prefix: cfg.Prefix},
-		problems:    problembase.Registry{BaseURI: cfg.ProblemBaseURI},
-		tracer:      telemetry.NewTracer(cfg.Tracing.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
-		prop:        cfg.Tracing.Propagator,
-		log:         cfg.Logger.With("worker_id", cfg.ID),
-		started:     time.Now().UTC(),
-		slots:       make(chan struct{}, cfg.Limits.MaxConcurrent),
-		idle:        make(chan work),
-		tools:       map[string]*tool{},
-		registering: map[string]bool{},
-		calls:       map[callKey]*call{},
-		peers:       map[callKey]*peer{},
-		probing:     map[callKey]chan bool{},
-		formats:     map[string]*envelope.Schema{},
+		confirmTimeout: defaultConfirmTimeout,
+		nc:             nc,
+		cfg:            cfg,
+		subjects:       wire.Subjects{Prefix: cfg.Prefix},
+		problems:       problembase.Registry{BaseURI: cfg.ProblemBaseURI},
+		tracer:         telemetry.NewTracer(cfg.Tracing.TracerProvider, "github.com/toolmesh/toolmesh/worker"),
+		prop:           cfg.Tracing.Propagator,
+		log:            cfg.Logger.With("worker_id", cfg.ID),
+		started:        time.Now().UTC(),
+		slots:          make(chan struct{}, cfg.Limits.MaxConcurrent),
+		idle:           make(chan work),
+		tools:          map[string]*tool{},
+		registering:    map[string]bool{},
+		calls:          map[callKey]*call{},
+		peers:          map[callKey]*peer{},
+		probing:        map[callKey]chan bool{},
+		formats:        map[string]*envelope.Schema{},
 	}
 	w.shares = shares{limit: cfg.Limits.MaxPerIdentity, held: map[shareKey]int{}}
 	w.meta = metaParser{problems: w.problems, defInterval: cfg.Liveness.Heartbeat, minInterval: cfg.Liveness.MinHeartbeat}
@@ -445,7 +448,7 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // Register validates spec (name, schemas), compiles its schemas once, and
 // starts taking calls for it on one queue subscription. When it returns,
 // the server has the subscription: calls through the same server reach it.
-// Waiting for the server's confirmation (at most Config.ConfirmTimeout)
+// Waiting for the server's confirmation (at most 10s)
 // holds no lock, and a registration the server does not confirm is undone
 // entirely: the tool is then not registered at all. h runs inside
 // Config.Middleware and then mw, the first outermost.
@@ -457,8 +460,8 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	if inline {
 		h = declared.Handler
 	}
-	admit, _ := h.(Admitter)
-	h = Chain(Chain(h, mw...), w.cfg.Middleware...)
+	admit, _ := h.(admitter)
+	h = chain(chain(h, mw...), w.cfg.Middleware...)
 	in, out, err := spec.Compile()
 	if err != nil {
 		return w.problems.New(envelope.CodeInvalidConfig, err.Error())

@@ -20,14 +20,6 @@ import (
 	"github.com/toolmesh/toolmesh/internal/callmetrics"
 )
 
-// Instrument names Metrics records.
-const (
-	MetricCalls    = "toolmesh.caller.calls"
-	MetricErrors   = "toolmesh.caller.errors"
-	MetricDuration = "toolmesh.caller.duration"
-	MetricInFlight = "toolmesh.caller.in_flight"
-)
-
 // outcome is the code a terminal event ends the call with ("" for a result).
 func outcome(ev envelope.ToolEvent) envelope.Code {
 	if p := ev.Problem(); p != nil {
@@ -53,7 +45,10 @@ func AccessLog(log *slog.Logger) caller.Middleware {
 // Metrics records every call through the OpenTelemetry metrics API on
 // mp's meter: calls and failed calls by tool (failures also by code, the
 // caller's own such as worker_lost included), the time to the terminal
-// event as a histogram in seconds, and the calls in flight.
+// event as a histogram in seconds, and the calls in flight: the
+// instruments toolmesh.caller.calls, toolmesh.caller.errors,
+// toolmesh.caller.duration and toolmesh.caller.in_flight
+// (docs/operations.md).
 func Metrics(mp metric.MeterProvider) caller.Middleware {
 	inst := callmetrics.New(mp.Meter("github.com/toolmesh/toolmesh/caller/callermw"), "toolmesh.caller", "made")
 	return func(next caller.Invoker) caller.Invoker {

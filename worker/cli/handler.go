@@ -308,8 +308,8 @@ func (h *toolHandler) acquire(ctx context.Context, req *worker.Request) error {
 type admittedKey struct{}
 
 // Admit takes one of the tool's slots for a call before the worker sends
-// its start (worker.Admitter): start then means the program runs, not
-// that it waits for a slot. Handle runs in the returned context and takes
+// its start (the worker admits each call through a handler's Admit):
+// start then means the program runs, not that it waits for a slot. Handle runs in the returned context and takes
 // no second slot.
 func (h *toolHandler) Admit(ctx context.Context, req *worker.Request) (context.Context, func(), error) {
 	if err := h.acquire(ctx, req); err != nil {

@@ -9,17 +9,12 @@ import (
 	"github.com/toolmesh/toolmesh/worker"
 )
 
-// Instrument names Metrics records, after OpenTelemetry's naming rules.
-const (
-	MetricCalls    = "toolmesh.worker.calls"
-	MetricErrors   = "toolmesh.worker.errors"
-	MetricDuration = "toolmesh.worker.duration"
-	MetricInFlight = "toolmesh.worker.in_flight"
-)
-
 // Metrics records every call through the OpenTelemetry metrics API on
 // mp's meter: calls and failed calls by tool (failures also by code), the
-// handler's duration as a histogram in seconds, and the calls in flight.
+// handler's duration as a histogram in seconds, and the calls in flight:
+// the instruments toolmesh.worker.calls, toolmesh.worker.errors,
+// toolmesh.worker.duration and toolmesh.worker.in_flight
+// (docs/operations.md).
 // The library only uses the API; the program installs an SDK and an
 // exporter (the toolmesh command does so from OTEL_EXPORTER_OTLP_*).
 func Metrics(mp metric.MeterProvider) worker.Middleware {
