@@ -28,12 +28,6 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) erro
 	return err
 }
 
-// nopReadCloser reads r and leaves it open when the session ends.
-type nopReadCloser struct{ io.Reader }
-
-// Close does nothing: the reader outlives the session.
-func (nopReadCloser) Close() error { return nil }
-
 // nopWriteCloser writes to w and leaves it open when the session ends.
 type nopWriteCloser struct{ io.Writer }
 

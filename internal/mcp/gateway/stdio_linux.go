@@ -18,7 +18,7 @@ import (
 // Anything else (a terminal, a regular file, a file the poller has
 // already, a reader that is no file) is read as it is and never closed.
 func pollableStdin(r io.Reader) (io.ReadCloser, func()) {
-	as, none := nopReadCloser{r}, func() {}
+	as, none := io.NopCloser(r), func() {}
 	f, ok := r.(*os.File)
 	if !ok || f.SetReadDeadline(time.Time{}) == nil { // no file, or polled already
 		return as, none

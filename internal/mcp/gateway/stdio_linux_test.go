@@ -41,7 +41,7 @@ func nonblocking(t *testing.T, f *os.File) bool {
 func TestPollableStdinReadsAPipeThroughThePoller(t *testing.T) {
 	r, w := blockingPipe(t)
 	in, done := pollableStdin(r)
-	if in == io.ReadCloser(nopReadCloser{r}) {
+	if in == io.NopCloser(r) {
 		t.Fatal("a blocking pipe is read as it is, want a pollable duplicate")
 	}
 	f, ok := in.(*os.File)
@@ -85,7 +85,7 @@ func TestPollableStdinLeavesOtherReadersAsTheyAre(t *testing.T) {
 	src := strings.NewReader("{}\n")
 	in, done := pollableStdin(src)
 	defer done()
-	if in != io.ReadCloser(nopReadCloser{src}) {
+	if in != io.NopCloser(src) {
 		t.Fatalf("a reader that is no file became %T", in)
 	}
 	if err := in.Close(); err != nil {
@@ -101,7 +101,7 @@ func TestPollableStdinLeavesOtherReadersAsTheyAre(t *testing.T) {
 	}
 	defer pr.Close()
 	defer pw.Close()
-	if in, _ := pollableStdin(pr); in != io.ReadCloser(nopReadCloser{pr}) {
+	if in, _ := pollableStdin(pr); in != io.NopCloser(pr) {
 		t.Fatalf("an already non-blocking pipe became %T", in)
 	}
 	if !nonblocking(t, pr) {

@@ -8,5 +8,5 @@ import "io"
 // pipe is not always safe to poll (kqueue misses a FIFO's last writer
 // closing it).
 func pollableStdin(r io.Reader) (io.ReadCloser, func()) {
-	return nopReadCloser{r}, func() {}
+	return io.NopCloser(r), func() {}
 }
