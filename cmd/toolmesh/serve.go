@@ -28,14 +28,10 @@ func newDevCmd(g *globals) *cobra.Command {
 	var drain time.Duration
 	var approvals worker.Approvals
 	var tf taskFlags
-	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("dev", "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
+		func(cmd *cobra.Command) error {
 			return runDev(cmd.Context(), g, devConfig{listen, config, drain, approvals, tf})
-		},
-	}
+		})
 	approvalFlags(cmd, &approvals)
 	tf.add(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
@@ -154,11 +150,8 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	var drain time.Duration
 	var approvals worker.Approvals
 	var audited bool
-	cmd := &cobra.Command{
-		Use:   "worker --config tools.yaml",
-		Short: "Join a mesh and host the command-line tools of a tools file",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("worker --config tools.yaml", "Join a mesh and host the command-line tools of a tools file",
+		func(cmd *cobra.Command) error {
 			ctx := cmd.Context()
 			if config == "" {
 				return envelope.NewProblem(envelope.CodeInvalidConfig, "--config is required: the tools file to host").
@@ -184,8 +177,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				wcfg.OnRefused = workermw.AuditRefused(nc, ac)
 			}
 			return runWorker(ctx, g, nc, file, config, wcfg, drain)
-		},
-	}
+		})
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
 	approvalFlags(cmd, &approvals)
 	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
