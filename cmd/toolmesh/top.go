@@ -16,6 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/ctxsleep"
 	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -75,7 +76,7 @@ func (t topView) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !sleepCtx(ctx, t.interval) {
+	if ctxsleep.Sleep(ctx, t.interval) != nil {
 		return envelope.NewProblem(envelope.CodeCancelled, "interrupted before the second sample")
 	}
 	second, err := t.sample(ctx)
@@ -112,20 +113,9 @@ func (t topView) live(ctx context.Context) error {
 			return nil // the terminal went away
 		}
 		prev = &cur
-		if !sleepCtx(ctx, t.interval) {
+		if ctxsleep.Sleep(ctx, t.interval) != nil {
 			return nil
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
