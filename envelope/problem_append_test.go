@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"testing"
 )
 
@@ -46,14 +47,10 @@ func legacyProblemJSON(p *Problem) ([]byte, error) {
 			return nil, err
 		}
 	}
-	names := make([]string, 0, len(p.Extensions))
-	for k := range p.Extensions {
-		if !standardMembers[k] {
-			names = append(names, k)
+	for _, k := range slices.Sorted(maps.Keys(p.Extensions)) {
+		if standardMembers[k] {
+			continue
 		}
-	}
-	sort.Strings(names)
-	for _, k := range names {
 		if err := member(jsonString(k), p.Extensions[k]); err != nil {
 			return nil, err
 		}

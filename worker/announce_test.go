@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // A worker starts a call without the server's confirmation of a heartbeat
@@ -55,33 +54,12 @@ func TestUnconfirmedStartNeedsBothSides(t *testing.T) {
 // result.
 func namedBeforeResult(t *testing.T, raw *nats.Conn, tool, id, extra string) bool {
 	t.Helper()
-	reply := "_INBOX." + id + ".01CALL"
-	sub, err := raw.SubscribeSync(reply)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	m := nats.NewMsg(wire.Subjects{}.Call(tool))
-	m.Reply = reply
 	pickup := time.Now().Add(time.Minute).UnixMilli()
-	m.Data = fmt.Appendf(nil, "tm2 id=01CALL mode=unary caller=%s interval=60000 pickup=%d%s\n{\"args\":{}}", id, pickup, extra)
-	if err := raw.PublishMsg(m); err != nil {
-		t.Fatal(err)
+	data := fmt.Appendf(nil, "tm2 id=01CALL mode=unary caller=%s interval=60000 pickup=%d%s\n{\"args\":{}}", id, pickup, extra)
+	msg, beats := nextPastBeats(t, sendCall(t, raw, tool, "_INBOX."+id+".01CALL", data), "tool "+tool+": the call's end")
+	ev, err := envelope.ParseEvent(msg.Data)
+	if err != nil || ev.Type != envelope.EventResult {
+		t.Fatalf("tool %s: the call ended %+v (%v), want a result", tool, ev, err)
 	}
-	named := false
-	for {
-		msg, err := sub.NextMsg(20 * time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if isBeat(msg) {
-			named = true
-			continue
-		}
-		ev, err := envelope.ParseEvent(msg.Data)
-		if err != nil || ev.Type != envelope.EventResult {
-			t.Fatalf("tool %s: the call ended %+v (%v), want a result", tool, ev, err)
-		}
-		return named
-	}
+	return beats > 0
 }

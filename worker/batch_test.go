@@ -30,15 +30,7 @@ func batchOf(calls ...string) []byte {
 // replies name n calls (or once one message names none).
 func sendBatch(t *testing.T, raw *nats.Conn, tool string, data []byte, n int) (map[string]envelope.ToolEvent, []*nats.Msg) {
 	t.Helper()
-	inbox := nats.NewInbox()
-	sub, err := raw.SubscribeSync(inbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := raw.PublishRequest(wire.Subjects{}.Call(tool), inbox, data); err != nil {
-		t.Fatal(err)
-	}
+	sub := sendCall(t, raw, tool, nats.NewInbox(), data)
 	got := map[string]envelope.ToolEvent{}
 	var msgs []*nats.Msg
 	for len(got) < n {
@@ -47,24 +39,14 @@ func sendBatch(t *testing.T, raw *nats.Conn, tool string, data []byte, n int) (m
 			t.Fatalf("after replies for %d of %d calls: %v", len(got), n, err)
 		}
 		msgs = append(msgs, m)
-		f, err := wire.ParseFrame(m.Data)
-		if err != nil {
-			t.Fatalf("reply %q: %v", m.Data, err)
-		}
-		ids, evs := []string{f.ID}, [][]byte{f.Payload}
+		f, ids, evs := replyFrame(t, m)
 		switch f.Kind {
 		case wire.FrameBare:
 			return got, msgs
-		case wire.FrameEnds:
-			ids, evs, err = f.Ends()
 		case wire.FrameEvents:
-			evs, err = f.Events()
 			if f.ID == "" || f.Seq != 1 || len(evs) != 1 {
 				t.Fatalf("reply %q: want one event numbered 1 naming its call", m.Data)
 			}
-		}
-		if err != nil {
-			t.Fatalf("reply %q: %v", m.Data, err)
 		}
 		for i, id := range ids {
 			ev, err := envelope.ParseEvent(evs[i])

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // runsOn names how the calling handler came to run: "reader" (on a
@@ -131,15 +130,7 @@ func testBlockedCallHoldsNothingUp(t *testing.T, declared bool) {
 			t.Fatalf("warm-up call: %+v", ev)
 		}
 	}
-	blocked, err := raw.SubscribeSync(nats.NewInbox())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := nats.NewMsg(wire.Subjects{}.Call("t"))
-	m.Reply, m.Data = blocked.Subject, []byte("tm2 mode=unary\n"+`{"args":{"block":true}}`)
-	if err := raw.PublishMsg(m); err != nil {
-		t.Fatal(err)
-	}
+	blocked := sendCall(t, raw, "t", nats.NewInbox(), []byte("tm2 mode=unary\n"+`{"args":{"block":true}}`))
 	<-entered
 	if ev := rawCall(t, raw, "t", []byte(`{"args":{}}`)); ev.Type != envelope.EventResult {
 		t.Fatalf("the call behind the blocked one: %+v, want a result", ev)
@@ -160,31 +151,16 @@ func TestInlineBatchRunsOnceNamed(t *testing.T) {
 		where <- runsOn()
 		return req.Args, nil
 	})))
-	reply := "_INBOX.B.01CALL"
-	sub, err := raw.SubscribeSync(reply)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pickup := time.Now().Add(time.Minute).UnixMilli()
 	var calls []string
 	for _, id := range []string{"b1", "b2", "b3"} {
 		calls = append(calls, fmt.Sprintf("tm2 id=%s mode=unary caller=B interval=60000 pickup=%d\n{\"args\":{\"id\":%q}}", id, pickup, id))
 	}
-	m := nats.NewMsg(wire.Subjects{}.Call("t"))
-	m.Reply, m.Data = reply, batchOf(calls...)
-	if err := raw.PublishMsg(m); err != nil {
-		t.Fatal(err)
-	}
+	sub := sendCall(t, raw, "t", "_INBOX.B.01CALL", batchOf(calls...))
 	named, got := false, map[string]envelope.ToolEvent{}
 	for len(got) < len(calls) {
-		msg, err := sub.NextMsg(20 * time.Second)
-		if err != nil {
-			t.Fatalf("after %d results: %v", len(got), err)
-		}
-		if isBeat(msg) {
-			named = named || len(got) == 0
-			continue
-		}
+		msg, beats := nextPastBeats(t, sub, fmt.Sprintf("after %d results", len(got)))
+		named = named || beats > 0 && len(got) == 0
 		for id, ev := range replyEvents(t, msg) {
 			got[id] = ev
 		}
@@ -208,20 +184,7 @@ func TestInlineBatchRunsOnceNamed(t *testing.T) {
 // the call id each names.
 func replyEvents(t *testing.T, m *nats.Msg) map[string]envelope.ToolEvent {
 	t.Helper()
-	f, err := wire.ParseFrame(m.Data)
-	if err != nil {
-		t.Fatalf("reply %q: %v", m.Data, err)
-	}
-	ids, evs := []string{f.ID}, [][]byte{f.Payload}
-	switch f.Kind {
-	case wire.FrameEnds:
-		ids, evs, err = f.Ends()
-	case wire.FrameEvents:
-		evs, err = f.Events()
-	}
-	if err != nil || len(ids) != len(evs) {
-		t.Fatalf("reply %q: %v", m.Data, err)
-	}
+	_, ids, evs := replyFrame(t, m)
 	out := map[string]envelope.ToolEvent{}
 	for i, id := range ids {
 		ev, err := envelope.ParseEvent(evs[i])
@@ -276,21 +239,12 @@ func TestNamedInlineCallSettlesOnItsReader(t *testing.T) {
 	if got := <-where; got != (ran{"settled", true}) {
 		t.Errorf("the lone call ran %+v, want settled on its reader", got)
 	}
-	reply := "_INBOX.S.01CALL"
-	sub, err := raw.SubscribeSync(reply)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pickup := time.Now().Add(time.Minute).UnixMilli()
 	var calls []string
 	for _, id := range []string{"s1", "s2"} {
 		calls = append(calls, fmt.Sprintf("tm2 id=%s mode=unary caller=S interval=60000 pickup=%d\n{\"args\":{}}", id, pickup))
 	}
-	m := nats.NewMsg(wire.Subjects{}.Call("destroy"))
-	m.Reply, m.Data = reply, batchOf(calls...)
-	if err := raw.PublishMsg(m); err != nil {
-		t.Fatal(err)
-	}
+	sub := sendCall(t, raw, "destroy", "_INBOX.S.01CALL", batchOf(calls...))
 	if msg, err := sub.NextMsg(20 * time.Second); err != nil || !isBeat(msg) {
 		t.Fatalf("the batch's first reply: %v, %v; want the heartbeat naming its calls", msg, err)
 	}

@@ -226,29 +226,11 @@ func TestLiveCallerIsProbedNotCancelled(t *testing.T) {
 		}
 		return "done", nil
 	}))
-	m := nats.NewMsg(wire.Subjects{}.Call("slow"))
-	m.Reply = "_INBOX.SILENT.01CALL"
-	m.Data = []byte("tm2 mode=unary caller=SILENT interval=10\n" + `{"args":{}}`)
-	sub, err := raw.SubscribeSync(m.Reply)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.PublishMsg(m); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		reply, err := sub.NextMsg(20 * time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if isBeat(reply) {
-			continue
-		}
-		ev, err := envelope.ParseEvent(reply.Data)
-		if err != nil || ev.Type != envelope.EventResult {
-			t.Fatalf("a live caller's call ended %+v (%v)", ev, err)
-		}
-		return
+	sub := sendCall(t, raw, "slow", "_INBOX.SILENT.01CALL", []byte("tm2 mode=unary caller=SILENT interval=10\n"+`{"args":{}}`))
+	reply, _ := nextPastBeats(t, sub, "the live caller's result")
+	ev, err := envelope.ParseEvent(reply.Data)
+	if err != nil || ev.Type != envelope.EventResult {
+		t.Fatalf("a live caller's call ended %+v (%v)", ev, err)
 	}
 }
 
@@ -289,41 +271,18 @@ func TestCallArrivingAfterStopIsRefused(t *testing.T) {
 	}
 }
 
-// isBeat reports whether m is a worker's heartbeat frame.
-func isBeat(m *nats.Msg) bool {
-	f, err := wire.ParseFrame(m.Data)
-	return err == nil && f.Kind == wire.FrameBeat
-}
-
 // firstEventPastBeats publishes one call message (metadata line and body)
 // to tool on raw and returns the first event answered, past any heartbeats.
 func firstEventPastBeats(t *testing.T, raw *nats.Conn, tool, msg string) envelope.ToolEvent {
 	t.Helper()
-	reply := nats.NewInbox()
-	sub, err := raw.SubscribeSync(reply)
+	m, _ := nextPastBeats(t, sendCall(t, raw, tool, nats.NewInbox(), []byte(msg)), "no answer")
+	f, err := wire.ParseFrame(m.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := raw.PublishRequest(wire.Subjects{}.Call(tool), reply, []byte(msg)); err != nil {
+	ev, err := envelope.ParseEvent(f.Payload)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		m, err := sub.NextMsg(20 * time.Second)
-		if err != nil {
-			t.Fatal("no answer:", err)
-		}
-		if isBeat(m) {
-			continue
-		}
-		f, err := wire.ParseFrame(m.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := envelope.ParseEvent(f.Payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ev
-	}
+	return ev
 }

@@ -120,22 +120,13 @@ func TestDuplicateCallIDRefused(t *testing.T) {
 	call("reply.first")
 	<-running
 	call("reply.second")
-	for {
-		m, err := second.NextMsg(20 * time.Second)
-		if err != nil {
-			t.Fatal("no answer to the duplicate:", err)
-		}
-		if isBeat(m) {
-			continue
-		}
-		var ev envelope.ToolEvent
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			t.Fatal(err)
-		}
-		if ev.Code != envelope.CodeInvalidInput {
-			t.Fatalf("duplicate answered %+v, want invalid_input", ev)
-		}
-		break
+	m, _ := nextPastBeats(t, second, "no answer to the duplicate")
+	var ev envelope.ToolEvent
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Code != envelope.CodeInvalidInput {
+		t.Fatalf("duplicate answered %+v, want invalid_input", ev)
 	}
 	w.Stop() // returns only once the first handler has ended
 	if cause := <-cancelled; cause == nil || !strings.Contains(cause.Error(), "stopped") {
@@ -156,14 +147,7 @@ func TestHugeBudgetIsNotExpired(t *testing.T) {
 	}))
 	// A caller that proves it is alive (its reply subject carries its id):
 	// an unleased call's life is bounded.
-	sub, err := raw.SubscribeSync("_INBOX.c1.call1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.PublishRequest(wire.Subjects{}.Call("t"), "_INBOX.c1.call1",
-		[]byte("tm2 timeout=9999999999999 caller=c1\n"+`{"args":{}}`)); err != nil {
-		t.Fatal(err)
-	}
+	sub := sendCall(t, raw, "t", "_INBOX.c1.call1", []byte("tm2 timeout=9999999999999 caller=c1\n"+`{"args":{}}`))
 	reply, err := sub.NextMsg(20 * time.Second)
 	// The worker names a leased call in a heartbeat before it runs it
 	// (protocol v2, §8.2): the result follows.

@@ -25,11 +25,8 @@ func newAuditCmd(g *globals) *cobra.Command {
 	var f audit.Filter
 	var since time.Duration
 	var follow, asJSON bool
-	cmd := &cobra.Command{
-		Use:   "audit",
-		Short: "Print the audit trail: who called which tool, when, and how it ended (operator only)",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("audit", "Print the audit trail: who called which tool, when, and how it ended (operator only)",
+		func(cmd *cobra.Command) error {
 			ctx := cmd.Context()
 			if since > 0 {
 				f.Since = time.Now().Add(-since)
@@ -51,8 +48,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			return auditProblem(err)
-		},
-	}
+		})
 	fl := cmd.Flags()
 	fl.StringVar(&f.Tool, "tool", "", "only this tool (a subject pattern: demo.echo, demo.*, demo.>; the task API is tasks.*)")
 	fl.StringVar(&f.Identity, "identity", "", "only this caller: ACCOUNT/user, a tenant (ACCOUNT/) or a person (user)")
@@ -66,11 +62,8 @@ func newAuditCmd(g *globals) *cobra.Command {
 // newAuditInitCmd is `toolmesh audit init`, which creates the audit stream.
 func newAuditInitCmd(g *globals) *cobra.Command {
 	var lim audit.Limits
-	cmd := &cobra.Command{
-		Use:   "init",
-		Short: "Create the append-only audit stream (" + audit.StreamName + ") if it is not there",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("init", "Create the append-only audit stream ("+audit.StreamName+") if it is not there",
+		func(cmd *cobra.Command) error {
 			ctx := cmd.Context()
 			js, closeNC, err := g.auditJetStream(ctx)
 			if err != nil {
@@ -84,8 +77,7 @@ func newAuditInitCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(g.stdout, "toolmesh audit: stream %s keeps %s (max age %s, max bytes %d; no deletes, no purges)\n",
 				cfg.Name, cfg.Subjects[0], cfg.MaxAge, cfg.MaxBytes)
 			return nil
-		},
-	}
+		})
 	cmd.Flags().DurationVar(&lim.MaxAge, "max-age", 0, "how long records are kept (0: until max-bytes)")
 	cmd.Flags().Int64Var(&lim.MaxBytes, "max-bytes", 0, "how many bytes of records are kept, the oldest going first (0: no bound)")
 	cmd.Flags().IntVar(&lim.Replicas, "replicas", 1, "replicas of the stream (3 on a 3-node JetStream cluster)")

@@ -27,14 +27,8 @@ type authCalloutFlags struct {
 // service that lets people connect with their OpenID token.
 func newAuthCalloutCmd(g *globals) *cobra.Command {
 	var f authCalloutFlags
-	cmd := &cobra.Command{
-		Use:   "authcallout --policy FILE --auth-issuer URL --auth-audience URI --issuer-seed-env VAR",
-		Short: "Serve NATS auth callout: admit people by their OpenID token, as the policy maps them",
-		Long: "Connect as a user the server's auth_callout lists in auth_users and answer its authorization requests:\n" +
-			"a client presenting an OpenID token as its NATS token (toolmesh --token, or the MCP gateway's\n" +
-			"--auth-as-person) becomes the NATS user the policy maps it to. Needs nats-server 2.10 or later.",
-		Args: usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("authcallout --policy FILE --auth-issuer URL --auth-audience URI --issuer-seed-env VAR", "Serve NATS auth callout: admit people by their OpenID token, as the policy maps them",
+		func(cmd *cobra.Command) error {
 			svc, err := f.service(cmd, g)
 			if err != nil {
 				return err
@@ -49,8 +43,10 @@ func newAuthCalloutCmd(g *globals) *cobra.Command {
 				return envelope.NewProblem(envelope.CodeConnectionLost, "authcallout: "+err.Error())
 			}
 			return nil
-		},
-	}
+		})
+	cmd.Long = "Connect as a user the server's auth_callout lists in auth_users and answer its authorization requests:\n" +
+		"a client presenting an OpenID token as its NATS token (toolmesh --token, or the MCP gateway's\n" +
+		"--auth-as-person) becomes the NATS user the policy maps it to. Needs nats-server 2.10 or later."
 	fl := cmd.Flags()
 	fl.StringVar(&f.policy, "policy", "", "the policy file: which token claims map to which account, user and tool namespaces")
 	fl.StringVar(&f.issuer, "auth-issuer", "", "the OpenID issuer URL whose tokens are accepted")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/ctxsleep"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -125,12 +126,8 @@ func demoCount(ctx context.Context, _ *worker.Request, a countArgs, emit worker.
 }
 
 func demoSleep(ctx context.Context, _ *worker.Request, a sleepArgs) (sleepResult, error) {
-	t := time.NewTimer(time.Duration(a.Seconds * float64(time.Second)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return sleepResult{a.Seconds}, nil
-	case <-ctx.Done():
-		return sleepResult{}, ctx.Err()
+	if err := ctxsleep.Sleep(ctx, time.Duration(a.Seconds*float64(time.Second))); err != nil {
+		return sleepResult{}, err
 	}
+	return sleepResult{a.Seconds}, nil
 }

@@ -20,11 +20,8 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 	var prov, model string
 	var wait time.Duration
 	var deferred bool
-	cmd := &cobra.Command{
-		Use:   "export --provider openai|openai-responses|anthropic|gemini|mcp",
-		Short: "Print the mesh's tools in a model provider's (or MCP's) shape, with the name map",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("export --provider openai|openai-responses|anthropic|gemini|mcp", "Print the mesh's tools in a model provider's (or MCP's) shape, with the name map",
+		func(cmd *cobra.Command) error {
 			p, err := provider.ParseProvider(prov)
 			if err != nil {
 				return envelope.NewProblem(envelope.CodeInvalidInput, "--provider: "+err.Error()).
@@ -58,8 +55,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stderr, "no worker answered within %s\n", wait)
 			}
 			return nil
-		},
-	}
+		})
 	cmd.Flags().StringVar(&prov, "provider", "", "openai, openai-responses, anthropic, gemini or mcp (required)")
 	cmd.Flags().StringVar(&model, "model", "", "model name, to pick the capability row (e.g. gpt-3.5-turbo gets JSON mode for response formats)")
 	cmd.Flags().BoolVar(&deferred, "defer", false, "mark every tool for deferred loading with a client-run tool search (openai-responses: namespaces from dotted names; anthropic: defer_loading); caller.Dispatch answers the searches")

@@ -7,9 +7,6 @@
 package main
 
 import (
-	"github.com/toolmesh/toolmesh/internal/sandbox"
-	"github.com/toolmesh/toolmesh/internal/wire"
-
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +24,8 @@ import (
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/bench"
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/sandbox"
+	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh"
 )
 

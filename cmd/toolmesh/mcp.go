@@ -47,11 +47,8 @@ type mcpFlags struct {
 
 func newMCPCmd(g *globals) *cobra.Command {
 	var f mcpFlags
-	cmd := &cobra.Command{
-		Use:   "mcp [--http ADDR]",
-		Short: "Serve the mesh's tools to MCP clients over stdio (default) or streamable HTTP",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("mcp [--http ADDR]", "Serve the mesh's tools to MCP clients over stdio (default) or streamable HTTP",
+		func(cmd *cobra.Command) error {
 			if err := f.taskRules(); err != nil {
 				return err
 			}
@@ -74,8 +71,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 			}
 			defer done()
 			return runMCP(cmd.Context(), c, f, g)
-		},
-	}
+		})
 	fl := cmd.Flags()
 	fl.StringVar(&f.http, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8080) instead of stdio")
 	fl.StringVar(&f.tools, "tools", "", "comma-separated tool names or globs to serve, e.g. 'fs.*,git.status' (default: all)")

@@ -24,23 +24,15 @@ import (
 )
 
 func newDevCmd(g *globals) *cobra.Command {
-	var listen, config string
-	var drain time.Duration
-	var approvals worker.Approvals
-	var tf taskFlags
-	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDev(cmd.Context(), g, devConfig{listen, config, drain, approvals, tf})
-		},
-	}
-	approvalFlags(cmd, &approvals)
-	tf.add(cmd)
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
-	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) of command-line tools to host as well")
-	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
+	var dc devConfig
+	cmd := usage.Command("dev", "Run a complete single-node mesh: an embedded NATS server and a worker with the demo tools",
+		func(cmd *cobra.Command) error {
+			return runDev(cmd.Context(), g, dc)
+		})
+	dc.host.add(cmd)
+	dc.tasks.add(cmd)
+	cmd.Flags().StringVar(&dc.listen, "listen", "127.0.0.1:4222", "host:port of the embedded NATS server")
+	cmd.Flags().StringVar(&dc.config, "config", "", "tools file (YAML) of command-line tools to host as well")
 	addAllowUnconfined(cmd, g)
 	return cmd
 }
@@ -48,21 +40,28 @@ func newDevCmd(g *globals) *cobra.Command {
 // devConfig is what `toolmesh dev`'s flags set.
 type devConfig struct {
 	listen, config string
-	drain          time.Duration
-	approvals      worker.Approvals
+	host           hostFlags
 	tasks          taskFlags
 }
 
-// approvalFlags adds the approval policy's flags (docs/protocol.md §23.7).
-func approvalFlags(cmd *cobra.Command, a *worker.Approvals) {
-	cmd.Flags().StringArrayVar(&a.Tools, "approve", nil, "require the caller's approval before tools matching this pattern run (path.Match over the name, e.g. 'fs.*'; repeatable)")
-	cmd.Flags().BoolVar(&a.Destructive, "approve-destructive", false, "require the caller's approval before every tool that is not read-only and whose destructive hint is not false runs")
+// hostFlags are the flags of a command that hosts tools on a worker: the
+// approval policy (docs/protocol.md §23.7) and how long calls in flight
+// may take to finish on shutdown.
+type hostFlags struct {
+	approvals worker.Approvals
+	drain     time.Duration
+}
+
+func (h *hostFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&h.approvals.Tools, "approve", nil, "require the caller's approval before tools matching this pattern run (path.Match over the name, e.g. 'fs.*'; repeatable)")
+	cmd.Flags().BoolVar(&h.approvals.Destructive, "approve-destructive", false, "require the caller's approval before every tool that is not read-only and whose destructive hint is not false runs")
+	cmd.Flags().DurationVar(&h.drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 }
 
 // runDev runs `toolmesh dev`: an embedded server, the demo tools and
 // the tools file's, until a signal drains them.
 func runDev(ctx context.Context, g *globals, dc devConfig) error {
-	listen, config, drain := dc.listen, dc.config, dc.drain
+	listen, config, drain := dc.listen, dc.config, dc.host.drain
 	var file *cli.File
 	if config != "" {
 		f, err := cli.LoadFile(config)
@@ -89,7 +88,7 @@ func runDev(ctx context.Context, g *globals, dc devConfig) error {
 	}
 	defer nc.Close()
 	wcfg := worker.Config{Prefix: g.prefix, Logger: g.log, Description: "toolmesh dev", Middleware: commandMiddleware(),
-		Approvals: dc.approvals}
+		Approvals: dc.host.approvals}
 	w, err := worker.New(nc, wcfg)
 	if err != nil {
 		return envelope.AsProblem(err, envelope.CodeInternal)
@@ -151,14 +150,10 @@ func startDevTasks(ctx context.Context, srv *embedded.Server, g *globals, tf tas
 
 func newWorkerCmd(g *globals) *cobra.Command {
 	var config, pool string
-	var drain time.Duration
-	var approvals worker.Approvals
+	var host hostFlags
 	var audited bool
-	cmd := &cobra.Command{
-		Use:   "worker --config tools.yaml",
-		Short: "Join a mesh and host the command-line tools of a tools file",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("worker --config tools.yaml", "Join a mesh and host the command-line tools of a tools file",
+		func(cmd *cobra.Command) error {
 			ctx := cmd.Context()
 			if config == "" {
 				return envelope.NewProblem(envelope.CodeInvalidConfig, "--config is required: the tools file to host").
@@ -176,20 +171,18 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			wcfg := worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware(), Approvals: approvals}
+			wcfg := worker.Config{Prefix: g.prefix, Pool: pool, Logger: g.log, Middleware: commandMiddleware(), Approvals: host.approvals}
 			if audited {
 				ac := auditConfig(g, pool, "")
 				wcfg.Middleware = append([]worker.Middleware{workermw.Audit(nc, ac)}, wcfg.Middleware...)
 				wcfg.OnAnswer = workermw.AuditAnswers(nc, ac)
 				wcfg.OnRefused = workermw.AuditRefused(nc, ac)
 			}
-			return runWorker(ctx, g, nc, file, config, wcfg, drain)
-		},
-	}
+			return runWorker(ctx, g, nc, file, config, wcfg, host.drain)
+		})
 	cmd.Flags().StringVar(&config, "config", "", "tools file (YAML) to host")
-	approvalFlags(cmd, &approvals)
+	host.add(cmd)
 	cmd.Flags().StringVar(&pool, "pool", "", "worker pool (NATS identity) this worker belongs to: its control subject is <prefix>.ctl.<pool>.<id> (see deploy/secure)")
-	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long calls in flight may take to finish on shutdown")
 	cmd.Flags().BoolVar(&audited, "audit", false, "record every call (who, tool, args digest, outcome, ran) on <prefix>.audit.<tool> for the audit stream (see toolmesh audit)")
 	addAllowUnconfined(cmd, g)
 	return cmd

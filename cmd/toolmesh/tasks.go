@@ -223,11 +223,8 @@ func (f *taskFlags) config(g *globals) tasks.Config {
 
 func newTasksServeCmd(g *globals) *cobra.Command {
 	var tf taskFlags
-	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Run a task service (needs JetStream): it keeps durable calls and runs them on the mesh's workers",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("serve", "Run a task service (needs JetStream): it keeps durable calls and runs them on the mesh's workers",
+		func(cmd *cobra.Command) error {
 			ctx := cmd.Context()
 			nc, err := g.dial(ctx, "tasks")
 			if err != nil {
@@ -250,8 +247,7 @@ func newTasksServeCmd(g *globals) *cobra.Command {
 			<-ctx.Done()
 			svc.Close(context.Background())
 			return nil
-		},
-	}
+		})
 	tf.add(cmd)
 	cmd.Flags().BoolVar(&tf.audit, "audit", false, "record every task action (submit, cancel, answer…, kind task) with its caller, the task's owner, on <prefix>.audit.tasks.<action> (see toolmesh audit)")
 	return cmd

@@ -26,11 +26,8 @@ func newToolsCmd(g *globals) *cobra.Command {
 func newToolsListCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var wait time.Duration
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List every tool the mesh's workers host",
-		Args:  usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	list := usage.Command("list", "List every tool the mesh's workers host",
+		func(cmd *cobra.Command) error {
 			cat, err := g.catalog(cmd, wait)
 			if err != nil {
 				return err
@@ -40,8 +37,7 @@ func newToolsListCmd(g *globals) *cobra.Command {
 			}
 			printCatalog(g, cat, wait)
 			return nil
-		},
-	}
+		})
 	list.Flags().BoolVar(&asJSON, "json", false, "print the catalogue as JSON")
 	list.Flags().DurationVar(&wait, "wait", 0, catalogWaitHelp)
 	return list

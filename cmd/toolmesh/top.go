@@ -16,6 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/ctxsleep"
 	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/mesh"
 )
@@ -25,16 +26,8 @@ func newTopCmd(g *globals) *cobra.Command {
 		interval, wait time.Duration
 		asJSON         bool
 	)
-	cmd := &cobra.Command{
-		Use:   "top",
-		Short: "A live view of the fleet: workers, tools, calls in flight, calls/s, errors by code, p50/p99 latency",
-		Long: `A live view of the mesh, refreshed every --interval from the workers' $SRV.STATS answers
-(the ADR-32 subject stock NATS tooling reads). Plain text and ANSI clear-screen only, so it
-works over ssh. Rates and the P50/P99 columns cover the last interval; totals are since
-each worker started. With --json it takes two samples --interval apart and prints one
-summary (totals from the second sample) for scripts. Ctrl-C quits.`,
-		Args: usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("top", "A live view of the fleet: workers, tools, calls in flight, calls/s, errors by code, p50/p99 latency",
+		func(cmd *cobra.Command) error {
 			if interval <= 0 {
 				return usage.FlagValueProblem("interval", interval.String(), "a positive duration such as 1s")
 			}
@@ -48,8 +41,12 @@ summary (totals from the second sample) for scripts. Ctrl-C quits.`,
 				return t.once(cmd.Context())
 			}
 			return t.live(cmd.Context())
-		},
-	}
+		})
+	cmd.Long = `A live view of the mesh, refreshed every --interval from the workers' $SRV.STATS answers
+(the ADR-32 subject stock NATS tooling reads). Plain text and ANSI clear-screen only, so it
+works over ssh. Rates and the P50/P99 columns cover the last interval; totals are since
+each worker started. With --json it takes two samples --interval apart and prints one
+summary (totals from the second sample) for scripts. Ctrl-C quits.`
 	f := cmd.Flags()
 	f.DurationVar(&interval, "interval", time.Second, "how often to refresh (and, with --json, the gap between the two samples)")
 	f.DurationVar(&wait, "wait", 500*time.Millisecond, "how long to wait for the workers' answers in each sample")
@@ -79,7 +76,7 @@ func (t topView) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !sleepCtx(ctx, t.interval) {
+	if ctxsleep.Sleep(ctx, t.interval) != nil {
 		return envelope.NewProblem(envelope.CodeCancelled, "interrupted before the second sample")
 	}
 	second, err := t.sample(ctx)
@@ -116,20 +113,9 @@ func (t topView) live(ctx context.Context) error {
 			return nil // the terminal went away
 		}
 		prev = &cur
-		if !sleepCtx(ctx, t.interval) {
+		if ctxsleep.Sleep(ctx, t.interval) != nil {
 			return nil
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

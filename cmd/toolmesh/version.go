@@ -6,19 +6,17 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 )
 
 // newVersionCmd is `toolmesh version`: what --version prints.
 func newVersionCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version, commit and Go version of this binary",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	return usage.Command("version", "Print the version, commit and Go version of this binary",
+		func(*cobra.Command) error {
 			fmt.Fprintf(g.stdout, "toolmesh version %s\n", buildVersion())
 			return nil
-		},
-	}
+		})
 }
 
 // moduleVersion is the short version MCP clients see as serverInfo.version:

@@ -17,9 +17,8 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/nats-io/jwt/v2"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/oauth"

@@ -16,12 +16,12 @@ package redact
 import (
 	"encoding/json"
 	"errors"
-	"github.com/toolmesh/toolmesh/internal/textcut"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/textcut"
 )
 
 // Mark replaces what is removed.

@@ -30,6 +30,22 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// WaitPID waits until a program has written a pid and its newline to
+// pidfile (the shell's `echo $! > pidfile`), and returns that pid.
+func WaitPID(t testing.TB, pidfile string) int {
+	t.Helper()
+	var pid int
+	WaitFor(t, "a pid in "+pidfile, func() bool {
+		b, err := os.ReadFile(pidfile)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false
+		}
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0
+	})
+	return pid
+}
+
 // BuildBinary builds the Go main package at pkg (a path relative to the
 // calling test's directory) into a new temporary directory and returns the
 // binary's path.

@@ -81,9 +81,7 @@ func mergeObjects(base, add json.RawMessage) (json.RawMessage, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		name, _ := json.Marshal(m.name)
-		out = append(out, name...)
-		out = append(out, ':')
+		out = append(AppendString(out, m.name), ':')
 		out = append(out, m.value...)
 	}
 	return append(out, '}'), nil

@@ -415,8 +415,8 @@ func TestOutputCap(t *testing.T) {
 	wantProblem(t, err, envelope.CodePayloadTooLarge)
 }
 
-// runUntilPid starts h, waits until the program wrote its grandchild's pid
-// into pidfile, cancels, and returns that pid.
+// runAndCancel starts h, waits until the program wrote its grandchild's
+// pid into pidfile, cancels, and returns that pid and h's error.
 func runAndCancel(t *testing.T, h *toolHandler, pidfile string) (int, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -426,15 +426,7 @@ func runAndCancel(t *testing.T, h *toolHandler, pidfile string) (int, error) {
 		_, err := h.Handle(ctx, &worker.Request{Tool: "t", Args: json.RawMessage(`{}`)}, &recorder{})
 		errc <- err
 	}()
-	var pid int
-	waitFor(t, "the grandchild's pid", func() bool {
-		b, err := os.ReadFile(pidfile)
-		if err != nil || !strings.HasSuffix(string(b), "\n") {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
+	pid := testutil.WaitPID(t, pidfile)
 	cancel()
 	return pid, <-errc
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/ctxsleep"
 	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/internal/sandbox"
 	"github.com/toolmesh/toolmesh/worker"
@@ -393,12 +394,8 @@ func (b *Bridge) restart(ctx context.Context) *mcp.ClientSession {
 		b.backoff = min(b.backoff*2, b.cfg.RestartMax)
 		b.mu.Unlock()
 		b.log.Warn("mcp bridge: the server's session ended; restarting", "in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctxsleep.Sleep(ctx, wait) != nil {
 			return nil
-		case <-t.C:
 		}
 		sess, err := b.connect(ctx)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolmesh/toolmesh/internal/textcut"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -14,6 +13,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
+	"github.com/toolmesh/toolmesh/internal/textcut"
 )
 
 // maxDeltaBytes bounds the deltas a result accumulates; past it the rest

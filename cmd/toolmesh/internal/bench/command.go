@@ -71,20 +71,8 @@ const (
 // is parsed (so the global flags and the logger are set by then).
 func Command(envOf func() *Env) *cobra.Command {
 	o := &benchOptions{}
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure the mesh against raw NATS, the nats.go micro peer and os/exec on the same server, side by side",
-		Long: `Measure unary calls at each --concurrency, one streamed call of --deltas events, a call
-nobody answers and a CLI-bound /bin/true at each --cli-concurrency, each beside its raw
-peer (nats.go request/reply, a nats.go micro endpoint, publish→subscribe, os/exec) on the
-same server in the same run, in interleaved rounds, and print the median ratios with
-their spread and each row's target: the bound within which the mesh's own cost beside
-its raw peer is worth what the mesh adds. Then --memory-calls calls held in flight at
-once, worker and caller each in a process of their own, for heap and RSS per call.
-Runs against an embedded server unless --server or $NATS_URL names one; it hosts its
-own tools under a private subject prefix, so a live mesh is not disturbed.`,
-		Args: usage.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := usage.Command("bench", "Measure the mesh against raw NATS, the nats.go micro peer and os/exec on the same server, side by side",
+		func(cmd *cobra.Command) error {
 			env := envOf()
 			if o.peer == peerMCP {
 				return runMCPPeer(cmd.Context(), env, o)
@@ -99,8 +87,16 @@ own tools under a private subject prefix, so a live mesh is not disturbed.`,
 				return err
 			}
 			return runBench(cmd.Context(), cmd, env, o)
-		},
-	}
+		})
+	cmd.Long = `Measure unary calls at each --concurrency, one streamed call of --deltas events, a call
+nobody answers and a CLI-bound /bin/true at each --cli-concurrency, each beside its raw
+peer (nats.go request/reply, a nats.go micro endpoint, publish→subscribe, os/exec) on the
+same server in the same run, in interleaved rounds, and print the median ratios with
+their spread and each row's target: the bound within which the mesh's own cost beside
+its raw peer is worth what the mesh adds. Then --memory-calls calls held in flight at
+once, worker and caller each in a process of their own, for heap and RSS per call.
+Runs against an embedded server unless --server or $NATS_URL names one; it hosts its
+own tools under a private subject prefix, so a live mesh is not disturbed.`
 	f := cmd.Flags()
 	f.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per side and scenario")
 	f.IntVar(&o.rounds, "rounds", 6, "interleaved rounds per scenario; ratios are the median over rounds")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/ctxsleep"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -64,14 +65,10 @@ func (b *bencher) serveFleet(dial func(string) (*nats.Conn, error), prefix strin
 		f.workers = append(f.workers, w)
 		if err := w.Register(envelope.ToolSpec{Name: fleetTool}, worker.HandlerFunc(
 			func(ctx context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
-				t := time.NewTimer(work)
-				defer t.Stop()
-				select {
-				case <-t.C:
-					return req.Args, nil
-				case <-ctx.Done():
-					return nil, ctx.Err()
+				if err := ctxsleep.Sleep(ctx, work); err != nil {
+					return nil, err
 				}
+				return req.Args, nil
 			})); err != nil {
 			return envelope.AsProblem(err, envelope.CodeInternal)
 		}

@@ -48,3 +48,11 @@ func FlagValueProblem(flag, got string, allowed ...string) *envelope.Problem {
 	return envelope.Problemf(envelope.CodeInvalidInput, "--%s: want %s, got %q", flag, strings.Join(allowed, ", "), got).
 		WithFix(fmt.Sprintf("Pass --%s %s (or leave it out for the default).", flag, strings.Join(allowed, "|")), envelope.HasPlaceholders)
 }
+
+// Command is a command that takes no positional arguments, refusing them
+// with NoArgs's Problem, and runs run: how most toolmesh commands are set
+// up. A command that needs more (a Long help text) sets it on the result.
+func Command(use, short string, run func(cmd *cobra.Command) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd) }}
+}

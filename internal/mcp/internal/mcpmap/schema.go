@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolmesh/toolmesh/internal/textcut"
-
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/textcut"
 )
 
 // notePrefix starts the $comment the bridge writes into a schema it had

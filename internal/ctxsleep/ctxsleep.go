@@ -1,0 +1,22 @@
+// Package ctxsleep waits for a duration unless a context ends first: the
+// wait of a retry, a refresh or a demo tool's work, which must never keep
+// a cancelled call or a stopping program waiting out the rest of it.
+package ctxsleep
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d, or until ctx ends: nil when d has passed, ctx's error
+// when ctx ended first.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
