@@ -116,3 +116,32 @@ tools:
 		t.Fatalf("the accepted call did not run the program: %v", err)
 	}
 }
+
+// tools lint does not flag a boolean flag pair ({arg.ignore_case?-i}
+// renders -i alone), while a string flag pair, whose value follows the
+// flag, is still flagged.
+func TestCommandLintBooleanFlagPair(t *testing.T) {
+	cfg := writeTools(t, `
+tools:
+  - name: text.grep
+    input_schema: {type: object, properties: {pattern: {type: string}, text: {type: string}, ignore_case: {type: boolean}}, required: [pattern, text]}
+    sandbox: {}
+    binding:
+      cli:
+        cmd: grep
+        args_template: "{arg.ignore_case?-i} {arg.pattern?-e}"
+        stdin: arg.text
+        output_format: lines
+        exit_code_map: {1: ok_empty, 2: invalid_input}
+`)
+	r := runCmd(t, "", "tools", "lint", cfg)
+	if r.code != 0 {
+		t.Fatalf("lint: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "ignore_case") {
+		t.Errorf("lint flags the boolean flag pair:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "the value of pattern follows -e") {
+		t.Errorf("lint no longer flags the string flag pair:\n%s", r.stdout)
+	}
+}
