@@ -41,10 +41,7 @@ func TestSecureTasksBelongToTheirSubmitter(t *testing.T) {
 	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
 	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
 	ctx := context.Background()
-	id, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := submitTask(ctx, t, alice, "demo.park", map[string]any{})
 	<-started
 	bobCannotTouch(t, bob, id)
 	if list, err := tasks.NewClient(alice).List(ctx, "", 0); err != nil || len(list) != 1 || list[0].TaskID != id {

@@ -77,6 +77,17 @@ func (m *durableMesh) countWorker(t *testing.T) *worker.Worker {
 	return w
 }
 
+// submitTask submits a task of tool with args through c and hands back
+// its id, failing the test if the submit is refused.
+func submitTask(ctx context.Context, t *testing.T, c *caller.Caller, tool string, args any, opts ...caller.Option) string {
+	t.Helper()
+	id, err := tasks.NewClient(c).Submit(ctx, tool, args, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // attachAll attaches to a task and reads every event up to the terminal.
 func attachAll(t *testing.T, c *caller.Caller, id string) ([]tasks.Event, tasks.Record) {
 	t.Helper()
@@ -121,10 +132,7 @@ func TestDurableTaskAttachReplaysEveryEventInOrder(t *testing.T) {
 	m := startDurable(t, tasks.Config{})
 	m.countWorker(t)
 	ctx := context.Background()
-	id, err := tasks.NewClient(m.c).Submit(ctx, "count", map[string]int{"n": 300})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := submitTask(ctx, t, m.c, "count", map[string]int{"n": 300})
 	evs, rec := attachAll(t, m.c, id)
 	wantNumbered(t, evs)
 	if evs[0].Event.Type != envelope.EventStart || fmt.Sprint(evs[0].Event.Metadata["attempt"]) != "1" {
@@ -146,10 +154,7 @@ func TestDurableTaskAttachReplaysEveryEventInOrder(t *testing.T) {
 func TestDurableTaskWithNoWorkerRunsWhenOneStarts(t *testing.T) {
 	m := startDurable(t, tasks.Config{})
 	ctx := context.Background()
-	id, err := tasks.NewClient(m.c).Submit(ctx, "echo", map[string]string{"message": "later"}, tasks.Unary())
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := submitTask(ctx, t, m.c, "echo", map[string]string{"message": "later"}, tasks.Unary())
 	rec, err := tasks.NewClient(m.c).Get(ctx, id, false)
 	if err != nil || rec.State != tasks.Queued {
 		t.Fatalf("before any worker: %+v, %v; want queued", rec, err)
@@ -223,10 +228,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 func TestDurableCancelQueuedTaskNeverRuns(t *testing.T) {
 	m := startDurable(t, tasks.Config{})
 	ctx := context.Background()
-	id, err := tasks.NewClient(m.c).Submit(ctx, "echo", map[string]string{"message": "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := submitTask(ctx, t, m.c, "echo", map[string]string{"message": "x"})
 	rec, err := tasks.NewClient(m.c).Cancel(ctx, id)
 	if err != nil || rec.State != tasks.Cancelled {
 		t.Fatalf("cancel: %+v, %v", rec, err)
@@ -293,10 +295,7 @@ func TestDurableExpiredTaskHasItsOwnProblem(t *testing.T) {
 	}
 	wantCode(t, err, envelope.CodeTaskExpired)
 	// An id of the same shape that is young answers task_not_found.
-	young, err := tasks.NewClient(m.c).Submit(ctx, "echo", map[string]string{"message": "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	young := submitTask(ctx, t, m.c, "echo", map[string]string{"message": "x"})
 	_, err = tasks.NewClient(m.c).Get(ctx, young[:20]+"000000", false)
 	wantCode(t, err, envelope.CodeTaskNotFound)
 }
@@ -324,10 +323,7 @@ func TestDurableTaskAsksAndAnotherProcessAnswers(t *testing.T) {
 		return q
 	}
 	t.Run("answered by another process", func(t *testing.T) {
-		id, err := tasks.NewClient(m.c).Submit(ctx, "rm", deleteIn{Path: "/tmp/x"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := submitTask(ctx, t, m.c, "rm", deleteIn{Path: "/tmp/x"})
 		waitAsking(t, id)
 		r := runCmd(t, "", "tasks", "answer", id, "--answer", `{"confirm":true,"reason":"later"}`, "--server", m.srv.ClientURL())
 		if r.code != 0 {
@@ -347,10 +343,7 @@ func TestDurableTaskAsksAndAnotherProcessAnswers(t *testing.T) {
 		}
 	})
 	t.Run("declined through the Go API", func(t *testing.T) {
-		id, err := tasks.NewClient(m.c).Submit(ctx, "rm", deleteIn{Path: "/tmp/x"}, tasks.Unary())
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := submitTask(ctx, t, m.c, "rm", deleteIn{Path: "/tmp/x"}, tasks.Unary())
 		q := waitAsking(t, id)
 		other := meshtest.NewCaller(t, meshtest.Connect(t, m.srv), caller.Config{})
 		if _, err := tasks.NewClient(other).Answer(ctx, id, q.ID, caller.Answer{Action: envelope.ActionAccept, Content: json.RawMessage(`{"confirm":"yes"}`)}); err == nil {
@@ -483,10 +476,7 @@ func TestDurableLayoutWritesPerTask(t *testing.T) {
 				t.Errorf("%s task's entries: %s, want %s", tc.name, got, strings.Join(tc.want, " or "))
 			}
 		}
-		id, err := tasks.NewClient(m.c).Submit(ctx, "hold", map[string]int{}, tasks.Unary())
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := submitTask(ctx, t, m.c, "hold", map[string]int{}, tasks.Unary())
 		<-entered
 		waitFor(t, "the held task to read running", func() bool {
 			rec, err := tasks.NewClient(m.c).Get(ctx, id, false)
@@ -523,10 +513,7 @@ func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
 		ids := make([]string, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			id, err := tasks.NewClient(m.c).Submit(ctx, "mark", map[string]int{"i": i}, tasks.Unary())
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := submitTask(ctx, t, m.c, "mark", map[string]int{"i": i}, tasks.Unary())
 			ids[i] = id
 			wg.Add(1)
 			go func() {
@@ -572,10 +559,7 @@ func TestDurableRunOrCancelExactlyOneWins(t *testing.T) {
 func TestDurableTaskWaitingForAWorkerWritesNothingMore(t *testing.T) {
 	m := startDurable(t, tasks.Config{})
 	ctx := context.Background()
-	id, err := tasks.NewClient(m.c).Submit(ctx, "echo", map[string]string{"message": "patient"}, tasks.Unary())
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := submitTask(ctx, t, m.c, "echo", map[string]string{"message": "patient"}, tasks.Unary())
 	js, logs := taskLog(ctx, t, meshtest.Connect(t, m.srv))
 	cons, err := js.Consumer(ctx, taskStream, "dispatch")
 	if err != nil {
@@ -687,19 +671,13 @@ func TestDurableClusterLeaderLossLosesNoTask(t *testing.T) {
 	})
 	c := meshtest.NewCaller(t, dial(), caller.Config{})
 	ctx := context.Background()
-	first, err := tasks.NewClient(c).Submit(ctx, "hold", map[string]int{"task": 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := submitTask(ctx, t, c, "hold", map[string]int{"task": 1})
 	waitFor(t, "the first task to run", func() bool {
 		rec, err := tasks.NewClient(c).Get(ctx, first, false)
 		return err == nil && rec.Events >= 2
 	})
 	_ = servers[leader].Shutdown(ctx)
-	second, err := tasks.NewClient(c).Submit(ctx, "hold", map[string]int{"task": 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := submitTask(ctx, t, c, "hold", map[string]int{"task": 2})
 	close(release)
 	for _, id := range []string{first, second} {
 		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
