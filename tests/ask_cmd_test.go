@@ -236,3 +236,12 @@ func renderLines(out string) []string {
 	}
 	return append(lines, string(line))
 }
+
+// An answer that does not fit the question's schema says so in English.
+func TestCommandAnswerMismatchWording(t *testing.T) {
+	_, url := startDev(t)
+	r := runCmd(t, "", "call", "remove", "--server", url, "--args", `{"path":"/tmp/x"}`, "--answer", `{"confirm":"yes"}`)
+	if r.code != 2 || !strings.Contains(r.stderr, "answer does not match the schema") {
+		t.Errorf("exit %d, stderr %s; want invalid_input saying the answer does not match the schema", r.code, r.stderr)
+	}
+}

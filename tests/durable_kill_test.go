@@ -115,10 +115,7 @@ func TestDurableWorkerKill9(t *testing.T) {
 			cfg := killTools(t, dir, tc.idempotent)
 			a, _ := startCLIWorker(t, m.srv.ClientURL(), cfg)
 			ctx := context.Background()
-			id, err := tasks.NewClient(m.c).Submit(ctx, "job", map[string]any{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := submitTask(ctx, t, m.c, "job", map[string]any{})
 			waitFor(t, "the first run", func() bool { return runsOf(dir) == 1 })
 			startCLIWorker(t, m.srv.ClientURL(), cfg) // the worker the task moves to
 			_ = a.cmd.Process.Signal(syscall.SIGKILL)
@@ -171,10 +168,7 @@ func TestDurableCancelStopsHandlerAndChildren(t *testing.T) {
 	_ = os.WriteFile(cfg, []byte(forkerTool(pidfile)), 0o644)
 	startCLIWorker(t, m.srv.ClientURL(), cfg)
 	ctx := context.Background()
-	id, err := tasks.NewClient(m.c).Submit(ctx, "forker", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := submitTask(ctx, t, m.c, "forker", map[string]any{})
 	pids := forkedPids(t, pidfile)
 	r := runCmd(t, "", "tasks", "cancel", id, "--server", m.srv.ClientURL())
 	if r.code != 0 {

@@ -44,10 +44,7 @@ func TestDurableCLITaskReadsRunningOnlyOnceItsProgramStarted(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for range 3 {
-		id, err := tasks.NewClient(m.c).Submit(ctx, "demo.slot", map[string]any{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := submitTask(ctx, t, m.c, "demo.slot", map[string]any{})
 		ids = append(ids, id)
 	}
 	runs := func() int {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,10 +41,7 @@ func TestSecureTasksBelongToTheirSubmitter(t *testing.T) {
 	alice := meshtest.NewCaller(t, aliceNC, caller.Config{})
 	bob := meshtest.NewCaller(t, bobNC, caller.Config{})
 	ctx := context.Background()
-	id, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := submitTask(ctx, t, alice, "demo.park", map[string]any{})
 	<-started
 	bobCannotTouch(t, bob, id)
 	if list, err := tasks.NewClient(alice).List(ctx, "", 0); err != nil || len(list) != 1 || list[0].TaskID != id {
@@ -113,5 +111,149 @@ func bobCannotTouch(t *testing.T, bob *caller.Caller, id string) {
 	wantCode(t, err, envelope.CodeTaskNotFound)
 	if list, err := tasks.NewClient(bob).List(ctx, "", 0); err != nil || len(list) != 0 {
 		t.Fatalf("bob lists %+v, %v; want none", list, err)
+	}
+}
+
+// Under deploy/secure: bob floods one tool with long tasks until his own
+// queue of it is full. alice's task on another tool still runs to its end
+// while every one of bob's is queued or running (none can end: they park
+// until the test ends), and her submit to the flooded tool is accepted.
+// bob's tasks that read running are exactly those whose handler started.
+func TestSecureTenantFloodDelaysOnlyItself(t *testing.T) {
+	const flood, perOwner = 300, 4
+	m := startSecure(t)
+	m.taskService(t, tasks.Config{MaxQueuedPerTool: flood,
+		MaxRunningPerOwner: perOwner, MaxRunningPerOwnerTool: perOwner})
+	// A worker whose per-sender share (half its 16 slots) the old
+	// dispatch let one owner's flood fill for every owner.
+	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 16}})
+	started, ended := registerPark(t, w)
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	alice := m.caller(t, "alice")
+	bob := m.caller(t, "bob")
+	ctx := context.Background()
+	submitParked(ctx, t, bob, flood)
+	_, err := tasks.NewClient(bob).Submit(ctx, "demo.park", map[string]int{"i": flood})
+	wantCode(t, err, envelope.CodeOverloaded)
+	waitFor(t, "bob's first tasks to start", func() bool { return started.Load() == perOwner })
+
+	runBesideFlood(ctx, t, alice, ended, "beside bob's flood")
+	running, err := tasks.NewClient(bob).List(ctx, tasks.Running, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := int64(len(running)); got != started.Load() || got > perOwner {
+		t.Errorf("%d of bob's tasks read running, %d handlers started (his bound %d)", got, started.Load(), perOwner)
+	}
+	if _, err := tasks.NewClient(alice).Submit(ctx, "demo.park", map[string]int{"i": 0}); err != nil {
+		t.Fatalf("alice's submit to the tool bob flooded: %v", err)
+	}
+}
+
+// Under deploy/secure: the task service runs each owner's attempts as a
+// sender of its own at the worker, so bob's flood, allowed more running
+// tasks by the service than the worker's per-sender share, fills only
+// his share of the worker: alice's task on the same worker still runs
+// while every one of his waits, and bob has exactly his share started.
+func TestSecureTenantFloodTakesOnlyItsShareOfTheWorker(t *testing.T) {
+	const flood, share = 24, 4
+	m := startSecure(t)
+	m.taskService(t, tasks.Config{MaxRunningPerOwner: flood, MaxRunningPerOwnerTool: flood})
+	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 2 * share, MaxPerIdentity: share}})
+	started, ended := registerPark(t, w)
+	register(t, w, envelope.ToolSpec{Name: "demo.echo"}, echo)
+	alice, bob := m.caller(t, "alice"), m.caller(t, "bob")
+	ctx := context.Background()
+	submitParked(ctx, t, bob, flood)
+	waitFor(t, "bob's share of the worker to start", func() bool { return started.Load() == share })
+
+	runBesideFlood(ctx, t, alice, ended, "beside bob's flood on the same worker")
+	if n := started.Load(); n != share {
+		t.Fatalf("%d of bob's tasks started on the worker, want his share of %d", n, share)
+	}
+}
+
+// Under deploy/secure: a tenant who makes up caller ids is still one
+// sender to a worker (its server-stamped identity), so its calls take
+// one share of the worker however many callers it spreads them over;
+// the rest are refused overloaded, unrun. Only the worker's own account
+// (the task service) is counted per caller id.
+func TestSecureTenantCallerIDsAreOneSender(t *testing.T) {
+	const callers, each, share = 3, 4, 4
+	m := startSecure(t)
+	w := m.demoWorker(t, worker.Config{Limits: worker.Limits{MaxConcurrent: 4 * share, MaxPerIdentity: share}})
+	started, _ := registerPark(t, w)
+	bobNC, _ := m.dial(t, "bob")
+	refused := make(chan *envelope.Problem, callers*each)
+	for range callers {
+		c := meshtest.NewCaller(t, bobNC, caller.Config{})
+		for range each {
+			go func() {
+				_, err := c.Call(context.Background(), "demo.park", map[string]int{}, caller.WithRetries(caller.NoRetries))
+				var p *envelope.Problem
+				if errors.As(err, &p) {
+					refused <- p
+				}
+			}()
+		}
+	}
+	for i := range callers*each - share {
+		var p *envelope.Problem
+		select {
+		case p = <-refused:
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of bob's calls were refused, want %d; %d started", i, callers*each-share, started.Load())
+		}
+		if p.Code != envelope.CodeOverloaded || p.Ran() != envelope.RanNo {
+			t.Fatalf("bob's call past his share ended %s (ran %s): %s; want overloaded, unrun", p.Code, p.Ran(), p.Detail)
+		}
+	}
+	waitFor(t, "bob's one share of calls to start", func() bool { return started.Load() == share })
+}
+
+// registerPark registers demo.park on w: a tool whose calls park until
+// the test ends (or their call is cancelled), counting the handlers that
+// started and ended.
+func registerPark(t *testing.T, w *worker.Worker) (started, ended *atomic.Int64) {
+	t.Helper()
+	started, ended = new(atomic.Int64), new(atomic.Int64)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	register(t, w, envelope.ToolSpec{Name: "demo.park"}, func(ctx context.Context, _ *worker.Request, _ worker.Emitter) (any, error) {
+		started.Add(1)
+		defer ended.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return map[string]bool{"parked": true}, nil
+	})
+	return started, ended
+}
+
+// submitParked submits n demo.park tasks as c, numbered from 0, failing t
+// at the first one refused.
+func submitParked(ctx context.Context, t *testing.T, c *caller.Caller, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := tasks.NewClient(c).Submit(ctx, "demo.park", map[string]int{"i": i}); err != nil {
+			t.Fatalf("submit %d of the flood: %v", i+1, err)
+		}
+	}
+}
+
+// runBesideFlood runs alice's demo.echo task to success (where says beside
+// what, for a failure's message) and checks that none of the parked
+// tasks, counted by ended, ended meanwhile.
+func runBesideFlood(ctx context.Context, t *testing.T, alice *caller.Caller, ended *atomic.Int64, where string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	rec, err := tasks.NewClient(alice).Run(wctx, "demo.echo", map[string]string{"message": "hi"})
+	if err != nil || rec.State != tasks.Succeeded {
+		t.Fatalf("alice's task %s: %+v, %v", where, rec, err)
+	}
+	if n := ended.Load(); n != 0 {
+		t.Fatalf("%d of bob's tasks ended; alice's was to run while all of his wait", n)
 	}
 }
