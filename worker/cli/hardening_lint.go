@@ -28,7 +28,7 @@ func Lint(f *File) []string {
 // a caller's value before any `--`: a value such as -rf or --output=…
 // there becomes an option of the program.
 func optionPositionWarnings(t fileTool) []string {
-	b := t.Spec.Binding.CLI
+	b := t.Binding
 	var out []string
 	afterDashes := false
 	for _, tok := range strings.Fields(t.Hardening.template(b.ArgsTemplate)) {

@@ -49,15 +49,15 @@ func TestParseGoodFile(t *testing.T) {
 		t.Fatalf("file %+v", f)
 	}
 	s := f.tools[0]
-	b := s.Spec.Binding.CLI
-	if b.Cmd != "rg" || b.ExitCodeMap[2] != "invalid_args" || b.ExitCodeMap[3] != "auth_required" || outputFormat(b) != envelope.OutputNDJSON ||
+	b := s.Binding
+	if b.Cmd != "rg" || b.ExitCodeMap[2] != "invalid_args" || b.ExitCodeMap[3] != "auth_required" || outputFormat(b) != outputNDJSON ||
 		b.Env["API_TOKEN"] != "$ATD_BEARER" || !s.Spec.Annotations.IsReadOnly() {
 		t.Fatalf("tool 0 %+v %+v", s.Spec, b)
 	}
 	if s.Limits.Timeout != 30*time.Second || s.Limits.MaxOutputBytes != 1<<20 || s.Limits.MaxConcurrent != 2 || s.Limits.KillGrace != 5*time.Minute {
 		t.Errorf("limits %+v", s.Limits)
 	}
-	if f.tools[1].Limits.Timeout != 5*time.Second || f.tools[1].Limits.KillGrace != 10*time.Second || outputFormat(f.tools[1].Spec.Binding.CLI) != envelope.OutputJSON {
+	if f.tools[1].Limits.Timeout != 5*time.Second || f.tools[1].Limits.KillGrace != 10*time.Second || outputFormat(f.tools[1].Binding) != outputJSON {
 		t.Errorf("tool 1 %+v", f.tools[1])
 	}
 }
@@ -187,11 +187,11 @@ func TestToolsFileShapeMatchesTheLoader(t *testing.T) {
 // A binding that names no output format, read from JSON with a field of a
 // later version, is run as json.
 func TestOutputFormatDefaultsToJSON(t *testing.T) {
-	var c envelope.CliBindingConfig
+	var c cliBinding
 	if err := json.Unmarshal([]byte(`{"cmd":"cat","future_field":{"x":1}}`), &c); err != nil || c.Cmd != "cat" {
 		t.Fatalf("unknown fields must be tolerated: %v", err)
 	}
-	if got := outputFormat(&c); got != envelope.OutputJSON {
+	if got := outputFormat(&c); got != outputJSON {
 		t.Errorf("default output format = %q, want json", got)
 	}
 }
