@@ -147,7 +147,7 @@ func RegisterFile(w *worker.Worker, f *File, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	for _, warning := range f.Warnings {
+	for _, warning := range f.warnings {
 		log.Warn(warning)
 	}
 	handlers, err := fileHandlers(w, f, log)
@@ -192,7 +192,7 @@ func fileHandlers(w *worker.Worker, f *File, log *slog.Logger) ([]*toolHandler, 
 			support = &s
 		}
 		t.AllowUnconfined = t.AllowUnconfined || f.AllowUnconfined
-		h, err := newHandler(t, f.Env, log, support)
+		h, err := newHandler(t, f.env, log, support)
 		if err != nil {
 			return nil, err
 		}

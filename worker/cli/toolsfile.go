@@ -90,12 +90,13 @@ type File struct {
 	// tools are the file's command-line tools (an MCP server's entry is
 	// not one: mcp servers are the bridge's).
 	tools []fileTool
-	// Env lists the variables inherited from the worker's environment by
-	// every program (default PATH, HOME, LANG, TZ).
-	Env []string
-	// Warnings are what the loader tolerated but a human should see, such
-	// as a misspelt binding field; RegisterFile logs them.
-	Warnings []string
+	// env lists the variables inherited from the worker's environment by
+	// every program (the file's inherit_env; default PATH, HOME, LANG, TZ).
+	env []string
+	// warnings are what the loader tolerated but a human should see, such
+	// as a misspelt binding field; RegisterFile logs them and Lint
+	// reports them.
+	warnings []string
 	// AllowUnconfined is the operator's consent to run a sandboxed tool
 	// unconfined where the host cannot confine it (see fileTool.AllowUnconfined).
 	AllowUnconfined bool
@@ -309,9 +310,9 @@ func Parse(data []byte) (*File, error) {
 		}
 		defaultBox = box
 	}
-	out := &File{Env: fj.Env}
-	if out.Env == nil {
-		out.Env = defaultInheritedEnv()
+	out := &File{env: fj.Env}
+	if out.env == nil {
+		out.env = defaultInheritedEnv()
 	}
 	seen := map[string]int{}
 	for i, rawTool := range fj.Tools {
@@ -326,7 +327,7 @@ func Parse(data []byte) (*File, error) {
 			return nil, bad("%s: field name: %q is already defined by tools[%d]", toolLabel(i, rawTool), t.Spec.Name, j)
 		}
 		seen[t.Spec.Name] = i
-		out.Warnings = append(out.Warnings, warnings...)
+		out.warnings = append(out.warnings, warnings...)
 		out.tools = append(out.tools, *t)
 	}
 	return out, nil

@@ -45,7 +45,7 @@ func TestParseGoodFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.tools) != 2 || strings.Join(f.Env, ",") != "PATH,HOME" {
+	if len(f.tools) != 2 || strings.Join(f.env, ",") != "PATH,HOME" {
 		t.Fatalf("file %+v", f)
 	}
 	s := f.tools[0]
@@ -146,12 +146,12 @@ func TestBindingFieldWarnings(t *testing.T) {
 		}
 	}
 	open, err := Parse([]byte("tools: [{name: a, input_schema: {type: object, properties: {text: {type: string}}}, binding: {cli: {cmd: x, stdin: arg.txt}}}]"))
-	if err != nil || len(open.Warnings) != 1 || !strings.Contains(open.Warnings[0], "tools[0] (a): field binding.cli.stdin: arg.txt names no property of input_schema (did you mean arg.text?)") {
-		t.Errorf("an arg outside an open schema: %v %q", err, open.Warnings)
+	if err != nil || len(open.warnings) != 1 || !strings.Contains(open.warnings[0], "tools[0] (a): field binding.cli.stdin: arg.txt names no property of input_schema (did you mean arg.text?)") {
+		t.Errorf("an arg outside an open schema: %v %q", err, open.warnings)
 	}
 	clean, err := Parse([]byte("tools: [{name: a, binding: {cli: {cmd: x, stdin: params_json, output_format: lines}}}]"))
-	if err != nil || len(clean.Warnings) != 0 {
-		t.Errorf("a clean binding: %v %q", err, clean.Warnings)
+	if err != nil || len(clean.warnings) != 0 {
+		t.Errorf("a clean binding: %v %q", err, clean.warnings)
 	}
 }
 
