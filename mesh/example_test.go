@@ -24,7 +24,7 @@ func Example() {
 
 	nc, err := mesh.Connect(ctx, mesh.ConnectOptions{URL: srv.ClientURL(), Name: "example"})
 	if err != nil {
-		fmt.Println(mesh.DialProblem(srv.ClientURL(), err).Pretty())
+		fmt.Println(mesh.DialProblem(srv.ClientURL(), err))
 		return
 	}
 	defer nc.Close()
