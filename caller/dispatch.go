@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/envelope/provider"
+	"github.com/toolmesh/toolmesh/internal/providerresults"
 )
 
 // defaultDispatchConcurrency bounds how many of one turn's tool calls run
@@ -58,10 +59,11 @@ type Dispatched struct {
 	Calls []provider.ToolCall
 	// Outcomes are what each call produced.
 	Outcomes []provider.Outcome
-	// Items are the per-call result elements (provider.ResultItem).
+	// Items are the per-call result elements in the provider's shape (an
+	// OpenAI tool message, an Anthropic tool_result block, …).
 	Items []json.RawMessage
-	// Messages are what to append to the conversation
-	// (provider.ResultMessages): the agent loop's next input.
+	// Messages are what to append to the conversation (the items wrapped
+	// as the provider carries them): the agent loop's next input.
 	Messages []json.RawMessage
 }
 
@@ -89,7 +91,7 @@ func (c *Caller) Dispatch(ctx context.Context, ts *provider.Toolset, output json
 		}
 		d.Items = append(d.Items, item)
 	}
-	if d.Messages, err = provider.ResultMessages(ts.Provider, d.Items); err != nil {
+	if d.Messages, err = providerresults.Messages(ts.Provider, d.Items); err != nil {
 		return Dispatched{}, envelope.AsProblem(err, envelope.CodeInternal)
 	}
 	return d, nil
@@ -111,7 +113,7 @@ func isSearch(ts *provider.Toolset) func(provider.ToolCall) bool {
 // `toolmesh tools search` gives) with the offered tools that match best.
 func (c *Caller) resultItem(ctx context.Context, ts *provider.Toolset, call provider.ToolCall, o *provider.Outcome) (json.RawMessage, error) {
 	if !isSearch(ts)(call) {
-		return provider.ResultItem(ts.Provider, call, *o)
+		return providerresults.Item(ts.Provider, call, *o)
 	}
 	var found []string
 	if call.Search != "" {
@@ -193,7 +195,7 @@ func (c *Caller) runOne(ctx context.Context, i int, call provider.ToolCall, o di
 		emit(i, envelope.ErrorEvent(p))
 		return provider.Outcome{Problem: p}
 	}
-	var acc provider.Accumulator
+	var acc providerresults.Accumulator
 	for ev := range s.Events() { // a failure is the terminal error event itself
 		acc.Add(ev)
 		emit(i, ev)

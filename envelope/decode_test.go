@@ -43,10 +43,6 @@ func TestDecodeRejects(t *testing.T) {
 		{"response duplicate", `{"id":"1","success":true,"a":1,"a":2}`, "duplicate", func() any { return new(Response) }},
 		{"problem negative retry", `{"retry_after":-1}`, "retry_after", func() any { return new(Problem) }},
 		{"problem retry string", `{"retry_after":"soon"}`, "retry_after", func() any { return new(Problem) }},
-		{"cli missing cmd", `{"args":["x"]}`, "cmd", func() any { return new(CliBindingConfig) }},
-		{"cli bad exit key", `{"cmd":"x","exit_code_map":{"two":"x"}}`, "exit_code_map", func() any { return new(CliBindingConfig) }},
-		{"cli exit key zero", `{"cmd":"x","exit_code_map":{"0":"x"}}`, "exit_code_map", func() any { return new(CliBindingConfig) }},
-		{"cli bad format", `{"cmd":"x","output_format":"xml"}`, "output_format", func() any { return new(CliBindingConfig) }},
 		{"spec bad name", `{"name":"a b"}`, "name", func() any { return new(ToolSpec) }},
 		{"spec long segment", `{"name":"` + strings.Repeat("a", 65) + `"}`, "name", func() any { return new(ToolSpec) }},
 		{"spec empty segment", `{"name":"a..b"}`, "name", func() any { return new(ToolSpec) }},
@@ -55,7 +51,6 @@ func TestDecodeRejects(t *testing.T) {
 		{"spec input invalid schema", `{"name":"a","input_schema":{"type":"object","minProperties":"x"}}`, "input_schema", func() any { return new(ToolSpec) }},
 		{"spec remote ref", `{"name":"a","input_schema":{"type":"object","$ref":"https://example.com/s.json"}}`, "input_schema", func() any { return new(ToolSpec) }},
 		{"spec file ref", `{"name":"a","input_schema":{"type":"object","$ref":"file:///etc/passwd"}}`, "input_schema", func() any { return new(ToolSpec) }},
-		{"spec bad binding", `{"name":"a","binding":{"cli":{}}}`, "cmd", func() any { return new(ToolSpec) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -322,3 +317,16 @@ func TestUnmarshalCopiesParseAliases(t *testing.T) {
 }
 
 func bytesIndex(b []byte, s string) int { return strings.Index(string(b), s) }
+
+// A spec has no binding member: one in a spec's JSON (which no worker
+// sends) is not read, and the spec never writes one.
+func TestSpecCarriesNoBinding(t *testing.T) {
+	var s ToolSpec
+	if err := json.Unmarshal([]byte(`{"name":"a","binding":{"cli":{"cmd":"/opt/secret"}}}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil || strings.Contains(string(b), "binding") || strings.Contains(string(b), "secret") {
+		t.Fatalf("spec encodes as %s (%v), want no binding", b, err)
+	}
+}

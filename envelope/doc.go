@@ -1,10 +1,10 @@
 // Package envelope holds the types a toolmesh tool and its callers
 // exchange: the ToolSpec that describes a tool, the ToolEvent stream of a
 // call, the flattened Response of a unary call, and the RFC 9457 Problem
-// that every failure is, built from the one code registry (Codes, Lookup,
-// docs/problems). Package worker and package caller re-export the names a
-// tool author or a caller meets, so most programs import only one of
-// those; envelope is for code that handles the types themselves.
+// that every failure is, with a Code from the one registry (the Code
+// constants here; docs/problems has a page for each). Package worker and
+// package caller take and return these types as they are, so a tool author
+// or a caller imports envelope beside one of them.
 //
 // A worked example — a spec, its arguments checked, a transient failure
 // reported and read back by the caller:
@@ -38,9 +38,11 @@
 // The package is pure: it knows nothing of NATS. Every decoder rejects
 // malformed input with an error that names the offending field and never
 // panics. The field names are those of the shared wire formats (the
-// ToolEvent, ToolResult and CLI-binding formats other implementations of
-// the protocol speak), byte for byte; README's "Wire shapes" section lists
-// them. The call body, subjects, frames and other codecs only the worker
+// ToolEvent and ToolResult formats other implementations of the protocol
+// speak), byte for byte; docs/protocol.md specifies them. A spec has no
+// binding: a CLI tool's binding stays with the tools file that declares
+// it (package worker/cli), so no spec a worker announces can carry one.
+// The call body, subjects, frames and other codecs only the worker
 // and the caller use are internal to this module (internal/wire), and the
 // lowering of specs to model providers' tool formats is package
 // envelope/provider. The encoders here write with internal/wire's JSON

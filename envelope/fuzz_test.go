@@ -47,9 +47,8 @@ func fuzzDecoder[T any](f *testing.F) {
 	})
 }
 
-func FuzzToolEvent(f *testing.F)        { fuzzDecoder[ToolEvent](f) }
-func FuzzResponse(f *testing.F)         { fuzzDecoder[Response](f) }
-func FuzzProblem(f *testing.F)          { fuzzDecoder[Problem](f) }
-func FuzzResponseFormat(f *testing.F)   { fuzzDecoder[ResponseFormat](f) }
-func FuzzToolSpec(f *testing.F)         { fuzzDecoder[ToolSpec](f) }
-func FuzzCliBindingConfig(f *testing.F) { fuzzDecoder[CliBindingConfig](f) }
+func FuzzToolEvent(f *testing.F)      { fuzzDecoder[ToolEvent](f) }
+func FuzzResponse(f *testing.F)       { fuzzDecoder[Response](f) }
+func FuzzProblem(f *testing.F)        { fuzzDecoder[Problem](f) }
+func FuzzResponseFormat(f *testing.F) { fuzzDecoder[ResponseFormat](f) }
+func FuzzToolSpec(f *testing.F)       { fuzzDecoder[ToolSpec](f) }

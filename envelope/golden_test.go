@@ -145,9 +145,6 @@ func TestGoldenProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "problem_seed_invalid_input.json", b)
-	if got := seed.Pretty(); got != "Error: invalid input: divisor cannot be zero\n  fix: Correct the input so it satisfies the documented constraints, then retry.\n" {
-		t.Errorf("pretty: %q", got)
-	}
 
 	over := fixedProblem(CodeOverloaded, "all 4 slots busy").WithExtension("slots", 4)
 	golden(t, "problem_overloaded.json", must(json.Marshal(over)))
@@ -169,10 +166,7 @@ func TestGoldenFormatsAndSpec(t *testing.T) {
 		{"toolspec.json", ToolSpec{Name: "files.search", Title: "Search files", Description: "Search files for a pattern", Version: "1.2.0",
 			InputSchema:  json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string"}},"required":["pattern"]}`),
 			OutputSchema: json.RawMessage(`{"type":"array"}`),
-			Annotations:  &Annotations{ReadOnly: ptr(true)}, Streaming: true, Tags: []string{"fs"}, Timeout: Duration(30e9),
-			Binding: &Binding{CLI: &CliBindingConfig{Cmd: "rg", Args: []string{"--json"}, ArgsTemplate: "{params_json} {dry_run} {page_all}",
-				Env: map[string]string{"API_TOKEN": "$ATD_BEARER"}, OutputFormat: OutputNDJSON, DryRunFlag: "--dry-run", PageAllFlag: "--all",
-				ExitCodeMap: map[int]string{2: "invalid_args", 3: "auth_required", 10: "rate_limited"}}}}},
+			Annotations:  &Annotations{ReadOnly: ptr(true)}, Streaming: true, Tags: []string{"fs"}, Timeout: Duration(30e9)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -189,30 +183,6 @@ func newOf(v any) any {
 		return new(ToolSpec)
 	}
 	panic("no decoder for test value")
-}
-
-// The binding format's rule: {"cmd":"cat"} round-trips byte-identically.
-func TestCliBindingRoundTrip(t *testing.T) {
-	for _, in := range []string{
-		`{"cmd":"cat"}`,
-		`{"cmd":"rg","args":["--json"],"args_template":"{params_json}","env":{"A":"1","B":"$ATD_BEARER"},"output_format":"lines","page_all_flag":"--all","dry_run_flag":"-n","exit_code_map":{"2":"invalid_args","10":"x"}}`,
-	} {
-		var c CliBindingConfig
-		if err := json.Unmarshal([]byte(in), &c); err != nil {
-			t.Fatal(err)
-		}
-		out, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(out) != in {
-			t.Errorf("round trip:\n got %s\nwant %s", out, in)
-		}
-	}
-	var c CliBindingConfig
-	if err := json.Unmarshal([]byte(`{"cmd":"cat","future_field":{"x":1}}`), &c); err != nil || c.Cmd != "cat" {
-		t.Errorf("unknown fields must be tolerated: %v", err)
-	}
 }
 
 // Question and answered events with a member missing or of the wrong

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/toolmesh/toolmesh/internal/codes"
@@ -223,20 +222,6 @@ func AsProblem(err error, fallback Code) *Problem {
 		return NewProblem(CodeTimeout, err.Error())
 	}
 	return NewProblem(fallback, err.Error())
-}
-
-// Pretty renders the human form: one "Error: <detail>" line, then the
-// suggested fix on a second line when there is one.
-func (p *Problem) Pretty() string {
-	var b strings.Builder
-	b.WriteString("Error: ")
-	b.WriteString(p.Error())
-	if p.SuggestedFix != nil && p.SuggestedFix.Description != "" {
-		b.WriteString("\n  fix: ")
-		b.WriteString(p.SuggestedFix.Description)
-	}
-	b.WriteByte('\n')
-	return b.String()
 }
 
 var standardMembers = map[string]bool{

@@ -144,8 +144,6 @@ type ToolSpec struct {
 	Tags      []string `json:"tags,omitempty"`
 	// Timeout bounds one run of the tool (the call's own budget bounds it further).
 	Timeout Duration `json:"timeout,omitempty"`
-	// Binding says how a worker runs the tool when it is not a Go handler.
-	Binding *Binding `json:"binding,omitempty"`
 	// Sandbox summarises how the worker confines the tool's program
 	// (absent: the worker says nothing, e.g. a Go handler or an
 	// unconfined program). It counts grants and never names paths.
@@ -186,11 +184,6 @@ type SandboxLimits struct {
 	Processes  int `json:"processes,omitempty"`
 }
 
-// Binding is a tool's implementation outside Go: today a command line.
-type Binding struct {
-	CLI *CliBindingConfig `json:"cli,omitempty"`
-}
-
 // Validate checks the name and both schemas (the input schema must be an
 // object schema), returning an error that names the tool and the field.
 func (s ToolSpec) Validate() error {
@@ -218,7 +211,7 @@ func (s ToolSpec) Compile() (input, output *Schema, err error) {
 
 // checkShape checks what Compile checks short of compiling the schemas:
 // the name, an input schema that is a JSON object with "type":"object",
-// an output schema that is a JSON object or boolean, and the binding. It
+// an output schema that is a JSON object or boolean, and the mcp member. It
 // costs microseconds where compiling a schema costs tens of them, so a
 // reader of many specs it does not run (a caller's catalogue) checks
 // this and leaves the schemas to Compile, when their compiled form is
@@ -243,11 +236,6 @@ func (s ToolSpec) checkShape() error {
 	}
 	if s.MCP != nil && ((len(s.MCP.Definition) > 0 && !wire.IsObject(s.MCP.Definition)) || s.MCP.Position < 0) {
 		return fmt.Errorf("tool %q: field mcp: want a definition that is a JSON object (or none) and a position of 0 or more", s.Name)
-	}
-	if s.Binding != nil && s.Binding.CLI != nil {
-		if err := s.Binding.CLI.validate(); err != nil {
-			return fmt.Errorf("tool %q: field binding.cli: %w", s.Name, err)
-		}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func Example() {
 
 	nc, err := mesh.Connect(ctx, mesh.ConnectOptions{URL: srv.ClientURL(), Name: "example"})
 	if err != nil {
-		fmt.Println(mesh.DialProblem(srv.ClientURL(), err).Pretty())
+		fmt.Println(mesh.DialProblem(srv.ClientURL(), err))
 		return
 	}
 	defer nc.Close()
@@ -40,8 +40,8 @@ func ExampleDialProblem() {
 	url := "nats://admin:hunter2@mesh.example:4222"
 	p := mesh.DialProblem(url, nats.ErrNoServers)
 	fmt.Println(p.Code, p.Transient())
-	fmt.Println(mesh.RedactURL(url))
+	fmt.Println(p.Detail)
 	// Output:
 	// connection_lost true
-	// nats://admin:xxxxx@mesh.example:4222
+	// cannot reach NATS at nats://admin:xxxxx@mesh.example:4222: nats: no servers available for connection
 }

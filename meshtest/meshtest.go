@@ -28,15 +28,11 @@ import (
 // Caller the two ends; the test kit's own defaults are NewWith's.
 type Config = toolmesh.MeshConfig
 
-// Mesh is a running test mesh.
+// Mesh is a running test mesh: a toolmesh.Mesh, whose Server, Worker
+// (on its own connection) and Caller (on another) it carries, with the
+// test kit's Close and Connect.
 type Mesh struct {
-	// Server is the embedded nats-server.
-	Server *embedded.Server
-	// Worker hosts tools on its own connection; Caller calls them on another.
-	Worker *worker.Worker
-	Caller *caller.Caller
-
-	mesh *toolmesh.Mesh
+	*toolmesh.Mesh
 }
 
 // New starts a mesh for t with the default configuration.
@@ -72,12 +68,12 @@ func Start(cfg Config) (*Mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mesh{Server: em.Server, Worker: em.Worker, Caller: em.Caller, mesh: em}, nil
+	return &Mesh{em}, nil
 }
 
 // Close stops the worker, closes the caller and the connections, and
 // shuts the server down.
-func (m *Mesh) Close() { _ = m.mesh.Close(context.Background()) }
+func (m *Mesh) Close() { _ = m.Mesh.Close(context.Background()) }
 
 // Connect opens one more connection to the mesh's server, closed when t
 // ends: for a second worker or caller, or for raw NATS.

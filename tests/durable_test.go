@@ -18,6 +18,8 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/embedcluster"
+	"github.com/toolmesh/toolmesh/internal/embedserver"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/tasks"
@@ -609,8 +611,8 @@ func startCluster(t *testing.T) map[string]*embedded.Server {
 	for i := range 3 {
 		name := fmt.Sprintf("n%d", i+1)
 		go func() {
-			s, err := embedded.Start(context.Background(), embedded.Config{Name: name, StoreDir: t.TempDir(),
-				ReadyTimeout: time.Minute, Cluster: &embedded.ClusterConfig{Name: "tm", Listen: listens[i], Routes: routes}})
+			s, err := embedcluster.Start(context.Background(), embedserver.Config{Name: name, StoreDir: t.TempDir(),
+				ReadyTimeout: time.Minute, Cluster: &embedserver.Cluster{Name: "tm", Listen: listens[i], Routes: routes}})
 			ch <- started{name, s, err}
 		}()
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/embedcluster"
+	"github.com/toolmesh/toolmesh/internal/embedserver"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -105,12 +107,24 @@ func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
 	}
 }
 
+// startClustered starts a cluster member without JetStream, shut down
+// when t ends.
+func startClustered(t *testing.T, name string, c *embedserver.Cluster) *embedded.Server {
+	t.Helper()
+	s, err := embedcluster.Start(context.Background(), embedserver.Config{Name: name, NoJetStream: true, Cluster: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	return s
+}
+
 // A 3-node cluster on loopback: the caller on one node, workers on the
 // others; calls succeed, and keep succeeding when a node shuts down.
 func TestClusterSurvivesNodeLoss(t *testing.T) {
-	a := meshtest.StartServer(t, embedded.Config{Name: "a", NoJetStream: true, Cluster: &embedded.ClusterConfig{Name: "tm"}})
-	b := meshtest.StartServer(t, embedded.Config{Name: "b", NoJetStream: true, Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
-	cn := meshtest.StartServer(t, embedded.Config{Name: "c", NoJetStream: true, Cluster: &embedded.ClusterConfig{Name: "tm", Routes: []string{a.RouteURL()}}})
+	a := startClustered(t, "a", &embedserver.Cluster{Name: "tm"})
+	b := startClustered(t, "b", &embedserver.Cluster{Name: "tm", Routes: []string{embedcluster.RouteURL(a)}})
+	cn := startClustered(t, "c", &embedserver.Cluster{Name: "tm", Routes: []string{embedcluster.RouteURL(a)}})
 	nodes := []*embedded.Server{a, b, cn}
 	waitFor(t, "a full mesh of routes", func() bool {
 		for _, n := range nodes {

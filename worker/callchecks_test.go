@@ -26,8 +26,10 @@ func TestCallValidatedAgainstAnotherSpecIsRefusedUnrun(t *testing.T) {
 	stale := spec
 	stale.Description = "v1"
 	staleDigest, ownDigest := wire.SpecDigest(stale), wire.SpecDigest(spec)
-	withBinding := spec
-	withBinding.Binding = &envelope.Binding{}
+	withBinding := struct {
+		envelope.ToolSpec
+		Binding struct{} `json:"binding"`
+	}{ToolSpec: spec}
 	if staleDigest == ownDigest || wire.SpecDigest(withBinding) != ownDigest {
 		t.Fatalf("digests: stale %s own %s with binding %s: want the binding left out and the description counted", staleDigest, ownDigest, wire.SpecDigest(withBinding))
 	}

@@ -22,11 +22,7 @@ func (w *Worker) catalogue() (tools []byte, digest string) {
 	if w.catTools != nil && w.catVersion == version {
 		return w.catTools, w.catDigest
 	}
-	specs := w.Specs()
-	for i := range specs {
-		specs[i] = publicSpec(specs[i])
-	}
-	b, _ := json.Marshal(specs)
+	b, _ := json.Marshal(w.Specs())
 	w.catTools, w.catDigest, w.catVersion = b, wire.SpecsDigest(b), version
 	return w.catTools, w.catDigest
 }

@@ -469,7 +469,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	t := &tool{spec: spec, handler: h, admit: admit, input: in, output: out,
 		spanName: "toolmesh.serve " + spec.Name, approve: w.cfg.Approvals.requires(spec),
 		retrySafe: spec.Annotations.IsIdempotent() || spec.Annotations.IsReadOnly(),
-		digest:    wire.SpecDigest(publicSpec(spec)),
+		digest:    wire.SpecDigest(spec),
 		spanOpts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	t.inline = inline && !t.approve && admit == nil
 	if err := w.reserve(t); err != nil {
@@ -536,7 +536,7 @@ func (w *Worker) reserve(t *tool) error {
 	// Describe first, the call subject last: when the server refuses both,
 	// the refusal nats.go keeps (the last one) names the call subject.
 	dsub, err := w.nc.QueueSubscribe(w.subjects.Describe(name), w.subjects.QueueGroup(), func(m *nats.Msg) {
-		b, _ := json.Marshal(publicSpec(t.spec))
+		b, _ := json.Marshal(t.spec)
 		_ = m.Respond(b)
 	})
 	if err != nil {
@@ -557,14 +557,6 @@ func (w *Worker) reserve(t *tool) error {
 	t.sub, t.dsub = sub, dsub
 	w.registering[name] = true
 	return nil
-}
-
-// publicSpec is what discovery serves of a spec: everything but the
-// binding, which is worker-local configuration (its cmd, args and env may
-// hold secrets) and never leaves the worker.
-func publicSpec(s envelope.ToolSpec) envelope.ToolSpec {
-	s.Binding = nil
-	return s
 }
 
 // Specs returns the registered tools' specs, sorted by name.

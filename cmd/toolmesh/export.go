@@ -22,7 +22,7 @@ func newToolsExportCmd(g *globals) *cobra.Command {
 	var deferred bool
 	cmd := usage.Command("export --provider openai|openai-responses|anthropic|gemini|mcp", "Print the mesh's tools in a model provider's (or MCP's) shape, with the name map",
 		func(cmd *cobra.Command) error {
-			p, err := provider.ParseProvider(prov)
+			p, err := parseProvider(prov)
 			if err != nil {
 				return envelope.NewProblem(envelope.CodeInvalidInput, "--provider: "+err.Error()).
 					WithFix("Pass --provider openai, openai-responses, anthropic, gemini or mcp", envelope.HasPlaceholders)
@@ -73,4 +73,17 @@ func warnGaps(g *globals, ts *provider.Toolset) {
 			fmt.Fprintf(g.stderr, "warning: tool %s %s\n", n.Tool, n.Message)
 		}
 	}
+}
+
+// parseProvider reads a provider name as the command line spells it.
+func parseProvider(s string) (provider.Provider, error) {
+	all := []provider.Provider{provider.OpenAI, provider.OpenAIResponses, provider.Anthropic, provider.Gemini, provider.MCP}
+	names := make([]string, 0, len(all))
+	for _, p := range all {
+		if string(p) == s {
+			return p, nil
+		}
+		names = append(names, string(p))
+	}
+	return "", fmt.Errorf("unknown provider %q (want %s)", s, strings.Join(names, ", "))
 }

@@ -37,7 +37,7 @@ func SelectFormat(flag string, stderrIsTTY bool) (OutputFormat, error) {
 // application/problem+json line.
 func renderProblem(p *envelope.Problem, f OutputFormat) []byte {
 	if f == FormatPretty {
-		return append([]byte(p.Pretty()), prettyStderrTail(p)...)
+		return append([]byte(prettyProblem(p)), prettyStderrTail(p)...)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -47,6 +47,20 @@ func renderProblem(p *envelope.Problem, f OutputFormat) []byte {
 		b, _ = json.Marshal(&q)
 	}
 	return append(b, '\n')
+}
+
+// prettyProblem renders the human form: one "Error: <detail>" line, then
+// the suggested fix on a second line when there is one.
+func prettyProblem(p *envelope.Problem) string {
+	var b strings.Builder
+	b.WriteString("Error: ")
+	b.WriteString(p.Error())
+	if p.SuggestedFix != nil && p.SuggestedFix.Description != "" {
+		b.WriteString("\n  fix: ")
+		b.WriteString(p.SuggestedFix.Description)
+	}
+	b.WriteByte('\n')
+	return b.String()
 }
 
 // prettyStderrTail shows a failed program's stderr tail (the extension

@@ -1,6 +1,21 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/toolmesh/toolmesh/envelope"
+)
+
+// The pretty form of a Problem: the error line, then its fix.
+func TestPrettyProblem(t *testing.T) {
+	seed := envelope.NewProblem(envelope.CodeInvalidInput, "invalid input: divisor cannot be zero")
+	seed.Type = "https://zircote.com/rust-template/errors/invalid-input/v1"
+	seed.Instance = "urn:rust_template:invalid-input"
+	seed.WithFix("Correct the input so it satisfies the documented constraints, then retry.", envelope.MaybeIncorrect)
+	if got := prettyProblem(seed); got != "Error: invalid input: divisor cannot be zero\n  fix: Correct the input so it satisfies the documented constraints, then retry.\n" {
+		t.Errorf("pretty: %q", got)
+	}
+}
 
 func TestSelectFormat(t *testing.T) {
 	cases := []struct {

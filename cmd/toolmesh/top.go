@@ -18,7 +18,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/ctxsleep"
 	"github.com/toolmesh/toolmesh/internal/fleet"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/redact"
 )
 
 func newTopCmd(g *globals) *cobra.Command {
@@ -194,13 +194,13 @@ func clip(frame string, width int) string {
 
 // redactURLs hides the password of each comma-separated URL: a view that
 // may be shared on a screen must not show nats://user:secret@host. It is
-// mesh.RedactURL, which works on the text (a parsed URL would let a
+// redact.ServerURLs, which works on the text (a parsed URL would let a
 // password holding '#', '/' or '?' through), keeping the list's spacing.
 func redactURLs(list string) string {
 	parts := strings.Split(list, ",")
 	for i, p := range parts {
 		url := strings.TrimLeft(p, " ")
-		parts[i] = p[:len(p)-len(url)] + mesh.RedactURL(url)
+		parts[i] = p[:len(p)-len(url)] + redact.ServerURLs(url)
 	}
 	return strings.Join(parts, ",")
 }

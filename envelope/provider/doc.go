@@ -2,9 +2,9 @@
 // model providers an agent talks to — OpenAI Chat Completions, OpenAI
 // Responses, Anthropic Messages, Google Gemini — and into MCP: tool
 // declarations (Export), the model's tool calls back into mesh calls
-// (ParseCalls), terminal events into tool-result messages (ResultItem,
-// ResultMessages) and a ResponseFormat into each request's native
-// structured-output fields (LowerResponseFormat).
+// (ParseCalls) and a ResponseFormat into each request's native
+// structured-output fields (LowerResponseFormat). caller.Dispatch runs the
+// calls and turns their outcomes into the provider's tool-result messages.
 //
 // Everything here is a pure function over JSON: no provider SDK, no
 // network. Which variant a provider gets (OpenAI strict mode, Gemini's

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,4 +92,14 @@ func (l *Lowered) set(member string, v any) {
 // schemaPrompt is the system-prompt fallback for a schema.
 func schemaPrompt(f envelope.JSONSchemaFormat) string {
 	return fmt.Sprintf("Respond with only a JSON value, no other text, that matches this JSON Schema (%s):\n%s", f.Name, compact(f.Schema))
+}
+
+// compact is b without insignificant white space (b itself when it is not
+// valid JSON).
+func compact(b json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return string(b)
+	}
+	return buf.String()
 }

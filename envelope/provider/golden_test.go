@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"os"
@@ -88,29 +87,5 @@ func TestExportGolden(t *testing.T) {
 				t.Errorf("%d tools but %d names mapped", n, ts.Names.size())
 			}
 		})
-	}
-}
-
-// A binding is worker-local and may hold secrets: no export carries any
-// part of it, whatever the provider.
-func TestExportNeverCarriesTheBinding(t *testing.T) {
-	spec := envelope.ToolSpec{Name: "mail.send", Description: "Send mail",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"],"additionalProperties":false}`),
-		Binding: &envelope.Binding{CLI: &envelope.CliBindingConfig{Cmd: "/opt/secret-mailer",
-			Args: []string{"--token=s3cr3t-arg"}, Env: map[string]string{"MAIL_PASSWORD": "hunter2-env"}}}}
-	for _, tc := range exportTargets {
-		ts, err := Export([]envelope.ToolSpec{spec}, tc.opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(ts)
-		if n := declarations(t, ts); n != 1 {
-			t.Fatalf("%s: %d tools exported", tc.file, n)
-		}
-		for _, secret := range []string{"secret-mailer", "s3cr3t-arg", "hunter2-env", "MAIL_PASSWORD"} {
-			if bytes.Contains(b, []byte(secret)) {
-				t.Errorf("%s export carries %q from the binding: %s", tc.file, secret, b)
-			}
-		}
 	}
 }

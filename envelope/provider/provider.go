@@ -20,20 +20,6 @@ const (
 // providers lists every provider, in a stable order.
 func providers() []Provider { return []Provider{OpenAI, OpenAIResponses, Anthropic, Gemini, MCP} }
 
-// ParseProvider reads a provider name as the command line spells it.
-func ParseProvider(s string) (Provider, error) {
-	for _, p := range providers() {
-		if string(p) == s {
-			return p, nil
-		}
-	}
-	names := make([]string, 0, 5)
-	for _, p := range providers() {
-		names = append(names, string(p))
-	}
-	return "", fmt.Errorf("unknown provider %q (want %s)", s, strings.Join(names, ", "))
-}
-
 // nameRule returns the provider's tool-name rule. Anthropic documents
 // 128 characters, but some of its front ends accept only 64, so 64 is used:
 // one export then works everywhere.

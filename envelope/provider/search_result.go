@@ -126,3 +126,10 @@ func loadedIn(tools []json.RawMessage, want map[string]bool) ([]json.RawMessage,
 	}
 	return out, nil
 }
+
+// textContent is a text block, the content shape Anthropic's tool_result
+// and MCP's CallToolResult share.
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}

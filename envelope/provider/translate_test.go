@@ -2,8 +2,11 @@ package provider
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/toolmesh/toolmesh/envelope"
@@ -27,6 +30,22 @@ func viewCalls(calls []ToolCall) []callView {
 		}
 	}
 	return out
+}
+
+// problemText renders a Problem in the calls goldens as a model reads it
+// in a tool result (providerresults' rendering): code, detail, retry, fix.
+func problemText(p *envelope.Problem) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "error %s: %s", p.Code, p.Error())
+	if p.RetryAfter != nil {
+		b.WriteString("\nretry: after " + strconv.FormatFloat(*p.RetryAfter, 'f', -1, 64) + "s")
+	} else {
+		b.WriteString("\nretry: no (not transient)")
+	}
+	if f := p.SuggestedFix; f != nil && f.Description != "" {
+		b.WriteString("\nfix: " + f.Description)
+	}
+	return b.String()
 }
 
 func TestParseCallsGolden(t *testing.T) {
@@ -71,65 +90,6 @@ func TestParseCallsRejectsForeignShapes(t *testing.T) {
 		if !ok || p.Code != envelope.CodeInvalidInput {
 			t.Errorf("%s %s: got %v, want an invalid_input Problem", tc.p, tc.out, err)
 		}
-	}
-}
-
-// outcomes are the results-out fixtures: an object, non-object results,
-// deltas folded into an empty result, Problems with and without a retry.
-func outcomes() []struct {
-	name string
-	call ToolCall
-	evs  []envelope.ToolEvent
-} {
-	fix := envelope.NewProblem(envelope.CodeInvalidInput, "args do not match the schema: /path: required property is missing")
-	fix.Instance = "urn:uuid:fixed"
-	busy := envelope.NewProblem(envelope.CodeOverloaded, "worker at capacity").WithRetryAfter(2.5)
-	return []struct {
-		name string
-		call ToolCall
-		evs  []envelope.ToolEvent
-	}{
-		{"object", ToolCall{ID: "c1", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`{"text":"127.0.0.1 localhost"}`)}}},
-		{"number", ToolCall{ID: "c2", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`42`)}}},
-		{"string", ToolCall{ID: "c3", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`"hello"`)}}},
-		{"array", ToolCall{ID: "c4", Name: "search_query", Tool: "search.query"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventResult, Data: json.RawMessage(`["a","b"]`)}}},
-		{"deltas", ToolCall{ID: "c5", Name: "count", Tool: "count"}, []envelope.ToolEvent{
-			envelope.ToolEvent{Type: envelope.EventStart, ToolID: "count", CallID: "01J"}, envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`{"n":1}`)},
-			envelope.ProgressEvent(50, "half"), envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`{"n":2}`)}, envelope.ToolEvent{Type: envelope.EventResult}}},
-		{"problem", ToolCall{ID: "c6", Name: "fs_read", Tool: "fs_read"}, []envelope.ToolEvent{envelope.ErrorEvent(fix)}},
-		{"transient-after-deltas", ToolCall{ID: "c7", Name: "count", Tool: "count"}, []envelope.ToolEvent{
-			envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`{"n":1}`)}, envelope.ErrorEvent(busy)}},
-		{"bad-args", ToolCall{ID: "c8", Name: "kv_put", Tool: "kv.put",
-			Problem: badArgs(rawCall{id: "c8", name: "kv_put"}, "arguments are not valid JSON: unexpected EOF")}, nil},
-		{"no-terminal", ToolCall{ID: "c9", Name: "echo", Tool: "echo"}, []envelope.ToolEvent{envelope.ToolEvent{Type: envelope.EventDelta, Data: json.RawMessage(`1`)}}},
-	}
-}
-
-func TestResultsGolden(t *testing.T) {
-	for _, p := range providers() {
-		t.Run(string(p), func(t *testing.T) {
-			var items []json.RawMessage
-			for _, o := range outcomes() {
-				var acc Accumulator
-				for _, ev := range o.evs {
-					acc.Add(ev)
-				}
-				out := acc.Outcome()
-				if o.evs == nil {
-					out = Outcome{}
-				}
-				item, err := ResultItem(p, o.call, out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				items = append(items, item)
-			}
-			msgs, err := ResultMessages(p, items)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, "results_"+string(p)+".json", msgs)
-		})
 	}
 }
 

@@ -2,7 +2,8 @@
 // (literal text, the binding format's fixed placeholders and toolmesh's
 // {arg.NAME} and {arg.NAME?FLAG}) and the binding's other fixed values
 // (the bearer placeholder, stdin's forms, ok_empty), shared by the
-// binding's validation in envelope and its running in worker/cli.
+// binding's validation and running in worker/cli and the tools file's key
+// check in internal/configkeys.
 package argtemplate
 
 import (

@@ -29,12 +29,18 @@ func TestForbiddenProblemIsEnvelopes(t *testing.T) {
 	}
 }
 
-// SpecDigest of an envelope.ToolSpec leaves the binding out, wherever
+// boundSpec is a spec's JSON with a binding member beside it, the shape a
+// spec of a worker that kept its binding in the spec would have.
+type boundSpec struct {
+	envelope.ToolSpec
+	Binding map[string]any `json:"binding"`
+}
+
+// SpecDigest of an envelope.ToolSpec leaves a binding member out, wherever
 // json.Marshal puts it, and counts every other member.
 func TestSpecDigestLeavesBindingOut(t *testing.T) {
 	spec := envelope.ToolSpec{Name: "demo.echo", Description: "echoes", InputSchema: json.RawMessage(`{"type":"object"}`)}
-	bound := spec
-	bound.Binding = &envelope.Binding{CLI: &envelope.CliBindingConfig{Cmd: "echo"}}
+	bound := boundSpec{spec, map[string]any{"cli": map[string]any{"cmd": "echo"}}}
 	plain, pointed, withBinding := wire.SpecDigest(spec), wire.SpecDigest(&spec), wire.SpecDigest(bound)
 	if plain == "" || plain != pointed || plain != withBinding {
 		t.Fatalf("digests: spec %q, pointer %q, with binding %q: want one, non-empty", plain, pointed, withBinding)

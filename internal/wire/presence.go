@@ -21,8 +21,9 @@ func SpecsDigest(tools []byte) string {
 }
 
 // SpecDigest names one tool spec by its content, as callers see it: the
-// SpecsDigest of its JSON without the binding member (which workers keep
-// to themselves). Two specs have one digest exactly when the catalogue
+// SpecsDigest of its JSON without a binding member (bindings stay in the
+// worker, and an envelope.ToolSpec has none; the digest the protocol
+// defines leaves one out all the same). Two specs have one digest exactly when the catalogue
 // counts them as one spec (equal JSON), so the spec a caller was offered
 // and the spec a worker serves are compared by it (MetaSpec). spec is an
 // envelope.ToolSpec (or a pointer to one); wire takes it as a value to

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
-
-	"github.com/toolmesh/toolmesh/envelope"
 )
 
 // buildArgv builds a program's argument vector for one call, never through a
@@ -25,7 +23,7 @@ import (
 // token {arg.NAME?FLAG} is a flag pair: FLAG then the value as two slots
 // (FLAG value FLAG value … for an array, FLAG alone for true, nothing for
 // false or absent). A present value keeps its slot even when it is "".
-func buildArgv(b *envelope.CliBindingConfig, toolID string, params []byte, dryRun, pageAll bool) []string {
+func buildArgv(b *cliBinding, toolID string, params []byte, dryRun, pageAll bool) []string {
 	argv := make([]string, 0, 2+len(b.Args)+4)
 	argv = append(argv, b.Cmd)
 	argv = append(argv, b.Args...)
@@ -183,7 +181,7 @@ func (r renderer) flagPair(s argtemplate.Segment) []string {
 
 // stdinFor returns what the program reads on stdin for one call, per the
 // binding's stdin field: nil means nothing (the program sees /dev/null).
-func stdinFor(b *envelope.CliBindingConfig, params []byte) []byte {
+func stdinFor(b *cliBinding, params []byte) []byte {
 	if b.Stdin == argtemplate.StdinParamsJSON {
 		return params
 	}

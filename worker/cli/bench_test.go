@@ -130,8 +130,8 @@ func median[T int64 | float64 | time.Duration](v []T) T {
 // output (a json tool must print something).
 func trueHandler(b *testing.B) *toolHandler {
 	b.Helper()
-	bind := envelope.CliBindingConfig{Cmd: "/bin/true", OutputFormat: envelope.OutputLines}
-	h, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "true", Binding: &envelope.Binding{CLI: &bind}},
+	bind := cliBinding{Cmd: "/bin/true", OutputFormat: outputLines}
+	h, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "true"}, Binding: &bind,
 		Limits: toolLimits{MaxConcurrent: 64}}, nil, nil)
 	if err != nil {
 		b.Fatal(err)

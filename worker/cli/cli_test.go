@@ -73,9 +73,9 @@ func (r *recorder) Delta(v any) error {
 	return nil
 }
 
-func handler(t *testing.T, b envelope.CliBindingConfig, lim toolLimits) *toolHandler {
+func handler(t *testing.T, b cliBinding, lim toolLimits) *toolHandler {
 	t.Helper()
-	h, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "t", Binding: &envelope.Binding{CLI: &b}}, Limits: lim}, nil, nil)
+	h, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "t"}, Binding: &b, Limits: lim}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func wantProblem(t *testing.T, err error, code envelope.Code) *envelope.Problem 
 }
 
 func TestArgvTemplate(t *testing.T) {
-	b := &envelope.CliBindingConfig{Cmd: "prog", Args: []string{"api", "v1"}, ArgsTemplate: "--id={tool_id} {params_json} {dry_run} {page_all} {unknown} x{dry_run}y",
+	b := &cliBinding{Cmd: "prog", Args: []string{"api", "v1"}, ArgsTemplate: "--id={tool_id} {params_json} {dry_run} {page_all} {unknown} x{dry_run}y",
 		DryRunFlag: "--dry-run", PageAllFlag: "--all"}
 	cases := []struct {
 		dry, all bool
@@ -132,11 +132,11 @@ func TestArgvTemplate(t *testing.T) {
 		}
 	}
 	// A substituted value containing a placeholder is not substituted again.
-	got := buildArgv(&envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: "{params_json}"}, "t", []byte(`{"x":"{tool_id}"}`), false, false)
+	got := buildArgv(&cliBinding{Cmd: "p", ArgsTemplate: "{params_json}"}, "t", []byte(`{"x":"{tool_id}"}`), false, false)
 	if got[1] != `{"x":"{tool_id}"}` {
 		t.Errorf("re-substituted: %q", got)
 	}
-	if got := buildArgv(&envelope.CliBindingConfig{Cmd: "cat"}, "t", []byte(`{}`), false, false); len(got) != 1 {
+	if got := buildArgv(&cliBinding{Cmd: "cat"}, "t", []byte(`{}`), false, false); len(got) != 1 {
 		t.Errorf(`{"cmd":"cat"} alone: %q`, got)
 	}
 }
@@ -192,20 +192,20 @@ func TestInjectionCorpus(t *testing.T) {
 	type want func(v string, args []byte) echoed
 	cases := []struct {
 		name    string
-		binding envelope.CliBindingConfig
+		binding cliBinding
 		want    want
 	}{
-		{"params_json", envelope.CliBindingConfig{ArgsTemplate: "{params_json}"},
+		{"params_json", cliBinding{ArgsTemplate: "{params_json}"},
 			func(_ string, args []byte) echoed { return echoed{Argv: []string{string(args)}} }},
-		{"arg", envelope.CliBindingConfig{ArgsTemplate: "{arg.v}"},
+		{"arg", cliBinding{ArgsTemplate: "{arg.v}"},
 			func(v string, _ []byte) echoed { return echoed{Argv: []string{v}} }},
-		{"prefixed arg", envelope.CliBindingConfig{ArgsTemplate: "--value={arg.v}"},
+		{"prefixed arg", cliBinding{ArgsTemplate: "--value={arg.v}"},
 			func(v string, _ []byte) echoed { return echoed{Argv: []string{"--value=" + v}} }},
-		{"flag pair", envelope.CliBindingConfig{ArgsTemplate: "-- {arg.v?-e} {arg.list?-e}"},
+		{"flag pair", cliBinding{ArgsTemplate: "-- {arg.v?-e} {arg.list?-e}"},
 			func(v string, _ []byte) echoed { return echoed{Argv: []string{"--", "-e", v, "-e", v, "-e", "x"}} }},
-		{"stdin arg", envelope.CliBindingConfig{Stdin: "arg.v"},
+		{"stdin arg", cliBinding{Stdin: "arg.v"},
 			func(v string, _ []byte) echoed { return echoed{Argv: []string{}, Stdin: v} }},
-		{"stdin params_json", envelope.CliBindingConfig{Stdin: argtemplate.StdinParamsJSON},
+		{"stdin params_json", cliBinding{Stdin: argtemplate.StdinParamsJSON},
 			func(_ string, args []byte) echoed { return echoed{Argv: []string{}, Stdin: string(args)} }},
 	}
 	for _, c := range cases {
@@ -228,7 +228,7 @@ func TestInjectionCorpus(t *testing.T) {
 // expand, objects are JSON, flag pairs appear only when set.
 func TestArgPlaceholders(t *testing.T) {
 	tpl := "{arg.s} -n={arg.n} {arg.b} {arg.list} --inc={arg.list} {arg.obj} {arg.missing} x{arg.null} {arg.i?-i} {arg.f?-f} {arg.m?-m} {arg.list?-e} {arg.none?-z} {arg.empty}"
-	b := &envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: tpl}
+	b := &cliBinding{Cmd: "p", ArgsTemplate: tpl}
 	cases := []struct {
 		args string
 		want []string
@@ -247,7 +247,7 @@ func TestArgPlaceholders(t *testing.T) {
 }
 
 func TestBearerReachesEnvOnly(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: argvecho, Env: map[string]string{"API_TOKEN": "$ATD_BEARER", "PLAIN": "$ATD_BEARER_NOT"}}, toolLimits{})
+	h := handler(t, cliBinding{Cmd: argvecho, Env: map[string]string{"API_TOKEN": "$ATD_BEARER", "PLAIN": "$ATD_BEARER_NOT"}}, toolLimits{})
 	res, err, _ := call(t, h, `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -267,14 +267,14 @@ func TestBearerReachesEnvOnly(t *testing.T) {
 
 // A program that prints its token cannot leak it into a Problem or the stderr it reports.
 func TestBearerRedactedFromReports(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2; echo "not json $T"`}, Env: map[string]string{"T": "$ATD_BEARER"}}, toolLimits{})
+	h := handler(t, cliBinding{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2; echo "not json $T"`}, Env: map[string]string{"T": "$ATD_BEARER"}}, toolLimits{})
 	_, err, _ := call(t, h, `{}`)
 	p := wantProblem(t, err, envelope.CodeToolFailed)
 	b, _ := json.Marshal(p)
 	if strings.Contains(string(b), "tok-123") || !strings.Contains(string(b), "[REDACTED]") {
 		t.Fatalf("problem %s", b)
 	}
-	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2`}, Env: map[string]string{"T": "$ATD_BEARER"}, OutputFormat: envelope.OutputLines}, toolLimits{})
+	lines := handler(t, cliBinding{Cmd: "sh", Args: []string{"-c", `echo "token=$T" >&2`}, Env: map[string]string{"T": "$ATD_BEARER"}, OutputFormat: outputLines}, toolLimits{})
 	res, err, _ := call(t, lines, `{}`)
 	if err != nil || strings.Contains(resultJSON(t, res), "tok-123") {
 		t.Fatalf("%v %s", err, resultJSON(t, res))
@@ -284,7 +284,7 @@ func TestBearerRedactedFromReports(t *testing.T) {
 // The binding format's MUSTs: dry run and paging are refused, and the program is never started.
 func TestRefusalsNeverStartTheProgram(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "started")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "touch " + marker}}, toolLimits{})
+	h := handler(t, cliBinding{Cmd: "sh", Args: []string{"-c", "touch " + marker}}, toolLimits{})
 	_, err, _ := call(t, h, `{}`, func(r *worker.Request) { r.DryRun = true })
 	wantProblem(t, err, envelope.CodeDryRunUnsupported)
 	_, err, _ = call(t, h, `{}`, func(r *worker.Request) { r.Page = &envelope.Page{All: true} })
@@ -295,7 +295,7 @@ func TestRefusalsNeverStartTheProgram(t *testing.T) {
 		t.Fatal("the program was started")
 	}
 	// With the flags bound, both are passed.
-	h = handler(t, envelope.CliBindingConfig{Cmd: argvecho, ArgsTemplate: "{dry_run} {page_all}", DryRunFlag: "-n", PageAllFlag: "--all"}, toolLimits{})
+	h = handler(t, cliBinding{Cmd: argvecho, ArgsTemplate: "{dry_run} {page_all}", DryRunFlag: "-n", PageAllFlag: "--all"}, toolLimits{})
 	res, err, _ := call(t, h, `{}`, func(r *worker.Request) { r.DryRun = true; r.Page = &envelope.Page{All: true} })
 	if err != nil || !strings.Contains(resultJSON(t, res), `"argv":["-n","--all"]`) {
 		t.Fatalf("%v %s", err, resultJSON(t, res))
@@ -304,7 +304,7 @@ func TestRefusalsNeverStartTheProgram(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	// The program exits with the digits of its params; exit 0 never consults the map.
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", ArgsTemplate: "{params_json}",
+	h := handler(t, cliBinding{Cmd: "sh", ArgsTemplate: "{params_json}",
 		ExitCodeMap: map[int]string{3: "auth_required", 4: "unauthorized", 5: argtemplate.ExitOKEmpty},
 		Args:        []string{"-c", `code=$(printf %s "$1" | tr -dc 0-9); echo "failing with $code" >&2; [ "$code" = 0 ] && echo '{"ok":true}'; exit "$code"`, "sh"}}, toolLimits{})
 	res, err, _ := call(t, h, `{"c":0}`)
@@ -348,7 +348,7 @@ func TestExitCodes(t *testing.T) {
 
 func TestCatAlone(t *testing.T) {
 	// {"cmd":"cat"} alone: no args, stdin closed, empty output is not valid JSON.
-	var b envelope.CliBindingConfig
+	var b cliBinding
 	if err := json.Unmarshal([]byte(`{"cmd":"cat"}`), &b); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestCatAlone(t *testing.T) {
 	if !strings.Contains(p.Detail, "printed nothing") {
 		t.Errorf("detail %q", p.Detail)
 	}
-	h = handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{"not json"}}, toolLimits{})
+	h = handler(t, cliBinding{Cmd: "printf", Args: []string{"not json"}}, toolLimits{})
 	_, err, _ = call(t, h, `{}`)
 	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "not json") {
 		t.Errorf("detail should quote stdout: %q", p.Detail)
@@ -368,8 +368,8 @@ func TestCatAlone(t *testing.T) {
 // Unary calls get the whole output in the result; streamed calls get it
 // once, as deltas, and a result that counts them instead of repeating them.
 func TestOutputFormats(t *testing.T) {
-	nd := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\n\n{"b":2}\n`}, OutputFormat: envelope.OutputNDJSON}, toolLimits{})
-	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `printf 'one\ntwo\nthree'; echo warn >&2`}, OutputFormat: envelope.OutputLines}, toolLimits{})
+	nd := handler(t, cliBinding{Cmd: "printf", Args: []string{`{"a":1}\n\n{"b":2}\n`}, OutputFormat: outputNDJSON}, toolLimits{})
+	lines := handler(t, cliBinding{Cmd: "sh", Args: []string{"-c", `printf 'one\ntwo\nthree'; echo warn >&2`}, OutputFormat: outputLines}, toolLimits{})
 	streaming := func(r *worker.Request) { r.Streaming = true }
 	cases := []struct {
 		name       string
@@ -390,7 +390,7 @@ func TestOutputFormats(t *testing.T) {
 			t.Errorf("%s: %v %s %d deltas", tc.name, err, resultJSON(t, res), len(rec.deltas))
 		}
 	}
-	bad := handler(t, envelope.CliBindingConfig{Cmd: "printf", Args: []string{`{"a":1}\nnope\n`}, OutputFormat: envelope.OutputNDJSON}, toolLimits{})
+	bad := handler(t, cliBinding{Cmd: "printf", Args: []string{`{"a":1}\nnope\n`}, OutputFormat: outputNDJSON}, toolLimits{})
 	_, err, _ := call(t, bad, `{}`)
 	if p := wantProblem(t, err, envelope.CodeToolFailed); !strings.Contains(p.Detail, "line 2") {
 		t.Errorf("detail %q", p.Detail)
@@ -400,7 +400,7 @@ func TestOutputFormats(t *testing.T) {
 // A program printing without end is stopped at the cap and the call says so.
 func TestOutputCap(t *testing.T) {
 	lim := toolLimits{MaxOutputBytes: 64 << 10, KillGrace: 100 * time.Millisecond}
-	lines := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "yes aaaaaaaaaaaaaaa"}, OutputFormat: envelope.OutputLines}, lim)
+	lines := handler(t, cliBinding{Cmd: "sh", Args: []string{"-c", "yes aaaaaaaaaaaaaaa"}, OutputFormat: outputLines}, lim)
 	res, err, _ := call(t, lines, `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestOutputCap(t *testing.T) {
 		t.Fatalf("capped lines result: complete=%v warnings=%v", m["complete"], m["scope_warnings"])
 	}
 	// 1 GB of output in json format: the program is stopped, the call fails honestly.
-	js := handler(t, envelope.CliBindingConfig{Cmd: "head", Args: []string{"-c", "1000000000", "/dev/zero"}}, lim)
+	js := handler(t, cliBinding{Cmd: "head", Args: []string{"-c", "1000000000", "/dev/zero"}}, lim)
 	_, err, _ = call(t, js, `{}`)
 	wantProblem(t, err, envelope.CodePayloadTooLarge)
 }
@@ -450,7 +450,7 @@ func TestIgnoredSigtermGetsSigkill(t *testing.T) {
 func cancelUntilDead(t *testing.T, who string, script func(pidfile string) string, grace time.Duration) {
 	t.Helper()
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", script(pidfile)}}, toolLimits{KillGrace: grace})
+	h := handler(t, cliBinding{Cmd: "sh", Args: []string{"-c", script(pidfile)}}, toolLimits{KillGrace: grace})
 	pid, err := runAndCancel(t, h, pidfile)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("handler returned %v", err)
@@ -462,7 +462,7 @@ func cancelUntilDead(t *testing.T, who string, script func(pidfile string) strin
 // and does not stall the call by holding stdout open.
 func TestGrandchildSweptOnNormalExit(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", "sleep 1000 & echo $! > " + pidfile + `; echo '{"ok":1}'`}}, toolLimits{})
+	h := handler(t, cliBinding{Cmd: "sh", Args: []string{"-c", "sleep 1000 & echo $! > " + pidfile + `; echo '{"ok":1}'`}}, toolLimits{})
 	res, err, _ := call(t, h, `{}`)
 	if err != nil || resultJSON(t, res) != `{"ok":1}` {
 		t.Fatalf("%v %v", err, res)
@@ -480,7 +480,7 @@ func TestGrandchildSweptOnNormalExit(t *testing.T) {
 func TestMaxConcurrentRuns(t *testing.T) {
 	dir := t.TempDir()
 	gate, started := filepath.Join(dir, "gate"), filepath.Join(dir, "started")
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sh", Args: []string{"-c", `echo x >> ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.01; done; echo '{}'`}},
+	h := handler(t, cliBinding{Cmd: "sh", Args: []string{"-c", `echo x >> ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.01; done; echo '{}'`}},
 		toolLimits{MaxConcurrent: 1})
 	first := make(chan error, 1)
 	go func() { _, err, _ := call(t, h, `{}`); first <- err }()
@@ -501,7 +501,7 @@ func TestMaxConcurrentRuns(t *testing.T) {
 }
 
 func TestToolTimeout(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: "sleep", Args: []string{"1000"}}, toolLimits{Timeout: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond})
+	h := handler(t, cliBinding{Cmd: "sleep", Args: []string{"1000"}}, toolLimits{Timeout: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond})
 	_, err, _ := call(t, h, `{}`)
 	wantProblem(t, err, envelope.CodeTimeout)
 }
@@ -515,8 +515,8 @@ func TestMissingProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cmd := range []string{"/nonexistent/program", "toolmesh-no-such-program", notExec} {
-		b := envelope.CliBindingConfig{Cmd: cmd}
-		_, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "files.x", Binding: &envelope.Binding{CLI: &b}}}, nil, nil)
+		b := cliBinding{Cmd: cmd}
+		_, err := newProbedHandler(fileTool{Spec: envelope.ToolSpec{Name: "files.x"}, Binding: &b}, nil, nil)
 		p := wantProblem(t, err, envelope.CodeInvalidConfig)
 		if !strings.Contains(p.Detail, "tool files.x: field binding.cli.cmd") || !strings.Contains(p.Detail, cmd) {
 			t.Errorf("cmd %s: detail %q does not name the tool, the field and the program", cmd, p.Detail)
@@ -526,8 +526,8 @@ func TestMissingProgram(t *testing.T) {
 	if err := os.WriteFile(gone, []byte("#!/bin/sh\necho '{}'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	withStdin := handler(t, envelope.CliBindingConfig{Cmd: gone, Stdin: argtemplate.StdinParamsJSON}, toolLimits{})
-	h := handler(t, envelope.CliBindingConfig{Cmd: gone}, toolLimits{})
+	withStdin := handler(t, cliBinding{Cmd: gone, Stdin: argtemplate.StdinParamsJSON}, toolLimits{})
+	h := handler(t, cliBinding{Cmd: gone}, toolLimits{})
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +544,7 @@ func waitFor(t *testing.T, what string, cond func() bool) { testutil.WaitFor(t, 
 // A program that never reads its stdin neither blocks the call nor fails
 // it, however much input it was given (more than a pipe buffer here).
 func TestStdinNotRead(t *testing.T) {
-	h := handler(t, envelope.CliBindingConfig{Cmd: "true", Stdin: "arg.v", OutputFormat: envelope.OutputLines}, toolLimits{})
+	h := handler(t, cliBinding{Cmd: "true", Stdin: "arg.v", OutputFormat: outputLines}, toolLimits{})
 	args, _ := json.Marshal(map[string]string{"v": strings.Repeat("x", 1<<20)})
 	res, err, _ := call(t, h, string(args))
 	if err != nil || resultJSON(t, res) != `{"lines":[],"stderr":""}` {

@@ -50,16 +50,16 @@ func isRegistryCode(c string) bool {
 // program printed, read as for exit 0, and for json an empty stdout is
 // null instead of a failure.
 func (h *toolHandler) emptyOKResult(o output, stderr *tailBuffer) (any, error) {
-	if outputFormat(h.binding) == envelope.OutputJSON && len(bytes.TrimSpace(o.raw)) == 0 {
+	if outputFormat(h.binding) == outputJSON && len(bytes.TrimSpace(o.raw)) == 0 {
 		return json.RawMessage("null"), nil
 	}
 	return h.finalResult(o, stderr)
 }
 
 // outputFormat is b's output format, json when unset.
-func outputFormat(b *envelope.CliBindingConfig) envelope.CliOutputFormat {
+func outputFormat(b *cliBinding) cliOutputFormat {
 	if b.OutputFormat == "" {
-		return envelope.OutputJSON
+		return outputJSON
 	}
 	return b.OutputFormat
 }

@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 			if err := envelope.ValidateToolName(tool.Spec.Name); err != nil {
 				t.Fatalf("loaded a tool with an invalid name %q", tool.Spec.Name)
 			}
-			if tool.Spec.Binding == nil || tool.Spec.Binding.CLI == nil || tool.Spec.Binding.CLI.Cmd == "" {
+			if tool.Binding == nil || tool.Binding.Cmd == "" {
 				t.Fatalf("loaded tool %q without a cmd", tool.Spec.Name)
 			}
 		}
@@ -51,7 +51,7 @@ func FuzzArgv(f *testing.F) {
 	f.Add("--id={tool_id} {params_json} {dry_run} {page_all} {unknown}", `{}`, "", false)
 	f.Add("{{params_json}} {params_json}{params_json}", `{"a":"{dry_run}"}`, "-n", true)
 	f.Fuzz(func(t *testing.T, template, params, flag string, on bool) {
-		b := &envelope.CliBindingConfig{Cmd: "prog", Args: []string{"--fixed"}, ArgsTemplate: template,
+		b := &cliBinding{Cmd: "prog", Args: []string{"--fixed"}, ArgsTemplate: template,
 			DryRunFlag: flag, PageAllFlag: flag}
 		argv := buildArgv(b, "tool.x", []byte(params), on, on)
 		if len(argv) < 2 || argv[0] != "prog" || argv[1] != "--fixed" {
@@ -95,7 +95,7 @@ func FuzzArgPlaceholders(f *testing.F) {
 			return
 		}
 		params, _ := json.Marshal(map[string]string{"v": value})
-		b := &envelope.CliBindingConfig{Cmd: "p", ArgsTemplate: prefix + " {arg.v} {arg.v?" + flag + "}", Stdin: "arg.v"}
+		b := &cliBinding{Cmd: "p", ArgsTemplate: prefix + " {arg.v} {arg.v?" + flag + "}", Stdin: "arg.v"}
 		argv := buildArgv(b, "t", params, false, false)
 		if len(argv) < 4 || argv[len(argv)-3] != value || argv[len(argv)-2] != flag || argv[len(argv)-1] != value {
 			t.Fatalf("template %q value %q: argv ends %q, want [%q %q %q]", b.ArgsTemplate, value, argv, value, flag, value)

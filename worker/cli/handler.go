@@ -1,8 +1,8 @@
 // Package cli hosts command-line programs as mesh tools. A tools file (see
-// LoadFile) declares each tool's spec and its binding
-// (envelope.CliBindingConfig); RegisterFile hosts its tools on a worker,
-// each running its bound program once per call behind the same
-// worker.Handler interface as Go tools.
+// LoadFile) declares each tool's spec and its binding (binding.cli, held
+// beside the spec in this package, so it never leaves the worker);
+// RegisterFile hosts its tools on a worker, each running its bound program
+// once per call behind the same worker.Handler interface as Go tools.
 package cli
 
 import (
@@ -37,7 +37,7 @@ const stderrTail = 4 << 10
 // toolHandler runs one CLI-bound tool. It is safe for concurrent use.
 type toolHandler struct {
 	spec    envelope.ToolSpec
-	binding *envelope.CliBindingConfig
+	binding *cliBinding
 	limits  toolLimits
 	inherit []string
 	slots   *fairshare.Semaphore // the tool's MaxConcurrent slots, shared by sender
@@ -75,7 +75,7 @@ func newHandler(t fileTool, inherit []string, log *slog.Logger, support *sandbox
 	if err != nil {
 		return nil, err
 	}
-	binding := *t.Spec.Binding.CLI
+	binding := *t.Binding
 	binding.ArgsTemplate = t.Hardening.template(binding.ArgsTemplate)
 	spec := t.Spec
 	spec.Sandbox = &envelope.SandboxSummary{Confined: false, Network: "any"} // says so rather than nothing
@@ -109,13 +109,16 @@ func envSecrets(env map[string]string) *redact.Redactor {
 // binding, with an invalid spec, or whose program cannot be found: a worker
 // must not advertise a tool every call of which would fail.
 func checkBinding(t fileTool) error {
-	if t.Spec.Binding == nil || t.Spec.Binding.CLI == nil {
+	if t.Binding == nil {
 		return envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: field binding.cli is required", t.Spec.Name)
+	}
+	if err := t.Binding.validate(); err != nil {
+		return envelope.Problemf(envelope.CodeInvalidConfig, "tool %q: field binding.cli: %v", t.Spec.Name, err)
 	}
 	if err := t.Spec.Validate(); err != nil {
 		return envelope.NewProblem(envelope.CodeInvalidConfig, err.Error())
 	}
-	return checkCmd(t.Spec.Name, t.Spec.Binding.CLI.Cmd)
+	return checkCmd(t.Spec.Name, t.Binding.Cmd)
 }
 
 // Spec is the tool's spec as the Handler serves it: with its sandbox
@@ -144,7 +147,7 @@ func RegisterFile(w *worker.Worker, f *File, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	for _, warning := range f.Warnings {
+	for _, warning := range f.warnings {
 		log.Warn(warning)
 	}
 	handlers, err := fileHandlers(w, f, log)
@@ -189,7 +192,7 @@ func fileHandlers(w *worker.Worker, f *File, log *slog.Logger) ([]*toolHandler, 
 			support = &s
 		}
 		t.AllowUnconfined = t.AllowUnconfined || f.AllowUnconfined
-		h, err := newHandler(t, f.Env, log, support)
+		h, err := newHandler(t, f.env, log, support)
 		if err != nil {
 			return nil, err
 		}
@@ -626,7 +629,7 @@ type output struct {
 func (h *toolHandler) readOutput(r io.Reader, emit streamer, secrets *redact.Redactor) (output, error) {
 	o := output{secrets: secrets}
 	switch outputFormat(h.binding) {
-	case envelope.OutputJSON:
+	case outputJSON:
 		raw, err := io.ReadAll(r)
 		o.raw = raw
 		return o, err
@@ -650,7 +653,7 @@ func (h *toolHandler) readOutput(r io.Reader, emit streamer, secrets *redact.Red
 }
 
 func (h *toolHandler) takeLine(o *output, line []byte, emit streamer) error {
-	if outputFormat(h.binding) == envelope.OutputNDJSON {
+	if outputFormat(h.binding) == outputNDJSON {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
@@ -700,7 +703,7 @@ func excerpt(b []byte, secrets *redact.Redactor) string {
 
 func (h *toolHandler) finalResult(o output, stderr *tailBuffer) (any, error) {
 	switch outputFormat(h.binding) {
-	case envelope.OutputNDJSON:
+	case outputNDJSON:
 		if o.streamed > 0 {
 			return map[string]any{"items_streamed": o.streamed}, nil
 		}
@@ -708,7 +711,7 @@ func (h *toolHandler) finalResult(o output, stderr *tailBuffer) (any, error) {
 			o.items = []json.RawMessage{}
 		}
 		return o.items, nil
-	case envelope.OutputLines:
+	case outputLines:
 		return h.linesResult(o, stderr, nil), nil
 	}
 	if len(bytes.TrimSpace(o.raw)) == 0 {
@@ -745,11 +748,11 @@ func (h *toolHandler) linesResult(o output, stderr *tailBuffer, warnings []strin
 // cannot, so those end in payload_too_large (deltas already sent stand).
 func (h *toolHandler) cappedResult(o output, stderr *tailBuffer) (any, error) {
 	reason := fmt.Sprintf("output passed max_output_bytes (%d); the program was stopped and the rest of its output dropped", h.limits.MaxOutputBytes)
-	if outputFormat(h.binding) == envelope.OutputLines {
+	if outputFormat(h.binding) == outputLines {
 		return h.linesResult(o, stderr, []string{reason}), nil
 	}
 	p := envelope.Problemf(envelope.CodePayloadTooLarge, "tool %s: %s", h.spec.Name, reason)
-	if outputFormat(h.binding) == envelope.OutputNDJSON && o.streamed > 0 {
+	if outputFormat(h.binding) == outputNDJSON && o.streamed > 0 {
 		p.WithExtension("items_delivered", o.streamed)
 	}
 	return nil, p

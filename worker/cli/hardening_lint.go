@@ -14,7 +14,7 @@ import (
 // template tokens that hand a caller's value to the program where it
 // reads options, unprotected by `--` or a no_dash rule.
 func Lint(f *File) []string {
-	out := append([]string(nil), f.Warnings...)
+	out := append([]string(nil), f.warnings...)
 	for _, t := range f.tools {
 		if t.Sandbox == nil {
 			out = append(out, fmt.Sprintf("%s: no sandbox: the program runs with the worker's own rights (every file, the network, no resource limits); give the tool (or the file) a sandbox block", t.Spec.Name))
@@ -28,7 +28,7 @@ func Lint(f *File) []string {
 // a caller's value before any `--`: a value such as -rf or --output=…
 // there becomes an option of the program.
 func optionPositionWarnings(t fileTool) []string {
-	b := t.Spec.Binding.CLI
+	b := t.Binding
 	var out []string
 	afterDashes := false
 	for _, tok := range strings.Fields(t.Hardening.template(b.ArgsTemplate)) {

@@ -94,7 +94,7 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 // name no property of an input schema that lists its properties: an error
 // when the schema closes the object (no call can ever set that arg), a
 // warning when it is open (a call may, but a typo is likelier).
-func checkArgRefs(label string, spec envelope.ToolSpec, b *envelope.CliBindingConfig) (warnings []string, err error) {
+func checkArgRefs(label string, spec envelope.ToolSpec, b *cliBinding) (warnings []string, err error) {
 	var schema struct {
 		Properties           map[string]json.RawMessage `json:"properties"`
 		AdditionalProperties json.RawMessage            `json:"additionalProperties"`

@@ -31,7 +31,7 @@ func prepareSandbox(t fileTool, support *sandbox.Support, log *slog.Logger) (*sa
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %s: field sandbox: this host cannot enforce it: %v", t.Spec.Name, err).
 			WithFix("Run the worker on Linux with Landlock and unprivileged user namespaces, or remove the tool's sandbox, or start the worker with --allow-unconfined to run sandboxed tools unconfined (loudly).", envelope.MaybeIncorrect)
 	}
-	path, err := exec.LookPath(t.Spec.Binding.CLI.Cmd)
+	path, err := exec.LookPath(t.Binding.Cmd)
 	if err != nil {
 		return nil, envelope.Problemf(envelope.CodeInvalidConfig, "tool %s: field binding.cli.cmd: %v", t.Spec.Name, err)
 	}

@@ -64,11 +64,14 @@ func (l toolLimits) withDefaults(d toolLimits) toolLimits {
 	return l
 }
 
-// fileTool is one entry of a tools file: the spec callers see and the limits
-// the worker enforces.
+// fileTool is one entry of a tools file: the spec callers see, the
+// binding that runs it and the limits the worker enforces.
 type fileTool struct {
-	Spec   envelope.ToolSpec
-	Limits toolLimits
+	Spec envelope.ToolSpec
+	// Binding is the tool's binding.cli, kept beside the spec (which
+	// leaves the worker) rather than in it.
+	Binding *cliBinding
+	Limits  toolLimits
 	// Sandbox confines the program (see package sandbox); nil runs
 	// it with the worker's own rights.
 	Sandbox *sandbox.Policy
@@ -87,12 +90,13 @@ type File struct {
 	// tools are the file's command-line tools (an MCP server's entry is
 	// not one: mcp servers are the bridge's).
 	tools []fileTool
-	// Env lists the variables inherited from the worker's environment by
-	// every program (default PATH, HOME, LANG, TZ).
-	Env []string
-	// Warnings are what the loader tolerated but a human should see, such
-	// as a misspelt binding field; RegisterFile logs them.
-	Warnings []string
+	// env lists the variables inherited from the worker's environment by
+	// every program (the file's inherit_env; default PATH, HOME, LANG, TZ).
+	env []string
+	// warnings are what the loader tolerated but a human should see, such
+	// as a misspelt binding field; RegisterFile logs them and Lint
+	// reports them.
+	warnings []string
 	// AllowUnconfined is the operator's consent to run a sandboxed tool
 	// unconfined where the host cannot confine it (see fileTool.AllowUnconfined).
 	AllowUnconfined bool
@@ -237,7 +241,7 @@ func parseTool(i int, rawTool json.RawMessage, defaults toolLimits, defaultBox *
 	if tj.Binding == nil || len(tj.Binding.CLI) == 0 {
 		return nil, nil, bad("%s: field binding.cli is required", label)
 	}
-	var cliCfg envelope.CliBindingConfig
+	var cliCfg cliBinding
 	if err := json.Unmarshal(tj.Binding.CLI, &cliCfg); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "cli binding: ")
 		if rest, ok := strings.CutPrefix(msg, "field "); ok {
@@ -247,7 +251,7 @@ func parseTool(i int, rawTool json.RawMessage, defaults toolLimits, defaultBox *
 	}
 	spec := envelope.ToolSpec{Name: tj.Name, Title: tj.Title, Description: tj.Description, Version: tj.Version,
 		InputSchema: tj.InputSchema, OutputSchema: tj.OutputSchema, Annotations: tj.Annotations,
-		Streaming: tj.Streaming, Tags: tj.Tags, Timeout: tj.Timeout, Binding: &envelope.Binding{CLI: &cliCfg}}
+		Streaming: tj.Streaming, Tags: tj.Tags, Timeout: tj.Timeout}
 	if err := spec.Validate(); err != nil {
 		return nil, nil, bad("%s: %v", label, err)
 	}
@@ -264,7 +268,7 @@ func parseTool(i int, rawTool json.RawMessage, defaults toolLimits, defaultBox *
 	}
 	lim := toolLimits{Timeout: time.Duration(tj.Timeout), MaxOutputBytes: tj.MaxOutputBytes, MaxConcurrent: tj.MaxConcurrent,
 		KillGrace: time.Duration(tj.KillGrace)}
-	return &fileTool{Spec: spec, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, refWarnings, nil
+	return &fileTool{Spec: spec, Binding: &cliCfg, Limits: lim.withDefaults(defaults), Sandbox: box, Hardening: hard}, refWarnings, nil
 }
 
 func Parse(data []byte) (*File, error) {
@@ -306,9 +310,9 @@ func Parse(data []byte) (*File, error) {
 		}
 		defaultBox = box
 	}
-	out := &File{Env: fj.Env}
-	if out.Env == nil {
-		out.Env = defaultInheritedEnv()
+	out := &File{env: fj.Env}
+	if out.env == nil {
+		out.env = defaultInheritedEnv()
 	}
 	seen := map[string]int{}
 	for i, rawTool := range fj.Tools {
@@ -323,7 +327,7 @@ func Parse(data []byte) (*File, error) {
 			return nil, bad("%s: field name: %q is already defined by tools[%d]", toolLabel(i, rawTool), t.Spec.Name, j)
 		}
 		seen[t.Spec.Name] = i
-		out.Warnings = append(out.Warnings, warnings...)
+		out.warnings = append(out.warnings, warnings...)
 		out.tools = append(out.tools, *t)
 	}
 	return out, nil

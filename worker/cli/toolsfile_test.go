@@ -45,19 +45,19 @@ func TestParseGoodFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.tools) != 2 || strings.Join(f.Env, ",") != "PATH,HOME" {
+	if len(f.tools) != 2 || strings.Join(f.env, ",") != "PATH,HOME" {
 		t.Fatalf("file %+v", f)
 	}
 	s := f.tools[0]
-	b := s.Spec.Binding.CLI
-	if b.Cmd != "rg" || b.ExitCodeMap[2] != "invalid_args" || b.ExitCodeMap[3] != "auth_required" || outputFormat(b) != envelope.OutputNDJSON ||
+	b := s.Binding
+	if b.Cmd != "rg" || b.ExitCodeMap[2] != "invalid_args" || b.ExitCodeMap[3] != "auth_required" || outputFormat(b) != outputNDJSON ||
 		b.Env["API_TOKEN"] != "$ATD_BEARER" || !s.Spec.Annotations.IsReadOnly() {
 		t.Fatalf("tool 0 %+v %+v", s.Spec, b)
 	}
 	if s.Limits.Timeout != 30*time.Second || s.Limits.MaxOutputBytes != 1<<20 || s.Limits.MaxConcurrent != 2 || s.Limits.KillGrace != 5*time.Minute {
 		t.Errorf("limits %+v", s.Limits)
 	}
-	if f.tools[1].Limits.Timeout != 5*time.Second || f.tools[1].Limits.KillGrace != 10*time.Second || outputFormat(f.tools[1].Spec.Binding.CLI) != envelope.OutputJSON {
+	if f.tools[1].Limits.Timeout != 5*time.Second || f.tools[1].Limits.KillGrace != 10*time.Second || outputFormat(f.tools[1].Binding) != outputJSON {
 		t.Errorf("tool 1 %+v", f.tools[1])
 	}
 }
@@ -146,12 +146,12 @@ func TestBindingFieldWarnings(t *testing.T) {
 		}
 	}
 	open, err := Parse([]byte("tools: [{name: a, input_schema: {type: object, properties: {text: {type: string}}}, binding: {cli: {cmd: x, stdin: arg.txt}}}]"))
-	if err != nil || len(open.Warnings) != 1 || !strings.Contains(open.Warnings[0], "tools[0] (a): field binding.cli.stdin: arg.txt names no property of input_schema (did you mean arg.text?)") {
-		t.Errorf("an arg outside an open schema: %v %q", err, open.Warnings)
+	if err != nil || len(open.warnings) != 1 || !strings.Contains(open.warnings[0], "tools[0] (a): field binding.cli.stdin: arg.txt names no property of input_schema (did you mean arg.text?)") {
+		t.Errorf("an arg outside an open schema: %v %q", err, open.warnings)
 	}
 	clean, err := Parse([]byte("tools: [{name: a, binding: {cli: {cmd: x, stdin: params_json, output_format: lines}}}]"))
-	if err != nil || len(clean.Warnings) != 0 {
-		t.Errorf("a clean binding: %v %q", err, clean.Warnings)
+	if err != nil || len(clean.warnings) != 0 {
+		t.Errorf("a clean binding: %v %q", err, clean.warnings)
 	}
 }
 
@@ -187,11 +187,11 @@ func TestToolsFileShapeMatchesTheLoader(t *testing.T) {
 // A binding that names no output format, read from JSON with a field of a
 // later version, is run as json.
 func TestOutputFormatDefaultsToJSON(t *testing.T) {
-	var c envelope.CliBindingConfig
+	var c cliBinding
 	if err := json.Unmarshal([]byte(`{"cmd":"cat","future_field":{"x":1}}`), &c); err != nil || c.Cmd != "cat" {
 		t.Fatalf("unknown fields must be tolerated: %v", err)
 	}
-	if got := outputFormat(&c); got != envelope.OutputJSON {
+	if got := outputFormat(&c); got != outputJSON {
 		t.Errorf("default output format = %q, want json", got)
 	}
 }

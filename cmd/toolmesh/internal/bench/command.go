@@ -14,7 +14,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
-	"github.com/toolmesh/toolmesh/mesh"
+	"github.com/toolmesh/toolmesh/internal/redact"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
@@ -225,7 +225,7 @@ func benchServer(ctx context.Context, cmd *cobra.Command, env *Env) (benchHost, 
 	if cmd.Flags().Changed("server") || os.Getenv("NATS_URL") != "" {
 		dial := func(name string) (*nats.Conn, error) { return env.Dial(ctx, name) }
 		url := env.Connect.URLOrDefault()
-		return benchHost{dial: dial, name: mesh.RedactURL(url), url: url, shutdown: func() {}}, nil
+		return benchHost{dial: dial, name: redact.ServerURLs(url), url: url, shutdown: func() {}}, nil
 	}
 	srv, err := embedded.Start(ctx, embedded.Config{})
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/embedcluster"
+	"github.com/toolmesh/toolmesh/internal/embedserver"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/worker"
 )
@@ -86,8 +88,8 @@ func startDurableCluster(ctx context.Context) (*durableCluster, error) {
 		}
 		cl.dirs = append(cl.dirs, dir)
 		go func() {
-			s, err := embedded.Start(ctx, embedded.Config{Name: fmt.Sprintf("bench-r3-%d", i+1), StoreDir: dir,
-				ReadyTimeout: time.Minute, Cluster: &embedded.ClusterConfig{Name: "bench-r3", Listen: listens[i], Routes: routes}})
+			s, err := embedcluster.Start(ctx, embedserver.Config{Name: fmt.Sprintf("bench-r3-%d", i+1), StoreDir: dir,
+				ReadyTimeout: time.Minute, Cluster: &embedserver.Cluster{Name: "bench-r3", Listen: listens[i], Routes: routes}})
 			ch <- started{s, err}
 		}()
 	}

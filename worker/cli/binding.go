@@ -1,4 +1,4 @@
-package envelope
+package cli
 
 import (
 	"bytes"
@@ -12,24 +12,26 @@ import (
 	"github.com/toolmesh/toolmesh/internal/argtemplate"
 )
 
-// CliOutputFormat says how a bound program's stdout becomes the result.
-type CliOutputFormat string
+// cliOutputFormat says how a bound program's stdout becomes the result.
+type cliOutputFormat string
 
 // The output formats of a CLI binding.
 const (
-	// OutputJSON parses the whole of stdout as the result (the default).
-	OutputJSON CliOutputFormat = "json"
-	// OutputNDJSON streams each stdout line as a delta; the result is the array.
-	OutputNDJSON CliOutputFormat = "ndjson"
-	// OutputLines streams each line as a delta; the result is {"lines":[…],"stderr":"…"}.
-	OutputLines CliOutputFormat = "lines"
+	// outputJSON parses the whole of stdout as the result (the default).
+	outputJSON cliOutputFormat = "json"
+	// outputNDJSON streams each stdout line as a delta; the result is the array.
+	outputNDJSON cliOutputFormat = "ndjson"
+	// outputLines streams each line as a delta; the result is {"lines":[…],"stderr":"…"}.
+	outputLines cliOutputFormat = "lines"
 )
 
-// CliBindingConfig binds a tool to a command-line program, in version 2
-// of the shared CLI-binding format. Only Cmd is required; every other field is omitted
+// cliBinding binds a tool to a command-line program, in version 2 of the
+// shared CLI-binding format: a tools file's binding.cli. It lives beside
+// the tool's spec, never in it, so the spec a worker announces cannot
+// carry it (its cmd, args and env may hold secrets). Only Cmd is required; every other field is omitted
 // when empty so a bare {"cmd":"cat"} round-trips byte-identically. Unknown
 // fields are tolerated so later versions do not break this parser.
-type CliBindingConfig struct {
+type cliBinding struct {
 	// Cmd is the executable name (looked up on PATH) or an absolute path.
 	Cmd string `json:"cmd"`
 	// Args are fixed arguments placed before the rendered template.
@@ -41,7 +43,7 @@ type CliBindingConfig struct {
 	// "$ATD_BEARER", replaced by the caller's bearer token.
 	Env map[string]string `json:"env,omitempty"`
 	// OutputFormat is json (default), ndjson or lines.
-	OutputFormat CliOutputFormat `json:"output_format,omitempty"`
+	OutputFormat cliOutputFormat `json:"output_format,omitempty"`
 	// PageAllFlag is passed for call_all; absent means paging is refused.
 	PageAllFlag string `json:"page_all_flag,omitempty"`
 	// DryRunFlag is passed for dry runs; absent means dry runs are refused.
@@ -59,12 +61,12 @@ type CliBindingConfig struct {
 }
 
 // validate checks the binding: cmd present, output_format known, codes non-empty.
-func (c CliBindingConfig) validate() error {
+func (c cliBinding) validate() error {
 	if c.Cmd == "" {
 		return errors.New("field cmd is required")
 	}
 	switch c.OutputFormat {
-	case "", OutputJSON, OutputNDJSON, OutputLines:
+	case "", outputJSON, outputNDJSON, outputLines:
 	default:
 		return fmt.Errorf("field output_format: unknown %q (want json, ndjson or lines)", c.OutputFormat)
 	}
@@ -87,8 +89,8 @@ func (c CliBindingConfig) validate() error {
 
 // MarshalJSON writes the binding in declaration order with empty fields
 // omitted and exit_code_map's keys in numeric order.
-func (c CliBindingConfig) MarshalJSON() ([]byte, error) {
-	type plain CliBindingConfig
+func (c cliBinding) MarshalJSON() ([]byte, error) {
+	type plain cliBinding
 	b, err := json.Marshal(plain(c))
 	if err != nil {
 		return nil, err
@@ -118,8 +120,8 @@ func (c CliBindingConfig) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a binding: cmd is required, exit_code_map keys must be
 // integers, unknown fields are ignored.
-func (c *CliBindingConfig) UnmarshalJSON(b []byte) error {
-	type plain CliBindingConfig
+func (c *cliBinding) UnmarshalJSON(b []byte) error {
+	type plain cliBinding
 	var p struct {
 		plain
 		Cmd         *string           `json:"cmd"`
@@ -135,7 +137,7 @@ func (c *CliBindingConfig) UnmarshalJSON(b []byte) error {
 	if p.Cmd == nil {
 		return errors.New("cli binding: field cmd is required")
 	}
-	out := CliBindingConfig(p.plain)
+	out := cliBinding(p.plain)
 	out.Cmd = *p.Cmd
 	if p.ExitCodeMap != nil {
 		out.ExitCodeMap = make(map[int]string, len(p.ExitCodeMap))
@@ -151,5 +153,19 @@ func (c *CliBindingConfig) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("cli binding: %w", err)
 	}
 	*c = out
+	return nil
+}
+
+// validateTemplate refuses a flag pair that is not a whole token: a pair is
+// two argv slots and cannot sit inside other text.
+func validateTemplate(template string) error {
+	for _, tok := range strings.Fields(template) {
+		segs := argtemplate.ParseToken(tok)
+		for _, s := range segs {
+			if s.Flag != "" && len(segs) > 1 {
+				return fmt.Errorf("token %q: the flag pair {arg.%s?%s} must be a whole token (it becomes two argv slots)", tok, s.Arg, s.Flag)
+			}
+		}
+	}
 	return nil
 }

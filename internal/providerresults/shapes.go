@@ -1,44 +1,45 @@
-package provider
+package providerresults
 
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/toolmesh/toolmesh/envelope/provider"
 )
 
-// ResultItem is the provider's tool-result element for one call: an
-// OpenAI tool message, a Responses function_call_output item, an Anthropic
+// Item is the provider's tool-result element for one call: an OpenAI
+// tool message, a Responses function_call_output item, an Anthropic
 // tool_result block, a Gemini functionResponse part or an MCP
-// CallToolResult. ResultMessages wraps items into the messages that carry
-// them.
-func ResultItem(p Provider, call ToolCall, o Outcome) (json.RawMessage, error) {
+// CallToolResult. Messages wraps items into the messages that carry them.
+func Item(p provider.Provider, call provider.ToolCall, o provider.Outcome) (json.RawMessage, error) {
 	if call.Problem != nil && o.Problem == nil && o.Data == nil {
 		o.Problem = call.Problem
 	}
-	text := o.text()
+	text := text(o)
 	var v any
 	switch p {
-	case OpenAI:
+	case provider.OpenAI:
 		v = struct {
 			Role       string `json:"role"`
 			ToolCallID string `json:"tool_call_id"`
 			Content    string `json:"content"`
 		}{"tool", call.ID, text}
-	case OpenAIResponses:
+	case provider.OpenAIResponses:
 		v = struct {
 			Type   string `json:"type"`
 			CallID string `json:"call_id"`
 			Output string `json:"output"`
 		}{"function_call_output", call.ID, text}
-	case Anthropic:
+	case provider.Anthropic:
 		v = struct {
 			Type      string        `json:"type"`
 			ToolUseID string        `json:"tool_use_id"`
 			Content   []textContent `json:"content"`
 			IsError   bool          `json:"is_error,omitempty"`
 		}{"tool_result", call.ID, []textContent{{"text", text}}, o.Problem != nil}
-	case Gemini:
+	case provider.Gemini:
 		v = geminiResult(call, o, text)
-	case MCP:
+	case provider.MCP:
 		v = mcpResult(o, text)
 	default:
 		return nil, fmt.Errorf("unknown provider %q", p)
@@ -55,7 +56,7 @@ type textContent struct {
 
 // geminiResult is a functionResponse part: response.output with the
 // result, or response.error with the problem text.
-func geminiResult(call ToolCall, o Outcome, text string) any {
+func geminiResult(call provider.ToolCall, o provider.Outcome, text string) any {
 	resp := map[string]any{}
 	if o.Problem != nil {
 		resp["error"] = text
@@ -76,7 +77,7 @@ func geminiResult(call ToolCall, o Outcome, text string) any {
 
 // mcpResult is a CallToolResult: the text always, structuredContent when
 // the result is an object (MCP's rule), isError for a Problem.
-func mcpResult(o Outcome, text string) any {
+func mcpResult(o provider.Outcome, text string) any {
 	r := struct {
 		Content           []textContent   `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
@@ -88,25 +89,25 @@ func mcpResult(o Outcome, text string) any {
 	return r
 }
 
-// ResultMessages wraps result items, in the calls' order, into the
+// Messages wraps result items, in the calls' order, into the
 // messages a conversation carries: OpenAI one tool message per call and
 // Responses one input item per call (the items themselves); Anthropic one
 // user message holding every tool_result; Gemini one user Content holding
 // every functionResponse; MCP one CallToolResult per call.
-func ResultMessages(p Provider, items []json.RawMessage) ([]json.RawMessage, error) {
+func Messages(p provider.Provider, items []json.RawMessage) ([]json.RawMessage, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
 	var wrapped any
 	switch p {
-	case OpenAI, OpenAIResponses, MCP:
+	case provider.OpenAI, provider.OpenAIResponses, provider.MCP:
 		return items, nil
-	case Anthropic:
+	case provider.Anthropic:
 		wrapped = struct {
 			Role    string            `json:"role"`
 			Content []json.RawMessage `json:"content"`
 		}{"user", items}
-	case Gemini:
+	case provider.Gemini:
 		wrapped = struct {
 			Role  string            `json:"role"`
 			Parts []json.RawMessage `json:"parts"`
