@@ -1,9 +1,3 @@
-// Package toolmesh runs a whole toolmesh in one process: StartMesh starts
-// an embedded nats-server (JetStream on), a worker and a caller, for
-// programs, examples and demos. The mesh's own packages are worker
-// (hosting tools), caller (calling them), meshtest (the same mesh inside a
-// test), mesh (connect options, subjects, limits) and envelope (the wire
-// shapes); docs/protocol.md is the wire contract.
 package toolmesh
 
 import (

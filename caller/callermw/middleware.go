@@ -1,11 +1,3 @@
-// Package callermw holds caller.Middleware for the caller's side of a
-// call: an slog access log and OpenTelemetry metrics. They see each
-// logical Call or CallAs once, retries included:
-//
-//	c, _ := caller.New(nc, caller.Config{Middleware: []caller.Middleware{
-//		callermw.Metrics(otel.GetMeterProvider()),
-//		callermw.AccessLog(slog.Default()),
-//	}})
 package callermw
 
 import (

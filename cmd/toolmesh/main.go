@@ -1,9 +1,3 @@
-// Command toolmesh is the one binary of the toolmesh project: `dev` runs a
-// complete single-node mesh, `worker` joins a mesh with tools from a YAML
-// file, `call` invokes a tool, `tools` lists and describes what the mesh
-// offers, and `bench` measures the mesh beside raw NATS. Every failure leaves through one path: a Problem rendered
-// pretty on a terminal or as application/problem+json otherwise, with the
-// Problem's exit code.
 package main
 
 import (

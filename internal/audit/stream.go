@@ -1,6 +1,3 @@
-// Package audit keeps the operator's audit trail: the append-only
-// JetStream stream that captures the records workermw.Audit publishes,
-// and the reading of it that `toolmesh audit` prints.
 package audit
 
 import (

@@ -1,9 +1,3 @@
-// Package callmetrics records tool calls, for the metrics and access-log
-// middleware of both worker and caller: one set of instruments and one
-// log line shape, named by side.
-//
-// It imports the public envelope package because a call's outcome is
-// recorded by its Problem code (envelope.Code), the one registry's names.
 package callmetrics
 
 import (

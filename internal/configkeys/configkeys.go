@@ -1,11 +1,3 @@
-// Package configkeys checks the keys of a configuration document against
-// what each place in it may hold, so that a misspelt or misplaced key is
-// an error naming the key and the nearest valid one, never a setting
-// silently ignored (a sandbox block one level too deep would otherwise
-// leave a program unconfined).
-//
-// It imports the public envelope package for one type: a tools file's
-// annotations are envelope.Annotations, whose JSON keys it checks.
 package configkeys
 
 import (

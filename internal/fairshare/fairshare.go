@@ -1,9 +1,3 @@
-// Package fairshare is a counting semaphore that serves its waiters round
-// robin by sender, so a sender who queues many calls on a tool delays only
-// its own: when a slot frees, the next sender in turn takes it, however
-// many calls the senders before it queued. It also bounds how many calls
-// one sender may queue, so one sender's flood is refused at once rather
-// than held.
 package fairshare
 
 import (

@@ -1,11 +1,3 @@
-// Package persons serves each person behind an OAuth-protected MCP
-// endpoint with a gateway of their own: one NATS connection per person,
-// authenticated as that person (their OpenID token as the NATS token,
-// which the server's auth callout maps to their account, user and
-// permissions), so every catalogue view, call, question and task of
-// their sessions is theirs and a worker sees them in the call's
-// identity. Connections are cached and bounded; a person's MCP sessions
-// live in their own gateway, so one person cannot reach another's.
 package persons
 
 import (

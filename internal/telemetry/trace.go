@@ -1,8 +1,3 @@
-// Package telemetry starts and ends the spans of calls on both sides, at
-// no cost while nobody records them.
-//
-// It imports the public envelope package because a span ends with the
-// call's Problem, the public error type, as its status.
 package telemetry
 
 import (

@@ -1,4 +1,3 @@
-// Package testutil holds helpers shared by the project's tests.
 package testutil
 
 import (

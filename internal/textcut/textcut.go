@@ -1,6 +1,3 @@
-// Package textcut shortens text for messages and displays without
-// splitting a UTF-8 character: every cut lands on a rune boundary, at
-// most the given number of bytes from the kept end.
 package textcut
 
 import "unicode/utf8"

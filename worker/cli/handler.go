@@ -1,8 +1,3 @@
-// Package cli hosts command-line programs as mesh tools. A tools file (see
-// LoadFile) declares each tool's spec and its binding (binding.cli, held
-// beside the spec in this package, so it never leaves the worker);
-// RegisterFile hosts its tools on a worker, each running its bound program
-// once per call behind the same worker.Handler interface as Go tools.
 package cli
 
 import (

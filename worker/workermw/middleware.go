@@ -1,17 +1,3 @@
-// Package workermw holds the worker.Middleware most workers want: a
-// bearer check, per-tool rate and concurrency limits, an slog access log
-// and OpenTelemetry metrics. Put the worker-wide ones in
-// worker.Config.Middleware and a tool's own in Register's (or AddTool's)
-// last arguments:
-//
-//	w, _ := worker.New(nc, worker.Config{Middleware: []worker.Middleware{
-//		workermw.Metrics(otel.GetMeterProvider()),
-//		workermw.AccessLog(slog.Default()),
-//		workermw.BearerTokens(os.Getenv("TOKEN")),
-//	}})
-//
-// Middleware runs after the worker has admitted the call and validated its
-// arguments, on the call's own goroutine, inside the handler's context.
 package workermw
 
 import (

@@ -9,5 +9,7 @@
 // It holds no connection and no calls: package caller keeps the calls in
 // flight, takes heartbeats and 503s off the wire into these tables, and
 // does what the Judge decides — sends probes, settle markers and cancels,
-// ends calls — so that the judging reads and tests on its own.
+// ends calls — so that the judging reads and tests on its own. It imports
+// the public envelope package because a verdict is envelope's Problem
+// (worker_lost, overloaded), built under the caller's base URI.
 package liveness

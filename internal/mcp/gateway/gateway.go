@@ -1,15 +1,3 @@
-// Package gateway serves the mesh's tools to MCP clients: tools/list
-// comes from the mesh catalogue, tools/call becomes a mesh call. It is
-// built on the official MCP Go SDK (github.com/modelcontextprotocol/go-sdk),
-// which carries the protocol itself — both the 2025-11-25 session model
-// (initialize) and the stateless 2026-07-28 model (server/discover,
-// subscriptions/listen, resultType, ttlMs/cacheScope) — so this package
-// only maps mesh concepts onto it.
-//
-//	g, _ := gateway.New(gateway.Config{Caller: c})
-//	_ = g.Sync(ctx)               // the first tool list
-//	go g.Run(ctx)                 // keeps it in step with the fleet
-//	_ = g.ServeStdio(ctx, os.Stdin, os.Stdout)
 package gateway
 
 import (

@@ -1,8 +1,3 @@
-// Package report turns a sandbox's refusals and policies into the mesh's
-// shapes: a denial into its registry Problem, a policy into the summary a
-// tool's spec shows. It is apart from package sandbox so that the sandbox
-// helper, which starts in front of every confined program, does not load
-// envelope.
 package report
 
 import (

@@ -1,8 +1,3 @@
-// Package otlp wires the OpenTelemetry SDK into the toolmesh command:
-// traces and metrics exported over OTLP when the standard
-// OTEL_EXPORTER_OTLP_* variables ask for them. Only the command does this;
-// the libraries use the otel API alone, so a program embedding them
-// chooses its own SDK.
 package otlp
 
 import (

@@ -1,10 +1,3 @@
-// Package usage holds the Problems of a malformed command line that every
-// toolmesh command shares, so the commands kept in packages of their own
-// (the bench) refuse bad usage exactly as the main package's commands do.
-//
-// The registry's default fix for invalid_input points at the violations a
-// schema check attaches. A usage error of the command has none, so it must
-// never keep that fix: each Problem here carries its own.
 package usage
 
 import (

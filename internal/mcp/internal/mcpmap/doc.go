@@ -12,4 +12,9 @@
 // reserved _meta keys a relayed result drops. Connections, sessions and
 // calls stay in the bridge and the gateway; this package starts nothing
 // and imports neither of them.
+//
+// It imports the public envelope package because the mesh side of every
+// mapping is envelope's: a tool definition is an envelope.ToolSpec with
+// envelope.Annotations, an error result an envelope.Problem, and log
+// messages, questions and sampling answers are envelope's shapes.
 package mcpmap

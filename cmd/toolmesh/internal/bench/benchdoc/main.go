@@ -1,6 +1,3 @@
-// Command benchdoc writes one `toolmesh bench --json` run into
-// docs/performance.md, between its `<!-- bench:begin -->` and
-// `<!-- bench:end -->` markers (make docs-bench runs both).
 package main
 
 import (
