@@ -9,11 +9,13 @@ import (
 )
 
 // The hot paths (a call body on the worker, an event on the caller, a
-// Response built from a result) decode small, flat objects. encoding/json's
-// reflection decoder costs more there than the network round trip, so they
-// validate the input once with json.Valid (which reuses pooled scanners)
-// and then split the top-level object with the byte scanner below, which
-// may assume well-formed JSON.
+// Response built from a result) decode small, flat objects. They validate
+// the input once with Valid and then split the top-level object with the
+// byte scanner below, which may assume well-formed JSON: it exists because
+// it beats either engine's Unmarshal there and allocates nothing
+// (BenchmarkParseCall: about 2x segmentio's Unmarshal into a struct, 0
+// allocations against 2; BenchmarkScanMembers: about 5x segmentio's
+// Unmarshal into a map, 0 allocations against 11).
 
 // ErrNotObject is returned when a document is valid JSON but not an object.
 var ErrNotObject = errors.New("want a JSON object")

@@ -39,7 +39,9 @@ func SpecDigest(spec any) string {
 // withoutMember returns the compact JSON object obj (as json.Marshal
 // writes it) without its top-level member name: the bytes its encoder
 // writes when the member is omitted. obj is returned as it is when it has
-// no such member.
+// no such member. A scan, because a round trip through a map would sort
+// the members and so change every digest, and costs twice as much
+// (BenchmarkSpecDigest: about 2x, 25 allocations against 52).
 func withoutMember(obj []byte, name string) []byte {
 	if len(obj) < 2 || obj[0] != '{' || !bytes.Contains(obj, []byte(`"`+name+`"`)) {
 		return obj // the common case: no such member anywhere (one SIMD pass)
@@ -88,8 +90,8 @@ type Beacon struct {
 
 // ParseBeacon decodes a beacon (a presence message or a registry value).
 // A caller reads 10,000 of them in every registry pass; segmentio's
-// decoder, already the module's JSON validator (Valid), takes
-// about a third of encoding/json's time for one.
+// decoder takes under a third of encoding/json's time for one
+// (BenchmarkParseBeacon: about 3.5x, 4 allocations against 8).
 func ParseBeacon(data []byte) (Beacon, error) {
 	var b Beacon
 	err := segjson.Unmarshal(data, &b)
