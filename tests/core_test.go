@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -517,7 +518,7 @@ func TestRetryPolicy(t *testing.T) {
 		_, err := f.c.Call(context.Background(), "slot", nil, caller.WithRetries(50))
 		second <- err
 	}()
-	waitToolStats(t, f.w, "slot", "the second call to be answered overloaded", func(st worker.Stats) bool {
+	waitToolStats(t, f.w, "slot", "the second call to be answered overloaded", func(st fleet.Counters) bool {
 		return st.Errors >= 1
 	})
 	close(release)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
@@ -86,7 +87,7 @@ func TestSecureGoneSendersUnleasedCallsDoNotRun(t *testing.T) {
 	if _, err := alice.Call(ctx, "demo.gated", map[string]any{"who": "alice"}, caller.WithRetries(caller.NoRetries)); err != nil {
 		t.Fatalf("alice's call of the tool bob flooded: %v", err)
 	}
-	waitToolStats(t, w, "demo.gated", "every call of the tool ended", func(st worker.Stats) bool {
+	waitToolStats(t, w, "demo.gated", "every call of the tool ended", func(st fleet.Counters) bool {
 		return st.Requests == bobBurst+1
 	})
 	if got := runs(); len(got) != 2 || !strings.HasPrefix(got[0], "bob-") || got[1] != "alice" {

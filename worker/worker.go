@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/telemetry"
 	"github.com/toolmesh/toolmesh/internal/wire"
 
@@ -898,26 +899,19 @@ func (w *Worker) runner(j work) {
 // runnerIdle is how long a runner goroutine waits for more work.
 const runnerIdle = 10 * time.Second
 
-// Stats is a snapshot of one tool's counters.
-type Stats struct {
-	Requests       int
-	Errors         int
-	LastError      string
-	ProcessingTime time.Duration
-}
-
 // ToolStats returns the counters of tool, measured from admission to the
-// terminal event of each call (accurate for concurrent handlers).
-func (w *Worker) ToolStats(name string) (Stats, bool) {
+// terminal event of each call (accurate for concurrent handlers): the
+// numbers the tool's $SRV.STATS endpoint carries.
+func (w *Worker) ToolStats(name string) (fleet.Counters, bool) {
 	w.mu.Lock()
 	t, ok := w.tools[name]
 	w.mu.Unlock()
 	if !ok {
-		return Stats{}, false
+		return fleet.Counters{}, false
 	}
 	t.statsMu.Lock()
 	defer t.statsMu.Unlock()
-	return Stats{t.requests, t.errors, t.lastError, t.busy}, true
+	return fleet.Counters{Requests: t.requests, Errors: t.errors, LastError: t.lastError, ProcessingTime: t.busy}, true
 }
 
 func (t *tool) record(d time.Duration, p *envelope.Problem) {
