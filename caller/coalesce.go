@@ -37,18 +37,11 @@ type batch struct {
 	left  int // calls still registered; guarded by Caller.mu
 }
 
-// CoalesceStats counts what coalescing did since the caller was made.
-type CoalesceStats struct {
-	// Batches is how many batch messages were sent (each carrying 2 or
-	// more calls), and BatchedCalls how many calls they carried.
-	Batches, BatchedCalls int64
-}
-
-// CoalesceStats reports how many batches this caller sent and how many
-// calls they carried: BatchedCalls/Batches is the average batch size.
-func (c *Caller) CoalesceStats() CoalesceStats {
-	batches, calls := c.senders.Stats()
-	return CoalesceStats{Batches: batches, BatchedCalls: calls}
+// CoalesceStats counts what coalescing did since the caller was made:
+// how many batch messages it sent (each carrying 2 or more calls) and how
+// many calls they carried; calls/batches is the average batch size.
+func (c *Caller) CoalesceStats() (batches, calls int64) {
+	return c.senders.Stats()
 }
 
 // sender is one tool's combining publisher (see package coalesce).

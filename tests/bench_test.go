@@ -422,17 +422,17 @@ func BenchmarkUnary256Coalescing(b *testing.B) {
 		round++
 	}
 	median := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
-	st := m.c.CoalesceStats()
+	batches, batched := m.c.CoalesceStats()
 	avg := 0.0
-	if st.Batches > 0 {
-		avg = float64(st.BatchedCalls) / float64(st.Batches)
+	if batches > 0 {
+		avg = float64(batched) / float64(batches)
 	}
 	b.ReportMetric(median(onRatios), "coalesce-on/raw")
 	b.ReportMetric(median(offRatios), "coalesce-off/raw")
 	b.ReportMetric(median(gains), "on/off")
 	fmt.Printf("unary, 256 in flight, throughput vs raw over %d rounds: coalescing on median %.2f %v, off median %.2f %v; on/off median %.2f %v; %d batches, %.1f calls per batch, %.0f%% of calls batched\n",
 		round, median(onRatios), fmtRatios(onRatios), median(offRatios), fmtRatios(offRatios), median(gains), fmtRatios(gains),
-		st.Batches, avg, 100*float64(st.BatchedCalls)/float64(max(1, int64(round)*block)))
+		batches, avg, 100*float64(batched)/float64(max(1, int64(round)*block)))
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(round*block) }
 	fmt.Printf("unary, 256 in flight, CPU per call (server, worker and caller): raw %.1f µs, coalescing on %.1f µs, off %.1f µs\n",
 		per(cpu[0]), per(cpu[1]), per(cpu[2]))
