@@ -130,7 +130,7 @@ func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
 		s.settleEnded(r)
 		return
 	}
-	if last.Kind == kindTask && Terminal(last.State) {
+	if last.Kind == kindTask && terminal(last.State) {
 		s.settleEnded(r)
 		return
 	}
@@ -226,7 +226,7 @@ func (s *Service) rejudge(ctx context.Context, r *attemptRun) {
 		_ = r.m.Nak()
 		return
 	}
-	if _, ok := last.terminal(); ok || last.Kind == kindTask && Terminal(last.State) {
+	if _, ok := last.terminal(); ok || last.Kind == kindTask && terminal(last.State) {
 		s.settleEnded(r)
 		return
 	}
