@@ -96,7 +96,7 @@ type Limits struct {
 	// 4×MaxConcurrent; NoQueue: none, a call finding every slot taken is
 	// refused). Calls beyond MaxConcurrent+MaxQueued are answered
 	// overloaded at once. A call without caller liveness waits only where
-	// the worker can see its sender leave (see Request.WillWait).
+	// the worker can see its sender leave (docs/protocol.md §8.5).
 	MaxQueued int
 	// OverloadRetryAfter is the retry_after of overloaded answers (default 1s).
 	OverloadRetryAfter time.Duration
