@@ -96,7 +96,7 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 
 // controlFloodRSSBound bounds the worker process's peak RSS under bob's
 // flood of 1 MB control messages: the worker's control subscription holds
-// at most worker.Config.Limits.MaxControlPendingBytes (4 MiB) unread, and a
+// at most 4 MiB unread (the worker's bound), and a
 // message over 1 KiB is dropped undecoded, so the flood (300 MB) must
 // leave the process near its idle size. Before the limits the issue
 // measured 44 MiB → 1.27 GiB.

@@ -109,13 +109,6 @@ type Limits struct {
 	// worker_lost) rather than letting the worker's memory grow unbounded.
 	MaxPendingCalls int
 	MaxPendingBytes int
-	// MaxControlPending and MaxControlPendingBytes bound the control
-	// messages (cancel, credit, alive, beat) and probe answers waiting
-	// unread (defaults 4096 and 4 MiB): every caller — every tenant, under
-	// deploy/secure — may publish on the control subject, so a flood of
-	// them is dropped past these rather than growing the worker's memory.
-	MaxControlPending      int
-	MaxControlPendingBytes int
 	// MaxPerIdentity bounds the calls one identity may hold admitted here
 	// (running and queued) — a tenant account and user under deploy/secure,
 	// a caller id in a single account, and each sender's unleased calls
@@ -145,9 +138,6 @@ type Liveness struct {
 	// a call ends with timeout after its budget or this, whichever is
 	// shorter, so a call for a dead inbox cannot run forever (default 5m).
 	MaxUnleasedLife time.Duration
-	// RegistryTTL is how long the worker's key in the JetStream worker
-	// registry outlives its last refresh (default 1m).
-	RegistryTTL time.Duration
 	// QuestionTimeout bounds how long a question waits for its answer
 	// when the handler gives no timeout (default 5m).
 	QuestionTimeout time.Duration
@@ -326,20 +316,11 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 	if cfg.Limits.MaxResultBytes <= 0 {
 		cfg.Limits.MaxResultBytes = wire.DefaultMaxResultBytes
 	}
-	if cfg.Liveness.RegistryTTL <= 0 {
-		cfg.Liveness.RegistryTTL = wire.DefaultRegistryTTL
-	}
 	if cfg.Limits.MaxPendingCalls <= 0 {
 		cfg.Limits.MaxPendingCalls = 1 << 16
 	}
 	if cfg.Limits.MaxPendingBytes <= 0 {
 		cfg.Limits.MaxPendingBytes = 64 << 20
-	}
-	if cfg.Limits.MaxControlPending <= 0 {
-		cfg.Limits.MaxControlPending = 4096
-	}
-	if cfg.Limits.MaxControlPendingBytes <= 0 {
-		cfg.Limits.MaxControlPendingBytes = 4 << 20
 	}
 	if cfg.Limits.MaxPerIdentity <= 0 {
 		cfg.Limits.MaxPerIdentity = max(cfg.Limits.MaxConcurrent/2, 1)
@@ -680,7 +661,7 @@ func (w *Worker) subscribeControl() error {
 	// bounded: past the limits NATS drops control messages (a cancel or
 	// alive lost to a flood is resent at the sender's next tick) instead of
 	// the worker's memory growing with a neighbour's flood.
-	_ = ctl.SetPendingLimits(w.cfg.Limits.MaxControlPending, w.cfg.Limits.MaxControlPendingBytes)
+	_ = ctl.SetPendingLimits(maxControlPending, maxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, ctl)
 	// Confirmed on its own: when the pool is wrong, the control subject is
 	// the one to name (discovery subjects would be refused too).
@@ -691,7 +672,7 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
-	_ = probes.SetPendingLimits(w.cfg.Limits.MaxControlPending, w.cfg.Limits.MaxControlPendingBytes)
+	_ = probes.SetPendingLimits(maxControlPending, maxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, probes)
 	answer := func(m *nats.Msg) { _ = m.Respond(w.catalogueEntry()) }
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
