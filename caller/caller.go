@@ -86,9 +86,15 @@ type Config struct {
 	// Middleware wraps every call (Call, CallAs, Stream, StreamAs, Dispatch),
 	// the first outermost (see Middleware).
 	Middleware []Middleware
-	// Coalescing says whether unary calls to one tool made while a
-	// publish to it is in progress travel together (default CoalesceAuto).
-	Coalescing CoalesceMode
+	// NoCoalescing publishes every call on its own. By default a unary
+	// call goes out at once, on the calling goroutine, when no publish to
+	// its tool is in progress; calls made while one is, queue, and the
+	// publishing goroutine sends them as one batch message (protocol v2,
+	// §4.3) before it returns. Nothing waits on a timer to fill a batch: a
+	// lone call is never delayed, and only calls that would have waited
+	// for the connection anyway travel together. Streams are never
+	// batched.
+	NoCoalescing bool
 	// KeepCallsAcrossReconnect keeps calls in flight while the connection
 	// reconnects instead of ending them connection_lost at once: they are
 	// judged by their worker's word as always (heartbeats, probes), and an
@@ -976,7 +982,7 @@ func (c *Caller) publish(ctx context.Context, p *pending, reply string, body []b
 // coalescer returns the sender p may be coalesced by: nil for a stream,
 // or when coalescing is off.
 func (c *Caller) coalescer(p *pending) *sender {
-	if p.stream || p.ask() != nil && p.ask().on || c.cfg.Coalescing == CoalesceOff {
+	if p.stream || p.ask() != nil && p.ask().on || c.cfg.NoCoalescing {
 		return nil
 	}
 	return c.senderFor(p.tool)

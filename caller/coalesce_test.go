@@ -207,7 +207,7 @@ func TestCoalesceOffSendsEachCallAlone(t *testing.T) {
 		batches <- wire.IsBatch(m.Data)
 		_ = m.Respond([]byte(`{"type":"result","data":{}}`))
 	})
-	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{Coalescing: caller.CoalesceOff})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{NoCoalescing: true})
 	_, release := caller.HoldSender(c, "fake") // held, but not used when off
 	defer release()
 	for range 3 {

@@ -373,7 +373,7 @@ func runInFlight(b *testing.B, n int, call func() error) {
 // size of the batches the coalescing caller sent.
 func BenchmarkUnary256Coalescing(b *testing.B) {
 	m := newBenchMesh(b)
-	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{Coalescing: caller.CoalesceOff})
+	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{NoCoalescing: true})
 	ctx := context.Background()
 	const block = 20000
 	run := func(call func() error) time.Duration {
@@ -468,7 +468,7 @@ func fmtRatios(v []float64) string {
 // coalescing-off calls interleaved in rotating order, p50 latency of each.
 func BenchmarkUnary1Coalescing(b *testing.B) {
 	m := newBenchMesh(b)
-	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{Coalescing: caller.CoalesceOff})
+	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{NoCoalescing: true})
 	ctx := context.Background()
 	const block = 500
 	arms := []func() error{
