@@ -130,9 +130,6 @@ type Limits struct {
 type Liveness struct {
 	// Heartbeat is the interval used when a caller names none (default 1s).
 	Heartbeat time.Duration
-	// MinHeartbeat floors caller-requested intervals (default and
-	// minimum 100ms, which callers floor their own intervals to).
-	MinHeartbeat time.Duration
 	// MaxUnleasedLife bounds calls whose caller does not prove it is alive
 	// (no caller= in the call's metadata line, as from a plain `nats req`): such
 	// a call ends with timeout after its budget or this, whichever is
@@ -306,7 +303,6 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 		cfg.Liveness.Heartbeat = wire.DefaultHeartbeat
 	}
 	cfg.Liveness.Heartbeat = min(max(cfg.Liveness.Heartbeat, wire.MinHeartbeat), wire.MaxHeartbeat)
-	cfg.Liveness.MinHeartbeat = max(cfg.Liveness.MinHeartbeat, wire.MinHeartbeat)
 	if cfg.Liveness.MaxUnleasedLife <= 0 {
 		cfg.Liveness.MaxUnleasedLife = 5 * time.Minute
 	}
@@ -403,7 +399,7 @@ func newWorker(nc *nats.Conn, cfg Config) *Worker {
 		formats:        map[string]*envelope.Schema{},
 	}
 	w.shares = shares{limit: cfg.Limits.MaxPerIdentity, held: map[shareKey]int{}}
-	w.meta = metaParser{problems: w.problems, defInterval: cfg.Liveness.Heartbeat, minInterval: cfg.Liveness.MinHeartbeat}
+	w.meta = metaParser{problems: w.problems, defInterval: cfg.Liveness.Heartbeat, minInterval: wire.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	w.announcer = newAnnouncer(w)
