@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/workercall"
 )
 
 // NoQueue as Config.Limits.MaxQueued admits no call beyond the running ones.
@@ -65,10 +66,10 @@ type Config struct {
 	Middleware []Middleware
 	// OnAnswer, when set, hears of every answer that settles a question
 	// of a call here (the handler's, or the approval of Approvals), which
-	// middleware cannot see: workermw.AuditAnswers records them in the
-	// audit trail. It runs on the worker's control goroutine: it must
-	// not block.
-	OnAnswer func(ctx context.Context, a Answered)
+	// middleware cannot see: set it to workermw.AuditAnswers to record
+	// them in the audit trail. It runs on the worker's control goroutine:
+	// it must not block.
+	OnAnswer func(ctx context.Context, a workercall.Answered)
 	// OnRefused, when set, hears of every call that ended before its
 	// handler's middleware saw it — refused overloaded, for a spec
 	// conflict, too late for its pickup, with bad metadata or args, or
