@@ -51,9 +51,6 @@ type Config struct {
 	// worker cannot speak for calls still unread in its buffer; it is finite
 	// because a worker that dies holding unread calls never will.
 	PickupTimeout time.Duration
-	// Window is a stream's event credit (default 256): at
-	// most this many events of one stream wait unread in the caller.
-	Window int
 	// Retries is how many times a retry-safe failure is retried: 0 means
 	// DefaultRetries, NoRetries means none (WithRetries overrides it per
 	// call, with the same rule: its 0 keeps this setting).
@@ -195,10 +192,6 @@ func (cfg Config) withDefaults() (Config, error) {
 			cfg.PickupTimeout = wire.MissedBeats * cfg.Heartbeat
 		}
 	}
-	if cfg.Window <= 0 {
-		cfg.Window = wire.DefaultWindow
-	}
-	cfg.Window = max(cfg.Window, 2)
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = wire.DefaultMaxResultBytes
 	}
@@ -707,7 +700,7 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	p := &pending{c: c, tool: tool, stream: mode == stream, nextSeq: 1, lastHeard: c.offset(now)}
 	id := c.newID(now)
-	window := c.cfg.Window
+	window := wire.DefaultWindow
 	if o.window > 0 {
 		window = max(o.window, 2)
 	}

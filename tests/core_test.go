@@ -333,7 +333,7 @@ func TestCallerKilledMidCall(t *testing.T) {
 // other calls nor gets the connection dropped; when it resumes every event
 // arrives in order.
 func TestSlowReaderDoesNotStallOthers(t *testing.T) {
-	f := newMesh(t, worker.Config{}, caller.Config{Window: 8})
+	f := newMesh(t, worker.Config{}, caller.Config{Options: []caller.Option{caller.WithWindow(8)}})
 	register(t, f.w, countSpec, count)
 	register(t, f.w, envelope.ToolSpec{Name: "echo"}, echo)
 	slow, err := f.c.Stream(context.Background(), "count", map[string]int{"n": 5000})
