@@ -189,7 +189,7 @@ func (w *Worker) Announce(ctx context.Context) error {
 	p := w.presence
 	select {
 	case <-p.done:
-		return ErrDraining
+		return errDraining
 	default:
 	}
 	if _, ok := ctx.Deadline(); !ok {

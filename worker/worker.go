@@ -253,8 +253,8 @@ type tool struct {
 // largeArgsFix says what to do about args too large to send.
 const largeArgsFix = "Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload."
 
-// ErrDraining is returned by Register once Drain or Stop has begun.
-var ErrDraining = errors.New("worker is draining")
+// errDraining is returned by Register once Drain or Stop has begun.
+var errDraining = errors.New("worker is draining")
 
 // errCallerLost is the cancel cause when the caller stops proving it is alive.
 var errCallerLost = errors.New("caller stopped sending liveness messages")
@@ -462,12 +462,12 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	defer w.mu.Unlock()
 	delete(w.registering, spec.Name)
 	if err == nil && w.draining {
-		err = ErrDraining
+		err = errDraining
 	}
 	if err != nil {
 		_ = t.sub.Unsubscribe()
 		_ = t.dsub.Unsubscribe()
-		if errors.Is(err, ErrDraining) {
+		if errors.Is(err, errDraining) {
 			return err
 		}
 		return fmt.Errorf("register %q: %w", spec.Name, err)
@@ -507,7 +507,7 @@ func (w *Worker) reserve(t *tool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.draining {
-		return ErrDraining
+		return errDraining
 	}
 	if _, dup := w.tools[name]; dup || w.registering[name] {
 		return fmt.Errorf("register: tool %q is already registered", name)
