@@ -372,7 +372,7 @@ func (s *Service) lost(ctx context.Context, r *attemptRun, ev envelope.ToolEvent
 		s.finish(ctx, r, ev)
 		return
 	}
-	delay := min(s.cfg.RetryBackoff<<(r.attempt-1), 30*time.Second)
+	delay := min(s.cfg.retryBackoff<<(r.attempt-1), 30*time.Second)
 	msg := fmt.Sprintf("attempt %d ended %s (%s); attempt %d in %s", r.attempt, ev.Code, ev.Message, r.attempt+1, delay)
 	if err := s.record(ctx, r, envelope.ToolEvent{Type: envelope.EventProgress, Message: msg}); err != nil {
 		_ = r.m.Nak()
