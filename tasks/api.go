@@ -42,7 +42,7 @@ func readOnly() *envelope.Annotations {
 // startAPI starts the worker that hosts the task API under <p>.tasks.
 func (s *Service) startAPI() error {
 	w, err := worker.New(s.nc, worker.Config{Prefix: s.names.base, Name: "toolmesh-tasks",
-		Description: "toolmesh task service (durable calls)", Logger: s.log, Limits: worker.Limits{MaxConcurrent: s.cfg.maxConcurrent}, Liveness: worker.Liveness{Heartbeat: s.cfg.Heartbeat},
+		Description: "toolmesh task service (durable calls)", Logger: s.log, Limits: worker.Limits{MaxConcurrent: s.cfg.maxConcurrent}, Liveness: worker.Liveness{Heartbeat: s.cfg.heartbeat},
 		Middleware: s.cfg.Middleware, OnRefused: s.cfg.OnRefused})
 	if err != nil {
 		return err

@@ -62,7 +62,7 @@ func (s *Service) callerFor(owner string) (c *caller.Caller, release func(), err
 // answer on the service's own inbox under <p>.tasks, which permissions
 // can grant them (deploy/secure).
 func (s *Service) callerConfig() caller.Config {
-	return caller.Config{Prefix: s.cfg.Prefix, Heartbeat: s.cfg.Heartbeat,
+	return caller.Config{Prefix: s.cfg.Prefix, Heartbeat: s.cfg.heartbeat,
 		InboxPrefix: s.names.base + ".inbox", KeepCallsAcrossReconnect: true,
 		Retries: caller.NoRetries, Logger: s.log}
 }

@@ -70,9 +70,6 @@ type Config struct {
 	MaxAttempts int
 	// Replicas is the streams' replica count: 1, or 3 on a cluster.
 	Replicas int
-	// Heartbeat is the liveness interval of the service's own calls to
-	// workers and of its API worker (default 1s).
-	Heartbeat time.Duration
 	// Logger receives the service's log (default: discarded).
 	Logger *slog.Logger
 	// Middleware wraps the task API's handlers (submit, cancel, answer…),
@@ -88,13 +85,16 @@ type Config struct {
 	// (Retention), how long an idempotency key finds its task (1h, at most
 	// Retention), how long a queued call may go without an in-progress ack
 	// before JetStream hands it to another instance (30s), how many
-	// task API calls are served at once (4096), and the first pause before
-	// re-running a lost attempt (1s, doubling up to 30s).
+	// task API calls are served at once (4096), the first pause before
+	// re-running a lost attempt (1s, doubling up to 30s), and the liveness
+	// interval of the service's own calls to workers and of its API worker
+	// (1s).
 	maxTaskTimeout time.Duration
 	dedupeWindow   time.Duration
 	ackWait        time.Duration
 	maxConcurrent  int
 	retryBackoff   time.Duration
+	heartbeat      time.Duration
 }
 
 func (cfg Config) withDefaults() Config {
@@ -132,8 +132,8 @@ func (cfg Config) withDefaults() Config {
 	if cfg.retryBackoff <= 0 {
 		cfg.retryBackoff = time.Second
 	}
-	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = time.Second
+	if cfg.heartbeat <= 0 {
+		cfg.heartbeat = time.Second
 	}
 	if cfg.maxConcurrent <= 0 {
 		cfg.maxConcurrent = 4096

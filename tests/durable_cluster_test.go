@@ -83,7 +83,7 @@ func TestDurableClusterLeaderLossLosesNoTask(t *testing.T) {
 	waitFor(t, "the JetStream cluster to take the R3 streams", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s, err := tasks.New(ctx, svcNC, tasks.Config{Replicas: 3, Heartbeat: 200 * time.Millisecond})
+		s, err := tasks.New(ctx, svcNC, tasks.Config{Replicas: 3})
 		svc = s
 		return err == nil
 	})
