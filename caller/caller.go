@@ -51,18 +51,6 @@ type Config struct {
 	// worker cannot speak for calls still unread in its buffer; it is finite
 	// because a worker that dies holding unread calls never will.
 	PickupTimeout time.Duration
-	// PickupCutoff is how long after a call is sent a worker may still
-	// take it up: one that reads it later refuses it unrun (default 1.5
-	// heartbeat intervals; kept between one interval and half of
-	// PickupTimeout). Once it and one more interval (the settle margin) have
-	// passed, a call no worker has named did not run and will not, so a
-	// call whose worker died before taking it up ends, ran "no", that soon
-	// after it was sent (protocol v2, §8.2). Longer lets a worker reach
-	// calls from further down a backlog; shorter settles them sooner.
-	PickupCutoff time.Duration
-	// Window is a stream's event credit (default 256): at
-	// most this many events of one stream wait unread in the caller.
-	Window int
 	// Retries is how many times a retry-safe failure is retried: 0 means
 	// DefaultRetries, NoRetries means none (WithRetries overrides it per
 	// call, with the same rule: its 0 keeps this setting).
@@ -86,9 +74,15 @@ type Config struct {
 	// Middleware wraps every call (Call, CallAs, Stream, StreamAs, Dispatch),
 	// the first outermost (see Middleware).
 	Middleware []Middleware
-	// Coalescing says whether unary calls to one tool made while a
-	// publish to it is in progress travel together (default CoalesceAuto).
-	Coalescing CoalesceMode
+	// NoCoalescing publishes every call on its own. By default a unary
+	// call goes out at once, on the calling goroutine, when no publish to
+	// its tool is in progress; calls made while one is, queue, and the
+	// publishing goroutine sends them as one batch message (protocol v2,
+	// §4.3) before it returns. Nothing waits on a timer to fill a batch: a
+	// lone call is never delayed, and only calls that would have waited
+	// for the connection anyway travel together. Streams are never
+	// batched.
+	NoCoalescing bool
 	// KeepCallsAcrossReconnect keeps calls in flight while the connection
 	// reconnects instead of ending them connection_lost at once: they are
 	// judged by their worker's word as always (heartbeats, probes), and an
@@ -109,6 +103,13 @@ type Caller struct {
 	prop     propagation.TextMapPropagator
 	log      *slog.Logger
 	inbox    string // <inbox-prefix>.<caller-id>.
+	// pickupCutoff is how long after a call is sent a worker may still
+	// take it up: one that reads it later refuses it unrun (1.5 heartbeat
+	// intervals, at most half of PickupTimeout). Once it and one more
+	// interval (the settle margin) have passed, a call no worker has named
+	// did not run and will not, so a call whose worker died before taking
+	// it up ends, ran "no", that soon after it was sent (protocol v2, §8.2).
+	pickupCutoff time.Duration
 	// intervalPair is the metadata pair " interval=<ms>", formatted once.
 	intervalPair []byte
 	// invoker is send wrapped in Config.Middleware, built once.
@@ -191,14 +192,6 @@ func (cfg Config) withDefaults() (Config, error) {
 			cfg.PickupTimeout = wire.MissedBeats * cfg.Heartbeat
 		}
 	}
-	if cfg.PickupCutoff <= 0 {
-		cfg.PickupCutoff = 3 * cfg.Heartbeat / 2
-	}
-	cfg.PickupCutoff = min(max(cfg.PickupCutoff, cfg.Heartbeat), cfg.PickupTimeout/2)
-	if cfg.Window <= 0 {
-		cfg.Window = wire.DefaultWindow
-	}
-	cfg.Window = max(cfg.Window, 2)
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = wire.DefaultMaxResultBytes
 	}
@@ -232,6 +225,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		prop:         cfg.Propagator,
 		log:          cfg.Logger.With("caller_id", cfg.ID),
 		inbox:        cfg.InboxPrefix + "." + cfg.ID + ".",
+		pickupCutoff: min(3*cfg.Heartbeat/2, cfg.PickupTimeout/2),
 		intervalPair: wire.AppendIntPair(nil, wire.MetaInterval, cfg.Heartbeat.Milliseconds()),
 		spanOpts:     []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 		pending:      map[string]*pending{},
@@ -243,7 +237,7 @@ func New(nc *nats.Conn, cfg Config) (*Caller, error) {
 		epoch:        time.Now(),
 	}
 	c.cat = catalog.New(nc, catalog.Config{Prefix: cfg.Prefix, Heartbeat: cfg.Heartbeat, ProblemBaseURI: cfg.ProblemBaseURI, Logger: c.log})
-	c.judge = liveness.Judge{Heartbeat: cfg.Heartbeat, PickupTimeout: cfg.PickupTimeout, PickupCutoff: cfg.PickupCutoff,
+	c.judge = liveness.Judge{Heartbeat: cfg.Heartbeat, PickupTimeout: cfg.PickupTimeout, PickupCutoff: c.pickupCutoff,
 		Problems: c.problems, Probes: c.probes, Presence: c.presence, Known: c.knownSet, Fetch: c.fetchSets}
 	var seed [32]byte
 	_, _ = rand.Read(seed[:])
@@ -706,12 +700,12 @@ func (c *Caller) start(ctx context.Context, tool string, args any, o callOptions
 	}
 	p := &pending{c: c, tool: tool, stream: mode == stream, nextSeq: 1, lastHeard: c.offset(now)}
 	id := c.newID(now)
-	window := c.cfg.Window
+	window := wire.DefaultWindow
 	if o.window > 0 {
 		window = max(o.window, 2)
 	}
 	span, traced := c.startSpan(ctx, tool, id, mode)
-	pickup := now.Add(c.cfg.PickupCutoff) // read before sending: a cutoff no later than promised
+	pickup := now.Add(c.pickupCutoff) // read before sending: a cutoff no later than promised
 	// The reply subject, <inbox><id>, heads the buffer the message is
 	// encoded in: only the id outlives the publish.
 	buf := append(append(make([]byte, 0, len(c.inbox)+len(id)+160+len(rawArgs)), c.inbox...), id...)
@@ -976,7 +970,7 @@ func (c *Caller) publish(ctx context.Context, p *pending, reply string, body []b
 // coalescer returns the sender p may be coalesced by: nil for a stream,
 // or when coalescing is off.
 func (c *Caller) coalescer(p *pending) *sender {
-	if p.stream || p.ask() != nil && p.ask().on || c.cfg.Coalescing == CoalesceOff {
+	if p.stream || p.ask() != nil && p.ask().on || c.cfg.NoCoalescing {
 		return nil
 	}
 	return c.senderFor(p.tool)

@@ -12,23 +12,6 @@ import (
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
-// CoalesceMode says whether unary calls to one tool that queue up while
-// a publish to that tool is in progress travel together in one message.
-type CoalesceMode uint8
-
-const (
-	// CoalesceAuto (the default) publishes a unary call at once, on the
-	// calling goroutine, when no publish to its tool is in progress; calls
-	// made while one is, queue, and the publishing goroutine sends them as
-	// one batch message (protocol v2, §4.3) before it returns. Nothing
-	// waits on a timer to fill a batch: a lone call is never delayed, and
-	// only calls that would have waited for the connection anyway travel
-	// together. Streams are never batched.
-	CoalesceAuto CoalesceMode = iota
-	// CoalesceOff publishes every call on its own.
-	CoalesceOff
-)
-
 // batch is the calls that went out together in one message. Their
 // replies arrive on its reply subject, each naming its call (frame id=).
 type batch struct {
@@ -37,18 +20,11 @@ type batch struct {
 	left  int // calls still registered; guarded by Caller.mu
 }
 
-// CoalesceStats counts what coalescing did since the caller was made.
-type CoalesceStats struct {
-	// Batches is how many batch messages were sent (each carrying 2 or
-	// more calls), and BatchedCalls how many calls they carried.
-	Batches, BatchedCalls int64
-}
-
-// CoalesceStats reports how many batches this caller sent and how many
-// calls they carried: BatchedCalls/Batches is the average batch size.
-func (c *Caller) CoalesceStats() CoalesceStats {
-	batches, calls := c.senders.Stats()
-	return CoalesceStats{Batches: batches, BatchedCalls: calls}
+// CoalesceStats counts what coalescing did since the caller was made:
+// how many batch messages it sent (each carrying 2 or more calls) and how
+// many calls they carried; calls/batches is the average batch size.
+func (c *Caller) CoalesceStats() (batches, calls int64) {
+	return c.senders.Stats()
 }
 
 // sender is one tool's combining publisher (see package coalesce).

@@ -106,8 +106,8 @@ func TestBatchedCallsGetTheirOwnResults(t *testing.T) {
 					t.Fatalf("call %d got %s, want %s", r.i, r.res.Data, want)
 				}
 			}
-			if st := c.CoalesceStats(); st.Batches != 1 || st.BatchedCalls != 5 {
-				t.Fatalf("stats %+v, want one batch of 5", st)
+			if batches, calls := c.CoalesceStats(); batches != 1 || calls != 5 {
+				t.Fatalf("stats: %d batches carrying %d calls, want one batch of 5", batches, calls)
 			}
 		})
 	}
@@ -207,7 +207,7 @@ func TestCoalesceOffSendsEachCallAlone(t *testing.T) {
 		batches <- wire.IsBatch(m.Data)
 		_ = m.Respond([]byte(`{"type":"result","data":{}}`))
 	})
-	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{Coalescing: caller.CoalesceOff})
+	c := meshtest.NewCaller(t, meshtest.Connect(t, e), caller.Config{NoCoalescing: true})
 	_, release := caller.HoldSender(c, "fake") // held, but not used when off
 	defer release()
 	for range 3 {
@@ -333,7 +333,7 @@ func TestQueuedCallsKeepTheFleetsSpread(t *testing.T) {
 		}
 		return true
 	})
-	before := c.CoalesceStats()
+	batchesBefore, callsBefore := c.CoalesceStats()
 	queued, release := caller.HoldSender(c, "spread")
 	var wg sync.WaitGroup
 	for range 8 {
@@ -346,8 +346,8 @@ func TestQueuedCallsKeepTheFleetsSpread(t *testing.T) {
 	testutil.WaitFor(t, "8 calls to queue", func() bool { return queued() == 8 })
 	release()
 	wg.Wait()
-	st := c.CoalesceStats()
-	if b, n := st.Batches-before.Batches, st.BatchedCalls-before.BatchedCalls; b != 4 || n != 8 {
+	batches, calls := c.CoalesceStats()
+	if b, n := batches-batchesBefore, calls-callsBefore; b != 4 || n != 8 {
 		t.Fatalf("8 queued calls to a tool of %d workers went out in %d batches carrying %d calls, want 4 batches of 2", workers, b, n)
 	}
 }

@@ -79,7 +79,9 @@ func WithRetries(n int) Option {
 	}
 }
 
-// WithWindow sets the stream's event credit (default Config.Window).
+// WithWindow sets the stream's event credit (default 256, at least 2): at
+// most this many events of one stream wait unread in the caller. Set in
+// Config.Options, it is every stream's.
 func WithWindow(n int) Option { return func(o *callOptions) { o.window = n } }
 
 // Folded makes a Stream call return what a unary call of the tool

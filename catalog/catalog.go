@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/toolsearch"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -45,8 +46,8 @@ type Catalog struct {
 	log      *slog.Logger
 	// specs caches decoded spec sets by digest (specs.go).
 	specs specCache
-	// search keeps the search index of the last listing (searchindex.go).
-	search SearchCache
+	// search keeps the search index of the last listing (package toolsearch).
+	search toolsearch.Cache[Tool]
 	// trusted holds the (spec set, pool) pairs confirmed on a worker's own
 	// catalogue subject (poolscope.go).
 	trusted trustedSets

@@ -10,7 +10,7 @@
 // their cache by digest, the pool scope a worker may advertise, the
 // tenant's view (only the tools this NATS identity may call), Describe
 // with its conflict rule, Watch over the workers' presence beacons, the
-// search index (Search, SearchCache), and fleet sampling
+// search index (Search; the ranking is internal/toolsearch's), and fleet sampling
 // over $SRV.STATS (SampleFleet, whose sample and summary shapes are
 // internal/fleet's: what `toolmesh top` shows, not an API to build on).
 //

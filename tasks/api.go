@@ -244,7 +244,7 @@ func (s *Service) waitLoop(ctx context.Context, owner, id string, changed <-chan
 				return json.RawMessage(n.record), nil // the final record, as it is
 			}
 			var rec Record
-			pending = json.Unmarshal(n.record, &rec) == nil && rec.TaskID != "" && !Terminal(rec.State)
+			pending = json.Unmarshal(n.record, &rec) == nil && rec.TaskID != "" && !terminal(rec.State)
 		case <-ctx.Done():
 			return nil, ctxProblem(ctx, ctx.Err())
 		}

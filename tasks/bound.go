@@ -74,7 +74,7 @@ func (s *Service) countNotice(m *nats.Msg) {
 // record as it now stands, and what changed (a terminal state makes it
 // noticeEnded, or noticeFinal when the record carries its terminal).
 func (s *Service) notify(owner string, rec *Record, kind string) {
-	if Terminal(rec.State) {
+	if terminal(rec.State) {
 		kind = noticeEnded
 		if len(rec.Terminal) > 0 && rec.TerminalSeq != 0 {
 			kind = noticeFinal

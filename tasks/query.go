@@ -185,7 +185,7 @@ func (s *Service) cancelTask(ctx context.Context, req *worker.Request, _ worker.
 		if err != nil {
 			return nil, asProblem(err)
 		}
-		if Terminal(rec.State) {
+		if terminal(rec.State) {
 			return s.lookupOrProblem(ctx, owner, a.TaskID)
 		}
 		if rec.State != Queued || last.Dispatched > 0 {

@@ -17,8 +17,8 @@ const (
 	Cancelled     = "cancelled"
 )
 
-// Terminal reports whether a task state is final.
-func Terminal(state string) bool {
+// terminal reports whether a task state is final.
+func terminal(state string) bool {
 	return state == Succeeded || state == Failed || state == Cancelled
 }
 

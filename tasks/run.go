@@ -130,7 +130,7 @@ func (s *Service) proceed(ctx context.Context, r *attemptRun, last *stored) {
 		s.settleEnded(r)
 		return
 	}
-	if last.Kind == kindTask && Terminal(last.State) {
+	if last.Kind == kindTask && terminal(last.State) {
 		s.settleEnded(r)
 		return
 	}
@@ -226,7 +226,7 @@ func (s *Service) rejudge(ctx context.Context, r *attemptRun) {
 		_ = r.m.Nak()
 		return
 	}
-	if _, ok := last.terminal(); ok || last.Kind == kindTask && Terminal(last.State) {
+	if _, ok := last.terminal(); ok || last.Kind == kindTask && terminal(last.State) {
 		s.settleEnded(r)
 		return
 	}
@@ -372,7 +372,7 @@ func (s *Service) lost(ctx context.Context, r *attemptRun, ev envelope.ToolEvent
 		s.finish(ctx, r, ev)
 		return
 	}
-	delay := min(s.cfg.RetryBackoff<<(r.attempt-1), 30*time.Second)
+	delay := min(s.cfg.retryBackoff<<(r.attempt-1), 30*time.Second)
 	msg := fmt.Sprintf("attempt %d ended %s (%s); attempt %d in %s", r.attempt, ev.Code, ev.Message, r.attempt+1, delay)
 	if err := s.record(ctx, r, envelope.ToolEvent{Type: envelope.EventProgress, Message: msg}); err != nil {
 		_ = r.m.Nak()

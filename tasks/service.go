@@ -57,9 +57,6 @@ type Config struct {
 	MaxAttempts int
 	// Replicas is the streams' replica count: 1, or 3 on a cluster.
 	Replicas int
-	// RetryBackoff is the first pause before re-running a lost attempt
-	// (default 1s, doubling up to 30s).
-	RetryBackoff time.Duration
 	// Heartbeat is the liveness interval of the service's own calls to
 	// workers and of its API worker (default 1s).
 	Heartbeat time.Duration
@@ -77,12 +74,14 @@ type Config struct {
 	// Set by New, not by users: the largest (and the default) task budget
 	// (Retention), how long an idempotency key finds its task (1h, at most
 	// Retention), how long a queued call may go without an in-progress ack
-	// before JetStream hands it to another instance (30s), and how many
-	// task API calls are served at once (4096).
+	// before JetStream hands it to another instance (30s), how many
+	// task API calls are served at once (4096), and the first pause before
+	// re-running a lost attempt (1s, doubling up to 30s).
 	maxTaskTimeout time.Duration
 	dedupeWindow   time.Duration
 	ackWait        time.Duration
 	maxConcurrent  int
+	retryBackoff   time.Duration
 }
 
 func (cfg Config) withDefaults() Config {
@@ -117,8 +116,8 @@ func (cfg Config) withDefaults() Config {
 	if cfg.ackWait <= 0 {
 		cfg.ackWait = 30 * time.Second
 	}
-	if cfg.RetryBackoff <= 0 {
-		cfg.RetryBackoff = time.Second
+	if cfg.retryBackoff <= 0 {
+		cfg.retryBackoff = time.Second
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = time.Second

@@ -373,7 +373,7 @@ func runInFlight(b *testing.B, n int, call func() error) {
 // size of the batches the coalescing caller sent.
 func BenchmarkUnary256Coalescing(b *testing.B) {
 	m := newBenchMesh(b)
-	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{Coalescing: caller.CoalesceOff})
+	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{NoCoalescing: true})
 	ctx := context.Background()
 	const block = 20000
 	run := func(call func() error) time.Duration {
@@ -422,17 +422,17 @@ func BenchmarkUnary256Coalescing(b *testing.B) {
 		round++
 	}
 	median := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
-	st := m.c.CoalesceStats()
+	batches, batched := m.c.CoalesceStats()
 	avg := 0.0
-	if st.Batches > 0 {
-		avg = float64(st.BatchedCalls) / float64(st.Batches)
+	if batches > 0 {
+		avg = float64(batched) / float64(batches)
 	}
 	b.ReportMetric(median(onRatios), "coalesce-on/raw")
 	b.ReportMetric(median(offRatios), "coalesce-off/raw")
 	b.ReportMetric(median(gains), "on/off")
 	fmt.Printf("unary, 256 in flight, throughput vs raw over %d rounds: coalescing on median %.2f %v, off median %.2f %v; on/off median %.2f %v; %d batches, %.1f calls per batch, %.0f%% of calls batched\n",
 		round, median(onRatios), fmtRatios(onRatios), median(offRatios), fmtRatios(offRatios), median(gains), fmtRatios(gains),
-		st.Batches, avg, 100*float64(st.BatchedCalls)/float64(max(1, int64(round)*block)))
+		batches, avg, 100*float64(batched)/float64(max(1, int64(round)*block)))
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(round*block) }
 	fmt.Printf("unary, 256 in flight, CPU per call (server, worker and caller): raw %.1f µs, coalescing on %.1f µs, off %.1f µs\n",
 		per(cpu[0]), per(cpu[1]), per(cpu[2]))
@@ -468,7 +468,7 @@ func fmtRatios(v []float64) string {
 // coalescing-off calls interleaved in rotating order, p50 latency of each.
 func BenchmarkUnary1Coalescing(b *testing.B) {
 	m := newBenchMesh(b)
-	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{Coalescing: caller.CoalesceOff})
+	off := meshtest.NewCaller(b, meshtest.Connect(b, m.srv), caller.Config{NoCoalescing: true})
 	ctx := context.Background()
 	const block = 500
 	arms := []func() error{

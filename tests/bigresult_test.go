@@ -112,7 +112,7 @@ tools:
 // A delta larger than one NATS message arrives whole too, in order, and
 // counts as one event against the stream's credit.
 func TestLargeDeltasArriveWhole(t *testing.T) {
-	f := newMesh(t, worker.Config{}, caller.Config{Window: 2})
+	f := newMesh(t, worker.Config{}, caller.Config{Options: []caller.Option{caller.WithWindow(2)}})
 	big := strings.Repeat("d", 3<<20)
 	register(t, f.w, envelope.ToolSpec{Name: "deltas"}, func(_ context.Context, _ *worker.Request, emit worker.Emitter) (any, error) {
 		for i := range 4 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
@@ -100,7 +101,7 @@ tools:
 	wantCode(t, <-errc, envelope.CodeCancelled)
 	// The caller returns at once; the worker stops the program (SIGTERM
 	// ignored, so SIGKILL after the grace) and counts the call when done.
-	waitToolStats(t, f.w, "hang", "the worker to finish the cancelled call", func(st worker.Stats) bool {
+	waitToolStats(t, f.w, "hang", "the worker to finish the cancelled call", func(st fleet.Counters) bool {
 		return st.Requests == 1
 	})
 	waitFor(t, "the grandchild to die", func() bool {

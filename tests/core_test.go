@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -382,7 +383,7 @@ func TestCallerKilledMidCall(t *testing.T) {
 // other calls nor gets the connection dropped; when it resumes every event
 // arrives in order.
 func TestSlowReaderDoesNotStallOthers(t *testing.T) {
-	f := newMesh(t, worker.Config{}, caller.Config{Window: 8})
+	f := newMesh(t, worker.Config{}, caller.Config{Options: []caller.Option{caller.WithWindow(8)}})
 	register(t, f.w, countSpec, count)
 	register(t, f.w, envelope.ToolSpec{Name: "echo"}, echo)
 	slow, err := f.c.Stream(context.Background(), "count", map[string]int{"n": 5000})
@@ -567,7 +568,7 @@ func TestRetryPolicy(t *testing.T) {
 		_, err := f.c.Call(context.Background(), "slot", nil, caller.WithRetries(50))
 		second <- err
 	}()
-	waitToolStats(t, f.w, "slot", "the second call to be answered overloaded", func(st worker.Stats) bool {
+	waitToolStats(t, f.w, "slot", "the second call to be answered overloaded", func(st fleet.Counters) bool {
 		return st.Errors >= 1
 	})
 	close(release)

@@ -56,7 +56,7 @@ func TestDeployPermissionsCoverTheProtocol(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	cnc := dial("caller", "c-secret")
-	c := meshtest.NewCaller(t, cnc, caller.Config{Window: 4})
+	c := meshtest.NewCaller(t, cnc, caller.Config{Options: []caller.Option{caller.WithWindow(4)}})
 	ctx := context.Background()
 
 	if resp, err := c.Call(ctx, "echo", map[string]string{"message": "hi"}); err != nil || !resp.Success {

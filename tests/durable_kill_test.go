@@ -110,7 +110,7 @@ func TestDurableWorkerKill9(t *testing.T) {
 		{"other tool ends worker_lost, run once", false, tasks.Failed, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := startDurable(t, tasks.Config{Heartbeat: 200 * time.Millisecond, RetryBackoff: 100 * time.Millisecond})
+			m := startDurable(t, tasks.Config{Heartbeat: 200 * time.Millisecond})
 			dir := t.TempDir()
 			cfg := killTools(t, dir, tc.idempotent)
 			a, _ := startCLIWorker(t, m.srv.ClientURL(), cfg)

@@ -17,6 +17,7 @@ import (
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/embedcluster"
 	"github.com/toolmesh/toolmesh/internal/embedserver"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -78,7 +79,7 @@ func TestFleetSharesAndDrainLosesNothing(t *testing.T) {
 
 	done := make(chan []error, 1)
 	go func() { done <- callMany(c, 3000, 64) }()
-	waitToolStats(t, workers[0], "work", "worker 0 to serve some calls", func(st worker.Stats) bool {
+	waitToolStats(t, workers[0], "work", "worker 0 to serve some calls", func(st fleet.Counters) bool {
 		return st.Requests >= 50
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

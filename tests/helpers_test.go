@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/worker"
@@ -244,7 +245,7 @@ func wantPartialGather(t *testing.T, c *caller.Caller, tool string, items int, m
 
 // waitToolStats waits until ok holds of w's counters of tool (what names
 // that state for a timeout's message).
-func waitToolStats(t testing.TB, w *worker.Worker, tool, what string, ok func(worker.Stats) bool) {
+func waitToolStats(t testing.TB, w *worker.Worker, tool, what string, ok func(fleet.Counters) bool) {
 	t.Helper()
 	waitFor(t, what, func() bool {
 		st, _ := w.ToolStats(tool)

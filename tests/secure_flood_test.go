@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/meshtest"
 	"github.com/toolmesh/toolmesh/worker"
 	"github.com/toolmesh/toolmesh/worker/cli"
@@ -95,10 +96,9 @@ func TestSecureOneTenantsBurstLeavesOthersServed(t *testing.T) {
 
 // controlFloodRSSBound bounds the worker process's peak RSS under bob's
 // flood of 1 MB control messages: the worker's control subscription holds
-// at most worker.Config.Limits.MaxControlPendingBytes (4 MiB) unread, and a
-// message over 1 KiB is dropped undecoded, so the flood (300 MB) must
-// leave the process near its idle size. Before the limits the issue
-// measured 44 MiB → 1.27 GiB.
+// at most 4 MiB unread (the worker's bound), and a message over 1 KiB is
+// dropped undecoded, so the flood (300 MB) must leave the process near its
+// idle size (without those bounds it grew from 44 MiB to 1.27 GiB).
 const controlFloodRSSBound = 160 << 20
 
 // Under deploy/secure verbatim: bob floods a `toolmesh worker`
@@ -321,7 +321,7 @@ func TestSecureGoneSendersUnleasedCallsDoNotRun(t *testing.T) {
 	if _, err := alice.Call(ctx, "demo.gated", map[string]any{"who": "alice"}, caller.WithRetries(caller.NoRetries)); err != nil {
 		t.Fatalf("alice's call of the tool bob flooded: %v", err)
 	}
-	waitToolStats(t, w, "demo.gated", "every call of the tool ended", func(st worker.Stats) bool {
+	waitToolStats(t, w, "demo.gated", "every call of the tool ended", func(st fleet.Counters) bool {
 		return st.Requests == bobBurst+1
 	})
 	if got := runs(); len(got) != 2 || !strings.HasPrefix(got[0], "bob-") || got[1] != "alice" {

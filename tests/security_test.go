@@ -24,6 +24,7 @@ import (
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/codes"
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
 	"github.com/toolmesh/toolmesh/meshtest"
@@ -268,7 +269,7 @@ func TestSecureCallerCannotCancelOrCreditAnotherCallersCall(t *testing.T) {
 	if n := <-emitted; n != 2 {
 		t.Errorf("alice's handler emitted %d deltas; bob's credit reached her call", n)
 	}
-	waitToolStats(t, w, "demo.flood", "alice's call to end as cancelled by herself", func(st worker.Stats) bool {
+	waitToolStats(t, w, "demo.flood", "alice's call to end as cancelled by herself", func(st fleet.Counters) bool {
 		return st.Requests == 1 && strings.HasPrefix(st.LastError, "cancelled")
 	})
 }
@@ -507,7 +508,7 @@ func TestSecureUnleasedCallHasABoundedLife(t *testing.T) {
 	})
 	anc, _ := m.dial(t, "alice")
 	publishCall(t, anc, "demo.forever", "_INBOX.nobody-reads-this.1", "tm2 mode=stream\n"+`{"args":{}}`)
-	waitToolStats(t, w, "demo.forever", "the call's terminal recorded", func(st worker.Stats) bool {
+	waitToolStats(t, w, "demo.forever", "the call's terminal recorded", func(st fleet.Counters) bool {
 		return st.Errors == 1 && strings.HasPrefix(st.LastError, "timeout")
 	})
 	// The handler said how its context ended before it returned.
@@ -849,7 +850,7 @@ func TestSecureViolationsReachTheCallsTheyConcern(t *testing.T) {
 	// The heartbeat naming the call before it starts (or its start event)
 	// is refused; the worker ends the call forbidden — before its handler
 	// starts, or by stopping the handler with that cause.
-	waitToolStats(t, w, "wait", "the call recorded as forbidden", func(st worker.Stats) bool {
+	waitToolStats(t, w, "wait", "the call recorded as forbidden", func(st fleet.Counters) bool {
 		return strings.HasPrefix(st.LastError, "forbidden")
 	})
 	select {

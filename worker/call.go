@@ -213,7 +213,9 @@ func (c *call) tooLate(why string) *envelope.Problem {
 
 // startSpan starts the call's server span, a child of the caller's.
 func (c *call) startSpan() (context.Context, trace.Span) {
-	ctx := context.Background()
+	// The root carries the call for the module's own handlers (package
+	// workercall), at no allocation.
+	var ctx context.Context = (*callRoot)(c)
 	if c.trace != nil { // an untraced call costs no propagator work
 		ctx = c.w.prop.Extract(ctx, *c.trace)
 	}

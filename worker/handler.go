@@ -78,39 +78,6 @@ type Request struct {
 // tool_failed).
 func (r *Request) Bind(v any) error { return bindArgs(r.Tool, r.Args, v) }
 
-// Sender names whom the call counts against when a handler shares out
-// something scarce (slots, a queue) fairly: the identity the server
-// stamped (Identity) when there is one, else the caller id the call
-// carried ("" for an unleased call in a single account, where all such
-// calls are one sender), the same sender as Config.Limits.MaxPerIdentity counts.
-func (r *Request) Sender() string {
-	if r.call == nil {
-		return r.Identity
-	}
-	k := senderOf(r.call)
-	if k.identity {
-		return "identity:" + k.name
-	}
-	return "caller:" + k.name
-}
-
-// WillWait is called by a handler admitting calls itself (an Admit
-// method, as worker/cli's has) just before the call waits for room
-// of the handler's own (a command-line tool's slots), and reports whether
-// it may wait; when it may not, Admit refuses the call at once (the
-// worker then answers it overloaded, unrun, with its own detail). A call
-// whose caller proves it is alive may wait. One without (unleased) may
-// wait only where the worker can see its sender leave, and is then
-// checked for a sender before it starts: a call whose sender has gone
-// does not run (docs/protocol.md §8.5). A Request the worker did not make
-// may always wait.
-func (r *Request) WillWait() bool {
-	if r.call == nil {
-		return true
-	}
-	return r.call.mayWait()
-}
-
 // bindArgs decodes a tool's args into v; a misfit is invalid_input.
 func bindArgs(tool string, args json.RawMessage, v any) error {
 	if err := json.Unmarshal(args, v); err != nil {

@@ -29,6 +29,16 @@ type peer struct {
 // under 200 bytes.
 const maxControlBytes = 1024
 
+// maxControlPending and maxControlPendingBytes bound the control messages
+// (cancel, credit, alive, beat) and probe answers waiting unread: every
+// caller — every tenant, under deploy/secure — may publish on the control
+// subject, so a flood of them is dropped past these rather than growing
+// the worker's memory (docs/protocol.md §9).
+const (
+	maxControlPending      = 4096
+	maxControlPendingBytes = 4 << 20
+)
+
 // callKey names a call (or a caller) as seen by one identity: the
 // identity the NATS server vouches for (wire.Identity) and the id the
 // caller chose.

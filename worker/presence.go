@@ -59,7 +59,7 @@ func (w *Worker) openRegistry() jetstream.KeyValue {
 		return nil
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: w.subjects.RegistryBucket(), TTL: w.cfg.Liveness.RegistryTTL, History: 1,
+		Bucket: w.subjects.RegistryBucket(), TTL: wire.DefaultRegistryTTL, History: 1,
 		Description: "toolmesh workers: one key per live worker",
 	})
 	if err != nil {
@@ -97,7 +97,7 @@ func (w *Worker) registryRefused(ctx context.Context) string {
 }
 
 // refreshEvery is how often the worker rewrites its registry key.
-func (w *Worker) refreshEvery() time.Duration { return max(w.cfg.Liveness.RegistryTTL/3, time.Second) }
+func (w *Worker) refreshEvery() time.Duration { return max(wire.DefaultRegistryTTL/3, time.Second) }
 
 func (p *presence) loop() {
 	defer close(p.exited)
@@ -189,7 +189,7 @@ func (w *Worker) Announce(ctx context.Context) error {
 	p := w.presence
 	select {
 	case <-p.done:
-		return ErrDraining
+		return errDraining
 	default:
 	}
 	if _, ok := ctx.Deadline(); !ok {

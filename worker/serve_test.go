@@ -41,7 +41,7 @@ func TestServeEndsWhenConnectionCloses(t *testing.T) {
 		t.Fatalf("Serve: %v, want connection_lost", err)
 	}
 	<-stopped
-	if err := w.Register(envelope.ToolSpec{Name: "late"}, noop); !errors.Is(err, ErrDraining) {
+	if err := w.Register(envelope.ToolSpec{Name: "late"}, noop); !errors.Is(err, errDraining) {
 		t.Errorf("the worker still registers tools after Serve stopped it: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolmesh/toolmesh/internal/fairshare"
 	"github.com/toolmesh/toolmesh/internal/testutil"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/internal/workercall"
 	"github.com/toolmesh/toolmesh/mesh/embedded"
 )
 
@@ -81,7 +82,8 @@ type oneSlotTool struct {
 }
 
 func (o oneSlotTool) Admit(ctx context.Context, r *Request) (context.Context, func(), error) {
-	if err := o.slots.Acquire(ctx, r.Sender(), r.WillWait); err != nil {
+	call := workercall.Of(ctx, r.Identity)
+	if err := o.slots.Acquire(ctx, call.Sender(), call.WillWait); err != nil {
 		return nil, nil, err
 	}
 	return ctx, o.slots.Release, nil

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolmesh/toolmesh/internal/fleet"
 	"github.com/toolmesh/toolmesh/internal/telemetry"
 	"github.com/toolmesh/toolmesh/internal/wire"
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/workercall"
 )
 
 // NoQueue as Config.Limits.MaxQueued admits no call beyond the running ones.
@@ -64,10 +66,10 @@ type Config struct {
 	Middleware []Middleware
 	// OnAnswer, when set, hears of every answer that settles a question
 	// of a call here (the handler's, or the approval of Approvals), which
-	// middleware cannot see: workermw.AuditAnswers records them in the
-	// audit trail. It runs on the worker's control goroutine: it must
-	// not block.
-	OnAnswer func(ctx context.Context, a Answered)
+	// middleware cannot see: set it to workermw.AuditAnswers to record
+	// them in the audit trail. It runs on the worker's control goroutine:
+	// it must not block.
+	OnAnswer func(ctx context.Context, a workercall.Answered)
 	// OnRefused, when set, hears of every call that ended before its
 	// handler's middleware saw it — refused overloaded, for a spec
 	// conflict, too late for its pickup, with bad metadata or args, or
@@ -95,7 +97,7 @@ type Limits struct {
 	// 4×MaxConcurrent; NoQueue: none, a call finding every slot taken is
 	// refused). Calls beyond MaxConcurrent+MaxQueued are answered
 	// overloaded at once. A call without caller liveness waits only where
-	// the worker can see its sender leave (see Request.WillWait).
+	// the worker can see its sender leave (docs/protocol.md §8.5).
 	MaxQueued int
 	// OverloadRetryAfter is the retry_after of overloaded answers (default 1s).
 	OverloadRetryAfter time.Duration
@@ -108,13 +110,6 @@ type Limits struct {
 	// worker_lost) rather than letting the worker's memory grow unbounded.
 	MaxPendingCalls int
 	MaxPendingBytes int
-	// MaxControlPending and MaxControlPendingBytes bound the control
-	// messages (cancel, credit, alive, beat) and probe answers waiting
-	// unread (defaults 4096 and 4 MiB): every caller — every tenant, under
-	// deploy/secure — may publish on the control subject, so a flood of
-	// them is dropped past these rather than growing the worker's memory.
-	MaxControlPending      int
-	MaxControlPendingBytes int
 	// MaxPerIdentity bounds the calls one identity may hold admitted here
 	// (running and queued) — a tenant account and user under deploy/secure,
 	// a caller id in a single account, and each sender's unleased calls
@@ -136,17 +131,11 @@ type Limits struct {
 type Liveness struct {
 	// Heartbeat is the interval used when a caller names none (default 1s).
 	Heartbeat time.Duration
-	// MinHeartbeat floors caller-requested intervals (default and
-	// minimum 100ms, which callers floor their own intervals to).
-	MinHeartbeat time.Duration
 	// MaxUnleasedLife bounds calls whose caller does not prove it is alive
 	// (no caller= in the call's metadata line, as from a plain `nats req`): such
 	// a call ends with timeout after its budget or this, whichever is
 	// shorter, so a call for a dead inbox cannot run forever (default 5m).
 	MaxUnleasedLife time.Duration
-	// RegistryTTL is how long the worker's key in the JetStream worker
-	// registry outlives its last refresh (default 1m).
-	RegistryTTL time.Duration
 	// QuestionTimeout bounds how long a question waits for its answer
 	// when the handler gives no timeout (default 5m).
 	QuestionTimeout time.Duration
@@ -264,8 +253,8 @@ type tool struct {
 // largeArgsFix says what to do about args too large to send.
 const largeArgsFix = "Pass large inputs by reference — a path, URL or object-store key the tool can read — rather than inline in args, or raise the NATS server's max_payload."
 
-// ErrDraining is returned by Register once Drain or Stop has begun.
-var ErrDraining = errors.New("worker is draining")
+// errDraining is returned by Register once Drain or Stop has begun.
+var errDraining = errors.New("worker is draining")
 
 // errCallerLost is the cancel cause when the caller stops proving it is alive.
 var errCallerLost = errors.New("caller stopped sending liveness messages")
@@ -315,7 +304,6 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 		cfg.Liveness.Heartbeat = wire.DefaultHeartbeat
 	}
 	cfg.Liveness.Heartbeat = min(max(cfg.Liveness.Heartbeat, wire.MinHeartbeat), wire.MaxHeartbeat)
-	cfg.Liveness.MinHeartbeat = max(cfg.Liveness.MinHeartbeat, wire.MinHeartbeat)
 	if cfg.Liveness.MaxUnleasedLife <= 0 {
 		cfg.Liveness.MaxUnleasedLife = 5 * time.Minute
 	}
@@ -325,20 +313,11 @@ func (cfg Config) withLimitDefaults(nc *nats.Conn) Config {
 	if cfg.Limits.MaxResultBytes <= 0 {
 		cfg.Limits.MaxResultBytes = wire.DefaultMaxResultBytes
 	}
-	if cfg.Liveness.RegistryTTL <= 0 {
-		cfg.Liveness.RegistryTTL = wire.DefaultRegistryTTL
-	}
 	if cfg.Limits.MaxPendingCalls <= 0 {
 		cfg.Limits.MaxPendingCalls = 1 << 16
 	}
 	if cfg.Limits.MaxPendingBytes <= 0 {
 		cfg.Limits.MaxPendingBytes = 64 << 20
-	}
-	if cfg.Limits.MaxControlPending <= 0 {
-		cfg.Limits.MaxControlPending = 4096
-	}
-	if cfg.Limits.MaxControlPendingBytes <= 0 {
-		cfg.Limits.MaxControlPendingBytes = 4 << 20
 	}
 	if cfg.Limits.MaxPerIdentity <= 0 {
 		cfg.Limits.MaxPerIdentity = max(cfg.Limits.MaxConcurrent/2, 1)
@@ -421,7 +400,7 @@ func newWorker(nc *nats.Conn, cfg Config) *Worker {
 		formats:        map[string]*envelope.Schema{},
 	}
 	w.shares = shares{limit: cfg.Limits.MaxPerIdentity, held: map[shareKey]int{}}
-	w.meta = metaParser{problems: w.problems, defInterval: cfg.Liveness.Heartbeat, minInterval: cfg.Liveness.MinHeartbeat}
+	w.meta = metaParser{problems: w.problems, defInterval: cfg.Liveness.Heartbeat, minInterval: wire.MinHeartbeat}
 	w.payload.Store(nc.MaxPayload())
 	w.stopCtx, w.stopCancel = context.WithCancelCause(context.Background())
 	w.announcer = newAnnouncer(w)
@@ -483,12 +462,12 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 	defer w.mu.Unlock()
 	delete(w.registering, spec.Name)
 	if err == nil && w.draining {
-		err = ErrDraining
+		err = errDraining
 	}
 	if err != nil {
 		_ = t.sub.Unsubscribe()
 		_ = t.dsub.Unsubscribe()
-		if errors.Is(err, ErrDraining) {
+		if errors.Is(err, errDraining) {
 			return err
 		}
 		return fmt.Errorf("register %q: %w", spec.Name, err)
@@ -528,7 +507,7 @@ func (w *Worker) reserve(t *tool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.draining {
-		return ErrDraining
+		return errDraining
 	}
 	if _, dup := w.tools[name]; dup || w.registering[name] {
 		return fmt.Errorf("register: tool %q is already registered", name)
@@ -671,7 +650,7 @@ func (w *Worker) subscribeControl() error {
 	// bounded: past the limits NATS drops control messages (a cancel or
 	// alive lost to a flood is resent at the sender's next tick) instead of
 	// the worker's memory growing with a neighbour's flood.
-	_ = ctl.SetPendingLimits(w.cfg.Limits.MaxControlPending, w.cfg.Limits.MaxControlPendingBytes)
+	_ = ctl.SetPendingLimits(maxControlPending, maxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, ctl)
 	// Confirmed on its own: when the pool is wrong, the control subject is
 	// the one to name (discovery subjects would be refused too).
@@ -682,7 +661,7 @@ func (w *Worker) subscribeControl() error {
 	if err != nil {
 		return err
 	}
-	_ = probes.SetPendingLimits(w.cfg.Limits.MaxControlPending, w.cfg.Limits.MaxControlPendingBytes)
+	_ = probes.SetPendingLimits(maxControlPending, maxControlPendingBytes)
 	w.ctlSubs = append(w.ctlSubs, probes)
 	answer := func(m *nats.Msg) { _ = m.Respond(w.catalogueEntry()) }
 	for _, subj := range []string{w.subjects.Catalog(), w.subjects.WorkerCatalog(w.cfg.ID)} {
@@ -890,26 +869,19 @@ func (w *Worker) runner(j work) {
 // runnerIdle is how long a runner goroutine waits for more work.
 const runnerIdle = 10 * time.Second
 
-// Stats is a snapshot of one tool's counters.
-type Stats struct {
-	Requests       int
-	Errors         int
-	LastError      string
-	ProcessingTime time.Duration
-}
-
 // ToolStats returns the counters of tool, measured from admission to the
-// terminal event of each call (accurate for concurrent handlers).
-func (w *Worker) ToolStats(name string) (Stats, bool) {
+// terminal event of each call (accurate for concurrent handlers): the
+// numbers the tool's $SRV.STATS endpoint carries.
+func (w *Worker) ToolStats(name string) (fleet.Counters, bool) {
 	w.mu.Lock()
 	t, ok := w.tools[name]
 	w.mu.Unlock()
 	if !ok {
-		return Stats{}, false
+		return fleet.Counters{}, false
 	}
 	t.statsMu.Lock()
 	defer t.statsMu.Unlock()
-	return Stats{t.requests, t.errors, t.lastError, t.busy}, true
+	return fleet.Counters{Requests: t.requests, Errors: t.errors, LastError: t.lastError, ProcessingTime: t.busy}, true
 }
 
 func (t *tool) record(d time.Duration, p *envelope.Problem) {

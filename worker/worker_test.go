@@ -91,7 +91,7 @@ func TestDrainThenRegisterRefused(t *testing.T) {
 	if err := w.Drain(context.Background()); err != nil {
 		t.Errorf("second drain: %v", err)
 	}
-	if err := w.Register(envelope.ToolSpec{Name: "b"}, noop); !errors.Is(err, ErrDraining) {
+	if err := w.Register(envelope.ToolSpec{Name: "b"}, noop); !errors.Is(err, errDraining) {
 		t.Errorf("register after drain: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/cmd/toolmesh/internal/usage"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/toolsearch"
 )
 
 func newToolsCmd(g *globals) *cobra.Command {
@@ -60,7 +61,7 @@ func newToolsSearchCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hits := new(catalog.SearchCache).Search(cat, strings.Join(args, " "))
+			hits := toolsearch.New(cat.Tools, toolSpec).Search(strings.Join(args, " "))
 			if limit > 0 && len(hits) > limit {
 				hits = hits[:limit]
 			}
@@ -247,3 +248,6 @@ func (g *globals) withCaller(name string, run func(cmd *cobra.Command, c *caller
 		return run(cmd, c, args)
 	}
 }
+
+// toolSpec is a catalogue tool's spec, as package toolsearch reads it.
+func toolSpec(t *catalog.Tool) *envelope.ToolSpec { return &t.Spec }

@@ -22,7 +22,7 @@ const frameBatch = "batch"
 
 // MaxBatchCalls is the most calls one batch message may carry. A worker
 // refuses a larger batch whole. Callers keep batches smaller still (see
-// caller.Config.Coalescing): every call in a batch goes to the worker the
+// caller.Config.NoCoalescing): every call in a batch goes to the worker the
 // batch goes to, so small batches keep queue-group load sharing fair.
 const MaxBatchCalls = 64
 

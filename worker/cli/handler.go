@@ -23,6 +23,7 @@ import (
 	"github.com/toolmesh/toolmesh/internal/sandbox"
 	"github.com/toolmesh/toolmesh/internal/sandbox/report"
 	"github.com/toolmesh/toolmesh/internal/supervise"
+	"github.com/toolmesh/toolmesh/internal/workercall"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -286,14 +287,15 @@ func queuePerSender(slots int) int { return 2 * slots }
 // fairshare): a sender with calls queued delays only its own calls, and
 // one with its bound already waiting is refused overloaded, unrun.
 func (h *toolHandler) acquire(ctx context.Context, req *worker.Request) error {
-	err := h.slots.Acquire(ctx, req.Sender(), req.WillWait)
+	call := workercall.Of(ctx, req.Identity)
+	err := h.slots.Acquire(ctx, call.Sender(), call.WillWait)
 	if errors.Is(err, fairshare.ErrQueueFull) {
 		return envelope.Problemf(envelope.CodeOverloaded,
 			"tool %s already has this sender's %d calls waiting for its %d slots; the program did not run",
 			h.spec.Name, queuePerSender(h.limits.MaxConcurrent), h.limits.MaxConcurrent).
 			WithRetryAfter(1).WithRan(envelope.RanNo)
 	}
-	if errors.Is(err, fairshare.ErrMustNotWait) { // the worker words its own refusal (Request.WillWait)
+	if errors.Is(err, fairshare.ErrMustNotWait) { // the worker words its own refusal (workercall.Call.WillWait)
 		return envelope.Problemf(envelope.CodeOverloaded,
 			"tool %s has no free slot, and this call may not wait for one; the program did not run", h.spec.Name).
 			WithRetryAfter(1).WithRan(envelope.RanNo)

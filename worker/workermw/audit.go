@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/internal/workercall"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -49,13 +50,13 @@ func Audit(nc *nats.Conn, cfg AuditConfig) worker.Middleware {
 // AuditAnswers is Audit for the answers to calls' questions and
 // approvals, which no middleware sees: set it as worker.Config.OnAnswer.
 // The answer's content is digested, never kept.
-func AuditAnswers(nc *nats.Conn, cfg AuditConfig) func(context.Context, worker.Answered) {
+func AuditAnswers(nc *nats.Conn, cfg AuditConfig) func(context.Context, workercall.Answered) {
 	return auditAnswersFunc(cfg.Worker, cfg.ToolPrefix, auditPublisher(nc, cfg))
 }
 
 // auditAnswersFunc is AuditAnswers with the record handed to record.
-func auditAnswersFunc(workerName, toolPrefix string, record func(context.Context, wire.AuditRecord)) func(context.Context, worker.Answered) {
-	return func(ctx context.Context, a worker.Answered) {
+func auditAnswersFunc(workerName, toolPrefix string, record func(context.Context, wire.AuditRecord)) func(context.Context, workercall.Answered) {
+	return func(ctx context.Context, a workercall.Answered) {
 		rec := wire.AuditRecord{Time: time.Now().UTC(), Kind: "answer", Worker: workerName, Identity: a.Identity,
 			Tool: toolPrefix + a.Tool, CallID: a.CallID, QuestionID: a.QuestionID, Outcome: a.Action}
 		rec.Tenant, rec.Person = splitIdentity(a.Identity)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/wire"
+	"github.com/toolmesh/toolmesh/internal/workercall"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -54,9 +55,9 @@ func TestAuditAnswers(t *testing.T) {
 	var got []wire.AuditRecord
 	f := auditAnswersFunc("w1", "", func(_ context.Context, r wire.AuditRecord) { got = append(got, r) })
 	ctx := context.Background()
-	f(ctx, worker.Answered{Tool: "fs.rm", CallID: "C1", Identity: "BOB/bob", QuestionID: "Q1", Action: envelope.ActionAccept, Approval: true, Approved: true, Content: json.RawMessage(`{"approve":true}`)})
-	f(ctx, worker.Answered{Tool: "fs.rm", CallID: "C2", Identity: "BOB/bob", QuestionID: "Q1", Action: envelope.ActionDecline, Approval: true})
-	f(ctx, worker.Answered{Tool: "fs.rm", CallID: "C3", Identity: "", QuestionID: "Q2", Action: envelope.ActionAccept, Content: json.RawMessage(`{"name":"x"}`)})
+	f(ctx, workercall.Answered{Tool: "fs.rm", CallID: "C1", Identity: "BOB/bob", QuestionID: "Q1", Action: envelope.ActionAccept, Approval: true, Approved: true, Content: json.RawMessage(`{"approve":true}`)})
+	f(ctx, workercall.Answered{Tool: "fs.rm", CallID: "C2", Identity: "BOB/bob", QuestionID: "Q1", Action: envelope.ActionDecline, Approval: true})
+	f(ctx, workercall.Answered{Tool: "fs.rm", CallID: "C3", Identity: "", QuestionID: "Q2", Action: envelope.ActionAccept, Content: json.RawMessage(`{"name":"x"}`)})
 	want := []struct{ kind, outcome, person string }{{"approval", "approved", "bob"}, {"approval", "refused", "bob"}, {"answer", "accept", ""}}
 	for i, w := range want {
 		if r := got[i]; r.Kind != w.kind || r.Outcome != w.outcome || r.Person != w.person || r.ArgsSHA256 != "" {

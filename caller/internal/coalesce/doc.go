@@ -9,5 +9,5 @@
 // publishes a lone call itself, and hands a Sender a Link through which
 // the queued calls are published, registered as a batch (so that their
 // replies find them) and failed. What a batch's replies are routed to,
-// and the public CoalesceMode and CoalesceStats, stay in package caller.
+// and the public Config.NoCoalescing and CoalesceStats, stay in package caller.
 package coalesce

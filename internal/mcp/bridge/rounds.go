@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolmesh/toolmesh/envelope"
 	"github.com/toolmesh/toolmesh/internal/mcp/internal/mcpmap"
+	"github.com/toolmesh/toolmesh/internal/workercall"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
@@ -22,12 +23,12 @@ const metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 // call can honour: the binding's when the mesh caller answers questions
 // (ask=1), none otherwise — so a server that needs one refuses the call
 // (-32021) before its tool runs, as it would for that caller directly.
-func (b *Bridge) declareFor(req *worker.Request, params *mcp.CallToolParams) {
+func (b *Bridge) declareFor(ctx context.Context, req *worker.Request, params *mcp.CallToolParams) {
 	if b.protocol() != protocolStateless {
 		return
 	}
 	caps := map[string]any{}
-	if req.CanAsk() {
+	if workercall.Of(ctx, req.Identity).CanAsk() {
 		for _, c := range b.cfg.Entry.Server.ClientCapabilities {
 			caps[c] = map[string]any{}
 		}

@@ -207,7 +207,7 @@ func (b *Bridge) forward(mcpName string) worker.HandlerFunc {
 			params.SetProgressToken(token)
 		}
 		defer b.askers.track(ctx, req, sk)()
-		b.declareFor(req, params)
+		b.declareFor(ctx, req, params)
 		res, err := b.callRounds(withCallSink(ctx, sk), sess, req, params)
 		if err != nil {
 			return nil, b.failure(ctx, sess, mcpName, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/toolmesh/toolmesh/caller"
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/toolsearch"
 	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
@@ -88,7 +89,7 @@ type Gateway struct {
 	known map[string]catalog.Tool
 	// index is the search index of known as last searched, kept while
 	// the known tools read the same (it has a lock of its own).
-	index    catalog.SearchCache
+	index    toolsearch.Cache[catalog.Tool]
 	lastView fleetView
 	revealed map[string]bool
 	// surf are the bridged servers' resources, prompts and completions

@@ -18,7 +18,7 @@ import (
 // tools does not fit a model's context, so tools/list starts small — the
 // search tool and the pinned tools — and each search adds the tools it
 // found, so the client can call them; the SDK tells the client with
-// notifications/tools/list_changed. The search is catalog.SearchCache
+// notifications/tools/list_changed. The search is internal/toolsearch's
 // over the gateway's own view of the fleet (its allow/deny lists and the
 // caller's permissions applied), the same ranking `toolmesh tools search`
 // and catalog.Catalog.Search give.
@@ -121,7 +121,7 @@ func (g *Gateway) search(query string, limit int) ([]*mcp.Tool, int) {
 	// In name order, as a Catalog's, so the kept index is reused while the
 	// known tools stay the same.
 	slices.SortFunc(cat.Tools, func(a, b catalog.Tool) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
-	hits := g.index.Search(cat, query)
+	hits := g.index.Search(cat.Tools, toolSpec, query)
 	out := []*mcp.Tool{}
 	for _, h := range hits {
 		if len(out) == limit {
@@ -179,3 +179,6 @@ func checkPinned(cfg Config) error {
 	}
 	return nil
 }
+
+// toolSpec is a catalogue tool's spec, as package toolsearch reads it.
+func toolSpec(t *catalog.Tool) *envelope.ToolSpec { return &t.Spec }

@@ -24,8 +24,11 @@ const (
 	durableCancelled     = tasks.Cancelled
 )
 
-// durableTerminal reports whether a durable state is final.
-func durableTerminal(state string) bool { return tasks.Terminal(state) }
+// durableTerminal reports whether a durable state is final: succeeded,
+// failed or cancelled (docs/protocol.md §22.3).
+func durableTerminal(state string) bool {
+	return state == durableSucceeded || state == tasks.Failed || state == durableCancelled
+}
 
 // durable is the task API as the gateway's identity calls it: every task
 // belongs to that identity (§22.1), and the task service finds no other.

@@ -150,7 +150,7 @@ func (b *bencher) startCallers(call *nats.Conn, prefix string, env *Env) error {
 		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
 	b.c = c
-	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: env.Log, Coalescing: caller.CoalesceOff}); err != nil {
+	if b.cOff, err = caller.New(call, caller.Config{Prefix: prefix, Logger: env.Log, NoCoalescing: true}); err != nil {
 		return envelope.NewProblem(envelope.CodeConnectionLost, err.Error())
 	}
 	return nil
