@@ -15,21 +15,20 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/toolmesh/toolmesh/caller/internal/coalesce"
-	"github.com/toolmesh/toolmesh/caller/internal/liveness"
-
-	"github.com/toolmesh/toolmesh/internal/telemetry"
-	"github.com/toolmesh/toolmesh/internal/wire"
-
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolmesh/toolmesh/caller/internal/coalesce"
+	"github.com/toolmesh/toolmesh/caller/internal/liveness"
 	"github.com/toolmesh/toolmesh/catalog"
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/ctxsleep"
 	"github.com/toolmesh/toolmesh/internal/problembase"
+	"github.com/toolmesh/toolmesh/internal/telemetry"
+	"github.com/toolmesh/toolmesh/internal/wire"
 )
 
 // Config configures a Caller. The zero value is usable.
@@ -1111,15 +1110,7 @@ func (c *Caller) callOnce(ctx context.Context, tool string, args any, o callOpti
 
 // waitRetry sleeps retry_after (bounded by ctx); false when ctx ends first.
 func (c *Caller) waitRetry(ctx context.Context, p *envelope.Problem) bool {
-	d := time.Duration(*p.RetryAfter * float64(time.Second))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return ctxsleep.Sleep(ctx, time.Duration(*p.RetryAfter*float64(time.Second))) == nil
 }
 
 func (p *pending) endSpan(prob *envelope.Problem) { telemetry.EndSpan(p.span(), prob) }
