@@ -56,7 +56,7 @@ func (w *Worker) onBatch(t *tool, m *nats.Msg, received time.Time) {
 	for i, body := range bodies {
 		// Named by the id the batch line read, whatever the call's own
 		// line later says: its reply must reach the call the caller sent.
-		c := w.newCall(t, callMsg{reply: m.Reply, data: body, header: m.Header, batch: b, batchID: ids[i]}, received)
+		c := w.newCall(t, callMsg{reply: m.Reply, data: body, header: m.Header, batch: b, batchID: ids[i], called: t.called(m.Subject)}, received)
 		if c == nil || !w.admit(c) {
 			continue
 		}

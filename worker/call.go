@@ -421,11 +421,21 @@ func (c *call) parseBody() (callBody, *envelope.Schema, *envelope.Problem) {
 	return body, nil, nil
 }
 
+// toolCalled is the name the call called: its tool's, or for a tool
+// serving a family of names (workercall.Family) the one its subject
+// named.
+func (c *call) toolCalled() string {
+	if c.req.Tool != "" {
+		return c.req.Tool
+	}
+	return c.tool.spec.Name
+}
+
 // request is the call as its handler sees it.
 func (c *call) request(body callBody) *Request {
 	t := c.tool
 	c.req = Request{
-		Tool: t.spec.Name, CallID: c.key.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
+		Tool: c.toolCalled(), CallID: c.key.id, Args: body.Args, DryRun: body.DryRun, Page: body.Page,
 		ResponseFormat: body.ResponseFormat, Bearer: c.req.Bearer,
 		IdempotencyKey: c.req.IdempotencyKey,
 		Deadline:       c.deadline, Streaming: c.stream && !c.fold, Spec: &t.spec, call: c,

@@ -27,6 +27,9 @@ type callMsg struct {
 	batch  *batch // the batch message it came in, if any
 	// batchID is the call's id as its batch line gave it (batched calls only).
 	batchID string
+	// called is the name the call called, for a tool serving a family of
+	// names ("" for every other tool: the name is the tool's).
+	called string
 }
 
 // newCall builds a call from its message, answering it at once (and
@@ -35,6 +38,7 @@ type callMsg struct {
 // gets a bounded life: its budget or MaxUnleasedLife, whichever is shorter.
 func (w *Worker) newCall(t *tool, m callMsg, received time.Time) *call {
 	c := &call{w: w, tool: t, reply: m.reply, batch: m.batch, started: received, interval: w.cfg.Liveness.Heartbeat}
+	c.req.Tool = m.called // kept in the request until it is made (see request)
 	line, body, err := wire.SplitCall(m.data)
 	var meta callMeta
 	var prob *envelope.Problem

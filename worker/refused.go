@@ -14,7 +14,7 @@ func (c *call) observeRefused(ctx context.Context, p *envelope.Problem) {
 	if f == nil {
 		return
 	}
-	req := &Request{Tool: c.tool.spec.Name, CallID: c.key.id, Identity: c.key.identity,
+	req := &Request{Tool: c.toolCalled(), CallID: c.key.id, Identity: c.key.identity,
 		Deadline: c.deadline, Streaming: c.stream && !c.fold, Spec: &c.tool.spec}
 	if body, err := parseCallBody(c.body); err == nil {
 		req.Args = body.Args

@@ -219,10 +219,14 @@ type tool struct {
 	spec    envelope.ToolSpec
 	handler Handler
 	admit   admitter // the handler's own admission before start, if it has one
-	input   *envelope.Schema
-	output  *envelope.Schema
-	sub     *nats.Subscription
-	dsub    *nats.Subscription // the describe subject
+	// familyAt, for a handler serving a family of names
+	// (workercall.Family), is where in a call's subject the name called
+	// starts; 0 for every other tool.
+	familyAt int
+	input    *envelope.Schema
+	output   *envelope.Schema
+	sub      *nats.Subscription
+	dsub     *nats.Subscription // the describe subject
 	// spanName and spanOpts start each call's server span, built once.
 	spanName string
 	spanOpts []trace.SpanStartOption
@@ -440,6 +444,7 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 		h = declared.Handler
 	}
 	admit, _ := h.(admitter)
+	_, family := h.(workercall.Family)
 	h = chain(chain(h, mw...), w.cfg.Middleware...)
 	in, out, err := spec.Compile()
 	if err != nil {
@@ -451,6 +456,9 @@ func (w *Worker) Register(spec envelope.ToolSpec, h Handler, mw ...Middleware) e
 		digest:    wire.SpecDigest(spec),
 		spanOpts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 	t.inline = inline && !t.approve && admit == nil
+	if family {
+		t.familyAt = len(w.subjects.Call(""))
+	}
 	if err := w.reserve(t); err != nil {
 		return err
 	}
@@ -525,7 +533,11 @@ func (w *Worker) reserve(t *tool) error {
 	// that grows with what is pending, where a synchronous one would
 	// allocate a 65,536-slot channel (512 KiB the GC scans) per tool
 	// whatever the load: 1,000 idle tools would cost half a gigabyte.
-	sub, err := w.nc.QueueSubscribe(w.subjects.Call(name), w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
+	subject := w.subjects.Call(name)
+	if t.familyAt > 0 {
+		subject += ".>" // every name of the family, not the bare one
+	}
+	sub, err := w.nc.QueueSubscribe(subject, w.subjects.QueueGroup(), func(m *nats.Msg) { w.onCall(t, m) })
 	if err != nil {
 		_ = dsub.Unsubscribe()
 		return fmt.Errorf("register %q: %w", name, err)
@@ -755,7 +767,7 @@ func (w *Worker) onCall(t *tool, m *nats.Msg) {
 		w.onBatch(t, m, received)
 		return
 	}
-	c := w.newCall(t, callMsg{reply: m.Reply, data: m.Data, header: m.Header}, received)
+	c := w.newCall(t, callMsg{reply: m.Reply, data: m.Data, header: m.Header, called: t.called(m.Subject)}, received)
 	if c == nil || !w.admit(c) {
 		return
 	}
@@ -923,3 +935,12 @@ func (w *Worker) maxPayload() int { return int(w.payload.Load()) }
 // piece is the largest event that goes out in one message; larger ones
 // are chunked. The rest of max_payload is room for the frame line.
 func (w *Worker) piece() int { return w.maxPayload() - wire.ChunkOverhead }
+
+// called is the name a call on subject called, for a tool serving a
+// family of names; "" for every other tool.
+func (t *tool) called(subject string) string {
+	if t.familyAt == 0 || len(subject) <= t.familyAt {
+		return ""
+	}
+	return subject[t.familyAt:]
+}
