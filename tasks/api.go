@@ -12,13 +12,14 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolmesh/toolmesh/envelope"
+	"github.com/toolmesh/toolmesh/internal/workercall"
 	"github.com/toolmesh/toolmesh/worker"
 )
 
 // apiSpecs are the task API's tools (§22.4) and their input schemas.
 func apiSpecs() []envelope.ToolSpec {
 	return []envelope.ToolSpec{
-		{Name: "submit", Description: "Submit a durable call; answers the task record.",
+		{Name: "submit", Description: "Submit a durable call of a tool; called as submit.<tool>, answers the task record.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"tool":{"type":"string"},"args":{"type":"object"},"mode":{"enum":["unary","stream"]},"timeout_ms":{"type":"integer","minimum":1},"idempotency_key":{"type":"string","maxLength":256},"idempotent":{"type":"boolean"},"submit_id":{"type":"string","maxLength":128},"wait":{"type":"boolean"}},"required":["tool","args"]}`)},
 		{Name: "watch", Streaming: true, Annotations: readOnly(), Description: "Every event of a task from the first, in order, then live.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"},"from":{"type":"integer","minimum":1}},"required":["task_id"]}`)},
@@ -48,8 +49,9 @@ func (s *Service) startAPI() error {
 		return err
 	}
 	s.api = w
-	handlers := map[string]worker.HandlerFunc{"submit": s.submit, "watch": s.watch, "get": s.get,
-		"cancel": s.cancelTask, "ls": s.list, "answer": s.answer}
+	handlers := map[string]worker.Handler{"submit": submitFamily(s.submit), "watch": worker.HandlerFunc(s.watch),
+		"get": worker.HandlerFunc(s.get), "cancel": worker.HandlerFunc(s.cancelTask), "ls": worker.HandlerFunc(s.list),
+		"answer": worker.HandlerFunc(s.answer)}
 	for _, spec := range apiSpecs() {
 		if err := w.Register(spec, handlers[spec.Name]); err != nil {
 			return err
@@ -57,6 +59,23 @@ func (s *Service) startAPI() error {
 	}
 	return nil
 }
+
+// submitFamily is the submit tool, which serves a family of names
+// (workercall.Family): a task of a tool is submitted as submit.<tool>, on
+// <p>.tasks.call.submit.<tool>, so the server's permission to publish that
+// subject decides which tools a caller may submit, as its permission on
+// <p>.call.<tool> decides which it may call. The service calls the tool
+// itself, so without this a caller could run through it a tool it may
+// not call.
+type submitFamily worker.HandlerFunc
+
+// Handle submits the task.
+func (f submitFamily) Handle(ctx context.Context, req *worker.Request, emit worker.Emitter) (any, error) {
+	return f(ctx, req, emit)
+}
+
+// ServesFamily marks the submit tool as serving submit.<tool>.
+func (submitFamily) ServesFamily(workercall.Key) {}
 
 // submitReq is the submit tool's args.
 type submitReq struct {
@@ -78,6 +97,10 @@ func (s *Service) submit(ctx context.Context, req *worker.Request, _ worker.Emit
 	}
 	if err := envelope.ValidateToolName(a.Tool); err != nil {
 		return nil, envelope.Problemf(envelope.CodeInvalidInput, "submit: %v", err).WithExtension("pointer", "/tool")
+	}
+	if req.Tool != "submit."+a.Tool {
+		return nil, envelope.Problemf(envelope.CodeForbidden, "submit: a task of %s is submitted as submit.%s, the name the server's permissions let through; this call named %s", a.Tool, a.Tool, req.Tool).
+			WithExtension("pointer", "/tool")
 	}
 	q := s.newQueued(req, a)
 	if err := s.admit(&q); err != nil {

@@ -76,7 +76,9 @@ func (c *Client) submit(ctx context.Context, tool string, args any, opts []calle
 	// it without first having the server confirm a heartbeat naming it
 	// (§8.2), one message and one round trip fewer per task.
 	callOpts = append(callOpts, caller.WithIdempotencyKey(submissionKey(m)))
-	err = c.call(ctx, "submit", m, &rec, callOpts...)
+	// Submitted as submit.<tool>: the server lets the call through only
+	// where this identity may submit that tool (§22.10).
+	err = c.call(ctx, "submit."+tool, m, &rec, callOpts...)
 	return rec, err
 }
 

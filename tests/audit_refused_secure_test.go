@@ -54,7 +54,7 @@ func TestSecureAuditRecordsRefusedCallsAndTaskActions(t *testing.T) {
 	}
 
 	want := map[string]func(wire.AuditRecord) bool{
-		"alice's submit": func(r wire.AuditRecord) bool { return r.Tool == "tasks.submit" },
+		"alice's submit": func(r wire.AuditRecord) bool { return r.Tool == "tasks.submit.demo.echo" },
 		"alice's cancel": func(r wire.AuditRecord) bool { return r.Tool == "tasks.cancel" },
 	}
 	maps.Copy(want, bobsRefusedCalls())

@@ -112,7 +112,7 @@ func TestSecureAuditTrailNamesEachPerson(t *testing.T) {
 	failRec := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Tool == "demo.fail" })
 	wantRecord(t, failRec, wire.AuditRecord{Kind: "call", Identity: "BOB/bob", Tenant: "BOB", Person: "bob", Tool: "demo.fail",
 		Worker: "demo-1", ArgsSHA256: digests.of(failRec.CallID), Outcome: "tool_failed", Ran: "yes"})
-	submit := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Tool == "tasks.submit" })
+	submit := findRecord(t, recs, func(r wire.AuditRecord) bool { return r.Tool == "tasks.submit.demo.echo" })
 	if submit.Identity != "ALICE/alice" || submit.Outcome != "ok" || len(submit.ArgsSHA256) != 64 {
 		t.Fatalf("alice's submit is recorded as %+v", submit)
 	}

@@ -58,6 +58,47 @@ func TestSecureTasksBelongToTheirSubmitter(t *testing.T) {
 	noJetStream(t, "bob", bobNC, bobErrs)
 }
 
+// Under deploy/secure verbatim: the task service calls a task's tool
+// itself, so a tenant must not run through it a tool it may not call.
+// alice may call demo tools only: her submit of a task of fs.wipe is
+// refused by the server (the name that carries the tool is not hers to
+// publish), and so is one sent through a demo tool's name that carries
+// fs.wipe in its args; neither leaves a task. bob, who may call fs tools,
+// submits one that runs: the tool's execution log holds his run alone.
+func TestSecureTaskOfAToolTheTenantMayNotCallIsRefused(t *testing.T) {
+	m := startSecure(t)
+	m.taskService(t, tasks.Config{})
+	filesNC, _ := m.dial(t, "files")
+	fs := meshtest.NewWorker(t, filesNC, worker.Config{Pool: "fs"})
+	ran := make(chan string, 8)
+	yes := true
+	register(t, fs, envelope.ToolSpec{Name: "fs.wipe", Annotations: &envelope.Annotations{Idempotent: &yes}},
+		func(_ context.Context, req *worker.Request, _ worker.Emitter) (any, error) {
+			ran <- string(req.Args)
+			return map[string]bool{"wiped": true}, nil
+		})
+	alice, bob := m.caller(t, "alice"), m.caller(t, "bob")
+	ctx := context.Background()
+	_, err := tasks.NewClient(alice).Submit(ctx, "fs.wipe", map[string]any{"who": "alice"})
+	wantCode(t, err, envelope.CodeForbidden)
+	api, err := alice.Service("tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = api.Call(ctx, "submit.demo.park", map[string]any{"tool": "fs.wipe", "args": map[string]any{"who": "alice, forged"}})
+	wantCode(t, err, envelope.CodeForbidden)
+	if list, err := tasks.NewClient(alice).List(ctx, "", 0); err != nil || len(list) != 0 {
+		t.Fatalf("alice's tasks %+v, %v; want none", list, err)
+	}
+	rec, err := tasks.NewClient(bob).Run(ctx, "fs.wipe", map[string]any{"who": "bob"})
+	if err != nil || rec.State != tasks.Succeeded {
+		t.Fatalf("bob's task of fs.wipe: %+v, %v; want it to succeed", rec, err)
+	}
+	if got := <-ran; got != `{"who":"bob"}` || len(ran) != 0 {
+		t.Fatalf("fs.wipe ran with %s (and %d more); want bob's run alone", got, len(ran))
+	}
+}
+
 // noJetStream checks that a tenant's request to the JetStream API is
 // refused by the server (the permissions violation it reports) and gets
 // no answer. The request is abandoned once the refusal is in, rather

@@ -130,20 +130,24 @@ func matches(want map[string]string, claims map[string]any) bool {
 
 // Permissions are the NATS permissions of g on a mesh with prefix: what
 // deploy/secure gives a tenant user, with calls allowed only into the
-// granted namespaces. The server tells the user these on
-// $SYS.REQ.USER.INFO, so catalogues and MCP tools/list show exactly the
-// tools granted.
+// granted namespaces, and durable tasks submitted only of tools in them
+// (<p>.tasks.call.submit.<tool>, docs/protocol.md §22.10). The server
+// tells the user these on $SYS.REQ.USER.INFO, so catalogues and MCP
+// tools/list show exactly the tools granted.
 func (g Grant) Permissions(prefix string) jwt.Permissions {
 	var pub jwt.StringList
 	for _, ns := range g.Namespaces {
 		if ns == "*" {
-			pub.Add(prefix + ".call.>")
+			pub.Add(prefix+".call.>", prefix+".tasks.call.submit.>")
 		} else {
-			pub.Add(fmt.Sprintf("%s.call.%s.>", prefix, ns))
+			pub.Add(fmt.Sprintf("%s.call.%s.>", prefix, ns), fmt.Sprintf("%s.tasks.call.submit.%s.>", prefix, ns))
 		}
 	}
+	for _, op := range []string{"watch", "get", "answer", "cancel", "ls"} {
+		pub.Add(prefix + ".tasks.call." + op)
+	}
 	pub.Add("$SYS.REQ.USER.INFO", prefix+".ctl.>", prefix+".catalog", prefix+".catalog.>", prefix+".describe.>",
-		"$SRV.>", prefix+".tasks.call.>", prefix+".tasks.ctl.>")
+		"$SRV.>", prefix+".tasks.ctl.>")
 	return jwt.Permissions{
 		Pub: jwt.Permission{Allow: pub},
 		Sub: jwt.Permission{Allow: jwt.StringList{"_INBOX.>", prefix + ".presence.>"}},

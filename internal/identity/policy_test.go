@@ -32,6 +32,14 @@ func TestPolicyMapsClaimsToGrants(t *testing.T) {
 		slices.Contains(perm.Pub.Allow, "toolmesh.call.>") || slices.ContainsFunc(perm.Pub.Allow, func(s string) bool { return s == "$JS.API.>" }) {
 		t.Fatalf("alice's publish permissions %v", perm.Pub.Allow)
 	}
+	// Durable tasks: submitted only of the tools alice may call, through
+	// the name that carries the tool; the rest of the task API by name.
+	if !slices.Contains(perm.Pub.Allow, "toolmesh.tasks.call.submit.demo.>") || !slices.Contains(perm.Pub.Allow, "toolmesh.tasks.call.get") ||
+		slices.ContainsFunc(perm.Pub.Allow, func(s string) bool {
+			return s == "toolmesh.tasks.call.>" || s == "toolmesh.tasks.call.*" || s == "toolmesh.tasks.call.submit.>"
+		}) {
+		t.Fatalf("alice's task permissions %v: want submit.<tool> only for her namespaces", perm.Pub.Allow)
+	}
 	bob := map[string]any{"sub": "u-17", "groups": []any{"ops", "eng"}, "email": "bob@example.com"}
 	g, ok = p.Map(&oauth.Identity{Subject: "u-17", Claims: bob})
 	if !ok || g.Account != "ENG" || g.User != "bob" || !slices.Contains(g.Permissions("m").Pub.Allow, "m.call.>") {

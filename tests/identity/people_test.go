@@ -280,6 +280,15 @@ func TestCalloutPeopleCannotTouchEachOthersWork(t *testing.T) {
 	if rec, err := tasks.NewClient(alice).Get(ctx, id, false); err != nil || rec.TaskID != id {
 		t.Fatalf("alice reads her own task: %+v, %v", rec, err)
 	}
+	// The task service runs a task's tool itself: alice may not submit a
+	// task of bob's tool, which her grant does not let her call.
+	var pr *envelope.Problem
+	if _, err := tasks.NewClient(alice).Submit(ctx, "bob.park", map[string]any{}); !errors.As(err, &pr) || pr.Code != envelope.CodeForbidden {
+		t.Fatalf("alice's task of bob.park: %v, want forbidden", err)
+	}
+	if list, err := tasks.NewClient(alice).List(ctx, "", 0); err != nil || len(list) != 1 || list[0].TaskID != id {
+		t.Fatalf("alice's tasks %+v, %v; want her one task", list, err)
+	}
 }
 
 func errOf[T any](_ T, err error) error { return err }
