@@ -393,7 +393,7 @@ func (s *Service) rerunnable(ctx context.Context, q *queuedCall) bool {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	spec, err := s.call.Catalog().Describe(dctx, q.Tool)
+	spec, err := s.describe(dctx, q.Tool)
 	return err == nil && spec.Annotations.IsIdempotent()
 }
 
