@@ -407,7 +407,7 @@ func (s *Service) attempt(ctx, actx context.Context, r *attemptRun) envelope.Too
 		opts = append(opts, caller.WithBearer(r.q.Bearer))
 	}
 	if r.q.IdemKey != "" {
-		opts = append(opts, caller.WithIdempotencyKey(r.q.IdemKey))
+		opts = append(opts, caller.WithIdempotencyKey(attemptKey(r.q.Owner, r.q.IdemKey)))
 	}
 	if r.q.Mode == "unary" {
 		// The task's result is what a plain call returns (§22.6).
