@@ -119,8 +119,12 @@ func (c *Catalog) followPresence(ctx context.Context, v *liveView, beacons chan 
 		case r := <-f.results:
 			f.land(r)
 		case m := <-beacons:
+			// A beacon counts only on its own worker's subject, which the
+			// operator's permissions bind to the worker's pool (§13.2):
+			// one naming another worker (another pool's, say, as gone)
+			// is not that worker's word.
 			b, err := wire.ParseBeacon(m.Data)
-			if err != nil || b.WorkerID == "" {
+			if err != nil || b.WorkerID == "" || m.Subject != c.subjects.Presence(b.WorkerID) {
 				continue
 			}
 			f.apply(ctx, b)

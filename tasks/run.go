@@ -393,7 +393,7 @@ func (s *Service) rerunnable(ctx context.Context, q *queuedCall) bool {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	spec, err := s.call.Catalog().Describe(dctx, q.Tool)
+	spec, err := s.describe(dctx, q.Tool)
 	return err == nil && spec.Annotations.IsIdempotent()
 }
 
@@ -407,7 +407,7 @@ func (s *Service) attempt(ctx, actx context.Context, r *attemptRun) envelope.Too
 		opts = append(opts, caller.WithBearer(r.q.Bearer))
 	}
 	if r.q.IdemKey != "" {
-		opts = append(opts, caller.WithIdempotencyKey(r.q.IdemKey))
+		opts = append(opts, caller.WithIdempotencyKey(attemptKey(r.q.Owner, r.q.IdemKey)))
 	}
 	if r.q.Mode == "unary" {
 		// The task's result is what a plain call returns (§22.6).

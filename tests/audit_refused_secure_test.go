@@ -163,7 +163,7 @@ func waitForAuditRecords(t *testing.T, nc *nats.Conn, want map[string]func(wire.
 				}
 			}
 			return nil
-		})
+		}, nil)
 		return err == nil && len(found) == len(want)
 	})
 }

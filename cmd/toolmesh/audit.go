@@ -43,6 +43,8 @@ func newAuditCmd(g *globals) *cobra.Command {
 				}
 				_, err := fmt.Fprintln(g.stdout, auditLine(r))
 				return err
+			}, func(_ string, err error) {
+				fmt.Fprintf(g.stderr, "toolmesh audit: skipped: %v\n", err)
 			})
 			if follow && ctx.Err() != nil {
 				return nil

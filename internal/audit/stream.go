@@ -78,8 +78,11 @@ func (f Filter) Match(rec wire.AuditRecord) bool {
 
 // Read hands fn each record that f selects, oldest first, through an
 // ordered consumer; with follow it goes on with new records until ctx
-// ends, else it returns once nothing it selects is left unread. A message that is not a record is handed on as an error.
-func Read(ctx context.Context, js jetstream.JetStream, prefix string, f Filter, follow bool, fn func(wire.AuditRecord) error) error {
+// ends, else it returns once nothing it selects is left unread. A message
+// that is not a record is handed to bad (if not nil) and skipped: anyone
+// allowed to publish a record could publish one, and the stream lets
+// nobody remove it, so stopping there would end the trail for good.
+func Read(ctx context.Context, js jetstream.JetStream, prefix string, f Filter, follow bool, fn func(wire.AuditRecord) error, bad func(subject string, err error)) error {
 	s, err := js.Stream(ctx, StreamName)
 	if err != nil {
 		return err
@@ -96,11 +99,11 @@ func Read(ctx context.Context, js jetstream.JetStream, prefix string, f Filter, 
 	if err != nil {
 		return err
 	}
-	return readLoop(ctx, cons, f, follow, fn)
+	return readLoop(ctx, cons, f, follow, fn, bad)
 }
 
 // readLoop is Read's loop over the consumer's messages.
-func readLoop(ctx context.Context, cons jetstream.Consumer, f Filter, follow bool, fn func(wire.AuditRecord) error) error {
+func readLoop(ctx context.Context, cons jetstream.Consumer, f Filter, follow bool, fn func(wire.AuditRecord) error, bad func(string, error)) error {
 	for {
 		if !follow {
 			info, err := cons.Info(ctx)
@@ -118,7 +121,10 @@ func readLoop(ctx context.Context, cons jetstream.Consumer, f Filter, follow boo
 		for m := range msgs.Messages() {
 			var rec wire.AuditRecord
 			if err := json.Unmarshal(m.Data(), &rec); err != nil {
-				return fmt.Errorf("audit message on %s is not a record: %w", m.Subject(), err)
+				if bad != nil {
+					bad(m.Subject(), fmt.Errorf("audit message on %s is not a record: %w", m.Subject(), err))
+				}
+				continue
 			}
 			if f.Match(rec) {
 				if err := fn(rec); err != nil {
