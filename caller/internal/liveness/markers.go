@@ -31,7 +31,7 @@ func (s *Markers) Next(now time.Time, every time.Duration) string {
 		s.sent = map[string]time.Time{} // markers lost with a connection
 	}
 	s.seq++
-	tok := MarkerTokenPrefix + strconv.FormatUint(s.seq, 36)
+	tok := MarkerTokenPrefix + strconv.FormatUint(s.seq, 36) + unguessable()
 	s.sent[tok], s.last = now, now
 	return tok
 }

@@ -93,7 +93,7 @@ func (w *Probes) Next(wid string, now time.Time, every time.Duration) string {
 	w.sent[wid] = now
 	delete(w.worker, w.token[wid])
 	w.seq++
-	tok := ProbeTokenPrefix + strconv.FormatUint(w.seq, 36)
+	tok := ProbeTokenPrefix + strconv.FormatUint(w.seq, 36) + unguessable()
 	w.token[wid], w.worker[tok] = tok, wid
 	return tok
 }
