@@ -61,7 +61,7 @@ func TestStockServerAnswersSenderProbesOnlyInOneAccount(t *testing.T) {
 			t.Fatalf("reply subject %q is not one the server made", reply)
 		}
 		// The marker: a publish the tools user may make that nobody holds.
-		const marker = "toolmesh.audit.nobody"
+		const marker = "toolmesh.audit.demo.nobody"
 		if probe(t, worker, answers, base, reply, marker) {
 			t.Fatal("a probe to a live requester's reply was answered 503")
 		}
