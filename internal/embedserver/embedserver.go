@@ -13,26 +13,19 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// Config configures an in-process nats-server: mesh/embedded.Config,
-// and the cluster only the module's own tests and bench form.
+// Config configures an in-process nats-server. Every field but Cluster
+// means what the field of that name in mesh/embedded.Config documents
+// (that package is the API; this one holds the start it shares with the
+// module's own cluster tests and bench). A clustered JetStream needs
+// every server named (Name).
 type Config struct {
-	// Listen is host:port for clients; "" or port 0 picks a free port
-	// (on 127.0.0.1 when no host is given). Ignored when InProcessOnly.
-	Listen string
-	// InProcessOnly opens no port: connect with Server.Connect.
+	Listen        string
 	InProcessOnly bool
-	// Name is the server name (defaults to a generated one).
-	Name string
-	// NoJetStream turns JetStream off. It is on by default, storing under
-	// StoreDir (a temporary directory, removed on Shutdown, when empty):
-	// it holds the worker registry that lets a caller's Catalog know the
-	// fleet is complete and return as soon as every worker has answered.
-	// A clustered JetStream needs every server named (Name).
-	NoJetStream bool
-	StoreDir    string
+	Name          string
+	NoJetStream   bool
+	StoreDir      string
 	// Cluster joins or forms a cluster with routes to the given peers.
-	Cluster *Cluster
-	// ReadyTimeout bounds the wait for the server to accept connections (default 10s).
+	Cluster      *Cluster
 	ReadyTimeout time.Duration
 }
 
